@@ -1,0 +1,218 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"google.golang.org/protobuf/proto"
+)
+
+var (
+	malformed = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_bus_malformed_messages_total",
+		Help: "Messages that could not be decoded, by subscription subject.",
+	}, []string{"subject"})
+	panics = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_bus_handler_panics_total",
+		Help: "Handler panics recovered, by subscription subject.",
+	}, []string{"subject"})
+)
+
+// Malformed returns the counter of undecodable messages for a subscription
+// subject, for tests and dashboards.
+func Malformed(subject string) prometheus.Counter { return malformed.WithLabelValues(subject) }
+
+// ErrNoResponders means nobody serves the subject asked.
+var ErrNoResponders = errors.New("bus: no responders")
+
+// Conn is a NATS connection that speaks protobuf.
+type Conn struct {
+	nc *nats.Conn
+}
+
+// Connect dials url. name identifies the process in NATS monitoring.
+// The connection reconnects forever; a down server is not an error after
+// the first connect.
+func Connect(url, name string) (*Conn, error) {
+	nc, err := nats.Connect(url,
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("bus: connect %s: %w", url, err)
+	}
+	return &Conn{nc: nc}, nil
+}
+
+// NATS returns the underlying connection.
+func (c *Conn) NATS() *nats.Conn { return c.nc }
+
+// Publish encodes m and publishes it on subject.
+func (c *Conn) Publish(subject string, m proto.Message) error {
+	data, err := proto.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("bus: encode for %s: %w", subject, err)
+	}
+	return c.nc.Publish(subject, data)
+}
+
+// Reply answers msg with m. It does nothing when msg expects no reply.
+func (c *Conn) Reply(msg *nats.Msg, m proto.Message) error {
+	if msg.Reply == "" {
+		return nil
+	}
+	return c.Publish(msg.Reply, m)
+}
+
+// Request sends req on subject and decodes the answer into reply.
+func (c *Conn) Request(ctx context.Context, subject string, req, reply proto.Message) error {
+	data, err := proto.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("bus: encode for %s: %w", subject, err)
+	}
+	msg, err := c.nc.RequestWithContext(ctx, subject, data)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return fmt.Errorf("%w on %s", ErrNoResponders, subject)
+		}
+		return fmt.Errorf("bus: request %s: %w", subject, err)
+	}
+	if err := proto.Unmarshal(msg.Data, reply); err != nil {
+		return fmt.Errorf("bus: decode reply from %s: %w", subject, err)
+	}
+	return nil
+}
+
+// Flush waits until the server has processed everything published so far.
+func (c *Conn) Flush() error { return c.nc.Flush() }
+
+// Close drains the connection: pending publishes are flushed first.
+func (c *Conn) Close() {
+	if err := c.nc.Drain(); err != nil {
+		c.nc.Close()
+		return
+	}
+	for !c.nc.IsClosed() {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Workers runs message handlers on at most n goroutines at once. Several
+// subscriptions may share one Workers, so that together they never exceed n.
+type Workers struct {
+	sem chan struct{}
+	wg  sync.WaitGroup
+}
+
+// NewWorkers returns a Workers of n goroutines (at least 1).
+func NewWorkers(n int) *Workers {
+	return &Workers{sem: make(chan struct{}, max(n, 1))}
+}
+
+// go runs f on a worker, blocking while all n are busy. Blocking here keeps
+// further messages in the NATS client's pending buffer, which is the queue.
+func (w *Workers) run(f func()) {
+	w.sem <- struct{}{}
+	w.wg.Add(1)
+	go func() {
+		defer func() { <-w.sem; w.wg.Done() }()
+		f()
+	}()
+}
+
+// Busy returns how many handlers run now.
+func (w *Workers) Busy() int { return len(w.sem) }
+
+// Wait blocks until every running handler has returned, or ctx ends.
+func (w *Workers) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Handler handles one decoded message. msg is the raw message, for Reply.
+type Handler[P proto.Message] func(ctx context.Context, msg *nats.Msg, m P)
+
+// Subscription is a decoding subscription.
+type Subscription struct {
+	sub *nats.Subscription
+}
+
+// Subscribe decodes every message on subject (in queue group queue, if not
+// empty) into a new T and runs h on w. A message that does not decode is
+// logged and counted in ward_bus_malformed_messages_total, and dropped; a
+// handler that panics is logged and counted, and the subscription goes on.
+func Subscribe[T any, P interface {
+	*T
+	proto.Message
+}](ctx context.Context, c *Conn, subject, queue string, w *Workers, log *slog.Logger, h Handler[P]) (*Subscription, error) {
+	cb := func(msg *nats.Msg) {
+		m := P(new(T))
+		if err := proto.Unmarshal(msg.Data, m); err != nil {
+			malformed.WithLabelValues(subject).Inc()
+			log.Warn("malformed message dropped", "subject", msg.Subject, "bytes", len(msg.Data), "err", err)
+			return
+		}
+		w.run(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					panics.WithLabelValues(subject).Inc()
+					log.Error("handler panic", "subject", msg.Subject, "panic", r, "stack", string(debug.Stack()))
+				}
+			}()
+			h(ctx, msg, m)
+		})
+	}
+	var (
+		sub *nats.Subscription
+		err error
+	)
+	if queue != "" {
+		sub, err = c.nc.QueueSubscribe(subject, queue, cb)
+	} else {
+		sub, err = c.nc.Subscribe(subject, cb)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bus: subscribe %s: %w", subject, err)
+	}
+	// The defaults (64 MiB) are far below what a burst of small jobs may
+	// queue while every worker is busy; a slow consumer would drop them.
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		return nil, fmt.Errorf("bus: subscribe %s: %w", subject, err)
+	}
+	return &Subscription{sub: sub}, nil
+}
+
+// Drain stops new deliveries, lets the messages already received reach the
+// handlers, and returns once the subscription is closed or ctx ends. The
+// handlers may still run: wait on their Workers.
+func (s *Subscription) Drain(ctx context.Context) error {
+	if err := s.sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
+		return fmt.Errorf("bus: drain %s: %w", s.sub.Subject, err)
+	}
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for s.sub.IsValid() {
+		select {
+		case <-ctx.Done():
+			_ = s.sub.Unsubscribe()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
