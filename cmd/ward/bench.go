@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ward-run/ward/internal/bench"
+	"github.com/ward-run/ward/internal/client"
+)
+
+func newBenchCmd(g *globals) *cobra.Command {
+	var o bench.Options
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:     "bench",
+		Short:   "Submit N jobs at concurrency C through a running system; print jobs/s and latency percentiles",
+		Example: `  ward bench -n 5000 -c 32`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := client.Dial(client.NATSURL(g.natsURL))
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, stop := signalContext()
+			defer stop()
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			o.Progress = cmd.ErrOrStderr()
+			fmt.Fprintf(cmd.OutOrStdout(), "bench: %d %s jobs, concurrency %d, %d-byte payload\n", o.Jobs, o.Topic, o.Concurrency, o.PayloadSize)
+			r, err := bench.Run(ctx, c, o)
+			if r != nil {
+				fmt.Fprint(cmd.OutOrStdout(), r.String())
+			}
+			if err != nil {
+				return err
+			}
+			if r.Succeeded < r.Jobs {
+				return fmt.Errorf("%d of %d jobs did not succeed", r.Jobs-r.Succeeded, r.Jobs)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVarP(&o.Jobs, "jobs", "n", 1000, "number of jobs")
+	f.IntVarP(&o.Concurrency, "concurrency", "c", 32, "jobs in flight at once")
+	f.StringVar(&o.Topic, "topic", "job.echo", "topic")
+	f.StringVar(&o.Tenant, "tenant", "bench", "tenant")
+	f.IntVar(&o.PayloadSize, "payload-size", 64, "payload bytes")
+	f.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after")
+	return cmd
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/spf13/cobra"
+
+	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/internal/stack"
+)
+
+func newDevCmd(g *globals) *cobra.Command {
+	var (
+		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, cacheDir, natsHost string
+		natsPort, maxParallel                                                        int
+	)
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run every part in one process: embedded NATS, job store, safety kernel, scheduler, host",
+		Long: `dev runs Ward on one machine: an embedded NATS server (JetStream on), the
+in-memory job store (Redis when REDIS_URL is set), the safety kernel on a
+loopback gRPC port, a scheduler and one host agent serving every module in
+--modules. It stays up until Ctrl-C or SIGTERM, then shuts down cleanly.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := g.logger()
+			ctx, stop := signalContext()
+			defer stop()
+
+			wasm, err := stack.ReadModules(modulesDir)
+			if err != nil {
+				return err
+			}
+			pools, err := config.LoadPools(os.Getenv(config.EnvPoolConfig))
+			if err != nil {
+				return err
+			}
+			timeouts, err := config.LoadTimeouts(os.Getenv(config.EnvTimeoutConfig))
+			if err != nil {
+				return err
+			}
+			store, storeName, err := openStore(redisURL, true)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+
+			jsDir, err := os.MkdirTemp("", "ward-dev-jetstream-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(jsDir)
+			ns, err := server.NewServer(&server.Options{Host: natsHost, Port: natsPort, JetStream: true,
+				StoreDir: jsDir, NoSigs: true, ServerName: "ward-dev"})
+			if err != nil {
+				return fmt.Errorf("nats: %w", err)
+			}
+			go ns.Start()
+			defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+			if !ns.ReadyForConnections(10 * time.Second) {
+				return fmt.Errorf("nats: not ready on %s:%d (is the port taken?)", natsHost, natsPort)
+			}
+
+			metrics, stopMetrics, err := serveMetrics(metricsAddr, log)
+			if err != nil {
+				return err
+			}
+			defer stopMetrics()
+
+			opts := stack.Options{NATSURL: ns.ClientURL(), Store: store, SafetyAddr: safetyAddr,
+				Pools: pools, Timeouts: timeouts, Modules: wasm, CacheDir: cacheDir,
+				MaxParallel: maxParallel, HostID: "dev-host", Logger: log}
+			if policyDir != "" {
+				opts.Policies = os.DirFS(policyDir)
+			}
+			st, err := stack.Start(ctx, opts)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "ward dev is up\n")
+			fmt.Fprintf(out, "  NATS:          %s\n", ns.ClientURL())
+			fmt.Fprintf(out, "  metrics:       http://%s/metrics\n", metrics)
+			fmt.Fprintf(out, "  safety kernel: %s\n", st.SafetyAddr)
+			fmt.Fprintf(out, "  job store:     %s\n", storeName)
+			fmt.Fprintf(out, "  host:          %s serving %v\n", st.Host.ID(), st.Host.Pools())
+			fmt.Fprintf(out, "try:  ward submit --topic job.echo --tenant acme --payload '{\"hello\":\"world\"}' --wait\n")
+
+			<-ctx.Done()
+			fmt.Fprintln(out, "shutting down")
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return st.Shutdown(sctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&modulesDir, "modules", envOr("WARD_MODULES_DIR", "modules/build"), "directory of <name>.wasm modules ($WARD_MODULES_DIR)")
+	f.StringVar(&natsHost, "nats-host", "127.0.0.1", "embedded NATS listen host")
+	f.IntVar(&natsPort, "nats-port", 4222, "embedded NATS port (-1 for a random one)")
+	f.StringVar(&metricsAddr, "metrics", envOr("METRICS_ADDR", "127.0.0.1:9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
+	f.StringVar(&safetyAddr, "safety-listen", "127.0.0.1:50051", "safety kernel gRPC listen address")
+	f.StringVar(&policyDir, "policies", "", "policy bundle directory (default: the embedded bundle)")
+	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL; the in-memory store when empty ($REDIS_URL)")
+	f.StringVar(&cacheDir, "cache-dir", defaultCacheDir(), "compiled-module cache directory")
+	f.IntVar(&maxParallel, "max-parallel", 0, "jobs the host runs at once (default: number of CPUs)")
+	return cmd
+}
+
+func defaultCacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return d + "/ward/wasm"
+	}
+	return ""
+}

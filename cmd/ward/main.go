@@ -1,0 +1,134 @@
+// Command ward is Ward's one binary: every long-lived role (dev, scheduler,
+// safety, host) and every client (submit, jobs, bench). This package only
+// parses flags and wires parts together.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/ward-run/ward/internal/jobstore"
+)
+
+func main() {
+	if err := newRoot().Execute(); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "ward:", err)
+		os.Exit(1)
+	}
+}
+
+// exitError ends the process with code, after its message was printed.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+type globals struct {
+	natsURL  string
+	logLevel string
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "ward",
+		Short:         "Ward routes untrusted jobs through a Rego safety kernel to WebAssembly sandboxes",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.natsURL, "nats", "", "NATS URL (default $NATS_URL, else nats://127.0.0.1:4222)")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("WARD_LOG_LEVEL", "info"), "log level: debug, info, warn, error ($WARD_LOG_LEVEL)")
+	root.AddCommand(
+		newDevCmd(g), newSchedulerCmd(g), newSafetyCmd(g), newHostCmd(g),
+		newSubmitCmd(g), newJobsCmd(g), newBenchCmd(g),
+	)
+	return root
+}
+
+func (g *globals) logger() *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
+		lvl = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// signalContext is cancelled on SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// serveMetrics serves /metrics on addr ("" disables it) and returns the
+// address it listens on and a stop function.
+func serveMetrics(addr string, log *slog.Logger) (string, func(), error) {
+	if addr == "" {
+		return "", func() {}, nil
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server failed", "err", err)
+		}
+	}()
+	return lis.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+// openStore opens Redis at url, or the in-memory store when url is empty
+// and memory is allowed.
+func openStore(url string, memory bool) (jobstore.Store, string, error) {
+	if url == "" {
+		if !memory {
+			return nil, "", errors.New("REDIS_URL (or --redis) is required: separate processes share jobs through Redis")
+		}
+		return jobstore.NewMemory(), "memory", nil
+	}
+	s, err := jobstore.OpenRedis(url)
+	if err != nil {
+		return nil, "", err
+	}
+	return s, redactURL(url), nil
+}
+
+// redactURL hides a password in a URL for printing.
+func redactURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		return scheme + "://***@" + rest[at+1:]
+	}
+	return u
+}

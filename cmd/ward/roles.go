@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/host"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/client"
+	"github.com/ward-run/ward/internal/stack"
+	"github.com/ward-run/ward/policies"
+	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/safety"
+	"github.com/ward-run/ward/scheduler"
+)
+
+// shutdownGrace bounds how long a role drains after SIGTERM.
+const shutdownGrace = 30 * time.Second
+
+func newSchedulerCmd(g *globals) *cobra.Command {
+	var redisURL, safetyAddr, metricsAddr, id string
+	var safetyTimeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "scheduler",
+		Short: "Run a scheduler replica against NATS_URL, REDIS_URL and SAFETY_KERNEL_ADDR",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := g.logger()
+			ctx, stop := signalContext()
+			defer stop()
+			pools, err := config.LoadPools(os.Getenv(config.EnvPoolConfig))
+			if err != nil {
+				return err
+			}
+			timeouts, err := config.LoadTimeouts(os.Getenv(config.EnvTimeoutConfig))
+			if err != nil {
+				return err
+			}
+			store, _, err := openStore(redisURL, false)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			kernel, err := safety.Dial(safetyAddr, safety.ClientConfig{Timeout: safetyTimeout})
+			if err != nil {
+				return err
+			}
+			defer kernel.Close()
+			conn, err := bus.Connect(client.NATSURL(g.natsURL), "ward-scheduler")
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			_, stopMetrics, err := serveMetrics(metricsAddr, log)
+			if err != nil {
+				return err
+			}
+			defer stopMetrics()
+			s, err := scheduler.New(scheduler.Config{ID: id, Bus: conn, Store: store, Safety: kernel,
+				Pools: pools, Timeouts: timeouts, Logger: log})
+			if err != nil {
+				return err
+			}
+			if err := s.Start(ctx); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+			defer cancel()
+			return s.Shutdown(sctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL ($REDIS_URL)")
+	f.StringVar(&safetyAddr, "safety", envOr("SAFETY_KERNEL_ADDR", "127.0.0.1:50051"), "safety kernel address ($SAFETY_KERNEL_ADDR)")
+	f.DurationVar(&safetyTimeout, "safety-timeout", safety.DefaultTimeout, "timeout of one safety check; past it the job is DENIED safety_unavailable")
+	f.StringVar(&metricsAddr, "metrics", envOr("METRICS_ADDR", ":9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
+	f.StringVar(&id, "id", "", "replica id (default: random)")
+	return cmd
+}
+
+func newSafetyCmd(g *globals) *cobra.Command {
+	var listen, policyDir, metricsAddr string
+	cmd := &cobra.Command{
+		Use:   "safety",
+		Short: "Run the safety kernel: gRPC SafetyKernel.Check over a Rego policy bundle",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := g.logger()
+			ctx, stop := signalContext()
+			defer stop()
+			var (
+				k   *safety.Kernel
+				err error
+			)
+			if policyDir != "" {
+				k, err = safety.NewFromDir(policyDir)
+			} else {
+				k, err = safety.New(policies.FS)
+			}
+			if err != nil {
+				return err
+			}
+			_, stopMetrics, err := serveMetrics(metricsAddr, log)
+			if err != nil {
+				return err
+			}
+			defer stopMetrics()
+			lis, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("safety kernel: %w", err)
+			}
+			srv := safety.NewServer(k)
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(lis) }()
+			log.Info("safety kernel serving", "addr", lis.Addr().String(), "revision", k.Revision())
+			select {
+			case err := <-served:
+				return err
+			case <-ctx.Done():
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+			defer cancel()
+			err = srv.Shutdown(sctx)
+			<-served
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", envOr("SAFETY_LISTEN_ADDR", "127.0.0.1:50051"), "gRPC listen address ($SAFETY_LISTEN_ADDR)")
+	f.StringVar(&policyDir, "policies", "", "policy bundle directory (default: the embedded bundle)")
+	f.StringVar(&metricsAddr, "metrics", envOr("METRICS_ADDR", ":9091"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
+	return cmd
+}
+
+func newHostCmd(g *globals) *cobra.Command {
+	var (
+		redisURL, modulesDir, metricsAddr, id, cacheDir, region, zone string
+		caps, labels                                                  []string
+		maxParallel                                                   int
+		heartbeat                                                     time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "host",
+		Short: "Run a host agent: heartbeats, and the jobs of every pool whose module it holds",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := g.logger()
+			ctx, stop := signalContext()
+			defer stop()
+			pools, err := config.LoadPools(os.Getenv(config.EnvPoolConfig))
+			if err != nil {
+				return err
+			}
+			wasm, err := stack.ReadModules(modulesDir)
+			if err != nil {
+				return err
+			}
+			lbls, err := parseLabels(labels)
+			if err != nil {
+				return err
+			}
+			store, _, err := openStore(redisURL, false)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			rt, err := runtime.New(ctx, runtime.Config{CacheDir: cacheDir})
+			if err != nil {
+				return err
+			}
+			defer rt.Close(context.Background())
+			mods, err := stack.CompileAll(ctx, rt, wasm)
+			if err != nil {
+				return err
+			}
+			conn, err := bus.Connect(client.NATSURL(g.natsURL), "ward-host")
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			_, stopMetrics, err := serveMetrics(metricsAddr, log)
+			if err != nil {
+				return err
+			}
+			defer stopMetrics()
+			a, err := host.New(host.Config{ID: id, Bus: conn, Store: store, Runtime: rt, Modules: mods, Pools: pools,
+				MaxParallel: maxParallel, HeartbeatInterval: heartbeat, Capabilities: caps, Labels: lbls,
+				Region: region, Zone: zone, Logger: log})
+			if err != nil {
+				return err
+			}
+			if err := a.Start(ctx); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+			defer cancel()
+			return a.Shutdown(sctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL ($REDIS_URL)")
+	f.StringVar(&modulesDir, "modules", envOr("WARD_MODULES_DIR", "modules/build"), "directory of <name>.wasm modules ($WARD_MODULES_DIR)")
+	f.StringVar(&metricsAddr, "metrics", envOr("METRICS_ADDR", ":9092"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
+	f.StringVar(&id, "id", os.Getenv("WARD_WORKER_ID"), "worker id (default: random) ($WARD_WORKER_ID)")
+	f.StringVar(&cacheDir, "cache-dir", defaultCacheDir(), "compiled-module cache directory")
+	f.StringVar(&region, "region", os.Getenv("WARD_REGION"), "region reported in heartbeats ($WARD_REGION)")
+	f.StringVar(&zone, "zone", os.Getenv("WARD_ZONE"), "zone reported in heartbeats ($WARD_ZONE)")
+	f.StringSliceVar(&caps, "capability", nil, "capability this host offers (repeatable), e.g. gpu, ollama")
+	f.StringSliceVar(&labels, "label", nil, "label key=value (repeatable)")
+	f.IntVar(&maxParallel, "max-parallel", 0, "jobs run at once (default: number of CPUs)")
+	f.DurationVar(&heartbeat, "heartbeat", 2*time.Second, "heartbeat interval")
+	return cmd
+}
+
+func parseLabels(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("label %q: want key=value", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/client"
+)
+
+func newSubmitCmd(g *globals) *cobra.Command {
+	var (
+		req        wardv1.JobRequest
+		payloadArg string
+		labels     []string
+		wait       bool
+		timeout    time.Duration
+		priority   int
+	)
+	cmd := &cobra.Command{
+		Use:   "submit",
+		Short: "Submit a job; with --wait, follow it to its end and print the result",
+		Example: `  ward submit --topic job.echo --tenant acme --payload '{"hello":"world"}' --wait
+  ward submit --topic job.echo --tenant acme --payload @input.json
+  echo hi | ward submit --topic job.echo --tenant acme --payload - --wait`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			data, err := readPayload(payloadArg, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			req.Payload = data
+			req.Priority = int32(priority)
+			if req.Labels, err = parseLabels(labels); err != nil {
+				return err
+			}
+			c, err := client.Dial(client.NATSURL(g.natsURL))
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			return submit(ctx, c, &req, wait, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Topic, "topic", "", "job topic, e.g. job.echo")
+	f.StringVar(&req.TenantId, "tenant", "", "tenant id")
+	f.StringVar(&payloadArg, "payload", "", "payload: a string, @file, or - for standard input")
+	f.StringVar(&req.JobId, "id", "", "job id (default: a new UUID)")
+	f.IntVar(&priority, "priority", 5, "priority, 0 (highest) to 10")
+	f.StringSliceVar(&labels, "label", nil, "label key=value (repeatable)")
+	f.StringSliceVar(&req.Requires, "requires", nil, "capability the job needs (repeatable)")
+	f.StringVar(&req.IdempotencyKey, "idempotency-key", "", "a second submission with the same tenant and key returns the first job")
+	f.BoolVar(&wait, "wait", false, "print each state as it happens and the result; exit non-zero unless SUCCEEDED")
+	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait")
+	_ = cmd.MarkFlagRequired("topic")
+	return cmd
+}
+
+func readPayload(arg string, stdin io.Reader) ([]byte, error) {
+	switch {
+	case arg == "-":
+		return io.ReadAll(stdin)
+	case strings.HasPrefix(arg, "@"):
+		return os.ReadFile(arg[1:])
+	}
+	return []byte(arg), nil
+}
+
+func submit(ctx context.Context, c *client.Client, req *wardv1.JobRequest, wait bool, out io.Writer) error {
+	if req.JobId == "" && wait {
+		// The id is chosen here so that the watch is in place before the
+		// scheduler can publish the first event.
+		req.JobId = uuid.NewString()
+	}
+	var w *client.Watcher
+	if wait {
+		var err error
+		if w, err = c.Watch(req.JobId); err != nil {
+			return err
+		}
+		defer w.Close()
+	}
+	reply, err := c.Submit(ctx, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "job %s\n", reply.GetJobId())
+	if reply.GetDuplicate() {
+		fmt.Fprintf(out, "(idempotency key %q matched this earlier job)\n", req.IdempotencyKey)
+	}
+	if !wait {
+		return nil
+	}
+	id := reply.GetJobId()
+	if id != req.JobId {
+		w.Close()
+		if w, err = c.Watch(id); err != nil {
+			return err
+		}
+	}
+	final, err := c.Wait(ctx, id, w, func(ev *wardv1.JobEvent) { printEvent(out, ev) })
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("job %s: gave up waiting (see `ward jobs get %s`)", id, id)
+		}
+		return err
+	}
+	if final.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+		fmt.Fprintf(out, "job %s ended %s", id, stateName(final.GetState()))
+		if final.GetReason() != "" {
+			fmt.Fprintf(out, ": %s", final.GetReason())
+		}
+		if final.GetMessage() != "" {
+			fmt.Fprintf(out, ": %s", final.GetMessage())
+		}
+		fmt.Fprintln(out)
+		return exitError{code: 2}
+	}
+	rec, err := c.Get(ctx, id, true)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "result:\n%s\n", rec.GetResult())
+	return nil
+}
+
+func printEvent(out io.Writer, ev *wardv1.JobEvent) {
+	line := fmt.Sprintf("%s  %-10s", time.UnixMilli(ev.GetAtUnixMs()).Format("15:04:05.000"), stateName(ev.GetState()))
+	if ev.GetWorkerId() != "" {
+		line += "  worker=" + ev.GetWorkerId()
+	}
+	if ev.GetReason() != "" {
+		line += "  reason=" + ev.GetReason()
+	}
+	if ev.GetMessage() != "" {
+		line += "  " + ev.GetMessage()
+	}
+	fmt.Fprintln(out, line)
+}
+
+func stateName(s wardv1.JobState) string { return strings.TrimPrefix(s.String(), "JOB_STATE_") }

@@ -1,0 +1,337 @@
+// Package host is Ward's host agent. It announces itself with heartbeats,
+// takes jobs from its direct subject and from its pools' queue groups, runs
+// each in the wasm sandbox with the limits the safety decision granted, and
+// reports progress and results. It never runs more than MaxParallel jobs.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	goruntime "runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/runtime"
+)
+
+var (
+	jobsRun = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_host_jobs_total",
+		Help: "Jobs run by this host, by module and status.",
+	}, []string{"module", "status"})
+	jobSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ward_host_job_seconds",
+		Help:    "Wall time of one job in the sandbox, by module.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+	}, []string{"module"})
+	activeJobs = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "ward_host_active_jobs",
+		Help: "Jobs running now on this host.",
+	})
+)
+
+// BlobStore is what a host needs of the job store: read a job's context,
+// write its result.
+type BlobStore interface {
+	Blob(ctx context.Context, ptr string) ([]byte, error)
+	PutResult(ctx context.Context, id string, data []byte) (string, error)
+}
+
+// Config configures an Agent. Bus, Store, Runtime, Modules and Pools are required.
+type Config struct {
+	// ID is the worker id; a random one when empty.
+	ID      string
+	Bus     *bus.Conn
+	Store   BlobStore
+	Runtime *runtime.Runtime
+	// Modules are the compiled modules this host holds, by module name.
+	Modules map[string]*runtime.Module
+	// Pools is the routing table: the host serves every pool whose module
+	// it holds and whose requires its Capabilities meet.
+	Pools *config.Pools
+	// MaxParallel caps the jobs run at once. Default: the number of CPUs.
+	MaxParallel int
+	// HeartbeatInterval defaults to 2 s.
+	HeartbeatInterval time.Duration
+	Capabilities      []string
+	Labels            map[string]string
+	Region, Zone      string
+	// Type is the kind of host reported in heartbeats; default "cpu".
+	Type   string
+	Logger *slog.Logger
+}
+
+// Agent is a running host agent.
+type Agent struct {
+	cfg    Config
+	log    *slog.Logger
+	pools  []string // served, sorted
+	work   *bus.Workers
+	active atomic.Int32
+	cpu    cpuSampler
+
+	jobCtx    context.Context // cancelled when Shutdown gives up waiting
+	cancelJob context.CancelFunc
+
+	mu       sync.Mutex // guards the 3 following fields
+	subs     []*bus.Subscription
+	stopBeat context.CancelFunc
+	stopped  bool
+
+	beating sync.WaitGroup
+}
+
+// New validates cfg and returns an Agent ready to Start.
+func New(cfg Config) (*Agent, error) {
+	switch {
+	case cfg.Bus == nil:
+		return nil, errors.New("host: Config.Bus is required")
+	case cfg.Store == nil:
+		return nil, errors.New("host: Config.Store is required")
+	case cfg.Runtime == nil:
+		return nil, errors.New("host: Config.Runtime is required")
+	case cfg.Pools == nil:
+		return nil, errors.New("host: Config.Pools is required")
+	}
+	if cfg.ID == "" {
+		cfg.ID = "host-" + uuid.NewString()[:8]
+	}
+	if cfg.MaxParallel <= 0 {
+		cfg.MaxParallel = goruntime.NumCPU()
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 2 * time.Second
+	}
+	if cfg.Type == "" {
+		cfg.Type = "cpu"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	a := &Agent{
+		cfg:  cfg,
+		log:  cfg.Logger.With("component", "host", "worker_id", cfg.ID),
+		work: bus.NewWorkers(cfg.MaxParallel),
+		cpu:  cpuSampler{path: "/proc/stat"},
+	}
+	for name, p := range cfg.Pools.Pools {
+		if _, ok := cfg.Modules[p.Module]; ok && hasAll(cfg.Capabilities, p.Requires) {
+			a.pools = append(a.pools, name)
+		}
+	}
+	sort.Strings(a.pools)
+	a.jobCtx, a.cancelJob = context.WithCancel(context.Background())
+	return a, nil
+}
+
+func hasAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// ID returns the worker id.
+func (a *Agent) ID() string { return a.cfg.ID }
+
+// Pools returns the pools this host serves.
+func (a *Agent) Pools() []string { return slices.Clone(a.pools) }
+
+// Start subscribes to the host's direct subject and its pools' topics, and
+// sends the first heartbeat before it returns.
+func (a *Agent) Start(ctx context.Context) error {
+	c := a.cfg.Bus
+	var subs []*bus.Subscription
+	sub, err := bus.Subscribe(a.jobCtx, c, bus.WorkerJobsSubject(a.cfg.ID), "", a.work, a.log, a.handleJob)
+	if err != nil {
+		return err
+	}
+	subs = append(subs, sub)
+	// The topic subjects are the fallback path: a job published there goes
+	// to one host of the pool, chosen by NATS.
+	for _, pool := range a.pools {
+		for _, topic := range a.cfg.Pools.TopicsFor(pool) {
+			sub, err := bus.Subscribe(a.jobCtx, c, topic, bus.PoolQueue(pool), a.work, a.log, a.handleJob)
+			if err != nil {
+				for _, s := range subs {
+					_ = s.Drain(ctx)
+				}
+				return err
+			}
+			subs = append(subs, sub)
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	beatCtx, stop := context.WithCancel(context.Background())
+	a.mu.Lock()
+	a.subs, a.stopBeat = subs, stop
+	a.mu.Unlock()
+
+	a.heartbeat("ready")
+	a.beating.Add(1)
+	go a.beatLoop(beatCtx)
+	a.log.Info("host started", "pools", a.pools, "max_parallel_jobs", a.cfg.MaxParallel)
+	return nil
+}
+
+// Shutdown drains the host: it tells schedulers it is draining, takes no
+// new jobs, and waits for the running ones. When ctx ends first, the
+// running jobs are cancelled (they fail with code cancelled).
+func (a *Agent) Shutdown(ctx context.Context) error {
+	a.mu.Lock()
+	if a.stopped {
+		a.mu.Unlock()
+		return nil
+	}
+	a.stopped = true
+	subs, stop := a.subs, a.stopBeat
+	a.mu.Unlock()
+
+	if stop != nil {
+		stop()
+		a.beating.Wait()
+	}
+	a.heartbeat("draining")
+	var errs []error
+	for _, s := range subs {
+		errs = append(errs, s.Drain(ctx))
+	}
+	if err := a.work.Wait(ctx); err != nil {
+		a.cancelJob()
+		errs = append(errs, a.work.Wait(context.Background()))
+	}
+	a.cancelJob()
+	_ = a.cfg.Bus.Flush()
+	a.log.Info("host stopped")
+	return errors.Join(errs...)
+}
+
+func (a *Agent) beatLoop(ctx context.Context) {
+	defer a.beating.Done()
+	t := time.NewTicker(a.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			a.heartbeat("ready")
+		}
+	}
+}
+
+func (a *Agent) heartbeat(status string) {
+	total, avail := readMemInfo("/proc/meminfo")
+	modules := make(map[string]string, len(a.cfg.Modules))
+	for name, m := range a.cfg.Modules {
+		modules[name] = m.Digest()
+	}
+	hb := &wardv1.Heartbeat{
+		WorkerId:        a.cfg.ID,
+		Region:          a.cfg.Region,
+		Zone:            a.cfg.Zone,
+		Type:            a.cfg.Type,
+		CpuLoad:         a.cpu.sample(),
+		Memory:          &wardv1.Memory{TotalBytes: total, AvailableBytes: avail},
+		ActiveJobs:      a.active.Load(),
+		MaxParallelJobs: int32(a.cfg.MaxParallel),
+		Capabilities:    a.cfg.Capabilities,
+		Pools:           a.pools,
+		Labels:          a.cfg.Labels,
+		Modules:         modules,
+		Status:          status,
+		SentAtUnixMs:    time.Now().UnixMilli(),
+	}
+	if len(a.pools) > 0 {
+		hb.Pool = a.pools[0]
+	}
+	if err := a.cfg.Bus.Publish(bus.HeartbeatSubject(a.cfg.ID), hb); err != nil {
+		a.log.Warn("heartbeat failed", "err", err)
+	}
+}
+
+// handleJob runs one job and publishes its result. Every failure is a
+// FAILED result with a code; nothing here stops the host.
+func (a *Agent) handleJob(ctx context.Context, _ *nats.Msg, req *wardv1.JobRequest) {
+	a.active.Add(1)
+	activeJobs.Inc()
+	defer func() { a.active.Add(-1); activeJobs.Dec() }()
+
+	start := time.Now()
+	res := &wardv1.JobResult{JobId: req.GetJobId(), WorkerId: a.cfg.ID}
+	_ = a.cfg.Bus.Publish(bus.SubjectProgress, &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
+		Kind: wardv1.JobProgress_KIND_STARTED, SentAtUnixMs: start.UnixMilli()})
+
+	moduleName, err := a.run(ctx, req, res)
+	if err != nil {
+		res.Status = wardv1.JobState_JOB_STATE_FAILED
+		var re *runtime.RunError
+		if errors.As(err, &re) {
+			res.ErrorCode, res.ErrorMessage = string(re.Code), re.Message
+		} else if res.ErrorCode == "" {
+			res.ErrorCode, res.ErrorMessage = "internal", err.Error()
+		}
+		a.log.Info("job failed", "job_id", req.GetJobId(), "module", moduleName, "code", res.ErrorCode, "err", res.ErrorMessage)
+	} else {
+		res.Status = wardv1.JobState_JOB_STATE_SUCCEEDED
+	}
+	res.ExecutionMs = time.Since(start).Milliseconds()
+	jobsRun.WithLabelValues(moduleName, strings.TrimPrefix(res.Status.String(), "JOB_STATE_")).Inc()
+	jobSeconds.WithLabelValues(moduleName).Observe(time.Since(start).Seconds())
+	if err := a.cfg.Bus.Publish(bus.SubjectResult, res); err != nil {
+		a.log.Error("result publish failed", "job_id", req.GetJobId(), "err", err)
+	}
+}
+
+func (a *Agent) run(ctx context.Context, req *wardv1.JobRequest, res *wardv1.JobResult) (string, error) {
+	pool := req.GetPool()
+	if pool == "" {
+		if pools := a.cfg.Pools.PoolsFor(req.GetTopic()); len(pools) > 0 {
+			pool = pools[0]
+		}
+	}
+	p, ok := a.cfg.Pools.Pools[pool]
+	mod := a.cfg.Modules[p.Module]
+	if !ok || mod == nil {
+		res.ErrorCode, res.ErrorMessage = "module_unavailable", fmt.Sprintf("host %s does not serve pool %q", a.cfg.ID, pool)
+		return p.Module, errors.New(res.ErrorMessage)
+	}
+	payload, err := a.cfg.Store.Blob(ctx, req.GetContextPtr())
+	if err != nil {
+		res.ErrorCode, res.ErrorMessage = "context_unavailable", err.Error()
+		return p.Module, err
+	}
+	in := runtime.Input{Payload: payload}
+	if g := req.GetConstraints().GetGrants(); g != nil && g.GetTimeLimitMs() > 0 {
+		in.TimeLimit = time.Duration(g.GetTimeLimitMs()) * time.Millisecond
+	}
+	out, err := a.cfg.Runtime.Run(ctx, mod, in)
+	if err != nil {
+		return p.Module, err
+	}
+	ptr, err := a.cfg.Store.PutResult(ctx, req.GetJobId(), out.Data)
+	if err != nil {
+		res.ErrorCode, res.ErrorMessage = "result_unavailable", err.Error()
+		return p.Module, err
+	}
+	res.ResultPtr = ptr
+	return p.Module, nil
+}

@@ -1,0 +1,190 @@
+// Package client is how Ward's command-line tools (and tests, and the
+// gateway) talk to a running system: only over NATS, never by opening the
+// job store.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/bus"
+)
+
+// DefaultNATSURL is where `ward dev` listens.
+const DefaultNATSURL = "nats://127.0.0.1:4222"
+
+// NATSURL returns flag when set, else $NATS_URL, else DefaultNATSURL.
+func NATSURL(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if v := os.Getenv("NATS_URL"); v != "" {
+		return v
+	}
+	return DefaultNATSURL
+}
+
+// ErrRefused wraps a submission the scheduler refused; the message carries
+// the reason code.
+var ErrRefused = errors.New("submission refused")
+
+// Client is a connection to a Ward system.
+type Client struct {
+	bus *bus.Conn
+}
+
+// New wraps an existing bus connection.
+func New(c *bus.Conn) *Client { return &Client{bus: c} }
+
+// Dial connects to NATS at url.
+func Dial(url string) (*Client, error) {
+	c, err := bus.Connect(url, "ward-client")
+	if err != nil {
+		return nil, err
+	}
+	return &Client{bus: c}, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() { c.bus.Close() }
+
+// Bus returns the underlying connection.
+func (c *Client) Bus() *bus.Conn { return c.bus }
+
+// Submit sends req and returns the job id the scheduler acknowledged (the
+// first job's id when the idempotency key was used before). A job id is
+// generated when req has none, so that a caller can watch it first.
+func (c *Client) Submit(ctx context.Context, req *wardv1.JobRequest) (*wardv1.SubmitReply, error) {
+	if req.JobId == "" {
+		req.JobId = uuid.NewString()
+	}
+	reply := &wardv1.SubmitReply{}
+	if err := c.bus.Request(ctx, bus.SubjectSubmit, req, reply); err != nil {
+		if errors.Is(err, bus.ErrNoResponders) {
+			return nil, fmt.Errorf("no scheduler is listening on %s (is `ward dev` running?): %w", bus.SubjectSubmit, err)
+		}
+		return nil, err
+	}
+	if !reply.GetAccepted() {
+		return reply, fmt.Errorf("%w: %s: %s", ErrRefused, reply.GetReason(), reply.GetMessage())
+	}
+	return reply, nil
+}
+
+// Watcher delivers one job's events as the schedulers publish them.
+type Watcher struct {
+	sub *nats.Subscription
+	ch  chan *nats.Msg
+}
+
+// Watch subscribes to job id's events. Call it before Submit so that no
+// event is missed; Close it when done.
+func (c *Client) Watch(id string) (*Watcher, error) {
+	ch := make(chan *nats.Msg, 64)
+	sub, err := c.bus.NATS().ChanSubscribe(bus.EventSubject(id), ch)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", id, err)
+	}
+	if err := c.bus.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	return &Watcher{sub: sub, ch: ch}, nil
+}
+
+// Next returns the next event, or ctx's error. A malformed event is skipped.
+func (w *Watcher) Next(ctx context.Context) (*wardv1.JobEvent, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case msg := <-w.ch:
+			ev := &wardv1.JobEvent{}
+			if proto.Unmarshal(msg.Data, ev) == nil {
+				return ev, nil
+			}
+		}
+	}
+}
+
+// Close stops the watch.
+func (w *Watcher) Close() { _ = w.sub.Unsubscribe() }
+
+// Get returns a stored job with its event log, and its result when
+// includeResult is set.
+func (c *Client) Get(ctx context.Context, id string, includeResult bool) (*wardv1.JobRecord, error) {
+	reply := &wardv1.GetJobReply{}
+	if err := c.bus.Request(ctx, bus.SubjectJobGet, &wardv1.GetJobRequest{JobId: id, IncludeResult: includeResult}, reply); err != nil {
+		return nil, err
+	}
+	if reply.GetError() != "" {
+		return reply.GetJob(), errors.New(reply.GetError())
+	}
+	return reply.GetJob(), nil
+}
+
+// List returns recent jobs, newest first, optionally of one state.
+func (c *Client) List(ctx context.Context, limit int, state wardv1.JobState) ([]*wardv1.JobRecord, error) {
+	reply := &wardv1.ListJobsReply{}
+	if err := c.bus.Request(ctx, bus.SubjectJobList, &wardv1.ListJobsRequest{Limit: int32(limit), State: state}, reply); err != nil {
+		return nil, err
+	}
+	if reply.GetError() != "" {
+		return reply.GetJobs(), errors.New(reply.GetError())
+	}
+	return reply.GetJobs(), nil
+}
+
+// Terminal reports whether s ends a job.
+func Terminal(s wardv1.JobState) bool {
+	switch s {
+	case wardv1.JobState_JOB_STATE_SUCCEEDED, wardv1.JobState_JOB_STATE_FAILED, wardv1.JobState_JOB_STATE_CANCELLED,
+		wardv1.JobState_JOB_STATE_TIMEOUT, wardv1.JobState_JOB_STATE_DENIED:
+		return true
+	}
+	return false
+}
+
+// Wait follows w until the job ends and returns the final event. Every
+// event, the final one included, is passed to each (which may be nil). In
+// case an event was lost, it also asks for the job every poll interval.
+func (c *Client) Wait(ctx context.Context, id string, w *Watcher, each func(*wardv1.JobEvent)) (*wardv1.JobEvent, error) {
+	const poll = 2 * time.Second
+	for {
+		nctx, cancel := context.WithTimeout(ctx, poll)
+		ev, err := w.Next(nctx)
+		cancel()
+		if err == nil {
+			if each != nil {
+				each(ev)
+			}
+			if Terminal(ev.GetState()) {
+				return ev, nil
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		rec, err := c.Get(ctx, id, false)
+		if err == nil && Terminal(rec.GetState()) {
+			last := &wardv1.JobEvent{JobId: id, State: rec.GetState(), AtUnixMs: rec.GetUpdatedAtUnixMs(),
+				Reason: rec.GetReason(), WorkerId: rec.GetWorkerId()}
+			if n := len(rec.GetEvents()); n > 0 {
+				last = rec.GetEvents()[n-1]
+			}
+			if each != nil {
+				each(last)
+			}
+			return last, nil
+		}
+	}
+}

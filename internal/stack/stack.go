@@ -1,0 +1,222 @@
+// Package stack starts Ward's long-lived parts together: a safety kernel on
+// a gRPC listener, a scheduler that calls it over gRPC, and a host agent,
+// each with its own NATS connection. `ward dev` runs one; so do the
+// end-to-end tests. Production runs the same parts as separate processes.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/host"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/policies"
+	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/safety"
+	"github.com/ward-run/ward/scheduler"
+)
+
+// Options configures a Stack. NATSURL and Store are required.
+type Options struct {
+	NATSURL string
+	Store   jobstore.Store
+	// SafetyAddr is the kernel's listen address; "127.0.0.1:0" when empty.
+	SafetyAddr string
+	// Policies is the policy bundle; the default bundle when nil.
+	Policies fs.FS
+	Pools    *config.Pools    // the embedded default when nil
+	Timeouts *config.Timeouts // the embedded default when nil
+	// Modules are the wasm modules the host serves, by module name. No
+	// host is started when empty.
+	Modules map[string][]byte
+	// CacheDir is the host's compilation cache; in memory when empty.
+	CacheDir          string
+	HostID            string
+	MaxParallel       int
+	HeartbeatInterval time.Duration
+	Capabilities      []string
+	Logger            *slog.Logger
+}
+
+// Stack is a running set of parts.
+type Stack struct {
+	SafetyAddr string
+	Scheduler  *scheduler.Scheduler
+	Host       *host.Agent // nil without modules
+
+	kernel  *safety.Server
+	client  *safety.Client
+	rt      *runtime.Runtime
+	conns   []*bus.Conn
+	serving chan error
+}
+
+// Start starts every part; on error, what was started is stopped.
+func Start(ctx context.Context, o Options) (_ *Stack, err error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.SafetyAddr == "" {
+		o.SafetyAddr = "127.0.0.1:0"
+	}
+	if o.Policies == nil {
+		o.Policies = policies.FS
+	}
+	if o.Pools == nil {
+		if o.Pools, err = config.LoadPools(""); err != nil {
+			return nil, err
+		}
+	}
+	s := &Stack{serving: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			_ = s.Shutdown(context.Background())
+		}
+	}()
+
+	k, err := safety.New(o.Policies)
+	if err != nil {
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", o.SafetyAddr)
+	if err != nil {
+		return nil, fmt.Errorf("safety kernel: %w", err)
+	}
+	s.SafetyAddr = lis.Addr().String()
+	s.kernel = safety.NewServer(k)
+	go func() { s.serving <- s.kernel.Serve(lis) }()
+	if s.client, err = safety.Dial(s.SafetyAddr, safety.ClientConfig{}); err != nil {
+		return nil, err
+	}
+
+	conn := func(name string) (*bus.Conn, error) {
+		c, err := bus.Connect(o.NATSURL, name)
+		if err == nil {
+			s.conns = append(s.conns, c)
+		}
+		return c, err
+	}
+	sc, err := conn("ward-scheduler")
+	if err != nil {
+		return nil, err
+	}
+	s.Scheduler, err = scheduler.New(scheduler.Config{Bus: sc, Store: o.Store, Safety: s.client,
+		Pools: o.Pools, Timeouts: o.Timeouts, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Scheduler.Start(ctx); err != nil {
+		return nil, err
+	}
+
+	if len(o.Modules) == 0 {
+		return s, nil
+	}
+	if s.rt, err = runtime.New(ctx, runtime.Config{CacheDir: o.CacheDir}); err != nil {
+		return nil, err
+	}
+	mods, err := CompileAll(ctx, s.rt, o.Modules)
+	if err != nil {
+		return nil, err
+	}
+	hc, err := conn("ward-host")
+	if err != nil {
+		return nil, err
+	}
+	s.Host, err = host.New(host.Config{ID: o.HostID, Bus: hc, Store: o.Store, Runtime: s.rt, Modules: mods,
+		Pools: o.Pools, MaxParallel: o.MaxParallel, HeartbeatInterval: o.HeartbeatInterval,
+		Capabilities: o.Capabilities, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Host.Start(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Shutdown stops the host first (it drains its jobs), then the scheduler,
+// then the safety kernel.
+func (s *Stack) Shutdown(ctx context.Context) error {
+	var errs []error
+	if s.Host != nil {
+		errs = append(errs, s.Host.Shutdown(ctx))
+	}
+	if s.Scheduler != nil {
+		errs = append(errs, s.Scheduler.Shutdown(ctx))
+	}
+	for _, c := range s.conns {
+		c.Close()
+	}
+	if s.rt != nil {
+		errs = append(errs, s.rt.Close(ctx))
+	}
+	if s.client != nil {
+		errs = append(errs, s.client.Close())
+	}
+	if s.kernel != nil {
+		errs = append(errs, s.kernel.Shutdown(ctx))
+		if err := <-s.serving; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CompileAll compiles each module.
+func CompileAll(ctx context.Context, rt *runtime.Runtime, wasm map[string][]byte) (map[string]*runtime.Module, error) {
+	mods := make(map[string]*runtime.Module, len(wasm))
+	for name, b := range wasm {
+		m, err := rt.Compile(ctx, name, b)
+		if err != nil {
+			return nil, fmt.Errorf("module %s: %w", name, err)
+		}
+		mods[name] = m
+	}
+	return mods, nil
+}
+
+// ReadModules reads every <name>.wasm in dir, by name.
+func ReadModules(dir string) (map[string][]byte, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("modules: %w (build them with `make modules`)", err)
+	}
+	mods := make(map[string][]byte)
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".wasm")
+		if !ok || e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("modules: %w", err)
+		}
+		mods[name] = b
+	}
+	if len(mods) == 0 {
+		return nil, fmt.Errorf("modules: no .wasm file in %s (build them with `make modules`)", dir)
+	}
+	return mods, nil
+}
+
+// Names returns the map's keys, sorted.
+func Names[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
