@@ -1,0 +1,231 @@
+package jobstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// A job is stored as a flat hash of string fields: the Redis hash job:<id>,
+// and the map the memory store keeps. Both stores encode and decode through
+// the functions below, so a job reads back the same from either (times to
+// the millisecond in UTC, empty labels as nil, and so on).
+
+// Hash field names.
+const (
+	fID             = "id"
+	fTopic          = "topic"
+	fTenant         = "tenant"
+	fPriority       = "priority"
+	fState          = "state"
+	fPool           = "pool"
+	fWorkerID       = "worker_id"
+	fContextPtr     = "context_ptr"
+	fResultPtr      = "result_ptr"
+	fLabels         = "labels"
+	fRequires       = "requires"
+	fIdempotencyKey = "idempotency_key"
+	fTraceID        = "trace_id"
+	fDeadlineMS     = "deadline_ms"
+	fMaxRetries     = "max_retries"
+	fAttempt        = "attempt"
+	fSafety         = "safety"
+	fReason         = "reason"
+	fErrorCode      = "error_code"
+	fErrorMessage   = "error_message"
+	fCreatedAt      = "created_at"
+	fUpdatedAt      = "updated_at"
+)
+
+// recentCap is how many jobs job:recent keeps.
+const recentCap = 1000
+
+// ms is t in Unix milliseconds, the resolution both stores keep.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMS is the time a stored millisecond count stands for.
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// at is t, or now when t is zero, cut to the millisecond.
+func at(t time.Time) time.Time {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return fromMS(ms(t))
+}
+
+// pairs appends field, value to p when value is not empty.
+func pairs(p []string, field, value string) []string {
+	if value == "" {
+		return p
+	}
+	return append(p, field, value)
+}
+
+// jobFields encodes j as field/value pairs, leaving out empty fields.
+func jobFields(j *Job) ([]string, error) {
+	p := make([]string, 0, 2*22)
+	p = append(p,
+		fID, j.ID,
+		fTopic, j.Topic,
+		fTenant, j.Tenant,
+		fPriority, strconv.Itoa(j.Priority),
+		fState, string(j.State),
+		fCreatedAt, strconv.FormatInt(ms(j.CreatedAt), 10),
+		fUpdatedAt, strconv.FormatInt(ms(j.UpdatedAt), 10),
+	)
+	p = pairs(p, fPool, j.Pool)
+	p = pairs(p, fWorkerID, j.WorkerID)
+	p = pairs(p, fContextPtr, j.ContextPtr)
+	p = pairs(p, fResultPtr, j.ResultPtr)
+	if len(j.Labels) > 0 {
+		b, err := json.Marshal(j.Labels)
+		if err != nil {
+			return nil, fmt.Errorf("jobstore: encode labels: %w", err)
+		}
+		p = append(p, fLabels, string(b))
+	}
+	if len(j.Requires) > 0 {
+		b, err := json.Marshal(j.Requires)
+		if err != nil {
+			return nil, fmt.Errorf("jobstore: encode requires: %w", err)
+		}
+		p = append(p, fRequires, string(b))
+	}
+	p = pairs(p, fIdempotencyKey, j.IdempotencyKey)
+	p = pairs(p, fTraceID, j.TraceID)
+	if j.DeadlineMS != 0 {
+		p = append(p, fDeadlineMS, strconv.FormatInt(j.DeadlineMS, 10))
+	}
+	if j.MaxRetries != 0 {
+		p = append(p, fMaxRetries, strconv.Itoa(j.MaxRetries))
+	}
+	if j.Attempt != 0 {
+		p = append(p, fAttempt, strconv.Itoa(j.Attempt))
+	}
+	if j.Safety != nil {
+		b, err := json.Marshal(j.Safety)
+		if err != nil {
+			return nil, fmt.Errorf("jobstore: encode safety: %w", err)
+		}
+		p = append(p, fSafety, string(b))
+	}
+	p = pairs(p, fReason, j.Reason)
+	p = pairs(p, fErrorCode, j.ErrorCode)
+	p = pairs(p, fErrorMessage, j.ErrorMessage)
+	return p, nil
+}
+
+// transitionFields encodes the fields t sets, leaving out empty ones. State
+// and updated_at are set by the caller.
+func transitionFields(t Transition) ([]string, error) {
+	var p []string
+	p = pairs(p, fPool, t.Pool)
+	p = pairs(p, fWorkerID, t.WorkerID)
+	p = pairs(p, fResultPtr, t.ResultPtr)
+	p = pairs(p, fReason, t.Reason)
+	p = pairs(p, fErrorCode, t.ErrorCode)
+	p = pairs(p, fErrorMessage, t.ErrorMessage)
+	if t.Safety != nil {
+		b, err := json.Marshal(t.Safety)
+		if err != nil {
+			return nil, fmt.Errorf("jobstore: encode safety: %w", err)
+		}
+		p = append(p, fSafety, string(b))
+	}
+	if t.Attempt != 0 {
+		p = append(p, fAttempt, strconv.Itoa(t.Attempt))
+	}
+	return p, nil
+}
+
+// decodeJob decodes a stored hash.
+func decodeJob(h map[string]string) (*Job, error) {
+	j := &Job{
+		ID:             h[fID],
+		Topic:          h[fTopic],
+		Tenant:         h[fTenant],
+		State:          State(h[fState]),
+		Pool:           h[fPool],
+		WorkerID:       h[fWorkerID],
+		ContextPtr:     h[fContextPtr],
+		ResultPtr:      h[fResultPtr],
+		IdempotencyKey: h[fIdempotencyKey],
+		TraceID:        h[fTraceID],
+		Reason:         h[fReason],
+		ErrorCode:      h[fErrorCode],
+		ErrorMessage:   h[fErrorMessage],
+	}
+	var err error
+	num := func(field string) int64 {
+		s := h[field]
+		if s == "" || err != nil {
+			return 0
+		}
+		var v int64
+		v, err = strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			err = fmt.Errorf("jobstore: job %s: field %s: %w", j.ID, field, err)
+		}
+		return v
+	}
+	j.Priority = int(num(fPriority))
+	j.DeadlineMS = num(fDeadlineMS)
+	j.MaxRetries = int(num(fMaxRetries))
+	j.Attempt = int(num(fAttempt))
+	j.CreatedAt = fromMS(num(fCreatedAt))
+	j.UpdatedAt = fromMS(num(fUpdatedAt))
+	if err != nil {
+		return nil, err
+	}
+	if s := h[fLabels]; s != "" {
+		if err := json.Unmarshal([]byte(s), &j.Labels); err != nil {
+			return nil, fmt.Errorf("jobstore: job %s: labels: %w", j.ID, err)
+		}
+	}
+	if s := h[fRequires]; s != "" {
+		if err := json.Unmarshal([]byte(s), &j.Requires); err != nil {
+			return nil, fmt.Errorf("jobstore: job %s: requires: %w", j.ID, err)
+		}
+	}
+	if s := h[fSafety]; s != "" {
+		j.Safety = new(Safety)
+		if err := json.Unmarshal([]byte(s), j.Safety); err != nil {
+			return nil, fmt.Errorf("jobstore: job %s: safety: %w", j.ID, err)
+		}
+	}
+	return j, nil
+}
+
+// newJob checks j and returns the copy Create stores: in PENDING, with its
+// context pointer and times set.
+func newJob(j *Job) (*Job, error) {
+	if j == nil || j.ID == "" {
+		return nil, fmt.Errorf("jobstore: create: job has no id")
+	}
+	n := *j
+	n.State = Pending
+	n.ContextPtr = ContextPtr(j.ID)
+	n.CreatedAt = at(j.CreatedAt)
+	n.UpdatedAt = n.CreatedAt
+	return &n, nil
+}
+
+// created copies what Create set into the caller's job.
+func created(dst, stored *Job) {
+	dst.State = stored.State
+	dst.ContextPtr = stored.ContextPtr
+	dst.CreatedAt = stored.CreatedAt
+	dst.UpdatedAt = stored.UpdatedAt
+}
+
+// refused is the error for a move the table (or the From guard) forbids.
+func refused(id string, current State, t Transition) error {
+	return &TransitionError{ID: id, Current: current, Wanted: t.To, Required: t.From}
+}
+
+// allowed reports whether t may move a job that is in current.
+func allowed(current State, t Transition) bool {
+	return (t.From == "" || t.From == current) && CanTransition(current, t.To)
+}
