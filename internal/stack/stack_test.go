@@ -1,0 +1,340 @@
+package stack_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	natstest "github.com/nats-io/nats-server/v2/test"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/protobuf/proto"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/client"
+	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/redistest"
+	"github.com/ward-run/ward/internal/stack"
+	"github.com/ward-run/ward/internal/wasmtest"
+)
+
+// env is a running system for one test: a real nats-server, a real
+// redis-server, and the stack (safety kernel over gRPC, scheduler, host).
+type env struct {
+	natsURL string
+	store   jobstore.Store
+	stack   *stack.Stack
+	client  *client.Client
+}
+
+// cacheDir is the compilation cache every test's host shares, as the
+// hosts of one machine do: echo is compiled once for the package.
+var cacheDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ward-stack-test-")
+	if err != nil {
+		panic(err)
+	}
+	cacheDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func startNATS(t *testing.T) string {
+	t.Helper()
+	opts := natstest.DefaultTestOptions
+	opts.Port = -1
+	ns := natstest.RunServer(&opts)
+	t.Cleanup(ns.Shutdown)
+	return ns.ClientURL()
+}
+
+func openRedis(t *testing.T) jobstore.Store {
+	t.Helper()
+	s, err := jobstore.OpenRedis(redistest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func start(t *testing.T, o stack.Options) *env {
+	t.Helper()
+	if o.NATSURL == "" {
+		o.NATSURL = startNATS(t)
+	}
+	if o.Store == nil {
+		o.Store = openRedis(t)
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = cacheDir
+	}
+	if o.HeartbeatInterval == 0 {
+		o.HeartbeatInterval = 100 * time.Millisecond
+	}
+	st, err := stack.Start(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := st.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	c, err := client.Dial(o.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	e := &env{natsURL: o.NATSURL, store: o.Store, stack: st, client: c}
+	if st.Host != nil {
+		e.waitWorkers(t, 1)
+	}
+	return e
+}
+
+func echoModules(t *testing.T) map[string][]byte {
+	return map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")}
+}
+
+// waitWorkers polls until the scheduler sees n live workers.
+func (e *env) waitWorkers(t *testing.T, n int) {
+	t.Helper()
+	checkFor(t, 10*time.Second, func() bool { return e.stack.Scheduler.Registry().Len() >= n })
+}
+
+func checkFor(t *testing.T, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s", timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// run submits req, follows its events to the end, and returns the states
+// seen and the stored job.
+func (e *env) run(t *testing.T, req *wardv1.JobRequest) ([]wardv1.JobState, *wardv1.JobRecord) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if req.JobId == "" {
+		req.JobId = uuid.NewString()
+	}
+	w, err := e.client.Watch(req.JobId)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := e.client.Submit(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	var states []wardv1.JobState
+	if _, err := e.client.Wait(ctx, req.JobId, w, func(ev *wardv1.JobEvent) { states = append(states, ev.GetState()) }); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := e.client.Get(ctx, req.JobId, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return states, rec
+}
+
+func TestEchoSucceedsThroughEveryPart(t *testing.T) {
+	e := start(t, stack.Options{Modules: echoModules(t)})
+	states, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte(`{"hello":"world"}`)})
+
+	want := []wardv1.JobState{wardv1.JobState_JOB_STATE_PENDING, wardv1.JobState_JOB_STATE_SCHEDULED,
+		wardv1.JobState_JOB_STATE_DISPATCHED, wardv1.JobState_JOB_STATE_RUNNING, wardv1.JobState_JOB_STATE_SUCCEEDED}
+	if !equalStates(states, want) {
+		t.Errorf("states seen %v, want %v", states, want)
+	}
+	if got := string(rec.GetResult()); got != `{"hello":"world"}` {
+		t.Errorf("result %q", got)
+	}
+	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || rec.GetWorkerId() != e.stack.Host.ID() ||
+		rec.GetPool() != "echo" || rec.GetTenantId() != "acme" {
+		t.Errorf("stored job %+v", rec)
+	}
+	if rec.GetResultPtr() != jobstore.ResultPtr(rec.GetJobId()) || rec.GetContextPtr() != jobstore.ContextPtr(rec.GetJobId()) {
+		t.Errorf("pointers %q %q", rec.GetContextPtr(), rec.GetResultPtr())
+	}
+	if s := rec.GetSafety(); s.GetDecision() != "ALLOW" || s.GetPolicyRevision() == "" || s.GetDecisionId() == "" {
+		t.Errorf("safety decision %+v", s)
+	}
+	if len(rec.GetEvents()) != 5 {
+		t.Errorf("event log %v", rec.GetEvents())
+	}
+}
+
+func equalStates(a, b []wardv1.JobState) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestJobsThatCannotRun(t *testing.T) {
+	e := start(t, stack.Options{Modules: echoModules(t)})
+	for _, tc := range []struct {
+		name    string
+		req     *wardv1.JobRequest
+		state   wardv1.JobState
+		reason  string
+		message string
+	}{
+		{"sys.destroy", &wardv1.JobRequest{Topic: "sys.destroy", TenantId: "acme"}, wardv1.JobState_JOB_STATE_DENIED, "safety_denied", "sys.destroy"},
+		{"outside job.*", &wardv1.JobRequest{Topic: "admin.reboot", TenantId: "acme"}, wardv1.JobState_JOB_STATE_DENIED, "safety_denied", "admin.reboot"},
+		{"no tenant", &wardv1.JobRequest{Topic: "job.echo"}, wardv1.JobState_JOB_STATE_DENIED, "safety_denied", "tenant"},
+		{"no pool", &wardv1.JobRequest{Topic: "job.unknown", TenantId: "acme"}, wardv1.JobState_JOB_STATE_FAILED, "no_pool_mapping", "job.unknown"},
+		{"no live host", &wardv1.JobRequest{Topic: "job.chat.simple", TenantId: "acme"}, wardv1.JobState_JOB_STATE_FAILED, "no_workers", "chat-simple"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, rec := e.run(t, tc.req)
+			if rec.GetState() != tc.state || rec.GetReason() != tc.reason {
+				t.Fatalf("ended %s/%s, want %s/%s", rec.GetState(), rec.GetReason(), tc.state, tc.reason)
+			}
+			last := rec.GetEvents()[len(rec.GetEvents())-1]
+			if !strings.Contains(last.GetMessage(), tc.message) {
+				t.Errorf("last event message %q does not mention %q", last.GetMessage(), tc.message)
+			}
+			dlq, err := e.store.DLQ(context.Background(), 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, d := range dlq {
+				found = found || (d.JobID == rec.GetJobId() && d.Reason == tc.reason)
+			}
+			if !found {
+				t.Errorf("job %s not in the DLQ with reason %s", rec.GetJobId(), tc.reason)
+			}
+		})
+	}
+}
+
+// TestDeadHostTimesOut: a host heartbeats, then dies before running the
+// job it was sent; the reconciler ends the job TIMEOUT. A second job whose
+// host reported the start and then died ends TIMEOUT from RUNNING.
+func TestDeadHostTimesOut(t *testing.T) {
+	to, err := config.ParseTimeouts("test", []byte("reconciler:\n  dispatch_timeout: 500ms\n  running_timeout: 800ms\n  scan_interval: 100ms\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, stack.Options{Timeouts: to})
+	ghost, err := bus.Connect(e.natsURL, "ghost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ghost.Close()
+	// The host's last heartbeat: it is still live for the registry.
+	if err := ghost.Publish(bus.HeartbeatSubject("ghost"), &wardv1.Heartbeat{WorkerId: "ghost", Pools: []string{"echo"},
+		MaxParallelJobs: 4, SentAtUnixMs: time.Now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitWorkers(t, 1)
+
+	states, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme"})
+	if rec.GetState() != wardv1.JobState_JOB_STATE_TIMEOUT || rec.GetReason() != "dispatch_timeout" {
+		t.Fatalf("ended %s/%s (states %v), want TIMEOUT/dispatch_timeout", rec.GetState(), rec.GetReason(), states)
+	}
+
+	// This time the host takes the job, says it started, and dies.
+	sub, err := ghost.NATS().Subscribe(bus.WorkerJobsSubject("ghost"), func(m *nats.Msg) {
+		var req wardv1.JobRequest
+		if proto.Unmarshal(m.Data, &req) == nil {
+			_ = ghost.Publish(bus.SubjectProgress, &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: "ghost", Kind: wardv1.JobProgress_KIND_STARTED})
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	_ = ghost.Flush()
+	states, rec = e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme"})
+	if rec.GetState() != wardv1.JobState_JOB_STATE_TIMEOUT || rec.GetReason() != "running_timeout" {
+		t.Fatalf("ended %s/%s (states %v), want TIMEOUT/running_timeout", rec.GetState(), rec.GetReason(), states)
+	}
+	// A result that comes after the timeout is ignored: the job stays TIMEOUT.
+	_ = ghost.Publish(bus.SubjectResult, &wardv1.JobResult{JobId: rec.GetJobId(), Status: wardv1.JobState_JOB_STATE_SUCCEEDED, WorkerId: "ghost"})
+	_ = ghost.Flush()
+	time.Sleep(100 * time.Millisecond) // let the late result reach the scheduler; the assertion is on state, not time
+	got, err := e.client.Get(context.Background(), rec.GetJobId(), false)
+	if err != nil || got.GetState() != wardv1.JobState_JOB_STATE_TIMEOUT {
+		t.Fatalf("after a late result: %v %v", got.GetState(), err)
+	}
+}
+
+// TestMalformedMessagesAreCounted: garbage on every subject a process
+// reads is counted and dropped, and the system goes on serving.
+func TestMalformedMessagesAreCounted(t *testing.T) {
+	e := start(t, stack.Options{Modules: echoModules(t)})
+	nc := e.client.Bus().NATS()
+	garbage := []byte{0xff, 0xff, 0xff, 0x01, 0x02}
+	for _, tc := range []struct{ publish, counted string }{
+		{bus.SubjectSubmit, bus.SubjectSubmit},
+		{bus.SubjectResult, bus.SubjectResult},
+		{bus.SubjectProgress, bus.SubjectProgress},
+		{"sys.heartbeat.x", bus.SubjectHeartbeats},
+		{bus.WorkerJobsSubject(e.stack.Host.ID()), bus.WorkerJobsSubject(e.stack.Host.ID())},
+		{"job.echo", "job.echo"},
+	} {
+		before := testutil.ToFloat64(bus.Malformed(tc.counted))
+		if err := nc.Publish(tc.publish, garbage); err != nil {
+			t.Fatal(err)
+		}
+		checkFor(t, 5*time.Second, func() bool { return testutil.ToFloat64(bus.Malformed(tc.counted)) > before })
+	}
+	_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte("still here")})
+	if string(rec.GetResult()) != "still here" {
+		t.Fatalf("after garbage: %s %q", rec.GetState(), rec.GetResult())
+	}
+}
+
+func TestIdempotentSubmit(t *testing.T) {
+	e := start(t, stack.Options{Modules: echoModules(t)})
+	ctx := context.Background()
+	first, err := e.client.Submit(ctx, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", IdempotencyKey: "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.client.Submit(ctx, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", IdempotencyKey: "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetJobId() != first.GetJobId() || !again.GetDuplicate() {
+		t.Fatalf("second submission got %s (duplicate=%v), want %s", again.GetJobId(), again.GetDuplicate(), first.GetJobId())
+	}
+}
+
+func TestBadSubmissionsAreRefused(t *testing.T) {
+	e := start(t, stack.Options{})
+	ctx := context.Background()
+	for _, req := range []*wardv1.JobRequest{
+		{TenantId: "acme"},
+		{Topic: "job.echo", TenantId: "acme", Priority: 11},
+		{Topic: "job.echo", TenantId: "acme", JobId: "a.b"},
+	} {
+		reply, err := e.client.Submit(ctx, req)
+		if err == nil || reply.GetReason() != "bad_request" {
+			t.Errorf("%v: reply %v err %v, want bad_request", req, reply, err)
+		}
+	}
+}
