@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
-	natstest "github.com/nats-io/nats-server/v2/test"
 	"github.com/google/uuid"
+	natstest "github.com/nats-io/nats-server/v2/test"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
@@ -42,9 +43,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	cacheDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	defer os.RemoveAll(dir)
+	// Every part must end its goroutines on Shutdown.
+	goleak.VerifyTestMain(m)
 }
 
 func startNATS(t *testing.T) string {

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	natstest "github.com/nats-io/nats-server/v2/test"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/client"
+	"github.com/ward-run/ward/internal/redistest"
+	"github.com/ward-run/ward/internal/wasmtest"
+)
+
+// wardBin is the ward binary built once for the package's tests; cacheDir
+// is the compiled-module cache its hosts share, as on one machine.
+var wardBin, cacheDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ward-bin-")
+	if err != nil {
+		panic(err)
+	}
+	wardBin = filepath.Join(dir, "ward")
+	cacheDir = filepath.Join(dir, "cache")
+	build := exec.Command("go", "build", "-race", "-o", wardBin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building ward:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a ward process under test.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func startWard(t *testing.T, name string, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, out: &lockedBuffer{}, done: make(chan error, 1)}
+	p.cmd = exec.Command(wardBin, args...)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("--- %s output:\n%s", name, p.out.String())
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and requires a clean exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Errorf("%s exited with %v after SIGTERM", p.name, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("%s did not exit within 30 s of SIGTERM", p.name)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func echoDir(t *testing.T) string {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "echo.wasm"), wasmtest.Build(t, "github.com/ward-run/ward/modules/echo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func waitSucceeded(t *testing.T, c *client.Client, payload string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req := &wardv1.JobRequest{JobId: fmt.Sprintf("proc-%d", time.Now().UnixNano()), Topic: "job.echo", TenantId: "acme", Payload: []byte(payload)}
+	w, err := c.Watch(req.JobId)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// The host may not have sent its first heartbeat yet: no_workers then
+	// is correct, and the test submits again.
+	for {
+		if _, err := c.Submit(ctx, req); err != nil {
+			if ctx.Err() != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		final, err := c.Wait(ctx, req.JobId, w, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if final.GetState() == wardv1.JobState_JOB_STATE_SUCCEEDED {
+			break
+		}
+		if final.GetReason() != "no_workers" {
+			t.Fatalf("job ended %s: %s %s", final.GetState(), final.GetReason(), final.GetMessage())
+		}
+		time.Sleep(100 * time.Millisecond)
+		req.JobId = fmt.Sprintf("proc-%d", time.Now().UnixNano())
+		w.Close()
+		if w, err = c.Watch(req.JobId); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := c.Get(ctx, req.JobId, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(rec.GetResult()) != payload {
+		t.Fatalf("result %q, want %q", rec.GetResult(), payload)
+	}
+}
+
+// TestSeparateProcesses runs the happy path with the safety kernel, a
+// scheduler and a host as separate ward processes over NATS and Redis, and
+// stops each with SIGTERM.
+func TestSeparateProcesses(t *testing.T) {
+	opts := natstest.DefaultTestOptions
+	opts.Port = -1
+	ns := natstest.RunServer(&opts)
+	defer ns.Shutdown()
+	redisURL := redistest.Start(t)
+	safetyAddr := freeAddr(t)
+	env := []string{"NATS_URL=" + ns.ClientURL(), "REDIS_URL=" + redisURL, "SAFETY_KERNEL_ADDR=" + safetyAddr, "METRICS_ADDR="}
+
+	safety := startWard(t, "safety", env, "safety", "--listen", safetyAddr)
+	sched := startWard(t, "scheduler", env, "scheduler")
+	host := startWard(t, "host", env, "host", "--modules", echoDir(t), "--heartbeat", "200ms", "--cache-dir", cacheDir)
+
+	c, err := client.Dial(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitSucceeded(t, c, `{"hello":"world"}`)
+
+	host.stop(t)
+	sched.stop(t)
+	safety.stop(t)
+}
+
+// TestDev runs `ward dev` as a user would, submits with `ward submit
+// --wait`, and stops it with SIGTERM.
+func TestDev(t *testing.T) {
+	dev := startWard(t, "dev", []string{"REDIS_URL="}, "dev", "--modules", echoDir(t), "--nats-port", "-1",
+		"--metrics", "127.0.0.1:0", "--safety-listen", "127.0.0.1:0", "--cache-dir", cacheDir)
+	var natsURL string
+	deadline := time.Now().Add(60 * time.Second)
+	for natsURL == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("ward dev did not come up:\n%s", dev.out.String())
+		}
+		sc := bufio.NewScanner(strings.NewReader(dev.out.String()))
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "NATS:"); ok && strings.Contains(dev.out.String(), "try:") {
+				natsURL = strings.TrimSpace(v)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	out, err := exec.Command(wardBin, "submit", "--nats", natsURL, "--topic", "job.echo", "--tenant", "acme",
+		"--payload", `{"hello":"world"}`, "--wait").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ward submit: %v\n%s", err, out)
+	}
+	for _, want := range []string{"PENDING", "SCHEDULED", "DISPATCHED", "RUNNING", "SUCCEEDED", `{"hello":"world"}`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("ward submit output lacks %q:\n%s", want, out)
+		}
+	}
+	id := strings.Fields(strings.SplitN(string(out), "\n", 2)[0])[1]
+	out, err = exec.Command(wardBin, "jobs", "get", "--nats", natsURL, id).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ward jobs get: %v\n%s", err, out)
+	}
+	for _, want := range []string{"SUCCEEDED", "job.echo", "acme", "ALLOW", "redis://res:" + id, "events:"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("ward jobs get output lacks %q:\n%s", want, out)
+		}
+	}
+
+	cmd := exec.Command(wardBin, "submit", "--nats", natsURL, "--topic", "sys.destroy", "--tenant", "acme", "--wait")
+	out, err = cmd.CombinedOutput()
+	if code := exitCode(err); code == 0 || !strings.Contains(string(out), "DENIED") || !strings.Contains(string(out), "sys.destroy is forbidden") {
+		t.Errorf("sys.destroy: exit %d\n%s", code, out)
+	}
+
+	dev.stop(t)
+	if !strings.Contains(dev.out.String(), "shutting down") {
+		t.Errorf("dev output:\n%s", dev.out.String())
+	}
+}
+
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
