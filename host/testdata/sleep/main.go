@@ -1,0 +1,20 @@
+// Command sleep is a test module: it sleeps for the duration its payload
+// names (e.g. "150ms"), then echoes the payload.
+package main
+
+import (
+	"io"
+	"os"
+	"time"
+)
+
+func main() {
+	in, _ := io.ReadAll(os.Stdin)
+	d, err := time.ParseDuration(string(in))
+	if err != nil {
+		os.Stderr.WriteString("bad duration\n")
+		os.Exit(2)
+	}
+	time.Sleep(d)
+	os.Stdout.Write(in)
+}
