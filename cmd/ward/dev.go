@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -15,7 +16,7 @@ import (
 
 func newDevCmd(g *globals) *cobra.Command {
 	var (
-		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, cacheDir, natsHost string
+		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, cacheDir, natsHost, cpuProfile string
 		natsPort, maxParallel                                                        int
 	)
 	cmd := &cobra.Command{
@@ -30,6 +31,17 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 			log := g.logger()
 			ctx, stop := signalContext()
 			defer stop()
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 
 			wasm, err := stack.ReadModules(modulesDir)
 			if err != nil {
@@ -106,6 +118,7 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 	f.StringVar(&policyDir, "policies", "", "policy bundle directory (default: the embedded bundle)")
 	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL; the in-memory store when empty ($REDIS_URL)")
 	f.StringVar(&cacheDir, "cache-dir", defaultCacheDir(), "compiled-module cache directory")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	f.IntVar(&maxParallel, "max-parallel", 0, "jobs the host runs at once (default: number of CPUs)")
 	return cmd
 }
