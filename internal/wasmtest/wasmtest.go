@@ -1,0 +1,94 @@
+// Package wasmtest builds Go programs into WebAssembly (GOOS=wasip1
+// GOARCH=wasm) for tests.
+//
+// Builds go through the go command, so its build cache keeps repeat builds
+// cheap; within one test binary, each package is built only once.
+package wasmtest
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var (
+	mu    sync.Mutex            // guards the 2 following fields
+	built = map[string][]byte{} // by working directory and package
+	gobin string
+)
+
+// Build compiles pkg for wasip1/wasm and returns the module's bytes. pkg is
+// an import path ("github.com/ward-run/ward/modules/echo") or a directory
+// relative to the calling test's package directory ("./testdata/loop"). The
+// test fails with the compiler's output if the build fails.
+func Build(t testing.TB, pkg string) []byte {
+	t.Helper()
+	return bytes.Clone(build(t, pkg))
+}
+
+// BuildFile is like Build but writes the module into t.TempDir() and returns
+// its path.
+func BuildFile(t testing.TB, pkg string) string {
+	t.Helper()
+	wasm := build(t, pkg)
+	path := filepath.Join(t.TempDir(), filepath.Base(pkg)+".wasm")
+	if err := os.WriteFile(path, wasm, 0o644); err != nil {
+		t.Fatalf("wasmtest: %v", err)
+	}
+	return path
+}
+
+func build(t testing.TB, pkg string) []byte {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("wasmtest: %v", err)
+	}
+	key := wd + "\x00" + pkg
+
+	// Builds are serialized: they are CPU-bound, and it makes each package
+	// build once however many tests ask for it in parallel.
+	mu.Lock()
+	defer mu.Unlock()
+	if wasm, ok := built[key]; ok {
+		return wasm
+	}
+	if gobin == "" {
+		gobin = findGo(t)
+	}
+	out := filepath.Join(t.TempDir(), "module.wasm")
+	cmd := exec.Command(gobin, "build", "-trimpath", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("wasmtest: go build %s: %v\n%s", pkg, err, msg)
+	}
+	wasm, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("wasmtest: %v", err)
+	}
+	built[key] = wasm
+	return wasm
+}
+
+// findGo prefers the go command of the toolchain that `go env GOROOT`
+// reports, so that tests build with the same Go as the one running them.
+func findGo(t testing.TB) string {
+	t.Helper()
+	onPath, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("wasmtest: no go command on PATH: %v", err)
+	}
+	root, err := exec.Command(onPath, "env", "GOROOT").Output()
+	if err != nil {
+		return onPath
+	}
+	candidate := filepath.Join(strings.TrimSpace(string(root)), "bin", "go")
+	if _, err := os.Stat(candidate); err != nil {
+		return onPath
+	}
+	return candidate
+}
