@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	goruntime "runtime"
 	"slices"
 	"sort"
@@ -61,7 +62,9 @@ type Config struct {
 	// Modules are the compiled modules this host holds, by module name.
 	Modules map[string]*runtime.Module
 	// Pools is the routing table: the host serves every pool whose module
-	// it holds and whose requires its Capabilities meet.
+	// it holds. Whether it meets a pool's requires is the scheduler's
+	// call, against the capabilities of each heartbeat, since probes (GPU,
+	// Ollama) change them while the host runs.
 	Pools *config.Pools
 	// MaxParallel caps the jobs run at once. Default: the number of CPUs.
 	MaxParallel int
@@ -71,8 +74,18 @@ type Config struct {
 	Labels            map[string]string
 	Region, Zone      string
 	// Type is the kind of host reported in heartbeats; default "cpu".
-	Type   string
+	Type string
+	// Probes add what they observe (GPU, Ollama) to every heartbeat.
+	Probes []Probe
 	Logger *slog.Logger
+}
+
+// Probe observes something about the machine for heartbeats.
+type Probe interface {
+	// Run refreshes the probe until ctx ends; it may return at once.
+	Run(ctx context.Context)
+	// Observe adds capabilities, labels and figures to hb.
+	Observe(ctx context.Context, hb *wardv1.Heartbeat)
 }
 
 // Agent is a running host agent.
@@ -82,6 +95,7 @@ type Agent struct {
 	pools  []string // served, sorted
 	work   *bus.Workers
 	active atomic.Int32
+	caps   atomic.Pointer[[]string] // capabilities of the last heartbeat
 	cpu    cpuSampler
 
 	jobCtx    context.Context // cancelled when Shutdown gives up waiting
@@ -129,7 +143,7 @@ func New(cfg Config) (*Agent, error) {
 		cpu:  cpuSampler{path: "/proc/stat"},
 	}
 	for name, p := range cfg.Pools.Pools {
-		if _, ok := cfg.Modules[p.Module]; ok && hasAll(cfg.Capabilities, p.Requires) {
+		if _, ok := cfg.Modules[p.Module]; ok {
 			a.pools = append(a.pools, name)
 		}
 	}
@@ -185,6 +199,10 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.subs, a.stopBeat = subs, stop
 	a.mu.Unlock()
 
+	for _, p := range a.cfg.Probes {
+		a.beating.Add(1)
+		go func() { defer a.beating.Done(); p.Run(beatCtx) }()
+	}
 	a.heartbeat("ready")
 	a.beating.Add(1)
 	go a.beatLoop(beatCtx)
@@ -253,9 +271,9 @@ func (a *Agent) heartbeat(status string) {
 		Memory:          &wardv1.Memory{TotalBytes: total, AvailableBytes: avail},
 		ActiveJobs:      a.active.Load(),
 		MaxParallelJobs: int32(a.cfg.MaxParallel),
-		Capabilities:    a.cfg.Capabilities,
+		Capabilities:    slices.Clone(a.cfg.Capabilities),
 		Pools:           a.pools,
-		Labels:          a.cfg.Labels,
+		Labels:          maps.Clone(a.cfg.Labels),
 		Modules:         modules,
 		Status:          status,
 		SentAtUnixMs:    time.Now().UnixMilli(),
@@ -263,6 +281,10 @@ func (a *Agent) heartbeat(status string) {
 	if len(a.pools) > 0 {
 		hb.Pool = a.pools[0]
 	}
+	for _, p := range a.cfg.Probes {
+		p.Observe(context.Background(), hb)
+	}
+	a.caps.Store(&hb.Capabilities)
 	if err := a.cfg.Bus.Publish(bus.HeartbeatSubject(a.cfg.ID), hb); err != nil {
 		a.log.Warn("heartbeat failed", "err", err)
 	}
@@ -312,6 +334,10 @@ func (a *Agent) run(ctx context.Context, req *wardv1.JobRequest, res *wardv1.Job
 	mod := a.cfg.Modules[p.Module]
 	if !ok || mod == nil {
 		res.ErrorCode, res.ErrorMessage = "module_unavailable", fmt.Sprintf("host %s does not serve pool %q", a.cfg.ID, pool)
+		return p.Module, errors.New(res.ErrorMessage)
+	}
+	if caps := a.caps.Load(); caps != nil && !hasAll(*caps, p.Requires) {
+		res.ErrorCode, res.ErrorMessage = "capability_missing", fmt.Sprintf("host %s lacks %v, which pool %q requires", a.cfg.ID, p.Requires, pool)
 		return p.Module, errors.New(res.ErrorMessage)
 	}
 	payload, err := a.cfg.Store.Blob(ctx, req.GetContextPtr())

@@ -74,8 +74,8 @@ func newFixture(t *testing.T, maxParallel int) *fixture {
 // every job it was sent.
 func TestMaxParallel(t *testing.T) {
 	f := newFixture(t, 2)
-	if got := f.agent.Pools(); len(got) != 1 || got[0] != "sleep" {
-		t.Fatalf("serves %v, want [sleep] (gpu-only needs a capability it lacks)", got)
+	if got := f.agent.Pools(); len(got) != 2 || got[0] != "gpu-only" || got[1] != "sleep" {
+		t.Fatalf("serves %v, want [gpu-only sleep]: every pool whose module it holds", got)
 	}
 	var (
 		mu               sync.Mutex
@@ -203,6 +203,7 @@ func TestFailuresAreResults(t *testing.T) {
 		{&wardv1.JobRequest{JobId: "bad", ContextPtr: job.ContextPtr, Pool: "sleep"}, "exit"},
 		{&wardv1.JobRequest{JobId: "noctx", ContextPtr: jobstore.ContextPtr("missing"), Pool: "sleep"}, "context_unavailable"},
 		{&wardv1.JobRequest{JobId: "nopool", ContextPtr: ok.ContextPtr, Pool: "chat"}, "module_unavailable"},
+		{&wardv1.JobRequest{JobId: "nogpu", ContextPtr: ok.ContextPtr, Pool: "gpu-only"}, "capability_missing"},
 		{&wardv1.JobRequest{JobId: "ok", ContextPtr: ok.ContextPtr, Pool: "sleep"}, ""},
 	} {
 		if err := f.conn.Publish(bus.WorkerJobsSubject("h1"), tc.req); err != nil {
