@@ -1,0 +1,146 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+)
+
+// OllamaProbe watches an Ollama server beside the host. While it answers
+// /api/version and /api/tags, heartbeats carry capability `ollama`, label
+// ollama.version, and a label ollama.model.<name>=true for every model
+// present (ollama.models lists them all). When it stops answering, the
+// capability is gone from the next heartbeat, and comes back with it.
+type OllamaProbe struct {
+	url      string
+	interval time.Duration
+	client   *http.Client
+	log      *slog.Logger
+
+	mu      sync.Mutex // guards the 3 following fields
+	up      bool
+	version string
+	models  []string
+}
+
+// NewOllamaProbe probes url every interval (default 2 s).
+func NewOllamaProbe(url string, interval time.Duration, log *slog.Logger) *OllamaProbe {
+	if interval <= 0 {
+		interval = 2 * time.Second
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &OllamaProbe{
+		url:      strings.TrimRight(url, "/"),
+		interval: interval,
+		// A probe must never outlast its interval, nor follow a redirect
+		// somewhere else.
+		client: &http.Client{Timeout: min(interval, 2*time.Second),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		log: log,
+	}
+}
+
+// Run probes until ctx ends. The first probe happens at once.
+func (p *OllamaProbe) Run(ctx context.Context) {
+	t := time.NewTicker(p.interval)
+	defer t.Stop()
+	for {
+		p.Probe(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Probe asks Ollama once and records the answer.
+func (p *OllamaProbe) Probe(ctx context.Context) {
+	var ver struct {
+		Version string `json:"version"`
+	}
+	var tags struct {
+		Models []struct {
+			Name string `json:"name"`
+		} `json:"models"`
+	}
+	err := p.get(ctx, "/api/version", &ver)
+	if err == nil {
+		err = p.get(ctx, "/api/tags", &tags)
+	}
+	var models []string
+	for _, m := range tags.Models {
+		if m.Name != "" {
+			models = append(models, m.Name)
+		}
+	}
+	sort.Strings(models)
+
+	p.mu.Lock()
+	was := p.up
+	p.up = err == nil
+	if p.up {
+		p.version, p.models = ver.Version, models
+	} else {
+		p.version, p.models = "", nil
+	}
+	p.mu.Unlock()
+	switch {
+	case was && err != nil:
+		p.log.Warn("ollama went away", "url", p.url, "err", err)
+	case !was && err == nil:
+		p.log.Info("ollama is up", "url", p.url, "version", ver.Version, "models", models)
+	}
+}
+
+func (p *OllamaProbe) get(ctx context.Context, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", path, resp.Status)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v)
+}
+
+// Up reports whether the last probe reached Ollama.
+func (p *OllamaProbe) Up() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.up
+}
+
+// Observe adds what the last probe saw to hb.
+func (p *OllamaProbe) Observe(_ context.Context, hb *wardv1.Heartbeat) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.up {
+		return
+	}
+	hb.Capabilities = appendNew(hb.Capabilities, "ollama")
+	if hb.Labels == nil {
+		hb.Labels = map[string]string{}
+	}
+	hb.Labels["ollama.version"] = p.version
+	hb.Labels["ollama.models"] = strings.Join(p.models, ",")
+	for _, m := range p.models {
+		hb.Labels["ollama.model."+m] = "true"
+	}
+}
