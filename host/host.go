@@ -96,6 +96,7 @@ type Agent struct {
 	work   *bus.Workers
 	active atomic.Int32
 	caps   atomic.Pointer[[]string] // capabilities of the last heartbeat
+	last   atomic.Pointer[wardv1.Heartbeat]
 	cpu    cpuSampler
 
 	jobCtx    context.Context // cancelled when Shutdown gives up waiting
@@ -103,6 +104,7 @@ type Agent struct {
 
 	mu       sync.Mutex // guards the 3 following fields
 	subs     []*bus.Subscription
+	ping     *nats.Subscription
 	stopBeat context.CancelFunc
 	stopped  bool
 
@@ -191,6 +193,17 @@ func (a *Agent) Start(ctx context.Context) error {
 			subs = append(subs, sub)
 		}
 	}
+	// `ward workers` asks every host at once; each answers with the
+	// heartbeat it last sent.
+	ping, err := c.NATS().Subscribe(bus.SubjectWorkerPing, func(m *nats.Msg) {
+		if hb := a.last.Load(); hb != nil && m.Reply != "" {
+			_ = c.Publish(m.Reply, hb)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	a.ping = ping
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
@@ -228,6 +241,9 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 		a.beating.Wait()
 	}
 	a.heartbeat("draining")
+	if a.ping != nil {
+		_ = a.ping.Unsubscribe()
+	}
 	var errs []error
 	for _, s := range subs {
 		errs = append(errs, s.Drain(ctx))
@@ -285,6 +301,7 @@ func (a *Agent) heartbeat(status string) {
 		p.Observe(context.Background(), hb)
 	}
 	a.caps.Store(&hb.Capabilities)
+	a.last.Store(hb)
 	if err := a.cfg.Bus.Publish(bus.HeartbeatSubject(a.cfg.ID), hb); err != nil {
 		a.log.Warn("heartbeat failed", "err", err)
 	}

@@ -17,7 +17,7 @@ import (
 func newDevCmd(g *globals) *cobra.Command {
 	var (
 		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, cacheDir, natsHost, cpuProfile string
-		natsPort, maxParallel                                                        int
+		natsPort, maxParallel                                                                    int
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -83,7 +83,11 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 			}
 			defer stopMetrics()
 
-			opts := stack.Options{NATSURL: ns.ClientURL(), Store: store, SafetyAddr: safetyAddr,
+			probes, err := hostProbes("auto", os.Getenv("OLLAMA_URL"), 2*time.Second, log)
+			if err != nil {
+				return err
+			}
+			opts := stack.Options{Probes: probes, NATSURL: ns.ClientURL(), Store: store, SafetyAddr: safetyAddr,
 				Pools: pools, Timeouts: timeouts, Modules: wasm, CacheDir: cacheDir,
 				MaxParallel: maxParallel, HostID: "dev-host", Logger: log}
 			if policyDir != "" {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"strings"
@@ -146,6 +148,7 @@ func newHostCmd(g *globals) *cobra.Command {
 		caps, labels                                                  []string
 		maxParallel                                                   int
 		heartbeat                                                     time.Duration
+		ollamaURL, gpuMode                                            string
 	)
 	cmd := &cobra.Command{
 		Use:   "host",
@@ -163,7 +166,11 @@ func newHostCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			lbls, err := parseLabels(labels)
+			lbls, err := hostLabels(labels, os.Environ())
+			if err != nil {
+				return err
+			}
+			probes, err := hostProbes(gpuMode, ollamaURL, heartbeat, log)
 			if err != nil {
 				return err
 			}
@@ -193,7 +200,7 @@ func newHostCmd(g *globals) *cobra.Command {
 			defer stopMetrics()
 			a, err := host.New(host.Config{ID: id, Bus: conn, Store: store, Runtime: rt, Modules: mods, Pools: pools,
 				MaxParallel: maxParallel, HeartbeatInterval: heartbeat, Capabilities: caps, Labels: lbls,
-				Region: region, Zone: zone, Logger: log})
+				Region: region, Zone: zone, Probes: probes, Logger: log})
 			if err != nil {
 				return err
 			}
@@ -215,8 +222,10 @@ func newHostCmd(g *globals) *cobra.Command {
 	f.StringVar(&region, "region", os.Getenv("WARD_REGION"), "region reported in heartbeats ($WARD_REGION)")
 	f.StringVar(&zone, "zone", os.Getenv("WARD_ZONE"), "zone reported in heartbeats ($WARD_ZONE)")
 	f.StringSliceVar(&caps, "capability", nil, "capability this host offers (repeatable), e.g. gpu, ollama")
-	f.StringSliceVar(&labels, "label", nil, "label key=value (repeatable)")
+	f.StringSliceVar(&labels, "label", nil, "label key=value (repeatable); WARD_LABEL_<KEY>=value adds <key>=value too")
 	f.IntVar(&maxParallel, "max-parallel", 0, "jobs run at once (default: number of CPUs)")
+	f.StringVar(&ollamaURL, "ollama-url", os.Getenv("OLLAMA_URL"), "Ollama beside this host: probed every heartbeat interval; capability ollama while it answers ($OLLAMA_URL)")
+	f.StringVar(&gpuMode, "gpu", "auto", "GPU probe: auto (NVML, then nvidia-smi) or off")
 	f.DurationVar(&heartbeat, "heartbeat", 2*time.Second, "heartbeat interval")
 	return cmd
 }
@@ -234,4 +243,41 @@ func parseLabels(kvs []string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// hostLabels merges --label flags over WARD_LABEL_<KEY>=value variables
+// (key lower-cased, '_' kept).
+func hostLabels(flags, environ []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		if key, ok := strings.CutPrefix(k, "WARD_LABEL_"); ok && key != "" {
+			out[strings.ToLower(key)] = v
+		}
+	}
+	fl, err := parseLabels(flags)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(out, fl)
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// hostProbes builds the probes a host runs.
+func hostProbes(gpuMode, ollamaURL string, interval time.Duration, log *slog.Logger) ([]host.Probe, error) {
+	var probes []host.Probe
+	switch gpuMode {
+	case "auto":
+		probes = append(probes, host.NewGPUProbe(log))
+	case "off":
+	default:
+		return nil, fmt.Errorf("--gpu %q: want auto or off", gpuMode)
+	}
+	if ollamaURL != "" {
+		probes = append(probes, host.NewOllamaProbe(ollamaURL, interval, log))
+	}
+	return probes, nil
 }

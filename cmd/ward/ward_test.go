@@ -240,6 +240,11 @@ func TestDev(t *testing.T) {
 		}
 	}
 
+	out, err = exec.Command(wardBin, "workers", "--nats", natsURL).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "dev-host") || !strings.Contains(string(out), "echo") {
+		t.Errorf("ward workers: %v\n%s", err, out)
+	}
+
 	cmd := exec.Command(wardBin, "submit", "--nats", natsURL, "--topic", "sys.destroy", "--tenant", "acme", "--wait")
 	out, err = cmd.CombinedOutput()
 	if code := exitCode(err); code == 0 || !strings.Contains(string(out), "DENIED") || !strings.Contains(string(out), "sys.destroy is forbidden") {
@@ -260,4 +265,23 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+func TestHostLabels(t *testing.T) {
+	got, err := hostLabels([]string{"zone=eu-1", "rack=r2"}, []string{"PATH=/bin", "WARD_LABEL_ZONE=us-2", "WARD_LABEL_DISK_TYPE=ssd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"zone": "eu-1", "rack": "r2", "disk_type": "ssd"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("got %v, want %v (flags win over the environment)", got, want)
+		}
+	}
+	if _, err := hostLabels([]string{"novalue"}, nil); err == nil {
+		t.Fatal("a label without = accepted")
+	}
 }

@@ -26,6 +26,10 @@ const (
 	// SubjectJobList is request/reply: ListJobsRequest → ListJobsReply.
 	SubjectJobList = "sys.job.list"
 
+	// SubjectWorkerPing is scatter-gather: every host replies with the
+	// Heartbeat it last sent (`ward workers`).
+	SubjectWorkerPing = "sys.worker.ping"
+
 	// SchedulerQueue is the queue group schedulers share.
 	SchedulerQueue = "ward-scheduler"
 )

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -185,6 +187,43 @@ func (c *Client) Wait(ctx context.Context, id string, w *Watcher, each func(*war
 				each(last)
 			}
 			return last, nil
+		}
+	}
+}
+
+// Workers asks every live host for its last heartbeat and returns the
+// answers that arrive within window, sorted by worker id.
+func (c *Client) Workers(ctx context.Context, window time.Duration) ([]*wardv1.Heartbeat, error) {
+	nc := c.bus.NATS()
+	inbox := nc.NewRespInbox()
+	ch := make(chan *nats.Msg, 256)
+	sub, err := nc.ChanSubscribe(inbox, ch)
+	if err != nil {
+		return nil, fmt.Errorf("workers: %w", err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest(bus.SubjectWorkerPing, inbox, nil); err != nil {
+		return nil, fmt.Errorf("workers: %w", err)
+	}
+	timer := time.NewTimer(window)
+	defer timer.Stop()
+	seen := map[string]*wardv1.Heartbeat{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			out := make([]*wardv1.Heartbeat, 0, len(seen))
+			for _, hb := range seen {
+				out = append(out, hb)
+			}
+			slices.SortFunc(out, func(a, b *wardv1.Heartbeat) int { return strings.Compare(a.GetWorkerId(), b.GetWorkerId()) })
+			return out, nil
+		case m := <-ch:
+			hb := &wardv1.Heartbeat{}
+			if proto.Unmarshal(m.Data, hb) == nil && hb.GetWorkerId() != "" {
+				seen[hb.GetWorkerId()] = hb
+			}
 		}
 	}
 }

@@ -46,6 +46,8 @@ type Options struct {
 	MaxParallel       int
 	HeartbeatInterval time.Duration
 	Capabilities      []string
+	Labels            map[string]string
+	Probes            []host.Probe
 	Logger            *slog.Logger
 }
 
@@ -136,7 +138,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.Host, err = host.New(host.Config{ID: o.HostID, Bus: hc, Store: o.Store, Runtime: s.rt, Modules: mods,
 		Pools: o.Pools, MaxParallel: o.MaxParallel, HeartbeatInterval: o.HeartbeatInterval,
-		Capabilities: o.Capabilities, Logger: o.Logger})
+		Capabilities: o.Capabilities, Labels: o.Labels, Probes: o.Probes, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}
