@@ -1,0 +1,400 @@
+// Package modreg is Ward's module registry, kept in NATS JetStream: an
+// Object Store bucket holds module blobs, content-addressed by sha256, and
+// a KV bucket holds each module's versions and which one is active. Hosts
+// watch the active keys and swap modules without a restart; the scheduler
+// reads the routes that manifests declare. Ward keeps no registry state of
+// its own: JetStream is the consensus.
+//
+// KV keys (bucket ward_modules):
+//
+//	mod.<name>.v.<version>   Version (JSON): digest, manifest, signature, route
+//	mod.<name>.active        Active (JSON): the version in force, history, retired
+//	mod.<name>.event.<host>  Event (JSON): the last load a host refused
+//
+// Objects (bucket ward_modules): sha256-<hex>.
+package modreg
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bucket is the name of both the KV bucket and the Object Store bucket.
+const Bucket = "ward_modules"
+
+// historyCap bounds how many earlier versions a rollback can reach.
+const historyCap = 32
+
+// Errors.
+var (
+	ErrNotFound      = errors.New("modreg: not found")
+	ErrVersionExists = errors.New("modreg: version exists with other content")
+	ErrNoPrevious    = errors.New("modreg: no previous version to roll back to")
+	ErrDigest        = errors.New("modreg: blob does not match its digest")
+	ErrBadName       = errors.New("modreg: bad name")
+)
+
+var (
+	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	hostRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+)
+
+// Route is what a manifest may declare: the topic the module serves and
+// the pool that serves it.
+type Route struct {
+	Topic    string   `json:"topic,omitempty"`
+	Pool     string   `json:"pool,omitempty"`
+	Requires []string `json:"requires,omitempty"`
+}
+
+// Version is one deployed version of a module. Versions are immutable:
+// redeploying a version with other bytes is refused.
+type Version struct {
+	Name       string    `json:"name"`
+	Version    string    `json:"version"`
+	Digest     string    `json:"digest"` // sha256:<hex>
+	Size       int       `json:"size"`
+	Manifest   string    `json:"manifest,omitempty"` // the manifest as uploaded (YAML)
+	Signature  []byte    `json:"signature,omitempty"`
+	Route      Route     `json:"route"`
+	DeployedAt time.Time `json:"deployed_at"`
+}
+
+// Active is the version of a module in force, or its retirement.
+type Active struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+	Digest  string `json:"digest,omitempty"`
+	Route   Route  `json:"route"`
+	// History holds earlier active versions, oldest first, for rollback.
+	History   []string  `json:"history,omitempty"`
+	Retired   bool      `json:"retired,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Event is a host's report that it refused a version.
+type Event struct {
+	Name    string    `json:"name"`
+	Version string    `json:"version"`
+	Digest  string    `json:"digest"`
+	Host    string    `json:"host"`
+	Error   string    `json:"error"`
+	At      time.Time `json:"at"`
+}
+
+// Module is everything the registry holds about one module.
+type Module struct {
+	Name     string
+	Active   *Active // nil before the first deploy
+	Versions []Version
+	Events   []Event
+}
+
+// Registry is a handle on the buckets.
+type Registry struct {
+	kv  jetstream.KeyValue
+	obs jetstream.ObjectStore
+}
+
+// Open returns the registry on nc's JetStream, creating the buckets if
+// they do not exist.
+func Open(ctx context.Context, nc *nats.Conn) (*Registry, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("modreg: %w", err)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket, History: 8,
+		Description: "Ward module versions and the active version of each"})
+	if err != nil {
+		return nil, fmt.Errorf("modreg: kv bucket: %w (is JetStream enabled on the NATS server?)", err)
+	}
+	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: Bucket,
+		Description: "Ward module blobs by sha256"})
+	if err != nil {
+		return nil, fmt.Errorf("modreg: object store: %w", err)
+	}
+	return &Registry{kv: kv, obs: obs}, nil
+}
+
+// Digest returns the content address of wasm: "sha256:<hex>".
+func Digest(wasm []byte) string {
+	sum := sha256.Sum256(wasm)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func objectName(digest string) string { return strings.Replace(digest, ":", "-", 1) }
+
+func versionKey(name, version string) string { return "mod." + name + ".v." + version }
+func activeKey(name string) string           { return "mod." + name + ".active" }
+func eventKey(name, host string) string      { return "mod." + name + ".event." + host }
+
+// Deploy stores wasm and its version record, and makes it the active
+// version. Deploying the same name, version and bytes again only
+// re-activates it.
+func (r *Registry) Deploy(ctx context.Context, v Version, wasm []byte) (*Active, error) {
+	if !nameRE.MatchString(v.Name) {
+		return nil, fmt.Errorf("%w: module name %q (want [a-z0-9][a-z0-9_-]*)", ErrBadName, v.Name)
+	}
+	if !versionRE.MatchString(v.Version) {
+		return nil, fmt.Errorf("%w: version %q", ErrBadName, v.Version)
+	}
+	v.Digest, v.Size = Digest(wasm), len(wasm)
+	if v.DeployedAt.IsZero() {
+		v.DeployedAt = time.Now().UTC()
+	}
+	if old, err := r.Version(ctx, v.Name, v.Version); err == nil {
+		if old.Digest != v.Digest {
+			return nil, fmt.Errorf("%w: %s %s is %s, not %s (deploy a new version)", ErrVersionExists, v.Name, v.Version, old.Digest, v.Digest)
+		}
+		v = *old
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	} else {
+		if _, err := r.obs.GetInfo(ctx, objectName(v.Digest)); errors.Is(err, jetstream.ErrObjectNotFound) {
+			if _, err := r.obs.PutBytes(ctx, objectName(v.Digest), wasm); err != nil {
+				return nil, fmt.Errorf("modreg: upload %s: %w", v.Digest, err)
+			}
+		} else if err != nil {
+			return nil, fmt.Errorf("modreg: %w", err)
+		}
+		b, _ := json.Marshal(v)
+		if _, err := r.kv.Create(ctx, versionKey(v.Name, v.Version), b); err != nil {
+			return nil, fmt.Errorf("modreg: record %s %s: %w", v.Name, v.Version, err)
+		}
+	}
+	return r.activate(ctx, v.Name, func(cur *Active) (*Active, error) {
+		next := &Active{Name: v.Name, Version: v.Version, Digest: v.Digest, Route: v.Route}
+		if cur != nil && !cur.Retired && cur.Version != "" && cur.Version != v.Version {
+			next.History = append(slices.Clone(cur.History), cur.Version)
+		} else if cur != nil {
+			next.History = slices.Clone(cur.History)
+		}
+		if len(next.History) > historyCap {
+			next.History = next.History[len(next.History)-historyCap:]
+		}
+		return next, nil
+	})
+}
+
+// Rollback makes the previous active version active again.
+func (r *Registry) Rollback(ctx context.Context, name string) (*Active, error) {
+	return r.activate(ctx, name, func(cur *Active) (*Active, error) {
+		if cur == nil || len(cur.History) == 0 {
+			return nil, fmt.Errorf("%w: %s", ErrNoPrevious, name)
+		}
+		prev := cur.History[len(cur.History)-1]
+		v, err := r.Version(ctx, name, prev)
+		if err != nil {
+			return nil, err
+		}
+		return &Active{Name: name, Version: v.Version, Digest: v.Digest, Route: v.Route,
+			History: slices.Clone(cur.History[:len(cur.History)-1])}, nil
+	})
+}
+
+// Remove retires a module: hosts stop serving it and its route goes away.
+// Its versions stay, so a later deploy or rollback can bring it back.
+func (r *Registry) Remove(ctx context.Context, name string) (*Active, error) {
+	return r.activate(ctx, name, func(cur *Active) (*Active, error) {
+		if cur == nil {
+			return nil, fmt.Errorf("%w: module %s", ErrNotFound, name)
+		}
+		next := &Active{Name: name, Route: cur.Route, Retired: true, History: slices.Clone(cur.History)}
+		if cur.Version != "" {
+			next.History = append(next.History, cur.Version)
+		}
+		return next, nil
+	})
+}
+
+// activate applies change to the active record with compare-and-set, so
+// that two deploys racing each other cannot lose one's history.
+func (r *Registry) activate(ctx context.Context, name string, change func(*Active) (*Active, error)) (*Active, error) {
+	for range 16 {
+		var (
+			cur *Active
+			rev uint64
+		)
+		e, err := r.kv.Get(ctx, activeKey(name))
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("modreg: %w", err)
+		default:
+			cur, rev = &Active{}, e.Revision()
+			if err := json.Unmarshal(e.Value(), cur); err != nil {
+				return nil, fmt.Errorf("modreg: %s: %w", activeKey(name), err)
+			}
+		}
+		next, err := change(cur)
+		if err != nil {
+			return nil, err
+		}
+		next.UpdatedAt = time.Now().UTC()
+		b, _ := json.Marshal(next)
+		if rev == 0 {
+			_, err = r.kv.Create(ctx, activeKey(name), b)
+		} else {
+			_, err = r.kv.Update(ctx, activeKey(name), b, rev)
+		}
+		if err == nil {
+			return next, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !strings.Contains(err.Error(), "wrong last sequence") {
+			return nil, fmt.Errorf("modreg: %w", err)
+		}
+	}
+	return nil, fmt.Errorf("modreg: %s: too many concurrent changes", name)
+}
+
+// Version returns one version's record.
+func (r *Registry) Version(ctx context.Context, name, version string) (*Version, error) {
+	e, err := r.kv.Get(ctx, versionKey(name, version))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("%w: %s %s", ErrNotFound, name, version)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("modreg: %w", err)
+	}
+	v := &Version{}
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		return nil, fmt.Errorf("modreg: %s: %w", e.Key(), err)
+	}
+	return v, nil
+}
+
+// Blob fetches a module's bytes by digest and checks them against it.
+func (r *Registry) Blob(ctx context.Context, digest string) ([]byte, error) {
+	b, err := r.obs.GetBytes(ctx, objectName(digest))
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, fmt.Errorf("%w: blob %s", ErrNotFound, digest)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("modreg: %w", err)
+	}
+	if got := Digest(b); got != digest {
+		return nil, fmt.Errorf("%w: want %s, got %s", ErrDigest, digest, got)
+	}
+	return b, nil
+}
+
+// ReportRefusal records that host refused a version, for `ward module ls`.
+func (r *Registry) ReportRefusal(ctx context.Context, e Event) error {
+	if !hostRE.MatchString(e.Host) || !nameRE.MatchString(e.Name) {
+		return fmt.Errorf("%w: event for %q on %q", ErrBadName, e.Name, e.Host)
+	}
+	if e.At.IsZero() {
+		e.At = time.Now().UTC()
+	}
+	b, _ := json.Marshal(e)
+	_, err := r.kv.Put(ctx, eventKey(e.Name, e.Host), b)
+	return err
+}
+
+// List returns every module, sorted by name, with its versions (oldest
+// deploy first) and refusal events.
+func (r *Registry) List(ctx context.Context) ([]Module, error) {
+	lister, err := r.kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("modreg: %w", err)
+	}
+	mods := map[string]*Module{}
+	get := func(name string) *Module {
+		if m, ok := mods[name]; ok {
+			return m
+		}
+		m := &Module{Name: name}
+		mods[name] = m
+		return m
+	}
+	for key := range lister.Keys() {
+		parts := strings.SplitN(key, ".", 4)
+		if len(parts) < 3 || parts[0] != "mod" {
+			continue
+		}
+		e, err := r.kv.Get(ctx, key)
+		if err != nil {
+			continue // deleted since the listing
+		}
+		m := get(parts[1])
+		switch {
+		case parts[2] == "active":
+			a := &Active{}
+			if json.Unmarshal(e.Value(), a) == nil {
+				m.Active = a
+			}
+		case parts[2] == "v" && len(parts) == 4:
+			var v Version
+			if json.Unmarshal(e.Value(), &v) == nil {
+				m.Versions = append(m.Versions, v)
+			}
+		case parts[2] == "event" && len(parts) == 4:
+			var ev Event
+			if json.Unmarshal(e.Value(), &ev) == nil {
+				m.Events = append(m.Events, ev)
+			}
+		}
+	}
+	out := make([]Module, 0, len(mods))
+	for _, m := range mods {
+		sort.Slice(m.Versions, func(i, j int) bool { return m.Versions[i].DeployedAt.Before(m.Versions[j].DeployedAt) })
+		sort.Slice(m.Events, func(i, j int) bool { return m.Events[i].At.Before(m.Events[j].At) })
+		out = append(out, *m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Watch delivers every module's active record: first the current ones,
+// then each change, until ctx ends. A nil value marks the end of the
+// current ones.
+func (r *Registry) Watch(ctx context.Context) (<-chan *Active, error) {
+	w, err := r.kv.Watch(ctx, "mod.*.active")
+	if err != nil {
+		return nil, fmt.Errorf("modreg: watch: %w", err)
+	}
+	out := make(chan *Active)
+	go func() {
+		defer close(out)
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				var a *Active
+				if e != nil {
+					if e.Operation() != jetstream.KeyValuePut {
+						continue
+					}
+					a = &Active{}
+					if json.Unmarshal(e.Value(), a) != nil {
+						continue
+					}
+				}
+				select {
+				case out <- a:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
