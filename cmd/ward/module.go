@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/ward-run/ward/internal/client"
+	"github.com/ward-run/ward/internal/modreg"
+)
+
+// deployManifest is the part of a module manifest the registry reads: who
+// the module is and the route it may declare.
+type deployManifest struct {
+	Name     string   `yaml:"name"`
+	Version  string   `yaml:"version"`
+	Topic    string   `yaml:"topic"`
+	Pool     string   `yaml:"pool"`
+	Requires []string `yaml:"requires"`
+}
+
+func newModuleCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "module", Short: "Deploy, list, roll back and retire worker modules (registry in NATS JetStream)"}
+
+	open := func(ctx context.Context) (*client.Client, *modreg.Registry, error) {
+		c, err := client.Dial(client.NATSURL(g.natsURL))
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := modreg.Open(ctx, c.Bus().NATS())
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return c, r, nil
+	}
+
+	var manifestPath, keyPath, sigPath, name, version string
+	deploy := &cobra.Command{
+		Use:   "deploy <module.wasm>",
+		Short: "Upload a module and make it the active version on every host",
+		Example: `  ward module deploy ./hello.wasm --manifest hello.yaml
+  ward module deploy ./hello.wasm --manifest hello.yaml --sign-key ward.key`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			wasm, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			var m deployManifest
+			var raw []byte
+			if manifestPath == "" {
+				if p := strings.TrimSuffix(args[0], ".wasm") + ".yaml"; fileExists(p) {
+					manifestPath = p
+				}
+			}
+			if manifestPath != "" {
+				if raw, err = os.ReadFile(manifestPath); err != nil {
+					return err
+				}
+				if err := yaml.Unmarshal(raw, &m); err != nil {
+					return fmt.Errorf("manifest %s: %w", manifestPath, err)
+				}
+			}
+			if name != "" {
+				m.Name = name
+			}
+			if m.Name == "" {
+				m.Name = strings.TrimSuffix(filepath.Base(args[0]), ".wasm")
+			}
+			if version != "" {
+				m.Version = version
+			}
+			digest := modreg.Digest(wasm)
+			if m.Version == "" {
+				m.Version = "sha-" + strings.TrimPrefix(digest, "sha256:")[:12]
+			}
+			v := modreg.Version{Name: m.Name, Version: m.Version, Manifest: string(raw),
+				Route: modreg.Route{Topic: m.Topic, Pool: m.Pool, Requires: m.Requires}}
+			switch {
+			case keyPath != "":
+				kb, err := os.ReadFile(keyPath)
+				if err != nil {
+					return err
+				}
+				key, err := modreg.ParsePrivateKey(kb)
+				if err != nil {
+					return err
+				}
+				v.Signature = modreg.Sign(key, digest)
+			case sigPath != "":
+				if v.Signature, err = readSignature(sigPath); err != nil {
+					return err
+				}
+			default:
+				if p := args[0] + ".sig"; fileExists(p) {
+					if v.Signature, err = readSignature(p); err != nil {
+						return err
+					}
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c, r, err := open(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			a, err := r.Deploy(ctx, v, wasm)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "deployed %s %s (%s, %d bytes%s)\n", a.Name, a.Version, a.Digest, len(wasm), signedNote(v.Signature))
+			if a.Route.Topic != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "route: %s → pool %s\n", a.Route.Topic, orDefault(a.Route.Pool, a.Name))
+			}
+			return nil
+		},
+	}
+	deploy.Flags().StringVar(&manifestPath, "manifest", "", "module manifest (YAML); default: <module>.yaml beside the .wasm if present")
+	deploy.Flags().StringVar(&name, "name", "", "module name (default: the manifest's, else the file name)")
+	deploy.Flags().StringVar(&version, "version", "", "version (default: the manifest's, else sha-<digest prefix>)")
+	deploy.Flags().StringVar(&keyPath, "sign-key", "", "sign with this ed25519 private key (PEM)")
+	deploy.Flags().StringVar(&sigPath, "signature", "", "signature file from `ward module sign` (default: <module>.wasm.sig if present)")
+
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List modules: versions, digests, the active one, how many live hosts hold it, refusals",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, r, err := open(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			mods, err := r.List(ctx)
+			if err != nil {
+				return err
+			}
+			hbs, err := c.Workers(ctx, 500*time.Millisecond)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "MODULE\tVERSION\tDIGEST\tACTIVE\tHOSTS\tROUTE\tDEPLOYED")
+			for _, m := range mods {
+				for _, v := range m.Versions {
+					active, hosts := "", 0
+					if m.Active != nil && !m.Active.Retired && m.Active.Version == v.Version {
+						active = "*"
+					}
+					for _, hb := range hbs {
+						if hb.GetModules()[m.Name] == v.Digest {
+							hosts++
+						}
+					}
+					route := "-"
+					if v.Route.Topic != "" {
+						route = v.Route.Topic + "→" + orDefault(v.Route.Pool, m.Name)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Name, v.Version, shortDigest(v.Digest), active, hosts, route,
+						v.DeployedAt.Local().Format(time.DateTime))
+				}
+				if m.Active != nil && m.Active.Retired {
+					fmt.Fprintf(tw, "%s\t(retired)\t\t\t\t\t%s\n", m.Name, m.Active.UpdatedAt.Local().Format(time.DateTime))
+				}
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, m := range mods {
+				for _, e := range m.Events {
+					fmt.Fprintf(out, "refused: %s %s (%s) on host %s at %s: %s\n", e.Name, e.Version, shortDigest(e.Digest), e.Host,
+						e.At.Local().Format(time.DateTime), e.Error)
+				}
+			}
+			return nil
+		},
+	}
+
+	rollback := &cobra.Command{
+		Use:   "rollback <module>",
+		Short: "Make the previous version of a module active again",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, r, err := open(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			a, err := r.Rollback(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s) is active\n", a.Name, a.Version, a.Digest)
+			return nil
+		},
+	}
+
+	rm := &cobra.Command{
+		Use:   "rm <module>",
+		Short: "Retire a module: hosts stop serving it; new jobs for its topic go to the DLQ",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, r, err := open(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if _, err := r.Remove(ctx, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s retired (`ward module rollback %s` brings it back)\n", args[0], args[0])
+			return nil
+		},
+	}
+
+	var signKey string
+	sign := &cobra.Command{
+		Use:   "sign <module.wasm>",
+		Short: "Sign a module with an ed25519 key; writes <module>.wasm.sig, which deploy picks up",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			wasm, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			kb, err := os.ReadFile(signKey)
+			if err != nil {
+				return err
+			}
+			key, err := modreg.ParsePrivateKey(kb)
+			if err != nil {
+				return err
+			}
+			sig := modreg.Sign(key, modreg.Digest(wasm))
+			out := args[0] + ".sig"
+			if err := os.WriteFile(out, []byte(base64.StdEncoding.EncodeToString(sig)+"\n"), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)
+			return nil
+		},
+	}
+	sign.Flags().StringVar(&signKey, "key", "", "ed25519 private key (PEM), from `ward module keygen`")
+	_ = sign.MarkFlagRequired("key")
+
+	var keyOut string
+	keygen := &cobra.Command{
+		Use:   "keygen",
+		Short: "Make an ed25519 signing key pair: <out>.key (keep it secret) and <out>.pub (give it to hosts)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			priv, pub, err := modreg.GenerateKey()
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(keyOut+".key", priv, 0o600); err != nil {
+				return err
+			}
+			if err := os.WriteFile(keyOut+".pub", pub, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s.key and %s.pub\n", keyOut, keyOut)
+			return nil
+		},
+	}
+	keygen.Flags().StringVar(&keyOut, "out", "ward-signing", "file name prefix")
+
+	cmd.AddCommand(deploy, ls, rollback, rm, sign, keygen)
+	return cmd
+}
+
+func readSignature(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	sig, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("signature %s: %w", path, err)
+	}
+	return sig, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func signedNote(sig []byte) string {
+	if len(sig) > 0 {
+		return ", signed"
+	}
+	return ", unsigned"
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func shortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}
