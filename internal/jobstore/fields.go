@@ -36,6 +36,14 @@ const (
 	fErrorMessage   = "error_message"
 	fCreatedAt      = "created_at"
 	fUpdatedAt      = "updated_at"
+	fEnv            = "env"
+	fParentJobID    = "parent_job_id"
+	fWorkflowID     = "workflow_id"
+	fCPU            = "cpu_millicores"
+	fMemory         = "memory_bytes"
+	fDeadline       = "deadline"
+	fWaiting        = "waiting" // the scripts spell it too
+	fWaits          = "waits"
 )
 
 // recentCap is how many jobs job:recent keeps.
@@ -65,7 +73,7 @@ func pairs(p []string, field, value string) []string {
 
 // jobFields encodes j as field/value pairs, leaving out empty fields.
 func jobFields(j *Job) ([]string, error) {
-	p := make([]string, 0, 2*22)
+	p := make([]string, 0, 2*30)
 	p = append(p,
 		fID, j.ID,
 		fTopic, j.Topic,
@@ -114,7 +122,31 @@ func jobFields(j *Job) ([]string, error) {
 	p = pairs(p, fReason, j.Reason)
 	p = pairs(p, fErrorCode, j.ErrorCode)
 	p = pairs(p, fErrorMessage, j.ErrorMessage)
+	if len(j.Env) > 0 {
+		b, err := json.Marshal(j.Env)
+		if err != nil {
+			return nil, fmt.Errorf("jobstore: encode env: %w", err)
+		}
+		p = append(p, fEnv, string(b))
+	}
+	p = pairs(p, fParentJobID, j.ParentJobID)
+	p = pairs(p, fWorkflowID, j.WorkflowID)
+	p = num(p, fCPU, j.CPUMillicores)
+	p = num(p, fMemory, j.MemoryBytes)
+	if !j.Deadline.IsZero() {
+		p = append(p, fDeadline, strconv.FormatInt(ms(j.Deadline), 10))
+	}
+	p = num(p, fWaits, int64(j.Waits))
+	// Waiting is the store's own: Create never sets it.
 	return p, nil
+}
+
+// num appends field, value to p when value is not zero.
+func num(p []string, field string, value int64) []string {
+	if value == 0 {
+		return p
+	}
+	return append(p, field, strconv.FormatInt(value, 10))
 }
 
 // transitionFields encodes the fields t sets, leaving out empty ones. State
@@ -137,6 +169,13 @@ func transitionFields(t Transition) ([]string, error) {
 	if t.Attempt != 0 {
 		p = append(p, fAttempt, strconv.Itoa(t.Attempt))
 	}
+	if t.MaxRetries != nil {
+		p = append(p, fMaxRetries, strconv.Itoa(*t.MaxRetries))
+	}
+	if !t.Deadline.IsZero() {
+		p = append(p, fDeadline, strconv.FormatInt(ms(t.Deadline), 10))
+	}
+	p = num(p, fWaits, int64(t.Waits))
 	return p, nil
 }
 
@@ -156,6 +195,9 @@ func decodeJob(h map[string]string) (*Job, error) {
 		Reason:         h[fReason],
 		ErrorCode:      h[fErrorCode],
 		ErrorMessage:   h[fErrorMessage],
+		ParentJobID:    h[fParentJobID],
+		WorkflowID:     h[fWorkflowID],
+		Waiting:        h[fWaiting],
 	}
 	var err error
 	num := func(field string) int64 {
@@ -176,8 +218,19 @@ func decodeJob(h map[string]string) (*Job, error) {
 	j.Attempt = int(num(fAttempt))
 	j.CreatedAt = fromMS(num(fCreatedAt))
 	j.UpdatedAt = fromMS(num(fUpdatedAt))
+	j.CPUMillicores = num(fCPU)
+	j.MemoryBytes = num(fMemory)
+	j.Waits = int(num(fWaits))
+	if h[fDeadline] != "" {
+		j.Deadline = fromMS(num(fDeadline))
+	}
 	if err != nil {
 		return nil, err
+	}
+	if s := h[fEnv]; s != "" {
+		if err := json.Unmarshal([]byte(s), &j.Env); err != nil {
+			return nil, fmt.Errorf("jobstore: job %s: env: %w", j.ID, err)
+		}
 	}
 	if s := h[fLabels]; s != "" {
 		if err := json.Unmarshal([]byte(s), &j.Labels); err != nil {
@@ -209,6 +262,11 @@ func newJob(j *Job) (*Job, error) {
 	n.ContextPtr = ContextPtr(j.ID)
 	n.CreatedAt = at(j.CreatedAt)
 	n.UpdatedAt = n.CreatedAt
+	n.Waiting = ""
+	n.WorkerJobs = 0
+	if !n.Deadline.IsZero() {
+		n.Deadline = fromMS(ms(n.Deadline))
+	}
 	return &n, nil
 }
 
@@ -227,5 +285,33 @@ func refused(id string, current State, t Transition) error {
 
 // allowed reports whether t may move a job that is in current.
 func allowed(current State, t Transition) bool {
-	return (t.From == "" || t.From == current) && CanTransition(current, t.To)
+	if t.From != "" && t.From != current {
+		return false
+	}
+	if current == Pending && t.To == Pending {
+		return t.Wait != nil
+	}
+	return CanTransition(current, t.To)
 }
+
+// checkTransition refuses a malformed t before any store looks at the job.
+func checkTransition(id string, t Transition) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("jobstore: transition: no job id")
+	case t.Wait != nil && t.To != Pending:
+		return fmt.Errorf("jobstore: transition %s: a Wait needs To PENDING, not %s", id, t.To)
+	case t.Wait != nil && (t.Wait.Pool == "") == t.Wait.Until.IsZero():
+		return fmt.Errorf("jobstore: transition %s: a Wait needs a Pool or an Until, not both", id)
+	case t.Lock != nil && (t.Lock.Owner == "" || t.Lock.TTL < time.Millisecond):
+		return fmt.Errorf("jobstore: transition %s: a Lock needs an owner and a ttl of at least 1ms", id)
+	}
+	return nil
+}
+
+// waitingKey is the key of the set a job waits in ("queue:echo" →
+// job:queue:echo, "deferred" → job:deferred).
+func waitingKey(w string) string { return "job:" + w }
+
+// keyQueue is a pool queue's key.
+func keyQueue(pool string) string { return "job:queue:" + pool }

@@ -1,5 +1,8 @@
 // Package jobstore keeps jobs: their state, metadata, event log, input and
-// result blobs, idempotency keys, dispatch locks and the dead-letter queue.
+// result blobs, idempotency keys, dispatch locks and the dead-letter queue,
+// and the scheduler state that every replica shares: per-pool priority
+// queues, deferred jobs, tenant and worker active sets, submission rate
+// buckets, the reconciler lease, the scheduler mode and worker quarantine.
 //
 // Two implementations share one contract, checked by one conformance suite
 // (package storetest): Redis for production (transitions validated in a Lua
@@ -51,12 +54,16 @@ func (s State) Active() bool {
 
 // transitions is the one table of allowed moves. Forward jumps are allowed
 // (results and progress arrive in any order, at any replica); nothing leaves
-// a terminal state.
+// a terminal state. The only backward moves are the requeue edges back to
+// PENDING from SCHEDULED, DISPATCHED and RUNNING: a failed attempt that may
+// be retried, or a job whose replica died before dispatching it. Callers
+// guard them with From (and IfWorker), so that a late message never sends a
+// job back. PENDING → PENDING is allowed only with a Wait (see Transition).
 var transitions = map[State][]State{
 	Pending:    {Scheduled, Denied, Failed, Cancelled, Timeout},
-	Scheduled:  {Dispatched, Running, Succeeded, Failed, Cancelled, Timeout},
-	Dispatched: {Running, Succeeded, Failed, Cancelled, Timeout},
-	Running:    {Succeeded, Failed, Cancelled, Timeout},
+	Scheduled:  {Pending, Dispatched, Running, Succeeded, Failed, Cancelled, Timeout},
+	Dispatched: {Pending, Running, Succeeded, Failed, Cancelled, Timeout},
+	Running:    {Pending, Succeeded, Failed, Cancelled, Timeout},
 }
 
 // CanTransition reports whether a job may move from one state to another.
@@ -79,6 +86,19 @@ var (
 	ErrInvalidTransition = errors.New("jobstore: invalid transition")
 	// ErrExists: a job with that id exists already.
 	ErrExists = errors.New("jobstore: job exists")
+	// ErrTenantLimit: the move would take the tenant past Transition.TenantLimit.
+	// The error is a *LimitError.
+	ErrTenantLimit = errors.New("jobstore: tenant at its concurrency limit")
+	// ErrWorkerFull: the move would give the worker more than
+	// Transition.WorkerLimit jobs. The error is a *LimitError.
+	ErrWorkerFull = errors.New("jobstore: worker at capacity")
+	// ErrLocked: another owner holds the job's dispatch lock.
+	ErrLocked = errors.New("jobstore: dispatch lock held by another owner")
+	// ErrQueueFull: the pool queue holds its cap of jobs (Transition.Wait,
+	// or every queue of Guard.Queues for Submit).
+	ErrQueueFull = errors.New("jobstore: queue full")
+	// ErrRateLimited: the tenant's submission bucket is empty (Submit).
+	ErrRateLimited = errors.New("jobstore: tenant over its submission rate")
 )
 
 // TransitionError says why a transition was refused.
@@ -87,14 +107,40 @@ type TransitionError struct {
 	Current  State
 	Wanted   State
 	Required State // the From guard, if any
+	// IfWorker is the worker guard that did not match (Transition.IfWorker),
+	// and Worker the job's worker, empty when it has none.
+	IfWorker, Worker string
 }
 
 func (e *TransitionError) Error() string {
-	if e.Required != "" && e.Required != e.Current {
+	switch {
+	case e.IfWorker != "":
+		return fmt.Sprintf("jobstore: job %s is held by worker %q, not %q: cannot move to %s", e.ID, e.Worker, e.IfWorker, e.Wanted)
+	case e.Required != "" && e.Required != e.Current:
 		return fmt.Sprintf("jobstore: job %s is %s, not %s: cannot move to %s", e.ID, e.Current, e.Required, e.Wanted)
 	}
 	return fmt.Sprintf("jobstore: job %s cannot move from %s to %s", e.ID, e.Current, e.Wanted)
 }
+
+// LimitError says which limit refused a transition, and how full it was.
+type LimitError struct {
+	ID    string
+	Err   error  // ErrTenantLimit or ErrWorkerFull
+	Key   string // the tenant or the worker
+	Held  int    // active jobs it holds
+	Limit int
+}
+
+func (e *LimitError) Error() string {
+	what := "tenant"
+	if e.Err == ErrWorkerFull {
+		what = "worker"
+	}
+	return fmt.Sprintf("jobstore: job %s: %s %s holds %d active jobs, its limit is %d", e.ID, what, e.Key, e.Held, e.Limit)
+}
+
+// Unwrap makes errors.Is(err, ErrTenantLimit) (or ErrWorkerFull) true.
+func (e *LimitError) Unwrap() error { return e.Err }
 
 // Unwrap makes errors.Is(err, ErrInvalidTransition) true.
 func (e *TransitionError) Unwrap() error { return ErrInvalidTransition }
@@ -126,13 +172,32 @@ type Job struct {
 	TraceID        string            `json:"trace_id,omitempty"`
 	DeadlineMS     int64             `json:"deadline_ms,omitempty"`
 	MaxRetries     int               `json:"max_retries,omitempty"`
-	Attempt        int               `json:"attempt,omitempty"`
-	Safety         *Safety           `json:"safety,omitempty"`
-	Reason         string            `json:"reason,omitempty"` // stable code for a non-success end
-	ErrorCode      string            `json:"error_code,omitempty"`
-	ErrorMessage   string            `json:"error_message,omitempty"`
-	CreatedAt      time.Time         `json:"created_at"`
-	UpdatedAt      time.Time         `json:"updated_at"`
+	Attempt        int               `json:"attempt,omitempty"` // dispatches so far
+	Env            map[string]string `json:"env,omitempty"`
+	ParentJobID    string            `json:"parent_job_id,omitempty"`
+	WorkflowID     string            `json:"workflow_id,omitempty"`
+	CPUMillicores  int64             `json:"cpu_millicores,omitempty"` // requested
+	MemoryBytes    int64             `json:"memory_bytes,omitempty"`   // requested
+	// Deadline is when the job times out whatever its state (zero: never).
+	// It is indexed for PastDeadline.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Waiting says where a PENDING job waits: "queue:<pool>" or "deferred";
+	// empty when it waits nowhere (it is being admitted).
+	Waiting string `json:"waiting,omitempty"`
+	// Waits counts the times the job was deferred because its tenant was at
+	// its limit (for the backoff).
+	Waits        int       `json:"waits,omitempty"`
+	Safety       *Safety   `json:"safety,omitempty"`
+	Reason       string    `json:"reason,omitempty"` // stable code for a non-success end
+	ErrorCode    string    `json:"error_code,omitempty"`
+	ErrorMessage string    `json:"error_message,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+
+	// WorkerJobs is set only on the job Transition returns: how many
+	// SCHEDULED, DISPATCHED and RUNNING jobs the job's worker holds after
+	// the move, across every replica (placement learns capacity from it).
+	WorkerJobs int `json:"-"`
 }
 
 // Event is one entry in a job's event log.
@@ -160,11 +225,66 @@ type Transition struct {
 	ErrorMessage string
 	Safety       *Safety
 	Attempt      int
+	// MaxRetries, when not nil, sets the job's max_retries.
+	MaxRetries *int
+	// Deadline, when set, sets the job's deadline.
+	Deadline time.Time
+	// Waits, when not zero, sets the job's wait count.
+	Waits int
+
+	// IfWorker, when set, refuses the move (a *TransitionError) unless the
+	// job's worker is that one: a late result or progress report from a
+	// worker the job was taken from changes nothing. Entering PENDING (a
+	// requeue) clears the job's worker.
+	IfWorker string
+	// TenantLimit, when > 0, refuses a move into SCHEDULED, DISPATCHED or
+	// RUNNING from another state (a *LimitError, ErrTenantLimit) if the
+	// job's tenant holds that many such jobs already, counted across every
+	// replica at the moment of the move.
+	TenantLimit int
+	// WorkerLimit, when > 0, likewise refuses (ErrWorkerFull) if the worker
+	// the job moves to holds that many such jobs already.
+	WorkerLimit int
+	// Lock, when set, takes the job's dispatch lock with the move (or
+	// extends it, when Lock.Owner holds it); another owner's lock refuses
+	// the move with ErrLocked.
+	Lock *Lock
+	// Wait, when set, parks the job, whose To must be PENDING, in a pool
+	// queue or the deferred set. It is the only way to move PENDING →
+	// PENDING. A waiting job is in no state index: Stale(PENDING) lists only
+	// the PENDING jobs that wait nowhere.
+	Wait *Wait
 
 	// Message goes into the event log entry for this transition.
 	Message string
 	// At is when it happened; zero means now.
 	At time.Time
+}
+
+// Lock names a dispatch lock's owner and how long it holds at most.
+type Lock struct {
+	Owner string
+	TTL   time.Duration
+}
+
+// Wait says where a PENDING job waits.
+type Wait struct {
+	// Pool names the queue job:queue:<pool>, ordered by Score, lowest
+	// first. With Cap > 0, a queue that holds Cap jobs refuses the move
+	// (ErrQueueFull).
+	Pool  string
+	Score float64
+	Cap   int
+	// Until, when set instead of Pool, defers the job: DueDeferred hands it
+	// out once Until has passed.
+	Until time.Time
+}
+
+// QueueScore orders a pool queue so that its lowest score has the highest
+// effective priority priority − wait/aging: priority × aging + submission
+// time, in milliseconds. No score changes while jobs wait.
+func QueueScore(priority int, submitted time.Time, aging time.Duration) float64 {
+	return float64(priority)*float64(aging.Milliseconds()) + float64(ms(submitted))
 }
 
 // DLQEntry is a dead-lettered job.
@@ -175,6 +295,31 @@ type DLQEntry struct {
 	Reason  string    `json:"reason"`
 	Message string    `json:"message,omitempty"`
 	At      time.Time `json:"at"`
+	// Job is the job as it is now; DLQ fills it, AddDLQ ignores it.
+	Job *Job `json:"-"`
+}
+
+// Guard is what Submit checks before it creates a job, atomically with
+// the creation.
+type Guard struct {
+	// Rate and Burst are the tenant's submission token bucket, shared by
+	// every replica: Rate tokens a second, Burst at most. Rate 0: no limit.
+	// An empty bucket refuses the job with ErrRateLimited.
+	Rate  float64
+	Burst int
+	// Queues are the pools the job may wait in; Submit reports their queue
+	// lengths. With QueueCap > 0, a job is refused (ErrQueueFull) when
+	// every one of them holds QueueCap jobs.
+	Queues   []string
+	QueueCap int
+}
+
+// Submitted is what Submit did.
+type Submitted struct {
+	ID      string
+	Created bool
+	// Queued holds the length of each of Guard.Queues when the job was created.
+	Queued []int
 }
 
 // Store is the job store contract. Implementations are safe for concurrent use.
@@ -184,6 +329,12 @@ type Store interface {
 	// used it, nothing is written and Create returns the first job's id with
 	// created false. A job whose id exists already gives ErrExists.
 	Create(ctx context.Context, job *Job, payload []byte) (id string, created bool, err error)
+
+	// Submit is Create behind g's checks, done atomically with it: the
+	// tenant's rate bucket (ErrRateLimited) and the pool queues' cap
+	// (ErrQueueFull). A duplicate (idempotency key) passes no check and
+	// takes no token. Refused, it writes nothing.
+	Submit(ctx context.Context, job *Job, payload []byte, g Guard) (Submitted, error)
 
 	// Get returns a job's metadata, or ErrNotFound.
 	Get(ctx context.Context, id string) (*Job, error)
@@ -220,10 +371,50 @@ type Store interface {
 	// Blob reads a blob by pointer (redis://ctx:<id>, redis://res:<id>).
 	Blob(ctx context.Context, ptr string) ([]byte, error)
 
+	// QueueHeads returns up to limit jobs of pool's queue, highest effective
+	// priority (lowest score) first, without removing them: moving a job out
+	// of PENDING takes it out of its queue.
+	QueueHeads(ctx context.Context, pool string, limit int) ([]*Job, error)
+	// QueueLens returns the length of each pool's queue.
+	QueueLens(ctx context.Context, pools []string) ([]int, error)
+	// DueDeferred hands out up to limit deferred jobs whose time has come,
+	// soonest first. Each is handed out once: it leaves the deferred set
+	// and becomes a PENDING job that waits nowhere (Stale(PENDING) lists it
+	// from now on, should its caller die before moving it).
+	DueDeferred(ctx context.Context, now time.Time, limit int) ([]*Job, error)
+	// PastDeadline returns up to limit ids of unfinished jobs whose deadline
+	// is at or before now, earliest first.
+	PastDeadline(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// WithResult returns the ids, among up to limit jobs that entered state
+	// before the given time (oldest first), of those whose result blob is
+	// stored: their host finished, and the result message was lost.
+	WithResult(ctx context.Context, state State, before time.Time, limit int) ([]string, error)
+
 	// AddDLQ records a dead-lettered job.
 	AddDLQ(ctx context.Context, e DLQEntry) error
-	// DLQ returns up to limit entries, newest first.
+	// DLQ returns up to limit entries, newest first, each with its job.
 	DLQ(ctx context.Context, limit int) ([]DLQEntry, error)
+	// RemoveDLQ removes a job's entry and reports whether there was one.
+	RemoveDLQ(ctx context.Context, id string) (bool, error)
+
+	// AcquireLease takes the named lease for owner, or renews it when owner
+	// holds it, for ttl. It reports false when another owner holds it.
+	AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error)
+	// ReleaseLease gives the lease up if owner holds it.
+	ReleaseLease(ctx context.Context, name, owner string) error
+
+	// SetMode stores the scheduler mode every replica follows.
+	SetMode(ctx context.Context, mode string) error
+	// Mode returns the stored scheduler mode; empty when never set.
+	Mode(ctx context.Context) (string, error)
+
+	// RecordFailure counts a failure of worker. When it is the threshold-th
+	// within window, the worker is quarantined until now+cooldown, which
+	// RecordFailure returns (zero otherwise).
+	RecordFailure(ctx context.Context, worker string, now time.Time, window time.Duration, threshold int, cooldown time.Duration) (time.Time, error)
+	// Quarantined returns the workers quarantined beyond now, with the end
+	// of their quarantine.
+	Quarantined(ctx context.Context, now time.Time) (map[string]time.Time, error)
 
 	// Close releases the store's connections.
 	Close() error

@@ -3,6 +3,7 @@ package jobstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,24 +13,39 @@ import (
 
 // Memory is a Store held in process memory, for `ward dev` and tests. It
 // keeps the same structures as the Redis store (state indexes scored by
-// when the job entered the state, a recent list capped at 1000, tenant
-// active sets, ...) so that both behave alike, down to the order of ties.
+// when the job entered the state, a recent list capped at 1000, tenant and
+// worker active sets, pool queues, ...) so that both behave alike, down to
+// the order of ties. One mutex makes every call atomic, as a script is.
 type Memory struct {
-	mu     sync.Mutex                     // guards the fields below
-	jobs   map[string]map[string]string   // id -> hash, encoded as in Redis
-	events map[string][]Event             // id -> event log
-	index  map[State]zset                 // state -> ids scored by entry time
-	recent zset                           // ids scored by creation time
-	idem   map[string]string              // idemKey(tenant, key) -> id
-	active map[string]map[string]struct{} // tenant -> active ids
-	locks  map[string]memLock             // id -> dispatch lock
-	blobs  map[string][]byte              // ctx:<id>, res:<id>
-	dlq    zset                           // job ids scored by dead-letter time
-	dlqs   map[string]DLQEntry            // job id -> entry
+	mu         sync.Mutex                     // guards the fields below
+	jobs       map[string]map[string]string   // id -> hash, encoded as in Redis
+	events     map[string][]Event             // id -> event log
+	index      map[State]zset                 // state -> ids scored by entry time
+	recent     zset                           // ids scored by creation time
+	idem       map[string]string              // idemKey(tenant, key) -> id
+	active     map[string]map[string]struct{} // tenant -> active ids
+	workers    map[string]map[string]struct{} // worker -> active ids
+	locks      map[string]memLock             // job:lock:<id>, job:lease:<name> -> owner
+	blobs      map[string][]byte              // ctx:<id>, res:<id>
+	dlq        zset                           // job ids scored by dead-letter time
+	dlqs       map[string]DLQEntry            // job id -> entry
+	waits      map[string]zset                // job:queue:<pool>, job:deferred -> ids
+	deadlines  zset                           // ids scored by deadline
+	rates      map[string]bucket              // tenant -> submission bucket
+	mode       string                         // scheduler mode
+	failures   map[string]failures            // worker -> failures in the window
+	quarantine zset                           // worker -> end of quarantine
 }
 
 type memLock struct {
 	owner   string
+	expires time.Time
+}
+
+type bucket struct{ tokens, ts float64 }
+
+type failures struct {
+	n       int
 	expires time.Time
 }
 
@@ -38,16 +54,22 @@ var _ Store = (*Memory)(nil)
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
 	return &Memory{
-		jobs:   make(map[string]map[string]string),
-		events: make(map[string][]Event),
-		index:  make(map[State]zset),
-		recent: make(zset),
-		idem:   make(map[string]string),
-		active: make(map[string]map[string]struct{}),
-		locks:  make(map[string]memLock),
-		blobs:  make(map[string][]byte),
-		dlq:    make(zset),
-		dlqs:   make(map[string]DLQEntry),
+		jobs:       make(map[string]map[string]string),
+		events:     make(map[string][]Event),
+		index:      make(map[State]zset),
+		recent:     make(zset),
+		idem:       make(map[string]string),
+		active:     make(map[string]map[string]struct{}),
+		workers:    make(map[string]map[string]struct{}),
+		locks:      make(map[string]memLock),
+		blobs:      make(map[string][]byte),
+		dlq:        make(zset),
+		dlqs:       make(map[string]DLQEntry),
+		waits:      make(map[string]zset),
+		deadlines:  make(zset),
+		rates:      make(map[string]bucket),
+		failures:   make(map[string]failures),
+		quarantine: make(zset),
 	}
 }
 
@@ -58,34 +80,67 @@ func idemKey(tenant, key string) string { return tenant + ":" + key }
 // Create stores job in PENDING; see Store. On success it also sets job's
 // State, CreatedAt and UpdatedAt to what was stored.
 func (m *Memory) Create(ctx context.Context, job *Job, payload []byte) (string, bool, error) {
+	res, err := m.Submit(ctx, job, payload, Guard{})
+	return res.ID, res.Created, err
+}
+
+// Submit stores job in PENDING behind g's checks; see Store.
+func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) (Submitted, error) {
 	if err := ctx.Err(); err != nil {
-		return "", false, err
+		return Submitted{}, err
 	}
 	n, err := newJob(job)
 	if err != nil {
-		return "", false, err
+		return Submitted{}, err
 	}
 	fields, err := jobFields(n)
 	if err != nil {
-		return "", false, err
+		return Submitted{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ik := idemKey(n.Tenant, n.IdempotencyKey)
 	if n.IdempotencyKey != "" {
 		if id, ok := m.idem[ik]; ok {
-			return id, false, nil
+			return Submitted{ID: id}, nil
 		}
 	}
 	if _, ok := m.jobs[n.ID]; ok {
-		return "", false, fmt.Errorf("jobstore: create %s: %w", n.ID, ErrExists)
+		return Submitted{}, fmt.Errorf("jobstore: create %s: %w", n.ID, ErrExists)
+	}
+	lens := make([]int, len(g.Queues))
+	full := len(g.Queues) > 0 && g.QueueCap > 0
+	for i, pool := range g.Queues {
+		lens[i] = len(m.waits[keyQueue(pool)])
+		if lens[i] < g.QueueCap {
+			full = false
+		}
+	}
+	if full {
+		return Submitted{}, fmt.Errorf("jobstore: create %s: %w: every queue of %v holds %d jobs", n.ID, ErrQueueFull, g.Queues, g.QueueCap)
+	}
+	if g.Rate > 0 {
+		size, now := burst(g), float64(ms(n.CreatedAt))
+		b, ok := m.rates[n.Tenant]
+		if !ok {
+			b = bucket{tokens: size, ts: now}
+		}
+		if now > b.ts {
+			b.tokens = math.Min(size, b.tokens+(now-b.ts)*g.Rate/1000)
+		} else {
+			now = b.ts
+		}
+		if b.tokens < 1 {
+			return Submitted{}, fmt.Errorf("jobstore: create %s: %w (%g a second)", n.ID, ErrRateLimited, g.Rate)
+		}
+		m.rates[n.Tenant] = bucket{tokens: b.tokens - 1, ts: now}
 	}
 	h := make(map[string]string, len(fields)/2)
 	setPairs(h, fields)
 	m.jobs[n.ID] = h
 	m.blobs[keyCtx(n.ID)] = slices.Clone(payload)
-	m.zadd(Pending, n.ID, ms(n.CreatedAt))
-	m.recent[n.ID] = ms(n.CreatedAt)
+	m.zadd(Pending, n.ID, float64(ms(n.CreatedAt)))
+	m.recent[n.ID] = float64(ms(n.CreatedAt))
 	for len(m.recent) > recentCap {
 		delete(m.recent, m.recent.first())
 	}
@@ -93,8 +148,11 @@ func (m *Memory) Create(ctx context.Context, job *Job, payload []byte) (string, 
 	if n.IdempotencyKey != "" {
 		m.idem[ik] = n.ID
 	}
+	if !n.Deadline.IsZero() {
+		m.deadlines[n.ID] = float64(ms(n.Deadline))
+	}
 	created(job, n)
-	return n.ID, true, nil
+	return Submitted{ID: n.ID, Created: true, Queued: lens}, nil
 }
 
 // Get returns a copy of a job's metadata.
@@ -124,9 +182,13 @@ func (m *Memory) Events(ctx context.Context, id string) ([]Event, error) {
 	return slices.Clone(m.events[id]), nil
 }
 
-// Transition moves a job atomically; see Store.
+// Transition moves a job atomically; see Store. It does what the Redis
+// store's script does, in the same order.
 func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkTransition(id, t); err != nil {
 		return nil, err
 	}
 	fields, err := transitionFields(t)
@@ -134,6 +196,7 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 		return nil, err
 	}
 	when := at(t.At)
+	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	h, ok := m.jobs[id]
@@ -144,25 +207,119 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	if !allowed(cur, t) {
 		return nil, refused(id, cur, t)
 	}
+	oldw := h[fWorkerID]
+	if t.IfWorker != "" && oldw != t.IfWorker {
+		return nil, &TransitionError{ID: id, Wanted: t.To, Required: t.From, IfWorker: t.IfWorker, Worker: oldw}
+	}
+	lockKey := keyLock(id)
+	if t.Lock != nil {
+		if l, ok := m.locks[lockKey]; ok && now.Before(l.expires) && l.owner != t.Lock.Owner {
+			return nil, fmt.Errorf("jobstore: transition %s: %w (%s)", id, ErrLocked, l.owner)
+		}
+	}
+	tenant := h[fTenant]
+	wasActive := cur.Active()
+	neww := t.WorkerID
+	if neww == "" {
+		neww = oldw
+	}
+	if t.To == Pending {
+		neww = ""
+	}
+	if t.To.Active() && !wasActive && t.TenantLimit > 0 {
+		if n := len(m.active[tenant]); n >= t.TenantLimit {
+			e := limitErr(id, ErrTenantLimit, t, n)
+			e.Key = tenant
+			return nil, e
+		}
+	}
+	if t.To.Active() && neww != "" && t.WorkerLimit > 0 && !(wasActive && neww == oldw) {
+		if n := len(m.workers[neww]); n >= t.WorkerLimit {
+			return nil, limitErr(id, ErrWorkerFull, t, n)
+		}
+	}
+	waitKey := ""
+	if w := t.Wait; w != nil {
+		if !w.Until.IsZero() {
+			waitKey = "deferred"
+		} else {
+			waitKey = "queue:" + w.Pool
+			q := m.waits[waitingKey(waitKey)]
+			if _, in := q[id]; w.Cap > 0 && !in && len(q) >= w.Cap {
+				return nil, fmt.Errorf("jobstore: transition %s: %w: queue %s holds %d jobs", id, ErrQueueFull, w.Pool, len(q))
+			}
+		}
+	}
+
 	setPairs(h, fields)
 	h[fState] = string(t.To)
 	h[fUpdatedAt] = strconv.FormatInt(ms(when), 10)
+	if w, ok := h[fWaiting]; ok {
+		delete(m.waits[waitingKey(w)], id)
+		delete(h, fWaiting)
+	}
 	delete(m.index[cur], id)
-	m.zadd(t.To, id, ms(when))
-	tenant := h[fTenant]
-	switch {
-	case t.To.Active():
-		if m.active[tenant] == nil {
-			m.active[tenant] = make(map[string]struct{})
+	if waitKey != "" {
+		z := m.waits[waitingKey(waitKey)]
+		if z == nil {
+			z = make(zset)
+			m.waits[waitingKey(waitKey)] = z
 		}
-		m.active[tenant][id] = struct{}{}
-	case t.To.Terminal():
+		if t.Wait.Until.IsZero() {
+			z[id] = t.Wait.Score
+		} else {
+			z[id] = float64(ms(t.Wait.Until))
+		}
+		h[fWaiting] = waitKey
+	} else {
+		m.zadd(t.To, id, float64(ms(when)))
+	}
+	if t.To.Active() {
+		add(m.active, tenant, id)
+	} else {
 		delete(m.active[tenant], id)
+	}
+	if t.To == Pending {
+		delete(h, fWorkerID)
+	}
+	if oldw != "" && oldw != neww {
+		delete(m.workers[oldw], id)
+	}
+	held := 0
+	if neww != "" {
+		if t.To.Active() {
+			add(m.workers, neww, id)
+		} else {
+			delete(m.workers[neww], id)
+		}
+		held = len(m.workers[neww])
+	}
+	if !t.Deadline.IsZero() {
+		m.deadlines[id] = float64(ms(t.Deadline))
+	}
+	if t.To.Terminal() {
+		delete(m.deadlines, id)
+	}
+	if t.Lock != nil {
+		m.locks[lockKey] = memLock{owner: t.Lock.Owner, expires: now.Add(t.Lock.TTL.Truncate(time.Millisecond))}
 	}
 	m.events[id] = append(m.events[id], Event{
 		At: when, State: t.To, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID,
 	})
-	return decodeJob(h)
+	j, err := decodeJob(h)
+	if err != nil {
+		return nil, err
+	}
+	j.WorkerJobs = held
+	return j, nil
+}
+
+// add adds id to sets[key].
+func add(sets map[string]map[string]struct{}, key, id string) {
+	if sets[key] == nil {
+		sets[key] = make(map[string]struct{})
+	}
+	sets[key][id] = struct{}{}
 }
 
 // Stale returns up to limit ids of jobs that entered state before the
@@ -171,20 +328,9 @@ func (m *Memory) Stale(ctx context.Context, state State, before time.Time, limit
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if limit <= 0 {
-		return nil, nil
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cut := ms(before)
-	var ids []string
-	for _, id := range m.index[state].ascending() {
-		if m.index[state][id] >= cut || len(ids) == limit {
-			break
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
+	return m.index[state].below(float64(ms(before)), false, limit), nil
 }
 
 // Recent returns up to limit jobs, newest first.
@@ -199,9 +345,18 @@ func (m *Memory) Recent(ctx context.Context, limit int) ([]*Job, error) {
 	defer m.mu.Unlock()
 	ids := m.recent.ascending()
 	slices.Reverse(ids)
+	return m.decode(ids[:min(limit, len(ids))])
+}
+
+// decode decodes the jobs ids names, skipping missing ones. Lock should be held.
+func (m *Memory) decode(ids []string) ([]*Job, error) {
 	var jobs []*Job
-	for _, id := range ids[:min(limit, len(ids))] {
-		j, err := decodeJob(m.jobs[id])
+	for _, id := range ids {
+		h, ok := m.jobs[id]
+		if !ok {
+			continue
+		}
+		j, err := decodeJob(h)
 		if err != nil {
 			return nil, err
 		}
@@ -223,31 +378,39 @@ func (m *Memory) ActiveCount(ctx context.Context, tenant string) (int, error) {
 // LockDispatch takes the dispatch lock for owner, or extends it when owner
 // holds it already. It reports false when another owner holds it.
 func (m *Memory) LockDispatch(ctx context.Context, id, owner string, ttl time.Duration) (bool, error) {
+	return m.lock(ctx, "lock "+id, keyLock(id), owner, ttl)
+}
+
+func (m *Memory) lock(ctx context.Context, op, key, owner string, ttl time.Duration) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
 	if ttl < time.Millisecond {
-		return false, fmt.Errorf("jobstore: lock %s: ttl %v under 1ms", id, ttl)
+		return false, fmt.Errorf("jobstore: %s: ttl %v under 1ms", op, ttl)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
-	if l, ok := m.locks[id]; ok && now.Before(l.expires) && l.owner != owner {
+	if l, ok := m.locks[key]; ok && now.Before(l.expires) && l.owner != owner {
 		return false, nil
 	}
-	m.locks[id] = memLock{owner: owner, expires: now.Add(ttl.Truncate(time.Millisecond))}
+	m.locks[key] = memLock{owner: owner, expires: now.Add(ttl.Truncate(time.Millisecond))}
 	return true, nil
 }
 
 // UnlockDispatch releases the lock if owner holds it.
 func (m *Memory) UnlockDispatch(ctx context.Context, id, owner string) error {
+	return m.unlock(ctx, keyLock(id), owner)
+}
+
+func (m *Memory) unlock(ctx context.Context, key, owner string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if l, ok := m.locks[id]; ok && l.owner == owner && time.Now().Before(l.expires) {
-		delete(m.locks, id)
+	if l, ok := m.locks[key]; ok && l.owner == owner && time.Now().Before(l.expires) {
+		delete(m.locks, key)
 	}
 	return nil
 }
@@ -284,20 +447,100 @@ func (m *Memory) Blob(ctx context.Context, ptr string) ([]byte, error) {
 	return append([]byte{}, b...), nil
 }
 
+// QueueHeads returns the first jobs of pool's queue; see Store.
+func (m *Memory) QueueHeads(ctx context.Context, pool string, limit int) ([]*Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := m.waits[keyQueue(pool)].ascending()
+	return m.decode(ids[:min(limit, len(ids))])
+}
+
+// QueueLens returns each pool's queue length.
+func (m *Memory) QueueLens(ctx context.Context, pools []string) ([]int, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(pools) == 0 {
+		return nil, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]int, len(pools))
+	for i, pool := range pools {
+		out[i] = len(m.waits[keyQueue(pool)])
+	}
+	return out, nil
+}
+
+// DueDeferred hands out deferred jobs that are due; see Store.
+func (m *Memory) DueDeferred(ctx context.Context, now time.Time, limit int) ([]*Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	deferred := m.waits[keyDeferred]
+	var ids []string
+	for _, id := range deferred.below(float64(ms(now)), true, limit) {
+		delete(deferred, id)
+		h, ok := m.jobs[id]
+		if !ok || h[fWaiting] != "deferred" {
+			continue
+		}
+		delete(h, fWaiting)
+		m.zadd(Pending, id, float64(ms(now)))
+		ids = append(ids, id)
+	}
+	return m.decode(ids)
+}
+
+// PastDeadline returns unfinished jobs whose deadline passed; see Store.
+func (m *Memory) PastDeadline(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.deadlines.below(float64(ms(now)), true, limit), nil
+}
+
+// WithResult returns stale jobs whose result is stored; see Store.
+func (m *Memory) WithResult(ctx context.Context, state State, before time.Time, limit int) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, id := range m.index[state].below(float64(ms(before)), false, limit) {
+		if _, ok := m.blobs[keyRes(id)]; ok {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
 // AddDLQ records a dead-lettered job, replacing an earlier entry for it.
 func (m *Memory) AddDLQ(ctx context.Context, e DLQEntry) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	e.At = at(e.At)
+	e.Job = nil
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.dlq[e.JobID] = ms(e.At)
+	m.dlq[e.JobID] = float64(ms(e.At))
 	m.dlqs[e.JobID] = e
 	return nil
 }
 
-// DLQ returns up to limit entries, newest first.
+// DLQ returns up to limit entries, newest first, with their jobs.
 func (m *Memory) DLQ(ctx context.Context, limit int) ([]DLQEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -311,7 +554,104 @@ func (m *Memory) DLQ(ctx context.Context, limit int) ([]DLQEntry, error) {
 	slices.Reverse(ids)
 	var out []DLQEntry
 	for _, id := range ids[:min(limit, len(ids))] {
-		out = append(out, m.dlqs[id])
+		e := m.dlqs[id]
+		if h, ok := m.jobs[id]; ok {
+			j, err := decodeJob(h)
+			if err != nil {
+				return nil, err
+			}
+			e.Job = j
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// RemoveDLQ removes a job's DLQ entry.
+func (m *Memory) RemoveDLQ(ctx context.Context, id string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.dlqs[id]
+	delete(m.dlqs, id)
+	delete(m.dlq, id)
+	return ok, nil
+}
+
+// AcquireLease takes or renews the named lease; see Store.
+func (m *Memory) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	return m.lock(ctx, "lease "+name, keyLease(name), owner, ttl)
+}
+
+// ReleaseLease gives the lease up if owner holds it.
+func (m *Memory) ReleaseLease(ctx context.Context, name, owner string) error {
+	return m.unlock(ctx, keyLease(name), owner)
+}
+
+// SetMode stores the scheduler mode.
+func (m *Memory) SetMode(ctx context.Context, mode string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mode = mode
+	return nil
+}
+
+// Mode returns the stored scheduler mode.
+func (m *Memory) Mode(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mode, nil
+}
+
+// RecordFailure counts a worker failure; see Store.
+func (m *Memory) RecordFailure(ctx context.Context, worker string, now time.Time, window time.Duration, threshold int, cooldown time.Duration) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	if worker == "" || threshold <= 0 || window < time.Millisecond {
+		return time.Time{}, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.failures[worker]
+	if !time.Now().Before(f.expires) {
+		f = failures{expires: time.Now().Add(window.Truncate(time.Millisecond))}
+	}
+	f.n++
+	if f.n < threshold {
+		m.failures[worker] = f
+		return time.Time{}, nil
+	}
+	delete(m.failures, worker)
+	till := fromMS(ms(now) + cooldown.Milliseconds())
+	m.quarantine[worker] = float64(ms(till))
+	return till, nil
+}
+
+// Quarantined returns the workers quarantined beyond now, and forgets the
+// quarantines that ended.
+func (m *Memory) Quarantined(ctx context.Context, now time.Time) (map[string]time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cut := float64(ms(now))
+	out := make(map[string]time.Time)
+	for w, till := range m.quarantine {
+		if till <= cut {
+			delete(m.quarantine, w)
+			continue
+		}
+		out[w] = fromMS(int64(till))
 	}
 	return out, nil
 }
@@ -320,7 +660,7 @@ func (m *Memory) DLQ(ctx context.Context, limit int) ([]DLQEntry, error) {
 func (m *Memory) Close() error { return nil }
 
 // zadd adds id to state's index. Lock should be held.
-func (m *Memory) zadd(state State, id string, score int64) {
+func (m *Memory) zadd(state State, id string, score float64) {
 	z := m.index[state]
 	if z == nil {
 		z = make(zset)
@@ -336,7 +676,7 @@ func setPairs(h map[string]string, p []string) {
 }
 
 // zset is a sorted set as Redis orders one: by score, then by member.
-type zset map[string]int64
+type zset map[string]float64
 
 func (z zset) less(a, b string) int {
 	if z[a] != z[b] {
@@ -355,6 +695,22 @@ func (z zset) ascending() []string {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, z.less)
+	return ids
+}
+
+// below returns up to limit members scored under cut (or at it, when
+// inclusive), lowest first.
+func (z zset) below(cut float64, inclusive bool, limit int) []string {
+	if limit <= 0 {
+		return nil
+	}
+	var ids []string
+	for _, id := range z.ascending() {
+		if z[id] > cut || (z[id] == cut && !inclusive) || len(ids) == limit {
+			break
+		}
+		ids = append(ids, id)
+	}
 	return ids
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,24 +15,35 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis is the production Store. Every call is one round trip; Create and
-// Transition are Lua scripts, so their checks and writes are atomic.
+// Redis is the production Store. Every call is one round trip; every call
+// that checks and writes (Submit, Transition, DueDeferred, the locks and
+// leases, RecordFailure) is a Lua script, so its checks and writes are atomic.
 //
 // Keys:
 //
-//	job:<id>                    hash: the job's metadata (labels, requires, safety as JSON)
-//	job:index:<STATE>           zset: ids, scored by the ms the job entered STATE (every state)
+//	job:<id>                    hash: the job's metadata (labels, requires, env, safety as JSON)
+//	job:index:<STATE>           zset: ids, scored by the ms the job entered STATE (a waiting PENDING job is in none)
 //	job:recent                  zset: ids, scored by creation ms, newest 1000 kept
 //	job:events:<id>             list: JSON events, oldest first
 //	job:idem:<tenant>:<key>     string: the id that first used the key
 //	job:lock:<id>               string: the dispatch lock's owner, with a ttl
 //	job:tenant:<tenant>:active  set: the tenant's SCHEDULED, DISPATCHED and RUNNING ids
+//	job:worker:<id>:jobs        set: the worker's SCHEDULED, DISPATCHED and RUNNING ids
+//	job:queue:<pool>            zset: PENDING ids waiting for the pool, scored priority × aging + submission ms
+//	job:deferred                zset: PENDING ids deferred (backoff), scored by the ms they are due
+//	job:deadlines               zset: unfinished ids with a deadline, scored by it
+//	job:rate:<tenant>           hash: the tenant's submission token bucket (tokens, ts)
+//	job:lease:<name>            string: a lease's owner, with a ttl (the reconciler's)
+//	job:mode                    string: the scheduler mode
+//	job:wfail:<worker>          string: a worker's failures in the current window, with a ttl
+//	job:quarantine              zset: quarantined workers, scored by the ms their quarantine ends
 //	ctx:<id>, res:<id>          string: context and result blobs
 //	job:dlq                     zset: dead-lettered job ids, scored by ms
 //	job:dlq:<id>                string: the JSON DLQ entry
 //
-// The scripts derive index, tenant and per-job keys from what they read, so
-// the store needs a single Redis (with replicas if wanted), not a cluster.
+// The scripts derive index, tenant, worker, queue and per-job keys from what
+// they read, so the store needs a single Redis (with replicas if wanted),
+// not a cluster.
 type Redis struct {
 	c redis.UniversalClient
 }
@@ -58,7 +70,11 @@ func OpenRedis(url string) (*Redis, error) {
 }
 
 // Key names. The scripts spell some of them too: keep both in step.
-const keyRecent, keyDLQ = "job:recent", "job:dlq"
+const (
+	keyRecent, keyDLQ, keyDeferred = "job:recent", "job:dlq", "job:deferred"
+	keyDeadlines, keyMode          = "job:deadlines", "job:mode"
+	keyQuarantine                  = "job:quarantine"
+)
 
 func keyJob(id string) string           { return "job:" + id }
 func keyIndex(s State) string           { return "job:index:" + string(s) }
@@ -66,38 +82,71 @@ func keyEvents(id string) string        { return "job:events:" + id }
 func keyIdem(tenant, key string) string { return "job:idem:" + idemKey(tenant, key) }
 func keyLock(id string) string          { return "job:lock:" + id }
 func keyActive(tenant string) string    { return "job:tenant:" + tenant + ":active" }
+func keyWorker(worker string) string    { return "job:worker:" + worker + ":jobs" }
+func keyRate(tenant string) string      { return "job:rate:" + tenant }
+func keyLease(name string) string       { return "job:lease:" + name }
+func keyFailures(worker string) string  { return "job:wfail:" + worker }
 func keyDLQEntry(id string) string      { return "job:dlq:" + id }
 func keyCtx(id string) string           { return "ctx:" + id }
 func keyRes(id string) string           { return "res:" + id }
 
 // createLua creates a job unless its tenant used its idempotency key
-// already (it returns the first id) or its id exists.
+// already (it returns the first id), its id exists, every queue it may
+// wait in is full, or its tenant's token bucket is empty.
 //
 // KEYS: job hash, ctx blob, PENDING index, job:recent, event list,
-// [idempotency key]. ARGV: id, created ms, payload, event JSON, recent cap,
-// field/value pairs...
+// idempotency key or ”, rate bucket or ”, job:deadlines, queues...
+// ARGV: id, created ms, payload, event JSON, recent cap, rate, burst,
+// queue cap, deadline ms or ”, number of queues, field/value pairs...
+// It returns {'created', queue lengths...}, {'duplicate', id}, {'exists'},
+// {'queue_full'} or {'rate_limited'}.
 var createLua = redis.NewScript(`
-if KEYS[6] then
+local id = ARGV[1]
+if KEYS[6] ~= '' then
   local first = redis.call('GET', KEYS[6])
   if first then return {'duplicate', first} end
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
-redis.call('HSET', KEYS[1], unpack(ARGV, 6, #ARGV))
+local nq, cap = tonumber(ARGV[10]), tonumber(ARGV[8])
+local lens, full = {}, nq > 0 and cap > 0
+for i = 1, nq do
+  lens[i] = redis.call('ZCARD', KEYS[8 + i])
+  if lens[i] < cap then full = false end
+end
+if full then return {'queue_full'} end
+local rate = tonumber(ARGV[6])
+if KEYS[7] ~= '' and rate > 0 then
+  local burst, now = tonumber(ARGV[7]), tonumber(ARGV[2])
+  local b = redis.call('HMGET', KEYS[7], 'tokens', 'ts')
+  local tokens, ts = tonumber(b[1]) or burst, tonumber(b[2]) or now
+  if now > ts then tokens = math.min(burst, tokens + (now - ts) * rate / 1000) else now = ts end
+  if tokens < 1 then return {'rate_limited'} end
+  redis.call('HSET', KEYS[7], 'tokens', tostring(tokens - 1), 'ts', tostring(now))
+  redis.call('PEXPIRE', KEYS[7], math.ceil(burst / rate * 1000) + 1000)
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 11, #ARGV))
 redis.call('SET', KEYS[2], ARGV[3])
-redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
-redis.call('ZADD', KEYS[4], ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[2], id)
+redis.call('ZADD', KEYS[4], ARGV[2], id)
 redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -(tonumber(ARGV[5]) + 1))
 redis.call('RPUSH', KEYS[5], ARGV[4])
-if KEYS[6] then redis.call('SET', KEYS[6], ARGV[1]) end
-return {'created'}
+if KEYS[6] ~= '' then redis.call('SET', KEYS[6], id) end
+if ARGV[9] ~= '' then redis.call('ZADD', KEYS[8], ARGV[9], id) end
+local out = {'created'}
+for i = 1, nq do out[#out + 1] = tostring(lens[i]) end
+return out
 `)
 
 // transitionLua moves a job. Its tables are generated from transitions,
 // State.Active and State.Terminal, so Go stays the one source of truth.
 //
-// KEYS: job hash, event list. ARGV: id, to, required from (or empty), ms,
-// event JSON, field/value pairs... It returns {'ok', hash pairs...},
-// {'notfound'} or {'refused', current state}.
+// KEYS: job hash, event list. ARGV: id, to, required from (or ”), ms,
+// event JSON, if-worker, tenant limit, worker limit, lock owner, lock ttl
+// ms, wait pool, wait score, wait until ms, wait cap, has wait ('1' or ”),
+// new worker, deadline ms, field/value pairs... It returns {'ok', worker
+// jobs, hash pairs...}, {'notfound'}, {'refused', current state},
+// {'worker', current worker}, {'locked', owner}, {'tenant', held, tenant},
+// {'worker_full', held} or {'queue_full', held}.
 var transitionLua = redis.NewScript(strings.NewReplacer(
 	"$ALLOWED", luaAllowed(),
 	"$ACTIVE", luaSet(slices.DeleteFunc(slices.Clone(States), func(s State) bool { return !s.Active() })),
@@ -107,24 +156,87 @@ local allowed = $ALLOWED
 local active = $ACTIVE
 local terminal = $TERMINAL
 local id, to, from, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local cur = redis.call('HGET', KEYS[1], 'state')
+local h = KEYS[1]
+local cur = redis.call('HGET', h, 'state')
 if not cur then return {'notfound'} end
-if (from ~= '' and cur ~= from) or not (allowed[cur] and allowed[cur][to]) then
-  return {'refused', cur}
+local hasWait = ARGV[15] == '1'
+local ok
+if from ~= '' and cur ~= from then ok = false
+elseif cur == 'PENDING' and to == 'PENDING' then ok = hasWait
+else ok = allowed[cur] and allowed[cur][to] end
+if not ok then return {'refused', cur} end
+local oldw = redis.call('HGET', h, 'worker_id') or ''
+if ARGV[6] ~= '' and oldw ~= ARGV[6] then return {'worker', oldw} end
+local lockKey = 'job:lock:' .. id
+if ARGV[9] ~= '' then
+  local holder = redis.call('GET', lockKey)
+  if holder and holder ~= ARGV[9] then return {'locked', holder} end
 end
-redis.call('HSET', KEYS[1], 'state', to, 'updated_at', now, unpack(ARGV, 6, #ARGV))
+local tenant = redis.call('HGET', h, 'tenant') or ''
+local tenantKey = 'job:tenant:' .. tenant .. ':active'
+local wasActive = active[cur] or false
+local neww = ARGV[16]
+if neww == '' then neww = oldw end
+if to == 'PENDING' then neww = '' end
+if active[to] and not wasActive and tonumber(ARGV[7]) > 0 then
+  local n = redis.call('SCARD', tenantKey)
+  if n >= tonumber(ARGV[7]) then return {'tenant', tostring(n), tenant} end
+end
+if active[to] and neww ~= '' and tonumber(ARGV[8]) > 0 and not (wasActive and neww == oldw) then
+  local n = redis.call('SCARD', 'job:worker:' .. neww .. ':jobs')
+  if n >= tonumber(ARGV[8]) then return {'worker_full', tostring(n)} end
+end
+local waitKey
+if hasWait then
+  if ARGV[13] ~= '' then
+    waitKey = 'deferred'
+  else
+    waitKey = 'queue:' .. ARGV[11]
+    local cap = tonumber(ARGV[14])
+    if cap > 0 and not redis.call('ZSCORE', 'job:' .. waitKey, id) then
+      local n = redis.call('ZCARD', 'job:' .. waitKey)
+      if n >= cap then return {'queue_full', tostring(n)} end
+    end
+  end
+end
+redis.call('HSET', h, 'state', to, 'updated_at', now, unpack(ARGV, 18, #ARGV))
+local waiting = redis.call('HGET', h, 'waiting')
+if waiting then
+  redis.call('ZREM', 'job:' .. waiting, id)
+  redis.call('HDEL', h, 'waiting')
+end
 redis.call('ZREM', 'job:index:' .. cur, id)
-redis.call('ZADD', 'job:index:' .. to, now, id)
-local tenant = redis.call('HGET', KEYS[1], 'tenant') or ''
-if active[to] then
-  redis.call('SADD', 'job:tenant:' .. tenant .. ':active', id)
-elseif terminal[to] then
-  redis.call('SREM', 'job:tenant:' .. tenant .. ':active', id)
+if waitKey then
+  if ARGV[13] ~= '' then
+    redis.call('ZADD', 'job:deferred', ARGV[13], id)
+  else
+    redis.call('ZADD', 'job:' .. waitKey, ARGV[12], id)
+  end
+  redis.call('HSET', h, 'waiting', waitKey)
+else
+  redis.call('ZADD', 'job:index:' .. to, now, id)
 end
+if active[to] then
+  redis.call('SADD', tenantKey, id)
+else
+  redis.call('SREM', tenantKey, id)
+end
+if to == 'PENDING' then redis.call('HDEL', h, 'worker_id') end
+if oldw ~= '' and oldw ~= neww then redis.call('SREM', 'job:worker:' .. oldw .. ':jobs', id) end
+local held = 0
+if neww ~= '' then
+  local wk = 'job:worker:' .. neww .. ':jobs'
+  if active[to] then redis.call('SADD', wk, id) else redis.call('SREM', wk, id) end
+  held = redis.call('SCARD', wk)
+end
+if ARGV[17] ~= '' then redis.call('ZADD', 'job:deadlines', ARGV[17], id) end
+if terminal[to] then redis.call('ZREM', 'job:deadlines', id) end
+if ARGV[9] ~= '' then redis.call('SET', lockKey, ARGV[9], 'PX', ARGV[10]) end
 redis.call('RPUSH', KEYS[2], ARGV[5])
-local h = redis.call('HGETALL', KEYS[1])
-table.insert(h, 1, 'ok')
-return h
+local out = redis.call('HGETALL', h)
+table.insert(out, 1, tostring(held))
+table.insert(out, 1, 'ok')
+return out
 `))
 
 // luaAllowed renders transitions as a Lua table: allowed[from][to] == true.
@@ -159,14 +271,60 @@ end
 return out
 `)
 
-// dlqLua returns the newest ARGV[1] DLQ entries' JSON.
+// queueHeadsLua returns the hashes of the first ARGV[1] jobs of queue KEYS[1].
+var queueHeadsLua = redis.NewScript(`
+local out = {}
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do
+  local h = redis.call('HGETALL', 'job:' .. id)
+  if #h > 0 then table.insert(out, h) end
+end
+return out
+`)
+
+// dueDeferredLua hands out up to ARGV[2] deferred jobs due by ARGV[1] ms:
+// each leaves job:deferred and is indexed PENDING as of now.
+var dueDeferredLua = redis.NewScript(`
+local out = {}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))) do
+  redis.call('ZREM', KEYS[1], id)
+  local h = 'job:' .. id
+  if redis.call('HGET', h, 'waiting') == 'deferred' then
+    redis.call('HDEL', h, 'waiting')
+    redis.call('ZADD', 'job:index:PENDING', ARGV[1], id)
+    table.insert(out, redis.call('HGETALL', h))
+  end
+end
+return out
+`)
+
+// withResultLua returns the ids among the first ARGV[2] of index KEYS[1]
+// entered before ARGV[1] ms whose result blob exists.
+var withResultLua = redis.NewScript(`
+local out = {}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))) do
+  if redis.call('EXISTS', 'res:' .. id) == 1 then table.insert(out, id) end
+end
+return out
+`)
+
+// dlqLua returns the newest ARGV[1] DLQ entries, each as its JSON and its
+// job's hash (empty when the job is gone).
 var dlqLua = redis.NewScript(`
 local out = {}
 for _, id in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do
   local e = redis.call('GET', 'job:dlq:' .. id)
-  if e then table.insert(out, e) end
+  if e then
+    table.insert(out, e)
+    table.insert(out, redis.call('HGETALL', 'job:' .. id))
+  end
 end
 return out
+`)
+
+// removeDLQLua removes job ARGV[1]'s DLQ entry; 1 when there was one.
+var removeDLQLua = redis.NewScript(`
+redis.call('ZREM', KEYS[1], ARGV[1])
+return redis.call('DEL', 'job:dlq:' .. ARGV[1])
 `)
 
 // lockLua takes or extends the lock KEYS[1] for owner ARGV[1], ttl ARGV[2] ms.
@@ -183,44 +341,91 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `)
 
+// failureLua counts a failure of worker ARGV[1] at ARGV[2] ms in KEYS[1]
+// (window ARGV[3] ms); at ARGV[4] failures it quarantines the worker in
+// KEYS[2] for ARGV[5] ms and returns the end, else 0.
+var failureLua = redis.NewScript(`
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+if n >= tonumber(ARGV[4]) then
+  redis.call('DEL', KEYS[1])
+  local till = tonumber(ARGV[2]) + tonumber(ARGV[5])
+  redis.call('ZADD', KEYS[2], till, ARGV[1])
+  return till
+end
+return 0
+`)
+
 // Create stores job in PENDING; see Store. On success it also sets job's
 // State, CreatedAt and UpdatedAt to what was stored.
 func (r *Redis) Create(ctx context.Context, job *Job, payload []byte) (string, bool, error) {
+	res, err := r.Submit(ctx, job, payload, Guard{})
+	return res.ID, res.Created, err
+}
+
+// Submit stores job in PENDING behind g's checks, in one script; see Store.
+func (r *Redis) Submit(ctx context.Context, job *Job, payload []byte, g Guard) (Submitted, error) {
 	n, err := newJob(job)
 	if err != nil {
-		return "", false, err
+		return Submitted{}, err
 	}
 	fields, err := jobFields(n)
 	if err != nil {
-		return "", false, err
+		return Submitted{}, err
 	}
 	ev, err := json.Marshal(Event{At: n.CreatedAt, State: Pending})
 	if err != nil {
-		return "", false, fmt.Errorf("jobstore: create %s: %w", n.ID, err)
+		return Submitted{}, fmt.Errorf("jobstore: create %s: %w", n.ID, err)
 	}
-	keys := []string{keyJob(n.ID), keyCtx(n.ID), keyIndex(Pending), keyRecent, keyEvents(n.ID)}
+	idem, rate, deadline := "", "", ""
 	if n.IdempotencyKey != "" {
-		keys = append(keys, keyIdem(n.Tenant, n.IdempotencyKey))
+		idem = keyIdem(n.Tenant, n.IdempotencyKey)
 	}
-	args := make([]any, 0, 5+len(fields))
-	args = append(args, n.ID, ms(n.CreatedAt), payload, ev, recentCap)
+	if g.Rate > 0 {
+		rate = keyRate(n.Tenant)
+	}
+	if !n.Deadline.IsZero() {
+		deadline = strconv.FormatInt(ms(n.Deadline), 10)
+	}
+	keys := []string{keyJob(n.ID), keyCtx(n.ID), keyIndex(Pending), keyRecent, keyEvents(n.ID), idem, rate, keyDeadlines}
+	for _, pool := range g.Queues {
+		keys = append(keys, keyQueue(pool))
+	}
+	args := make([]any, 0, 10+len(fields))
+	args = append(args, n.ID, ms(n.CreatedAt), payload, ev, recentCap, g.Rate, burst(g), g.QueueCap, deadline, len(g.Queues))
 	for _, f := range fields {
 		args = append(args, f)
 	}
 	res, err := createLua.Run(ctx, r.c, keys, args...).StringSlice()
 	if err != nil {
-		return "", false, fmt.Errorf("jobstore: create %s: %w", n.ID, err)
+		return Submitted{}, fmt.Errorf("jobstore: create %s: %w", n.ID, err)
 	}
 	switch {
-	case res[0] == "created":
+	case res[0] == "created" && len(res) == 1+len(g.Queues):
 		created(job, n)
-		return n.ID, true, nil
+		out := Submitted{ID: n.ID, Created: true, Queued: make([]int, len(g.Queues))}
+		for i, v := range res[1:] {
+			out.Queued[i], _ = strconv.Atoi(v)
+		}
+		return out, nil
 	case res[0] == "duplicate" && len(res) == 2:
-		return res[1], false, nil
+		return Submitted{ID: res[1]}, nil
 	case res[0] == "exists":
-		return "", false, fmt.Errorf("jobstore: create %s: %w", n.ID, ErrExists)
+		return Submitted{}, fmt.Errorf("jobstore: create %s: %w", n.ID, ErrExists)
+	case res[0] == "queue_full":
+		return Submitted{}, fmt.Errorf("jobstore: create %s: %w: every queue of %v holds %d jobs", n.ID, ErrQueueFull, g.Queues, g.QueueCap)
+	case res[0] == "rate_limited":
+		return Submitted{}, fmt.Errorf("jobstore: create %s: %w (%g a second)", n.ID, ErrRateLimited, g.Rate)
 	}
-	return "", false, fmt.Errorf("jobstore: create %s: unexpected reply %q", n.ID, res)
+	return Submitted{}, fmt.Errorf("jobstore: create %s: unexpected reply %q", n.ID, res)
+}
+
+// burst is g's bucket size: Burst, or twice the rate (at least 1).
+func burst(g Guard) float64 {
+	if g.Burst > 0 {
+		return float64(g.Burst)
+	}
+	return max(1, math.Ceil(2*g.Rate))
 }
 
 // Get returns a job's metadata.
@@ -260,6 +465,9 @@ func (r *Redis) Events(ctx context.Context, id string) ([]Event, error) {
 
 // Transition moves a job atomically in one script; see Store.
 func (r *Redis) Transition(ctx context.Context, id string, t Transition) (*Job, error) {
+	if err := checkTransition(id, t); err != nil {
+		return nil, err
+	}
 	fields, err := transitionFields(t)
 	if err != nil {
 		return nil, err
@@ -269,8 +477,28 @@ func (r *Redis) Transition(ctx context.Context, id string, t Transition) (*Job, 
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
 	}
-	args := make([]any, 0, 5+len(fields))
-	args = append(args, id, string(t.To), string(t.From), ms(when), ev)
+	var lockOwner string
+	var lockTTL int64
+	if t.Lock != nil {
+		lockOwner, lockTTL = t.Lock.Owner, t.Lock.TTL.Milliseconds()
+	}
+	var waitPool, waitUntil, hasWait string
+	var waitScore float64
+	var waitCap int
+	if w := t.Wait; w != nil {
+		hasWait, waitPool, waitScore, waitCap = "1", w.Pool, w.Score, w.Cap
+		if !w.Until.IsZero() {
+			waitUntil = strconv.FormatInt(ms(w.Until), 10)
+		}
+	}
+	deadline := ""
+	if !t.Deadline.IsZero() {
+		deadline = strconv.FormatInt(ms(t.Deadline), 10)
+	}
+	args := make([]any, 0, 17+len(fields))
+	args = append(args, id, string(t.To), string(t.From), ms(when), ev, t.IfWorker, t.TenantLimit, t.WorkerLimit,
+		lockOwner, lockTTL, waitPool, strconv.FormatFloat(waitScore, 'f', -1, 64), waitUntil, waitCap, hasWait,
+		t.WorkerID, deadline)
 	for _, f := range fields {
 		args = append(args, f)
 	}
@@ -278,15 +506,47 @@ func (r *Redis) Transition(ctx context.Context, id string, t Transition) (*Job, 
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
 	}
+	held := 0
+	if len(res) == 2 || len(res) == 3 {
+		held, _ = strconv.Atoi(res[1])
+	}
 	switch {
-	case res[0] == "ok":
-		return decodeJob(hashOf(res[1:]))
+	case res[0] == "ok" && len(res) >= 2:
+		j, err := decodeJob(hashOf(res[2:]))
+		if err != nil {
+			return nil, err
+		}
+		j.WorkerJobs, _ = strconv.Atoi(res[1])
+		return j, nil
 	case res[0] == "notfound":
 		return nil, fmt.Errorf("jobstore: transition %s: %w", id, ErrNotFound)
 	case res[0] == "refused" && len(res) == 2:
 		return nil, refused(id, State(res[1]), t)
+	case res[0] == "worker" && len(res) == 2:
+		return nil, &TransitionError{ID: id, Wanted: t.To, Required: t.From, IfWorker: t.IfWorker, Worker: res[1]}
+	case res[0] == "locked" && len(res) == 2:
+		return nil, fmt.Errorf("jobstore: transition %s: %w (%s)", id, ErrLocked, res[1])
+	case res[0] == "tenant" && len(res) == 3:
+		e := limitErr(id, ErrTenantLimit, t, held)
+		e.Key = res[2]
+		return nil, e
+	case res[0] == "worker_full":
+		return nil, limitErr(id, ErrWorkerFull, t, held)
+	case res[0] == "queue_full":
+		return nil, fmt.Errorf("jobstore: transition %s: %w: queue %s holds %d jobs", id, ErrQueueFull, t.Wait.Pool, held)
 	}
 	return nil, fmt.Errorf("jobstore: transition %s: unexpected reply %q", id, res)
+}
+
+// limitErr is the *LimitError for a refused limit.
+func limitErr(id string, which error, t Transition, held int) *LimitError {
+	e := &LimitError{ID: id, Err: which, Held: held}
+	if which == ErrWorkerFull {
+		e.Key, e.Limit = t.WorkerID, t.WorkerLimit
+	} else {
+		e.Limit = t.TenantLimit
+	}
+	return e
 }
 
 // hashOf turns HGETALL's flat reply into a map.
@@ -324,16 +584,16 @@ func (r *Redis) Recent(ctx context.Context, limit int) ([]*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: recent: %w", err)
 	}
+	return decodeHashes("recent", res)
+}
+
+// decodeHashes decodes a script's list of HGETALL replies.
+func decodeHashes(op string, res []any) ([]*Job, error) {
 	var jobs []*Job
 	for _, v := range res {
-		flat, ok := v.([]any)
-		if !ok {
-			return nil, fmt.Errorf("jobstore: recent: unexpected reply %T", v)
-		}
-		h := make(map[string]string, len(flat)/2)
-		for i := 0; i+1 < len(flat); i += 2 {
-			k, _ := flat[i].(string)
-			h[k], _ = flat[i+1].(string)
+		h, err := hashReply(op, v)
+		if err != nil {
+			return nil, err
 		}
 		j, err := decodeJob(h)
 		if err != nil {
@@ -342,6 +602,20 @@ func (r *Redis) Recent(ctx context.Context, limit int) ([]*Job, error) {
 		jobs = append(jobs, j)
 	}
 	return jobs, nil
+}
+
+// hashReply decodes one HGETALL reply inside a script's reply.
+func hashReply(op string, v any) (map[string]string, error) {
+	flat, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("jobstore: %s: unexpected reply %T", op, v)
+	}
+	h := make(map[string]string, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		k, _ := flat[i].(string)
+		h[k], _ = flat[i+1].(string)
+	}
+	return h, nil
 }
 
 // ActiveCount returns how many of tenant's jobs are active.
@@ -356,12 +630,16 @@ func (r *Redis) ActiveCount(ctx context.Context, tenant string) (int, error) {
 // LockDispatch takes the dispatch lock for owner, or extends it when owner
 // holds it already. It reports false when another owner holds it.
 func (r *Redis) LockDispatch(ctx context.Context, id, owner string, ttl time.Duration) (bool, error) {
+	return r.lock(ctx, "lock "+id, keyLock(id), owner, ttl)
+}
+
+func (r *Redis) lock(ctx context.Context, op, key, owner string, ttl time.Duration) (bool, error) {
 	if ttl < time.Millisecond {
-		return false, fmt.Errorf("jobstore: lock %s: ttl %v under 1ms", id, ttl)
+		return false, fmt.Errorf("jobstore: %s: ttl %v under 1ms", op, ttl)
 	}
-	n, err := lockLua.Run(ctx, r.c, []string{keyLock(id)}, owner, ttl.Milliseconds()).Int()
+	n, err := lockLua.Run(ctx, r.c, []string{key}, owner, ttl.Milliseconds()).Int()
 	if err != nil {
-		return false, fmt.Errorf("jobstore: lock %s: %w", id, err)
+		return false, fmt.Errorf("jobstore: %s: %w", op, err)
 	}
 	return n == 1, nil
 }
@@ -401,6 +679,77 @@ func (r *Redis) Blob(ctx context.Context, ptr string) ([]byte, error) {
 	return b, nil
 }
 
+// QueueHeads returns the first jobs of pool's queue; see Store.
+func (r *Redis) QueueHeads(ctx context.Context, pool string, limit int) ([]*Job, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	res, err := queueHeadsLua.Run(ctx, r.c, []string{keyQueue(pool)}, limit).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("jobstore: queue heads %s: %w", pool, err)
+	}
+	return decodeHashes("queue heads", res)
+}
+
+// QueueLens returns each pool's queue length, in one round trip.
+func (r *Redis) QueueLens(ctx context.Context, pools []string) ([]int, error) {
+	if len(pools) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.IntCmd, len(pools))
+	if _, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, pool := range pools {
+			cmds[i] = p.ZCard(ctx, keyQueue(pool))
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("jobstore: queue lengths: %w", err)
+	}
+	out := make([]int, len(pools))
+	for i, c := range cmds {
+		out[i] = int(c.Val())
+	}
+	return out, nil
+}
+
+// DueDeferred hands out deferred jobs that are due; see Store.
+func (r *Redis) DueDeferred(ctx context.Context, now time.Time, limit int) ([]*Job, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	res, err := dueDeferredLua.Run(ctx, r.c, []string{keyDeferred}, ms(now), limit).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("jobstore: due deferred: %w", err)
+	}
+	return decodeHashes("due deferred", res)
+}
+
+// PastDeadline returns unfinished jobs whose deadline passed; see Store.
+func (r *Redis) PastDeadline(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	ids, err := r.c.ZRangeArgs(ctx, redis.ZRangeArgs{
+		Key: keyDeadlines, Start: "-inf", Stop: strconv.FormatInt(ms(now), 10), ByScore: true, Count: int64(limit),
+	}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("jobstore: past deadline: %w", err)
+	}
+	return ids, nil
+}
+
+// WithResult returns stale jobs whose result is stored; see Store.
+func (r *Redis) WithResult(ctx context.Context, state State, before time.Time, limit int) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	ids, err := withResultLua.Run(ctx, r.c, []string{keyIndex(state)}, ms(before), limit).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("jobstore: with result %s: %w", state, err)
+	}
+	return ids, nil
+}
+
 // AddDLQ records a dead-lettered job, replacing an earlier entry for it.
 func (r *Redis) AddDLQ(ctx context.Context, e DLQEntry) error {
 	e.At = at(e.At)
@@ -418,22 +767,110 @@ func (r *Redis) AddDLQ(ctx context.Context, e DLQEntry) error {
 	return nil
 }
 
-// DLQ returns up to limit entries, newest first.
+// DLQ returns up to limit entries, newest first, with their jobs.
 func (r *Redis) DLQ(ctx context.Context, limit int) ([]DLQEntry, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	res, err := dlqLua.Run(ctx, r.c, []string{keyDLQ}, limit).StringSlice()
+	res, err := dlqLua.Run(ctx, r.c, []string{keyDLQ}, limit).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: dlq: %w", err)
 	}
 	var out []DLQEntry
-	for _, s := range res {
+	for i := 0; i+1 < len(res); i += 2 {
+		s, _ := res[i].(string)
 		var e DLQEntry
 		if err := json.Unmarshal([]byte(s), &e); err != nil {
 			return nil, fmt.Errorf("jobstore: dlq: %w", err)
 		}
+		h, err := hashReply("dlq", res[i+1])
+		if err != nil {
+			return nil, err
+		}
+		if len(h) > 0 {
+			if e.Job, err = decodeJob(h); err != nil {
+				return nil, err
+			}
+		}
 		out = append(out, e)
+	}
+	return out, nil
+}
+
+// RemoveDLQ removes a job's DLQ entry.
+func (r *Redis) RemoveDLQ(ctx context.Context, id string) (bool, error) {
+	n, err := removeDLQLua.Run(ctx, r.c, []string{keyDLQ}, id).Int()
+	if err != nil {
+		return false, fmt.Errorf("jobstore: remove dlq %s: %w", id, err)
+	}
+	return n == 1, nil
+}
+
+// AcquireLease takes or renews the named lease; see Store.
+func (r *Redis) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	return r.lock(ctx, "lease "+name, keyLease(name), owner, ttl)
+}
+
+// ReleaseLease gives the lease up if owner holds it.
+func (r *Redis) ReleaseLease(ctx context.Context, name, owner string) error {
+	if err := unlockLua.Run(ctx, r.c, []string{keyLease(name)}, owner).Err(); err != nil {
+		return fmt.Errorf("jobstore: release lease %s: %w", name, err)
+	}
+	return nil
+}
+
+// SetMode stores the scheduler mode.
+func (r *Redis) SetMode(ctx context.Context, mode string) error {
+	if err := r.c.Set(ctx, keyMode, mode, 0).Err(); err != nil {
+		return fmt.Errorf("jobstore: set mode: %w", err)
+	}
+	return nil
+}
+
+// Mode returns the stored scheduler mode.
+func (r *Redis) Mode(ctx context.Context) (string, error) {
+	m, err := r.c.Get(ctx, keyMode).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("jobstore: mode: %w", err)
+	}
+	return m, nil
+}
+
+// RecordFailure counts a worker failure; see Store.
+func (r *Redis) RecordFailure(ctx context.Context, worker string, now time.Time, window time.Duration, threshold int, cooldown time.Duration) (time.Time, error) {
+	if worker == "" || threshold <= 0 || window < time.Millisecond {
+		return time.Time{}, nil
+	}
+	till, err := failureLua.Run(ctx, r.c, []string{keyFailures(worker), keyQuarantine},
+		worker, ms(now), window.Milliseconds(), threshold, cooldown.Milliseconds()).Int64()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("jobstore: record failure %s: %w", worker, err)
+	}
+	if till == 0 {
+		return time.Time{}, nil
+	}
+	return fromMS(till), nil
+}
+
+// Quarantined returns the workers quarantined beyond now, and forgets the
+// quarantines that ended.
+func (r *Redis) Quarantined(ctx context.Context, now time.Time) (map[string]time.Time, error) {
+	var list *redis.ZSliceCmd
+	cut := strconv.FormatInt(ms(now), 10)
+	if _, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRemRangeByScore(ctx, keyQuarantine, "-inf", cut)
+		list = p.ZRangeByScoreWithScores(ctx, keyQuarantine, &redis.ZRangeBy{Min: "(" + cut, Max: "+inf"})
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("jobstore: quarantined: %w", err)
+	}
+	out := make(map[string]time.Time, len(list.Val()))
+	for _, z := range list.Val() {
+		id, _ := z.Member.(string)
+		out[id] = fromMS(int64(z.Score))
 	}
 	return out, nil
 }

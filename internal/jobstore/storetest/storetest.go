@@ -46,6 +46,25 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"RaceTransition", testRaceTransition},
 		{"RaceTerminal", testRaceTerminal},
 		{"RaceCreate", testRaceCreate},
+		{"SubmitRate", testSubmitRate},
+		{"SubmitQueueCap", testSubmitQueueCap},
+		{"Requeue", testRequeue},
+		{"IfWorker", testIfWorker},
+		{"Queue", testQueue},
+		{"Deferred", testDeferred},
+		{"TenantLimit", testTenantLimit},
+		{"WorkerLimit", testWorkerLimit},
+		{"TransitionLock", testTransitionLock},
+		{"Deadline", testDeadline},
+		{"WithResult", testWithResult},
+		{"DLQJobs", testDLQJobs},
+		{"Lease", testLease},
+		{"Mode", testMode},
+		{"Quarantine", testQuarantine},
+		{"BadTransitions", testBadTransitions},
+		{"RaceTenantLimit", testRaceTenantLimit},
+		{"RaceWorkerLimit", testRaceWorkerLimit},
+		{"RaceDueDeferred", testRaceDueDeferred},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,10 +169,17 @@ func full(id string) *jobstore.Job {
 			DecisionID:     "d-1",
 			Constraints:    []byte(`{"max_tokens":10}`),
 		},
-		Reason:       "SOME_REASON",
-		ErrorCode:    "E42",
-		ErrorMessage: "boom",
-		CreatedAt:    t0.Add(123 * time.Millisecond),
+		Reason:        "SOME_REASON",
+		ErrorCode:     "E42",
+		ErrorMessage:  "boom",
+		Env:           map[string]string{"LANG": "C", "X": "1"},
+		ParentJobID:   "parent-1",
+		WorkflowID:    "wf-1",
+		CPUMillicores: 1500,
+		MemoryBytes:   256 << 20,
+		Deadline:      t0.Add(time.Hour + 7*time.Millisecond),
+		Waits:         2,
+		CreatedAt:     t0.Add(123 * time.Millisecond),
 	}
 }
 
@@ -990,5 +1016,679 @@ func testRaceCreate(t *testing.T, s jobstore.Store) {
 	}
 	if got := ids(recent(t, s, 100)); len(got) != 1 || got[0] != winner {
 		t.Errorf("Recent = %v, want [%s]", got, winner)
+	}
+}
+
+func submit(t *testing.T, s jobstore.Store, j *jobstore.Job, g jobstore.Guard) (jobstore.Submitted, error) {
+	t.Helper()
+	return s.Submit(context.Background(), j, []byte("payload-"+j.ID), g)
+}
+
+// testSubmitRate: the tenant's bucket holds Burst tokens and refills at
+// Rate a second, measured by the jobs' creation times; duplicates and
+// other tenants take none of them.
+func testSubmitRate(t *testing.T, s jobstore.Store) {
+	g := jobstore.Guard{Rate: 2, Burst: 3}
+	at := func(id string, d time.Duration) *jobstore.Job {
+		j := job(id)
+		j.CreatedAt = t0.Add(d)
+		return j
+	}
+	for i := range 3 {
+		j := at(fmt.Sprintf("j%d", i), 0)
+		j.IdempotencyKey = fmt.Sprintf("k%d", i)
+		if res, err := submit(t, s, j, g); err != nil || !res.Created {
+			t.Fatalf("submission %d within the burst: %+v, %v", i, res, err)
+		}
+	}
+	_, err := submit(t, s, at("j3", 0), g)
+	if !errors.Is(err, jobstore.ErrRateLimited) {
+		t.Fatalf("fourth submission at once: err = %v, want ErrRateLimited", err)
+	}
+	if _, err := s.Get(context.Background(), "j3"); !errors.Is(err, jobstore.ErrNotFound) {
+		t.Errorf("a refused submission was stored: %v", err)
+	}
+	// A duplicate is answered, and takes no token.
+	dup := at("j9", 0)
+	dup.IdempotencyKey = "k0"
+	if res, err := submit(t, s, dup, g); err != nil || res.Created || res.ID != "j0" {
+		t.Errorf("duplicate over the rate = %+v, %v; want j0, not created", res, err)
+	}
+	// Another tenant has its own bucket.
+	other := at("o1", 0)
+	other.Tenant = "other"
+	if _, err := submit(t, s, other, g); err != nil {
+		t.Errorf("other tenant: %v", err)
+	}
+	// Half a second later, one token is back; then none.
+	if _, err := submit(t, s, at("j4", 500*time.Millisecond), g); err != nil {
+		t.Fatalf("after the refill: %v", err)
+	}
+	if _, err := submit(t, s, at("j5", 500*time.Millisecond), g); !errors.Is(err, jobstore.ErrRateLimited) {
+		t.Errorf("second submission after one refill: err = %v", err)
+	}
+	// Long idle: the bucket is full again, not fuller.
+	for i := range 3 {
+		if _, err := submit(t, s, at(fmt.Sprintf("l%d", i), time.Hour), g); err != nil {
+			t.Fatalf("after an idle hour, submission %d: %v", i, err)
+		}
+	}
+	if _, err := submit(t, s, at("l3", time.Hour), g); !errors.Is(err, jobstore.ErrRateLimited) {
+		t.Errorf("the bucket holds more than its burst: err = %v", err)
+	}
+	// No rate: no limit.
+	for i := range 10 {
+		if _, err := submit(t, s, at(fmt.Sprintf("n%d", i), time.Hour), jobstore.Guard{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// park moves a PENDING job into pool's queue with score.
+func park(t *testing.T, s jobstore.Store, id, pool string, score float64) *jobstore.Job {
+	t.Helper()
+	return move(t, s, id, jobstore.Transition{To: jobstore.Pending, Wait: &jobstore.Wait{Pool: pool, Score: score}})
+}
+
+func testSubmitQueueCap(t *testing.T, s jobstore.Store) {
+	for i := range 2 {
+		id := fmt.Sprintf("q%d", i)
+		create(t, s, job(id))
+		park(t, s, id, "p", float64(i))
+	}
+	g := jobstore.Guard{Queues: []string{"p"}, QueueCap: 2}
+	if _, err := submit(t, s, job("j1"), g); !errors.Is(err, jobstore.ErrQueueFull) {
+		t.Fatalf("submission to a full queue: err = %v, want ErrQueueFull", err)
+	}
+	if _, err := s.Get(context.Background(), "j1"); !errors.Is(err, jobstore.ErrNotFound) {
+		t.Errorf("a refused submission was stored: %v", err)
+	}
+	// One queue with room is enough; the lengths are reported.
+	g.Queues = []string{"p", "r"}
+	res, err := submit(t, s, job("j2"), g)
+	if err != nil || !slices.Equal(res.Queued, []int{2, 0}) {
+		t.Fatalf("submission with a queue with room = %+v, %v; want queued [2 0]", res, err)
+	}
+	// No cap: no refusal.
+	if _, err := submit(t, s, job("j3"), jobstore.Guard{Queues: []string{"p"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testRequeue: the requeue edges send a job back to PENDING, out of its
+// tenant's and worker's active sets, without its worker.
+func testRequeue(t *testing.T, s jobstore.Store) {
+	for _, from := range []jobstore.State{jobstore.Scheduled, jobstore.Dispatched, jobstore.Running} {
+		t.Run(string(from), func(t *testing.T) {
+			id := "j-" + string(from)
+			create(t, s, job(id))
+			for _, st := range pathTo(from) {
+				move(t, s, id, jobstore.Transition{To: st, WorkerID: "w1", At: t0})
+			}
+			if n := activeCount(t, s, "acme"); n != 1 {
+				t.Fatalf("active before the requeue = %d", n)
+			}
+			j := move(t, s, id, jobstore.Transition{To: jobstore.Pending, From: from, Reason: "retry", Attempt: 1, At: t0.Add(time.Second)})
+			if j.WorkerID != "" || j.WorkerJobs != 0 || j.Reason != "retry" || j.Waiting != "" {
+				t.Errorf("requeued job: worker %q (jobs %d) reason %q waiting %q", j.WorkerID, j.WorkerJobs, j.Reason, j.Waiting)
+			}
+			checkIn(t, s, id, jobstore.Pending, from)
+			if n := activeCount(t, s, "acme"); n != 0 {
+				t.Errorf("active after the requeue = %d", n)
+			}
+			// It can be scheduled again, on another worker.
+			if j := move(t, s, id, jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w2"}); j.WorkerJobs != 1 {
+				t.Errorf("worker jobs after rescheduling = %d", j.WorkerJobs)
+			}
+			move(t, s, id, jobstore.Transition{To: jobstore.Succeeded})
+		})
+	}
+	// Terminal states stay terminal.
+	create(t, s, job("done"))
+	move(t, s, "done", jobstore.Transition{To: jobstore.Failed})
+	if _, err := s.Transition(context.Background(), "done", jobstore.Transition{To: jobstore.Pending}); !errors.Is(err, jobstore.ErrInvalidTransition) {
+		t.Errorf("FAILED → PENDING: err = %v", err)
+	}
+}
+
+func testIfWorker(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	create(t, s, job("j1"))
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w1"})
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Dispatched})
+	_, err := s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Running, IfWorker: "w2"})
+	var te *jobstore.TransitionError
+	if !errors.As(err, &te) || te.IfWorker != "w2" || te.Worker != "w1" || !errors.Is(err, jobstore.ErrInvalidTransition) {
+		t.Fatalf("report from another worker: err = %v", err)
+	}
+	if got := get(t, s, "j1").State; got != jobstore.Dispatched {
+		t.Errorf("refused report moved the job to %s", got)
+	}
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Running, IfWorker: "w1"})
+	// Requeued, the job has no worker: the old worker's late result is refused.
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Pending, From: jobstore.Running})
+	if _, err := s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Failed, IfWorker: "w1"}); !errors.As(err, &te) || te.Worker != "" {
+		t.Errorf("late result after a requeue: err = %v", err)
+	}
+}
+
+func heads(t *testing.T, s jobstore.Store, pool string, limit int) []string {
+	t.Helper()
+	jobs, err := s.QueueHeads(context.Background(), pool, limit)
+	if err != nil {
+		t.Fatalf("QueueHeads(%s): %v", pool, err)
+	}
+	return ids(jobs)
+}
+
+func lens(t *testing.T, s jobstore.Store, pools ...string) []int {
+	t.Helper()
+	n, err := s.QueueLens(context.Background(), pools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func testQueue(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	aging := 10 * time.Second
+	// A priority-9 job submitted long ago outranks a priority-1 job
+	// submitted just now: its effective priority aged below it.
+	for _, j := range []struct {
+		id       string
+		priority int
+		at       time.Duration
+	}{{"late-p1", 1, 100 * time.Second}, {"old-p9", 9, 0}, {"mid-p5", 5, 50 * time.Second}, {"tie-b", 3, 30 * time.Second}, {"tie-a", 3, 30 * time.Second}} {
+		jj := job(j.id)
+		jj.Priority = j.priority
+		jj.CreatedAt = t0.Add(j.at)
+		create(t, s, jj)
+		w := park(t, s, j.id, "gpu", jobstore.QueueScore(j.priority, jj.CreatedAt, aging))
+		if w.State != jobstore.Pending || w.Waiting != "queue:gpu" {
+			t.Fatalf("parked job: %s waiting %q", w.State, w.Waiting)
+		}
+	}
+	// Scores (priority × 10 000 + ms since t0): ties 60 000, old-p9
+	// 90 000, mid-p5 100 000, late-p1 110 000.
+	want := []string{"tie-a", "tie-b", "old-p9", "mid-p5", "late-p1"}
+	if got := heads(t, s, "gpu", 10); !slices.Equal(got, want) {
+		t.Fatalf("queue order %v, want %v", got, want)
+	}
+	if got := heads(t, s, "gpu", 2); !slices.Equal(got, want[:2]) {
+		t.Errorf("QueueHeads(2) = %v", got)
+	}
+	if got := lens(t, s, "gpu", "cpu"); !slices.Equal(got, []int{5, 0}) {
+		t.Errorf("QueueLens = %v", got)
+	}
+	// Waiting jobs are in no state index: Stale(PENDING) finds only the
+	// PENDING jobs no one is looking after.
+	if got := stale(t, s, jobstore.Pending, far, 100); len(got) != 0 {
+		t.Errorf("Stale(PENDING) lists waiting jobs: %v", got)
+	}
+	// Leaving PENDING leaves the queue.
+	move(t, s, "tie-a", jobstore.Transition{To: jobstore.Scheduled, From: jobstore.Pending, WorkerID: "w1"})
+	move(t, s, "old-p9", jobstore.Transition{To: jobstore.Cancelled})
+	if got := heads(t, s, "gpu", 10); !slices.Equal(got, []string{"tie-b", "mid-p5", "late-p1"}) {
+		t.Errorf("after two left: %v", got)
+	}
+	if j := get(t, s, "tie-a"); j.Waiting != "" {
+		t.Errorf("scheduled job still waiting %q", j.Waiting)
+	}
+	// Moving to another queue leaves the first.
+	park(t, s, "mid-p5", "cpu", 1)
+	if got := lens(t, s, "gpu", "cpu"); !slices.Equal(got, []int{2, 1}) {
+		t.Errorf("after moving queues: %v", got)
+	}
+	// A full queue refuses, and nothing changes.
+	ev := len(events(t, s, "late-p1"))
+	_, err := s.Transition(ctx, "late-p1", jobstore.Transition{To: jobstore.Pending, Wait: &jobstore.Wait{Pool: "cpu", Score: 0, Cap: 1}})
+	if !errors.Is(err, jobstore.ErrQueueFull) {
+		t.Fatalf("park in a full queue: err = %v", err)
+	}
+	if j := get(t, s, "late-p1"); j.Waiting != "queue:gpu" || len(events(t, s, "late-p1")) != ev {
+		t.Errorf("refused park changed the job: waiting %q", j.Waiting)
+	}
+	// A job already in a full queue may be parked there again (rescored).
+	move(t, s, "mid-p5", jobstore.Transition{To: jobstore.Pending, Wait: &jobstore.Wait{Pool: "cpu", Score: 5, Cap: 1}})
+	// PENDING → PENDING needs a Wait.
+	if _, err := s.Transition(ctx, "late-p1", jobstore.Transition{To: jobstore.Pending}); !errors.Is(err, jobstore.ErrInvalidTransition) {
+		t.Errorf("PENDING → PENDING without a wait: err = %v", err)
+	}
+	// A requeued job can be parked straight away.
+	toDispatched(t, s, "r1")
+	move(t, s, "r1", jobstore.Transition{To: jobstore.Pending, From: jobstore.Dispatched, Wait: &jobstore.Wait{Pool: "gpu", Score: -1}})
+	if got := heads(t, s, "gpu", 1); !slices.Equal(got, []string{"r1"}) {
+		t.Errorf("requeued and parked: heads %v", got)
+	}
+	if n := activeCount(t, s, "acme"); n != 1 { // tie-a
+		t.Errorf("active = %d, want 1", n)
+	}
+}
+
+func testDeferred(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	for i, d := range []time.Duration{3 * time.Second, time.Second, 2 * time.Second, time.Hour} {
+		id := fmt.Sprintf("d%d", i)
+		create(t, s, job(id))
+		j := move(t, s, id, jobstore.Transition{To: jobstore.Pending, Wait: &jobstore.Wait{Until: t0.Add(d)}, Waits: i + 1, Reason: "tenant_limit"})
+		if j.Waiting != "deferred" || j.Waits != i+1 {
+			t.Fatalf("deferred job: waiting %q waits %d", j.Waiting, j.Waits)
+		}
+	}
+	create(t, s, job("gone"))
+	move(t, s, "gone", jobstore.Transition{To: jobstore.Pending, Wait: &jobstore.Wait{Until: t0}})
+	move(t, s, "gone", jobstore.Transition{To: jobstore.Cancelled})
+	if got := stale(t, s, jobstore.Pending, far, 100); len(got) != 0 {
+		t.Errorf("deferred jobs in Stale(PENDING): %v", got)
+	}
+	due := func(now time.Time, limit int) []string {
+		t.Helper()
+		jobs, err := s.DueDeferred(ctx, now, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if j.State != jobstore.Pending || j.Waiting != "" {
+				t.Errorf("handed out %s in %s waiting %q", j.ID, j.State, j.Waiting)
+			}
+		}
+		return ids(jobs)
+	}
+	if got := due(t0, 10); len(got) != 0 {
+		t.Errorf("due at t0: %v (the cancelled job must not come out)", got)
+	}
+	if got := due(t0.Add(2*time.Second), 1); !slices.Equal(got, []string{"d1"}) {
+		t.Errorf("due at t0+2s, limit 1: %v", got)
+	}
+	if got := due(t0.Add(3*time.Second), 10); !slices.Equal(got, []string{"d2", "d0"}) {
+		t.Errorf("due at t0+3s: %v", got)
+	}
+	if got := due(t0.Add(3*time.Second), 10); len(got) != 0 {
+		t.Errorf("handed out twice: %v", got)
+	}
+	// Handed out, a job waits nowhere: Stale(PENDING) lists it from the
+	// moment it was handed out.
+	if got := stale(t, s, jobstore.Pending, t0.Add(2*time.Second), 10); len(got) != 0 {
+		t.Errorf("Stale before the hand-out: %v", got)
+	}
+	if got := stale(t, s, jobstore.Pending, far, 10); !slices.Equal(got, []string{"d1", "d0", "d2"}) {
+		t.Errorf("Stale(PENDING) after the hand-outs: %v", got)
+	}
+}
+
+func testTenantLimit(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	for _, id := range []string{"a1", "a2", "a3"} {
+		create(t, s, job(id))
+	}
+	lim := func(to jobstore.State) jobstore.Transition { return jobstore.Transition{To: to, TenantLimit: 2} }
+	move(t, s, "a1", lim(jobstore.Scheduled))
+	move(t, s, "a2", lim(jobstore.Scheduled))
+	ev := len(events(t, s, "a3"))
+	_, err := s.Transition(ctx, "a3", lim(jobstore.Scheduled))
+	var le *jobstore.LimitError
+	if !errors.Is(err, jobstore.ErrTenantLimit) || !errors.As(err, &le) || le.Key != "acme" || le.Held != 2 || le.Limit != 2 {
+		t.Fatalf("third job over a limit of 2: err = %v (%+v)", err, le)
+	}
+	if j := get(t, s, "a3"); j.State != jobstore.Pending || len(events(t, s, "a3")) != ev {
+		t.Errorf("refused move changed the job: %s", j.State)
+	}
+	// Moves between active states are not new admissions.
+	move(t, s, "a1", lim(jobstore.Dispatched))
+	move(t, s, "a1", lim(jobstore.Running))
+	// Another tenant is not counted.
+	b := job("b1")
+	b.Tenant = "beta"
+	create(t, s, b)
+	move(t, s, "b1", lim(jobstore.Scheduled))
+	// One ends: room for the third.
+	move(t, s, "a2", jobstore.Transition{To: jobstore.Succeeded})
+	move(t, s, "a3", lim(jobstore.Scheduled))
+	if n := activeCount(t, s, "acme"); n != 2 {
+		t.Errorf("active = %d", n)
+	}
+}
+
+func testWorkerLimit(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	for _, id := range []string{"j1", "j2", "j3"} {
+		create(t, s, job(id))
+	}
+	sched := func(id, worker string) jobstore.Transition {
+		return jobstore.Transition{To: jobstore.Scheduled, WorkerID: worker, WorkerLimit: 2}
+	}
+	if j := move(t, s, "j1", sched("j1", "w1")); j.WorkerJobs != 1 {
+		t.Errorf("worker jobs after the first = %d", j.WorkerJobs)
+	}
+	if j := move(t, s, "j2", sched("j2", "w1")); j.WorkerJobs != 2 {
+		t.Errorf("worker jobs after the second = %d", j.WorkerJobs)
+	}
+	_, err := s.Transition(ctx, "j3", sched("j3", "w1"))
+	var le *jobstore.LimitError
+	if !errors.Is(err, jobstore.ErrWorkerFull) || !errors.As(err, &le) || le.Key != "w1" || le.Held != 2 || le.Limit != 2 {
+		t.Fatalf("third job on a worker of 2: err = %v", err)
+	}
+	if j := move(t, s, "j3", sched("j3", "w2")); j.WorkerJobs != 1 {
+		t.Errorf("w2 jobs = %d", j.WorkerJobs)
+	}
+	// The job keeps its slot through DISPATCHED and RUNNING; a result
+	// (without a worker id) frees it and reports the count left.
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Dispatched, WorkerLimit: 2})
+	if j := move(t, s, "j1", jobstore.Transition{To: jobstore.Running, WorkerID: "w1", WorkerLimit: 2}); j.WorkerJobs != 2 {
+		t.Errorf("w1 jobs while running = %d", j.WorkerJobs)
+	}
+	if j := move(t, s, "j1", jobstore.Transition{To: jobstore.Succeeded}); j.WorkerJobs != 1 {
+		t.Errorf("w1 jobs after a result = %d", j.WorkerJobs)
+	}
+	// Moving a job to another worker frees its slot on the first.
+	if j := move(t, s, "j2", jobstore.Transition{To: jobstore.Running, WorkerID: "w2"}); j.WorkerJobs != 2 {
+		t.Errorf("w2 jobs after j2 moved there = %d", j.WorkerJobs)
+	}
+	create(t, s, job("j4"))
+	if j := move(t, s, "j4", sched("j4", "w1")); j.WorkerJobs != 1 {
+		t.Errorf("w1 jobs after j2 left = %d", j.WorkerJobs)
+	}
+}
+
+func testTransitionLock(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	create(t, s, job("j1"))
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Scheduled, Lock: &jobstore.Lock{Owner: "a", TTL: time.Minute}})
+	if lock(t, s, "j1", "b", time.Minute) {
+		t.Fatal("the lock taken with the move did not hold")
+	}
+	_, err := s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Dispatched, Lock: &jobstore.Lock{Owner: "b", TTL: time.Minute}})
+	if !errors.Is(err, jobstore.ErrLocked) {
+		t.Fatalf("move under another owner's lock: err = %v, want ErrLocked", err)
+	}
+	if got := get(t, s, "j1").State; got != jobstore.Scheduled {
+		t.Errorf("refused move changed the state to %s", got)
+	}
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Dispatched, Lock: &jobstore.Lock{Owner: "a", TTL: time.Minute}})
+	unlock(t, s, "j1", "a")
+	if !lock(t, s, "j1", "b", time.Minute) {
+		t.Error("lock not free after unlock")
+	}
+}
+
+func testDeadline(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	past := func(now time.Time) []string {
+		t.Helper()
+		ids, err := s.PastDeadline(ctx, now, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	a := job("a")
+	a.Deadline = t0.Add(2 * time.Second)
+	create(t, s, a)
+	create(t, s, job("b"))
+	create(t, s, job("c"))
+	move(t, s, "b", jobstore.Transition{To: jobstore.Scheduled, Deadline: t0.Add(time.Second)})
+	if got := past(t0); len(got) != 0 {
+		t.Errorf("past at t0: %v", got)
+	}
+	if got := past(t0.Add(2 * time.Second)); !slices.Equal(got, []string{"b", "a"}) {
+		t.Errorf("past at t0+2s: %v, want [b a] (at the deadline counts)", got)
+	}
+	if got := get(t, s, "b").Deadline; !got.Equal(t0.Add(time.Second)) {
+		t.Errorf("b's deadline %v", got)
+	}
+	// A later deadline replaces the earlier; ending the job drops it.
+	move(t, s, "b", jobstore.Transition{To: jobstore.Dispatched, Deadline: t0.Add(time.Hour)})
+	move(t, s, "a", jobstore.Transition{To: jobstore.Timeout})
+	if got := past(t0.Add(time.Minute)); len(got) != 0 {
+		t.Errorf("past after the changes: %v", got)
+	}
+}
+
+func testWithResult(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	for i, id := range []string{"r1", "r2", "r3"} {
+		toDispatched(t, s, id)
+		move(t, s, id, jobstore.Transition{To: jobstore.Running, At: t0.Add(time.Duration(i) * time.Second)})
+	}
+	for _, id := range []string{"r1", "r3"} {
+		if _, err := s.PutResult(ctx, id, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.WithResult(ctx, jobstore.Running, t0.Add(2*time.Second), 10)
+	if err != nil || !slices.Equal(got, []string{"r1"}) {
+		t.Errorf("WithResult(RUNNING, t0+2s) = %v, %v; want [r1]", got, err)
+	}
+	if got, _ := s.WithResult(ctx, jobstore.Running, far, 10); !slices.Equal(got, []string{"r1", "r3"}) {
+		t.Errorf("WithResult(RUNNING) = %v", got)
+	}
+}
+
+func testDLQJobs(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	create(t, s, job("j1"))
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Failed, Reason: "no_workers"})
+	for _, e := range []jobstore.DLQEntry{{JobID: "j1", Reason: "no_workers", At: t0}, {JobID: "ghost", Reason: "x", At: t0.Add(time.Second)}} {
+		if err := s.AddDLQ(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.DLQ(ctx, 10)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("DLQ = %+v, %v", got, err)
+	}
+	if got[0].JobID != "ghost" || got[0].Job != nil {
+		t.Errorf("entry of a job that is gone: %+v", got[0])
+	}
+	if got[1].Job == nil || got[1].Job.ID != "j1" || got[1].Job.State != jobstore.Failed || got[1].Job.Reason != "no_workers" {
+		t.Errorf("entry with its job: %+v %+v", got[1], got[1].Job)
+	}
+	if ok, err := s.RemoveDLQ(ctx, "j1"); err != nil || !ok {
+		t.Errorf("RemoveDLQ(j1) = %v, %v", ok, err)
+	}
+	if ok, err := s.RemoveDLQ(ctx, "j1"); err != nil || ok {
+		t.Errorf("RemoveDLQ(j1) again = %v, %v", ok, err)
+	}
+	if got, _ := s.DLQ(ctx, 10); len(got) != 1 || got[0].JobID != "ghost" {
+		t.Errorf("DLQ after the removal = %+v", got)
+	}
+}
+
+func testLease(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	acquire := func(owner string, ttl time.Duration) bool {
+		t.Helper()
+		ok, err := s.AcquireLease(ctx, "reconciler", owner, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !acquire("a", time.Minute) || acquire("b", time.Minute) || !acquire("a", time.Minute) {
+		t.Fatal("lease: a takes, b is refused, a renews")
+	}
+	if ok, _ := s.AcquireLease(ctx, "other", "b", time.Minute); !ok {
+		t.Error("leases are not per name")
+	}
+	if ok, _ := s.LockDispatch(ctx, "reconciler", "b", time.Minute); !ok {
+		t.Error("a lease and a job's dispatch lock share a name")
+	}
+	if err := s.ReleaseLease(ctx, "reconciler", "b"); err != nil { // not the holder
+		t.Fatal(err)
+	}
+	if acquire("b", time.Minute) {
+		t.Error("release by a non-holder freed the lease")
+	}
+	if err := s.ReleaseLease(ctx, "reconciler", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if !acquire("b", 50*time.Millisecond) {
+		t.Fatal("lease not free after its release")
+	}
+	// Unrenewed, it lapses and another owner takes it.
+	deadline := time.Now().Add(5 * time.Second)
+	for !acquire("c", time.Minute) {
+		if time.Now().After(deadline) {
+			t.Fatal("lease with a 50ms ttl still held after 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := s.AcquireLease(ctx, "x", "a", 0); err == nil {
+		t.Error("a lease with ttl 0 accepted")
+	}
+}
+
+func testMode(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	if m, err := s.Mode(ctx); err != nil || m != "" {
+		t.Fatalf("mode of an empty store = %q, %v", m, err)
+	}
+	for _, want := range []string{"DEGRADED", "NORMAL"} {
+		if err := s.SetMode(ctx, want); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := s.Mode(ctx); err != nil || m != want {
+			t.Errorf("Mode = %q, %v; want %s", m, err, want)
+		}
+	}
+}
+
+func testQuarantine(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	fail := func(worker string) time.Time {
+		t.Helper()
+		till, err := s.RecordFailure(ctx, worker, t0, time.Minute, 3, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return till
+	}
+	for i := range 2 {
+		if till := fail("w1"); !till.IsZero() {
+			t.Fatalf("failure %d quarantined w1 until %v", i+1, till)
+		}
+	}
+	fail("w2")
+	if till := fail("w1"); !till.Equal(t0.Add(30 * time.Second)) {
+		t.Fatalf("third failure: quarantined until %v, want t0+30s", till)
+	}
+	q, err := s.Quarantined(ctx, t0.Add(time.Second))
+	if err != nil || len(q) != 1 || !q["w1"].Equal(t0.Add(30*time.Second)) {
+		t.Errorf("Quarantined = %v, %v", q, err)
+	}
+	if q, _ := s.Quarantined(ctx, t0.Add(30*time.Second)); len(q) != 0 {
+		t.Errorf("Quarantined at its end = %v", q)
+	}
+	// The count starts over after a quarantine.
+	if till := fail("w1"); !till.IsZero() {
+		t.Errorf("first failure after the quarantine: %v", till)
+	}
+	if till, err := s.RecordFailure(ctx, "w3", t0, time.Minute, 0, time.Second); err != nil || !till.IsZero() {
+		t.Errorf("threshold 0 never quarantines: %v, %v", till, err)
+	}
+}
+
+func testBadTransitions(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	create(t, s, job("j1"))
+	for name, tr := range map[string]jobstore.Transition{
+		"wait not pending":  {To: jobstore.Scheduled, Wait: &jobstore.Wait{Pool: "p"}},
+		"wait both":         {To: jobstore.Pending, Wait: &jobstore.Wait{Pool: "p", Until: t0}},
+		"wait neither":      {To: jobstore.Pending, Wait: &jobstore.Wait{}},
+		"lock without ttl":  {To: jobstore.Scheduled, Lock: &jobstore.Lock{Owner: "a"}},
+		"lock without name": {To: jobstore.Scheduled, Lock: &jobstore.Lock{TTL: time.Second}},
+	} {
+		if _, err := s.Transition(ctx, "j1", tr); err == nil || errors.Is(err, jobstore.ErrInvalidTransition) {
+			t.Errorf("%s: err = %v, want an argument error", name, err)
+		}
+	}
+	if j := get(t, s, "j1"); j.State != jobstore.Pending || len(events(t, s, "j1")) != 1 {
+		t.Errorf("bad transitions changed the job: %+v", j)
+	}
+}
+
+// testRaceTenantLimit: racers admit different jobs of one tenant at once;
+// the limit holds exactly.
+func testRaceTenantLimit(t *testing.T, s jobstore.Store) {
+	for i := range racers {
+		create(t, s, job(fmt.Sprintf("j%d", i)))
+	}
+	errs := race(racers, func(i int) error {
+		_, err := s.Transition(context.Background(), fmt.Sprintf("j%d", i), jobstore.Transition{To: jobstore.Scheduled, TenantLimit: 5})
+		return err
+	})
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, jobstore.ErrTenantLimit):
+			t.Errorf("goroutine %d: %v", i, err)
+		}
+	}
+	if won != 5 || activeCount(t, s, "acme") != 5 {
+		t.Errorf("%d admitted, %d active; want 5", won, activeCount(t, s, "acme"))
+	}
+}
+
+func testRaceWorkerLimit(t *testing.T, s jobstore.Store) {
+	for i := range racers {
+		create(t, s, job(fmt.Sprintf("j%d", i)))
+	}
+	errs := race(racers, func(i int) error {
+		_, err := s.Transition(context.Background(), fmt.Sprintf("j%d", i), jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w1", WorkerLimit: 3})
+		return err
+	})
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, jobstore.ErrWorkerFull):
+			t.Errorf("goroutine %d: %v", i, err)
+		}
+	}
+	if won != 3 {
+		t.Errorf("%d placed on a worker of 3", won)
+	}
+}
+
+// testRaceDueDeferred: racers hand out the same due jobs; each goes to
+// exactly one of them.
+func testRaceDueDeferred(t *testing.T, s jobstore.Store) {
+	const n = 50
+	for i := range n {
+		id := fmt.Sprintf("d%02d", i)
+		create(t, s, job(id))
+		move(t, s, id, jobstore.Transition{To: jobstore.Pending, Wait: &jobstore.Wait{Until: t0}})
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	errs := race(8, func(int) error {
+		for {
+			jobs, err := s.DueDeferred(context.Background(), t0, 3)
+			if err != nil || len(jobs) == 0 {
+				return err
+			}
+			mu.Lock()
+			for _, j := range jobs {
+				seen[j.ID]++
+			}
+			mu.Unlock()
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d jobs handed out, want %d", len(seen), n)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("%s handed out %d times", id, c)
+		}
 	}
 }
