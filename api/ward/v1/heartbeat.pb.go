@@ -97,10 +97,16 @@ type Heartbeat struct {
 	// modules maps a module name to the sha256 digest the host serves.
 	Modules map[string]string `protobuf:"bytes,14,rep,name=modules,proto3" json:"modules,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// status is "ready" or "draining".
-	Status        string `protobuf:"bytes,15,opt,name=status,proto3" json:"status,omitempty"`
-	SentAtUnixMs  int64  `protobuf:"varint,16,opt,name=sent_at_unix_ms,json=sentAtUnixMs,proto3" json:"sent_at_unix_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Status       string `protobuf:"bytes,15,opt,name=status,proto3" json:"status,omitempty"`
+	SentAtUnixMs int64  `protobuf:"varint,16,opt,name=sent_at_unix_ms,json=sentAtUnixMs,proto3" json:"sent_at_unix_ms,omitempty"`
+	// cpu_cores is how many CPUs the host has.
+	CpuCores int32 `protobuf:"varint,17,opt,name=cpu_cores,json=cpuCores,proto3" json:"cpu_cores,omitempty"`
+	// cpu_millicores_free is the CPU not in use, in thousandths of a core:
+	// cpu_cores × 1000 × (1 − cpu_load/100). Resource-fit placement reads it,
+	// and memory.available_bytes.
+	CpuMillicoresFree int64 `protobuf:"varint,18,opt,name=cpu_millicores_free,json=cpuMillicoresFree,proto3" json:"cpu_millicores_free,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Heartbeat) Reset() {
@@ -245,6 +251,20 @@ func (x *Heartbeat) GetSentAtUnixMs() int64 {
 	return 0
 }
 
+func (x *Heartbeat) GetCpuCores() int32 {
+	if x != nil {
+		return x.CpuCores
+	}
+	return 0
+}
+
+func (x *Heartbeat) GetCpuMillicoresFree() int64 {
+	if x != nil {
+		return x.CpuMillicoresFree
+	}
+	return 0
+}
+
 var File_ward_v1_heartbeat_proto protoreflect.FileDescriptor
 
 const file_ward_v1_heartbeat_proto_rawDesc = "" +
@@ -253,7 +273,7 @@ const file_ward_v1_heartbeat_proto_rawDesc = "" +
 	"\x06Memory\x12\x1f\n" +
 	"\vtotal_bytes\x18\x01 \x01(\x04R\n" +
 	"totalBytes\x12'\n" +
-	"\x0favailable_bytes\x18\x02 \x01(\x04R\x0eavailableBytes\"\x99\x05\n" +
+	"\x0favailable_bytes\x18\x02 \x01(\x04R\x0eavailableBytes\"\xe6\x05\n" +
 	"\tHeartbeat\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x16\n" +
 	"\x06region\x18\x02 \x01(\tR\x06region\x12\x12\n" +
@@ -272,7 +292,9 @@ const file_ward_v1_heartbeat_proto_rawDesc = "" +
 	"\x06labels\x18\r \x03(\v2\x1e.ward.v1.Heartbeat.LabelsEntryR\x06labels\x129\n" +
 	"\amodules\x18\x0e \x03(\v2\x1f.ward.v1.Heartbeat.ModulesEntryR\amodules\x12\x16\n" +
 	"\x06status\x18\x0f \x01(\tR\x06status\x12%\n" +
-	"\x0fsent_at_unix_ms\x18\x10 \x01(\x03R\fsentAtUnixMs\x1a9\n" +
+	"\x0fsent_at_unix_ms\x18\x10 \x01(\x03R\fsentAtUnixMs\x12\x1b\n" +
+	"\tcpu_cores\x18\x11 \x01(\x05R\bcpuCores\x12.\n" +
+	"\x13cpu_millicores_free\x18\x12 \x01(\x03R\x11cpuMillicoresFree\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +

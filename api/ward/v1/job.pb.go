@@ -142,14 +142,18 @@ func (x JobProgress_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobProgress_Kind.Descriptor instead.
 func (JobProgress_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{6, 0}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{7, 0}
 }
 
 // Budget bounds a job's time and retries.
 type Budget struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	DeadlineMs    int64                  `protobuf:"varint,1,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
-	MaxRetries    int32                  `protobuf:"varint,2,opt,name=max_retries,json=maxRetries,proto3" json:"max_retries,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// deadline_ms ends the job TIMEOUT (reason deadline_exceeded) when it
+	// passes, whatever its state: a Unix time in milliseconds, or, below
+	// 10^12, a duration in milliseconds from submission.
+	DeadlineMs int64 `protobuf:"varint,1,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+	// max_retries is how often a failed attempt is retried.
+	MaxRetries    int32 `protobuf:"varint,2,opt,name=max_retries,json=maxRetries,proto3" json:"max_retries,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -198,6 +202,61 @@ func (x *Budget) GetMaxRetries() int32 {
 	return 0
 }
 
+// Resources is what a job needs of its host, for resource-fit placement:
+// a host whose heartbeat shows less free is not chosen.
+type Resources struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cpu_millicores is CPU in thousandths of a core.
+	CpuMillicores int64 `protobuf:"varint,1,opt,name=cpu_millicores,json=cpuMillicores,proto3" json:"cpu_millicores,omitempty"`
+	MemoryBytes   int64 `protobuf:"varint,2,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resources) Reset() {
+	*x = Resources{}
+	mi := &file_ward_v1_job_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resources) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resources) ProtoMessage() {}
+
+func (x *Resources) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_job_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resources.ProtoReflect.Descriptor instead.
+func (*Resources) Descriptor() ([]byte, []int) {
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Resources) GetCpuMillicores() int64 {
+	if x != nil {
+		return x.CpuMillicores
+	}
+	return 0
+}
+
+func (x *Resources) GetMemoryBytes() int64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
 // Grants are the sandbox capabilities a safety decision gives a job's module.
 // The host enforces exactly these and nothing more.
 type Grants struct {
@@ -215,7 +274,7 @@ type Grants struct {
 
 func (x *Grants) Reset() {
 	*x = Grants{}
-	mi := &file_ward_v1_job_proto_msgTypes[1]
+	mi := &file_ward_v1_job_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -227,7 +286,7 @@ func (x *Grants) String() string {
 func (*Grants) ProtoMessage() {}
 
 func (x *Grants) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[1]
+	mi := &file_ward_v1_job_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -240,7 +299,7 @@ func (x *Grants) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grants.ProtoReflect.Descriptor instead.
 func (*Grants) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{1}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Grants) GetHttpHosts() []string {
@@ -291,7 +350,7 @@ type Constraints struct {
 
 func (x *Constraints) Reset() {
 	*x = Constraints{}
-	mi := &file_ward_v1_job_proto_msgTypes[2]
+	mi := &file_ward_v1_job_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -303,7 +362,7 @@ func (x *Constraints) String() string {
 func (*Constraints) ProtoMessage() {}
 
 func (x *Constraints) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[2]
+	mi := &file_ward_v1_job_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -316,7 +375,7 @@ func (x *Constraints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Constraints.ProtoReflect.Descriptor instead.
 func (*Constraints) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Constraints) GetMaxConcurrentJobs() int32 {
@@ -374,14 +433,16 @@ type JobRequest struct {
 	// pool is set by the scheduler before dispatch.
 	Pool string `protobuf:"bytes,16,opt,name=pool,proto3" json:"pool,omitempty"`
 	// attempt counts dispatches of this job, from 1.
-	Attempt       int32 `protobuf:"varint,17,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt int32 `protobuf:"varint,17,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// resources are what the job needs of its host.
+	Resources     *Resources `protobuf:"bytes,18,opt,name=resources,proto3" json:"resources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobRequest) Reset() {
 	*x = JobRequest{}
-	mi := &file_ward_v1_job_proto_msgTypes[3]
+	mi := &file_ward_v1_job_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -393,7 +454,7 @@ func (x *JobRequest) String() string {
 func (*JobRequest) ProtoMessage() {}
 
 func (x *JobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[3]
+	mi := &file_ward_v1_job_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -406,7 +467,7 @@ func (x *JobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobRequest.ProtoReflect.Descriptor instead.
 func (*JobRequest) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *JobRequest) GetJobId() string {
@@ -528,6 +589,13 @@ func (x *JobRequest) GetAttempt() int32 {
 	return 0
 }
 
+func (x *JobRequest) GetResources() *Resources {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
 // SubmitReply answers a submission sent as a NATS request.
 type SubmitReply struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -544,7 +612,7 @@ type SubmitReply struct {
 
 func (x *SubmitReply) Reset() {
 	*x = SubmitReply{}
-	mi := &file_ward_v1_job_proto_msgTypes[4]
+	mi := &file_ward_v1_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -556,7 +624,7 @@ func (x *SubmitReply) String() string {
 func (*SubmitReply) ProtoMessage() {}
 
 func (x *SubmitReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[4]
+	mi := &file_ward_v1_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -569,7 +637,7 @@ func (x *SubmitReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitReply.ProtoReflect.Descriptor instead.
 func (*SubmitReply) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SubmitReply) GetJobId() string {
@@ -623,7 +691,7 @@ type JobResult struct {
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_ward_v1_job_proto_msgTypes[5]
+	mi := &file_ward_v1_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +703,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[5]
+	mi := &file_ward_v1_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +716,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JobResult) GetJobId() string {
@@ -715,7 +783,7 @@ type JobProgress struct {
 
 func (x *JobProgress) Reset() {
 	*x = JobProgress{}
-	mi := &file_ward_v1_job_proto_msgTypes[6]
+	mi := &file_ward_v1_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +795,7 @@ func (x *JobProgress) String() string {
 func (*JobProgress) ProtoMessage() {}
 
 func (x *JobProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[6]
+	mi := &file_ward_v1_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +808,7 @@ func (x *JobProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobProgress.ProtoReflect.Descriptor instead.
 func (*JobProgress) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JobProgress) GetJobId() string {
@@ -796,7 +864,7 @@ type JobCancel struct {
 
 func (x *JobCancel) Reset() {
 	*x = JobCancel{}
-	mi := &file_ward_v1_job_proto_msgTypes[7]
+	mi := &file_ward_v1_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -808,7 +876,7 @@ func (x *JobCancel) String() string {
 func (*JobCancel) ProtoMessage() {}
 
 func (x *JobCancel) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[7]
+	mi := &file_ward_v1_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -821,7 +889,7 @@ func (x *JobCancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobCancel.ProtoReflect.Descriptor instead.
 func (*JobCancel) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{7}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JobCancel) GetJobId() string {
@@ -855,7 +923,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_ward_v1_job_proto_msgTypes[8]
+	mi := &file_ward_v1_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +935,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[8]
+	mi := &file_ward_v1_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +948,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{8}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *JobEvent) GetJobId() string {
@@ -939,7 +1007,7 @@ type SafetyRecord struct {
 
 func (x *SafetyRecord) Reset() {
 	*x = SafetyRecord{}
-	mi := &file_ward_v1_job_proto_msgTypes[9]
+	mi := &file_ward_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -951,7 +1019,7 @@ func (x *SafetyRecord) String() string {
 func (*SafetyRecord) ProtoMessage() {}
 
 func (x *SafetyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[9]
+	mi := &file_ward_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -964,7 +1032,7 @@ func (x *SafetyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SafetyRecord.ProtoReflect.Descriptor instead.
 func (*SafetyRecord) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SafetyRecord) GetDecision() string {
@@ -1025,14 +1093,19 @@ type JobRecord struct {
 	IdempotencyKey  string                 `protobuf:"bytes,18,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	Attempt         int32                  `protobuf:"varint,19,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// result holds the result blob when the query asked for it.
-	Result        []byte `protobuf:"bytes,20,opt,name=result,proto3" json:"result,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Result []byte `protobuf:"bytes,20,opt,name=result,proto3" json:"result,omitempty"`
+	// waiting says where a PENDING job waits: "queue:<pool>" or "deferred".
+	Waiting        string     `protobuf:"bytes,21,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	MaxRetries     int32      `protobuf:"varint,22,opt,name=max_retries,json=maxRetries,proto3" json:"max_retries,omitempty"`
+	DeadlineUnixMs int64      `protobuf:"varint,23,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"`
+	Resources      *Resources `protobuf:"bytes,24,opt,name=resources,proto3" json:"resources,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *JobRecord) Reset() {
 	*x = JobRecord{}
-	mi := &file_ward_v1_job_proto_msgTypes[10]
+	mi := &file_ward_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1117,7 @@ func (x *JobRecord) String() string {
 func (*JobRecord) ProtoMessage() {}
 
 func (x *JobRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[10]
+	mi := &file_ward_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1130,7 @@ func (x *JobRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobRecord.ProtoReflect.Descriptor instead.
 func (*JobRecord) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *JobRecord) GetJobId() string {
@@ -1200,6 +1273,34 @@ func (x *JobRecord) GetResult() []byte {
 	return nil
 }
 
+func (x *JobRecord) GetWaiting() string {
+	if x != nil {
+		return x.Waiting
+	}
+	return ""
+}
+
+func (x *JobRecord) GetMaxRetries() int32 {
+	if x != nil {
+		return x.MaxRetries
+	}
+	return 0
+}
+
+func (x *JobRecord) GetDeadlineUnixMs() int64 {
+	if x != nil {
+		return x.DeadlineUnixMs
+	}
+	return 0
+}
+
+func (x *JobRecord) GetResources() *Resources {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
 // GetJobRequest asks a scheduler for one job, on sys.job.get.
 type GetJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1211,7 +1312,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_ward_v1_job_proto_msgTypes[11]
+	mi := &file_ward_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1324,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[11]
+	mi := &file_ward_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1337,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetJobRequest) GetJobId() string {
@@ -1264,7 +1365,7 @@ type GetJobReply struct {
 
 func (x *GetJobReply) Reset() {
 	*x = GetJobReply{}
-	mi := &file_ward_v1_job_proto_msgTypes[12]
+	mi := &file_ward_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +1377,7 @@ func (x *GetJobReply) String() string {
 func (*GetJobReply) ProtoMessage() {}
 
 func (x *GetJobReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[12]
+	mi := &file_ward_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +1390,7 @@ func (x *GetJobReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobReply.ProtoReflect.Descriptor instead.
 func (*GetJobReply) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetJobReply) GetJob() *JobRecord {
@@ -1318,7 +1419,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_ward_v1_job_proto_msgTypes[13]
+	mi := &file_ward_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1431,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[13]
+	mi := &file_ward_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1444,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListJobsRequest) GetLimit() int32 {
@@ -1371,7 +1472,7 @@ type ListJobsReply struct {
 
 func (x *ListJobsReply) Reset() {
 	*x = ListJobsReply{}
-	mi := &file_ward_v1_job_proto_msgTypes[14]
+	mi := &file_ward_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1484,7 @@ func (x *ListJobsReply) String() string {
 func (*ListJobsReply) ProtoMessage() {}
 
 func (x *ListJobsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[14]
+	mi := &file_ward_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1497,7 @@ func (x *ListJobsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsReply.ProtoReflect.Descriptor instead.
 func (*ListJobsReply) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListJobsReply) GetJobs() []*JobRecord {
@@ -1415,20 +1516,22 @@ func (x *ListJobsReply) GetError() string {
 
 // DLQEntry is a job the system could not place or finish, on sys.job.dlq.
 type DLQEntry struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Topic         string                 `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
-	TenantId      string                 `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	Message       string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
-	AtUnixMs      int64                  `protobuf:"varint,6,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	JobId    string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Topic    string                 `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	TenantId string                 `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Reason   string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message  string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	AtUnixMs int64                  `protobuf:"varint,6,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	// job is the job as stored (without events).
+	Job           *JobRecord `protobuf:"bytes,7,opt,name=job,proto3" json:"job,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DLQEntry) Reset() {
 	*x = DLQEntry{}
-	mi := &file_ward_v1_job_proto_msgTypes[15]
+	mi := &file_ward_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1543,7 @@ func (x *DLQEntry) String() string {
 func (*DLQEntry) ProtoMessage() {}
 
 func (x *DLQEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[15]
+	mi := &file_ward_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,7 +1556,7 @@ func (x *DLQEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DLQEntry.ProtoReflect.Descriptor instead.
 func (*DLQEntry) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DLQEntry) GetJobId() string {
@@ -1498,6 +1601,13 @@ func (x *DLQEntry) GetAtUnixMs() int64 {
 	return 0
 }
 
+func (x *DLQEntry) GetJob() *JobRecord {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
 var File_ward_v1_job_proto protoreflect.FileDescriptor
 
 const file_ward_v1_job_proto_rawDesc = "" +
@@ -1507,7 +1617,10 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\vdeadline_ms\x18\x01 \x01(\x03R\n" +
 	"deadlineMs\x12\x1f\n" +
 	"\vmax_retries\x18\x02 \x01(\x05R\n" +
-	"maxRetries\"\xba\x01\n" +
+	"maxRetries\"U\n" +
+	"\tResources\x12%\n" +
+	"\x0ecpu_millicores\x18\x01 \x01(\x03R\rcpuMillicores\x12!\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\xba\x01\n" +
 	"\x06Grants\x12\x1d\n" +
 	"\n" +
 	"http_hosts\x18\x01 \x03(\tR\thttpHosts\x12$\n" +
@@ -1521,7 +1634,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"maxRetries\x12\x1f\n" +
 	"\vdeadline_ms\x18\x03 \x01(\x03R\n" +
 	"deadlineMs\x12'\n" +
-	"\x06grants\x18\x04 \x01(\v2\x0f.ward.v1.GrantsR\x06grants\"\xbd\x05\n" +
+	"\x06grants\x18\x04 \x01(\v2\x0f.ward.v1.GrantsR\x06grants\"\xef\x05\n" +
 	"\n" +
 	"JobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
@@ -1543,7 +1656,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\apayload\x18\x0e \x01(\fR\apayload\x126\n" +
 	"\vconstraints\x18\x0f \x01(\v2\x14.ward.v1.ConstraintsR\vconstraints\x12\x12\n" +
 	"\x04pool\x18\x10 \x01(\tR\x04pool\x12\x18\n" +
-	"\aattempt\x18\x11 \x01(\x05R\aattempt\x1a9\n" +
+	"\aattempt\x18\x11 \x01(\x05R\aattempt\x120\n" +
+	"\tresources\x18\x12 \x01(\v2\x12.ward.v1.ResourcesR\tresources\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
@@ -1594,7 +1708,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x0fpolicy_revision\x18\x03 \x01(\tR\x0epolicyRevision\x12\x1f\n" +
 	"\vdecision_id\x18\x04 \x01(\tR\n" +
 	"decisionId\x126\n" +
-	"\vconstraints\x18\x05 \x01(\v2\x14.ward.v1.ConstraintsR\vconstraints\"\xe9\x05\n" +
+	"\vconstraints\x18\x05 \x01(\v2\x14.ward.v1.ConstraintsR\vconstraints\"\x80\a\n" +
 	"\tJobRecord\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +
@@ -1619,7 +1733,12 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x06labels\x18\x11 \x03(\v2\x1e.ward.v1.JobRecord.LabelsEntryR\x06labels\x12'\n" +
 	"\x0fidempotency_key\x18\x12 \x01(\tR\x0eidempotencyKey\x12\x18\n" +
 	"\aattempt\x18\x13 \x01(\x05R\aattempt\x12\x16\n" +
-	"\x06result\x18\x14 \x01(\fR\x06result\x1a9\n" +
+	"\x06result\x18\x14 \x01(\fR\x06result\x12\x18\n" +
+	"\awaiting\x18\x15 \x01(\tR\awaiting\x12\x1f\n" +
+	"\vmax_retries\x18\x16 \x01(\x05R\n" +
+	"maxRetries\x12(\n" +
+	"\x10deadline_unix_ms\x18\x17 \x01(\x03R\x0edeadlineUnixMs\x120\n" +
+	"\tresources\x18\x18 \x01(\v2\x12.ward.v1.ResourcesR\tresources\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +
@@ -1634,7 +1753,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x05state\"M\n" +
 	"\rListJobsReply\x12&\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x12.ward.v1.JobRecordR\x04jobs\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\xa4\x01\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xca\x01\n" +
 	"\bDLQEntry\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +
@@ -1642,7 +1761,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12\x1c\n" +
 	"\n" +
-	"at_unix_ms\x18\x06 \x01(\x03R\batUnixMs*\xfb\x01\n" +
+	"at_unix_ms\x18\x06 \x01(\x03R\batUnixMs\x12$\n" +
+	"\x03job\x18\a \x01(\v2\x12.ward.v1.JobRecordR\x03job*\xfb\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATE_PENDING\x10\x01\x12\x17\n" +
@@ -1668,52 +1788,56 @@ func file_ward_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_ward_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ward_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_ward_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_ward_v1_job_proto_goTypes = []any{
 	(JobState)(0),           // 0: ward.v1.JobState
 	(JobProgress_Kind)(0),   // 1: ward.v1.JobProgress.Kind
 	(*Budget)(nil),          // 2: ward.v1.Budget
-	(*Grants)(nil),          // 3: ward.v1.Grants
-	(*Constraints)(nil),     // 4: ward.v1.Constraints
-	(*JobRequest)(nil),      // 5: ward.v1.JobRequest
-	(*SubmitReply)(nil),     // 6: ward.v1.SubmitReply
-	(*JobResult)(nil),       // 7: ward.v1.JobResult
-	(*JobProgress)(nil),     // 8: ward.v1.JobProgress
-	(*JobCancel)(nil),       // 9: ward.v1.JobCancel
-	(*JobEvent)(nil),        // 10: ward.v1.JobEvent
-	(*SafetyRecord)(nil),    // 11: ward.v1.SafetyRecord
-	(*JobRecord)(nil),       // 12: ward.v1.JobRecord
-	(*GetJobRequest)(nil),   // 13: ward.v1.GetJobRequest
-	(*GetJobReply)(nil),     // 14: ward.v1.GetJobReply
-	(*ListJobsRequest)(nil), // 15: ward.v1.ListJobsRequest
-	(*ListJobsReply)(nil),   // 16: ward.v1.ListJobsReply
-	(*DLQEntry)(nil),        // 17: ward.v1.DLQEntry
-	nil,                     // 18: ward.v1.JobRequest.LabelsEntry
-	nil,                     // 19: ward.v1.JobRequest.EnvEntry
-	nil,                     // 20: ward.v1.JobRecord.LabelsEntry
+	(*Resources)(nil),       // 3: ward.v1.Resources
+	(*Grants)(nil),          // 4: ward.v1.Grants
+	(*Constraints)(nil),     // 5: ward.v1.Constraints
+	(*JobRequest)(nil),      // 6: ward.v1.JobRequest
+	(*SubmitReply)(nil),     // 7: ward.v1.SubmitReply
+	(*JobResult)(nil),       // 8: ward.v1.JobResult
+	(*JobProgress)(nil),     // 9: ward.v1.JobProgress
+	(*JobCancel)(nil),       // 10: ward.v1.JobCancel
+	(*JobEvent)(nil),        // 11: ward.v1.JobEvent
+	(*SafetyRecord)(nil),    // 12: ward.v1.SafetyRecord
+	(*JobRecord)(nil),       // 13: ward.v1.JobRecord
+	(*GetJobRequest)(nil),   // 14: ward.v1.GetJobRequest
+	(*GetJobReply)(nil),     // 15: ward.v1.GetJobReply
+	(*ListJobsRequest)(nil), // 16: ward.v1.ListJobsRequest
+	(*ListJobsReply)(nil),   // 17: ward.v1.ListJobsReply
+	(*DLQEntry)(nil),        // 18: ward.v1.DLQEntry
+	nil,                     // 19: ward.v1.JobRequest.LabelsEntry
+	nil,                     // 20: ward.v1.JobRequest.EnvEntry
+	nil,                     // 21: ward.v1.JobRecord.LabelsEntry
 }
 var file_ward_v1_job_proto_depIdxs = []int32{
-	3,  // 0: ward.v1.Constraints.grants:type_name -> ward.v1.Grants
-	18, // 1: ward.v1.JobRequest.labels:type_name -> ward.v1.JobRequest.LabelsEntry
-	19, // 2: ward.v1.JobRequest.env:type_name -> ward.v1.JobRequest.EnvEntry
+	4,  // 0: ward.v1.Constraints.grants:type_name -> ward.v1.Grants
+	19, // 1: ward.v1.JobRequest.labels:type_name -> ward.v1.JobRequest.LabelsEntry
+	20, // 2: ward.v1.JobRequest.env:type_name -> ward.v1.JobRequest.EnvEntry
 	2,  // 3: ward.v1.JobRequest.budget:type_name -> ward.v1.Budget
-	4,  // 4: ward.v1.JobRequest.constraints:type_name -> ward.v1.Constraints
-	0,  // 5: ward.v1.JobResult.status:type_name -> ward.v1.JobState
-	1,  // 6: ward.v1.JobProgress.kind:type_name -> ward.v1.JobProgress.Kind
-	0,  // 7: ward.v1.JobEvent.state:type_name -> ward.v1.JobState
-	4,  // 8: ward.v1.SafetyRecord.constraints:type_name -> ward.v1.Constraints
-	0,  // 9: ward.v1.JobRecord.state:type_name -> ward.v1.JobState
-	11, // 10: ward.v1.JobRecord.safety:type_name -> ward.v1.SafetyRecord
-	10, // 11: ward.v1.JobRecord.events:type_name -> ward.v1.JobEvent
-	20, // 12: ward.v1.JobRecord.labels:type_name -> ward.v1.JobRecord.LabelsEntry
-	12, // 13: ward.v1.GetJobReply.job:type_name -> ward.v1.JobRecord
-	0,  // 14: ward.v1.ListJobsRequest.state:type_name -> ward.v1.JobState
-	12, // 15: ward.v1.ListJobsReply.jobs:type_name -> ward.v1.JobRecord
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	5,  // 4: ward.v1.JobRequest.constraints:type_name -> ward.v1.Constraints
+	3,  // 5: ward.v1.JobRequest.resources:type_name -> ward.v1.Resources
+	0,  // 6: ward.v1.JobResult.status:type_name -> ward.v1.JobState
+	1,  // 7: ward.v1.JobProgress.kind:type_name -> ward.v1.JobProgress.Kind
+	0,  // 8: ward.v1.JobEvent.state:type_name -> ward.v1.JobState
+	5,  // 9: ward.v1.SafetyRecord.constraints:type_name -> ward.v1.Constraints
+	0,  // 10: ward.v1.JobRecord.state:type_name -> ward.v1.JobState
+	12, // 11: ward.v1.JobRecord.safety:type_name -> ward.v1.SafetyRecord
+	11, // 12: ward.v1.JobRecord.events:type_name -> ward.v1.JobEvent
+	21, // 13: ward.v1.JobRecord.labels:type_name -> ward.v1.JobRecord.LabelsEntry
+	3,  // 14: ward.v1.JobRecord.resources:type_name -> ward.v1.Resources
+	13, // 15: ward.v1.GetJobReply.job:type_name -> ward.v1.JobRecord
+	0,  // 16: ward.v1.ListJobsRequest.state:type_name -> ward.v1.JobState
+	13, // 17: ward.v1.ListJobsReply.jobs:type_name -> ward.v1.JobRecord
+	13, // 18: ward.v1.DLQEntry.job:type_name -> ward.v1.JobRecord
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_ward_v1_job_proto_init() }
@@ -1727,7 +1851,7 @@ func file_ward_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ward_v1_job_proto_rawDesc), len(file_ward_v1_job_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
