@@ -150,15 +150,20 @@ func num(p []string, field string, value int64) []string {
 }
 
 // transitionFields encodes the fields t sets, leaving out empty ones. State
-// and updated_at are set by the caller.
+// and updated_at are set by the caller. Reason and the error fields are
+// the job's only when it ends: on other moves they go to the event alone,
+// so that a job that waited (reason pool_overloaded) or was retried (its
+// first attempt failed) and then succeeded carries no reason.
 func transitionFields(t Transition) ([]string, error) {
 	var p []string
 	p = pairs(p, fPool, t.Pool)
 	p = pairs(p, fWorkerID, t.WorkerID)
 	p = pairs(p, fResultPtr, t.ResultPtr)
-	p = pairs(p, fReason, t.Reason)
-	p = pairs(p, fErrorCode, t.ErrorCode)
-	p = pairs(p, fErrorMessage, t.ErrorMessage)
+	if t.To.Terminal() {
+		p = pairs(p, fReason, t.Reason)
+		p = pairs(p, fErrorCode, t.ErrorCode)
+		p = pairs(p, fErrorMessage, t.ErrorMessage)
+	}
 	if t.Safety != nil {
 		b, err := json.Marshal(t.Safety)
 		if err != nil {

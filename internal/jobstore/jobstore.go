@@ -217,9 +217,11 @@ type Transition struct {
 	// uses it so that it only times out what is still stale).
 	From State
 
-	Pool         string
-	WorkerID     string
-	ResultPtr    string
+	Pool      string
+	WorkerID  string
+	ResultPtr string
+	// Reason goes into the event; the job keeps it, with ErrorCode and
+	// ErrorMessage, only when the move ends it (To is terminal).
 	Reason       string
 	ErrorCode    string
 	ErrorMessage string

@@ -1128,8 +1128,11 @@ func testRequeue(t *testing.T, s jobstore.Store) {
 			if n := activeCount(t, s, "acme"); n != 1 {
 				t.Fatalf("active before the requeue = %d", n)
 			}
-			j := move(t, s, id, jobstore.Transition{To: jobstore.Pending, From: from, Reason: "retry", Attempt: 1, At: t0.Add(time.Second)})
-			if j.WorkerID != "" || j.WorkerJobs != 0 || j.Reason != "retry" || j.Waiting != "" {
+			j := move(t, s, id, jobstore.Transition{To: jobstore.Pending, From: from, Reason: "retry", ErrorCode: "E1", Attempt: 1, At: t0.Add(time.Second)})
+			if ev := events(t, s, id); ev[len(ev)-1].Reason != "retry" {
+				t.Errorf("requeue event %+v: the reason goes to the event", ev[len(ev)-1])
+			}
+			if j.WorkerID != "" || j.WorkerJobs != 0 || j.Reason != "" || j.Waiting != "" {
 				t.Errorf("requeued job: worker %q (jobs %d) reason %q waiting %q", j.WorkerID, j.WorkerJobs, j.Reason, j.Waiting)
 			}
 			checkIn(t, s, id, jobstore.Pending, from)
