@@ -43,15 +43,16 @@ func BenchmarkRunEchoParallel(b *testing.B) {
 
 // BenchmarkCloseOnContextDone measures what the checks that make a guest
 // interruptible cost a CPU-bound guest (testdata/spin: a fixed loop, no host
-// calls): "on" is how untrusted code runs, "off" is unsafe and only here for
+// calls): "instrumented" is how Ward runs untrusted code, "wazero" is
+// wazero's WithCloseOnContextDone, and "none" is unsafe and only here for
 // comparison.
 func BenchmarkCloseOnContextDone(b *testing.B) {
 	for _, bc := range []struct {
-		name    string
-		disable bool
-	}{{"on", false}, {"off", true}} {
+		name string
+		mode runtime.InterruptMode
+	}{{"instrumented", runtime.InterruptInstrumented}, {"wazero", runtime.InterruptCloseOnContextDone}, {"none", runtime.InterruptNone}} {
 		b.Run(bc.name, func(b *testing.B) {
-			rt := newRuntime(b, runtime.Config{DisableCloseOnContextDone: bc.disable})
+			rt := newRuntime(b, runtime.Config{Interrupt: bc.mode})
 			spin := compile(b, rt, "./testdata/spin")
 			b.ReportAllocs()
 			for b.Loop() {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/tetratelabs/wazero/sys"
 )
@@ -14,35 +13,48 @@ import (
 // failure reason, a DLQ reason) and match on them.
 type Code string
 
-// The codes a *RunError carries.
+// The codes a *RunError carries, in the order a failed run is classified.
 const (
-	// CodeTimeout: the run reached its time limit (Input.TimeLimit, or the
-	// deadline of the context given to Run).
-	CodeTimeout Code = "timeout"
-	// CodeCancelled: the context given to Run was cancelled, or the Runtime
-	// was closed under the run.
-	CodeCancelled Code = "cancelled"
-	// CodeMemoryLimit: the guest needed more memory than
-	// Config.MemoryLimitBytes.
-	CodeMemoryLimit Code = "memory_limit"
-	// CodeOutputTooLarge: the guest wrote more than its output limit to
-	// stdout; the run is stopped as soon as it does.
+	// CodeOutputTooLarge: the guest wrote more than its output limit; the
+	// run is stopped as soon as it does.
 	CodeOutputTooLarge Code = "output_too_large"
-	// CodeExit: the guest exited with a non-zero code. The message is the
-	// guest's "panic:" or "fatal error:" line if it printed one, otherwise
-	// its last non-empty stderr line, followed by the exit code.
+	// CodeCancelled: the context given to Run was cancelled, or the
+	// Runtime was closed under the run.
+	CodeCancelled Code = "cancelled"
+	// CodeTimeout: the run reached its time limit, or the deadline of the
+	// context given to Run.
+	CodeTimeout Code = "timeout"
+	// CodeMemoryLimit: the guest needed more memory than its limit.
+	CodeMemoryLimit Code = "memory_limit"
+	// CodeNotGranted: the run failed after the guest was refused a
+	// capability it was not granted (an HTTP host, a directory); the
+	// message names it.
+	CodeNotGranted Code = "not_granted"
+	// CodeModuleError: the guest reported a failure (ward.fail, or a
+	// non-zero result from ward_run); the message is its own.
+	CodeModuleError Code = "module_error"
+	// CodeExit: the guest exited with a non-zero code, or panicked. The
+	// message is the guest's "panic:" or "fatal error:" line if it printed
+	// one, otherwise its last non-empty stderr line, followed by the exit
+	// code. (A Go reactor that panics aborts with a trap, not an exit: it
+	// gets this code, with exit code 0.)
 	CodeExit Code = "exit"
 	// CodeTrap: any other failure: a WebAssembly trap (unreachable,
 	// out-of-bounds access, ...), a failed instantiation.
 	CodeTrap Code = "trap"
+	// CodeInputTooLarge: the payload is over the module's max_input; the
+	// module did not run.
+	CodeInputTooLarge Code = "input_too_large"
+	// CodeMountUnavailable: a granted directory could not be opened; the
+	// module did not run.
+	CodeMountUnavailable Code = "mount_unavailable"
 )
 
 // RunError is the error of a run that failed.
 type RunError struct {
 	Code    Code
 	Message string
-	// ExitCode is the guest's exit code when Code is CodeExit or
-	// CodeMemoryLimit, zero otherwise.
+	// ExitCode is the guest's exit code when it exited, zero otherwise.
 	ExitCode uint32
 }
 
@@ -61,45 +73,50 @@ func ErrorCode(err error) Code {
 }
 
 // classify turns the error of a run into a *RunError. parent is the context
-// given to Run, runCtx the one the run used (parent plus the time limit).
-// wazero reports a run stopped by its context as an ExitError whose code says
-// why; an error without one (a failed instantiation) is put down to the
-// context only if the context is done.
-func (r *Runtime) classify(parent, runCtx context.Context, err error, stdout *cappedWriter, stderr *logWriter) *RunError {
+// given to Run, runCtx the one the run used: its cause says whether the
+// time limit, the caller, an output overflow or Close ended it.
+func (r *Runtime) classify(parent, runCtx context.Context, err error, c *call) *RunError {
 	var exitCode uint32
 	var exitErr *sys.ExitError
 	if errors.As(err, &exitErr) {
 		exitCode = exitErr.ExitCode()
 	}
+	cause := context.Cause(runCtx)
 
 	switch {
-	case stdout.overflowed:
-		// Checked first: the overflow cancelled runCtx to stop the guest.
-		return &RunError{Code: CodeOutputTooLarge, Message: fmt.Sprintf("stdout exceeded %d bytes", stdout.max)}
-	case exitCode == exitCodeRuntimeClosed && r.isClosed():
+	case c.out.overflowed:
+		return &RunError{Code: CodeOutputTooLarge, Message: fmt.Sprintf("output exceeded %d bytes", c.out.max)}
+	case runCtx.Err() != nil && errors.Is(cause, ErrClosed):
 		return &RunError{Code: CodeCancelled, Message: "runtime closed"}
-	case exitCode == sys.ExitCodeContextCanceled,
-		exitErr == nil && errors.Is(runCtx.Err(), context.Canceled):
+	case runCtx.Err() != nil && errors.Is(cause, errTimeLimit):
+		return &RunError{Code: CodeTimeout, Message: fmt.Sprintf("run stopped at its time limit of %v", c.lim.time)}
+	case runCtx.Err() != nil && errors.Is(cause, context.DeadlineExceeded):
+		return &RunError{Code: CodeTimeout, Message: "run stopped at the caller's deadline"}
+	case runCtx.Err() != nil:
 		return &RunError{Code: CodeCancelled, Message: "run cancelled"}
-	case exitCode == sys.ExitCodeDeadlineExceeded,
-		exitErr == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		msg := "run stopped at its time limit"
-		if d, ok := parent.Deadline(); ok && !d.After(time.Now()) {
-			msg = "run stopped at the caller's deadline"
+	case c.log.oomLine != "" || c.memRefused:
+		msg := c.log.oomLine
+		if msg == "" {
+			msg = "memory grow refused"
 		}
-		return &RunError{Code: CodeTimeout, Message: msg}
-	case stderr.oomLine != "":
-		return &RunError{Code: CodeMemoryLimit, ExitCode: exitCode,
-			Message: fmt.Sprintf("%s (limit %d bytes)", stderr.oomLine, r.memPages*pageSize)}
+		return &RunError{Code: CodeMemoryLimit, ExitCode: exitCode, Message: fmt.Sprintf("%s (limit %d bytes)", msg, c.lim.memory)}
+	case len(c.refused) > 0 && (c.failed || errors.Is(err, errModuleFailed) || exitErr != nil || c.log.fatal != ""):
+		msg := c.failureMessage(exitErr)
+		for _, r := range c.refused {
+			if !strings.Contains(msg, r) {
+				msg += "; refused: " + r
+			}
+		}
+		return &RunError{Code: CodeNotGranted, Message: msg}
+	case c.failed || errors.Is(err, errModuleFailed):
+		// A module that called ward.fail and then exited (an SDK command)
+		// failed on its own terms: its exit code says nothing more.
+		return &RunError{Code: CodeModuleError, Message: c.failureMessage(nil)}
 	case exitErr != nil:
-		msg := stderr.fatal
-		if msg == "" {
-			msg = string(stderr.last)
-		}
-		if msg == "" {
-			msg = "no message on stderr"
-		}
-		return &RunError{Code: CodeExit, ExitCode: exitCode, Message: fmt.Sprintf("%s (exit code %d)", msg, exitCode)}
+		return &RunError{Code: CodeExit, ExitCode: exitCode, Message: c.failureMessage(exitErr)}
+	case c.log.fatal != "":
+		// A reactor that panics aborts with a trap after printing why.
+		return &RunError{Code: CodeExit, Message: c.log.fatal}
 	default:
 		// wazero appends a multi-line wasm stack trace; keep the first line.
 		msg, _, _ := strings.Cut(err.Error(), "\n")
@@ -107,8 +124,21 @@ func (r *Runtime) classify(parent, runCtx context.Context, err error, stdout *ca
 	}
 }
 
-func (r *Runtime) isClosed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.closed
+// failureMessage is the guest's own word on why it failed: its ward.fail
+// message, its panic line, or its last log line.
+func (c *call) failureMessage(exitErr *sys.ExitError) string {
+	msg := c.failMsg
+	if msg == "" {
+		msg = c.log.fatal
+	}
+	if msg == "" {
+		msg = string(c.log.last)
+	}
+	if msg == "" {
+		msg = "no message"
+	}
+	if exitErr != nil {
+		msg = fmt.Sprintf("%s (exit code %d)", msg, exitErr.ExitCode())
+	}
+	return msg
 }

@@ -2,50 +2,82 @@
 // wazero.
 //
 // A Runtime compiles each distinct module once (keyed by its sha256 digest,
-// with wazero's compilation cache optionally on disk) and runs every job in a
-// fresh instance with its own stdin, stdout and stderr, under time, memory and
-// output limits. Failures come back as a *RunError with a stable Code.
+// with wazero's compilation cache optionally on disk) and runs jobs in it
+// under time, memory, input and output limits, with only the capabilities
+// the job was granted. Modules are WASI commands (one fresh instance per
+// job) or reactors exporting ward_run (a fresh instance per job, or warm
+// instances from a pool, never shared by two tenants). Failures come back
+// as a *RunError with a stable Code.
 //
-// A module is a WASI preview 1 command (a Go program built with GOOS=wasip1):
-// the payload is its stdin, its stdout is the result, its stderr the log, and
-// a non-zero exit code fails the run. It gets its name as argv[0], the wall and
-// monotonic clocks, sleep, and a random source; no environment, files or
-// network.
+// Before compiling, the module's bytes are rewritten (internal/wasmbin):
+// its data segments are merged, which makes instantiation several times
+// cheaper, and every loop and function entry gets a check of an interrupt
+// flag, which is how a run is stopped at its time limit (see README.md,
+// "Stopping a guest").
 //
 // The package knows nothing of how jobs arrive or where results go.
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/ward-run/ward/runtime/internal/wasmbin"
 )
 
 // Defaults for the zero values of Config.
 const (
 	DefaultMemoryLimitBytes = 64 << 20
+	DefaultMaxMemoryBytes   = 1 << 30
 	DefaultTimeLimit        = 10 * time.Second
+	DefaultMaxInputBytes    = 256 << 20
 	DefaultMaxOutputBytes   = 8 << 20
 	DefaultMaxLogBytes      = 64 << 10
 )
 
 const (
-	pageSize = 64 << 10 // bytes in a WebAssembly memory page
-	maxPages = 1 << 16  // 4 GiB, the most a 32-bit memory can address
+	pageSize       = 64 << 10 // bytes in a WebAssembly memory page
+	maxMemoryBytes = 4 << 30  // the most a 32-bit memory can address
+	// interruptExport names the global the rewrite adds and exports.
+	interruptExport = "ward.interrupt"
+	// mergeGap is the largest zero run filled to merge two data segments.
+	mergeGap = 4 << 10
 )
 
 // ErrClosed is returned by Compile and Run once Close has been called.
 var ErrClosed = errors.New("runtime: closed")
+
+// ErrModuleClosed is returned by Run for a module that was closed.
+var ErrModuleClosed = errors.New("runtime: module closed")
+
+// InterruptMode says how a run that reaches its time limit is stopped.
+type InterruptMode int
+
+// The interrupt modes.
+const (
+	// InterruptInstrumented (the default) stops guests through the check
+	// the rewrite puts in every loop and function entry; a module the
+	// rewrite cannot handle falls back to InterruptCloseOnContextDone.
+	InterruptInstrumented InterruptMode = iota
+	// InterruptCloseOnContextDone uses wazero's WithCloseOnContextDone,
+	// which exits to Go at every loop iteration: much slower for
+	// CPU-bound guests. It exists to be measured against.
+	InterruptCloseOnContextDone
+	// InterruptNone cannot stop a guest that loops forever. Unsafe for
+	// untrusted code; it exists only to measure what stopping costs.
+	InterruptNone
+)
 
 // Config configures a Runtime. The zero value is usable: every zero field
 // takes the default named in its comment.
@@ -55,93 +87,158 @@ type Config struct {
 	// compilation. Empty keeps the cache in memory only.
 	CacheDir string
 
-	// MemoryLimitBytes caps the linear memory of every instance, rounded down
-	// to whole 64 KiB pages (DefaultMemoryLimitBytes if zero, 4 GiB at most).
-	// A guest that grows past it fails with CodeMemoryLimit.
-	//
-	// wazero applies the limit per runtime, not per module or per run, so
-	// every module of a Runtime shares it; per-module limits (from the safety
-	// decision) come in a later issue.
+	// MemoryLimitBytes is the memory limit of a run whose Input and
+	// manifest name none (DefaultMemoryLimitBytes if zero).
 	MemoryLimitBytes int64
+	// MaxMemoryBytes caps every run's memory limit, whatever the grant or
+	// the manifest says (DefaultMaxMemoryBytes if zero, 4 GiB at most).
+	MaxMemoryBytes int64
 
-	// TimeLimit is the default wall-time limit of a run, used when
-	// Input.TimeLimit is zero (DefaultTimeLimit if zero).
+	// TimeLimit is the time limit of a run whose Input and manifest name
+	// none (DefaultTimeLimit if zero).
 	TimeLimit time.Duration
 
-	// MaxOutputBytes is the default cap on a run's stdout, used when
-	// Input.MaxOutputBytes is zero (DefaultMaxOutputBytes if zero).
+	// MaxInputBytes caps the payload of a run whose manifest names no
+	// max_input (DefaultMaxInputBytes if zero).
+	MaxInputBytes int
+	// MaxOutputBytes caps the result of a run whose Input and manifest
+	// name none (DefaultMaxOutputBytes if zero).
 	MaxOutputBytes int
-
-	// MaxLogBytes caps the stderr kept for each run (DefaultMaxLogBytes if
-	// zero). Past it the log is truncated; the run goes on.
+	// MaxLogBytes caps the log kept for each run: stderr and ward.log
+	// together (DefaultMaxLogBytes if zero). Past it the log is
+	// truncated; the run goes on.
 	MaxLogBytes int
 
-	// DisableCloseOnContextDone turns off the checks that let a run be
-	// stopped at its time limit or on cancellation. It exists only to measure
-	// what those checks cost (BenchmarkCloseOnContextDone). It is unsafe for
-	// untrusted code: a guest that loops forever then never returns.
-	DisableCloseOnContextDone bool
+	HTTP HTTPConfig
+	Pool PoolConfig
+
+	// Interrupt selects how runs are stopped; keep the default.
+	Interrupt InterruptMode
+}
+
+// HTTPConfig bounds the outbound HTTP calls of the ward.http_request host
+// function.
+type HTTPConfig struct {
+	// Timeout bounds one call (10 s if zero); the run's own deadline
+	// bounds it too.
+	Timeout time.Duration
+	// MaxRequestBytes caps a request body (1 MiB if zero).
+	MaxRequestBytes int
+	// MaxResponseBytes caps a response body (8 MiB if zero).
+	MaxResponseBytes int
+	// MaxRequests caps the calls of one run (64 if zero).
+	MaxRequests int
+	// Transport sends the requests (a private http.Transport if nil).
+	Transport http.RoundTripper
+}
+
+// PoolConfig bounds the warm instances of pooled modules.
+type PoolConfig struct {
+	// MaxIdle caps the idle instances of the Runtime (64 if zero); past
+	// it the least recently used go.
+	MaxIdle int
+	// MaxIdlePerKey caps the idle instances of one module version for one
+	// tenant and one set of grants (8 if zero).
+	MaxIdlePerKey int
+	// IdleTimeout closes instances idle for longer (2 minutes if zero).
+	IdleTimeout time.Duration
+	// MaxRuns retires an instance after that many jobs (10,000 if zero).
+	MaxRuns int
+	// RecycleBytes retires an instance whose memory grew past it during
+	// a job (64 MiB if zero): WebAssembly memory never shrinks.
+	RecycleBytes int64
+}
+
+func (c *Config) setDefaults() error {
+	if c.MemoryLimitBytes < 0 || c.MaxMemoryBytes < 0 || c.TimeLimit < 0 || c.MaxInputBytes < 0 ||
+		c.MaxOutputBytes < 0 || c.MaxLogBytes < 0 || c.HTTP.Timeout < 0 || c.HTTP.MaxRequestBytes < 0 ||
+		c.HTTP.MaxResponseBytes < 0 || c.HTTP.MaxRequests < 0 || c.Pool.MaxIdle < 0 || c.Pool.MaxIdlePerKey < 0 ||
+		c.Pool.IdleTimeout < 0 || c.Pool.MaxRuns < 0 || c.Pool.RecycleBytes < 0 {
+		return errors.New("runtime: negative limit in Config")
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if c.MemoryLimitBytes == 0 {
+		c.MemoryLimitBytes = DefaultMemoryLimitBytes
+	}
+	if c.MaxMemoryBytes == 0 {
+		c.MaxMemoryBytes = max(DefaultMaxMemoryBytes, c.MemoryLimitBytes)
+	}
+	if c.TimeLimit == 0 {
+		c.TimeLimit = DefaultTimeLimit
+	}
+	def(&c.MaxInputBytes, DefaultMaxInputBytes)
+	def(&c.MaxOutputBytes, DefaultMaxOutputBytes)
+	def(&c.MaxLogBytes, DefaultMaxLogBytes)
+	if c.HTTP.Timeout == 0 {
+		c.HTTP.Timeout = 10 * time.Second
+	}
+	def(&c.HTTP.MaxRequestBytes, 1<<20)
+	def(&c.HTTP.MaxResponseBytes, 8<<20)
+	def(&c.HTTP.MaxRequests, 64)
+	def(&c.Pool.MaxIdle, 64)
+	def(&c.Pool.MaxIdlePerKey, 8)
+	if c.Pool.IdleTimeout == 0 {
+		c.Pool.IdleTimeout = 2 * time.Minute
+	}
+	def(&c.Pool.MaxRuns, 10_000)
+	if c.Pool.RecycleBytes == 0 {
+		c.Pool.RecycleBytes = 64 << 20
+	}
+	for _, v := range []int64{c.MemoryLimitBytes, c.MaxMemoryBytes} {
+		if v < pageSize || v > maxMemoryBytes {
+			return fmt.Errorf("runtime: memory limit %d not between 64 KiB and 4 GiB", v)
+		}
+	}
+	if c.MemoryLimitBytes > c.MaxMemoryBytes {
+		return fmt.Errorf("runtime: MemoryLimitBytes %d is over MaxMemoryBytes %d", c.MemoryLimitBytes, c.MaxMemoryBytes)
+	}
+	return nil
 }
 
 // Runtime compiles and runs modules. It is safe for concurrent use.
 type Runtime struct {
-	cfg        Config
-	memPages   uint32
-	rt         wazero.Runtime
-	cache      wazero.CompilationCache
-	baseConfig wazero.ModuleConfig
+	cfg   Config
+	cache wazero.CompilationCache
+	// wz runs the modules the rewrite instrumented, with no per-iteration
+	// exit to Go; checked those it could not, with WithCloseOnContextDone.
+	wz, checked wazero.Runtime
+	http        *http.Client
+	pool        *pool
 
-	mu      sync.Mutex // guards the 3 following fields
-	modules map[string]*compileCall
-	closed  bool
-	running sync.WaitGroup
+	mu       sync.Mutex // guards the 4 following fields
+	compiled map[string]*compileCall
+	closed   bool
+	calls    map[*call]struct{} // the runs in flight, stopped by Close
+	running  sync.WaitGroup
 }
 
-// compileCall is one compilation, shared by every Compile of the same bytes.
+// compileCall is one compilation, shared by every Load of the same bytes.
 type compileCall struct {
 	done chan struct{}
-	mod  *Module
+	code *code
 	err  error
 }
 
-// Module is a compiled module, ready to Run any number of times, also
-// concurrently.
-type Module struct {
-	rt       *Runtime
-	name     string
+// code is a compiled module, shared by the Modules of the same bytes.
+type code struct {
 	digest   string
 	compiled wazero.CompiledModule
+	rt       wazero.Runtime
+	// interruptible: the rewrite added the interrupt global.
+	interruptible bool
+	abi           ABI
+	minMemory     uint64 // bytes the module's memory starts with
 }
-
-// Name is the name the module was first compiled under; it is the guest's
-// argv[0].
-func (m *Module) Name() string { return m.name }
-
-// Digest identifies the module's bytes: "sha256:" and the hex digest.
-func (m *Module) Digest() string { return m.digest }
 
 // New validates cfg and returns a Runtime. Close releases it.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
-	if cfg.MemoryLimitBytes < 0 || cfg.TimeLimit < 0 || cfg.MaxOutputBytes < 0 || cfg.MaxLogBytes < 0 {
-		return nil, errors.New("runtime: negative limit in Config")
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
 	}
-	if cfg.MemoryLimitBytes == 0 {
-		cfg.MemoryLimitBytes = DefaultMemoryLimitBytes
-	}
-	if cfg.TimeLimit == 0 {
-		cfg.TimeLimit = DefaultTimeLimit
-	}
-	if cfg.MaxOutputBytes == 0 {
-		cfg.MaxOutputBytes = DefaultMaxOutputBytes
-	}
-	if cfg.MaxLogBytes == 0 {
-		cfg.MaxLogBytes = DefaultMaxLogBytes
-	}
-	pages := cfg.MemoryLimitBytes / pageSize
-	if pages < 1 || pages > maxPages {
-		return nil, fmt.Errorf("runtime: MemoryLimitBytes %d not between 64 KiB and 4 GiB", cfg.MemoryLimitBytes)
-	}
-
 	var cache wazero.CompilationCache
 	if cfg.CacheDir != "" {
 		var err error
@@ -151,40 +248,97 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	} else {
 		cache = wazero.NewCompilationCache()
 	}
+	r := &Runtime{cfg: cfg, cache: cache, compiled: make(map[string]*compileCall), calls: make(map[*call]struct{})}
 
-	rc := wazero.NewRuntimeConfigCompiler().
-		WithCompilationCache(cache).
-		WithMemoryLimitPages(uint32(pages)).
-		WithCloseOnContextDone(!cfg.DisableCloseOnContextDone)
-	rt := wazero.NewRuntimeWithConfig(ctx, rc)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		_ = rt.Close(ctx)
-		_ = cache.Close(ctx)
-		return nil, fmt.Errorf("runtime: instantiate WASI: %w", err)
+	newRT := func(closeOnDone bool) (wazero.Runtime, error) {
+		rc := wazero.NewRuntimeConfigCompiler().
+			WithCompilationCache(cache).
+			WithMemoryLimitPages(uint32(cfg.MaxMemoryBytes / pageSize)).
+			WithCloseOnContextDone(closeOnDone)
+		rt := wazero.NewRuntimeWithConfig(ctx, rc)
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+			_ = rt.Close(ctx)
+			return nil, fmt.Errorf("runtime: instantiate WASI: %w", err)
+		}
+		if err := instantiateHost(ctx, rt); err != nil {
+			_ = rt.Close(ctx)
+			return nil, err
+		}
+		return rt, nil
 	}
-
-	return &Runtime{
-		cfg:      cfg,
-		memPages: uint32(pages),
-		rt:       rt,
-		cache:    cache,
-		// Go's runtime reads the clocks and the random source at start-up,
-		// so the guest gets real ones; nothing else is granted. The empty
-		// name lets any number of instances live side by side.
-		baseConfig: wazero.NewModuleConfig().
-			WithName("").
-			WithStartFunctions(). // _start is called by Run, see there.
-			WithSysWalltime().
-			WithSysNanotime().
-			WithRandSource(rand.Reader),
-		modules: make(map[string]*compileCall),
-	}, nil
+	var err error
+	if r.wz, err = newRT(cfg.Interrupt == InterruptCloseOnContextDone); err != nil {
+		_ = cache.Close(ctx)
+		return nil, err
+	}
+	if r.checked, err = newRT(cfg.Interrupt != InterruptNone); err != nil {
+		_ = r.wz.Close(ctx)
+		_ = cache.Close(ctx)
+		return nil, err
+	}
+	r.http = newHTTPClient(cfg.HTTP)
+	r.pool = newPool(cfg.Pool)
+	return r, nil
 }
 
-// Compile validates and compiles wasm, a WASI command. The same bytes are
-// compiled once: later calls, concurrent ones included, return the same
-// *Module, under the name it was first compiled with.
+// Module is a compiled module with its manifest, ready to Run any number of
+// times, also concurrently. Pooled modules keep their warm instances until
+// the Module or the Runtime is closed.
+type Module struct {
+	rt       *Runtime
+	code     *code
+	manifest Manifest
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Name is the manifest's name; it is the guest's argv[0].
+func (m *Module) Name() string { return m.manifest.Name }
+
+// Digest identifies the module's bytes: "sha256:" and the hex digest.
+func (m *Module) Digest() string { return m.code.digest }
+
+// Manifest returns the module's manifest, with its ABI and isolation
+// resolved.
+func (m *Module) Manifest() Manifest { return m.manifest }
+
+// Interruptible reports whether runs are stopped through the rewrite's
+// checks; false means wazero's WithCloseOnContextDone.
+func (m *Module) Interruptible() bool { return m.code.interruptible }
+
+// Close drops the module's idle instances; runs in flight finish, and their
+// instances are closed rather than pooled. Later runs fail with
+// ErrModuleClosed. The compiled code stays with the Runtime.
+func (m *Module) Close() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.rt.pool.drop(m)
+}
+
+func (m *Module) isClosed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
+
+// Compile is Load with a manifest that names the module and leaves the rest
+// to defaults.
 func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Module, error) {
+	return r.Load(ctx, wasm, &Manifest{Name: name})
+}
+
+// Load validates and compiles wasm, and checks it against its manifest. The
+// same bytes are compiled once: later calls, concurrent ones included,
+// share the compiled code.
+func (r *Runtime) Load(ctx context.Context, wasm []byte, man *Manifest) (*Module, error) {
+	if man == nil {
+		return nil, errors.New("runtime: Load: no manifest")
+	}
+	if err := man.Validate(); err != nil {
+		return nil, err
+	}
 	sum := sha256.Sum256(wasm)
 	digest := "sha256:" + hex.EncodeToString(sum[:])
 
@@ -193,146 +347,95 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 		r.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if c, ok := r.modules[digest]; ok {
-		r.mu.Unlock()
+	c, ok := r.compiled[digest]
+	if !ok {
+		c = &compileCall{done: make(chan struct{})}
+		r.compiled[digest] = c
+	}
+	r.mu.Unlock()
+
+	if ok {
 		select {
 		case <-c.done:
-			return c.mod, c.err
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	} else {
+		c.code, c.err = r.compile(ctx, digest, wasm)
+		if c.err != nil {
+			// Forget failures so that a later call may try again.
+			r.mu.Lock()
+			delete(r.compiled, digest)
+			r.mu.Unlock()
+		}
+		close(c.done)
 	}
-	c := &compileCall{done: make(chan struct{})}
-	r.modules[digest] = c
-	r.mu.Unlock()
-
-	c.mod, c.err = r.compile(ctx, name, digest, wasm)
 	if c.err != nil {
-		// Forget failures so that a later call may try again.
-		r.mu.Lock()
-		delete(r.modules, digest)
-		r.mu.Unlock()
+		return nil, fmt.Errorf("runtime: module %s (%s): %w", man.Name, digest, c.err)
 	}
-	close(c.done)
-	return c.mod, c.err
+
+	m := &Module{rt: r, code: c.code, manifest: *man}
+	switch {
+	case m.manifest.ABI == "":
+		m.manifest.ABI = c.code.abi
+	case m.manifest.ABI != c.code.abi:
+		return nil, fmt.Errorf("runtime: module %s: manifest says abi %s, the module is a %s", man.Name, man.ABI, c.code.abi)
+	}
+	if m.manifest.Isolation == "" {
+		m.manifest.Isolation = Fresh
+	}
+	if m.manifest.ABI == ABICommand && m.manifest.Isolation == Pooled {
+		return nil, fmt.Errorf("runtime: module %s: a wasi-command cannot be pooled", man.Name)
+	}
+	return m, nil
 }
 
-func (r *Runtime) compile(ctx context.Context, name, digest string, wasm []byte) (*Module, error) {
-	compiled, err := r.rt.CompileModule(ctx, wasm)
-	if err != nil {
-		return nil, fmt.Errorf("runtime: compile %s (%s): %w", name, digest, err)
-	}
-	if _, ok := compiled.ExportedFunctions()["_start"]; !ok {
-		_ = compiled.Close(ctx)
-		return nil, fmt.Errorf("runtime: module %s (%s) exports no _start: only WASI commands are supported", name, digest)
-	}
-	return &Module{rt: r, name: name, digest: digest, compiled: compiled}, nil
-}
-
-// Input is one run's payload and limits. Zero limits take the Runtime's
-// defaults.
-type Input struct {
-	// Payload is the guest's stdin.
-	Payload []byte
-	// TimeLimit bounds the run's wall time, instantiation included. The
-	// context given to Run may end it sooner.
-	TimeLimit time.Duration
-	// MaxOutputBytes caps the guest's stdout.
-	MaxOutputBytes int
-}
-
-// Output is what a run produced.
-type Output struct {
-	// Data is the guest's stdout: the result.
-	Data []byte
-	// Log is the guest's stderr, up to Config.MaxLogBytes.
-	Log []byte
-	// LogTruncated reports that the guest wrote more stderr than Log holds.
-	LogTruncated bool
-	// Duration is the run's wall time, instantiation included.
-	Duration time.Duration
-}
-
-// Run runs m in a fresh instance, with in.Payload as stdin, and returns what
-// it wrote. A run that fails returns a *RunError; its Output is then still
-// returned, with the log and whatever the guest wrote before it failed.
-// Other errors (ErrClosed, a module from another Runtime) come with no Output.
-//
-// The run ends at the earlier of in.TimeLimit and ctx's deadline; if ctx is
-// cancelled first the run fails with CodeCancelled.
-func (r *Runtime) Run(ctx context.Context, m *Module, in Input) (*Output, error) {
-	if m == nil || m.rt != r {
-		return nil, errors.New("runtime: module was not compiled by this Runtime")
-	}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return nil, ErrClosed
-	}
-	r.running.Add(1)
-	r.mu.Unlock()
-	defer r.running.Done()
-
-	limit := in.TimeLimit
-	if limit <= 0 {
-		limit = r.cfg.TimeLimit
-	}
-	maxOut := in.MaxOutputBytes
-	if maxOut <= 0 {
-		maxOut = r.cfg.MaxOutputBytes
-	}
-
-	runCtx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	stdout := &cappedWriter{max: maxOut, onOverflow: cancel}
-	stderr := &logWriter{max: r.cfg.MaxLogBytes}
-	mc := r.baseConfig.
-		// A sleeping guest blocks in poll_oneoff, where wazero cannot stop
-		// it: the sleep ends early when the run's context does.
-		WithNanosleep(func(ns int64) {
-			t := time.NewTimer(time.Duration(ns))
-			select {
-			case <-t.C:
-			case <-runCtx.Done():
-				t.Stop()
+func (r *Runtime) compile(ctx context.Context, digest string, wasm []byte) (*code, error) {
+	c := &code{digest: digest}
+	if r.cfg.Interrupt == InterruptInstrumented {
+		rewritten, _, err := wasmbin.Rewrite(wasm, wasmbin.Options{MergeGap: mergeGap, InterruptExport: interruptExport})
+		if err == nil {
+			if compiled, err := r.wz.CompileModule(ctx, rewritten); err == nil {
+				c.compiled, c.rt, c.interruptible = compiled, r.wz, true
 			}
-		}).
-		WithArgs(m.name).
-		WithStdin(bytes.NewReader(in.Payload)).
-		WithStdout(stdout).
-		WithStderr(stderr)
+		}
+	} else {
+		// Merging data segments is safe whatever the interrupt mode.
+		if rewritten, _, err := wasmbin.Rewrite(wasm, wasmbin.Options{MergeGap: mergeGap}); err == nil {
+			if compiled, err := r.checked.CompileModule(ctx, rewritten); err == nil {
+				c.compiled, c.rt = compiled, r.checked
+			}
+		}
+	}
+	if c.compiled == nil {
+		compiled, err := r.checked.CompileModule(ctx, wasm)
+		if err != nil {
+			return nil, fmt.Errorf("compile: %w", err)
+		}
+		c.compiled, c.rt = compiled, r.checked
+	}
 
-	start := time.Now()
-	err := r.run(runCtx, m, mc)
-	stderr.finish()
-	out := &Output{
-		Data:         stdout.buf,
-		Log:          stderr.log,
-		LogTruncated: stderr.truncated,
-		Duration:     time.Since(start),
+	exports := c.compiled.ExportedFunctions()
+	_, start := exports["_start"]
+	_, init := exports["_initialize"]
+	run, hasRun := exports["ward_run"]
+	switch {
+	case start:
+		c.abi = ABICommand
+	case init && hasRun:
+		if len(run.ParamTypes()) != 0 || len(run.ResultTypes()) != 1 || run.ResultTypes()[0] != api.ValueTypeI32 {
+			_ = c.compiled.Close(ctx)
+			return nil, errors.New("ward_run must be func() int32")
+		}
+		c.abi = ABIReactor
+	default:
+		_ = c.compiled.Close(ctx)
+		return nil, errors.New("exports neither _start (a WASI command) nor _initialize and ward_run (a Ward reactor)")
 	}
-	if err == nil {
-		return out, nil
+	for _, mem := range c.compiled.ExportedMemories() {
+		c.minMemory = max(c.minMemory, uint64(mem.Min())*pageSize)
 	}
-	return out, r.classify(ctx, runCtx, err, stdout, stderr)
-}
-
-// run instantiates m and calls _start itself rather than through
-// WithStartFunctions, so that instantiation errors and guest failures stay
-// apart.
-func (r *Runtime) run(ctx context.Context, m *Module, mc wazero.ModuleConfig) error {
-	mod, err := r.rt.InstantiateModule(ctx, m.compiled, mc)
-	if err != nil {
-		return fmt.Errorf("instantiate: %w", err)
-	}
-	defer mod.Close(context.WithoutCancel(ctx))
-	_, err = mod.ExportedFunction("_start").Call(ctx)
-	// A command ends with proc_exit, which reports even a clean exit as an
-	// ExitError.
-	if exitErr, ok := err.(*sys.ExitError); ok && exitErr.ExitCode() == 0 {
-		return nil
-	}
-	return err
+	return c, nil
 }
 
 // Close refuses new compilations and runs, waits for the runs in flight until
@@ -355,11 +458,57 @@ func (r *Runtime) Close(ctx context.Context) error {
 	select {
 	case <-idle:
 	case <-ctx.Done():
+		// Stop the runs still going, and wait for them to return: closing
+		// the wazero runtimes under a running guest would free its memory.
+		r.mu.Lock()
+		for c := range r.calls {
+			c.cancel(ErrClosed)
+		}
+		r.mu.Unlock()
+		<-idle
 	}
-	// Closing the wazero runtime also stops any instance still running.
-	err := r.rt.CloseWithExitCode(context.WithoutCancel(ctx), exitCodeRuntimeClosed)
-	return errors.Join(err, r.cache.Close(context.WithoutCancel(ctx)))
+	r.pool.close()
+	bg := context.WithoutCancel(ctx)
+	return errors.Join(r.wz.Close(bg), r.checked.Close(bg), r.cache.Close(bg))
 }
 
-// exitCodeRuntimeClosed is the exit code runs see when Close stops them.
-const exitCodeRuntimeClosed = 0xdead
+// track registers a run; it fails once the Runtime is closed.
+func (r *Runtime) track(c *call) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.calls[c] = struct{}{}
+	r.running.Add(1)
+	return true
+}
+
+// untrack ends what track started.
+func (r *Runtime) untrack(c *call) {
+	r.mu.Lock()
+	delete(r.calls, c)
+	r.mu.Unlock()
+	r.running.Done()
+}
+
+func (r *Runtime) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// baseModuleConfig is what every instance gets: the real clocks and a random
+// source (Go's runtime reads them at start), and the empty name, which lets
+// any number of instances live side by side.
+func baseModuleConfig() wazero.ModuleConfig {
+	return wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions().
+		WithSysWalltime().
+		WithSysNanotime().
+		WithRandSource(rand.Reader)
+}
+
+// IdleInstances returns how many warm instances the pool holds now.
+func (r *Runtime) IdleInstances() int { return r.pool.idle() }

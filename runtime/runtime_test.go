@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,30 +18,18 @@ import (
 	"github.com/ward-run/ward/runtime"
 )
 
-const echoPkg = "github.com/ward-run/ward/modules/echo"
+const (
+	echoPkg    = "github.com/ward-run/ward/modules/echo"
+	hostilePkg = "github.com/ward-run/ward/runtime/testdata/hostile"
+)
 
-// cacheDir is a compilation cache shared by the tests' Runtimes: compiling a
-// Go module takes seconds, and sharing the cache is itself under test.
-var cacheDir string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ward-runtime-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cacheDir = dir
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// newRuntime returns a Runtime closed when t ends, on the shared cache
-// unless cfg names a CacheDir.
+// newRuntime returns a Runtime closed when t ends. Unless cfg names one, it
+// uses the compilation cache shared by every test binary: compiling a Go
+// module takes seconds.
 func newRuntime(t testing.TB, cfg runtime.Config) *runtime.Runtime {
 	t.Helper()
 	if cfg.CacheDir == "" {
-		cfg.CacheDir = cacheDir
+		cfg.CacheDir = wasmtest.CacheDir(t)
 	}
 	rt, err := runtime.New(context.Background(), cfg)
 	if err != nil {
@@ -53,6 +43,7 @@ func newRuntime(t testing.TB, cfg runtime.Config) *runtime.Runtime {
 	return rt
 }
 
+// compile loads pkg, built as a WASI command, with a default manifest.
 func compile(t testing.TB, rt *runtime.Runtime, pkg string) *runtime.Module {
 	t.Helper()
 	m, err := rt.Compile(context.Background(), pkg[strings.LastIndexByte(pkg, '/')+1:], wasmtest.Build(t, pkg))
@@ -62,16 +53,15 @@ func compile(t testing.TB, rt *runtime.Runtime, pkg string) *runtime.Module {
 	return m
 }
 
-// checkEcho runs echo on rt with payload and fails t unless it comes back.
-func checkEcho(t testing.TB, rt *runtime.Runtime, echo *runtime.Module, payload []byte) {
+// reactor loads pkg, built as a reactor, with the given isolation.
+func reactor(t testing.TB, rt *runtime.Runtime, pkg string, iso runtime.Isolation) *runtime.Module {
 	t.Helper()
-	out, err := rt.Run(context.Background(), echo, runtime.Input{Payload: payload})
+	m, err := rt.Load(context.Background(), wasmtest.BuildReactor(t, pkg),
+		&runtime.Manifest{Name: pkg[strings.LastIndexByte(pkg, '/')+1:], Isolation: iso})
 	if err != nil {
-		t.Fatalf("echo: %v (log %q)", err, logOf(out))
+		t.Fatal(err)
 	}
-	if !bytes.Equal(out.Data, payload) {
-		t.Fatalf("echo returned %d bytes, want the %d sent", len(out.Data), len(payload))
-	}
+	return m
 }
 
 func logOf(out *runtime.Output) []byte {
@@ -87,36 +77,73 @@ func randomBytes(n int) []byte {
 	return b
 }
 
+// ask is a request to the hostile module.
+func ask(do, arg string) []byte {
+	b, _ := json.Marshal(map[string]string{"do": do, "arg": arg})
+	return b
+}
+
+// mustRun runs in and fails t unless it succeeds.
+func mustRun(t testing.TB, rt *runtime.Runtime, m *runtime.Module, in runtime.Input) *runtime.Output {
+	t.Helper()
+	out, err := rt.Run(context.Background(), m, in)
+	if err != nil {
+		t.Fatalf("%s: %v (log %q)", m.Name(), err, logOf(out))
+	}
+	return out
+}
+
+// flavours are the three ways a module runs.
+func flavours(t *testing.T, rt *runtime.Runtime, pkg string) map[string]*runtime.Module {
+	return map[string]*runtime.Module{
+		"command": compile(t, rt, pkg),
+		"fresh":   reactor(t, rt, pkg, runtime.Fresh),
+		"pooled":  reactor(t, rt, pkg, runtime.Pooled),
+	}
+}
+
 func TestEcho(t *testing.T) {
 	rt := newRuntime(t, runtime.Config{})
-	echo := compile(t, rt, echoPkg)
-	for _, n := range []int{0, 1, 1 << 10, 64 << 10, 1 << 20} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			payload := randomBytes(n)
-			out, err := rt.Run(context.Background(), echo, runtime.Input{Payload: payload})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(out.Data, payload) {
-				t.Fatalf("got %d bytes, want the %d sent", len(out.Data), n)
-			}
-			if len(out.Log) != 0 || out.Duration <= 0 {
-				t.Fatalf("log %q, duration %v", out.Log, out.Duration)
+	for name, echo := range flavours(t, rt, echoPkg) {
+		t.Run(name, func(t *testing.T) {
+			for _, n := range []int{0, 1, 1 << 10, 64 << 10, 1 << 20} {
+				payload := randomBytes(n)
+				out := mustRun(t, rt, echo, runtime.Input{Payload: payload, Tenant: "acme"})
+				if !bytes.Equal(out.Data, payload) {
+					t.Fatalf("%d bytes: got %d bytes back", n, len(out.Data))
+				}
+				if len(out.Log) != 0 || out.Duration <= 0 {
+					t.Fatalf("log %q, duration %v", out.Log, out.Duration)
+				}
 			}
 		})
 	}
 }
 
-func TestCompileOnce(t *testing.T) {
+// TestCommandStdio: a plain WASI command reads stdin and writes stdout and
+// stderr.
+func TestCommandStdio(t *testing.T) {
 	rt := newRuntime(t, runtime.Config{})
-	wasm := wasmtest.Build(t, echoPkg)
+	cat := compile(t, rt, "./testdata/cat")
+	if got := cat.Manifest(); got.ABI != runtime.ABICommand || got.Isolation != runtime.Fresh {
+		t.Fatalf("manifest %+v", got)
+	}
+	out := mustRun(t, rt, cat, runtime.Input{Payload: []byte("meow")})
+	if string(out.Data) != "meow" || string(out.Log) != "copied 4 bytes\n" {
+		t.Fatalf("got %q, log %q", out.Data, out.Log)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	wasm := wasmtest.BuildReactor(t, echoPkg)
 
 	const n = 8
 	mods := make([]*runtime.Module, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			m, err := rt.Compile(context.Background(), fmt.Sprint("echo", i), bytes.Clone(wasm))
+			m, err := rt.Load(context.Background(), bytes.Clone(wasm), &runtime.Manifest{Name: fmt.Sprint("echo", i)})
 			if err != nil {
 				t.Error(err)
 			}
@@ -125,30 +152,39 @@ func TestCompileOnce(t *testing.T) {
 	}
 	wg.Wait()
 	for _, m := range mods[1:] {
-		if m != mods[0] {
-			t.Fatalf("same bytes gave different modules: %p and %p", m, mods[0])
+		if m.Digest() != mods[0].Digest() {
+			t.Fatalf("same bytes gave digests %s and %s", m.Digest(), mods[0].Digest())
 		}
 	}
 	if d := mods[0].Digest(); !strings.HasPrefix(d, "sha256:") || len(d) != len("sha256:")+64 {
 		t.Fatalf("Digest() = %q", d)
 	}
-	if !strings.HasPrefix(mods[0].Name(), "echo") {
-		t.Fatalf("Name() = %q", mods[0].Name())
+	m := mods[0].Manifest()
+	if m.ABI != runtime.ABIReactor || m.Isolation != runtime.Fresh || !mods[0].Interruptible() {
+		t.Fatalf("manifest %+v, interruptible %v", m, mods[0].Interruptible())
 	}
 
-	// Different bytes are a different module.
-	other := compile(t, rt, "./testdata/exit")
-	if other == mods[0] || other.Digest() == mods[0].Digest() {
-		t.Fatal("different bytes gave the same module")
+	// The manifest must match the module.
+	for _, man := range []*runtime.Manifest{
+		{Name: "echo", ABI: runtime.ABICommand},
+		{Name: "echo", Isolation: "warm"},
+		{Name: ""},
+	} {
+		if _, err := rt.Load(context.Background(), wasm, man); err == nil {
+			t.Errorf("Load with %+v succeeded", man)
+		}
+	}
+	cmd := wasmtest.Build(t, echoPkg)
+	if _, err := rt.Load(context.Background(), cmd, &runtime.Manifest{Name: "echo", Isolation: runtime.Pooled}); err == nil {
+		t.Error("a pooled command was accepted")
 	}
 }
 
 func TestCompileRejects(t *testing.T) {
 	rt := newRuntime(t, runtime.Config{})
-	// A valid module that is not a WASI command: magic, version, nothing else.
 	for name, wasm := range map[string][]byte{
-		"garbage":  []byte("not wasm"),
-		"no start": {0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00},
+		"garbage":    []byte("not wasm"),
+		"no exports": {0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for range 2 { // failures are not cached
@@ -161,16 +197,16 @@ func TestCompileRejects(t *testing.T) {
 }
 
 func TestSharedCacheDir(t *testing.T) {
-	dir := cacheDir
-	wasm := wasmtest.Build(t, echoPkg)
+	dir := t.TempDir()
+	wasm := wasmtest.Build(t, "./testdata/cat")
 	payload := []byte("from the cache")
 
 	first := newRuntime(t, runtime.Config{CacheDir: dir})
-	m, err := first.Compile(context.Background(), "echo", wasm)
+	m, err := first.Compile(context.Background(), "cat", wasm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkEcho(t, first, m, payload)
+	mustRun(t, first, m, runtime.Input{Payload: payload})
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
 		t.Fatalf("cache dir holds %d entries (%v), want some", len(entries), err)
 	}
@@ -179,11 +215,13 @@ func TestSharedCacheDir(t *testing.T) {
 	// is still alive, both compiling from the cache.
 	for i := range 2 {
 		rt := newRuntime(t, runtime.Config{CacheDir: dir})
-		m, err := rt.Compile(context.Background(), "echo", wasm)
+		m, err := rt.Compile(context.Background(), "cat", wasm)
 		if err != nil {
 			t.Fatalf("runtime %d: %v", i+2, err)
 		}
-		checkEcho(t, rt, m, payload)
+		if out := mustRun(t, rt, m, runtime.Input{Payload: payload}); !bytes.Equal(out.Data, payload) {
+			t.Fatalf("runtime %d: %q", i+2, out.Data)
+		}
 		if i == 0 {
 			if err := first.Close(context.Background()); err != nil {
 				t.Fatal(err)
@@ -192,111 +230,294 @@ func TestSharedCacheDir(t *testing.T) {
 	}
 }
 
+// hostileCase is one way to misbehave and the failure it must end in.
+type hostileCase struct {
+	name     string
+	in       runtime.Input
+	code     runtime.Code
+	message  string // the RunError's message contains it
+	exitCode uint32 // checked when not zero
+}
+
+func hostileCases(mount string) []hostileCase {
+	return []hostileCase{
+		{name: "infinite loop", in: runtime.Input{Payload: ask("loop", ""), TimeLimit: 200 * time.Millisecond},
+			code: runtime.CodeTimeout, message: "time limit of 200ms"},
+		{name: "sleep", in: runtime.Input{Payload: ask("sleep", ""), TimeLimit: 200 * time.Millisecond},
+			code: runtime.CodeTimeout},
+		{name: "memory bomb", in: runtime.Input{Payload: ask("membomb", ""), MemoryLimitBytes: 32 << 20},
+			code: runtime.CodeMemoryLimit, message: "limit 33554432 bytes"},
+		{name: "endless output", in: runtime.Input{Payload: ask("bigout", ""), MaxOutputBytes: 1 << 20},
+			code: runtime.CodeOutputTooLarge, message: "1048576 bytes"},
+		{name: "panic", in: runtime.Input{Payload: ask("panic", "")},
+			code: runtime.CodeExit, message: "panic: no handler for job kind", exitCode: 2},
+		{name: "exit", in: runtime.Input{Payload: ask("exit", "")},
+			code: runtime.CodeExit, message: "exit code 3", exitCode: 3},
+		{name: "error", in: runtime.Input{Payload: ask("fail", "bad input: want JSON")},
+			code: runtime.CodeModuleError, message: "bad input: want JSON"},
+		{name: "ungranted http", in: runtime.Input{Payload: ask("http", "http://example.com/"),
+			Grants: runtime.Grants{HTTPHosts: []string{"example.org"}}},
+			code: runtime.CodeNotGranted, message: "host example.com is not granted"},
+		{name: "symlink escape", in: runtime.Input{Payload: ask("read", "/repo/up/secret"),
+			Grants: runtime.Grants{Mounts: []runtime.Mount{{Dir: mount, Path: "/repo"}}}},
+			code: runtime.CodeNotGranted, message: "leaves the mounted directory /repo"},
+		{name: "write to a mount", in: runtime.Input{Payload: ask("write", "/repo/new"),
+			Grants: runtime.Grants{Mounts: []runtime.Mount{{Dir: mount, Path: "/repo"}}}},
+			code: runtime.CodeModuleError, message: "/repo/new"},
+	}
+}
+
+// escapeTree returns a directory to mount: it holds a file, and a symbolic
+// link up -> .., whose target's secret must stay out of reach.
+func escapeTree(t *testing.T) string {
+	t.Helper()
+	parent := t.TempDir()
+	if err := os.WriteFile(filepath.Join(parent, "secret"), []byte("the secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mount := filepath.Join(parent, "mount")
+	if err := os.Mkdir(mount, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mount, "readme"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..", filepath.Join(mount, "up")); err != nil {
+		t.Fatal(err)
+	}
+	return mount
+}
+
+// TestHostileGuests: every misbehaviour ends in its code, in each of the
+// three flavours, and the same Runtime and module then run the next job.
 func TestHostileGuests(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		pkg      string
-		cfg      runtime.Config
-		in       runtime.Input
-		code     runtime.Code
-		message  string // the RunError's message contains it
-		exitCode uint32
-	}{
-		{
-			name: "infinite loop", pkg: "./testdata/loop",
-			in:   runtime.Input{TimeLimit: 200 * time.Millisecond},
-			code: runtime.CodeTimeout,
-		},
-		{
-			name: "sleep", pkg: "./testdata/sleep",
-			in:   runtime.Input{TimeLimit: 200 * time.Millisecond},
-			code: runtime.CodeTimeout,
-		},
-		{
-			name: "memory bomb", pkg: "./testdata/membomb",
-			cfg:      runtime.Config{MemoryLimitBytes: 32 << 20},
-			code:     runtime.CodeMemoryLimit,
-			message:  "out of memory",
-			exitCode: 2,
-		},
-		{
-			name: "endless output", pkg: "./testdata/bigout",
-			in:      runtime.Input{MaxOutputBytes: 1 << 20},
-			code:    runtime.CodeOutputTooLarge,
-			message: "1048576 bytes",
-		},
-		{
-			name: "exit code", pkg: "./testdata/exit",
-			code:     runtime.CodeExit,
-			message:  "bad input: want JSON (exit code 3)",
-			exitCode: 3,
-		},
-		{
-			name: "panic", pkg: "./testdata/panic",
-			code:     runtime.CodeExit,
-			message:  "panic: no handler for job kind",
-			exitCode: 2,
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rt := newRuntime(t, tc.cfg)
-			guest := compile(t, rt, tc.pkg)
-			echo := compile(t, rt, echoPkg)
+	rt := newRuntime(t, runtime.Config{})
+	mount := escapeTree(t)
+	for flavour, m := range flavours(t, rt, hostilePkg) {
+		t.Run(flavour, func(t *testing.T) {
+			for _, tc := range hostileCases(mount) {
+				t.Run(tc.name, func(t *testing.T) {
+					tc.in.Tenant = "acme"
+					out, err := rt.Run(context.Background(), m, tc.in)
+					var re *runtime.RunError
+					if !errors.As(err, &re) {
+						t.Fatalf("Run error = %v, want a *RunError", err)
+					}
+					if flavour != "command" && tc.name == "panic" {
+						tc.exitCode = 0 // a reactor's panic is a trap, with no exit code
+					}
+					if re.Code != tc.code || !strings.Contains(re.Message, tc.message) || (tc.exitCode != 0 && re.ExitCode != tc.exitCode) {
+						t.Fatalf("got %s %q (exit code %d), want %s containing %q (exit code %d); log:\n%s",
+							re.Code, re.Message, re.ExitCode, tc.code, tc.message, tc.exitCode, logOf(out))
+					}
+					if runtime.ErrorCode(fmt.Errorf("job 7: %w", err)) != tc.code {
+						t.Fatalf("ErrorCode does not see %s through wrapping", tc.code)
+					}
+					if out == nil {
+						t.Fatal("no Output with the RunError")
+					}
+					if bytes.Contains(out.Data, []byte("the secret")) {
+						t.Fatal("the secret leaked")
+					}
+					t.Logf("%v after %v", err, out.Duration)
 
-			out, err := rt.Run(context.Background(), guest, tc.in)
-			var re *runtime.RunError
-			if !errors.As(err, &re) {
-				t.Fatalf("Run error = %v, want a *RunError", err)
+					// The same module serves the same tenant's next job.
+					next := mustRun(t, rt, m, runtime.Input{Payload: ask("echo", "still here"), Tenant: "acme"})
+					if string(next.Data) != "still here" {
+						t.Fatalf("next job returned %q", next.Data)
+					}
+				})
 			}
-			if re.Code != tc.code || !strings.Contains(re.Message, tc.message) || re.ExitCode != tc.exitCode {
-				t.Fatalf("got %s %q (exit code %d), want %s containing %q (exit code %d); log:\n%s",
-					re.Code, re.Message, re.ExitCode, tc.code, tc.message, tc.exitCode, logOf(out))
-			}
-			if runtime.ErrorCode(fmt.Errorf("job 7: %w", err)) != tc.code {
-				t.Fatalf("ErrorCode does not see %s through wrapping", tc.code)
-			}
-			if out == nil {
-				t.Fatal("no Output with the RunError")
-			}
-			t.Logf("%v after %v", err, out.Duration)
-
-			// The Runtime is unharmed.
-			checkEcho(t, rt, echo, []byte("still here"))
 		})
 	}
 }
 
-func TestCancel(t *testing.T) {
+// TestMounts: a granted directory is readable, and only it.
+func TestMounts(t *testing.T) {
 	rt := newRuntime(t, runtime.Config{})
-	loop := compile(t, rt, "./testdata/loop")
-
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	_, err := rt.Run(ctx, loop, runtime.Input{})
-	if code := runtime.ErrorCode(err); code != runtime.CodeCancelled {
-		t.Fatalf("cancelled run: %v, want code %s", err, runtime.CodeCancelled)
+	m := reactor(t, rt, hostilePkg, runtime.Pooled)
+	mount := escapeTree(t)
+	grants := runtime.Grants{Mounts: []runtime.Mount{{Dir: mount}}}
+	in := func(do, arg string) runtime.Input {
+		return runtime.Input{Payload: ask(do, arg), Tenant: "acme", Grants: grants}
 	}
-
-	// The caller's deadline, shorter than the run's time limit, is a timeout.
-	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	_, err = rt.Run(ctx, loop, runtime.Input{TimeLimit: time.Minute})
-	if code := runtime.ErrorCode(err); code != runtime.CodeTimeout {
-		t.Fatalf("run past the caller's deadline: %v, want code %s", err, runtime.CodeTimeout)
+	if out := mustRun(t, rt, m, in("read", mount+"/readme")); string(out.Data) != "hello" {
+		t.Fatalf("read %q", out.Data)
+	}
+	if out := mustRun(t, rt, m, in("ls", mount)); !strings.Contains(string(out.Data), "readme") {
+		t.Fatalf("ls %q", out.Data)
+	}
+	for _, path := range []string{filepath.Dir(mount) + "/secret", "/etc/passwd", mount + "/../secret"} {
+		if _, err := rt.Run(context.Background(), m, in("read", path)); err == nil {
+			t.Errorf("read %s succeeded", path)
+		}
+	}
+	// Without the grant, nothing is mounted.
+	if _, err := rt.Run(context.Background(), m, runtime.Input{Payload: ask("read", mount+"/readme"), Tenant: "acme"}); err == nil {
+		t.Error("read without a mount succeeded")
+	}
+	// A directory that is gone fails the run before the module starts.
+	_, err := rt.Run(context.Background(), m, runtime.Input{Payload: ask("echo", ""), Tenant: "acme",
+		Grants: runtime.Grants{Mounts: []runtime.Mount{{Dir: filepath.Join(mount, "nope")}}}})
+	if runtime.ErrorCode(err) != runtime.CodeMountUnavailable {
+		t.Errorf("missing mount: %v", err)
 	}
 }
 
-func TestConcurrentRuns(t *testing.T) {
+func TestEnvAndInfo(t *testing.T) {
 	rt := newRuntime(t, runtime.Config{})
-	echo := compile(t, rt, echoPkg)
+	for flavour, m := range flavours(t, rt, hostilePkg) {
+		t.Run(flavour, func(t *testing.T) {
+			in := runtime.Input{Payload: ask("env", "OLLAMA_MODEL"), Tenant: "acme",
+				Grants: runtime.Grants{Env: map[string]string{"OLLAMA_MODEL": "llama3"}}}
+			if out := mustRun(t, rt, m, in); string(out.Data) != "llama3" {
+				t.Fatalf("granted env: %q", out.Data)
+			}
+			in.Grants.Env = nil
+			if out := mustRun(t, rt, m, in); string(out.Data) != "" {
+				t.Fatalf("env without a grant: %q", out.Data)
+			}
+			in = runtime.Input{Payload: ask("info", ""), Tenant: "acme",
+				Job: runtime.JobInfo{ID: "j1", Topic: "job.test", Attempt: 2, Labels: map[string]string{"k": "v"}}}
+			var info struct {
+				ID, Tenant, Topic string
+				Attempt           int
+				Labels            map[string]string
+			}
+			if err := json.Unmarshal(mustRun(t, rt, m, in).Data, &info); err != nil {
+				t.Fatal(err)
+			}
+			if info.ID != "j1" || info.Tenant != "acme" || info.Topic != "job.test" || info.Attempt != 2 || info.Labels["k"] != "v" {
+				t.Fatalf("info %+v", info)
+			}
+		})
+	}
+}
 
-	const goroutines, runs = 16, 4
+func TestLogAndProgress(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{MaxLogBytes: 4 << 10})
+	m := reactor(t, rt, hostilePkg, runtime.Pooled)
+	out := mustRun(t, rt, m, runtime.Input{Payload: ask("log", "1000"), Tenant: "acme"})
+	if !out.LogTruncated || len(out.Log) > 4<<10 || !bytes.HasPrefix(out.Log, []byte("info: line 0\n")) {
+		t.Fatalf("log of %d bytes, truncated %v: %.60q", len(out.Log), out.LogTruncated, out.Log)
+	}
+
+	var mu sync.Mutex
+	var got []int
+	in := runtime.Input{Payload: ask("progress", ""), Tenant: "acme", Progress: func(pct int, msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if msg != fmt.Sprintf("step %d", pct) {
+			t.Errorf("progress %d with message %q", pct, msg)
+		}
+		got = append(got, pct)
+	}}
+	mustRun(t, rt, m, in)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 || got[len(got)-1] != 100 {
+		t.Fatalf("progress reports %v, want them to end at 100", got)
+	}
+}
+
+// TestPooled: instances are reused within a tenant and never across
+// tenants, and are thrown away after a failure, at MaxRuns, or when the
+// module is closed.
+func TestPooled(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Pool: runtime.PoolConfig{MaxRuns: 4}})
+	m := reactor(t, rt, hostilePkg, runtime.Pooled)
+	served := func(tenant string) (string, bool) {
+		out := mustRun(t, rt, m, runtime.Input{Payload: ask("served", ""), Tenant: tenant})
+		return string(out.Data), out.Reused
+	}
+	for i, want := range []string{"1", "2", "3"} {
+		if got, reused := served("a"); got != want || reused != (i > 0) {
+			t.Fatalf("tenant a, job %d: instance served %s jobs (reused %v), want %s", i+1, got, reused, want)
+		}
+	}
+	if got, _ := served("b"); got != "1" {
+		t.Fatalf("tenant b's first job ran in an instance that served %s jobs", got)
+	}
+	// a's instance reached MaxRuns with its 4th job.
+	if got, _ := served("a"); got != "4" {
+		t.Fatalf("a's 4th job: %s", got)
+	}
+	if got, _ := served("a"); got != "1" {
+		t.Fatalf("after MaxRuns: %s, want a new instance", got)
+	}
+	// A module error keeps the instance; a trap does not.
+	if _, err := rt.Run(context.Background(), m, runtime.Input{Payload: ask("fail", "no"), Tenant: "a"}); runtime.ErrorCode(err) != runtime.CodeModuleError {
+		t.Fatal(err)
+	}
+	if got, _ := served("a"); got != "3" {
+		t.Fatalf("after a module error: %s, want the same instance", got)
+	}
+	if _, err := rt.Run(context.Background(), m, runtime.Input{Payload: ask("loop", ""), Tenant: "a", TimeLimit: 50 * time.Millisecond}); runtime.ErrorCode(err) != runtime.CodeTimeout {
+		t.Fatal(err)
+	}
+	if got, _ := served("a"); got != "1" {
+		t.Fatalf("after a timeout: %s, want a new instance", got)
+	}
+	// A different memory limit is a different instance.
+	out := mustRun(t, rt, m, runtime.Input{Payload: ask("served", ""), Tenant: "a", MemoryLimitBytes: 48 << 20})
+	if string(out.Data) != "1" {
+		t.Fatalf("another memory limit: %s", out.Data)
+	}
+
+	if rt.IdleInstances() == 0 {
+		t.Fatal("no idle instances")
+	}
+	m.Close()
+	if n := rt.IdleInstances(); n != 0 {
+		t.Fatalf("%d idle instances after Module.Close", n)
+	}
+	if _, err := rt.Run(context.Background(), m, runtime.Input{Payload: ask("echo", "")}); !errors.Is(err, runtime.ErrModuleClosed) {
+		t.Fatalf("Run on a closed module: %v", err)
+	}
+}
+
+func TestPoolLimits(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Pool: runtime.PoolConfig{MaxIdle: 3, MaxIdlePerKey: 1, IdleTimeout: 100 * time.Millisecond}})
+	m := reactor(t, rt, echoPkg, runtime.Pooled)
+	for _, tenant := range []string{"a", "b", "c", "d", "a"} {
+		mustRun(t, rt, m, runtime.Input{Tenant: tenant})
+		if n := rt.IdleInstances(); n > 3 {
+			t.Fatalf("%d idle instances, MaxIdle is 3", n)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for rt.IdleInstances() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d instances still idle past IdleTimeout", rt.IdleInstances())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRecycle: an instance whose memory grew past RecycleBytes is not
+// pooled.
+func TestRecycle(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{Pool: runtime.PoolConfig{RecycleBytes: 1 << 20}})
+	m := reactor(t, rt, hostilePkg, runtime.Pooled)
+	for range 2 {
+		if out := mustRun(t, rt, m, runtime.Input{Payload: ask("served", "")}); string(out.Data) != "1" {
+			t.Fatalf("served %s: a grown instance was pooled", out.Data)
+		}
+	}
+}
+
+// TestConcurrentPooled: goroutines of several tenants share a pooled module;
+// each gets its own result.
+func TestConcurrentPooled(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	echo := reactor(t, rt, echoPkg, runtime.Pooled)
+	const goroutines, runs = 12, 20
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
 			for i := range runs {
-				payload := fmt.Appendf(randomBytes(g*1000), "goroutine %d run %d", g, i)
-				out, err := rt.Run(context.Background(), echo, runtime.Input{Payload: payload})
+				payload := fmt.Appendf(randomBytes(g*100), "goroutine %d run %d", g, i)
+				out, err := rt.Run(context.Background(), echo, runtime.Input{Payload: payload, Tenant: fmt.Sprint("t", g%3)})
 				if err != nil {
 					t.Error(err)
 					return
@@ -311,20 +532,100 @@ func TestConcurrentRuns(t *testing.T) {
 	wg.Wait()
 }
 
-func TestClose(t *testing.T) {
-	rt, err := runtime.New(context.Background(), runtime.Config{CacheDir: cacheDir})
+func TestInputAndMemoryLimits(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	wasm := wasmtest.BuildReactor(t, echoPkg)
+	m, err := rt.Load(context.Background(), wasm, &runtime.Manifest{Name: "echo", Limits: runtime.Limits{MaxInput: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	loop := compile(t, rt, "./testdata/loop")
-	echo := compile(t, rt, echoPkg)
+	if _, err := rt.Run(context.Background(), m, runtime.Input{Payload: make([]byte, 101)}); runtime.ErrorCode(err) != runtime.CodeInputTooLarge {
+		t.Fatalf("101 bytes into max_input 100: %v", err)
+	}
+	mustRun(t, rt, m, runtime.Input{Payload: make([]byte, 100)})
+	// A limit below what the module starts with fails before it runs.
+	if _, err := rt.Run(context.Background(), m, runtime.Input{MemoryLimitBytes: 64 << 10}); runtime.ErrorCode(err) != runtime.CodeMemoryLimit {
+		t.Fatalf("64 KiB of memory: %v", err)
+	}
+}
+
+func TestHTTP(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{HTTP: runtime.HTTPConfig{MaxResponseBytes: 1 << 10}})
+	m := reactor(t, rt, hostilePkg, runtime.Pooled)
+	srv := newHTTPStandIns(t)
+	run := func(url string, grants ...string) (*runtime.Output, error) {
+		return rt.Run(context.Background(), m, runtime.Input{Payload: ask("http", url), Tenant: "acme",
+			Grants: runtime.Grants{HTTPHosts: grants}})
+	}
+	for _, tc := range []struct {
+		name, url string
+		grants    []string
+		code      runtime.Code
+		want      string // in the output, or in the error message
+	}{
+		{"granted host", srv.a + "/hello", []string{srv.aHost}, "", "200 hello"},
+		{"granted name, any port", srv.a + "/hello", []string{"127.0.0.1"}, "", "200 hello"},
+		{"wildcards do not match addresses", srv.a + "/hello", []string{"*.0.0.1"}, runtime.CodeNotGranted, "not granted"},
+		{"not granted", srv.a + "/hello", nil, runtime.CodeNotGranted, "is not granted"},
+		{"other port", srv.a + "/hello", []string{"127.0.0.1:1"}, runtime.CodeNotGranted, "is not granted"},
+		{"same-host redirect", srv.a + "/redirect-same", []string{srv.aHost}, "", "200 hello"},
+		{"redirect to another host", srv.a + "/redirect-other", []string{srv.aHost, "localhost"}, runtime.CodeNotGranted, "redirect to another host refused"},
+		{"response too large", srv.a + "/big", []string{srv.aHost}, runtime.CodeModuleError, "response body over 1024 bytes"},
+		{"bad URL", "file:///etc/passwd", []string{srv.aHost}, runtime.CodeModuleError, "not an absolute http(s) URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := run(tc.url, tc.grants...)
+			if tc.code == "" {
+				if err != nil || string(out.Data) != tc.want {
+					t.Fatalf("got %q, %v; want %q", logOf(out), err, tc.want)
+				}
+				return
+			}
+			var re *runtime.RunError
+			if !errors.As(err, &re) || re.Code != tc.code || !strings.Contains(re.Message, tc.want) {
+				t.Fatalf("got %v, want %s containing %q", err, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+func TestCancel(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	for flavour, m := range flavours(t, rt, hostilePkg) {
+		t.Run(flavour, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(100*time.Millisecond, cancel)
+			_, err := rt.Run(ctx, m, runtime.Input{Payload: ask("loop", "")})
+			if code := runtime.ErrorCode(err); code != runtime.CodeCancelled {
+				t.Fatalf("cancelled run: %v, want code %s", err, runtime.CodeCancelled)
+			}
+
+			// The caller's deadline, shorter than the run's time limit, is a timeout.
+			ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			_, err = rt.Run(ctx, m, runtime.Input{Payload: ask("loop", ""), TimeLimit: time.Minute})
+			var re *runtime.RunError
+			if !errors.As(err, &re) || re.Code != runtime.CodeTimeout || !strings.Contains(re.Message, "caller's deadline") {
+				t.Fatalf("run past the caller's deadline: %v, want code %s", err, runtime.CodeTimeout)
+			}
+		})
+	}
+}
+
+func TestClose(t *testing.T) {
+	rt, err := runtime.New(context.Background(), runtime.Config{CacheDir: wasmtest.CacheDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := reactor(t, rt, hostilePkg, runtime.Pooled)
+	mustRun(t, rt, loop, runtime.Input{Payload: ask("echo", "")}) // one idle instance
 
 	// A run in flight when Close gives up waiting is stopped.
 	started := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
 		close(started)
-		_, err := rt.Run(context.Background(), loop, runtime.Input{TimeLimit: time.Minute})
+		_, err := rt.Run(context.Background(), loop, runtime.Input{Payload: ask("loop", ""), TimeLimit: time.Minute})
 		done <- err
 	}()
 	<-started
@@ -342,8 +643,10 @@ func TestClose(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close left a run going")
 	}
-
-	if _, err := rt.Run(context.Background(), echo, runtime.Input{}); !errors.Is(err, runtime.ErrClosed) {
+	if n := rt.IdleInstances(); n != 0 {
+		t.Fatalf("%d idle instances after Close", n)
+	}
+	if _, err := rt.Run(context.Background(), loop, runtime.Input{}); !errors.Is(err, runtime.ErrClosed) {
 		t.Fatalf("Run after Close: %v, want ErrClosed", err)
 	}
 	if _, err := rt.Compile(context.Background(), "echo", []byte("x")); !errors.Is(err, runtime.ErrClosed) {
@@ -357,7 +660,7 @@ func TestClose(t *testing.T) {
 func TestForeignModule(t *testing.T) {
 	a := newRuntime(t, runtime.Config{})
 	b := newRuntime(t, runtime.Config{})
-	m := compile(t, a, echoPkg)
+	m := compile(t, a, "./testdata/cat")
 	if _, err := b.Run(context.Background(), m, runtime.Input{}); err == nil || runtime.ErrorCode(err) != "" {
 		t.Fatalf("Run of another Runtime's module: %v", err)
 	}
@@ -368,8 +671,10 @@ func TestNewRejects(t *testing.T) {
 		{MemoryLimitBytes: -1},
 		{MemoryLimitBytes: 1000},
 		{MemoryLimitBytes: 8 << 30},
+		{MemoryLimitBytes: 64 << 20, MaxMemoryBytes: 32 << 20},
 		{TimeLimit: -time.Second},
 		{MaxOutputBytes: -1},
+		{Pool: runtime.PoolConfig{MaxIdle: -1}},
 	} {
 		if rt, err := runtime.New(context.Background(), cfg); err == nil {
 			_ = rt.Close(context.Background())

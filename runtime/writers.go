@@ -2,33 +2,40 @@ package runtime
 
 import (
 	"bytes"
+	"context"
 	"errors"
 )
 
-// errOutputTooLarge is what the guest's write to stdout fails with past the
-// limit; the guest sees it as an I/O error.
+// errOutputTooLarge is what the guest's write to its result fails with past
+// the limit (a command sees it as an I/O error on stdout), and the cause of
+// the run's context once it happened.
 var errOutputTooLarge = errors.New("output too large")
 
-// cappedWriter collects stdout up to max bytes. The first write past max
+// cappedWriter collects the result up to max bytes. The first write past max
 // fails, marks the writer and calls onOverflow, which stops the run: a guest
 // that ignores the error cannot keep the run alive by writing in a loop.
 type cappedWriter struct {
 	buf        []byte
 	max        int
 	overflowed bool
-	onOverflow func()
+	cancel     context.CancelCauseFunc // stops the run
 }
 
 func (w *cappedWriter) Write(p []byte) (int, error) {
 	if len(w.buf)+len(p) > w.max {
-		if !w.overflowed {
-			w.overflowed = true
-			w.onOverflow()
-		}
+		w.overflow()
 		return 0, errOutputTooLarge
 	}
 	w.buf = append(w.buf, p...)
 	return len(p), nil
+}
+
+// overflow marks the writer overflowed and stops the run, once.
+func (w *cappedWriter) overflow() {
+	if !w.overflowed {
+		w.overflowed = true
+		w.cancel(errOutputTooLarge)
+	}
 }
 
 // maxLineBytes bounds the lines logWriter remembers for error messages.
@@ -37,7 +44,8 @@ const maxLineBytes = 512
 // logWriter keeps stderr up to max bytes and, whatever the truncation,
 // watches every line for what classify needs: the last non-empty line, the
 // first "panic:"/"fatal error:" line, and the runtime's out-of-memory report.
-// Writes never fail, so a chatty guest is not broken by the cap.
+// Writes never fail, so a chatty guest is not broken by the cap. Lines the
+// guest logs with ward.log come through Write too.
 type logWriter struct {
 	log       []byte
 	max       int

@@ -84,7 +84,7 @@ func TestLogWriter(t *testing.T) {
 
 func TestCappedWriter(t *testing.T) {
 	overflows := 0
-	w := &cappedWriter{max: 10, onOverflow: func() { overflows++ }}
+	w := &cappedWriter{max: 10, cancel: func(error) { overflows++ }}
 	for _, s := range []string{"01234", "56789"} {
 		if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
 			t.Fatalf("Write(%q) = %d, %v", s, n, err)

@@ -7,6 +7,7 @@ package wasmtest
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,14 +28,21 @@ var (
 // test fails with the compiler's output if the build fails.
 func Build(t testing.TB, pkg string) []byte {
 	t.Helper()
-	return bytes.Clone(build(t, pkg))
+	return bytes.Clone(build(t, pkg, false))
+}
+
+// BuildReactor is like Build with -buildmode=c-shared: the module is a WASI
+// reactor (_initialize and the package's go:wasmexport functions).
+func BuildReactor(t testing.TB, pkg string) []byte {
+	t.Helper()
+	return bytes.Clone(build(t, pkg, true))
 }
 
 // BuildFile is like Build but writes the module into t.TempDir() and returns
 // its path.
 func BuildFile(t testing.TB, pkg string) string {
 	t.Helper()
-	wasm := build(t, pkg)
+	wasm := build(t, pkg, false)
 	path := filepath.Join(t.TempDir(), filepath.Base(pkg)+".wasm")
 	if err := os.WriteFile(path, wasm, 0o644); err != nil {
 		t.Fatalf("wasmtest: %v", err)
@@ -42,13 +50,27 @@ func BuildFile(t testing.TB, pkg string) string {
 	return path
 }
 
-func build(t testing.TB, pkg string) []byte {
+// CacheDir returns a wazero compilation cache directory shared by every
+// test binary of the machine (under os.TempDir), so that each module's
+// machine code is compiled once, not once per test package. wazero keys
+// its entries by module bytes and wazero version, and writes them
+// atomically, so concurrent test processes may share it.
+func CacheDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(os.TempDir(), "ward-test-wazero-cache")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("wasmtest: %v", err)
+	}
+	return dir
+}
+
+func build(t testing.TB, pkg string, reactor bool) []byte {
 	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatalf("wasmtest: %v", err)
 	}
-	key := wd + "\x00" + pkg
+	key := fmt.Sprintf("%s\x00%s\x00%v", wd, pkg, reactor)
 
 	// Builds are serialized: they are CPU-bound, and it makes each package
 	// build once however many tests ask for it in parallel.
@@ -61,7 +83,11 @@ func build(t testing.TB, pkg string) []byte {
 		gobin = findGo(t)
 	}
 	out := filepath.Join(t.TempDir(), "module.wasm")
-	cmd := exec.Command(gobin, "build", "-trimpath", "-o", out, pkg)
+	args := []string{"build", "-trimpath", "-o", out}
+	if reactor {
+		args = append(args, "-buildmode=c-shared")
+	}
+	cmd := exec.Command(gobin, append(args, pkg)...)
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("wasmtest: go build %s: %v\n%s", pkg, err, msg)

@@ -1,20 +1,17 @@
-// Command echo is Ward's simplest worker module: it writes the job's payload
-// back unchanged as the job's result.
-//
-// Build it for Ward with:
-//
-//	GOOS=wasip1 GOARCH=wasm go build -o modules/build/echo.wasm ./modules/echo
+// Command echo is the echo worker: its result is its input.
 package main
 
-import (
-	"fmt"
-	"io"
-	"os"
-)
+import "github.com/ward-run/ward/modules/sdk"
 
-func main() {
-	if _, err := io.Copy(os.Stdout, os.Stdin); err != nil {
-		fmt.Fprintf(os.Stderr, "echo: %v\n", err)
-		os.Exit(1)
-	}
+func init() {
+	sdk.Handle(func(j *sdk.Job) error {
+		in, err := j.Input()
+		if err != nil {
+			return err
+		}
+		_, err = j.Write(in)
+		return err
+	})
 }
+
+func main() { sdk.Main() }

@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package runtime
+
+const mapNoReserve = 0
