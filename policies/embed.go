@@ -1,11 +1,12 @@
-// Package policies holds Ward's default safety policy bundle.
+// Package policies holds Ward's default safety policy bundle: the Rego
+// rules (ward.rego), the data beside them (data.yaml) and their unit tests
+// (ward_test.rego). Copy the folder to start your own.
 package policies
 
 import "embed"
 
-// FS is the default bundle: the Rego policies of package ward.safety and
-// their _test.rego unit tests, loaded by the safety kernel when no other
+// FS is the default bundle, loaded by the safety kernel when no other
 // bundle is configured.
 //
-//go:embed *.rego
+//go:embed *.rego data.yaml
 var FS embed.FS

@@ -1,4 +1,6 @@
-# Package ward.safety is Ward's default safety policy.
+# Package ward.safety is Ward's default safety policy. Copy this folder,
+# edit it, run `ward policy test <dir>`, and ship it with `ward policy push
+# <dir>`: every safety kernel swaps to it without a restart.
 #
 # The safety kernel evaluates it for every job before the scheduler places
 # it. The input is the CheckRequest (api/ward/safety/v1) with proto field
@@ -6,56 +8,150 @@
 #
 #   {"job_id": "...", "topic": "job.echo", "tenant_id": "acme",
 #    "labels": {}, "requires": [], "priority": 0, "payload_size": 0,
-#    "module": {"name": "", "digest": "",
+#    "module": {"name": "echo", "digest": "",
 #               "requested": {"http_hosts": [], "read_only_dirs": [],
 #                             "env_keys": [], "memory_limit_bytes": 0,
 #                             "time_limit_ms": 0}},
-#    "pool": ""}
+#    "pool": "echo"}
 #
-# deny holds a message for every rule the job breaks; any message denies it.
-# constraints holds the limits an allowed job runs under; a non-empty object
-# turns ALLOW into ALLOW_WITH_CONSTRAINTS.
+# module.requested is what the module's manifest asks for; the policy grants
+# a subset of it, and the host enforces what was granted and nothing more.
+#
+# Two rules make the decision:
+#   deny         a set of messages; any message denies the job.
+#   constraints  the limits an allowed job runs under: max_concurrent_jobs,
+#                max_retries, deadline_ms and grants (http_hosts,
+#                read_only_dirs, env_keys, memory_limit_bytes,
+#                time_limit_ms). The kernel refuses any other key. A
+#                non-empty object turns ALLOW into ALLOW_WITH_CONSTRAINTS.
+#
+# The settings (tenants' topic allow-lists, payload caps, limits, and what
+# each module may be granted) are data, in data.yaml beside this file: a
+# tenant's own entry wins, key by key, over the defaults.
+#
+# The kernel decides thousands of jobs a second with this policy, and it
+# caches decisions keyed on the input fields the rules read (here topic,
+# tenant_id, payload_size and module). Rules that compare input to
+# constants (input.topic == "...") cost nothing for jobs they do not match:
+# OPA indexes them.
 package ward.safety
 
-# forbidden_topics may never run, whoever asks.
-forbidden_topics := {"sys.destroy"}
+# ------------------------------------------------------------------ deny rules
+
+# Forbidden topics may never run, whoever asks. Add a line per topic.
+deny contains "topic sys.destroy is forbidden" if input.topic == "sys.destroy"
+
+deny contains "tenant_id is required" if trim_space(input.tenant_id) == ""
+
+# A tenant runs only the topics its allow-list matches: its own
+# allowed_topics, else the default one (job.**). Entries are globs over the
+# topic's dot-separated tokens: * matches one token, ** any number.
+deny contains msg if {
+	not topic_allowed
+	not input.topic == "sys.destroy"
+	msg := topic_denial
+}
 
 deny contains msg if {
-	input.topic in forbidden_topics
-	msg := sprintf("topic %s is forbidden", [input.topic])
+	input.payload_size > payload_cap
+	msg := sprintf("payload of %d bytes is over the %d-byte cap for topic %s", [input.payload_size, payload_cap, input.topic])
 }
 
-deny contains msg if {
-	not input.topic in forbidden_topics
-	not job_topic
-	msg := sprintf("topic %q is outside job.*", [input.topic])
+# topic_allowed holds for a well-formed topic (dot-separated, non-empty
+# tokens, no wildcards or spaces) that the tenant's allow-list matches.
+topic_allowed if {
+	regex.match(`^[^.*>\s]+(\.[^.*>\s]+)*$`, input.topic)
+	some pattern in object.get(data.tenants, [input.tenant_id, "allowed_topics"], data.defaults.allowed_topics)
+	glob.match(pattern, ["."], input.topic)
 }
 
-deny contains "tenant_id is required" if {
-	trim_space(input.tenant_id) == ""
-}
+topic_denial := sprintf("topic %q is malformed: want dot-separated tokens, such as job.echo", [input.topic]) if {
+	not regex.match(`^[^.*>\s]+(\.[^.*>\s]+)*$`, input.topic)
+} else := sprintf("topic %s is not allowed for tenant %q", [input.topic, input.tenant_id])
 
-# job_topic holds when the topic is job.<something>.
-job_topic if {
-	startswith(input.topic, "job.")
-	count(input.topic) > count("job.")
-}
+# payload_cap is the tenant's own max_payload_bytes, else the topic's entry
+# in the default topic_max_payload_bytes, else the default
+# max_payload_bytes.
+payload_cap := object.get(
+	data.tenants, [input.tenant_id, "max_payload_bytes"],
+	object.get(data.defaults.topic_max_payload_bytes, input.topic, data.defaults.max_payload_bytes),
+)
 
-# constraints are the limits put on an allowed job. Known keys:
-# max_concurrent_jobs, max_retries, deadline_ms and grants (http_hosts,
-# read_only_dirs, env_keys, memory_limit_bytes, time_limit_ms); the kernel
-# rejects any other key.
-#
-# By default a tenant's constraints come from the bundle's data file, e.g.
-# data.yaml:
-#
-#   tenants:
-#     acme:
-#       constraints: {max_retries: 3, grants: {http_hosts: [api.acme.io]}}
-#
-# Rules add keys of their own the same way, e.g.
-#
-#   constraints.deadline_ms := 60000 if input.priority > 5
+# ------------------------------------------------------------------ constraints
+
+# The tenant's limits: its own constraints entry, else the defaults'.
 constraints[key] := value if {
-	some key, value in data.tenants[input.tenant_id].constraints
+	some key, value in object.get(data.tenants, [input.tenant_id, "constraints"], data.defaults.constraints)
+	key != "grants"
 }
+
+# Grants only for the modules listed in data.modules.
+constraints.grants := grants if {
+	module_settings
+	count(grants) > 0
+}
+
+# ------------------------------------------------------------------ grants
+
+# module_settings is the job's module's entry in data.modules: what it may
+# be granted of what its manifest asks. A module not listed is granted
+# nothing: no host, no mount, no environment, the host's default memory and
+# time.
+module_settings := data.modules[input.module.name]
+
+requested := input.module.requested
+
+# Outbound HTTP: the requested hosts the module's entry lists. In the
+# default data, chat-advanced and code-llm may reach the Ollama host only.
+grants.http_hosts := sort(hosts) if {
+	hosts := {h | some h in requested.http_hosts; h in module_settings.http_hosts}
+	count(hosts) > 0
+}
+
+# Read-only mounts: the requested directories under one of the module's
+# read_only_roots. In the default data, the repo-* modules may mount what
+# lies under /srv/ward/repos, and nothing else.
+grants.read_only_dirs := sort(dirs) if {
+	dirs := {d | some d in requested.read_only_dirs; under_allowed_root(d)}
+	count(dirs) > 0
+}
+
+grants.env_keys := sort(keys) if {
+	keys := {k | some k in requested.env_keys; k in module_settings.env_keys}
+	count(keys) > 0
+}
+
+# Memory and time: what was asked, cut to the module's cap, else to the
+# default cap, else uncut. Nothing asked, nothing granted: the host's
+# defaults apply.
+grants.memory_limit_bytes := capped(requested.memory_limit_bytes, "max_memory_bytes") if {
+	requested.memory_limit_bytes > 0
+}
+
+grants.time_limit_ms := capped(requested.time_limit_ms, "max_time_ms") if {
+	requested.time_limit_ms > 0
+}
+
+capped(asked, key) := min([asked, object.get(module_settings, key, data.defaults[key])]) if {
+	object.get(module_settings, key, data.defaults[key])
+} else := asked
+
+# under_allowed_root(dir) holds when dir is a clean absolute path (no .,
+# .. or empty components) equal to or below one of the module's roots.
+under_allowed_root(dir) if {
+	clean_path(dir)
+	some root in module_settings.read_only_roots
+	within(dir, trim_right(root, "/"))
+}
+
+clean_path(path) if {
+	startswith(path, "/")
+	parts := array.slice(split(path, "/"), 1, count(path))
+	every part in parts {
+		not part in {"", ".", ".."}
+	}
+}
+
+within(path, root) if path == root
+
+within(path, root) if startswith(path, concat("", [root, "/"]))

@@ -1,60 +1,42 @@
 // Package safety is Ward's safety kernel: it evaluates a Rego policy bundle
 // for every job and decides whether the job may run, and under which
-// constraints. Kernel does the evaluation in process, Server exposes it as
-// the ward.safety.v1.SafetyKernel gRPC service, and Client is what the
-// scheduler calls, failing closed with ErrUnavailable.
+// constraints.
+//
+//   - Bundle, Compile, Test and Prepare read a policy directory, compile it
+//     and run its Rego tests: the checks every bundle passes before it is put
+//     in force.
+//   - Kernel evaluates the policy in force, with a decision cache, and swaps
+//     to a new one atomically.
+//   - Server exposes a Kernel as the ward.safety.v1.SafetyKernel gRPC
+//     service (Check, Explain, health); Client is what the scheduler calls,
+//     with a timeout and a circuit breaker, failing with ErrUnavailable.
+//   - Push publishes a bundle to the NATS KV bucket, and Reloader keeps a
+//     kernel on the newest bundle from that bucket and from its policy
+//     directory, publishing every decision on sys.safety.decision.
 package safety
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
-	"github.com/open-policy-agent/opa/v1/storage/inmem"
-	"github.com/open-policy-agent/opa/v1/util"
+	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-)
-
-// PolicyPackage is the Rego package a bundle must declare. Its deny rule
-// (a set of messages) and its constraints rule (an object) make the
-// decision; both may be absent, meaning no denials and no constraints.
-const PolicyPackage = "ward.safety"
-
-// kernelModule is compiled with every bundle. It gives deny and constraints
-// defaults, so that one prepared query always has exactly one result even
-// when a bundle leaves a rule out or a complete rule is undefined for an
-// input. Bundles may not declare its package.
-const (
-	kernelPackage = "ward.kernel"
-	kernelModule  = `package ward.kernel
-
-default deny := set()
-
-deny := data.ward.safety.deny
-
-default constraints := {}
-
-constraints := data.ward.safety.constraints
-`
-	kernelQuery = "deny := data.ward.kernel.deny; constraints := data.ward.kernel.constraints"
 )
 
 // ErrNoPolicy is returned by Check on a Kernel that has no bundle loaded.
@@ -67,13 +49,21 @@ var (
 	}, []string{"decision"})
 	evalSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name:    "ward_safety_evaluation_seconds",
-		Help:    "Time the kernel took to evaluate the policy for one Check.",
-		Buckets: prometheus.ExponentialBuckets(10e-6, 2, 14), // 10µs to ~80ms
+		Help:    "Time the kernel took to decide one Check, cache hits included.",
+		Buckets: prometheus.ExponentialBuckets(1e-6, 2, 18), // 1µs to ~130ms
 	})
+	cacheLookups = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_safety_cache_lookups_total",
+		Help: "Decision cache lookups, by result (hit, miss, off: the policy is not cacheable or the cache is disabled).",
+	}, []string{"result"})
 	policyLoads = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_safety_policy_loads_total",
-		Help: "Policy bundle loads, by result (ok, error).",
+		Help: "Policy bundles put in force (ok) or refused (error).",
 	}, []string{"result"})
+	policyInfo = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ward_safety_policy_info",
+		Help: "1 for the policy revision in force.",
+	}, []string{"revision"})
 
 	// Curried once: a label lookup per Check would cost a map access and a
 	// lock.
@@ -81,283 +71,357 @@ var (
 	denyTotal        = decisions.WithLabelValues("deny")
 	constrainedTotal = decisions.WithLabelValues("allow_with_constraints")
 	errorTotal       = decisions.WithLabelValues("error")
+	cacheHits        = cacheLookups.WithLabelValues("hit")
+	cacheMisses      = cacheLookups.WithLabelValues("miss")
+	cacheOff         = cacheLookups.WithLabelValues("off")
 )
 
-// Kernel evaluates a compiled policy bundle. It is safe for concurrent use;
-// Load swaps the bundle atomically while Checks are in flight, each Check
-// seeing either the old bundle or the new one. Create one with New or
-// NewFromDir; a zero Kernel denies nothing and allows nothing: its Checks
-// fail with ErrNoPolicy until a Load succeeds.
+// Config configures a Kernel. The zero value is ready to use.
+type Config struct {
+	// ID names the kernel in decision logs; a random id when empty.
+	ID string
+	// CacheSize bounds the decision cache, in decisions. Zero means
+	// DefaultCacheSize; a negative size disables the cache.
+	CacheSize int
+	// Log, when set, receives every Check decision (not Explain's). It is
+	// called on the Check's goroutine and must not block.
+	Log func(*safetyv1.DecisionLog)
+}
+
+// Kernel evaluates a compiled policy. It is safe for concurrent use; a
+// load swaps the policy and its decision cache atomically while Checks are
+// in flight, each Check seeing either the old policy or the new one. A
+// zero Kernel has no policy: its Checks fail with ErrNoPolicy until a load
+// succeeds.
 type Kernel struct {
-	cur atomic.Pointer[compiled]
+	cfg Config
+	id  string
+	cur atomic.Pointer[loaded]
 }
 
-// compiled is one loaded bundle. It is never modified after it is built.
-type compiled struct {
-	query    rego.PreparedEvalQuery
-	revision string
+// loaded is the policy in force with its own decision cache.
+type loaded struct {
+	policy *Policy
+	cache  *decisionCache // nil when the policy is not cacheable or caching is off
+	source string
+	at     time.Time
 }
 
-// New returns a Kernel that evaluates the bundle in fsys (see Load).
-func New(fsys fs.FS) (*Kernel, error) {
-	k := &Kernel{}
+// New returns a Kernel with cfg that enforces the bundle in fsys, once it
+// compiled and passed its tests (see Prepare).
+func New(fsys fs.FS, cfg Config) (*Kernel, error) {
+	k := NewKernel(cfg)
 	if err := k.Load(fsys); err != nil {
 		return nil, err
 	}
 	return k, nil
 }
 
-// NewFromDir returns a Kernel that evaluates the bundle in the directory dir.
-func NewFromDir(dir string) (*Kernel, error) {
-	return New(os.DirFS(dir))
+// NewKernel returns a Kernel with cfg and no policy yet.
+func NewKernel(cfg Config) *Kernel {
+	k := &Kernel{cfg: cfg, id: cfg.ID}
+	if k.id == "" {
+		k.id = "kernel-" + uuid.NewString()[:8]
+	}
+	return k
 }
 
-// Load compiles the bundle in fsys and, only once it compiled, makes it the
-// one that Check evaluates. On error the bundle in force stays in force.
-//
-// The bundle is every *.rego file in fsys, in any directory, except the
-// *_test.rego unit tests, plus data.json or data.yaml at the root, if there
-// is one, as the policy's data document. The modules are Rego v1 and one of
-// them must declare package ward.safety.
+// ID returns the kernel's id.
+func (k *Kernel) ID() string {
+	if k.id == "" {
+		return "kernel"
+	}
+	return k.id
+}
+
+// Load reads the bundle in fsys and puts it in force (see LoadBundle).
 func (k *Kernel) Load(fsys fs.FS) error {
-	c, err := compile(fsys)
+	b, err := ReadBundle(fsys)
 	if err != nil {
 		policyLoads.WithLabelValues("error").Inc()
 		return err
 	}
-	k.cur.Store(c)
-	policyLoads.WithLabelValues("ok").Inc()
+	return k.LoadBundle(context.Background(), b, "")
+}
+
+// LoadBundle compiles b and runs its tests (Prepare) and, only if both
+// succeed, puts it in force; source says where it came from, for Status.
+// On error the policy in force stays in force.
+func (k *Kernel) LoadBundle(ctx context.Context, b *Bundle, source string) error {
+	p, err := Prepare(ctx, b)
+	if err != nil {
+		policyLoads.WithLabelValues("error").Inc()
+		return err
+	}
+	k.Install(p, source)
 	return nil
 }
 
-// Revision returns the revision of the bundle in force: the first 12 hex
-// digits of a SHA-256 over its files' names and contents. It is empty when
-// no bundle was loaded.
+// Install puts a prepared policy in force, with an empty decision cache.
+func (k *Kernel) Install(p *Policy, source string) {
+	l := &loaded{policy: p, source: source, at: time.Now()}
+	if size := k.cacheSize(); size > 0 && p.cacheable {
+		l.cache = newDecisionCache(size)
+	}
+	old := k.cur.Swap(l)
+	policyLoads.WithLabelValues("ok").Inc()
+	if old != nil && old.policy.revision != p.revision {
+		policyInfo.DeleteLabelValues(old.policy.revision)
+	}
+	policyInfo.WithLabelValues(p.revision).Set(1)
+}
+
+func (k *Kernel) cacheSize() int {
+	switch {
+	case k.cfg.CacheSize == 0:
+		return DefaultCacheSize
+	case k.cfg.CacheSize < 0:
+		return 0
+	}
+	return k.cfg.CacheSize
+}
+
+// Revision returns the revision of the policy in force (see
+// Bundle.Revision), or "" when none was loaded.
 func (k *Kernel) Revision() string {
-	if c := k.cur.Load(); c != nil {
-		return c.revision
+	if l := k.cur.Load(); l != nil {
+		return l.policy.revision
 	}
 	return ""
 }
 
-// Check evaluates the policy for req. The decision is DENY, with every
-// deny message sorted as reasons, when any deny rule holds;
-// ALLOW_WITH_CONSTRAINTS when the constraints object is not empty; ALLOW
-// otherwise. An error means the policy could not be evaluated (it failed at
-// run time, or its constraints are malformed); the job must then be treated
-// as denied.
+// Policy returns the policy in force, where it came from and when it was
+// put in force; p is nil when none was loaded.
+func (k *Kernel) Policy() (p *Policy, source string, at time.Time) {
+	if l := k.cur.Load(); l != nil {
+		return l.policy, l.source, l.at
+	}
+	return nil, "", time.Time{}
+}
+
+// CacheLen returns how many decisions the cache holds, and whether there is
+// a cache.
+func (k *Kernel) CacheLen() (int, bool) {
+	if l := k.cur.Load(); l != nil && l.cache != nil {
+		return l.cache.len(), true
+	}
+	return 0, false
+}
+
+// Check decides on req. The decision is DENY, with every deny message
+// sorted as reasons, when any deny rule holds; ALLOW_WITH_CONSTRAINTS when
+// the constraints object is not empty; ALLOW otherwise. Every response has
+// its own decision id; equal inputs (in the fields the policy reads) may be
+// answered from the cache, which is dropped whenever the policy changes.
+// The response's reasons and constraints may be shared with other
+// responses: treat them as read-only.
+//
+// An error means the policy could not be evaluated (it failed at run time,
+// or its constraints are malformed); the job must then be treated as
+// denied.
 func (k *Kernel) Check(ctx context.Context, req *safetyv1.CheckRequest) (*safetyv1.CheckResponse, error) {
-	c := k.cur.Load()
-	if c == nil {
+	l := k.cur.Load()
+	if l == nil {
 		errorTotal.Inc()
 		return nil, ErrNoPolicy
 	}
 	start := time.Now()
-	rs, err := c.query.Eval(ctx, rego.EvalParsedInput(inputValue(req)))
-	evalSeconds.Observe(time.Since(start).Seconds())
+	enc := encodedPool.Get().(*encoded)
+	defer encodedPool.Put(enc)
+	enc.encode(req)
+
+	var (
+		d      *decision
+		cached bool
+		key    []byte
+	)
+	if l.cache != nil {
+		key = enc.keyFor(l.policy.fields)
+		if d = l.cache.get(key); d != nil {
+			cached = true
+			cacheHits.Inc()
+		} else {
+			cacheMisses.Inc()
+		}
+	} else {
+		cacheOff.Inc()
+	}
+	if d == nil {
+		var err error
+		if d, err = l.policy.eval(ctx, req, enc, nil); err != nil {
+			errorTotal.Inc()
+			return nil, err
+		}
+		if l.cache != nil {
+			l.cache.put(key, d)
+		}
+	}
+	resp := &safetyv1.CheckResponse{
+		Decision:       d.kind,
+		Reasons:        d.reasons,
+		Constraints:    d.constraints,
+		PolicyRevision: l.policy.revision,
+		DecisionId:     uuid.NewString(),
+		InputDigest:    enc.digest(),
+		Cached:         cached,
+	}
+	elapsed := time.Since(start)
+	resp.EvalNs = elapsed.Nanoseconds()
+	evalSeconds.Observe(elapsed.Seconds())
+	switch d.kind {
+	case safetyv1.Decision_DECISION_DENY:
+		denyTotal.Inc()
+	case safetyv1.Decision_DECISION_ALLOW_WITH_CONSTRAINTS:
+		constrainedTotal.Inc()
+	default:
+		allowTotal.Inc()
+	}
+	if k.cfg.Log != nil {
+		k.cfg.Log(&safetyv1.DecisionLog{
+			DecisionId: resp.DecisionId, JobId: req.GetJobId(), TenantId: req.GetTenantId(), Topic: req.GetTopic(),
+			InputDigest: resp.InputDigest, Decision: d.kind, Reasons: d.reasons, PolicyRevision: resp.PolicyRevision,
+			EvalNs: resp.EvalNs, Cached: cached, AtUnixMs: start.UnixMilli(), KernelId: k.ID(), Constraints: d.constraints,
+		})
+	}
+	return resp, nil
+}
+
+// Explain evaluates req like Check, but never from the cache and without
+// logging, and reports which rules fired and the input document.
+func (k *Kernel) Explain(ctx context.Context, req *safetyv1.CheckRequest) (*safetyv1.ExplainResponse, error) {
+	l := k.cur.Load()
+	if l == nil {
+		return nil, ErrNoPolicy
+	}
+	return l.policy.Explain(ctx, req)
+}
+
+// Explain evaluates req against p alone and reports the decision, the
+// rules that fired and the input document.
+func (p *Policy) Explain(ctx context.Context, req *safetyv1.CheckRequest) (*safetyv1.ExplainResponse, error) {
+	start := time.Now()
+	tr := &ruleTracer{}
+	d, err := p.eval(ctx, req, nil, tr)
 	if err != nil {
-		errorTotal.Inc()
-		return nil, fmt.Errorf("safety: evaluate policy %s: %w", c.revision, err)
+		return nil, err
+	}
+	var enc encoded
+	enc.encode(req)
+	in, err := json.Marshal(mustJSON(inputValue(req, allFields, nil)))
+	if err != nil {
+		return nil, fmt.Errorf("safety: explain: %w", err)
+	}
+	return &safetyv1.ExplainResponse{
+		Result: &safetyv1.CheckResponse{
+			Decision: d.kind, Reasons: d.reasons, Constraints: d.constraints,
+			PolicyRevision: p.revision, DecisionId: uuid.NewString(),
+			InputDigest: enc.digest(), EvalNs: time.Since(start).Nanoseconds(),
+		},
+		Fired: tr.fired,
+		Input: string(in),
+	}, nil
+}
+
+// noMetrics is shared by every evaluation: OPA would otherwise allocate a
+// metrics registry per query.
+var noMetrics = metrics.NoOp()
+
+// asTerm keeps result bindings as Rego terms: decision() reads them
+// directly, skipping OPA's conversion to Go values.
+func asTerm(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
+
+// eval evaluates the policy for req; enc, when not nil, is req encoded.
+// tracer, when set, sees every event.
+func (p *Policy) eval(ctx context.Context, req *safetyv1.CheckRequest, enc *encoded, tracer topdown.QueryTracer) (*decision, error) {
+	// An external cancel spares OPA the goroutine it would otherwise start
+	// per query to watch ctx; AfterFunc costs nothing when ctx cannot end.
+	cancel := topdown.NewCancel()
+	stop := context.AfterFunc(ctx, cancel.Cancel)
+	opts := []rego.EvalOption{
+		rego.EvalParsedInput(inputValue(req, p.fields, enc)),
+		rego.EvalExternalCancel(cancel),
+		rego.EvalMetrics(noMetrics),
+		rego.EvalGenerateJSON(asTerm),
+	}
+	if tracer != nil {
+		opts = append(opts, rego.EvalQueryTracer(tracer))
+	}
+	rs, err := p.direct.Eval(ctx, opts...)
+	if err == nil && len(rs) == 0 {
+		rs, err = p.query.Eval(ctx, opts...)
+	}
+	stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", ctx.Err(), err)
+		}
+		return nil, fmt.Errorf("safety: evaluate policy %s: %w", p.revision, err)
 	}
 	if len(rs) != 1 {
 		// The kernel module defines both bindings for any input, so this
 		// is a bug, not a policy outcome.
-		errorTotal.Inc()
-		return nil, fmt.Errorf("safety: evaluate policy %s: %d results, want 1", c.revision, len(rs))
+		return nil, fmt.Errorf("safety: evaluate policy %s: %d results, want 1", p.revision, len(rs))
 	}
 	b := rs[0].Bindings
-
-	resp := &safetyv1.CheckResponse{
-		PolicyRevision: c.revision,
-		DecisionId:     uuid.NewString(),
+	denyTerm, _ := b["deny"].(*ast.Term)
+	consTerm, _ := b["constraints"].(*ast.Term)
+	if denyTerm == nil || consTerm == nil {
+		return nil, fmt.Errorf("safety: evaluate policy %s: missing bindings", p.revision)
 	}
-	reasons, err := denyReasons(b["deny"])
+	reasons, err := denyReasons(denyTerm.Value)
 	if err != nil {
-		errorTotal.Inc()
-		return nil, fmt.Errorf("safety: policy %s: %w", c.revision, err)
+		return nil, fmt.Errorf("safety: policy %s: %w", p.revision, err)
 	}
 	if len(reasons) > 0 {
-		resp.Decision = safetyv1.Decision_DECISION_DENY
-		resp.Reasons = reasons
-		denyTotal.Inc()
-		return resp, nil
+		return &decision{kind: safetyv1.Decision_DECISION_DENY, reasons: reasons}, nil
 	}
-	cons, err := constraints(b["constraints"])
+	cons, err := constraints(consTerm.Value)
 	if err != nil {
-		errorTotal.Inc()
-		return nil, fmt.Errorf("safety: policy %s: %w", c.revision, err)
+		return nil, fmt.Errorf("safety: policy %s: %w", p.revision, err)
 	}
 	if cons != nil {
-		resp.Decision = safetyv1.Decision_DECISION_ALLOW_WITH_CONSTRAINTS
-		resp.Constraints = cons
-		constrainedTotal.Inc()
-		return resp, nil
+		return &decision{kind: safetyv1.Decision_DECISION_ALLOW_WITH_CONSTRAINTS, constraints: cons}, nil
 	}
-	resp.Decision = safetyv1.Decision_DECISION_ALLOW
-	allowTotal.Inc()
-	return resp, nil
+	return &decision{kind: safetyv1.Decision_DECISION_ALLOW}, nil
 }
 
-// compile reads, parses and compiles the bundle in fsys and prepares the
-// kernel query against it.
-func compile(fsys fs.FS) (*compiled, error) {
-	files := map[string][]byte{}
-	var dataFile string
-	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		switch {
-		case strings.HasSuffix(p, "_test.rego"):
-			return nil
-		case strings.HasSuffix(p, ".rego"):
-		case p == "data.json" || p == "data.yaml":
-			if dataFile != "" {
-				return fmt.Errorf("both %s and %s present", dataFile, p)
-			}
-			dataFile = p
-		default:
-			return nil
-		}
-		bs, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return err
-		}
-		files[p] = bs
-		return nil
-	})
+// mustJSON converts a ground value to Go; values that cannot be (there are
+// none in a policy's results) become their Rego text.
+func mustJSON(v ast.Value) any {
+	x, err := ast.JSON(v)
 	if err != nil {
-		return nil, fmt.Errorf("safety: read bundle: %w", err)
+		return v.String()
 	}
-
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-
-	// The revision covers names as well as contents, so renaming a file is
-	// a new revision; the length prefixes keep the encoding unambiguous.
-	h := sha256.New()
-	opts := []func(*rego.Rego){
-		rego.Query(kernelQuery),
-		rego.SetRegoVersion(ast.RegoV1),
-	}
-	havePolicy := false
-	data := map[string]any{}
-	for _, name := range names {
-		bs := files[name]
-		fmt.Fprintf(h, "%d:%s%d:", len(name), name, len(bs))
-		h.Write(bs)
-
-		if name == dataFile {
-			if err := util.Unmarshal(bs, &data); err != nil {
-				return nil, fmt.Errorf("safety: parse %s: %w", name, err)
-			}
-			continue
-		}
-		mod, err := ast.ParseModuleWithOpts(name, string(bs), ast.ParserOptions{RegoVersion: ast.RegoV1})
-		if err != nil {
-			return nil, fmt.Errorf("safety: parse bundle: %w", err)
-		}
-		if mod == nil {
-			// The file holds only comments.
-			continue
-		}
-		switch pkg := strings.TrimPrefix(mod.Package.Path.String(), "data."); {
-		case pkg == PolicyPackage:
-			havePolicy = true
-		case pkg == kernelPackage || strings.HasPrefix(pkg, kernelPackage+"."):
-			return nil, fmt.Errorf("safety: %s: package %s is reserved for the kernel", name, pkg)
-		}
-		opts = append(opts, rego.ParsedModule(mod))
-	}
-	if !havePolicy {
-		return nil, fmt.Errorf("safety: bundle declares no package %s", PolicyPackage)
-	}
-	revision := hex.EncodeToString(h.Sum(nil))[:12]
-
-	kmod, err := ast.ParseModuleWithOpts("ward.kernel.rego", kernelModule, ast.ParserOptions{RegoVersion: ast.RegoV1})
-	if err != nil {
-		return nil, fmt.Errorf("safety: parse kernel module: %w", err)
-	}
-	opts = append(opts, rego.ParsedModule(kmod), rego.Store(inmem.NewFromObject(data)))
-
-	pq, err := rego.New(opts...).PrepareForEval(context.Background())
-	if err != nil {
-		return nil, fmt.Errorf("safety: compile bundle: %w", err)
-	}
-	return &compiled{query: pq, revision: revision}, nil
-}
-
-// inputValue builds the policy's input document from req directly as a Rego
-// value: going through protojson and back would cost several times the
-// evaluation itself. Every field is present, zero values included, under
-// its proto name, so that policies need no defaults.
-func inputValue(req *safetyv1.CheckRequest) ast.Value {
-	labels := make([][2]*ast.Term, 0, len(req.GetLabels()))
-	for k, v := range req.GetLabels() {
-		labels = append(labels, ast.Item(ast.StringTerm(k), ast.StringTerm(v)))
-	}
-	mod := req.GetModule()
-	g := mod.GetRequested()
-	return ast.NewObject(
-		ast.Item(ast.InternedTerm("job_id"), ast.StringTerm(req.GetJobId())),
-		ast.Item(ast.InternedTerm("topic"), ast.StringTerm(req.GetTopic())),
-		ast.Item(ast.InternedTerm("tenant_id"), ast.StringTerm(req.GetTenantId())),
-		ast.Item(ast.InternedTerm("labels"), ast.NewTerm(ast.NewObject(labels...))),
-		ast.Item(ast.InternedTerm("requires"), stringsTerm(req.GetRequires())),
-		ast.Item(ast.InternedTerm("priority"), ast.InternedTerm(req.GetPriority())),
-		ast.Item(ast.InternedTerm("payload_size"), ast.InternedTerm(req.GetPayloadSize())),
-		ast.Item(ast.InternedTerm("module"), ast.ObjectTerm(
-			ast.Item(ast.InternedTerm("name"), ast.StringTerm(mod.GetName())),
-			ast.Item(ast.InternedTerm("digest"), ast.StringTerm(mod.GetDigest())),
-			ast.Item(ast.InternedTerm("requested"), ast.ObjectTerm(
-				ast.Item(ast.InternedTerm("http_hosts"), stringsTerm(g.GetHttpHosts())),
-				ast.Item(ast.InternedTerm("read_only_dirs"), stringsTerm(g.GetReadOnlyDirs())),
-				ast.Item(ast.InternedTerm("env_keys"), stringsTerm(g.GetEnvKeys())),
-				ast.Item(ast.InternedTerm("memory_limit_bytes"), ast.InternedTerm(g.GetMemoryLimitBytes())),
-				ast.Item(ast.InternedTerm("time_limit_ms"), ast.InternedTerm(g.GetTimeLimitMs())),
-			)),
-		)),
-		ast.Item(ast.InternedTerm("pool"), ast.StringTerm(req.GetPool())),
-	)
-}
-
-func stringsTerm(ss []string) *ast.Term {
-	ts := make([]*ast.Term, len(ss))
-	for i, s := range ss {
-		ts[i] = ast.StringTerm(s)
-	}
-	return ast.ArrayTerm(ts...)
+	return x
 }
 
 // denyReasons turns the deny set into sorted messages. A message that is
 // not a string is kept in its JSON form rather than dropped: a deny is a
 // deny. Messages are made valid UTF-8, which proto strings must be, since
 // policies may echo input that is not.
-func denyReasons(v any) ([]string, error) {
-	set, ok := v.([]any)
+func denyReasons(v ast.Value) ([]string, error) {
+	set, ok := v.(ast.Set)
 	if !ok {
-		return nil, fmt.Errorf("deny is %T, want a set of messages", v)
+		return nil, fmt.Errorf("deny is %s, want a set of messages", ast.ValueName(v))
 	}
-	if len(set) == 0 {
+	if set.Len() == 0 {
 		return nil, nil
 	}
-	reasons := make([]string, len(set))
-	for i, m := range set {
-		s, ok := m.(string)
+	reasons := make([]string, 0, set.Len())
+	var err error
+	set.Foreach(func(t *ast.Term) {
+		s, ok := t.Value.(ast.String)
 		if !ok {
-			bs, err := json.Marshal(m)
-			if err != nil {
-				return nil, fmt.Errorf("deny message %v: %w", m, err)
+			bs, jerr := json.Marshal(mustJSON(t.Value))
+			if jerr != nil && err == nil {
+				err = fmt.Errorf("deny message %v: %w", t, jerr)
 			}
-			s = string(bs)
+			s = ast.String(bs)
 		}
-		reasons[i] = strings.ToValidUTF8(s, "\uFFFD")
+		reasons = append(reasons, strings.ToValidUTF8(string(s), "\uFFFD"))
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(reasons)
 	return reasons, nil
@@ -369,79 +433,89 @@ var errConstraints = errors.New("malformed constraints")
 // constraints converts the constraints object. It returns nil for an empty
 // object. Unknown keys and values of the wrong type are errors, so that a
 // typo in a policy shows at once instead of silently granting nothing.
-func constraints(v any) (*wardv1.Constraints, error) {
-	obj, ok := v.(map[string]any)
+func constraints(v ast.Value) (*wardv1.Constraints, error) {
+	obj, ok := v.(ast.Object)
 	if !ok {
-		return nil, fmt.Errorf("%w: constraints is %T, want an object", errConstraints, v)
+		return nil, fmt.Errorf("%w: constraints is %s, want an object", errConstraints, ast.ValueName(v))
 	}
-	if len(obj) == 0 {
+	if obj.Len() == 0 {
 		return nil, nil
 	}
 	c := &wardv1.Constraints{}
-	var err error
-	for key, val := range obj {
+	err := obj.Iter(func(k, val *ast.Term) error {
+		key, ok := k.Value.(ast.String)
+		if !ok {
+			return fmt.Errorf("%w: key %v is not a string", errConstraints, k)
+		}
+		var err error
 		switch key {
 		case "max_concurrent_jobs":
-			c.MaxConcurrentJobs, err = int32Field(key, val)
+			c.MaxConcurrentJobs, err = int32Field(string(key), val.Value)
 		case "max_retries":
-			c.MaxRetries, err = int32Field(key, val)
+			c.MaxRetries, err = int32Field(string(key), val.Value)
 		case "deadline_ms":
-			c.DeadlineMs, err = int64Field(key, val)
+			c.DeadlineMs, err = int64Field(string(key), val.Value)
 		case "grants":
-			c.Grants, err = grants(val)
+			c.Grants, err = grants(val.Value)
 		default:
-			err = fmt.Errorf("%w: unknown key %q", errConstraints, key)
+			err = fmt.Errorf("%w: unknown key %q", errConstraints, string(key))
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-func grants(v any) (*wardv1.Grants, error) {
-	obj, ok := v.(map[string]any)
+func grants(v ast.Value) (*wardv1.Grants, error) {
+	obj, ok := v.(ast.Object)
 	if !ok {
-		return nil, fmt.Errorf("%w: grants is %T, want an object", errConstraints, v)
+		return nil, fmt.Errorf("%w: grants is %s, want an object", errConstraints, ast.ValueName(v))
 	}
 	g := &wardv1.Grants{}
-	var err error
-	for key, val := range obj {
-		name := "grants." + key
+	err := obj.Iter(func(k, val *ast.Term) error {
+		key, ok := k.Value.(ast.String)
+		if !ok {
+			return fmt.Errorf("%w: grants key %v is not a string", errConstraints, k)
+		}
+		name := "grants." + string(key)
+		var err error
 		switch key {
 		case "http_hosts":
-			g.HttpHosts, err = stringsField(name, val)
+			g.HttpHosts, err = stringsField(name, val.Value)
 		case "read_only_dirs":
-			g.ReadOnlyDirs, err = stringsField(name, val)
+			g.ReadOnlyDirs, err = stringsField(name, val.Value)
 		case "env_keys":
-			g.EnvKeys, err = stringsField(name, val)
+			g.EnvKeys, err = stringsField(name, val.Value)
 		case "memory_limit_bytes":
-			g.MemoryLimitBytes, err = int64Field(name, val)
+			g.MemoryLimitBytes, err = int64Field(name, val.Value)
 		case "time_limit_ms":
-			g.TimeLimitMs, err = int64Field(name, val)
+			g.TimeLimitMs, err = int64Field(name, val.Value)
 		default:
 			err = fmt.Errorf("%w: unknown key %q", errConstraints, name)
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return g, nil
 }
 
-func int64Field(name string, v any) (int64, error) {
-	n, ok := v.(json.Number)
+func int64Field(name string, v ast.Value) (int64, error) {
+	n, ok := v.(ast.Number)
 	if !ok {
-		return 0, fmt.Errorf("%w: %s is %T, want a number", errConstraints, name, v)
+		return 0, fmt.Errorf("%w: %s is %s, want a number", errConstraints, name, ast.ValueName(v))
 	}
-	i, err := strconv.ParseInt(string(n), 10, 64)
-	if err != nil || i < 0 {
+	i, ok := n.Int64()
+	if !ok || i < 0 {
 		return 0, fmt.Errorf("%w: %s is %s, want an integer from 0 to %d", errConstraints, name, n, int64(math.MaxInt64))
 	}
 	return i, nil
 }
 
-func int32Field(name string, v any) (int32, error) {
+func int32Field(name string, v ast.Value) (int32, error) {
 	i, err := int64Field(name, v)
 	if err != nil {
 		return 0, err
@@ -452,18 +526,24 @@ func int32Field(name string, v any) (int32, error) {
 	return int32(i), nil
 }
 
-func stringsField(name string, v any) ([]string, error) {
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s is %T, want an array of strings", errConstraints, name, v)
+// stringsField converts an array or set of strings.
+func stringsField(name string, v ast.Value) ([]string, error) {
+	var terms []*ast.Term
+	switch x := v.(type) {
+	case *ast.Array:
+		x.Foreach(func(t *ast.Term) { terms = append(terms, t) })
+	case ast.Set:
+		x.Sorted().Foreach(func(t *ast.Term) { terms = append(terms, t) })
+	default:
+		return nil, fmt.Errorf("%w: %s is %s, want an array of strings", errConstraints, name, ast.ValueName(v))
 	}
-	ss := make([]string, len(arr))
-	for i, e := range arr {
-		s, ok := e.(string)
+	ss := make([]string, len(terms))
+	for i, t := range terms {
+		s, ok := t.Value.(ast.String)
 		if !ok {
-			return nil, fmt.Errorf("%w: %s[%d] is %T, want a string", errConstraints, name, i, e)
+			return nil, fmt.Errorf("%w: %s[%d] is %s, want a string", errConstraints, name, i, ast.ValueName(t.Value))
 		}
-		ss[i] = strings.ToValidUTF8(s, "\uFFFD")
+		ss[i] = strings.ToValidUTF8(string(s), "\uFFFD")
 	}
 	return ss, nil
 }

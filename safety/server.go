@@ -15,9 +15,10 @@ import (
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 )
 
-// Server serves a Kernel as the ward.safety.v1.SafetyKernel gRPC service,
-// alongside the standard grpc.health.v1 Health service, which reports
-// SERVING for "" and for the SafetyKernel service until Shutdown.
+// Server serves a Kernel as the ward.safety.v1.SafetyKernel gRPC service
+// (Check, Explain), alongside the standard grpc.health.v1 Health service,
+// which reports SERVING for "" and for the SafetyKernel service until
+// Shutdown.
 type Server struct {
 	grpc   *grpc.Server
 	health *health.Server
@@ -74,12 +75,30 @@ type handler struct {
 func (h handler) Check(ctx context.Context, req *safetyv1.CheckRequest) (*safetyv1.CheckResponse, error) {
 	resp, err := h.k.Check(ctx, req)
 	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, status.FromContextError(err).Err()
-		}
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, statusError(err)
 	}
 	return resp, nil
+}
+
+func (h handler) Explain(ctx context.Context, req *safetyv1.CheckRequest) (*safetyv1.ExplainResponse, error) {
+	resp, err := h.k.Explain(ctx, req)
+	if err != nil {
+		return nil, statusError(err)
+	}
+	return resp, nil
+}
+
+// statusError maps a Kernel error to a gRPC status: the caller's own
+// cancellation or deadline as such, no policy as Unavailable (the kernel
+// cannot decide yet), anything else as Internal.
+func statusError(err error) error {
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return status.FromContextError(err).Err()
+	case errors.Is(err, ErrNoPolicy):
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
 }
 
 // recoverUnary turns a panic in a handler into an Internal error, so one bad

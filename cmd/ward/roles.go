@@ -103,9 +103,9 @@ func newSafetyCmd(g *globals) *cobra.Command {
 				err error
 			)
 			if policyDir != "" {
-				k, err = safety.NewFromDir(policyDir)
+				k, err = safety.New(os.DirFS(policyDir), safety.Config{})
 			} else {
-				k, err = safety.New(policies.FS)
+				k, err = safety.New(policies.FS, safety.Config{})
 			}
 			if err != nil {
 				return err

@@ -87,7 +87,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		}
 	}()
 
-	k, err := safety.New(o.Policies)
+	k, err := safety.New(o.Policies, safety.Config{})
 	if err != nil {
 		return nil, err
 	}

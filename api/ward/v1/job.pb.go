@@ -1001,8 +1001,16 @@ type SafetyRecord struct {
 	PolicyRevision string                 `protobuf:"bytes,3,opt,name=policy_revision,json=policyRevision,proto3" json:"policy_revision,omitempty"`
 	DecisionId     string                 `protobuf:"bytes,4,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
 	Constraints    *Constraints           `protobuf:"bytes,5,opt,name=constraints,proto3" json:"constraints,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// input_digest identifies the policy input the decision was made on
+	// ("sha256:<hex>", see ward.safety.v1.CheckResponse).
+	InputDigest string `protobuf:"bytes,6,opt,name=input_digest,json=inputDigest,proto3" json:"input_digest,omitempty"`
+	// eval_ns is how long the kernel took to decide, in nanoseconds.
+	EvalNs int64 `protobuf:"varint,7,opt,name=eval_ns,json=evalNs,proto3" json:"eval_ns,omitempty"`
+	// cached is true when the kernel answered from its decision cache.
+	Cached          bool  `protobuf:"varint,8,opt,name=cached,proto3" json:"cached,omitempty"`
+	DecidedAtUnixMs int64 `protobuf:"varint,9,opt,name=decided_at_unix_ms,json=decidedAtUnixMs,proto3" json:"decided_at_unix_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SafetyRecord) Reset() {
@@ -1068,6 +1076,34 @@ func (x *SafetyRecord) GetConstraints() *Constraints {
 		return x.Constraints
 	}
 	return nil
+}
+
+func (x *SafetyRecord) GetInputDigest() string {
+	if x != nil {
+		return x.InputDigest
+	}
+	return ""
+}
+
+func (x *SafetyRecord) GetEvalNs() int64 {
+	if x != nil {
+		return x.EvalNs
+	}
+	return 0
+}
+
+func (x *SafetyRecord) GetCached() bool {
+	if x != nil {
+		return x.Cached
+	}
+	return false
+}
+
+func (x *SafetyRecord) GetDecidedAtUnixMs() int64 {
+	if x != nil {
+		return x.DecidedAtUnixMs
+	}
+	return 0
 }
 
 // JobRecord is a stored job as queries return it.
@@ -1701,14 +1737,18 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"at_unix_ms\x18\x03 \x01(\x03R\batUnixMs\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12\x1b\n" +
-	"\tworker_id\x18\x06 \x01(\tR\bworkerId\"\xc6\x01\n" +
+	"\tworker_id\x18\x06 \x01(\tR\bworkerId\"\xc7\x02\n" +
 	"\fSafetyRecord\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x18\n" +
 	"\areasons\x18\x02 \x03(\tR\areasons\x12'\n" +
 	"\x0fpolicy_revision\x18\x03 \x01(\tR\x0epolicyRevision\x12\x1f\n" +
 	"\vdecision_id\x18\x04 \x01(\tR\n" +
 	"decisionId\x126\n" +
-	"\vconstraints\x18\x05 \x01(\v2\x14.ward.v1.ConstraintsR\vconstraints\"\x80\a\n" +
+	"\vconstraints\x18\x05 \x01(\v2\x14.ward.v1.ConstraintsR\vconstraints\x12!\n" +
+	"\finput_digest\x18\x06 \x01(\tR\vinputDigest\x12\x17\n" +
+	"\aeval_ns\x18\a \x01(\x03R\x06evalNs\x12\x16\n" +
+	"\x06cached\x18\b \x01(\bR\x06cached\x12+\n" +
+	"\x12decided_at_unix_ms\x18\t \x01(\x03R\x0fdecidedAtUnixMs\"\x80\a\n" +
 	"\tJobRecord\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +

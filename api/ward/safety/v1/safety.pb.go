@@ -255,8 +255,15 @@ type CheckResponse struct {
 	Constraints    *v1.Constraints `protobuf:"bytes,3,opt,name=constraints,proto3" json:"constraints,omitempty"`
 	PolicyRevision string          `protobuf:"bytes,4,opt,name=policy_revision,json=policyRevision,proto3" json:"policy_revision,omitempty"`
 	DecisionId     string          `protobuf:"bytes,5,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// input_digest is "sha256:" and the hex SHA-256 of the canonical encoding
+	// of the request: the same input gives the same digest.
+	InputDigest string `protobuf:"bytes,6,opt,name=input_digest,json=inputDigest,proto3" json:"input_digest,omitempty"`
+	// eval_ns is how long the kernel took to decide, in nanoseconds.
+	EvalNs int64 `protobuf:"varint,7,opt,name=eval_ns,json=evalNs,proto3" json:"eval_ns,omitempty"`
+	// cached is true when the decision came from the decision cache.
+	Cached        bool `protobuf:"varint,8,opt,name=cached,proto3" json:"cached,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CheckResponse) Reset() {
@@ -324,6 +331,523 @@ func (x *CheckResponse) GetDecisionId() string {
 	return ""
 }
 
+func (x *CheckResponse) GetInputDigest() string {
+	if x != nil {
+		return x.InputDigest
+	}
+	return ""
+}
+
+func (x *CheckResponse) GetEvalNs() int64 {
+	if x != nil {
+		return x.EvalNs
+	}
+	return 0
+}
+
+func (x *CheckResponse) GetCached() bool {
+	if x != nil {
+		return x.Cached
+	}
+	return false
+}
+
+// FiredRule is one rule body that held during an evaluation.
+type FiredRule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// rule is the rule's full path, e.g. data.ward.safety.deny.
+	Rule string `protobuf:"bytes,1,opt,name=rule,proto3" json:"rule,omitempty"`
+	// location is file:line of the rule.
+	Location string `protobuf:"bytes,2,opt,name=location,proto3" json:"location,omitempty"`
+	// value is what the firing produced, as JSON: a deny message, a
+	// constraints entry, a helper's value.
+	Value         string `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FiredRule) Reset() {
+	*x = FiredRule{}
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FiredRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FiredRule) ProtoMessage() {}
+
+func (x *FiredRule) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FiredRule.ProtoReflect.Descriptor instead.
+func (*FiredRule) Descriptor() ([]byte, []int) {
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *FiredRule) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *FiredRule) GetLocation() string {
+	if x != nil {
+		return x.Location
+	}
+	return ""
+}
+
+func (x *FiredRule) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+// ExplainResponse is Check's decision with the evaluation laid open.
+type ExplainResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Result *CheckResponse         `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	// fired lists the rules that held, in evaluation order, without repeats.
+	Fired []*FiredRule `protobuf:"bytes,2,rep,name=fired,proto3" json:"fired,omitempty"`
+	// input is the policy input document, as JSON.
+	Input         string `protobuf:"bytes,3,opt,name=input,proto3" json:"input,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainResponse) Reset() {
+	*x = ExplainResponse{}
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainResponse) ProtoMessage() {}
+
+func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
+func (*ExplainResponse) Descriptor() ([]byte, []int) {
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ExplainResponse) GetResult() *CheckResponse {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetFired() []*FiredRule {
+	if x != nil {
+		return x.Fired
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetInput() string {
+	if x != nil {
+		return x.Input
+	}
+	return ""
+}
+
+// DecisionLog is one decision, as kernels publish it on sys.safety.decision.
+type DecisionLog struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	DecisionId     string                 `protobuf:"bytes,1,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
+	JobId          string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	TenantId       string                 `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Topic          string                 `protobuf:"bytes,4,opt,name=topic,proto3" json:"topic,omitempty"`
+	InputDigest    string                 `protobuf:"bytes,5,opt,name=input_digest,json=inputDigest,proto3" json:"input_digest,omitempty"`
+	Decision       Decision               `protobuf:"varint,6,opt,name=decision,proto3,enum=ward.safety.v1.Decision" json:"decision,omitempty"`
+	Reasons        []string               `protobuf:"bytes,7,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	PolicyRevision string                 `protobuf:"bytes,8,opt,name=policy_revision,json=policyRevision,proto3" json:"policy_revision,omitempty"`
+	EvalNs         int64                  `protobuf:"varint,9,opt,name=eval_ns,json=evalNs,proto3" json:"eval_ns,omitempty"`
+	Cached         bool                   `protobuf:"varint,10,opt,name=cached,proto3" json:"cached,omitempty"`
+	AtUnixMs       int64                  `protobuf:"varint,11,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	// kernel_id names the kernel that decided.
+	KernelId      string          `protobuf:"bytes,12,opt,name=kernel_id,json=kernelId,proto3" json:"kernel_id,omitempty"`
+	Constraints   *v1.Constraints `protobuf:"bytes,13,opt,name=constraints,proto3" json:"constraints,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecisionLog) Reset() {
+	*x = DecisionLog{}
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecisionLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecisionLog) ProtoMessage() {}
+
+func (x *DecisionLog) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecisionLog.ProtoReflect.Descriptor instead.
+func (*DecisionLog) Descriptor() ([]byte, []int) {
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DecisionLog) GetDecisionId() string {
+	if x != nil {
+		return x.DecisionId
+	}
+	return ""
+}
+
+func (x *DecisionLog) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *DecisionLog) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *DecisionLog) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *DecisionLog) GetInputDigest() string {
+	if x != nil {
+		return x.InputDigest
+	}
+	return ""
+}
+
+func (x *DecisionLog) GetDecision() Decision {
+	if x != nil {
+		return x.Decision
+	}
+	return Decision_DECISION_UNSPECIFIED
+}
+
+func (x *DecisionLog) GetReasons() []string {
+	if x != nil {
+		return x.Reasons
+	}
+	return nil
+}
+
+func (x *DecisionLog) GetPolicyRevision() string {
+	if x != nil {
+		return x.PolicyRevision
+	}
+	return ""
+}
+
+func (x *DecisionLog) GetEvalNs() int64 {
+	if x != nil {
+		return x.EvalNs
+	}
+	return 0
+}
+
+func (x *DecisionLog) GetCached() bool {
+	if x != nil {
+		return x.Cached
+	}
+	return false
+}
+
+func (x *DecisionLog) GetAtUnixMs() int64 {
+	if x != nil {
+		return x.AtUnixMs
+	}
+	return 0
+}
+
+func (x *DecisionLog) GetKernelId() string {
+	if x != nil {
+		return x.KernelId
+	}
+	return ""
+}
+
+func (x *DecisionLog) GetConstraints() *v1.Constraints {
+	if x != nil {
+		return x.Constraints
+	}
+	return nil
+}
+
+// PolicyBundle is a policy bundle as `ward policy push` stores it in the
+// policy KV bucket: every file of the bundle directory that the kernel reads
+// (*.rego, the *_test.rego tests, data.json or data.yaml), by path.
+type PolicyBundle struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Files map[string][]byte      `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// revision is the bundle's content revision, as Kernel.Revision reports it.
+	Revision       string `protobuf:"bytes,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	PushedAtUnixMs int64  `protobuf:"varint,3,opt,name=pushed_at_unix_ms,json=pushedAtUnixMs,proto3" json:"pushed_at_unix_ms,omitempty"`
+	// pushed_by says who pushed it (user@host).
+	PushedBy      string `protobuf:"bytes,4,opt,name=pushed_by,json=pushedBy,proto3" json:"pushed_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PolicyBundle) Reset() {
+	*x = PolicyBundle{}
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PolicyBundle) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PolicyBundle) ProtoMessage() {}
+
+func (x *PolicyBundle) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PolicyBundle.ProtoReflect.Descriptor instead.
+func (*PolicyBundle) Descriptor() ([]byte, []int) {
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PolicyBundle) GetFiles() map[string][]byte {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *PolicyBundle) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+func (x *PolicyBundle) GetPushedAtUnixMs() int64 {
+	if x != nil {
+		return x.PushedAtUnixMs
+	}
+	return 0
+}
+
+func (x *PolicyBundle) GetPushedBy() string {
+	if x != nil {
+		return x.PushedBy
+	}
+	return ""
+}
+
+// StatusRequest asks every kernel for its status, on sys.safety.status.
+type StatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatusRequest) Reset() {
+	*x = StatusRequest{}
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatusRequest) ProtoMessage() {}
+
+func (x *StatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
+func (*StatusRequest) Descriptor() ([]byte, []int) {
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{7}
+}
+
+// KernelStatus is one kernel's answer to a StatusRequest.
+type KernelStatus struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	KernelId string                 `protobuf:"bytes,1,opt,name=kernel_id,json=kernelId,proto3" json:"kernel_id,omitempty"`
+	// revision is the policy revision in force.
+	Revision string `protobuf:"bytes,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	// source says where it came from: "embedded", "dir <path>", "kv <bucket>#<n>".
+	Source         string `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
+	LoadedAtUnixMs int64  `protobuf:"varint,4,opt,name=loaded_at_unix_ms,json=loadedAtUnixMs,proto3" json:"loaded_at_unix_ms,omitempty"`
+	// refused_revision and last_error describe the last bundle refused since
+	// the one in force was loaded; both are empty when there was none.
+	RefusedRevision string `protobuf:"bytes,5,opt,name=refused_revision,json=refusedRevision,proto3" json:"refused_revision,omitempty"`
+	LastError       string `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// cache_enabled is false when the policy calls non-deterministic
+	// built-ins (time, random, HTTP), whose decisions may not be reused.
+	CacheEnabled bool  `protobuf:"varint,7,opt,name=cache_enabled,json=cacheEnabled,proto3" json:"cache_enabled,omitempty"`
+	CacheEntries int64 `protobuf:"varint,8,opt,name=cache_entries,json=cacheEntries,proto3" json:"cache_entries,omitempty"`
+	// addr is the kernel's gRPC address.
+	Addr          string `protobuf:"bytes,9,opt,name=addr,proto3" json:"addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KernelStatus) Reset() {
+	*x = KernelStatus{}
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KernelStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KernelStatus) ProtoMessage() {}
+
+func (x *KernelStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KernelStatus.ProtoReflect.Descriptor instead.
+func (*KernelStatus) Descriptor() ([]byte, []int) {
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *KernelStatus) GetKernelId() string {
+	if x != nil {
+		return x.KernelId
+	}
+	return ""
+}
+
+func (x *KernelStatus) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+func (x *KernelStatus) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *KernelStatus) GetLoadedAtUnixMs() int64 {
+	if x != nil {
+		return x.LoadedAtUnixMs
+	}
+	return 0
+}
+
+func (x *KernelStatus) GetRefusedRevision() string {
+	if x != nil {
+		return x.RefusedRevision
+	}
+	return ""
+}
+
+func (x *KernelStatus) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *KernelStatus) GetCacheEnabled() bool {
+	if x != nil {
+		return x.CacheEnabled
+	}
+	return false
+}
+
+func (x *KernelStatus) GetCacheEntries() int64 {
+	if x != nil {
+		return x.CacheEntries
+	}
+	return 0
+}
+
+func (x *KernelStatus) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
 var File_ward_safety_v1_safety_proto protoreflect.FileDescriptor
 
 const file_ward_safety_v1_safety_proto_rawDesc = "" +
@@ -345,21 +869,71 @@ const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"\x04pool\x18\t \x01(\tR\x04pool\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe1\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb5\x02\n" +
 	"\rCheckResponse\x124\n" +
 	"\bdecision\x18\x01 \x01(\x0e2\x18.ward.safety.v1.DecisionR\bdecision\x12\x18\n" +
 	"\areasons\x18\x02 \x03(\tR\areasons\x126\n" +
 	"\vconstraints\x18\x03 \x01(\v2\x14.ward.v1.ConstraintsR\vconstraints\x12'\n" +
 	"\x0fpolicy_revision\x18\x04 \x01(\tR\x0epolicyRevision\x12\x1f\n" +
 	"\vdecision_id\x18\x05 \x01(\tR\n" +
-	"decisionId*p\n" +
+	"decisionId\x12!\n" +
+	"\finput_digest\x18\x06 \x01(\tR\vinputDigest\x12\x17\n" +
+	"\aeval_ns\x18\a \x01(\x03R\x06evalNs\x12\x16\n" +
+	"\x06cached\x18\b \x01(\bR\x06cached\"Q\n" +
+	"\tFiredRule\x12\x12\n" +
+	"\x04rule\x18\x01 \x01(\tR\x04rule\x12\x1a\n" +
+	"\blocation\x18\x02 \x01(\tR\blocation\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\tR\x05value\"\x8f\x01\n" +
+	"\x0fExplainResponse\x125\n" +
+	"\x06result\x18\x01 \x01(\v2\x1d.ward.safety.v1.CheckResponseR\x06result\x12/\n" +
+	"\x05fired\x18\x02 \x03(\v2\x19.ward.safety.v1.FiredRuleR\x05fired\x12\x14\n" +
+	"\x05input\x18\x03 \x01(\tR\x05input\"\xb8\x03\n" +
+	"\vDecisionLog\x12\x1f\n" +
+	"\vdecision_id\x18\x01 \x01(\tR\n" +
+	"decisionId\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1b\n" +
+	"\ttenant_id\x18\x03 \x01(\tR\btenantId\x12\x14\n" +
+	"\x05topic\x18\x04 \x01(\tR\x05topic\x12!\n" +
+	"\finput_digest\x18\x05 \x01(\tR\vinputDigest\x124\n" +
+	"\bdecision\x18\x06 \x01(\x0e2\x18.ward.safety.v1.DecisionR\bdecision\x12\x18\n" +
+	"\areasons\x18\a \x03(\tR\areasons\x12'\n" +
+	"\x0fpolicy_revision\x18\b \x01(\tR\x0epolicyRevision\x12\x17\n" +
+	"\aeval_ns\x18\t \x01(\x03R\x06evalNs\x12\x16\n" +
+	"\x06cached\x18\n" +
+	" \x01(\bR\x06cached\x12\x1c\n" +
+	"\n" +
+	"at_unix_ms\x18\v \x01(\x03R\batUnixMs\x12\x1b\n" +
+	"\tkernel_id\x18\f \x01(\tR\bkernelId\x126\n" +
+	"\vconstraints\x18\r \x01(\v2\x14.ward.v1.ConstraintsR\vconstraints\"\xeb\x01\n" +
+	"\fPolicyBundle\x12=\n" +
+	"\x05files\x18\x01 \x03(\v2'.ward.safety.v1.PolicyBundle.FilesEntryR\x05files\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\tR\brevision\x12)\n" +
+	"\x11pushed_at_unix_ms\x18\x03 \x01(\x03R\x0epushedAtUnixMs\x12\x1b\n" +
+	"\tpushed_by\x18\x04 \x01(\tR\bpushedBy\x1a8\n" +
+	"\n" +
+	"FilesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\x0f\n" +
+	"\rStatusRequest\"\xb2\x02\n" +
+	"\fKernelStatus\x12\x1b\n" +
+	"\tkernel_id\x18\x01 \x01(\tR\bkernelId\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\tR\brevision\x12\x16\n" +
+	"\x06source\x18\x03 \x01(\tR\x06source\x12)\n" +
+	"\x11loaded_at_unix_ms\x18\x04 \x01(\x03R\x0eloadedAtUnixMs\x12)\n" +
+	"\x10refused_revision\x18\x05 \x01(\tR\x0frefusedRevision\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x06 \x01(\tR\tlastError\x12#\n" +
+	"\rcache_enabled\x18\a \x01(\bR\fcacheEnabled\x12#\n" +
+	"\rcache_entries\x18\b \x01(\x03R\fcacheEntries\x12\x12\n" +
+	"\x04addr\x18\t \x01(\tR\x04addr*p\n" +
 	"\bDecision\x12\x18\n" +
 	"\x14DECISION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eDECISION_ALLOW\x10\x01\x12\x11\n" +
 	"\rDECISION_DENY\x10\x02\x12#\n" +
-	"\x1fDECISION_ALLOW_WITH_CONSTRAINTS\x10\x032T\n" +
+	"\x1fDECISION_ALLOW_WITH_CONSTRAINTS\x10\x032\x9e\x01\n" +
 	"\fSafetyKernel\x12D\n" +
-	"\x05Check\x12\x1c.ward.safety.v1.CheckRequest\x1a\x1d.ward.safety.v1.CheckResponseB6Z4github.com/ward-run/ward/api/ward/safety/v1;safetyv1b\x06proto3"
+	"\x05Check\x12\x1c.ward.safety.v1.CheckRequest\x1a\x1d.ward.safety.v1.CheckResponse\x12H\n" +
+	"\aExplain\x12\x1c.ward.safety.v1.CheckRequest\x1a\x1f.ward.safety.v1.ExplainResponseB6Z4github.com/ward-run/ward/api/ward/safety/v1;safetyv1b\x06proto3"
 
 var (
 	file_ward_safety_v1_safety_proto_rawDescOnce sync.Once
@@ -374,29 +948,43 @@ func file_ward_safety_v1_safety_proto_rawDescGZIP() []byte {
 }
 
 var file_ward_safety_v1_safety_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ward_safety_v1_safety_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_ward_safety_v1_safety_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_ward_safety_v1_safety_proto_goTypes = []any{
-	(Decision)(0),          // 0: ward.safety.v1.Decision
-	(*ModuleRequest)(nil),  // 1: ward.safety.v1.ModuleRequest
-	(*CheckRequest)(nil),   // 2: ward.safety.v1.CheckRequest
-	(*CheckResponse)(nil),  // 3: ward.safety.v1.CheckResponse
-	nil,                    // 4: ward.safety.v1.CheckRequest.LabelsEntry
-	(*v1.Grants)(nil),      // 5: ward.v1.Grants
-	(*v1.Constraints)(nil), // 6: ward.v1.Constraints
+	(Decision)(0),           // 0: ward.safety.v1.Decision
+	(*ModuleRequest)(nil),   // 1: ward.safety.v1.ModuleRequest
+	(*CheckRequest)(nil),    // 2: ward.safety.v1.CheckRequest
+	(*CheckResponse)(nil),   // 3: ward.safety.v1.CheckResponse
+	(*FiredRule)(nil),       // 4: ward.safety.v1.FiredRule
+	(*ExplainResponse)(nil), // 5: ward.safety.v1.ExplainResponse
+	(*DecisionLog)(nil),     // 6: ward.safety.v1.DecisionLog
+	(*PolicyBundle)(nil),    // 7: ward.safety.v1.PolicyBundle
+	(*StatusRequest)(nil),   // 8: ward.safety.v1.StatusRequest
+	(*KernelStatus)(nil),    // 9: ward.safety.v1.KernelStatus
+	nil,                     // 10: ward.safety.v1.CheckRequest.LabelsEntry
+	nil,                     // 11: ward.safety.v1.PolicyBundle.FilesEntry
+	(*v1.Grants)(nil),       // 12: ward.v1.Grants
+	(*v1.Constraints)(nil),  // 13: ward.v1.Constraints
 }
 var file_ward_safety_v1_safety_proto_depIdxs = []int32{
-	5, // 0: ward.safety.v1.ModuleRequest.requested:type_name -> ward.v1.Grants
-	4, // 1: ward.safety.v1.CheckRequest.labels:type_name -> ward.safety.v1.CheckRequest.LabelsEntry
-	1, // 2: ward.safety.v1.CheckRequest.module:type_name -> ward.safety.v1.ModuleRequest
-	0, // 3: ward.safety.v1.CheckResponse.decision:type_name -> ward.safety.v1.Decision
-	6, // 4: ward.safety.v1.CheckResponse.constraints:type_name -> ward.v1.Constraints
-	2, // 5: ward.safety.v1.SafetyKernel.Check:input_type -> ward.safety.v1.CheckRequest
-	3, // 6: ward.safety.v1.SafetyKernel.Check:output_type -> ward.safety.v1.CheckResponse
-	6, // [6:7] is the sub-list for method output_type
-	5, // [5:6] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	12, // 0: ward.safety.v1.ModuleRequest.requested:type_name -> ward.v1.Grants
+	10, // 1: ward.safety.v1.CheckRequest.labels:type_name -> ward.safety.v1.CheckRequest.LabelsEntry
+	1,  // 2: ward.safety.v1.CheckRequest.module:type_name -> ward.safety.v1.ModuleRequest
+	0,  // 3: ward.safety.v1.CheckResponse.decision:type_name -> ward.safety.v1.Decision
+	13, // 4: ward.safety.v1.CheckResponse.constraints:type_name -> ward.v1.Constraints
+	3,  // 5: ward.safety.v1.ExplainResponse.result:type_name -> ward.safety.v1.CheckResponse
+	4,  // 6: ward.safety.v1.ExplainResponse.fired:type_name -> ward.safety.v1.FiredRule
+	0,  // 7: ward.safety.v1.DecisionLog.decision:type_name -> ward.safety.v1.Decision
+	13, // 8: ward.safety.v1.DecisionLog.constraints:type_name -> ward.v1.Constraints
+	11, // 9: ward.safety.v1.PolicyBundle.files:type_name -> ward.safety.v1.PolicyBundle.FilesEntry
+	2,  // 10: ward.safety.v1.SafetyKernel.Check:input_type -> ward.safety.v1.CheckRequest
+	2,  // 11: ward.safety.v1.SafetyKernel.Explain:input_type -> ward.safety.v1.CheckRequest
+	3,  // 12: ward.safety.v1.SafetyKernel.Check:output_type -> ward.safety.v1.CheckResponse
+	5,  // 13: ward.safety.v1.SafetyKernel.Explain:output_type -> ward.safety.v1.ExplainResponse
+	12, // [12:14] is the sub-list for method output_type
+	10, // [10:12] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_ward_safety_v1_safety_proto_init() }
@@ -410,7 +998,7 @@ func file_ward_safety_v1_safety_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ward_safety_v1_safety_proto_rawDesc), len(file_ward_safety_v1_safety_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   4,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

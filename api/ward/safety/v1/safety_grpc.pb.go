@@ -21,7 +21,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SafetyKernel_Check_FullMethodName = "/ward.safety.v1.SafetyKernel/Check"
+	SafetyKernel_Check_FullMethodName   = "/ward.safety.v1.SafetyKernel/Check"
+	SafetyKernel_Explain_FullMethodName = "/ward.safety.v1.SafetyKernel/Explain"
 )
 
 // SafetyKernelClient is the client API for SafetyKernel service.
@@ -30,7 +31,13 @@ const (
 //
 // SafetyKernel decides whether a job may run, and under which constraints.
 type SafetyKernelClient interface {
+	// Check decides on one job. Every call gets its own decision id and is
+	// published on sys.safety.decision; the answer may come from the decision
+	// cache.
 	Check(ctx context.Context, in *CheckRequest, opts ...grpc.CallOption) (*CheckResponse, error)
+	// Explain evaluates like Check, bypassing the decision cache and the
+	// decision log, and also says which rules fired.
+	Explain(ctx context.Context, in *CheckRequest, opts ...grpc.CallOption) (*ExplainResponse, error)
 }
 
 type safetyKernelClient struct {
@@ -51,13 +58,29 @@ func (c *safetyKernelClient) Check(ctx context.Context, in *CheckRequest, opts .
 	return out, nil
 }
 
+func (c *safetyKernelClient) Explain(ctx context.Context, in *CheckRequest, opts ...grpc.CallOption) (*ExplainResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExplainResponse)
+	err := c.cc.Invoke(ctx, SafetyKernel_Explain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SafetyKernelServer is the server API for SafetyKernel service.
 // All implementations must embed UnimplementedSafetyKernelServer
 // for forward compatibility.
 //
 // SafetyKernel decides whether a job may run, and under which constraints.
 type SafetyKernelServer interface {
+	// Check decides on one job. Every call gets its own decision id and is
+	// published on sys.safety.decision; the answer may come from the decision
+	// cache.
 	Check(context.Context, *CheckRequest) (*CheckResponse, error)
+	// Explain evaluates like Check, bypassing the decision cache and the
+	// decision log, and also says which rules fired.
+	Explain(context.Context, *CheckRequest) (*ExplainResponse, error)
 	mustEmbedUnimplementedSafetyKernelServer()
 }
 
@@ -70,6 +93,9 @@ type UnimplementedSafetyKernelServer struct{}
 
 func (UnimplementedSafetyKernelServer) Check(context.Context, *CheckRequest) (*CheckResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Check not implemented")
+}
+func (UnimplementedSafetyKernelServer) Explain(context.Context, *CheckRequest) (*ExplainResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Explain not implemented")
 }
 func (UnimplementedSafetyKernelServer) mustEmbedUnimplementedSafetyKernelServer() {}
 func (UnimplementedSafetyKernelServer) testEmbeddedByValue()                      {}
@@ -110,6 +136,24 @@ func _SafetyKernel_Check_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SafetyKernel_Explain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SafetyKernelServer).Explain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SafetyKernel_Explain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SafetyKernelServer).Explain(ctx, req.(*CheckRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SafetyKernel_ServiceDesc is the grpc.ServiceDesc for SafetyKernel service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -120,6 +164,10 @@ var SafetyKernel_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Check",
 			Handler:    _SafetyKernel_Check_Handler,
+		},
+		{
+			MethodName: "Explain",
+			Handler:    _SafetyKernel_Explain_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,356 @@
+package safety
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/tester"
+	"github.com/open-policy-agent/opa/v1/util"
+)
+
+// PolicyPackage is the Rego package a bundle must declare. Its deny rule
+// (a set of messages) and its constraints rule (an object) make the
+// decision; both may be absent, meaning no denials and no constraints.
+const PolicyPackage = "ward.safety"
+
+// kernelModule is compiled with every bundle. It gives deny and constraints
+// defaults, so that one prepared query always has exactly one result even
+// when a bundle leaves a rule out or a complete rule is undefined for an
+// input. Bundles may not declare its package.
+const (
+	kernelPackage = "ward.kernel"
+	kernelModule  = `package ward.kernel
+
+default deny := set()
+
+deny := data.ward.safety.deny
+
+default constraints := {}
+
+constraints := data.ward.safety.constraints
+`
+	kernelQuery = "deny := data.ward.kernel.deny; constraints := data.ward.kernel.constraints"
+	// directQuery skips the kernel module's defaults: one level of rules
+	// less per evaluation. It has no result when a rule is undefined (a
+	// policy without one, or a complete rule that did not hold); eval then
+	// asks kernelQuery.
+	directQuery = "deny := data.ward.safety.deny; constraints := data.ward.safety.constraints"
+)
+
+// Errors a bundle can be refused with. Check them with errors.Is.
+var (
+	// ErrInvalidBundle: the bundle does not parse or compile, or breaks a
+	// rule of bundles (no package ward.safety, a reserved package, two
+	// data files).
+	ErrInvalidBundle = errors.New("safety: invalid bundle")
+	// ErrTestsFailed: the bundle compiles but some of its tests fail. The
+	// error is a *TestsFailedError listing them.
+	ErrTestsFailed = errors.New("safety: policy tests failed")
+)
+
+// DefaultTestTimeout bounds one Rego test in Test and Prepare.
+const DefaultTestTimeout = 10 * time.Second
+
+// Policy is a compiled bundle, ready to evaluate. It is immutable and safe
+// for concurrent use.
+type Policy struct {
+	revision string
+	direct   rego.PreparedEvalQuery // directQuery
+	query    rego.PreparedEvalQuery // kernelQuery
+	// fields are the input fields the policy can read: the input document
+	// holds only them, and the decision cache keys on them.
+	fields fieldSet
+	// cacheable is false when the policy calls non-deterministic built-ins
+	// (time, randomness, HTTP), so that equal inputs may be decided
+	// differently.
+	cacheable bool
+	tests     int
+}
+
+// Revision returns the bundle revision the policy was compiled from.
+func (p *Policy) Revision() string { return p.revision }
+
+// Cacheable reports whether the policy's decisions may be cached: it calls
+// no non-deterministic built-in.
+func (p *Policy) Cacheable() bool { return p.cacheable }
+
+// InputFields lists the input fields the policy reads, which the decision
+// cache keys on.
+func (p *Policy) InputFields() []string { return p.fields.names() }
+
+// Tests returns how many Rego tests the policy passed in Prepare (0 after
+// Compile alone).
+func (p *Policy) Tests() int { return p.tests }
+
+// Compile parses and compiles the bundle's policy and data, not its tests.
+// Errors wrap ErrInvalidBundle.
+func Compile(b *Bundle) (*Policy, error) {
+	mods, data, err := parseBundle(b, false)
+	if err != nil {
+		return nil, err
+	}
+	c := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
+	if c.Compile(mods); c.Failed() {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidBundle, c.Errors)
+	}
+	store, err := astStore(data)
+	if err != nil {
+		return nil, err
+	}
+	prepare := func(query string) (rego.PreparedEvalQuery, error) {
+		pq, err := rego.New(
+			rego.Query(query),
+			rego.Compiler(c),
+			rego.Store(store),
+			rego.SetRegoVersion(ast.RegoV1),
+		).PrepareForEval(context.Background())
+		if err != nil {
+			return pq, fmt.Errorf("%w: %w", ErrInvalidBundle, err)
+		}
+		return pq, nil
+	}
+	direct, err := prepare(directQuery)
+	if err != nil {
+		return nil, err
+	}
+	pq, err := prepare(kernelQuery)
+	if err != nil {
+		return nil, err
+	}
+	return &Policy{
+		revision:  b.Revision(),
+		direct:    direct,
+		query:     pq,
+		fields:    inputFields(c.Modules),
+		cacheable: deterministic(c.Modules),
+	}, nil
+}
+
+// Prepare compiles the bundle and runs its tests: the checks every bundle
+// passes before a kernel puts it in force. A bundle whose tests fail is
+// refused with a *TestsFailedError.
+func Prepare(ctx context.Context, b *Bundle) (*Policy, error) {
+	p, err := Compile(b)
+	if err != nil {
+		return nil, err
+	}
+	results, err := Test(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	var failed []TestResult
+	for _, r := range results {
+		if r.Outcome == OutcomeFail || r.Outcome == OutcomeError {
+			failed = append(failed, r)
+		}
+	}
+	if len(failed) > 0 {
+		return nil, &TestsFailedError{Revision: p.revision, Failed: failed, Total: len(results)}
+	}
+	p.tests = len(results)
+	return p, nil
+}
+
+// Test outcomes.
+const (
+	OutcomePass  = "PASS"
+	OutcomeFail  = "FAIL"
+	OutcomeError = "ERROR"
+	OutcomeSkip  = "SKIPPED"
+)
+
+// TestResult is the outcome of one Rego test.
+type TestResult struct {
+	// Name is the test rule's full name, e.g. data.ward.safety_test.test_x.
+	Name string
+	// Location is file:line.
+	Location string
+	// Outcome is OutcomePass, OutcomeFail, OutcomeError or OutcomeSkip.
+	Outcome  string
+	Duration time.Duration
+	// Err says why an ERROR test errored.
+	Err string
+	// Output is what the test printed with print().
+	Output string
+}
+
+func (r TestResult) String() string {
+	s := fmt.Sprintf("%s %s (%s)", r.Outcome, r.Name, r.Location)
+	if r.Err != "" {
+		s += ": " + r.Err
+	}
+	return s
+}
+
+// TestsFailedError lists the tests a bundle failed.
+type TestsFailedError struct {
+	Revision string
+	Failed   []TestResult
+	Total    int
+}
+
+func (e *TestsFailedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "safety: bundle %s: %d of %d policy tests failed", e.Revision, len(e.Failed), e.Total)
+	for _, r := range e.Failed {
+		b.WriteString("\n  ")
+		b.WriteString(r.String())
+	}
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrTestsFailed) true.
+func (e *TestsFailedError) Unwrap() error { return ErrTestsFailed }
+
+// Test runs the bundle's Rego tests (rules named test_* in any package of
+// its *_test.rego and other files), with the bundle's data, as `opa test`
+// would. The results are sorted by name. An error means the tests could
+// not run: the bundle, tests included, does not compile.
+func Test(ctx context.Context, b *Bundle) ([]TestResult, error) {
+	mods, data, err := parseBundle(b, true)
+	if err != nil {
+		return nil, err
+	}
+	store := inmem.NewFromObject(data)
+	ch, err := tester.NewRunner().
+		SetStore(store).
+		SetDefaultRegoVersion(ast.RegoV1).
+		CapturePrintOutput(true).
+		SetTimeout(DefaultTestTimeout).
+		SetModules(mods).
+		RunTests(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidBundle, err)
+	}
+	var results []TestResult
+	for r := range ch {
+		tr := TestResult{
+			Name:     r.Package + "." + r.Name,
+			Duration: r.Duration,
+			Output:   string(r.Output),
+		}
+		if r.Location != nil {
+			tr.Location = fmt.Sprintf("%s:%d", r.Location.File, r.Location.Row)
+		}
+		switch {
+		case r.Error != nil:
+			tr.Outcome, tr.Err = OutcomeError, r.Error.Error()
+		case r.Skip:
+			tr.Outcome = OutcomeSkip
+		case r.Fail:
+			tr.Outcome = OutcomeFail
+		default:
+			tr.Outcome = OutcomePass
+		}
+		results = append(results, tr)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("safety: policy tests: %w", err)
+	}
+	slices.SortFunc(results, func(a, b TestResult) int { return strings.Compare(a.Name, b.Name) })
+	return results, nil
+}
+
+// parseBundle parses the bundle's modules (with tests when tests is set)
+// and data, and adds the kernel module.
+func parseBundle(b *Bundle, tests bool) (map[string]*ast.Module, map[string]any, error) {
+	mods := map[string]*ast.Module{}
+	data := map[string]any{}
+	var dataFile string
+	havePolicy := false
+	for _, name := range slices.Sorted(maps.Keys(b.Files)) {
+		bs := b.Files[name]
+		if name == "data.json" || name == "data.yaml" {
+			if dataFile != "" {
+				return nil, nil, fmt.Errorf("%w: both %s and %s present", ErrInvalidBundle, dataFile, name)
+			}
+			dataFile = name
+			if err := util.Unmarshal(bs, &data); err != nil {
+				return nil, nil, fmt.Errorf("%w: parse %s: %w", ErrInvalidBundle, name, err)
+			}
+			if data == nil {
+				data = map[string]any{}
+			}
+			continue
+		}
+		if isTest(name) && !tests {
+			continue
+		}
+		mod, err := ast.ParseModuleWithOpts(name, string(bs), ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrInvalidBundle, err)
+		}
+		if mod == nil {
+			// The file holds only comments.
+			continue
+		}
+		switch pkg := strings.TrimPrefix(mod.Package.Path.String(), "data."); {
+		case pkg == PolicyPackage:
+			havePolicy = true
+		case pkg == kernelPackage || strings.HasPrefix(pkg, kernelPackage+"."):
+			return nil, nil, fmt.Errorf("%w: %s: package %s is reserved for the kernel", ErrInvalidBundle, name, pkg)
+		}
+		mods[name] = mod
+	}
+	if !havePolicy {
+		return nil, nil, fmt.Errorf("%w: no module declares package %s", ErrInvalidBundle, PolicyPackage)
+	}
+	kmod, err := ast.ParseModuleWithOpts("ward.kernel.rego", kernelModule, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return nil, nil, fmt.Errorf("safety: parse kernel module: %w", err)
+	}
+	// The key cannot collide with a bundle file: those end in .rego.
+	mods["<kernel>"] = kmod
+	return mods, data, nil
+}
+
+// astStore holds data as Rego values, converted once, so that no
+// evaluation converts it again.
+func astStore(data map[string]any) (storage.Store, error) {
+	v, err := ast.InterfaceToValue(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: data: %w", ErrInvalidBundle, err)
+	}
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return nil, fmt.Errorf("%w: data is %T, want an object", ErrInvalidBundle, v)
+	}
+	return inmem.NewFromASTObject(obj), nil
+}
+
+// deterministic reports whether no module calls a non-deterministic
+// built-in.
+func deterministic(mods map[string]*ast.Module) bool {
+	ok := true
+	check := func(op ast.Ref) {
+		if b, found := ast.BuiltinMap[op.String()]; found && b.Nondeterministic {
+			ok = false
+		}
+	}
+	for _, m := range mods {
+		ast.WalkExprs(m, func(e *ast.Expr) bool {
+			if e.IsCall() {
+				check(e.Operator())
+			}
+			return !ok
+		})
+		ast.WalkTerms(m, func(t *ast.Term) bool {
+			if c, isCall := t.Value.(ast.Call); isCall && len(c) > 0 {
+				if r, isRef := c[0].Value.(ast.Ref); isRef {
+					check(r)
+				}
+			}
+			return !ok
+		})
+	}
+	return ok
+}
