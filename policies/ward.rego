@@ -14,8 +14,9 @@
 #                             "time_limit_ms": 0}},
 #    "pool": "echo"}
 #
-# module.requested is what the module's manifest asks for; the policy grants
-# a subset of it, and the host enforces what was granted and nothing more.
+# module.requested is what the module's manifest asks for (null when the
+# caller does not know the manifest); the policy grants a subset of it, and
+# the host enforces what was granted and nothing more.
 #
 # Two rules make the decision:
 #   deny         a set of messages; any message denies the job.
@@ -99,25 +100,56 @@ constraints.grants := grants if {
 # time.
 module_settings := data.modules[input.module.name]
 
-requested := input.module.requested
+# requested is what the module's manifest asks for. A request without one
+# (requested is null: the scheduler does not know the manifest) asks for
+# whatever the module's entry allows, as a manifest's "*" does; the host
+# still runs the module with nothing beyond the grants.
+requested := input.module.requested if {
+	input.module.requested != null
+} else := {"http_hosts": ["*"], "read_only_dirs": ["*"], "env_keys": ["*"], "memory_limit_bytes": 0, "time_limit_ms": 0}
 
-# Outbound HTTP: the requested hosts the module's entry lists. In the
-# default data, chat-advanced and code-llm may reach the Ollama host only.
+# Outbound HTTP: the module entry's http_hosts that the manifest asks for
+# by name, by "*.domain", or all of them with "*". In the default data,
+# chat-advanced and code-llm may reach the Ollama host only.
 grants.http_hosts := sort(hosts) if {
-	hosts := {h | some h in requested.http_hosts; h in module_settings.http_hosts}
+	hosts := {h |
+		some asked in requested.http_hosts
+		some h in object.get(module_settings, "http_hosts", [])
+		host_matches(asked, h)
+	}
 	count(hosts) > 0
 }
 
+host_matches(asked, _) if asked == "*"
+
+host_matches(asked, host) if asked == host
+
+host_matches(asked, host) if {
+	startswith(asked, "*.")
+	endswith(host, substring(asked, 1, -1))
+}
+
 # Read-only mounts: the requested directories under one of the module's
-# read_only_roots. In the default data, the repo-* modules may mount what
-# lies under /srv/ward/repos, and nothing else.
+# read_only_roots, or the roots themselves for "*". In the default data,
+# the repo-* modules may mount what lies under /srv/ward/repos, and nothing
+# else.
 grants.read_only_dirs := sort(dirs) if {
-	dirs := {d | some d in requested.read_only_dirs; under_allowed_root(d)}
+	dirs := {d | some asked in requested.read_only_dirs; some d in granted_dirs(asked)}
 	count(dirs) > 0
 }
 
+granted_dirs(asked) := {root |
+	some root in object.get(module_settings, "read_only_roots", [])
+	clean_path(root)
+} if {
+	asked == "*"
+} else := {asked} if {
+	under_allowed_root(asked)
+}
+
 grants.env_keys := sort(keys) if {
-	keys := {k | some k in requested.env_keys; k in module_settings.env_keys}
+	allowed := object.get(module_settings, "env_keys", [])
+	keys := {k | some asked in requested.env_keys; some k in allowed; asked in {"*", k}}
 	count(keys) > 0
 }
 
@@ -141,6 +173,7 @@ capped(asked, key) := min([asked, object.get(module_settings, key, data.defaults
 under_allowed_root(dir) if {
 	clean_path(dir)
 	some root in module_settings.read_only_roots
+	clean_path(root)
 	within(dir, trim_right(root, "/"))
 }
 

@@ -274,3 +274,43 @@ test_denied_job_gets_constraints_too_but_deny_wins if {
 	count(safety.deny) == 1 with input as inp
 	safety.constraints.max_retries == 2 with input as inp
 }
+
+# ------------------------------------------------------------------ manifests with "*", or none
+
+test_star_host_gets_the_module_hosts if {
+	inp := with_module("chat-advanced", {"http_hosts": ["*"], "env_keys": ["OLLAMA_URL", "OLLAMA_MODEL", "HOME"]})
+	safety.constraints == {"grants": {
+		"http_hosts": ["127.0.0.1:11434", "localhost:11434"],
+		"env_keys": ["OLLAMA_MODEL", "OLLAMA_URL"],
+	}} with input as inp
+}
+
+test_star_domain_host if {
+	inp := with_module("chat-advanced", {"http_hosts": ["*.acme.io"]})
+	safety.constraints == {"grants": {"http_hosts": ["api.acme.io"]}} with input as inp
+		with data.modules as {"chat-advanced": {"http_hosts": ["api.acme.io", "acme.io.evil.example"]}}
+}
+
+test_star_dir_gets_the_roots if {
+	inp := with_module("repo-sast", {"read_only_dirs": ["*"]})
+	safety.constraints == {"grants": {"read_only_dirs": ["/srv/ward/repos"]}} with input as inp
+}
+
+test_unclean_root_never_granted if {
+	inp := with_module("repo-sast", {"read_only_dirs": ["*", "/srv/x/y"]})
+	safety.constraints == {} with input as inp
+		with data.modules as {"repo-sast": {"read_only_roots": ["/srv/../etc", "relative", "/srv/x/../"]}}
+}
+
+test_unknown_manifest_asks_for_everything_allowed if {
+	inp := object.union(job, {"module": {"name": "chat-advanced", "digest": "", "requested": null}})
+	safety.constraints == {"grants": {
+		"http_hosts": ["127.0.0.1:11434", "localhost:11434"],
+		"env_keys": ["OLLAMA_MODEL", "OLLAMA_URL"],
+	}} with input as inp
+}
+
+test_unknown_manifest_of_unlisted_module_gets_nothing if {
+	inp := object.union(job, {"module": {"name": "echo", "digest": "", "requested": null}})
+	safety.constraints == {} with input as inp
+}

@@ -183,8 +183,18 @@ func numberTerm(n int64) *ast.Term {
 	return ast.NewTerm(ast.Number(itoa(n)))
 }
 
+// moduleTerm is input.module. Its requested is null when the request
+// carries none: the caller does not know the module's manifest, which
+// policies may treat otherwise than a manifest that asks for nothing.
 func moduleTerm(mod *safetyv1.ModuleRequest) *ast.Term {
 	g := mod.GetRequested()
+	if g == nil {
+		return ast.ObjectTerm(
+			ast.Item(keyName, ast.StringTerm(mod.GetName())),
+			ast.Item(keyDigest, ast.StringTerm(mod.GetDigest())),
+			ast.Item(keyRequested, ast.InternedNullTerm),
+		)
+	}
 	return ast.ObjectTerm(
 		ast.Item(keyName, ast.StringTerm(mod.GetName())),
 		ast.Item(keyDigest, ast.StringTerm(mod.GetDigest())),
@@ -312,6 +322,11 @@ func (e *encoded) encode(req *safetyv1.CheckRequest) {
 			g := mod.GetRequested()
 			e.str(mod.GetName())
 			e.str(mod.GetDigest())
+			if g == nil {
+				e.buf = append(e.buf, 0)
+				break
+			}
+			e.buf = append(e.buf, 1)
 			e.strs(g.GetHttpHosts())
 			e.strs(g.GetReadOnlyDirs())
 			e.strs(g.GetEnvKeys())

@@ -160,6 +160,16 @@ func TestKernelDefaultBundle(t *testing.T) {
 			cons: &wardv1.Constraints{Grants: &wardv1.Grants{HttpHosts: []string{"localhost:11434"}, MemoryLimitBytes: 512 << 20}},
 		},
 		{
+			name: "chat-advanced without a known manifest",
+			edit: func(r *safetyv1.CheckRequest) {
+				r.Topic = "job.chat.advanced"
+				r.Module = &safetyv1.ModuleRequest{Name: "chat-advanced"}
+			},
+			want: safetyv1.Decision_DECISION_ALLOW_WITH_CONSTRAINTS,
+			cons: &wardv1.Constraints{Grants: &wardv1.Grants{HttpHosts: []string{"127.0.0.1:11434", "localhost:11434"},
+				EnvKeys: []string{"OLLAMA_MODEL", "OLLAMA_URL"}}},
+		},
+		{
 			name: "repo module granted read-only dirs under the root",
 			edit: func(r *safetyv1.CheckRequest) {
 				r.Topic = "job.repo.lint"
@@ -534,10 +544,10 @@ func TestKernelDirectory(t *testing.T) {
 
 func TestReadBundleSkipsDotFiles(t *testing.T) {
 	fsys := bundle(t, map[string]string{
-		".#ward.rego":          "garbage",
-		".git/x.rego":          "garbage",
-		"README.md":            "not a bundle file",
-		"lib/helpers.rego":     "package ward.safety\n\nhelper := 1\n",
+		".#ward.rego":           "garbage",
+		".git/x.rego":           "garbage",
+		"README.md":             "not a bundle file",
+		"lib/helpers.rego":      "package ward.safety\n\nhelper := 1\n",
 		"lib/helpers_test.rego": "package ward.safety_test\n\ntest_helper if data.ward.safety.helper == 1\n",
 	})
 	b, err := ReadBundle(fsys)
