@@ -5,6 +5,8 @@ GO        ?= go
 MODULES   := $(notdir $(patsubst %/,%,$(dir $(wildcard modules/*/main.go))))
 WASM_DIR  := modules/build
 WASM      := $(addprefix $(WASM_DIR)/,$(addsuffix .wasm,$(MODULES)))
+MANIFESTS := $(addprefix $(WASM_DIR)/,$(addsuffix .yaml,$(MODULES)))
+MODULE_GO := $(shell find modules -name '*.go' -not -path '*/testdata/*' -not -name '*_test.go' 2>/dev/null)
 
 .PHONY: all build modules run test proto bench clean
 
@@ -13,11 +15,18 @@ all: build modules
 build:
 	$(GO) build -o bin/ward ./cmd/ward
 
-modules: $(WASM)
+modules: $(WASM) $(MANIFESTS)
 
-$(WASM_DIR)/%.wasm: $(shell find modules -name '*.go' 2>/dev/null) go.mod
+# Every module has a manifest (modules/<name>/manifest.yaml), installed
+# beside its .wasm. One whose manifest says abi: ward-reactor-v1 is built as
+# a WASI reactor (-buildmode=c-shared); any other as a WASI command.
+$(WASM_DIR)/%.wasm: $(MODULE_GO) go.mod modules/%/manifest.yaml
 	@mkdir -p $(WASM_DIR)
-	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -o $@ ./modules/$*
+	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath $(if $(shell grep -qs '^abi: *ward-reactor' modules/$*/manifest.yaml && echo reactor),-buildmode=c-shared) -o $@ ./modules/$*
+
+$(WASM_DIR)/%.yaml: modules/%/manifest.yaml
+	@mkdir -p $(WASM_DIR)
+	cp $< $@
 
 run: build modules
 	./bin/ward dev --modules $(WASM_DIR)

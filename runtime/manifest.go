@@ -54,6 +54,12 @@ type Manifest struct {
 	// exactly that (Input.Grants).
 	Capabilities Capabilities `yaml:"capabilities"`
 	Limits       Limits       `yaml:"limits"`
+
+	// Topic, Pool and Requires are the route a deployed module may declare
+	// (`ward module deploy`): the runtime ignores them.
+	Topic    string   `yaml:"topic"`
+	Pool     string   `yaml:"pool"`
+	Requires []string `yaml:"requires"`
 }
 
 // Capabilities are the sandbox capabilities a module may ask for.

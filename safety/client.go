@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -17,28 +19,46 @@ import (
 )
 
 // ErrUnavailable is wrapped by every Client.Check error that means the
-// kernel could not be reached or did not answer in time: no decision was
-// made. The scheduler maps it to the reason code safety_unavailable and, by
-// default, fails closed. Other Check errors mean the kernel answered with
-// an error; they must always be treated as a denial.
+// kernel could not be reached, did not answer in time, or the circuit
+// breaker is open: no decision was made. The scheduler maps it to the
+// reason code safety_unavailable and fails closed (or, configured so,
+// open). Other Check errors mean the kernel answered with an error; they
+// must always be treated as a denial.
 var ErrUnavailable = errors.New("safety: kernel unavailable")
 
-// DefaultTimeout is the per-call timeout of a Client whose ClientConfig
-// leaves Timeout zero.
-const DefaultTimeout = 2 * time.Second
+// ErrBreakerOpen is wrapped, with ErrUnavailable, by the Checks that the
+// open circuit breaker failed without asking the kernel.
+var ErrBreakerOpen = errors.New("safety: circuit breaker open")
+
+// Client defaults, for a ClientConfig that leaves a field zero.
+const (
+	DefaultTimeout         = 2 * time.Second
+	DefaultBreakerFailures = 5
+	DefaultBreakerCooldown = time.Second
+)
 
 var (
 	clientErrors = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_safety_client_errors_total",
-		Help: "Failed safety Check calls, by kind (unavailable: no answer from the kernel; error: the kernel answered with an error).",
+		Help: "Failed safety Check calls, by kind (timeout: no answer in time; unavailable: the kernel could not be reached; breaker_open: failed at once by the open circuit breaker; error: the kernel answered with an error).",
 	}, []string{"kind"})
 	clientSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name:    "ward_safety_client_call_duration_seconds",
 		Help:    "Duration of safety Check calls as the client sees them, failures included.",
-		Buckets: prometheus.ExponentialBuckets(100e-6, 2, 16), // 100µs to ~3s
+		Buckets: prometheus.ExponentialBuckets(50e-6, 2, 17), // 50µs to ~3s
+	})
+	breakerState = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "ward_safety_client_breaker_state",
+		Help: "The safety client's circuit breaker: 0 closed, 1 open, 2 half-open (one Check probing the kernel).",
+	})
+	breakerOpens = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ward_safety_client_breaker_opens_total",
+		Help: "Times the safety client's circuit breaker opened.",
 	})
 
+	timeoutTotal     = clientErrors.WithLabelValues("timeout")
 	unavailableTotal = clientErrors.WithLabelValues("unavailable")
+	breakerOpenTotal = clientErrors.WithLabelValues("breaker_open")
 	answerErrorTotal = clientErrors.WithLabelValues("error")
 )
 
@@ -47,6 +67,15 @@ type ClientConfig struct {
 	// Timeout bounds each Check call, on top of the caller's context.
 	// Zero means DefaultTimeout.
 	Timeout time.Duration
+	// BreakerFailures is how many Checks in a row must find the kernel
+	// unavailable to open the circuit breaker. While it is open, Checks
+	// fail at once, sparing each job a timeout; after BreakerCooldown one
+	// Check probes the kernel, and closes the breaker if it answers. Zero
+	// means DefaultBreakerFailures; negative disables the breaker.
+	BreakerFailures int
+	// BreakerCooldown is how long the breaker stays open before a probe.
+	// Zero means DefaultBreakerCooldown.
+	BreakerCooldown time.Duration
 }
 
 // Client calls a remote safety kernel. It is safe for concurrent use.
@@ -54,46 +83,68 @@ type Client struct {
 	conn    *grpc.ClientConn
 	rpc     safetyv1.SafetyKernelClient
 	timeout time.Duration
+	breaker *breaker // nil when disabled
 }
 
 // Dial returns a Client for the kernel at addr (host:port). It does not
 // wait for a connection: one is made on the first Check, and remade as
-// needed.
+// needed, retrying at least every second, so that a restarted kernel is
+// found again within about a second.
 func Dial(addr string, cfg ClientConfig) (*Client, error) {
-	if cfg.Timeout < 0 {
-		return nil, fmt.Errorf("safety: dial %s: negative timeout %s", addr, cfg.Timeout)
+	if cfg.Timeout < 0 || cfg.BreakerCooldown < 0 {
+		return nil, fmt.Errorf("safety: dial %s: negative timeout %s or cooldown %s", addr, cfg.Timeout, cfg.BreakerCooldown)
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if cfg.BreakerFailures == 0 {
+		cfg.BreakerFailures = DefaultBreakerFailures
+	}
+	if cfg.BreakerCooldown == 0 {
+		cfg.BreakerCooldown = DefaultBreakerCooldown
+	}
+	conn, err := grpc.NewClient(addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: cfg.Timeout,
+		}),
+	)
 	if err != nil {
 		return nil, fmt.Errorf("safety: dial %s: %w", addr, err)
 	}
-	return &Client{
-		conn:    conn,
-		rpc:     safetyv1.NewSafetyKernelClient(conn),
-		timeout: cfg.Timeout,
-	}, nil
+	c := &Client{conn: conn, rpc: safetyv1.NewSafetyKernelClient(conn), timeout: cfg.Timeout}
+	if cfg.BreakerFailures > 0 {
+		c.breaker = &breaker{threshold: cfg.BreakerFailures, cooldown: cfg.BreakerCooldown}
+	}
+	return c, nil
 }
 
 // Check asks the kernel for a decision on req. An error wraps ErrUnavailable
 // when the kernel could not be reached or did not answer within the
-// Client's timeout or ctx; see ErrUnavailable.
+// Client's timeout or ctx, or the breaker is open; see ErrUnavailable.
 func (c *Client) Check(ctx context.Context, req *safetyv1.CheckRequest) (*safetyv1.CheckResponse, error) {
+	probe := false
+	if c.breaker != nil {
+		var ok bool
+		if ok, probe = c.breaker.allow(time.Now()); !ok {
+			breakerOpenTotal.Inc()
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, ErrBreakerOpen)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	start := time.Now()
 	resp, err := c.rpc.Check(ctx, req)
 	clientSeconds.Observe(time.Since(start).Seconds())
-	if err != nil {
-		switch status.Code(err) {
-		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
-			unavailableTotal.Inc()
-			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	if err = c.classify(err); err != nil {
+		if c.breaker != nil {
+			c.breaker.record(!errors.Is(err, ErrUnavailable), probe, time.Now())
 		}
-		answerErrorTotal.Inc()
-		return nil, fmt.Errorf("safety: check: %w", err)
+		return nil, err
+	}
+	if c.breaker != nil {
+		c.breaker.record(true, probe, time.Now())
 	}
 	if resp.GetDecision() == safetyv1.Decision_DECISION_UNSPECIFIED {
 		answerErrorTotal.Inc()
@@ -102,10 +153,112 @@ func (c *Client) Check(ctx context.Context, req *safetyv1.CheckRequest) (*safety
 	return resp, nil
 }
 
+// Explain asks the kernel to explain its decision on req (see
+// Kernel.Explain). It does not go through the breaker.
+func (c *Client) Explain(ctx context.Context, req *safetyv1.CheckRequest) (*safetyv1.ExplainResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.rpc.Explain(ctx, req)
+	if err := c.classify(err); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// classify wraps a call error, counting it.
+func (c *Client) classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	switch status.Code(err) {
+	case codes.DeadlineExceeded:
+		timeoutTotal.Inc()
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case codes.Unavailable, codes.Canceled:
+		unavailableTotal.Inc()
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	answerErrorTotal.Inc()
+	return fmt.Errorf("safety: check: %w", err)
+}
+
 // Close closes the connection. Checks in flight fail with ErrUnavailable.
 func (c *Client) Close() error {
 	if err := c.conn.Close(); err != nil {
 		return fmt.Errorf("safety: close: %w", err)
 	}
 	return nil
+}
+
+// Breaker states, as the ward_safety_client_breaker_state gauge shows them.
+const (
+	breakerClosed   = 0
+	breakerOpen     = 1
+	breakerHalfOpen = 2
+)
+
+// breaker is a consecutive-failures circuit breaker with one probe at a
+// time once the cooldown has passed.
+type breaker struct {
+	threshold int
+	cooldown  time.Duration
+
+	mu       sync.Mutex // guards the 4 following fields
+	state    int
+	failures int
+	openedAt time.Time
+	probing  bool
+}
+
+// allow reports whether a Check may go to the kernel, and whether it is
+// the half-open breaker's probe.
+func (b *breaker) allow(now time.Time) (ok, probe bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch b.state {
+	case breakerClosed:
+		return true, false
+	case breakerOpen:
+		if now.Sub(b.openedAt) < b.cooldown {
+			return false, false
+		}
+		b.setState(breakerHalfOpen)
+		b.probing = true
+		return true, true
+	default: // half-open: one probe at a time
+		if b.probing {
+			return false, false
+		}
+		b.probing = true
+		return true, true
+	}
+}
+
+// record notes a Check's outcome: answered (a decision or a kernel error)
+// or unavailable.
+func (b *breaker) record(answered, probe bool, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if probe {
+		b.probing = false
+	}
+	if answered {
+		b.failures = 0
+		if b.state != breakerClosed && (probe || b.state == breakerHalfOpen) {
+			b.setState(breakerClosed)
+		}
+		return
+	}
+	b.failures++
+	if b.state == breakerHalfOpen || (b.state == breakerClosed && b.failures >= b.threshold) {
+		b.openedAt = now
+		b.setState(breakerOpen)
+		breakerOpens.Inc()
+	}
+}
+
+// setState must be called with mu held.
+func (b *breaker) setState(s int) {
+	b.state = s
+	breakerState.Set(float64(s))
 }

@@ -168,3 +168,110 @@ func BenchmarkGRPCCheck(b *testing.B) {
 		}
 	})
 }
+
+func TestClientExplain(t *testing.T) {
+	c := dial(t, startServer(t), ClientConfig{})
+	req := echoJob()
+	req.Topic = "sys.destroy"
+	resp, err := c.Explain(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetResult().GetDecision() != safetyv1.Decision_DECISION_DENY || len(resp.GetFired()) == 0 || resp.GetInput() == "" {
+		t.Errorf("Explain = %v", resp)
+	}
+}
+
+func TestServerNoPolicyIsUnavailable(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(NewKernel(Config{}))
+	go srv.Serve(lis)
+	defer srv.Shutdown(context.Background())
+	c := dial(t, lis.Addr().String(), ClientConfig{BreakerFailures: -1})
+	if _, err := c.Check(context.Background(), echoJob()); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Check on a kernel without a policy = %v, want ErrUnavailable", err)
+	}
+}
+
+// TestClientBreaker: a kernel that goes away opens the breaker after
+// BreakerFailures Checks, which then fail at once; once it is back, a probe
+// after the cooldown closes the breaker.
+func TestClientBreaker(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	k := newDefaultKernel(t)
+	srv := NewServer(k)
+	go srv.Serve(lis)
+	c := dial(t, addr, ClientConfig{Timeout: time.Second, BreakerFailures: 3, BreakerCooldown: 50 * time.Millisecond})
+	if _, err := c.Check(context.Background(), echoJob()); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := c.Check(context.Background(), echoJob()); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrBreakerOpen) {
+			t.Fatalf("Check %d with the kernel down = %v, want ErrUnavailable from the kernel", i, err)
+		}
+	}
+	if _, err := c.Check(context.Background(), echoJob()); !errors.Is(err, ErrBreakerOpen) || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Check after 3 failures = %v, want ErrBreakerOpen", err)
+	}
+
+	lis, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv = NewServer(k)
+	go srv.Serve(lis)
+	defer srv.Shutdown(context.Background())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := c.Check(context.Background(), echoJob())
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrUnavailable) || time.Now().After(deadline) {
+			t.Fatalf("Check after the kernel came back: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestBreakerStates(t *testing.T) {
+	b := &breaker{threshold: 2, cooldown: time.Second}
+	t0 := time.Unix(0, 0)
+	step := func(at time.Duration, wantOK, wantProbe bool) bool {
+		t.Helper()
+		ok, probe := b.allow(t0.Add(at))
+		if ok != wantOK || probe != wantProbe {
+			t.Fatalf("at %s: allow = %v, %v; want %v, %v (state %d)", at, ok, probe, wantOK, wantProbe, b.state)
+		}
+		return probe
+	}
+	step(0, true, false)
+	b.record(false, false, t0)
+	step(0, true, false)
+	b.record(true, false, t0) // a success resets the count
+	step(0, true, false)
+	b.record(false, false, t0)
+	step(0, true, false)
+	b.record(false, false, t0) // second failure in a row: open
+	step(500*time.Millisecond, false, false)
+	p := step(time.Second, true, true)                // cooldown over: one probe
+	step(time.Second, false, false)                   // and only one
+	b.record(false, p, t0.Add(1100*time.Millisecond)) // probe failed: open again
+	step(2*time.Second, false, false)
+	p = step(2200*time.Millisecond, true, true)
+	b.record(true, p, t0.Add(2200*time.Millisecond)) // probe answered: closed
+	step(2200*time.Millisecond, true, false)
+	if b.state != breakerClosed {
+		t.Errorf("state %d, want closed", b.state)
+	}
+}

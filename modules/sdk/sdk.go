@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // Handler handles one job. It reads the input from j and writes the result
@@ -246,6 +247,24 @@ func PostJSON(url string, in, out any) error {
 		return fmt.Errorf("POST %s: %w", url, err)
 	}
 	return nil
+}
+
+// ParseChatRequest reads a chat payload: a ChatRequest as JSON, or any
+// other text as the message itself.
+func ParseChatRequest(in []byte) (ChatRequest, error) {
+	var req ChatRequest
+	text := strings.TrimSpace(string(in))
+	if strings.HasPrefix(text, "{") {
+		if err := json.Unmarshal([]byte(text), &req); err != nil {
+			return req, fmt.Errorf("chat request: %w", err)
+		}
+	} else {
+		req.Message = text
+	}
+	if strings.TrimSpace(req.Message) == "" {
+		return req, errors.New(`chat request: no message: send {"message": "..."} or plain text`)
+	}
+	return req, nil
 }
 
 // Errors of the host functions; match them with errors.Is.

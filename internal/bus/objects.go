@@ -1,0 +1,184 @@
+package bus
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Large job contexts do not travel in messages (NATS refuses a message
+// over the server's max_payload, 1 MiB by default): a client stores them in
+// a JetStream Object Store bucket and submits a pointer instead. See
+// README.md, "Context pointers".
+const (
+	// ContextBucket is the Object Store bucket of job contexts.
+	ContextBucket = "WARD_CONTEXTS"
+	// ContextTTL is how long a stored context is kept.
+	ContextTTL = 24 * time.Hour
+	// ObjectScheme starts a pointer to an object:
+	// nats-os://<bucket>/<object name>.
+	ObjectScheme = "nats-os://"
+	// InlineContextMax is the largest context a client sends inside its
+	// submission; a larger one goes to ContextBucket.
+	InlineContextMax = 512 << 10
+)
+
+// ErrBadPointer is returned for a pointer that is not a nats-os:// object
+// pointer of the expected shape.
+var ErrBadPointer = errors.New("bus: bad object pointer")
+
+// ContextObjectName is the name under which tenant's context with the given
+// sha256 digest is stored: "<tenant, path-escaped>/sha256-<hex>". Naming by
+// content makes a re-submitted context an upload of nothing.
+func ContextObjectName(tenant string, sum [sha256.Size]byte) string {
+	return url.PathEscape(tenantOrUnderscore(tenant)) + "/sha256-" + hex.EncodeToString(sum[:])
+}
+
+func tenantOrUnderscore(tenant string) string {
+	if tenant == "" {
+		return "_"
+	}
+	return tenant
+}
+
+// ParseObjectPtr splits nats-os://<bucket>/<name>.
+func ParseObjectPtr(ptr string) (bucket, name string, err error) {
+	rest, ok := strings.CutPrefix(ptr, ObjectScheme)
+	if !ok {
+		return "", "", fmt.Errorf("%w: %q does not start with %s", ErrBadPointer, ptr, ObjectScheme)
+	}
+	bucket, name, ok = strings.Cut(rest, "/")
+	if !ok || bucket == "" || name == "" {
+		return "", "", fmt.Errorf("%w: %q is not %s<bucket>/<name>", ErrBadPointer, ptr, ObjectScheme)
+	}
+	return bucket, name, nil
+}
+
+// ContextOwner returns the tenant a context pointer belongs to, checking
+// that it names an object of ContextBucket.
+func ContextOwner(ptr string) (string, error) {
+	bucket, name, err := ParseObjectPtr(ptr)
+	if err != nil {
+		return "", err
+	}
+	escaped, _, ok := strings.Cut(name, "/")
+	if bucket != ContextBucket || !ok {
+		return "", fmt.Errorf("%w: %q is not a context in %s", ErrBadPointer, ptr, ContextBucket)
+	}
+	tenant, err := url.PathUnescape(escaped)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q: %v", ErrBadPointer, ptr, err)
+	}
+	return tenant, nil
+}
+
+// Objects reads and writes objects of JetStream Object Store buckets on a
+// connection. It is safe for concurrent use; buckets are opened once.
+type Objects struct {
+	js jetstream.JetStream
+
+	mu      sync.Mutex // guards buckets
+	buckets map[string]jetstream.ObjectStore
+}
+
+// NewObjects returns the Objects of c.
+func NewObjects(c *Conn) (*Objects, error) {
+	js, err := jetstream.New(c.nc)
+	if err != nil {
+		return nil, fmt.Errorf("bus: jetstream: %w", err)
+	}
+	return &Objects{js: js, buckets: map[string]jetstream.ObjectStore{}}, nil
+}
+
+// bucket opens name, creating it when create is set.
+func (o *Objects) bucket(ctx context.Context, name string, create bool) (jetstream.ObjectStore, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if b, ok := o.buckets[name]; ok {
+		return b, nil
+	}
+	var (
+		b   jetstream.ObjectStore
+		err error
+	)
+	if create {
+		b, err = o.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: name, TTL: ContextTTL,
+			Storage: jetstream.FileStorage, Description: "Ward job contexts too large for a message"})
+	} else {
+		b, err = o.js.ObjectStore(ctx, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bus: object store %s: %w", name, err)
+	}
+	o.buckets[name] = b
+	return b, nil
+}
+
+// PutContext stores tenant's context, read from f (rewound to its start
+// after hashing), in ContextBucket unless it is there already, and returns
+// its pointer.
+func (o *Objects) PutContext(ctx context.Context, tenant string, f io.ReadSeeker) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("bus: put context: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", fmt.Errorf("bus: put context: %w", err)
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	name := ContextObjectName(tenant, sum)
+	b, err := o.bucket(ctx, ContextBucket, true)
+	if err != nil {
+		return "", err
+	}
+	if info, err := b.GetInfo(ctx, name); err == nil && !info.Deleted {
+		return ObjectScheme + ContextBucket + "/" + name, nil
+	}
+	if _, err := b.Put(ctx, jetstream.ObjectMeta{Name: name}, f); err != nil {
+		return "", fmt.Errorf("bus: put context %s: %w", name, err)
+	}
+	return ObjectScheme + ContextBucket + "/" + name, nil
+}
+
+// ErrTooLarge is returned by Get for an object over the size asked.
+var ErrTooLarge = errors.New("bus: object too large")
+
+// Get reads the object ptr names, refusing one over max bytes.
+func (o *Objects) Get(ctx context.Context, ptr string, max int64) ([]byte, error) {
+	bucket, name, err := ParseObjectPtr(ptr)
+	if err != nil {
+		return nil, err
+	}
+	b, err := o.bucket(ctx, bucket, false)
+	if err != nil {
+		return nil, err
+	}
+	res, err := b.Get(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("bus: get %s: %w", ptr, err)
+	}
+	defer res.Close()
+	info, err := res.Info()
+	if err != nil {
+		return nil, fmt.Errorf("bus: get %s: %w", ptr, err)
+	}
+	if int64(info.Size) > max {
+		return nil, fmt.Errorf("%w: %s holds %d bytes, more than %d", ErrTooLarge, ptr, info.Size, max)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, info.Size))
+	if _, err := buf.ReadFrom(res); err != nil {
+		return nil, fmt.Errorf("bus: get %s: %w", ptr, err)
+	}
+	return buf.Bytes(), nil
+}

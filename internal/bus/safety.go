@@ -1,0 +1,13 @@
+package bus
+
+// Subjects of the safety kernels. Their payloads are ward.safety.v1
+// messages (api/ward/safety/v1).
+const (
+	// SubjectSafetyDecision carries a DecisionLog for every Check a kernel
+	// decides.
+	SubjectSafetyDecision = "sys.safety.decision"
+	// SubjectSafetyStatus is scatter-gather: a StatusRequest, and every
+	// kernel answers with its KernelStatus (`ward policy status`, and
+	// `ward policy push` waiting for the kernels to swap).
+	SubjectSafetyStatus = "sys.safety.status"
+)

@@ -1,0 +1,219 @@
+package repo_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ward-run/ward/internal/repotest"
+	"github.com/ward-run/ward/modules/internal/repo"
+	"github.com/ward-run/ward/modules/sdk"
+)
+
+// inputs are the two ways a repository reaches a module.
+func inputs(t *testing.T, extra string) map[string]struct {
+	in   []byte
+	opts []sdk.LocalOption
+} {
+	tree := repotest.Tree(t)
+	req := `{"dir": "` + tree + `"` + extra + `}`
+	head := "{}"
+	if extra != "" {
+		head = "{" + strings.TrimPrefix(extra, ",") + "}"
+	}
+	return map[string]struct {
+		in   []byte
+		opts []sdk.LocalOption
+	}{
+		"archive":      {in: repotest.Archive(t, tree)},
+		"json+archive": {in: append([]byte(head+"\n"), repotest.Archive(t, tree)...)},
+		"mounted dir":  {in: []byte(req), opts: []sdk.LocalOption{sdk.WithInfo(sdk.Info{Mounts: []string{tree}})}},
+	}
+}
+
+func run(t *testing.T, h sdk.Handler, in []byte, opts []sdk.LocalOption, v any) {
+	t.Helper()
+	out, err := sdk.RunLocal(h, in, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+}
+
+func check(tool string, fn func(*sdk.RepoRequest, *repo.File) []sdk.Finding) sdk.Handler {
+	return func(j *sdk.Job) error {
+		set, err := repo.Check(j, tool, fn)
+		if err != nil {
+			return err
+		}
+		return j.WriteJSON(set)
+	}
+}
+
+func TestLintAndSAST(t *testing.T) {
+	lint := check("repo-lint", func(r *sdk.RepoRequest, f *repo.File) []sdk.Finding { return repo.Lint(f, r.MaxLineLength) })
+	sast := check("repo-sast", func(_ *sdk.RepoRequest, f *repo.File) []sdk.Finding { return repo.SAST(f) })
+	for name, in := range inputs(t, "") {
+		t.Run(name, func(t *testing.T) {
+			var set sdk.FindingSet
+			run(t, lint, in.in, in.opts, &set)
+			if got := repotest.Keys(set.Findings); !slices.Equal(got, repotest.LintFindings) {
+				t.Errorf("lint findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(repotest.LintFindings, "\n"))
+			}
+			if set.FilesChecked != 11 { // every file but the binary one
+				t.Errorf("lint checked %d files", set.FilesChecked)
+			}
+			run(t, sast, in.in, in.opts, &set)
+			if got := repotest.Keys(set.Findings); !slices.Equal(got, repotest.SASTFindings) {
+				t.Errorf("sast findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(repotest.SASTFindings, "\n"))
+			}
+			for _, f := range set.Findings {
+				if strings.Contains(f.Message, "AKIAIOSFODNN7EXAMPLE") || strings.Contains(f.Message, "0123456789abcdef") {
+					t.Errorf("a finding shows the secret: %q", f.Message)
+				}
+			}
+		})
+	}
+}
+
+func TestFilesOption(t *testing.T) {
+	lint := check("repo-lint", func(r *sdk.RepoRequest, f *repo.File) []sdk.Finding { return repo.Lint(f, r.MaxLineLength) })
+	var set sdk.FindingSet
+	in := []byte(`{"files": ["docs/long.txt", "README.md"], "max_line_length": 200}` + "\n")
+	run(t, lint, append(in, repotest.Archive(t, repotest.Tree(t))...), nil, &set)
+	if got := repotest.Keys(set.Findings); !slices.Equal(got, []string{"README.md:3 trailing-whitespace"}) || set.FilesChecked != 2 {
+		t.Fatalf("%v, %d files", got, set.FilesChecked)
+	}
+}
+
+func TestScanAndPartition(t *testing.T) {
+	for name, in := range inputs(t, "") {
+		t.Run(name, func(t *testing.T) {
+			var scan sdk.ScanResult
+			run(t, func(j *sdk.Job) error {
+				_, src, err := repo.Open(j)
+				if err != nil {
+					return err
+				}
+				var s repo.Scanner
+				if err := src.Walk(func(f *repo.File) error { s.Add(f); return nil }); err != nil {
+					return err
+				}
+				return j.WriteJSON(s.Result(src.Skipped()))
+			}, in.in, in.opts, &scan)
+			if scan.TotalFiles != 12 || len(scan.Files) != 12 {
+				t.Fatalf("%d files: %+v", scan.TotalFiles, scan.Files)
+			}
+			if g := scan.Languages["Go"]; g.Files != 3 || g.Lines == 0 {
+				t.Errorf("Go: %+v", g)
+			}
+			for _, f := range scan.Files {
+				if (f.Path == "assets/logo.bin") != f.Binary {
+					t.Errorf("%s: binary %v", f.Path, f.Binary)
+				}
+			}
+			p := repo.Partition(scan.Files, 4, 0)
+			if len(p.Batches) != 3 || len(p.Batches[0].Files) != 4 || len(p.Batches[2].Files) != 4 || p.TotalFiles != 12 {
+				t.Fatalf("partition %+v", p)
+			}
+		})
+	}
+}
+
+func TestReport(t *testing.T) {
+	lint := sdk.FindingSet{Tool: "repo-lint", FilesChecked: 3, Findings: []sdk.Finding{
+		{File: "b.go", Line: 2, Rule: "gofmt", Severity: sdk.SeverityWarning, Message: "not | formatted"},
+		{File: "a.go", Line: 9, Rule: "go-parse", Severity: sdk.SeverityError, Message: "expected ')'"},
+	}}
+	sast := sdk.FindingSet{Tool: "repo-sast", FilesChecked: 3, Findings: []sdk.Finding{
+		{File: "a.go", Line: 1, Rule: "weak-hash", Severity: sdk.SeverityWarning, Message: "weak hash"},
+		{File: "a.go", Line: 9, Rule: "go-parse", Severity: sdk.SeverityError, Message: "expected ')'"}, // a duplicate
+	}}
+	rep := repo.NewReport(0, []sdk.FindingSet{lint, sast})
+	if got := repotest.Keys(rep.Findings); len(got) != 3 || rep.Findings[0].Rule != "go-parse" {
+		t.Fatalf("findings %v", got)
+	}
+	s := rep.Summary
+	if s.Findings != 3 || s.Files != 3 || s.BySeverity["warning"] != 2 || s.ByRule["gofmt"] != 1 || !slices.Equal(s.Tools, []string{"repo-lint", "repo-sast"}) {
+		t.Fatalf("summary %+v", s)
+	}
+	for _, want := range []string{"**3 findings** in 3 files", "| error | 1 |", "| error | `a.go:9` | go-parse | expected ')' |", `not \| formatted`} {
+		if !strings.Contains(rep.Markdown, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, rep.Markdown)
+		}
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	open := func(j *sdk.Job) error {
+		_, src, err := repo.Open(j)
+		if err == nil && src != nil {
+			err = src.Walk(func(*repo.File) error { return nil })
+		}
+		if err == nil && src == nil {
+			err = repo.ErrNoRepository
+		}
+		return err
+	}
+	for name, tc := range map[string]struct {
+		in   string
+		want string
+	}{
+		"empty":       {"", "empty input"},
+		"bad JSON":    {"{nope", "repo request"},
+		"no repo":     {"{}", "no repository"},
+		"not mounted": {`{"dir": "/etc"}`, "is not mounted"},
+		"not tar":     {"hello", "archive"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := sdk.RunLocal(open, []byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestArchiveNames: names that leave the repository, links and .git are
+// skipped; the rest is read.
+func TestArchiveNames(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []*tar.Header{
+		{Name: "../escape.txt", Typeflag: tar.TypeReg, Size: 1},
+		{Name: "/abs/ok.txt", Typeflag: tar.TypeReg, Size: 1},
+		{Name: "link", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"},
+		{Name: ".git/config", Typeflag: tar.TypeReg, Size: 1},
+		{Name: "dir/", Typeflag: tar.TypeDir},
+	} {
+		h.Mode = 0o644
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Size > 0 {
+			_, _ = tw.Write([]byte("x"))
+		}
+	}
+	_ = tw.Close()
+	var seen []string
+	var skipped []string
+	_, err := sdk.RunLocal(func(j *sdk.Job) error {
+		_, src, err := repo.Open(j)
+		if err != nil {
+			return err
+		}
+		err = src.Walk(func(f *repo.File) error { seen = append(seen, f.Path); return nil })
+		skipped = src.Skipped()
+		return err
+	}, buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(seen, []string{"abs/ok.txt"}) || len(skipped) != 2 {
+		t.Fatalf("seen %v, skipped %v", seen, skipped)
+	}
+}

@@ -1,0 +1,52 @@
+// Command repo-report merges lint and sast findings into one report, as
+// JSON with a Markdown rendering (or Markdown alone with "format":
+// "markdown"). Given a repository it runs both checks itself; given
+// "results" (the outputs of repo-lint and repo-sast jobs) it merges them.
+// Its input is described in modules/README.md.
+package main
+
+import (
+	"github.com/ward-run/ward/modules/internal/repo"
+	"github.com/ward-run/ward/modules/sdk"
+)
+
+func init() {
+	sdk.Handle(func(j *sdk.Job) error {
+		req, src, err := repo.Open(j)
+		if err != nil {
+			return err
+		}
+		if src == nil && len(req.Results) == 0 {
+			return repo.ErrNoRepository
+		}
+		sets := req.Results
+		files := 0
+		if src != nil {
+			lint := sdk.FindingSet{Tool: "repo-lint"}
+			sast := sdk.FindingSet{Tool: "repo-sast"}
+			err := src.Walk(func(f *repo.File) error {
+				files++
+				if f.Data == nil || !repo.Selected(req.Files, f) {
+					return nil
+				}
+				lint.FilesChecked++
+				sast.FilesChecked++
+				lint.Findings = append(lint.Findings, repo.Lint(f, req.MaxLineLength)...)
+				sast.Findings = append(sast.Findings, repo.SAST(f)...)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			sets = append(sets, lint, sast)
+		}
+		rep := repo.NewReport(files, sets)
+		if req.Format == "markdown" {
+			_, err := j.WriteString(rep.Markdown)
+			return err
+		}
+		return j.WriteJSON(rep)
+	})
+}
+
+func main() { sdk.Main() }

@@ -1,0 +1,396 @@
+package safety
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"google.golang.org/protobuf/proto"
+
+	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
+	"github.com/ward-run/ward/internal/bus"
+)
+
+// DefaultDebounce is how long a watched policy directory must stay quiet
+// before the Reloader reads it: an editor's save or a git checkout is
+// several events.
+const DefaultDebounce = 200 * time.Millisecond
+
+var (
+	reloads = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_safety_reloads_total",
+		Help: "Bundles the reloader read, by source (dir, kv) and result (loaded, unchanged, refused).",
+	}, []string{"source", "result"})
+	decisionLogErrors = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ward_safety_decision_log_errors_total",
+		Help: "Decisions that could not be published on sys.safety.decision.",
+	})
+)
+
+// PublishDecisions returns a Config.Log that publishes every decision on
+// sys.safety.decision. A publish does not block (NATS buffers it); one that
+// fails is counted and dropped.
+func PublishDecisions(c *bus.Conn) func(*safetyv1.DecisionLog) {
+	return func(l *safetyv1.DecisionLog) {
+		if err := c.Publish(bus.SubjectSafetyDecision, l); err != nil {
+			decisionLogErrors.Inc()
+		}
+	}
+}
+
+// ReloaderConfig configures a Reloader. Kernel is required.
+type ReloaderConfig struct {
+	Kernel *Kernel
+	// Dir is a policy directory to watch (fsnotify): every change is read,
+	// checked as Prepare does, and put in force if it passes. Empty
+	// watches no directory.
+	Dir string
+	// Bus, when set, connects the kernel to the fleet: it watches the
+	// policy KV bucket (`ward policy push`) and answers status requests on
+	// sys.safety.status.
+	Bus *bus.Conn
+	// Bucket is the policy KV bucket; DefaultBucket when empty.
+	Bucket string
+	// Debounce is DefaultDebounce when zero.
+	Debounce time.Duration
+	// Addr is the kernel's gRPC address, reported in its status.
+	Addr   string
+	Logger *slog.Logger // slog.Default() when nil
+}
+
+// Reloader keeps a Kernel on the newest good bundle from its policy
+// directory and from the policy KV bucket, whichever changed last. A
+// bundle that does not compile or fails its tests is refused, logged and
+// reported in the status; the policy in force stays.
+type Reloader struct {
+	cfg ReloaderConfig
+	log *slog.Logger
+
+	mu           sync.Mutex // guards the 3 following fields
+	refusedRev   string
+	lastErr      string
+	kvConnected  bool
+	stop         context.CancelFunc
+	watcher      *fsnotify.Watcher
+	status       *bus.Subscription
+	statusWorker *bus.Workers
+	kvUpdates    chan jetstream.KeyValueEntry
+	wg           sync.WaitGroup
+}
+
+// NewReloader validates cfg.
+func NewReloader(cfg ReloaderConfig) (*Reloader, error) {
+	if cfg.Kernel == nil {
+		return nil, errors.New("safety: ReloaderConfig.Kernel is required")
+	}
+	if cfg.Debounce <= 0 {
+		cfg.Debounce = DefaultDebounce
+	}
+	if cfg.Bucket == "" {
+		cfg.Bucket = DefaultBucket
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Reloader{
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "safety", "kernel_id", cfg.Kernel.ID()),
+		kvUpdates: make(chan jetstream.KeyValueEntry),
+	}, nil
+}
+
+// Start watches the directory and the bucket. It returns once the
+// directory watch and the status subscription are in place; the bucket
+// watch connects in the background, retrying until Shutdown.
+func (r *Reloader) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.stop = cancel
+	if r.cfg.Dir != "" {
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			cancel()
+			return fmt.Errorf("safety: watch %s: %w", r.cfg.Dir, err)
+		}
+		r.watcher = w
+		if err := r.watchTree(r.cfg.Dir); err != nil {
+			w.Close()
+			cancel()
+			return err
+		}
+	}
+	if r.cfg.Bus != nil {
+		r.statusWorker = bus.NewWorkers(1)
+		sub, err := bus.Subscribe(ctx, r.cfg.Bus, bus.SubjectSafetyStatus, "", r.statusWorker, r.log,
+			func(_ context.Context, msg *nats.Msg, _ *safetyv1.StatusRequest) {
+				if err := r.cfg.Bus.Reply(msg, r.Status()); err != nil {
+					r.log.Debug("status reply failed", "err", err)
+				}
+			})
+		if err != nil {
+			r.closeWatcher()
+			cancel()
+			return err
+		}
+		r.status = sub
+		r.wg.Add(1)
+		go r.watchKV(ctx)
+	}
+	r.wg.Add(1)
+	go r.loop(ctx)
+	return nil
+}
+
+// Shutdown stops watching and waits for a reload in progress to end.
+func (r *Reloader) Shutdown(ctx context.Context) error {
+	if r.stop == nil {
+		return nil
+	}
+	r.stop()
+	var errs []error
+	if r.status != nil {
+		errs = append(errs, r.status.Drain(ctx), r.statusWorker.Wait(ctx))
+	}
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("safety: reloader shutdown: %w", ctx.Err()))
+	}
+	r.closeWatcher()
+	return errors.Join(errs...)
+}
+
+func (r *Reloader) closeWatcher() {
+	if r.watcher != nil {
+		r.watcher.Close()
+	}
+}
+
+// Status reports the kernel's state.
+func (r *Reloader) Status() *safetyv1.KernelStatus {
+	k := r.cfg.Kernel
+	st := &safetyv1.KernelStatus{KernelId: k.ID(), Addr: r.cfg.Addr}
+	if p, source, at := k.Policy(); p != nil {
+		st.Revision, st.Source, st.LoadedAtUnixMs = p.Revision(), source, at.UnixMilli()
+	}
+	n, ok := k.CacheLen()
+	st.CacheEnabled, st.CacheEntries = ok, int64(n)
+	r.mu.Lock()
+	st.RefusedRevision, st.LastError = r.refusedRev, r.lastErr
+	r.mu.Unlock()
+	return st
+}
+
+// watchTree watches dir and its subdirectories, skipping dot directories
+// as ReadBundle does.
+func (r *Reloader) watchTree(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("safety: watch %s: %w", p, err)
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if p != dir && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if err := r.watcher.Add(p); err != nil {
+			return fmt.Errorf("safety: watch %s: %w", p, err)
+		}
+		return nil
+	})
+}
+
+// loop serializes the loads from both sources.
+func (r *Reloader) loop(ctx context.Context) {
+	defer r.wg.Done()
+	var (
+		events <-chan fsnotify.Event
+		errs   <-chan error
+		fire   <-chan time.Time
+	)
+	if r.watcher != nil {
+		events, errs = r.watcher.Events, r.watcher.Errors
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if ev.Has(fsnotify.Create) {
+				if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() && !strings.HasPrefix(fi.Name(), ".") {
+					if err := r.watchTree(ev.Name); err != nil {
+						r.log.Warn("policy directory watch incomplete", "err", err)
+					}
+				}
+			}
+			fire = time.After(r.cfg.Debounce)
+		case err, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			r.log.Warn("policy directory watch", "dir", r.cfg.Dir, "err", err)
+			// Events may have been lost: read the directory again.
+			fire = time.After(r.cfg.Debounce)
+		case <-fire:
+			fire = nil
+			r.reloadDir(ctx)
+		case e := <-r.kvUpdates:
+			r.reloadKV(ctx, e)
+		}
+	}
+}
+
+func (r *Reloader) reloadDir(ctx context.Context) {
+	b, err := ReadBundleDir(r.cfg.Dir)
+	if err != nil {
+		r.refuse("dir", "", err)
+		return
+	}
+	r.load(ctx, "dir", "dir "+r.cfg.Dir, b)
+}
+
+func (r *Reloader) reloadKV(ctx context.Context, e jetstream.KeyValueEntry) {
+	if e.Operation() != jetstream.KeyValuePut {
+		r.log.Warn("policy bundle deleted from the bucket; the policy in force stays", "bucket", r.cfg.Bucket)
+		return
+	}
+	var pb safetyv1.PolicyBundle
+	if err := proto.Unmarshal(e.Value(), &pb); err != nil {
+		r.refuse("kv", "", fmt.Errorf("safety: bundle in %s#%d: %w", r.cfg.Bucket, e.Revision(), err))
+		return
+	}
+	b, err := BundleFromProto(&pb)
+	if err != nil {
+		r.refuse("kv", pb.GetRevision(), err)
+		return
+	}
+	r.load(ctx, "kv", fmt.Sprintf("kv %s#%d", r.cfg.Bucket, e.Revision()), b)
+}
+
+// load puts b in force unless it is the revision in force already.
+func (r *Reloader) load(ctx context.Context, kind, source string, b *Bundle) {
+	rev := b.Revision()
+	if rev == r.cfg.Kernel.Revision() {
+		// Back to the policy in force (a fixed typo, a re-push): nothing
+		// to load, and nothing refused any more.
+		reloads.WithLabelValues(kind, "unchanged").Inc()
+		r.clearRefusal()
+		r.log.Debug("policy unchanged", "source", source, "revision", rev)
+		return
+	}
+	start := time.Now()
+	if err := r.cfg.Kernel.LoadBundle(ctx, b, source); err != nil {
+		r.refuse(kind, rev, err)
+		return
+	}
+	reloads.WithLabelValues(kind, "loaded").Inc()
+	r.clearRefusal()
+	r.log.Info("policy loaded", "source", source, "revision", rev, "took", time.Since(start))
+}
+
+func (r *Reloader) clearRefusal() {
+	r.mu.Lock()
+	r.refusedRev, r.lastErr = "", ""
+	r.mu.Unlock()
+}
+
+func (r *Reloader) refuse(kind, rev string, err error) {
+	reloads.WithLabelValues(kind, "refused").Inc()
+	r.mu.Lock()
+	r.refusedRev, r.lastErr = rev, err.Error()
+	r.mu.Unlock()
+	r.log.Error("policy bundle refused; the policy in force stays", "source", kind, "revision", rev,
+		"in_force", r.cfg.Kernel.Revision(), "err", err)
+}
+
+// watchKV follows the bucket's bundle key, reconnecting with backoff until
+// ctx ends. Entries go to loop, which loads them.
+func (r *Reloader) watchKV(ctx context.Context) {
+	defer r.wg.Done()
+	const maxBackoff = 10 * time.Second
+	backoff := 250 * time.Millisecond
+	warned := false
+	for ctx.Err() == nil {
+		err := r.watchKVOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if r.kvWasConnected() {
+			backoff, warned = 250*time.Millisecond, false
+		}
+		if !warned {
+			r.log.Warn("policy bucket watch failed; retrying", "bucket", r.cfg.Bucket, "err", err)
+			warned = true
+		} else {
+			r.log.Debug("policy bucket watch failed; retrying", "bucket", r.cfg.Bucket, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// kvWasConnected reports, and clears, whether the last watch got going.
+func (r *Reloader) kvWasConnected() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	was := r.kvConnected
+	r.kvConnected = false
+	return was
+}
+
+func (r *Reloader) watchKVOnce(ctx context.Context) error {
+	kv, err := policyBucket(ctx, r.cfg.Bus.NATS(), r.cfg.Bucket)
+	if err != nil {
+		return err
+	}
+	w, err := kv.Watch(ctx, bundleKey)
+	if err != nil {
+		return fmt.Errorf("safety: watch %s: %w", r.cfg.Bucket, err)
+	}
+	defer w.Stop()
+	r.mu.Lock()
+	r.kvConnected = true
+	r.mu.Unlock()
+	r.log.Info("watching the policy bucket", "bucket", r.cfg.Bucket)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("safety: watch %s: watcher closed", r.cfg.Bucket)
+			}
+			if e == nil {
+				continue // the initial values are all in
+			}
+			select {
+			case r.kvUpdates <- e:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+}

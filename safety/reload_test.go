@@ -1,0 +1,312 @@
+package safety
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	natstest "github.com/nats-io/nats-server/v2/test"
+	"google.golang.org/protobuf/proto"
+
+	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/policies"
+)
+
+// startJetStream runs a nats-server with JetStream on a free port.
+func startJetStream(t *testing.T) *bus.Conn {
+	t.Helper()
+	opts := natstest.DefaultTestOptions
+	opts.Port = -1
+	opts.JetStream = true
+	opts.StoreDir = t.TempDir()
+	ns := natstest.RunServer(&opts)
+	t.Cleanup(ns.Shutdown)
+	c, err := bus.Connect(ns.ClientURL(), "safety-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// checkFor polls cond until it holds, failing the test after timeout.
+func checkFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// copyDefaultBundle writes the default bundle, tests included, into a new
+// directory.
+func copyDefaultBundle(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := ReadBundle(policies.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range b.Files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func startReloader(t *testing.T, cfg ReloaderConfig) *Reloader {
+	t.Helper()
+	cfg.Debounce = 20 * time.Millisecond
+	r, err := NewReloader(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := r.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return r
+}
+
+const blockedRule = `package ward.safety
+
+deny contains "tenant blocked is suspended" if input.tenant_id == "blocked"
+`
+
+const blockedTest = `package ward.safety_test
+
+import data.ward.safety
+
+test_blocked_denied if {
+	"tenant blocked is suspended" in safety.deny with input as {"tenant_id": "blocked"}
+}
+`
+
+func blockedJob() *safetyv1.CheckRequest {
+	r := echoJob()
+	r.TenantId = "blocked"
+	return r
+}
+
+func decide(t *testing.T, k *Kernel, r *safetyv1.CheckRequest) safetyv1.Decision {
+	t.Helper()
+	resp, err := k.Check(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetDecision()
+}
+
+func TestReloaderWatchesDirectory(t *testing.T) {
+	dir := copyDefaultBundle(t)
+	b, err := ReadBundleDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := NewKernel(Config{})
+	if err := k.LoadBundle(context.Background(), b, "dir "+dir); err != nil {
+		t.Fatal(err)
+	}
+	r := startReloader(t, ReloaderConfig{Kernel: k, Dir: dir})
+	first := k.Revision()
+
+	// A new rule, with its test, written as editors do: a temp file renamed.
+	if err := os.WriteFile(filepath.Join(dir, "blocked_test.rego"), []byte(blockedTest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, ".blocked.rego.tmp")
+	if err := os.WriteFile(tmp, []byte(blockedRule), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "blocked.rego")); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 10*time.Second, "new rule in force", func() bool { return k.Revision() != first })
+	if got := decide(t, k, blockedJob()); got != safetyv1.Decision_DECISION_DENY {
+		t.Fatalf("blocked tenant: %v, want DENY", got)
+	}
+	second := k.Revision()
+
+	// A syntax error is refused; the rule stays enforced.
+	if err := os.WriteFile(filepath.Join(dir, "blocked.rego"), []byte(blockedRule+"\ndeny contains if {\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 10*time.Second, "syntax error refused", func() bool { return r.Status().GetLastError() != "" })
+	if !strings.Contains(r.Status().GetLastError(), "blocked.rego") || k.Revision() != second {
+		t.Errorf("status %v, revision %s (want %s kept)", r.Status(), k.Revision(), second)
+	}
+	// So is a bundle whose tests fail.
+	if err := os.WriteFile(filepath.Join(dir, "blocked.rego"), []byte(strings.ReplaceAll(blockedRule, "suspended", "gone")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 10*time.Second, "failing tests refused", func() bool {
+		return strings.Contains(r.Status().GetLastError(), "test_blocked_denied")
+	})
+	if k.Revision() != second || decide(t, k, blockedJob()) != safetyv1.Decision_DECISION_DENY {
+		t.Errorf("after refusals: revision %s, want %s", k.Revision(), second)
+	}
+
+	// A file in a new subdirectory is watched too.
+	if err := os.MkdirAll(filepath.Join(dir, "lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "blocked.rego"), []byte(blockedRule), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 10*time.Second, "fixed rule in force", func() bool { return r.Status().GetLastError() == "" })
+	if err := os.WriteFile(filepath.Join(dir, "lib", "extra.rego"), []byte("package ward.safety\n\ndeny contains \"no\" if input.topic == \"job.no\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 10*time.Second, "subdirectory file in force", func() bool {
+		req := echoJob()
+		req.Topic = "job.no"
+		return decide(t, k, req) == safetyv1.Decision_DECISION_DENY
+	})
+	if st := r.Status(); st.GetSource() != "dir "+dir || st.GetRevision() != k.Revision() || !st.GetCacheEnabled() {
+		t.Errorf("status %v", st)
+	}
+}
+
+func TestPushAndKVWatch(t *testing.T) {
+	conn := startJetStream(t)
+	ctx := context.Background()
+	k := newKernel(t, policies.FS, Config{ID: "k-test"})
+	r := startReloader(t, ReloaderConfig{Kernel: k, Bus: conn, Addr: "127.0.0.1:1"})
+	first := k.Revision()
+	checkFor(t, 10*time.Second, "status answered", func() bool {
+		sts, err := Statuses(ctx, conn.NATS(), 200*time.Millisecond)
+		return err == nil && len(sts) == 1 && sts[0].GetKernelId() == "k-test" && sts[0].GetRevision() == first
+	})
+
+	// A bundle with a new rule and its test: pushed, then in force.
+	fsys := bundle(t, map[string]string{"blocked.rego": blockedRule})
+	b, err := ReadBundle(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Push(ctx, conn.NATS(), "", b, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Unchanged || res.KVRevision == 0 || res.Revision != b.Revision() {
+		t.Fatalf("Push = %+v", res)
+	}
+	checkFor(t, 10*time.Second, "pushed revision in force", func() bool { return k.Revision() == res.Revision })
+	if decide(t, k, blockedJob()) != safetyv1.Decision_DECISION_DENY || decide(t, k, echoJob()) != safetyv1.Decision_DECISION_ALLOW {
+		t.Fatal("pushed rule not enforced as written")
+	}
+	if st := r.Status(); !strings.HasPrefix(st.GetSource(), "kv ward_policy#") {
+		t.Errorf("source %q", st.GetSource())
+	}
+	again, err := Push(ctx, conn.NATS(), "", b, "test")
+	if err != nil || !again.Unchanged {
+		t.Errorf("second Push of the same bundle = %+v, %v; want unchanged", again, err)
+	}
+
+	// Push refuses a bundle that does not compile, and one whose tests
+	// fail; neither reaches the bucket.
+	broken, _ := ReadBundle(bundle(t, map[string]string{"blocked.rego": "package ward.safety\n\ndeny contains msg if {\n"}))
+	if _, err := Push(ctx, conn.NATS(), "", broken, "test"); !errors.Is(err, ErrInvalidBundle) {
+		t.Errorf("Push(syntax error) = %v, want ErrInvalidBundle", err)
+	}
+	failing, _ := ReadBundle(bundle(t, map[string]string{"blocked.rego": blockedRule,
+		"blocked_test.rego": strings.ReplaceAll(blockedTest, "suspended", "gone")}))
+	var tf *TestsFailedError
+	if _, err := Push(ctx, conn.NATS(), "", failing, "test"); !errors.As(err, &tf) || tf.Failed[0].Name != "data.ward.safety_test.test_blocked_denied" {
+		t.Errorf("Push(failing tests) = %v, want a TestsFailedError", err)
+	}
+
+	// A bad bundle written to the bucket behind Push's back is refused by
+	// the kernel itself.
+	bad := broken.Proto()
+	if _, err := PutRaw(ctx, conn.NATS(), "", bad); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 10*time.Second, "kernel refuses the bad bundle", func() bool {
+		sts, _ := Statuses(ctx, conn.NATS(), 200*time.Millisecond)
+		return len(sts) == 1 && sts[0].GetRefusedRevision() == broken.Revision() && sts[0].GetLastError() != ""
+	})
+	if k.Revision() != res.Revision || decide(t, k, blockedJob()) != safetyv1.Decision_DECISION_DENY {
+		t.Errorf("after a refused bundle: revision %s, want %s in force", k.Revision(), res.Revision)
+	}
+
+	// A kernel that starts later takes the bucket's newest good bundle...
+	if _, err := PutRaw(ctx, conn.NATS(), "", b.Proto()); err != nil {
+		t.Fatal(err)
+	}
+	late := newKernel(t, policies.FS, Config{ID: "k-late"})
+	startReloader(t, ReloaderConfig{Kernel: late, Bus: conn})
+	checkFor(t, 10*time.Second, "late kernel on the bucket's bundle", func() bool { return late.Revision() == res.Revision })
+	sts, err := Statuses(ctx, conn.NATS(), 300*time.Millisecond)
+	if err != nil || len(sts) != 2 || sts[0].GetKernelId() != "k-late" || sts[1].GetAddr() != "127.0.0.1:1" {
+		t.Errorf("statuses %v, %v", sts, err)
+	}
+}
+
+func TestDecisionsPublished(t *testing.T) {
+	conn := startJetStream(t)
+	sub, err := conn.NATS().SubscribeSync(bus.SubjectSafetyDecision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	k := newKernel(t, policies.FS, Config{Log: PublishDecisions(conn)})
+	req := echoJob()
+	req.Topic = "sys.destroy"
+	resp, err := k.Check(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := sub.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l safetyv1.DecisionLog
+	if err := proto.Unmarshal(msg.Data, &l); err != nil {
+		t.Fatal(err)
+	}
+	if l.GetDecisionId() != resp.GetDecisionId() || l.GetInputDigest() != resp.GetInputDigest() ||
+		!slices.Equal(l.GetReasons(), resp.GetReasons()) || l.GetJobId() != req.GetJobId() || l.GetTopic() != "sys.destroy" {
+		t.Errorf("published %v for %v", &l, resp)
+	}
+}
+
+func TestReloaderWithoutJetStreamKeepsServing(t *testing.T) {
+	opts := natstest.DefaultTestOptions
+	opts.Port = -1
+	ns := natstest.RunServer(&opts)
+	defer ns.Shutdown()
+	conn, err := bus.Connect(ns.ClientURL(), "no-js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	k := newDefaultKernel(t)
+	startReloader(t, ReloaderConfig{Kernel: k, Bus: conn})
+	// Status still answers; Checks go on.
+	checkFor(t, 10*time.Second, "status answered", func() bool {
+		sts, _ := Statuses(context.Background(), conn.NATS(), 200*time.Millisecond)
+		return len(sts) == 1
+	})
+	if decide(t, k, echoJob()) != safetyv1.Decision_DECISION_ALLOW {
+		t.Error("kernel stopped deciding")
+	}
+}
