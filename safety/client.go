@@ -55,6 +55,10 @@ var (
 		Name: "ward_safety_client_breaker_opens_total",
 		Help: "Times the safety client's circuit breaker opened.",
 	})
+	failOpenTotal = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ward_safety_client_fail_open_total",
+		Help: "Checks a fail-open client answered ALLOW_UNCHECKED because the kernel could not be asked.",
+	})
 
 	timeoutTotal     = clientErrors.WithLabelValues("timeout")
 	unavailableTotal = clientErrors.WithLabelValues("unavailable")
@@ -76,14 +80,21 @@ type ClientConfig struct {
 	// BreakerCooldown is how long the breaker stays open before a probe.
 	// Zero means DefaultBreakerCooldown.
 	BreakerCooldown time.Duration
+	// FailOpen makes Check answer DECISION_ALLOW_UNCHECKED, with the
+	// reason, instead of an ErrUnavailable error when the kernel cannot be
+	// asked: jobs then run unchecked, without constraints. Errors the
+	// kernel answers with are still errors. The default, fail closed, is
+	// the safe one.
+	FailOpen bool
 }
 
 // Client calls a remote safety kernel. It is safe for concurrent use.
 type Client struct {
 	conn    *grpc.ClientConn
 	rpc     safetyv1.SafetyKernelClient
-	timeout time.Duration
-	breaker *breaker // nil when disabled
+	timeout  time.Duration
+	breaker  *breaker // nil when disabled
+	failOpen bool
 }
 
 // Dial returns a Client for the kernel at addr (host:port). It does not
@@ -113,7 +124,7 @@ func Dial(addr string, cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("safety: dial %s: %w", addr, err)
 	}
-	c := &Client{conn: conn, rpc: safetyv1.NewSafetyKernelClient(conn), timeout: cfg.Timeout}
+	c := &Client{conn: conn, rpc: safetyv1.NewSafetyKernelClient(conn), timeout: cfg.Timeout, failOpen: cfg.FailOpen}
 	if cfg.BreakerFailures > 0 {
 		c.breaker = &breaker{threshold: cfg.BreakerFailures, cooldown: cfg.BreakerCooldown}
 	}
@@ -122,8 +133,21 @@ func Dial(addr string, cfg ClientConfig) (*Client, error) {
 
 // Check asks the kernel for a decision on req. An error wraps ErrUnavailable
 // when the kernel could not be reached or did not answer within the
-// Client's timeout or ctx, or the breaker is open; see ErrUnavailable.
+// Client's timeout or ctx, or the breaker is open; see ErrUnavailable. A
+// Client that fails open answers DECISION_ALLOW_UNCHECKED instead.
 func (c *Client) Check(ctx context.Context, req *safetyv1.CheckRequest) (*safetyv1.CheckResponse, error) {
+	resp, err := c.check(ctx, req)
+	if err != nil && c.failOpen && errors.Is(err, ErrUnavailable) {
+		failOpenTotal.Inc()
+		return &safetyv1.CheckResponse{
+			Decision: safetyv1.Decision_DECISION_ALLOW_UNCHECKED,
+			Reasons:  []string{"admitted unchecked (fail mode open): " + err.Error()},
+		}, nil
+	}
+	return resp, err
+}
+
+func (c *Client) check(ctx context.Context, req *safetyv1.CheckRequest) (*safetyv1.CheckResponse, error) {
 	probe := false
 	if c.breaker != nil {
 		var ok bool

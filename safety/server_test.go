@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -273,5 +274,33 @@ func TestBreakerStates(t *testing.T) {
 	step(2200*time.Millisecond, true, false)
 	if b.state != breakerClosed {
 		t.Errorf("state %d, want closed", b.state)
+	}
+}
+
+func TestClientFailOpen(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	c := dial(t, addr, ClientConfig{Timeout: time.Second, FailOpen: true})
+	resp, err := c.Check(context.Background(), echoJob())
+	if err != nil || resp.GetDecision() != safetyv1.Decision_DECISION_ALLOW_UNCHECKED ||
+		len(resp.GetReasons()) != 1 || !strings.Contains(resp.GetReasons()[0], "fail mode open") {
+		t.Fatalf("Check with the kernel down, failing open = %v, %v", resp, err)
+	}
+	// A kernel that answers with an error is no reason to fail open.
+	k := newKernel(t, bundle(t, map[string]string{"ward.rego": "package ward.safety\n\nconstraints := {\"bogus\": 1}\n"}), Config{})
+	lis, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(k)
+	go srv.Serve(lis)
+	defer srv.Shutdown(context.Background())
+	c = dial(t, lis.Addr().String(), ClientConfig{FailOpen: true})
+	if resp, err := c.Check(context.Background(), echoJob()); err == nil || errors.Is(err, ErrUnavailable) {
+		t.Errorf("Check on a failing policy = %v, %v; want the kernel's error", resp, err)
 	}
 }

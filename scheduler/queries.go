@@ -80,7 +80,8 @@ func Record(j *jobstore.Job) *wardv1.JobRecord {
 	}
 	if sf := j.Safety; sf != nil {
 		rec.Safety = &wardv1.SafetyRecord{Decision: sf.Decision, Reasons: sf.Reasons,
-			PolicyRevision: sf.PolicyRevision, DecisionId: sf.DecisionID}
+			PolicyRevision: sf.PolicyRevision, DecisionId: sf.DecisionID,
+			InputDigest: sf.InputDigest, EvalNs: sf.EvalNS, Cached: sf.Cached, DecidedAtUnixMs: sf.DecidedAtUnixMS}
 		if len(sf.Constraints) > 0 {
 			rec.Safety.Constraints = &wardv1.Constraints{}
 			_ = protojson.Unmarshal(sf.Constraints, rec.Safety.Constraints)

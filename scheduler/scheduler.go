@@ -465,10 +465,14 @@ func (s *Scheduler) publishEvent(job *jobstore.Job, e jobstore.Event) {
 
 func safetyRecord(d *safetyv1.CheckResponse) *jobstore.Safety {
 	rec := &jobstore.Safety{
-		Decision:       strings.TrimPrefix(d.GetDecision().String(), "DECISION_"),
-		Reasons:        d.GetReasons(),
-		PolicyRevision: d.GetPolicyRevision(),
-		DecisionID:     d.GetDecisionId(),
+		Decision:        strings.TrimPrefix(d.GetDecision().String(), "DECISION_"),
+		Reasons:         d.GetReasons(),
+		PolicyRevision:  d.GetPolicyRevision(),
+		DecisionID:      d.GetDecisionId(),
+		InputDigest:     d.GetInputDigest(),
+		EvalNS:          d.GetEvalNs(),
+		Cached:          d.GetCached(),
+		DecidedAtUnixMS: time.Now().UnixMilli(),
 	}
 	if d.GetConstraints() != nil {
 		rec.Constraints, _ = protojson.Marshal(d.GetConstraints())

@@ -153,6 +153,13 @@ type Safety struct {
 	DecisionID     string   `json:"decision_id,omitempty"`
 	// Constraints is the decision's constraints as protojson, opaque here.
 	Constraints []byte `json:"constraints,omitempty"`
+	// The rest of the decision log entry (ward.safety.v1.DecisionLog):
+	// the digest of the policy input, how long the kernel took, whether it
+	// answered from its cache, and when it decided.
+	InputDigest     string `json:"input_digest,omitempty"`
+	EvalNS          int64  `json:"eval_ns,omitempty"`
+	Cached          bool   `json:"cached,omitempty"`
+	DecidedAtUnixMS int64  `json:"decided_at_unix_ms,omitempty"`
 }
 
 // Job is a job's stored metadata.

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -35,8 +34,17 @@ type Options struct {
 	SafetyAddr string
 	// Policies is the policy bundle; the default bundle when nil.
 	Policies fs.FS
-	Pools    *config.Pools    // the embedded default when nil
-	Timeouts *config.Timeouts // the embedded default when nil
+	// PolicyDir, when set, is the policy bundle instead of Policies, and
+	// the kernel reloads it when it changes.
+	PolicyDir string
+	// PolicyBucket is the NATS KV bucket the kernel watches for pushed
+	// bundles; safety.DefaultBucket when empty.
+	PolicyBucket string
+	// SafetyClient configures the scheduler's safety client: timeout,
+	// circuit breaker, fail mode.
+	SafetyClient safety.ClientConfig
+	Pools        *config.Pools    // the embedded default when nil
+	Timeouts     *config.Timeouts // the embedded default when nil
 	// Modules are the wasm modules the host serves, by module name. No
 	// host is started when empty.
 	Modules map[string][]byte
@@ -57,11 +65,11 @@ type Stack struct {
 	Scheduler  *scheduler.Scheduler
 	Host       *host.Agent // nil without modules
 
-	kernel  *safety.Server
-	client  *safety.Client
-	rt      *runtime.Runtime
-	conns   []*bus.Conn
-	serving chan error
+	safety *kernel
+	client *safety.Client
+	rt     *runtime.Runtime
+	conns  []*bus.Conn
+	log    *slog.Logger
 }
 
 // Start starts every part; on error, what was started is stopped.
@@ -80,25 +88,18 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
-	s := &Stack{serving: make(chan error, 1)}
+	s := &Stack{log: o.Logger}
 	defer func() {
 		if err != nil {
 			_ = s.Shutdown(context.Background())
 		}
 	}()
 
-	k, err := safety.New(o.Policies, safety.Config{})
-	if err != nil {
+	if s.safety, err = startKernel(ctx, o); err != nil {
 		return nil, err
 	}
-	lis, err := net.Listen("tcp", o.SafetyAddr)
-	if err != nil {
-		return nil, fmt.Errorf("safety kernel: %w", err)
-	}
-	s.SafetyAddr = lis.Addr().String()
-	s.kernel = safety.NewServer(k)
-	go func() { s.serving <- s.kernel.Serve(lis) }()
-	if s.client, err = safety.Dial(s.SafetyAddr, safety.ClientConfig{}); err != nil {
+	s.SafetyAddr = s.safety.addr
+	if s.client, err = safety.Dial(s.SafetyAddr, o.SafetyClient); err != nil {
 		return nil, err
 	}
 
@@ -167,11 +168,8 @@ func (s *Stack) Shutdown(ctx context.Context) error {
 	if s.client != nil {
 		errs = append(errs, s.client.Close())
 	}
-	if s.kernel != nil {
-		errs = append(errs, s.kernel.Shutdown(ctx))
-		if err := <-s.serving; err != nil {
-			errs = append(errs, err)
-		}
+	if s.safety != nil {
+		errs = append(errs, s.safety.close(ctx))
 	}
 	return errors.Join(errs...)
 }

@@ -31,6 +31,10 @@ const (
 	Decision_DECISION_ALLOW                  Decision = 1
 	Decision_DECISION_DENY                   Decision = 2
 	Decision_DECISION_ALLOW_WITH_CONSTRAINTS Decision = 3
+	// DECISION_ALLOW_UNCHECKED is never a kernel's answer: a client that
+	// fails open (ClientConfig.FailOpen) returns it, with the reason, when the
+	// kernel could not be asked. The job runs without constraints.
+	Decision_DECISION_ALLOW_UNCHECKED Decision = 4
 )
 
 // Enum value maps for Decision.
@@ -40,12 +44,14 @@ var (
 		1: "DECISION_ALLOW",
 		2: "DECISION_DENY",
 		3: "DECISION_ALLOW_WITH_CONSTRAINTS",
+		4: "DECISION_ALLOW_UNCHECKED",
 	}
 	Decision_value = map[string]int32{
 		"DECISION_UNSPECIFIED":            0,
 		"DECISION_ALLOW":                  1,
 		"DECISION_DENY":                   2,
 		"DECISION_ALLOW_WITH_CONSTRAINTS": 3,
+		"DECISION_ALLOW_UNCHECKED":        4,
 	}
 )
 
@@ -925,12 +931,13 @@ const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x12#\n" +
 	"\rcache_enabled\x18\a \x01(\bR\fcacheEnabled\x12#\n" +
 	"\rcache_entries\x18\b \x01(\x03R\fcacheEntries\x12\x12\n" +
-	"\x04addr\x18\t \x01(\tR\x04addr*p\n" +
+	"\x04addr\x18\t \x01(\tR\x04addr*\x8e\x01\n" +
 	"\bDecision\x12\x18\n" +
 	"\x14DECISION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eDECISION_ALLOW\x10\x01\x12\x11\n" +
 	"\rDECISION_DENY\x10\x02\x12#\n" +
-	"\x1fDECISION_ALLOW_WITH_CONSTRAINTS\x10\x032\x9e\x01\n" +
+	"\x1fDECISION_ALLOW_WITH_CONSTRAINTS\x10\x03\x12\x1c\n" +
+	"\x18DECISION_ALLOW_UNCHECKED\x10\x042\x9e\x01\n" +
 	"\fSafetyKernel\x12D\n" +
 	"\x05Check\x12\x1c.ward.safety.v1.CheckRequest\x1a\x1d.ward.safety.v1.CheckResponse\x12H\n" +
 	"\aExplain\x12\x1c.ward.safety.v1.CheckRequest\x1a\x1f.ward.safety.v1.ExplainResponseB6Z4github.com/ward-run/ward/api/ward/safety/v1;safetyv1b\x06proto3"

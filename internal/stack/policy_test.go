@@ -1,0 +1,206 @@
+package stack_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	natstest "github.com/nats-io/nats-server/v2/test"
+	"google.golang.org/protobuf/proto"
+
+	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/stack"
+	"github.com/ward-run/ward/policies"
+	"github.com/ward-run/ward/safety"
+)
+
+// startJetStream runs a nats-server with JetStream, as `ward dev` and
+// production do: the policy bucket lives there.
+func startJetStream(t *testing.T) string {
+	t.Helper()
+	opts := natstest.DefaultTestOptions
+	opts.Port = -1
+	opts.JetStream = true
+	opts.StoreDir = t.TempDir()
+	ns := natstest.RunServer(&opts)
+	t.Cleanup(ns.Shutdown)
+	return ns.ClientURL()
+}
+
+// The rule a platform engineer adds in the tour, with its test.
+const (
+	blockedRule = `package ward.safety
+
+deny contains "tenant blocked is suspended" if input.tenant_id == "blocked"
+`
+	blockedTest = `package ward.safety_test
+
+import data.ward.safety
+
+test_blocked_tenant_denied if {
+	safety.deny == {"tenant blocked is suspended"} with input as object.union(job, {"tenant_id": "blocked"})
+}
+
+test_other_tenants_not_denied if {
+	count(safety.deny) == 0 with input as job
+}
+`
+)
+
+// defaultBundleWith is the default bundle, tests included, with files added
+// or replaced.
+func defaultBundleWith(t *testing.T, files map[string]string) *safety.Bundle {
+	t.Helper()
+	b, err := safety.ReadBundle(policies.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Files = maps.Clone(b.Files)
+	for name, src := range files {
+		b.Files[name] = []byte(src)
+	}
+	return b
+}
+
+func echoJob(tenant string) *wardv1.JobRequest {
+	return &wardv1.JobRequest{Topic: "job.echo", TenantId: tenant, Payload: []byte(`{"hello":"` + tenant + `"}`)}
+}
+
+// TestPolicyPushIsEnforcedLive is the tour's deny rule on a running system:
+// pushed, enforced at once for that tenant only, with no process
+// restarted; then a bundle that does not compile and one whose tests fail
+// are both refused, and the rule stays enforced.
+func TestPolicyPushIsEnforcedLive(t *testing.T) {
+	natsURL := startJetStream(t)
+	e := start(t, stack.Options{NATSURL: natsURL, Modules: echoModules(t)})
+	nc := e.client.Bus().NATS()
+	decisions, err := nc.SubscribeSync(bus.SubjectSafetyDecision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer decisions.Unsubscribe()
+	ctx := context.Background()
+
+	if _, rec := e.run(t, echoJob("blocked")); rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Fatalf("before the push, blocked's job ended %s/%s", rec.GetState(), rec.GetReason())
+	}
+
+	good := defaultBundleWith(t, map[string]string{"blocked.rego": blockedRule, "blocked_test.rego": blockedTest})
+	res, err := safety.Push(ctx, nc, "", good, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 10*time.Second, func() bool { return e.stack.Kernel().Revision() == res.Revision })
+
+	_, rec := e.run(t, echoJob("blocked"))
+	if rec.GetState() != wardv1.JobState_JOB_STATE_DENIED || rec.GetReason() != "safety_denied" {
+		t.Fatalf("after the push, blocked's job ended %s/%s", rec.GetState(), rec.GetReason())
+	}
+	sf := rec.GetSafety()
+	if sf.GetDecision() != "DENY" || len(sf.GetReasons()) != 1 || sf.GetReasons()[0] != "tenant blocked is suspended" ||
+		sf.GetPolicyRevision() != res.Revision || sf.GetDecisionId() == "" || !strings.HasPrefix(sf.GetInputDigest(), "sha256:") ||
+		sf.GetEvalNs() <= 0 || sf.GetDecidedAtUnixMs() == 0 {
+		t.Errorf("stored decision %v", sf)
+	}
+	if last := rec.GetEvents()[len(rec.GetEvents())-1]; !strings.Contains(last.GetMessage(), "tenant blocked is suspended") {
+		t.Errorf("last event %v", last)
+	}
+	// The same decision went out on sys.safety.decision.
+	found := false
+	for !found {
+		msg, err := decisions.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatalf("decision of job %s not published: %v", rec.GetJobId(), err)
+		}
+		var l safetyv1.DecisionLog
+		if proto.Unmarshal(msg.Data, &l) == nil && l.GetJobId() == rec.GetJobId() {
+			found = true
+			if l.GetDecisionId() != sf.GetDecisionId() || l.GetInputDigest() != sf.GetInputDigest() ||
+				l.GetDecision() != safetyv1.Decision_DECISION_DENY || l.GetTenantId() != "blocked" {
+				t.Errorf("published decision %v, stored %v", &l, sf)
+			}
+		}
+	}
+	if _, rec := e.run(t, echoJob("acme")); rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Fatalf("acme's job ended %s/%s", rec.GetState(), rec.GetReason())
+	}
+
+	syntax := defaultBundleWith(t, map[string]string{"blocked.rego": blockedRule + "\ndeny contains msg if {\n"})
+	if _, err := safety.Push(ctx, nc, "", syntax, "test"); !errors.Is(err, safety.ErrInvalidBundle) || !strings.Contains(err.Error(), "blocked.rego:") {
+		t.Errorf("push of a syntax error = %v, want ErrInvalidBundle naming the file", err)
+	}
+	failing := defaultBundleWith(t, map[string]string{"blocked.rego": strings.ReplaceAll(blockedRule, "suspended", "gone"),
+		"blocked_test.rego": blockedTest})
+	var tf *safety.TestsFailedError
+	if _, err := safety.Push(ctx, nc, "", failing, "test"); !errors.As(err, &tf) {
+		t.Errorf("push of a bundle whose tests fail = %v, want a TestsFailedError", err)
+	}
+	if got := e.stack.Kernel().Revision(); got != res.Revision {
+		t.Fatalf("revision %s after refused pushes, want %s", got, res.Revision)
+	}
+	// Even written to the bucket behind push's back, a broken bundle is
+	// refused by the kernel.
+	if _, err := safety.PutRaw(ctx, nc, "", syntax.Proto()); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 10*time.Second, func() bool { return e.stack.SafetyStatus().GetRefusedRevision() == syntax.Revision() })
+	if _, rec := e.run(t, echoJob("blocked")); rec.GetState() != wardv1.JobState_JOB_STATE_DENIED ||
+		rec.GetSafety().GetPolicyRevision() != res.Revision {
+		t.Errorf("after the refusals, blocked's job ended %s under %s", rec.GetState(), rec.GetSafety().GetPolicyRevision())
+	}
+	if _, rec := e.run(t, echoJob("acme")); rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Errorf("after the refusals, acme's job ended %s/%s", rec.GetState(), rec.GetReason())
+	}
+}
+
+// TestSafetyKernelDownFailsClosedThenRecovers: with the kernel gone, jobs
+// are DENIED safety_unavailable; once it is back, jobs succeed again, and
+// nobody touched the scheduler.
+func TestSafetyKernelDownFailsClosedThenRecovers(t *testing.T) {
+	e := start(t, stack.Options{Modules: echoModules(t),
+		SafetyClient: safety.ClientConfig{Timeout: time.Second, BreakerFailures: 2, BreakerCooldown: 100 * time.Millisecond}})
+	ctx := context.Background()
+	if err := e.stack.StopSafety(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // the last ones fail at once: the breaker is open
+		_, rec := e.run(t, echoJob("acme"))
+		if rec.GetState() != wardv1.JobState_JOB_STATE_DENIED || rec.GetReason() != "safety_unavailable" {
+			t.Fatalf("with the kernel down, the job ended %s/%s", rec.GetState(), rec.GetReason())
+		}
+	}
+	if err := e.stack.StartSafety(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 20*time.Second, func() bool {
+		_, rec := e.run(t, echoJob("acme"))
+		return rec.GetState() == wardv1.JobState_JOB_STATE_SUCCEEDED
+	})
+}
+
+// TestSafetyFailOpen: a scheduler configured to fail open runs jobs
+// unchecked while the kernel is down, and says so in the stored decision.
+func TestSafetyFailOpen(t *testing.T) {
+	e := start(t, stack.Options{Modules: echoModules(t), SafetyClient: safety.ClientConfig{Timeout: time.Second, FailOpen: true}})
+	if err := e.stack.StopSafety(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, rec := e.run(t, echoJob("acme"))
+	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || rec.GetSafety().GetDecision() != "ALLOW_UNCHECKED" ||
+		len(rec.GetSafety().GetReasons()) != 1 {
+		t.Fatalf("failing open, the job ended %s with decision %v", rec.GetState(), rec.GetSafety())
+	}
+	// Fail open is about reaching the kernel: what it denies stays denied.
+	if err := e.stack.StartSafety(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 20*time.Second, func() bool {
+		_, rec := e.run(t, &wardv1.JobRequest{Topic: "sys.destroy", TenantId: "acme"})
+		return rec.GetState() == wardv1.JobState_JOB_STATE_DENIED && rec.GetReason() == "safety_denied"
+	})
+}
