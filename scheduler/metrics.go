@@ -28,22 +28,70 @@ var (
 	}, []string{"reason"})
 	submitsRefused = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_scheduler_submissions_refused_total",
-		Help: "Submissions refused before a job was stored, by reason code.",
+		Help: "Submissions refused before a job was stored, by reason code (rate_limited and queue_full are the backpressure).",
 	}, []string{"reason"})
 	lateUpdates = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_scheduler_late_updates_total",
-		Help: "Progress or results that arrived for a job already past that point; ignored, never written.",
+		Help: "Progress or results that arrived for a job already past that point, or from a worker it was taken from; ignored, never written.",
 	}, []string{"kind"})
 	timeouts = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_scheduler_timeouts_total",
-		Help: "Jobs the reconciler marked TIMEOUT, by reason code.",
+		Help: "Jobs the reconciler timed out (ended TIMEOUT or retried), by reason code.",
 	}, []string{"reason"})
 	liveWorkers = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "ward_scheduler_live_workers",
-		Help: "Workers with a heartbeat in the last 30 s, as this scheduler sees them.",
+		Help: "Workers with a recent heartbeat, as this scheduler sees them.",
 	})
 	storeErrors = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_scheduler_store_errors_total",
 		Help: "Job store calls that failed, by operation.",
 	}, []string{"op"})
+	placements = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_scheduler_placements_total",
+		Help: "Placement decisions, by strategy and outcome (placed, busy, no_worker).",
+	}, []string{"strategy", "outcome"})
+	queueDepth = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ward_scheduler_queue_depth",
+		Help: "Jobs waiting in a pool's queue (all replicas), by pool.",
+	}, []string{"pool"})
+	queueCap = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "ward_scheduler_queue_cap",
+		Help: "The queue length per pool past which submissions are refused (queue_full); 0 is no cap.",
+	})
+	waits = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_scheduler_waits_total",
+		Help: "Jobs made to wait, by reason: pool_overloaded (queued), tenant_limit (deferred), retry (deferred), zone_throttled (queued).",
+	}, []string{"reason"})
+	retries = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_scheduler_retries_total",
+		Help: "Failed attempts requeued for another, by cause (the error code, dispatch_timeout or running_timeout).",
+	}, []string{"cause"})
+	zoneFailureRate = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ward_scheduler_zone_failure_rate",
+		Help: "Failure rate of a zone's results over the sliding window, as this replica sees them.",
+	}, []string{"zone"})
+	zoneThrottled = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ward_scheduler_zone_throttled",
+		Help: "1 while dispatch into the zone is throttled.",
+	}, []string{"zone"})
+	quarantinedWorkers = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "ward_scheduler_quarantined_workers",
+		Help: "Workers in quarantine (all replicas).",
+	})
+	modeGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ward_scheduler_mode",
+		Help: "1 for the scheduler mode in force, 0 for the others.",
+	}, []string{"mode"})
+	reconcilerLeader = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "ward_scheduler_reconciler_leader",
+		Help: "1 while this replica holds the reconciler lease.",
+	})
+	recovered = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_scheduler_recovered_total",
+		Help: "Jobs the reconciler took over, by kind: orphan (PENDING in no queue), scheduled (SCHEDULED, never dispatched), result (result stored, message lost).",
+	}, []string{"kind"})
+	configReloads = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_scheduler_config_reloads_total",
+		Help: "Configuration reloads, by result (ok, error).",
+	}, []string{"result"})
 )

@@ -76,7 +76,13 @@ func Record(j *jobstore.Job) *wardv1.JobRecord {
 		Pool: j.Pool, WorkerId: j.WorkerID, ContextPtr: j.ContextPtr, ResultPtr: j.ResultPtr,
 		CreatedAtUnixMs: j.CreatedAt.UnixMilli(), UpdatedAtUnixMs: j.UpdatedAt.UnixMilli(),
 		Reason: j.Reason, ErrorCode: j.ErrorCode, ErrorMessage: j.ErrorMessage, Labels: j.Labels,
-		IdempotencyKey: j.IdempotencyKey, Attempt: int32(j.Attempt),
+		IdempotencyKey: j.IdempotencyKey, Attempt: int32(j.Attempt), Waiting: j.Waiting, MaxRetries: int32(j.MaxRetries),
+	}
+	if !j.Deadline.IsZero() {
+		rec.DeadlineUnixMs = j.Deadline.UnixMilli()
+	}
+	if j.CPUMillicores > 0 || j.MemoryBytes > 0 {
+		rec.Resources = &wardv1.Resources{CpuMillicores: j.CPUMillicores, MemoryBytes: j.MemoryBytes}
 	}
 	if sf := j.Safety; sf != nil {
 		rec.Safety = &wardv1.SafetyRecord{Decision: sf.Decision, Reasons: sf.Reasons,

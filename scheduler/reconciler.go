@@ -2,58 +2,243 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/jobstore"
 )
 
-// reconcileLoop marks jobs TIMEOUT that stayed DISPATCHED or RUNNING past
-// their thresholds: their host died, or never answered. Every replica runs
-// it; the store's From guard makes a second replica's attempt a no-op.
-func (s *Scheduler) reconcileLoop(ctx context.Context) {
+// leaseName is the reconciler's lease in the store.
+const leaseName = "reconciler"
+
+// reconcileBatch bounds what one pass looks at per kind.
+const reconcileBatch = 500
+
+// leaseLoop runs the reconciler on one replica at a time: the holder of a
+// lease in the store, renewed every third of its ttl (at least every
+// second). When the holder dies, the lease lapses and another replica takes
+// over within lease_ttl. The holder ends jobs past their deadline every
+// tick, and runs Reconcile every scan_interval. On shutdown it gives the
+// lease up, so that another takes over at once.
+func (s *Scheduler) leaseLoop(lctx, ctx context.Context) {
 	defer s.loops.Done()
-	t := time.NewTicker(s.cfg.Timeouts.Reconciler.ScanInterval)
+	var (
+		leader   bool
+		lastScan time.Time
+		t        = time.NewTimer(0)
+	)
 	defer t.Stop()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-lctx.Done():
+			if leader {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+				if err := s.cfg.Store.ReleaseLease(rctx, leaseName, s.id); err != nil {
+					s.storeFailed("lease", "", err)
+				}
+				cancel()
+				reconcilerLeader.Set(0)
+			}
 			return
-		case now := <-t.C:
-			s.Reconcile(ctx, now)
+		case <-t.C:
 		}
+		r := s.conf.Load().timeouts.Reconciler
+		ok, err := s.cfg.Store.AcquireLease(lctx, leaseName, s.id, r.LeaseTTL)
+		if err != nil {
+			if lctx.Err() == nil {
+				s.storeFailed("lease", "", err)
+			}
+			ok = false
+		}
+		if ok != leader {
+			leader = ok
+			s.log.Info("reconciler lease", "held", leader)
+			if leader {
+				reconcilerLeader.Set(1)
+			} else {
+				reconcilerLeader.Set(0)
+			}
+		}
+		if leader {
+			now := time.Now()
+			s.expire(lctx, now)
+			if now.Sub(lastScan) >= r.ScanInterval {
+				lastScan = now
+				s.Reconcile(lctx, ctx, now)
+			}
+		}
+		t.Reset(min(r.LeaseTTL/3, time.Second))
 	}
 }
 
-// Reconcile runs one reconciler pass as of now and returns how many jobs
-// it timed out.
-func (s *Scheduler) Reconcile(ctx context.Context, now time.Time) int {
-	r := s.cfg.Timeouts.Reconciler
+// expire ends the jobs whose deadline passed TIMEOUT (deadline_exceeded),
+// and tells their hosts to stop them.
+func (s *Scheduler) expire(ctx context.Context, now time.Time) int {
+	ids, err := s.cfg.Store.PastDeadline(ctx, now, reconcileBatch)
+	if err != nil {
+		s.storeFailed("deadlines", "", err)
+		return 0
+	}
 	n := 0
-	for _, c := range []struct {
+	for _, id := range ids {
+		t := jobstore.Transition{To: jobstore.Timeout, Reason: ReasonDeadlineExceeded, Message: "its deadline passed"}
+		job, err := s.cfg.Store.Transition(ctx, id, t)
+		if err != nil {
+			s.storeFailed("deadline", id, err)
+			continue
+		}
+		n++
+		timeouts.WithLabelValues(ReasonDeadlineExceeded).Inc()
+		jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
+		s.moved(job, t)
+		if job.WorkerID != "" {
+			s.registry.SetHeld(job.WorkerID, job.WorkerJobs, now)
+			// The host running it stops it at once.
+			_ = s.cfg.Bus.Publish(bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: ReasonDeadlineExceeded})
+		}
+		s.poke()
+	}
+	return n
+}
+
+// Reconcile runs one reconciler pass as of now and returns how many jobs it
+// acted on. Store calls use lctx; the jobs it hands back to admission run
+// under ctx. In order:
+//
+//   - a DISPATCHED or RUNNING job whose result is stored for longer than
+//     result_grace lost its result message: it ends SUCCEEDED from the store;
+//   - a DISPATCHED job past its topic's dispatch_timeout, or a RUNNING one
+//     past its running_timeout, lost its host: it is retried when its
+//     max_retries allow, else it ends TIMEOUT (dispatch_timeout,
+//     running_timeout); the worker's failure is counted;
+//   - a SCHEDULED job older than pending_timeout lost its replica before it
+//     was dispatched: it goes back to PENDING and is admitted again;
+//   - a PENDING job that waits in no queue, older than pending_timeout,
+//     lost its replica while being admitted: it is admitted again;
+//   - a queued job that waited queue.max_wait ends FAILED pool_overloaded
+//     (no_workers when its pool has no live host).
+func (s *Scheduler) Reconcile(lctx, ctx context.Context, now time.Time) int {
+	c := s.conf.Load()
+	r := c.timeouts.Reconciler
+	n := 0
+	for _, state := range []jobstore.State{jobstore.Dispatched, jobstore.Running} {
+		ids, err := s.cfg.Store.WithResult(lctx, state, now.Add(-r.ResultGrace), reconcileBatch)
+		if err != nil {
+			s.storeFailed("with result", "", err)
+		}
+		for _, id := range ids {
+			t := jobstore.Transition{To: jobstore.Succeeded, From: state, ResultPtr: jobstore.ResultPtr(id),
+				Message: "result recovered from the store: its host finished, the result message was lost"}
+			job, err := s.cfg.Store.Transition(lctx, id, t)
+			if err != nil {
+				s.storeFailed("recover", id, err)
+				continue
+			}
+			n++
+			recovered.WithLabelValues("result").Inc()
+			s.registry.SetHeld(job.WorkerID, job.WorkerJobs, now)
+			jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
+			s.moved(job, t)
+		}
+	}
+
+	dispatchMin, runningMin := c.timeouts.Shortest()
+	for _, k := range []struct {
 		state  jobstore.State
 		after  time.Duration
 		reason string
 	}{
-		{jobstore.Dispatched, r.DispatchTimeout, ReasonDispatchTimeout},
-		{jobstore.Running, r.RunningTimeout, ReasonRunningTimeout},
+		{jobstore.Dispatched, dispatchMin, ReasonDispatchTimeout},
+		{jobstore.Running, runningMin, ReasonRunningTimeout},
 	} {
-		ids, err := s.cfg.Store.Stale(ctx, c.state, now.Add(-c.after), 500)
+		ids, err := s.cfg.Store.Stale(lctx, k.state, now.Add(-k.after), reconcileBatch)
 		if err != nil {
 			s.storeFailed("stale", "", err)
 			continue
 		}
 		for _, id := range ids {
-			msg := "no progress for " + c.after.String() + " in " + string(c.state)
-			job, err := s.cfg.Store.Transition(ctx, id, jobstore.Transition{To: jobstore.Timeout, From: c.state, Reason: c.reason, Message: msg})
-			if err != nil {
-				s.storeFailed("timeout", id, err)
+			job, err := s.cfg.Store.Get(lctx, id)
+			if err != nil || job.State != k.state {
+				continue
+			}
+			dispatch, running, _ := c.timeouts.For(job.Topic)
+			limit := dispatch
+			if k.state == jobstore.Running {
+				limit = running
+			}
+			if now.Sub(job.UpdatedAt) < limit {
 				continue
 			}
 			n++
-			timeouts.WithLabelValues(c.reason).Inc()
-			jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(jobstore.Timeout)).Inc()
-			s.log.Info("job timed out", "job_id", id, "reason", c.reason)
-			s.publishEvent(job, jobstore.Event{At: job.UpdatedAt, State: jobstore.Timeout, Reason: c.reason, Message: msg})
+			timeouts.WithLabelValues(k.reason).Inc()
+			zone := ""
+			if w, ok := s.registry.Get(job.WorkerID); ok {
+				zone = w.Zone
+			}
+			s.countFailure(lctx, job.WorkerID, zone)
+			msg := fmt.Sprintf("no progress for %s in %s on worker %s", limit, k.state, job.WorkerID)
+			s.log.Info("job timed out", "job_id", id, "reason", k.reason, "worker_id", job.WorkerID)
+			s.retryOrEnd(lctx, job, jobstore.Timeout, k.reason, "", "", msg)
+			if k.state == jobstore.Running && job.WorkerID != "" {
+				// Should the host still run it, it stops.
+				_ = s.cfg.Bus.Publish(bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: k.reason})
+			}
+		}
+	}
+
+	ids, err := s.cfg.Store.Stale(lctx, jobstore.Scheduled, now.Add(-r.PendingTimeout), reconcileBatch)
+	if err != nil {
+		s.storeFailed("stale", "", err)
+	}
+	for _, id := range ids {
+		t := jobstore.Transition{To: jobstore.Pending, From: jobstore.Scheduled, Reason: ReasonRequeued,
+			Message: "its scheduler replica stopped before dispatching it; admitted again"}
+		job, err := s.cfg.Store.Transition(lctx, id, t)
+		if err != nil {
+			s.storeFailed("requeue", id, err)
+			continue
+		}
+		n++
+		recovered.WithLabelValues("scheduled").Inc()
+		s.moved(job, t)
+		s.handOut(ctx, job)
+	}
+
+	ids, err = s.cfg.Store.Stale(lctx, jobstore.Pending, now.Add(-r.PendingTimeout), reconcileBatch)
+	if err != nil {
+		s.storeFailed("stale", "", err)
+	}
+	for _, id := range ids {
+		job, err := s.cfg.Store.Get(lctx, id)
+		if err != nil || job.State != jobstore.Pending || job.Waiting != "" {
+			continue
+		}
+		n++
+		recovered.WithLabelValues("orphan").Inc()
+		s.log.Info("admitting a job its replica left", "job_id", id)
+		s.handOut(ctx, job)
+	}
+
+	for _, pool := range sortedPools(c) {
+		heads, err := s.cfg.Store.QueueHeads(lctx, pool, 100)
+		if err != nil {
+			s.storeFailed("queue heads", "", err)
+			continue
+		}
+		for _, job := range heads {
+			if job.Attempt > 0 || now.Sub(job.CreatedAt) <= c.sched.Queue.MaxWait {
+				continue
+			}
+			reason, why := ReasonPoolOverloaded, "every eligible worker stayed busy"
+			if len(s.registry.Snapshot(nil, pool, now)) == 0 {
+				reason, why = ReasonNoWorkers, fmt.Sprintf("no live host serves pool %q", pool)
+			}
+			n++
+			s.end(lctx, job, limits{}, jobstore.Transition{To: jobstore.Failed, From: jobstore.Pending, Reason: reason,
+				Message: fmt.Sprintf("waited %s in the queue of pool %s (queue.max_wait %s): %s",
+					now.Sub(job.CreatedAt).Round(time.Second), pool, c.sched.Queue.MaxWait, why)}, true)
 		}
 	}
 	return n

@@ -129,6 +129,11 @@ func (w *Workers) run(f func()) {
 	}()
 }
 
+// Go runs f on a worker like a handler, blocking while all n are busy, so
+// that work a component hands out itself shares the bound and is waited
+// for by Wait.
+func (w *Workers) Go(f func()) { w.run(f) }
+
 // Busy returns how many handlers run now.
 func (w *Workers) Busy() int { return len(w.sem) }
 

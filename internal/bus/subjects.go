@@ -13,7 +13,9 @@ const (
 	SubjectResult = "sys.job.result"
 	// SubjectProgress carries JobProgress from hosts.
 	SubjectProgress = "sys.job.progress"
-	// SubjectCancel carries JobCancel to schedulers and hosts.
+	// SubjectCancel carries JobCancel to schedulers (queue group: one ends
+	// the job CANCELLED and, when asked as a request, answers GetJobReply)
+	// and to every host (fan-out: the one running the job stops it).
 	SubjectCancel = "sys.job.cancel"
 	// SubjectDLQ carries DLQEntry from schedulers to anyone.
 	SubjectDLQ = "sys.job.dlq"
@@ -25,6 +27,18 @@ const (
 	SubjectJobGet = "sys.job.get"
 	// SubjectJobList is request/reply: ListJobsRequest → ListJobsReply.
 	SubjectJobList = "sys.job.list"
+
+	// SubjectDLQList is request/reply: DLQListRequest → DLQListReply.
+	SubjectDLQList = "sys.dlq.list"
+	// SubjectDLQRetry is request/reply: DLQRetryRequest → SubmitReply (the
+	// new job re-submitted from the dead-lettered one).
+	SubjectDLQRetry = "sys.dlq.retry"
+	// SubjectMode is request/reply: SchedulerModeRequest →
+	// SchedulerModeReply. One replica stores the mode for all.
+	SubjectMode = "sys.scheduler.mode"
+	// SubjectModeChanged carries SchedulerModeReply to every replica
+	// (fan-out) when the mode changes, so that each applies it at once.
+	SubjectModeChanged = "sys.scheduler.mode.changed"
 
 	// SubjectWorkerPing is scatter-gather: every host replies with the
 	// Heartbeat it last sent (`ward workers`).

@@ -44,6 +44,7 @@ const (
 	fDeadline       = "deadline"
 	fWaiting        = "waiting" // the scripts spell it too
 	fWaits          = "waits"
+	fPayloadSize    = "payload_size"
 )
 
 // recentCap is how many jobs job:recent keeps.
@@ -137,6 +138,7 @@ func jobFields(j *Job) ([]string, error) {
 		p = append(p, fDeadline, strconv.FormatInt(ms(j.Deadline), 10))
 	}
 	p = num(p, fWaits, int64(j.Waits))
+	p = num(p, fPayloadSize, j.PayloadSize)
 	// Waiting is the store's own: Create never sets it.
 	return p, nil
 }
@@ -226,6 +228,7 @@ func decodeJob(h map[string]string) (*Job, error) {
 	j.CPUMillicores = num(fCPU)
 	j.MemoryBytes = num(fMemory)
 	j.Waits = int(num(fWaits))
+	j.PayloadSize = num(fPayloadSize)
 	if h[fDeadline] != "" {
 		j.Deadline = fromMS(num(fDeadline))
 	}

@@ -183,6 +183,7 @@ func full(id string) *jobstore.Job {
 		MemoryBytes:   256 << 20,
 		Deadline:      t0.Add(time.Hour + 7*time.Millisecond),
 		Waits:         2,
+		PayloadSize:   4096,
 		CreatedAt:     t0.Add(123 * time.Millisecond),
 	}
 }

@@ -1,0 +1,89 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/jobstore"
+)
+
+// handleDLQList answers sys.dlq.list: dead-lettered jobs, newest first,
+// each with its reason and the job.
+func (s *Scheduler) handleDLQList(ctx context.Context, msg *nats.Msg, q *wardv1.DLQListRequest) {
+	limit := int(q.GetLimit())
+	if limit <= 0 || limit > 1000 {
+		limit = 50
+	}
+	reply := &wardv1.DLQListReply{}
+	entries, err := s.cfg.Store.DLQ(ctx, limit)
+	if err != nil {
+		reply.Error = "job store unavailable"
+		s.storeFailed("dlq", "", err)
+	}
+	for _, e := range entries {
+		out := &wardv1.DLQEntry{JobId: e.JobID, Topic: e.Topic, TenantId: e.Tenant, Reason: e.Reason,
+			Message: e.Message, AtUnixMs: e.At.UnixMilli()}
+		if e.Job != nil {
+			out.Job = Record(e.Job)
+		}
+		reply.Entries = append(reply.Entries, out)
+	}
+	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
+		s.log.Debug("dlq list reply failed", "err", err)
+	}
+}
+
+// handleDLQRetry answers sys.dlq.retry: it submits a dead-lettered job
+// again, as a new job with the same topic, tenant, priority, labels,
+// requires, env, budget, resources and payload, and removes the entry. The
+// new job's idempotency key is dlq-retry:<id>, so that retrying the same
+// entry twice makes one job.
+func (s *Scheduler) handleDLQRetry(ctx context.Context, msg *nats.Msg, q *wardv1.DLQRetryRequest) {
+	reply, job, queued := s.retryDLQ(ctx, q.GetJobId())
+	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
+		s.log.Debug("dlq retry reply failed", "err", err)
+	}
+	if job != nil {
+		s.admit(ctx, job, queued)
+	}
+}
+
+func (s *Scheduler) retryDLQ(ctx context.Context, id string) (*wardv1.SubmitReply, *jobstore.Job, map[string]int) {
+	old, err := s.cfg.Store.Get(ctx, id)
+	switch {
+	case errors.Is(err, jobstore.ErrNotFound):
+		return refuse(ReasonBadRequest, "job %s not found", id), nil, nil
+	case err != nil:
+		s.storeFailed("get", id, err)
+		return refuse(ReasonStoreError, "job store unavailable"), nil, nil
+	case !old.State.Terminal():
+		return refuse(ReasonBadRequest, "job %s is %s: only a job that ended can be retried", id, old.State), nil, nil
+	}
+	payload, err := s.cfg.Store.Blob(ctx, old.ContextPtr)
+	if err != nil && !errors.Is(err, jobstore.ErrNotFound) {
+		s.storeFailed("blob", id, err)
+		return refuse(ReasonStoreError, "job store unavailable"), nil, nil
+	}
+	req := &wardv1.JobRequest{
+		Topic: old.Topic, Priority: int32(old.Priority), TenantId: old.Tenant, Labels: old.Labels,
+		Requires: old.Requires, Env: old.Env, IdempotencyKey: "dlq-retry:" + id, ParentJobId: old.ParentJobID,
+		WorkflowId: old.WorkflowID, TraceId: old.TraceID, Payload: payload,
+		Budget: &wardv1.Budget{DeadlineMs: old.DeadlineMS, MaxRetries: int32(old.MaxRetries)},
+	}
+	if old.CPUMillicores > 0 || old.MemoryBytes > 0 {
+		req.Resources = &wardv1.Resources{CpuMillicores: old.CPUMillicores, MemoryBytes: old.MemoryBytes}
+	}
+	reply, job, queued := s.accept(ctx, req)
+	if reply.GetAccepted() {
+		if _, err := s.cfg.Store.RemoveDLQ(ctx, id); err != nil {
+			s.storeFailed("dlq", id, err)
+		}
+		reply.Message = fmt.Sprintf("re-submitted dead-lettered job %s", id)
+		s.log.Info("dead-lettered job re-submitted", "job_id", id, "new_job_id", reply.GetJobId(), "duplicate", reply.GetDuplicate())
+	}
+	return reply, job, queued
+}

@@ -1,0 +1,128 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/bus"
+)
+
+// Mode is the scheduler mode (seed 002). It is stored in the job store, so
+// that every replica follows the same one.
+type Mode string
+
+// The modes.
+const (
+	// ModeNormal processes everything.
+	ModeNormal Mode = "NORMAL"
+	// ModeDegraded refuses submissions of a priority number above
+	// modes.degraded_max_priority (5); the rest runs as usual.
+	ModeDegraded Mode = "DEGRADED"
+	// ModeReadOnly accepts no submission, and keeps processing: queued and
+	// deferred jobs are still placed, retries still happen.
+	ModeReadOnly Mode = "READ_ONLY"
+	// ModeDraining accepts no submission and starts nothing that waits:
+	// queued and deferred jobs stay where they are, while what was
+	// dispatched runs to its end. For maintenance of the hosts.
+	ModeDraining Mode = "DRAINING"
+)
+
+// Modes lists the modes.
+var Modes = []Mode{ModeNormal, ModeDegraded, ModeReadOnly, ModeDraining}
+
+// ParseMode returns the mode s names (any case, '-' for '_'); NORMAL for
+// an empty or unknown s.
+func ParseMode(s string) Mode {
+	m, _ := parseMode(s)
+	return m
+}
+
+func parseMode(s string) (Mode, bool) {
+	s = strings.ToUpper(strings.ReplaceAll(strings.TrimSpace(s), "-", "_"))
+	for _, m := range Modes {
+		if string(m) == s {
+			return m, true
+		}
+	}
+	return ModeNormal, false
+}
+
+// Mode returns the mode this replica follows.
+func (s *Scheduler) Mode() Mode { return *s.mode.Load() }
+
+func (s *Scheduler) setMode(m Mode) {
+	if old := s.Mode(); old != m {
+		s.log.Info("scheduler mode", "from", old, "to", m)
+	}
+	s.mode.Store(&m)
+	for _, x := range Modes {
+		v := 0.0
+		if x == m {
+			v = 1
+		}
+		modeGauge.WithLabelValues(string(x)).Set(v)
+	}
+}
+
+// refuseMode returns the refusal the mode gives a submission of priority,
+// or "".
+func (s *Scheduler) refuseMode(priority int32) (reason, msg string) {
+	switch m := s.Mode(); m {
+	case ModeReadOnly:
+		return ReasonModeReadOnly, "the schedulers are READ_ONLY: no new jobs"
+	case ModeDraining:
+		return ReasonModeDraining, "the schedulers are DRAINING: no new jobs"
+	case ModeDegraded:
+		if cut := s.conf.Load().sched.Modes.DegradedMaxPriority; int(priority) > cut {
+			return ReasonModeDegraded, fmt.Sprintf("the schedulers are DEGRADED: only priorities 0..%d are accepted, not %d", cut, priority)
+		}
+	}
+	return "", ""
+}
+
+// handleMode answers sys.scheduler.mode: it stores a new mode for every
+// replica and tells them, or only reads it.
+func (s *Scheduler) handleMode(ctx context.Context, msg *nats.Msg, q *wardv1.SchedulerModeRequest) {
+	reply := &wardv1.SchedulerModeReply{}
+	if q.GetMode() != "" {
+		m, ok := parseMode(q.GetMode())
+		if !ok {
+			reply.Error = fmt.Sprintf("unknown mode %q: want one of %v", q.GetMode(), Modes)
+		} else if err := s.cfg.Store.SetMode(ctx, string(m)); err != nil {
+			reply.Error = "job store unavailable"
+			s.storeFailed("mode", "", err)
+		} else {
+			s.setMode(m)
+			_ = s.cfg.Bus.Publish(bus.SubjectModeChanged, &wardv1.SchedulerModeReply{Mode: string(m)})
+			s.poke()
+		}
+	}
+	reply.Mode = string(s.Mode())
+	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
+		s.log.Debug("mode reply failed", "err", err)
+	}
+}
+
+// handleModeChanged applies a mode another replica stored.
+func (s *Scheduler) handleModeChanged(_ context.Context, _ *nats.Msg, m *wardv1.SchedulerModeReply) {
+	if mode, ok := parseMode(m.GetMode()); ok {
+		s.setMode(mode)
+		s.poke()
+	}
+}
+
+// refreshMode reads the stored mode, in case a notice was missed.
+func (s *Scheduler) refreshMode(ctx context.Context) {
+	m, err := s.cfg.Store.Mode(ctx)
+	if err != nil {
+		s.storeFailed("mode", "", err)
+		return
+	}
+	if m != "" {
+		s.setMode(ParseMode(m))
+	}
+}

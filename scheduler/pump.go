@@ -1,0 +1,162 @@
+package scheduler
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/ward-run/ward/internal/jobstore"
+)
+
+// pumpHeads is how many jobs of a pool queue the pump looks at in one go.
+const pumpHeads = 32
+
+// pumpLoop places waiting jobs: deferred jobs that are due, and queued
+// jobs as capacity frees. It runs when poked (a result freed a worker, a
+// heartbeat showed room, a job was queued, the mode changed) and every
+// queue.pump_interval, for what other replicas queued.
+func (s *Scheduler) pumpLoop(lctx, ctx context.Context) {
+	defer s.loops.Done()
+	interval := s.conf.Load().sched.Queue.PumpInterval
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-lctx.Done():
+			return
+		case <-s.wake:
+		case <-t.C:
+		}
+		if iv := s.conf.Load().sched.Queue.PumpInterval; iv != interval {
+			interval = iv
+			t.Reset(interval)
+		}
+		s.pump(lctx, ctx)
+	}
+}
+
+// pump hands out what may be placed now. Placements run on the submission
+// workers; the store decides which replica places each job.
+func (s *Scheduler) pump(lctx, ctx context.Context) {
+	if s.Mode() == ModeDraining {
+		return
+	}
+	now := time.Now()
+	due, err := s.cfg.Store.DueDeferred(ctx, now, pumpHeads)
+	if err != nil {
+		s.storeFailed("deferred", "", err)
+	}
+	for _, job := range due {
+		if lctx.Err() != nil {
+			return
+		}
+		s.handOut(ctx, job)
+	}
+	c := s.conf.Load()
+	pools := sortedPools(c)
+	lens, err := s.cfg.Store.QueueLens(ctx, pools)
+	if err != nil {
+		s.storeFailed("queues", "", err)
+		return
+	}
+	buf := snapshots.Get().(*[]Worker)
+	defer func() { *buf = (*buf)[:0]; snapshots.Put(buf) }()
+	for i, pool := range pools {
+		queueDepth.WithLabelValues(pool).Set(float64(lens[i]))
+		if lens[i] == 0 || lctx.Err() != nil {
+			continue
+		}
+		ws := s.registry.Snapshot((*buf)[:0], pool, now)
+		*buf = ws
+		room := freeSlots(ws, c.sched.Placement.Prefetch)
+		if room == 0 {
+			continue
+		}
+		heads, err := s.cfg.Store.QueueHeads(ctx, pool, min(room, pumpHeads))
+		if err != nil {
+			s.storeFailed("queue heads", "", err)
+			continue
+		}
+		for _, job := range heads {
+			if lctx.Err() != nil {
+				return
+			}
+			s.handOut(ctx, job)
+		}
+	}
+}
+
+// freeSlots estimates how many more jobs ws can take now; any number for a
+// worker with no max_parallel_jobs.
+func freeSlots(ws []Worker, prefetch int) int {
+	n := 0
+	for i := range ws {
+		w := &ws[i]
+		switch {
+		case w.Quarantined:
+		case w.MaxParallel <= 0:
+			return pumpHeads
+		default:
+			n += max(0, w.MaxParallel+prefetch-w.Inflight)
+		}
+	}
+	return n
+}
+
+// handOut admits a waiting job on a submission worker, unless this
+// replica is placing it already.
+func (s *Scheduler) handOut(ctx context.Context, job *jobstore.Job) {
+	if _, busy := s.placing.LoadOrStore(job.ID, struct{}{}); busy {
+		return
+	}
+	s.submits.Go(func() {
+		defer s.placing.Delete(job.ID)
+		s.admit(ctx, job, nil)
+	})
+}
+
+func sortedPools(c *settings) []string {
+	pools := make([]string, 0, len(c.pools.Pools))
+	for p := range c.pools.Pools {
+		pools = append(pools, p)
+	}
+	slices.Sort(pools)
+	return pools
+}
+
+// houseLoop keeps this replica's view current, every second: the mode (in
+// case a notice was missed), the quarantined workers, the throttled zones,
+// and the silent workers to forget.
+func (s *Scheduler) houseLoop(lctx context.Context) {
+	defer s.loops.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-lctx.Done():
+			return
+		case now := <-t.C:
+			s.refreshMode(lctx)
+			if q, err := s.cfg.Store.Quarantined(lctx, now); err != nil {
+				s.storeFailed("quarantined", "", err)
+			} else {
+				s.registry.SetQuarantined(q)
+				quarantinedWorkers.Set(float64(len(q)))
+			}
+			hot := s.domains.throttled(now, &s.conf.Load().sched.FailureDomains)
+			s.hot.Store(&hot)
+			if n := s.registry.Evict(now); n > 0 {
+				s.log.Info("evicted silent workers", "count", n)
+			}
+			liveWorkers.Set(float64(s.registry.Len()))
+		}
+	}
+}
+
+// hotZones returns the zones whose dispatch is throttled now.
+func (s *Scheduler) hotZones() map[string]bool {
+	if p := s.hot.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/jobstore"
+)
+
+// handleResult records a host's result. Results may come before RUNNING,
+// after the reconciler gave up, or from a worker the job was taken from:
+// the store decides which moves are valid (IfWorker refuses the last).
+func (s *Scheduler) handleResult(ctx context.Context, _ *nats.Msg, r *wardv1.JobResult) {
+	to := stateOf(r.GetStatus())
+	if !to.Terminal() || to == jobstore.Denied {
+		s.log.Warn("result with a non-terminal status dropped", "job_id", r.GetJobId(), "status", r.GetStatus())
+		lateUpdates.WithLabelValues("bad_status").Inc()
+		return
+	}
+	defer s.poke() // the worker has room again
+	c := s.conf.Load()
+	worker := r.GetWorkerId()
+	zone := ""
+	if w, ok := s.registry.Get(worker); ok {
+		zone = w.Zone
+	}
+	if to != jobstore.Succeeded {
+		s.failed(ctx, r, zone)
+		return
+	}
+	t := jobstore.Transition{To: to, IfWorker: worker, ResultPtr: r.GetResultPtr(), WorkerID: worker,
+		Message: fmt.Sprintf("ran in %d ms", r.GetExecutionMs())}
+	job, err := s.cfg.Store.Transition(ctx, r.GetJobId(), t)
+	if err != nil {
+		s.late("result", r.GetJobId(), err)
+		return
+	}
+	s.domains.record(zone, false, time.Now(), &c.sched.FailureDomains)
+	s.registry.SetHeld(worker, job.WorkerJobs, time.Now())
+	jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
+	s.moved(job, t)
+}
+
+// late counts a refused progress report or result, and logs store failures.
+func (s *Scheduler) late(kind, id string, err error) {
+	if errors.Is(err, jobstore.ErrInvalidTransition) || errors.Is(err, jobstore.ErrNotFound) {
+		lateUpdates.WithLabelValues(kind).Inc()
+		s.log.Debug("late update ignored", "kind", kind, "job_id", id, "err", err)
+		return
+	}
+	s.storeFailed(kind, id, err)
+}
+
+// failed handles a failed attempt: it counts it against the worker and its
+// zone, then retries the job or ends it.
+func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, zone string) {
+	worker := r.GetWorkerId()
+	job, err := s.cfg.Store.Get(ctx, r.GetJobId())
+	if err != nil {
+		s.late("result", r.GetJobId(), err)
+		return
+	}
+	if job.State.Terminal() || job.WorkerID != worker {
+		lateUpdates.WithLabelValues("result").Inc()
+		return
+	}
+	code := r.GetErrorCode()
+	if code == "" {
+		code = string(stateOf(r.GetStatus()))
+	}
+	msg := code
+	if r.GetErrorMessage() != "" {
+		msg += ": " + r.GetErrorMessage()
+	}
+	s.countFailure(ctx, worker, zone)
+	s.retryOrEnd(ctx, job, stateOf(r.GetStatus()), code, code, r.GetErrorMessage(), msg)
+}
+
+// countFailure counts a failure against a worker (quarantining it after
+// failure_domains.quarantine_failures) and its zone.
+func (s *Scheduler) countFailure(ctx context.Context, worker, zone string) {
+	c := s.conf.Load().sched.FailureDomains
+	now := time.Now()
+	s.domains.record(zone, true, now, &c)
+	till, err := s.cfg.Store.RecordFailure(ctx, worker, now, c.QuarantineWindow, c.QuarantineFailures, c.QuarantineCooldown)
+	if err != nil {
+		s.storeFailed("failure", "", err)
+		return
+	}
+	if !till.IsZero() {
+		s.log.Warn("worker quarantined", "worker_id", worker, "until", till)
+		if q, err := s.cfg.Store.Quarantined(ctx, now); err == nil {
+			s.registry.SetQuarantined(q)
+			quarantinedWorkers.Set(float64(len(q)))
+		}
+	}
+}
+
+// retryOrEnd requeues a job whose attempt failed when its max_retries
+// allow another attempt and its deadline is not past, after an exponential
+// backoff with jitter; else it ends the job in to with reason (and the
+// attempt's error code and message, if any) — or, when it had retries,
+// with reason max_retries_exceeded and a DLQ entry. msg describes the
+// failure for the event log.
+func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobstore.State, reason, code, errMsg, msg string) {
+	c := s.conf.Load()
+	from, worker := job.State, job.WorkerID
+	if job.Attempt <= job.MaxRetries && (job.Deadline.IsZero() || time.Now().Before(job.Deadline)) {
+		delay := c.sched.Retries.Delay(job.Attempt, rand.Float64())
+		t := jobstore.Transition{To: jobstore.Pending, From: from, IfWorker: worker, Reason: ReasonRetry,
+			Message: fmt.Sprintf("attempt %d of %d failed (%s); retry in %s", job.Attempt, job.MaxRetries+1, msg, delay.Round(time.Millisecond)),
+			Wait:    &jobstore.Wait{Until: time.Now().Add(delay)}}
+		moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
+		if err != nil {
+			s.late("retry", job.ID, err)
+			return
+		}
+		retries.WithLabelValues(reason).Inc()
+		waits.WithLabelValues(ReasonRetry).Inc()
+		s.registry.SetHeld(worker, moved.WorkerJobs, time.Now())
+		s.moved(moved, t)
+		return
+	}
+	t := jobstore.Transition{To: to, From: from, IfWorker: worker, Reason: reason, ErrorCode: code, ErrorMessage: errMsg, Message: msg}
+	dlq := job.MaxRetries > 0
+	if dlq {
+		t.Reason = ReasonMaxRetriesExceeded
+		t.Message = fmt.Sprintf("failed %d attempts, the last: %s", job.Attempt, msg)
+	}
+	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
+	if err != nil {
+		s.late("result", job.ID, err)
+		return
+	}
+	s.registry.SetHeld(worker, moved.WorkerJobs, time.Now())
+	if dlq {
+		s.deadLettered(ctx, moved, t)
+		return
+	}
+	jobsCompleted.WithLabelValues(s.topicLabel(moved.Topic), string(moved.State)).Inc()
+	s.moved(moved, t)
+}
+
+// handleProgress moves a job to RUNNING when its host reports the start.
+func (s *Scheduler) handleProgress(ctx context.Context, _ *nats.Msg, p *wardv1.JobProgress) {
+	if p.GetKind() != wardv1.JobProgress_KIND_STARTED {
+		return
+	}
+	t := jobstore.Transition{To: jobstore.Running, IfWorker: p.GetWorkerId(), WorkerID: p.GetWorkerId()}
+	job, err := s.cfg.Store.Transition(ctx, p.GetJobId(), t)
+	if err != nil {
+		s.late("progress", p.GetJobId(), err)
+		return
+	}
+	s.moved(job, t)
+}
+
+// handleCancel ends a job CANCELLED. The host running it hears the same
+// message (fan-out) and stops it. Asked as a request, it answers with the
+// job as it is after the cancel.
+func (s *Scheduler) handleCancel(ctx context.Context, msg *nats.Msg, cm *wardv1.JobCancel) {
+	id := cm.GetJobId()
+	why := cm.GetReason()
+	if why == "" {
+		why = "cancelled on request"
+	}
+	reply := &wardv1.GetJobReply{}
+	t := jobstore.Transition{To: jobstore.Cancelled, Reason: ReasonCancelled, Message: why}
+	job, err := s.cfg.Store.Transition(ctx, id, t)
+	switch {
+	case errors.Is(err, jobstore.ErrNotFound):
+		reply.Error = "job " + id + " not found"
+	case errors.Is(err, jobstore.ErrInvalidTransition):
+		if job, gerr := s.cfg.Store.Get(ctx, id); gerr == nil {
+			reply.Job = Record(job)
+			reply.Error = fmt.Sprintf("job %s has ended already (%s)", id, job.State)
+		}
+	case err != nil:
+		reply.Error = "job store unavailable"
+		s.storeFailed("cancel", id, err)
+	default:
+		s.registry.SetHeld(job.WorkerID, job.WorkerJobs, time.Now())
+		jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
+		s.moved(job, t)
+		s.poke()
+		reply.Job = Record(job)
+		s.log.Info("job cancelled", "job_id", id, "reason", why)
+	}
+	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
+		s.log.Debug("cancel reply failed", "err", err)
+	}
+}
