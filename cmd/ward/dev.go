@@ -47,14 +47,12 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 			if err != nil {
 				return err
 			}
-			pools, err := config.LoadPools(os.Getenv(config.EnvPoolConfig))
+			files := config.FilesFromEnv()
+			conf, err := config.Load(files)
 			if err != nil {
 				return err
 			}
-			timeouts, err := config.LoadTimeouts(os.Getenv(config.EnvTimeoutConfig))
-			if err != nil {
-				return err
-			}
+			pools, timeouts := conf.Pools, conf.Timeouts
 			store, storeName, err := openStore(redisURL, true)
 			if err != nil {
 				return err
@@ -89,7 +87,8 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 			}
 			opts := stack.Options{Probes: probes, NATSURL: ns.ClientURL(), Store: store, SafetyAddr: safetyAddr,
 				Pools: pools, Timeouts: timeouts, Modules: wasm, CacheDir: cacheDir,
-				MaxParallel: maxParallel, HostID: "dev-host", Logger: log}
+				MaxParallel: maxParallel, HostID: "dev-host", Logger: log,
+				Settings: conf.Scheduler, ConfigFiles: files}
 			if policyDir != "" {
 				opts.Policies = os.DirFS(policyDir)
 			}

@@ -87,7 +87,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 	}
 	ls.Flags().IntVar(&limit, "limit", 20, "how many")
 	ls.Flags().StringVar(&state, "state", "", "only jobs in this state")
-	cmd.AddCommand(get, ls)
+	cmd.AddCommand(get, ls, newJobsCancelCmd(g))
 	return cmd
 }
 
@@ -106,6 +106,13 @@ func printJob(out io.Writer, j *wardv1.JobRecord) {
 	row("priority", fmt.Sprint(j.GetPriority()))
 	row("pool", j.GetPool())
 	row("worker", j.GetWorkerId())
+	row("waiting", j.GetWaiting())
+	if j.GetAttempt() > 0 || j.GetMaxRetries() > 0 {
+		row("attempts", fmt.Sprintf("%d (max retries %d)", j.GetAttempt(), j.GetMaxRetries()))
+	}
+	if d := j.GetDeadlineUnixMs(); d > 0 {
+		row("deadline", time.UnixMilli(d).Format(time.RFC3339Nano))
+	}
 	row("context", j.GetContextPtr())
 	row("result", j.GetResultPtr())
 	if j.GetErrorCode() != "" {

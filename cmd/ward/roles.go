@@ -37,11 +37,10 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			log := g.logger()
 			ctx, stop := signalContext()
 			defer stop()
-			pools, err := config.LoadPools(os.Getenv(config.EnvPoolConfig))
-			if err != nil {
-				return err
-			}
-			timeouts, err := config.LoadTimeouts(os.Getenv(config.EnvTimeoutConfig))
+			// POOL_CONFIG_PATH, TIMEOUT_CONFIG_PATH and SCHEDULER_CONFIG_PATH
+			// are watched: a change applies without a restart.
+			files := config.FilesFromEnv()
+			conf, err := config.Load(files)
 			if err != nil {
 				return err
 			}
@@ -66,7 +65,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			}
 			defer stopMetrics()
 			s, err := scheduler.New(scheduler.Config{ID: id, Bus: conn, Store: store, Safety: kernel,
-				Pools: pools, Timeouts: timeouts, Logger: log})
+				Pools: conf.Pools, Timeouts: conf.Timeouts, Settings: conf.Scheduler, Files: files, Logger: log})
 			if err != nil {
 				return err
 			}
@@ -85,6 +84,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 	f.DurationVar(&safetyTimeout, "safety-timeout", safety.DefaultTimeout, "timeout of one safety check; past it the job is DENIED safety_unavailable")
 	f.StringVar(&metricsAddr, "metrics", envOr("METRICS_ADDR", ":9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&id, "id", "", "replica id (default: random)")
+	cmd.AddCommand(newSchedulerModeCmd(g))
 	return cmd
 }
 

@@ -227,3 +227,55 @@ func (c *Client) Workers(ctx context.Context, window time.Duration) ([]*wardv1.H
 		}
 	}
 }
+
+// Cancel asks for job id to end CANCELLED, and returns the job as it is
+// after the cancel. The host running it stops it at once. A job that has
+// ended already is returned with an error that says so.
+func (c *Client) Cancel(ctx context.Context, id, reason string) (*wardv1.JobRecord, error) {
+	reply := &wardv1.GetJobReply{}
+	if err := c.bus.Request(ctx, bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: reason}, reply); err != nil {
+		return nil, err
+	}
+	if reply.GetError() != "" {
+		return reply.GetJob(), errors.New(reply.GetError())
+	}
+	return reply.GetJob(), nil
+}
+
+// DLQ returns up to limit dead-lettered jobs, newest first.
+func (c *Client) DLQ(ctx context.Context, limit int) ([]*wardv1.DLQEntry, error) {
+	reply := &wardv1.DLQListReply{}
+	if err := c.bus.Request(ctx, bus.SubjectDLQList, &wardv1.DLQListRequest{Limit: int32(limit)}, reply); err != nil {
+		return nil, err
+	}
+	if reply.GetError() != "" {
+		return reply.GetEntries(), errors.New(reply.GetError())
+	}
+	return reply.GetEntries(), nil
+}
+
+// RetryDLQ submits dead-lettered job id again, as a new job, and returns
+// the scheduler's answer (the new job's id).
+func (c *Client) RetryDLQ(ctx context.Context, id string) (*wardv1.SubmitReply, error) {
+	reply := &wardv1.SubmitReply{}
+	if err := c.bus.Request(ctx, bus.SubjectDLQRetry, &wardv1.DLQRetryRequest{JobId: id}, reply); err != nil {
+		return nil, err
+	}
+	if !reply.GetAccepted() {
+		return reply, fmt.Errorf("%w: %s: %s", ErrRefused, reply.GetReason(), reply.GetMessage())
+	}
+	return reply, nil
+}
+
+// SchedulerMode sets the mode every scheduler replica follows (NORMAL,
+// DEGRADED, READ_ONLY, DRAINING), or, with an empty mode, reads it.
+func (c *Client) SchedulerMode(ctx context.Context, mode string) (string, error) {
+	reply := &wardv1.SchedulerModeReply{}
+	if err := c.bus.Request(ctx, bus.SubjectMode, &wardv1.SchedulerModeRequest{Mode: mode}, reply); err != nil {
+		return "", err
+	}
+	if reply.GetError() != "" {
+		return reply.GetMode(), errors.New(reply.GetError())
+	}
+	return reply.GetMode(), nil
+}

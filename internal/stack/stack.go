@@ -45,6 +45,11 @@ type Options struct {
 	SafetyClient safety.ClientConfig
 	Pools        *config.Pools    // the embedded default when nil
 	Timeouts     *config.Timeouts // the embedded default when nil
+	// Settings is scheduler.yaml; the embedded default when nil.
+	Settings *config.Scheduler
+	// ConfigFiles, where set, are watched by the scheduler and reloaded on
+	// change (see scheduler.Config.Files).
+	ConfigFiles config.Files
 	// Modules are the wasm modules the host serves, by module name. No
 	// host is started when empty.
 	Modules map[string][]byte
@@ -115,7 +120,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.Scheduler, err = scheduler.New(scheduler.Config{Bus: sc, Store: o.Store, Safety: s.client,
-		Pools: o.Pools, Timeouts: o.Timeouts, Logger: o.Logger})
+		Pools: o.Pools, Timeouts: o.Timeouts, Settings: o.Settings, Files: o.ConfigFiles, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/ward-run/ward/internal/client"
+)
+
+func newDLQCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "dlq", Short: "The dead-letter queue: jobs that could not be placed or finished, with their reason"}
+	var limit int
+	var asJSON bool
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List dead-lettered jobs, newest first, with their reason code",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := client.Dial(client.NATSURL(g.natsURL))
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			entries, err := c.DLQ(ctx, limit)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				for _, e := range entries {
+					b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(e)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintln(out, string(b))
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "JOB\tREASON\tTOPIC\tTENANT\tSTATE\tATTEMPTS\tAT\tMESSAGE")
+			for _, e := range entries {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.GetJobId(), e.GetReason(), e.GetTopic(), e.GetTenantId(),
+					stateName(e.GetJob().GetState()), e.GetJob().GetAttempt(),
+					time.UnixMilli(e.GetAtUnixMs()).Format(time.TimeOnly), e.GetMessage())
+			}
+			return tw.Flush()
+		},
+	}
+	ls.Flags().IntVar(&limit, "limit", 50, "how many")
+	ls.Flags().BoolVar(&asJSON, "json", false, "print one JSON entry a line, each with its job")
+	retry := &cobra.Command{
+		Use:   "retry <job-id>",
+		Short: "Submit a dead-lettered job again, as a new job with the same input; prints the new job's id",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := client.Dial(client.NATSURL(g.natsURL))
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			reply, err := c.RetryDLQ(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "job %s\n", reply.GetJobId())
+			if reply.GetDuplicate() {
+				fmt.Fprintf(cmd.OutOrStdout(), "(job %s was retried already: this is that retry)\n", args[0])
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(ls, retry)
+	return cmd
+}
+
+func newJobsCancelCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "cancel <job-id>",
+		Short: "Cancel a job: it ends CANCELLED, and the host running it stops it at once",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := client.Dial(client.NATSURL(g.natsURL))
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			rec, err := c.Cancel(ctx, args[0], reason)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "job %s %s\n", rec.GetJobId(), stateName(rec.GetState()))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the job's event log")
+	return cmd
+}
+
+func newSchedulerModeCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "mode [NORMAL|DEGRADED|READ_ONLY|DRAINING]",
+		Short: "Show or set the mode every scheduler replica follows",
+		Long: `mode sets the scheduler mode, stored in the job store so that every
+replica follows it, or shows it when given none:
+
+  NORMAL     process everything
+  DEGRADED   refuse submissions of priority 6..10 (modes.degraded_max_priority)
+  READ_ONLY  accept no submission; keep placing what waits, retrying what fails
+  DRAINING   accept no submission and start nothing that waits; what was
+             dispatched runs to its end`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := client.Dial(client.NATSURL(g.natsURL))
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			mode := ""
+			if len(args) == 1 {
+				mode = args[0]
+			}
+			m, err := c.SchedulerMode(ctx, mode)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), m)
+			return nil
+		},
+	}
+}
