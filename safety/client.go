@@ -90,8 +90,8 @@ type ClientConfig struct {
 
 // Client calls a remote safety kernel. It is safe for concurrent use.
 type Client struct {
-	conn    *grpc.ClientConn
-	rpc     safetyv1.SafetyKernelClient
+	conn     *grpc.ClientConn
+	rpc      safetyv1.SafetyKernelClient
 	timeout  time.Duration
 	breaker  *breaker // nil when disabled
 	failOpen bool

@@ -19,6 +19,7 @@ func newDevCmd(g *globals) *cobra.Command {
 		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, cacheDir, natsHost, cpuProfile string
 		natsPort, maxParallel                                                                    int
 	)
+	var safetyFlags safetyClientFlags
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run every part in one process: embedded NATS, job store, safety kernel, scheduler, host",
@@ -89,8 +90,9 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 				Pools: pools, Timeouts: timeouts, Modules: wasm, CacheDir: cacheDir,
 				MaxParallel: maxParallel, HostID: "dev-host", Logger: log,
 				Settings: conf.Scheduler, ConfigFiles: files}
-			if policyDir != "" {
-				opts.Policies = os.DirFS(policyDir)
+			opts.PolicyDir = policyDir
+			if opts.SafetyClient, err = safetyFlags.config(); err != nil {
+				return err
 			}
 			st, err := stack.Start(ctx, opts)
 			if err != nil {
@@ -101,6 +103,8 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 			fmt.Fprintf(out, "  NATS:          %s\n", ns.ClientURL())
 			fmt.Fprintf(out, "  metrics:       http://%s/metrics\n", metrics)
 			fmt.Fprintf(out, "  safety kernel: %s\n", st.SafetyAddr)
+			fmt.Fprintf(out, "  policy:        %s (%s); ward policy push <dir> replaces it\n",
+				st.Kernel().Revision(), st.SafetyStatus().GetSource())
 			fmt.Fprintf(out, "  job store:     %s\n", storeName)
 			fmt.Fprintf(out, "  host:          %s serving %v\n", st.Host.ID(), st.Host.Pools())
 			fmt.Fprintf(out, "try:  ward submit --topic job.echo --tenant acme --payload '{\"hello\":\"world\"}' --wait\n")
@@ -118,7 +122,8 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 	f.IntVar(&natsPort, "nats-port", 4222, "embedded NATS port (-1 for a random one)")
 	f.StringVar(&metricsAddr, "metrics", envOr("METRICS_ADDR", "127.0.0.1:9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&safetyAddr, "safety-listen", "127.0.0.1:50051", "safety kernel gRPC listen address")
-	f.StringVar(&policyDir, "policies", "", "policy bundle directory (default: the embedded bundle)")
+	f.StringVar(&policyDir, "policies", os.Getenv("WARD_POLICY_DIR"), "policy bundle directory, watched for changes (default: the embedded bundle) ($WARD_POLICY_DIR)")
+	safetyFlags.register(f)
 	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL; the in-memory store when empty ($REDIS_URL)")
 	f.StringVar(&cacheDir, "cache-dir", defaultCacheDir(), "compiled-module cache directory")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")

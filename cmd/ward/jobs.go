@@ -21,7 +21,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 	var asJSON, result bool
 	get := &cobra.Command{
 		Use:   "get <job-id>",
-		Short: "Show a stored job: state, topic, tenant, safety decision, worker, result pointer, event log",
+		Short: "Show a stored job: state, topic, tenant, safety decision log entry, worker, result pointer, event log",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := client.Dial(client.NATSURL(g.natsURL))
@@ -122,6 +122,17 @@ func printJob(out io.Writer, j *wardv1.JobRecord) {
 		row("safety", fmt.Sprintf("%s (revision %s, decision %s)", s.GetDecision(), s.GetPolicyRevision(), s.GetDecisionId()))
 		for _, r := range s.GetReasons() {
 			row("  deny", r)
+		}
+		row("  input", s.GetInputDigest())
+		if s.GetEvalNs() > 0 || s.GetDecidedAtUnixMs() > 0 {
+			how := time.Duration(s.GetEvalNs()).Round(time.Microsecond).String()
+			if s.GetCached() {
+				how += " (cached)"
+			}
+			if at := s.GetDecidedAtUnixMs(); at > 0 {
+				how += ", at " + time.UnixMilli(at).Format(time.RFC3339Nano)
+			}
+			row("  decided in", how)
 		}
 		if c := s.GetConstraints(); c != nil {
 			b, _ := protojson.MarshalOptions{UseProtoNames: true}.Marshal(c)

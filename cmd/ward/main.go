@@ -55,7 +55,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("WARD_LOG_LEVEL", "info"), "log level: debug, info, warn, error ($WARD_LOG_LEVEL)")
 	root.AddCommand(
 		newDevCmd(g), newSchedulerCmd(g), newSafetyCmd(g), newHostCmd(g),
-		newSubmitCmd(g), newJobsCmd(g), newBenchCmd(g), newWorkersCmd(g), newModuleCmd(g), newDLQCmd(g),
+		newSubmitCmd(g), newJobsCmd(g), newBenchCmd(g), newWorkersCmd(g), newModuleCmd(g), newDLQCmd(g), newPolicyCmd(g),
 	)
 	return root
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -28,7 +29,7 @@ const shutdownGrace = 30 * time.Second
 
 func newSchedulerCmd(g *globals) *cobra.Command {
 	var redisURL, safetyAddr, metricsAddr, id string
-	var safetyTimeout time.Duration
+	var safetyFlags safetyClientFlags
 	cmd := &cobra.Command{
 		Use:   "scheduler",
 		Short: "Run a scheduler replica against NATS_URL, REDIS_URL and SAFETY_KERNEL_ADDR",
@@ -49,7 +50,11 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer store.Close()
-			kernel, err := safety.Dial(safetyAddr, safety.ClientConfig{Timeout: safetyTimeout})
+			safetyCfg, err := safetyFlags.config()
+			if err != nil {
+				return err
+			}
+			kernel, err := safety.Dial(safetyAddr, safetyCfg)
 			if err != nil {
 				return err
 			}
@@ -81,7 +86,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL ($REDIS_URL)")
 	f.StringVar(&safetyAddr, "safety", envOr("SAFETY_KERNEL_ADDR", "127.0.0.1:50051"), "safety kernel address ($SAFETY_KERNEL_ADDR)")
-	f.DurationVar(&safetyTimeout, "safety-timeout", safety.DefaultTimeout, "timeout of one safety check; past it the job is DENIED safety_unavailable")
+	safetyFlags.register(f)
 	f.StringVar(&metricsAddr, "metrics", envOr("METRICS_ADDR", ":9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&id, "id", "", "replica id (default: random)")
 	cmd.AddCommand(newSchedulerModeCmd(g))
@@ -89,23 +94,47 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 }
 
 func newSafetyCmd(g *globals) *cobra.Command {
-	var listen, policyDir, metricsAddr string
+	var (
+		listen, policyDir, metricsAddr, bucket, id string
+		standalone                                 bool
+		cacheSize                                  int
+		debounce                                   time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "safety",
-		Short: "Run the safety kernel: gRPC SafetyKernel.Check over a Rego policy bundle",
-		Args:  cobra.NoArgs,
+		Short: "Run the safety kernel: gRPC SafetyKernel (Check, Explain, health) over a Rego policy bundle, reloaded live",
+		Long: `safety serves the policy bundle in --policies (default: the embedded one)
+to the schedulers. It watches that directory and the NATS KV bucket that
+` + "`ward policy push`" + ` writes; a changed bundle is compiled and its tests run
+before it is put in force, atomically, and a bundle that fails stays out.
+The newest change wins, from either source; at start the bucket's bundle,
+if there is one, replaces the directory's. The kernel answers on
+sys.safety.status and publishes every decision on sys.safety.decision.
+--standalone runs it without NATS: no bucket, no decision log.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := g.logger()
 			ctx, stop := signalContext()
 			defer stop()
-			var (
-				k   *safety.Kernel
-				err error
-			)
-			if policyDir != "" {
-				k, err = safety.New(os.DirFS(policyDir), safety.Config{})
+			cfg := safety.Config{ID: id, CacheSize: cacheSize}
+			var conn *bus.Conn
+			if !standalone {
+				var err error
+				if conn, err = bus.Connect(client.NATSURL(g.natsURL), "ward-safety"); err != nil {
+					return fmt.Errorf("%w (--standalone runs the kernel without NATS)", err)
+				}
+				defer conn.Close()
+				cfg.Log = safety.PublishDecisions(conn)
+			}
+			k := safety.NewKernel(cfg)
+			b, source, err := readPolicies(policyDir)
+			if err != nil {
+				return err
+			}
+			if policyDir == "" {
+				err = k.LoadTested(b, source) // its tests ran with Ward's
 			} else {
-				k, err = safety.New(policies.FS, safety.Config{})
+				err = k.LoadBundle(ctx, b, source)
 			}
 			if err != nil {
 				return err
@@ -119,27 +148,49 @@ func newSafetyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("safety kernel: %w", err)
 			}
+			r, err := safety.NewReloader(safety.ReloaderConfig{Kernel: k, Dir: policyDir, Bus: conn, Bucket: bucket,
+				Debounce: debounce, Addr: lis.Addr().String(), Logger: log})
+			if err == nil {
+				err = r.Start(ctx)
+			}
+			if err != nil {
+				lis.Close()
+				return err
+			}
 			srv := safety.NewServer(k)
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(lis) }()
-			log.Info("safety kernel serving", "addr", lis.Addr().String(), "revision", k.Revision())
+			log.Info("safety kernel serving", "addr", lis.Addr().String(), "kernel_id", k.ID(), "revision", k.Revision(), "source", source)
 			select {
-			case err := <-served:
-				return err
+			case err = <-served:
 			case <-ctx.Done():
 			}
 			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
-			err = srv.Shutdown(sctx)
-			<-served
-			return err
+			return errors.Join(err, r.Shutdown(sctx), srv.Shutdown(sctx), <-served)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", envOr("SAFETY_LISTEN_ADDR", "127.0.0.1:50051"), "gRPC listen address ($SAFETY_LISTEN_ADDR)")
-	f.StringVar(&policyDir, "policies", "", "policy bundle directory (default: the embedded bundle)")
+	f.StringVar(&policyDir, "policies", os.Getenv("WARD_POLICY_DIR"), "policy bundle directory, watched for changes (default: the embedded bundle) ($WARD_POLICY_DIR)")
+	f.StringVar(&bucket, "bucket", envOr("WARD_POLICY_BUCKET", safety.DefaultBucket), "NATS KV bucket of pushed bundles ($WARD_POLICY_BUCKET)")
+	f.BoolVar(&standalone, "standalone", false, "run without NATS: no pushed bundles, no decision log, no status")
+	f.StringVar(&id, "id", os.Getenv("WARD_KERNEL_ID"), "kernel id in decision logs and status (default: random) ($WARD_KERNEL_ID)")
+	f.IntVar(&cacheSize, "cache-size", safety.DefaultCacheSize, "decisions cached per policy revision; negative disables the cache")
+	f.DurationVar(&debounce, "debounce", safety.DefaultDebounce, "how long the policy directory must be quiet before it is read")
 	f.StringVar(&metricsAddr, "metrics", envOr("METRICS_ADDR", ":9091"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	return cmd
+}
+
+// readPolicies reads the bundle in dir, or the embedded one when dir is
+// empty, and names its source.
+func readPolicies(dir string) (*safety.Bundle, string, error) {
+	if dir == "" {
+		b, err := safety.ReadBundle(policies.FS)
+		return b, "embedded", err
+	}
+	b, err := safety.ReadBundleDir(dir)
+	return b, "dir " + dir, err
 }
 
 func newHostCmd(g *globals) *cobra.Command {

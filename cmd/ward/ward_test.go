@@ -135,8 +135,9 @@ func waitSucceeded(t *testing.T, c *client.Client, payload string) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	// The host may not have sent its first heartbeat yet: no_workers then
-	// is correct, and the test submits again.
+	// The host may not have sent its first heartbeat yet, or the safety
+	// kernel may still be loading its policy: no_workers or
+	// safety_unavailable then is correct, and the test submits again.
 	for {
 		if _, err := c.Submit(ctx, req); err != nil {
 			if ctx.Err() != nil {
@@ -152,7 +153,7 @@ func waitSucceeded(t *testing.T, c *client.Client, payload string) {
 		if final.GetState() == wardv1.JobState_JOB_STATE_SUCCEEDED {
 			break
 		}
-		if final.GetReason() != "no_workers" {
+		if r := final.GetReason(); r != "no_workers" && r != "safety_unavailable" {
 			t.Fatalf("job ended %s: %s %s", final.GetState(), final.GetReason(), final.GetMessage())
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/policies"
 	"github.com/ward-run/ward/safety"
 )
 
@@ -48,7 +50,11 @@ func startKernel(ctx context.Context, o Options) (*kernel, error) {
 	} else {
 		b, err := safety.ReadBundle(o.Policies)
 		if err == nil {
-			err = kn.k.LoadBundle(ctx, b, "embedded")
+			if o.Policies == fs.FS(policies.FS) {
+				err = kn.k.LoadTested(b, "embedded") // its tests ran with Ward's
+			} else {
+				err = kn.k.LoadBundle(ctx, b, "options")
+			}
 		}
 		if err != nil {
 			conn.Close()

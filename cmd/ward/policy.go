@@ -1,0 +1,417 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/client"
+	"github.com/ward-run/ward/safety"
+)
+
+// defaultPolicyDir is where the policy commands look without a [dir].
+const defaultPolicyDir = "policies"
+
+func newPolicyCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "policy",
+		Short: "Test, explain and ship safety policies (Rego bundles)",
+		Long: `A policy bundle is a directory of Rego v1 files (package ward.safety, with
+deny and constraints rules), their *_test.rego tests, and data.yaml or
+data.json beside them. policies/ is the default bundle: copy it to start.`,
+	}
+	cmd.AddCommand(newPolicyTestCmd(), newPolicyEvalCmd(), newPolicyPushCmd(g), newPolicyStatusCmd(g), newPolicyBenchCmd())
+	return cmd
+}
+
+func dirArg(args []string) string {
+	if len(args) > 0 {
+		return args[0]
+	}
+	return defaultPolicyDir
+}
+
+func newPolicyTestCmd() *cobra.Command {
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "test [dir]",
+		Short: "Run a bundle's Rego tests: PASS or FAIL for each, non-zero exit on any failure",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := safety.ReadBundleDir(dirArg(args))
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			// The policy must compile as the kernel compiles it, tests or
+			// no tests.
+			if _, err := safety.Compile(b); err != nil {
+				return err
+			}
+			results, err := safety.Test(cmd.Context(), b)
+			if err != nil {
+				return err
+			}
+			return printTests(out, results, verbose)
+		},
+	}
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print what each test printed (print())")
+	return cmd
+}
+
+// printTests prints one line per test and a summary, and returns an
+// exitError when a test did not pass.
+func printTests(out io.Writer, results []safety.TestResult, verbose bool) error {
+	failed := 0
+	for _, r := range results {
+		fmt.Fprintf(out, "%-7s %s (%s) %s\n", r.Outcome, r.Name, r.Location, r.Duration.Round(time.Microsecond))
+		if r.Err != "" {
+			fmt.Fprintf(out, "        %s\n", r.Err)
+		}
+		if (verbose || r.Outcome != safety.OutcomePass) && r.Output != "" {
+			for line := range strings.SplitSeq(strings.TrimRight(r.Output, "\n"), "\n") {
+				fmt.Fprintf(out, "        | %s\n", line)
+			}
+		}
+		if r.Outcome == safety.OutcomeFail || r.Outcome == safety.OutcomeError {
+			failed++
+		}
+	}
+	switch {
+	case len(results) == 0:
+		fmt.Fprintln(out, "no tests (write test_* rules in *_test.rego files)")
+	case failed > 0:
+		fmt.Fprintf(out, "FAIL: %d of %d tests failed\n", failed, len(results))
+		return exitError{code: 1}
+	default:
+		fmt.Fprintf(out, "PASS: %d tests\n", len(results))
+	}
+	return nil
+}
+
+func newPolicyEvalCmd() *cobra.Command {
+	var (
+		input, kernelAddr string
+		asJSON            bool
+	)
+	cmd := &cobra.Command{
+		Use:   "eval --input job.json [dir]",
+		Short: "Show a bundle's decision on a job: every deny message, the constraints, the rules that fired",
+		Long: `eval decides on the job in --input (a CheckRequest as JSON: topic,
+tenant_id, labels, payload_size, module {name, requested}, ...) with the
+bundle in [dir], as the kernel would, and shows why. With --kernel it asks
+a running kernel instead (gRPC Explain), under the policy in force there.`,
+		Example: `  echo '{"topic": "job.echo", "tenant_id": "acme"}' | ward policy eval --input - policies
+  ward policy eval --input job.json --kernel 127.0.0.1:50051`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if input == "" {
+				return errors.New("--input is required (a file, or - for standard input)")
+			}
+			var data []byte
+			var err error
+			if input == "-" {
+				data, err = io.ReadAll(cmd.InOrStdin())
+			} else {
+				data, err = os.ReadFile(input)
+			}
+			if err != nil {
+				return err
+			}
+			req := &safetyv1.CheckRequest{}
+			if err := protojson.Unmarshal(data, req); err != nil {
+				return fmt.Errorf("--input: %w", err)
+			}
+			var resp *safetyv1.ExplainResponse
+			if kernelAddr != "" {
+				c, err := safety.Dial(kernelAddr, safety.ClientConfig{})
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				resp, err = c.Explain(cmd.Context(), req)
+				if err != nil {
+					return err
+				}
+			} else {
+				b, err := safety.ReadBundleDir(dirArg(args))
+				if err != nil {
+					return err
+				}
+				p, err := safety.Compile(b)
+				if err != nil {
+					return err
+				}
+				if resp, err = p.Explain(cmd.Context(), req); err != nil {
+					return err
+				}
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				bs, err := protojson.MarshalOptions{Multiline: true, UseProtoNames: true}.Marshal(resp)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(out, string(bs))
+				return nil
+			}
+			printExplain(out, resp)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&input, "input", "", "the job: a JSON file, or - for standard input")
+	f.StringVar(&kernelAddr, "kernel", "", "ask the kernel at this address instead of evaluating [dir]")
+	f.BoolVar(&asJSON, "json", false, "print the ExplainResponse as JSON")
+	return cmd
+}
+
+func printExplain(out io.Writer, resp *safetyv1.ExplainResponse) {
+	res := resp.GetResult()
+	fmt.Fprintf(out, "decision:  %s\n", strings.TrimPrefix(res.GetDecision().String(), "DECISION_"))
+	fmt.Fprintf(out, "revision:  %s\n", res.GetPolicyRevision())
+	for _, r := range res.GetReasons() {
+		fmt.Fprintf(out, "deny:      %s\n", r)
+	}
+	if c := res.GetConstraints(); c != nil {
+		bs, _ := protojson.MarshalOptions{UseProtoNames: true}.Marshal(c)
+		var pretty any
+		if json.Unmarshal(bs, &pretty) == nil {
+			bs, _ = json.Marshal(pretty) // protojson's spacing is unstable
+		}
+		fmt.Fprintf(out, "constraints: %s\n", bs)
+	}
+	fmt.Fprintf(out, "evaluated in %s\n", time.Duration(res.GetEvalNs()).Round(time.Microsecond))
+	fmt.Fprintln(out, "rules that fired:")
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, f := range resp.GetFired() {
+		fmt.Fprintf(tw, "  %s\t%s\t= %s\n", f.GetLocation(), f.GetRule(), f.GetValue())
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "input: %s\n", resp.GetInput())
+}
+
+func newPolicyPushCmd(g *globals) *cobra.Command {
+	var (
+		bucket string
+		wait   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "push [dir]",
+		Short: "Compile a bundle, run its tests, and publish it: every running safety kernel swaps to it",
+		Long: `push checks the bundle as every kernel will (it compiles, and its tests
+pass) and publishes it to the NATS KV bucket the kernels watch, with its
+revision. A bundle that fails is refused with the errors, and the revision
+in force stays. push then waits until every kernel that answers on
+sys.safety.status enforces the new revision (or refused it).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			b, err := safety.ReadBundleDir(dirArg(args))
+			if err != nil {
+				return err
+			}
+			conn, err := bus.Connect(client.NATSURL(g.natsURL), "ward-policy-push")
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			ctx := cmd.Context()
+			res, err := safety.Push(ctx, conn.NATS(), bucket, b, pusher())
+			var tf *safety.TestsFailedError
+			if errors.As(err, &tf) {
+				fmt.Fprintf(out, "refused: %d of %d tests failed; nothing was pushed\n", len(tf.Failed), tf.Total)
+				for _, r := range tf.Failed {
+					fmt.Fprintf(out, "%-7s %s (%s)\n", r.Outcome, r.Name, r.Location)
+					if r.Err != "" {
+						fmt.Fprintf(out, "        %s\n", r.Err)
+					}
+				}
+				return exitError{code: 1}
+			}
+			if errors.Is(err, safety.ErrInvalidBundle) {
+				fmt.Fprintf(out, "refused: the bundle does not compile; nothing was pushed\n%s\n", err)
+				return exitError{code: 1}
+			}
+			if err != nil {
+				return err
+			}
+			if res.Unchanged {
+				fmt.Fprintf(out, "revision %s (%d tests passed) is in the bucket already\n", res.Revision, res.Tests)
+			} else {
+				fmt.Fprintf(out, "pushed revision %s (%d tests passed) to %s, bucket revision %d\n",
+					res.Revision, res.Tests, bucketName(bucket), res.KVRevision)
+			}
+			if wait <= 0 {
+				return nil
+			}
+			return waitForKernels(ctx, out, conn, res.Revision, wait)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&bucket, "bucket", safety.DefaultBucket, "NATS KV bucket the kernels watch")
+	f.DurationVar(&wait, "wait", 10*time.Second, "wait this long for every kernel to enforce the revision; 0 does not wait")
+	return cmd
+}
+
+func bucketName(b string) string {
+	if b == "" {
+		return safety.DefaultBucket
+	}
+	return b
+}
+
+// pusher names who pushes, for the stored bundle.
+func pusher() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if h, err := os.Hostname(); err == nil {
+		name += "@" + h
+	}
+	return name
+}
+
+// waitForKernels polls the kernels' statuses until each enforces rev or
+// refused it, and prints where each stands.
+func waitForKernels(ctx context.Context, out io.Writer, conn *bus.Conn, rev string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		sts, err := safety.Statuses(ctx, conn.NATS(), 300*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		done, refused := len(sts) > 0, 0
+		for _, st := range sts {
+			switch {
+			case st.GetRevision() == rev:
+			case st.GetRefusedRevision() == rev:
+				refused++
+			default:
+				done = false
+			}
+		}
+		if done || time.Now().After(deadline) {
+			if len(sts) == 0 {
+				fmt.Fprintln(out, "no kernel answered on sys.safety.status; each will load the bundle when it connects")
+				return nil
+			}
+			for _, st := range sts {
+				state := "enforces " + st.GetRevision()
+				switch {
+				case st.GetRevision() == rev:
+					state = "enforces it"
+				case st.GetRefusedRevision() == rev:
+					state = "REFUSED it, enforces " + st.GetRevision() + ": " + st.GetLastError()
+				default:
+					state = "still enforces " + st.GetRevision()
+				}
+				fmt.Fprintf(out, "  %s (%s): %s\n", st.GetKernelId(), st.GetAddr(), state)
+			}
+			if refused > 0 || !done {
+				return exitError{code: 1}
+			}
+			return nil
+		}
+	}
+}
+
+func newPolicyStatusCmd(g *globals) *cobra.Command {
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show every running safety kernel: revision in force, its source, refusals, cache",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			conn, err := bus.Connect(client.NATSURL(g.natsURL), "ward-policy-status")
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			sts, err := safety.Statuses(cmd.Context(), conn.NATS(), wait)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if len(sts) == 0 {
+				fmt.Fprintln(out, "no kernel answered")
+				return exitError{code: 1}
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "KERNEL\tADDR\tREVISION\tSOURCE\tLOADED\tCACHE\tREFUSED")
+			for _, st := range sts {
+				cache := "off"
+				if st.GetCacheEnabled() {
+					cache = fmt.Sprint(st.GetCacheEntries())
+				}
+				refused := "-"
+				if st.GetLastError() != "" {
+					refused = st.GetRefusedRevision() + ": " + firstLine(st.GetLastError())
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", st.GetKernelId(), st.GetAddr(), st.GetRevision(), st.GetSource(),
+					time.UnixMilli(st.GetLoadedAtUnixMs()).Format(time.TimeOnly), cache, refused)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().DurationVar(&wait, "wait", 500*time.Millisecond, "how long to collect answers")
+	return cmd
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func newPolicyBenchCmd() *cobra.Command {
+	var (
+		addr string
+		cfg  safety.LoadConfig
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Load-test a running safety kernel over gRPC and print Check latency percentiles",
+		Example: `  ward policy bench --kernel 127.0.0.1:50051 -c 64 --duration 10s --rate 5000
+  ward policy bench -c 64 --distinct 1000   # most Checks miss the cache`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A breaker would turn a struggling kernel's errors into
+			// instant failures, flattering the figures.
+			c, err := safety.Dial(addr, safety.ClientConfig{BreakerFailures: -1})
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			// One Check first: it connects, and shows a wrong address at once.
+			if _, err := c.Check(cmd.Context(), &safetyv1.CheckRequest{Topic: "job.echo", TenantId: "acme"}); err != nil {
+				return err
+			}
+			res := safety.Load(cmd.Context(), c, cfg)
+			fmt.Fprintln(cmd.OutOrStdout(), res)
+			if res.Errors > 0 {
+				return exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "kernel", envOr("SAFETY_KERNEL_ADDR", "127.0.0.1:50051"), "kernel address ($SAFETY_KERNEL_ADDR)")
+	f.IntVarP(&cfg.Callers, "callers", "c", 64, "concurrent callers")
+	f.DurationVar(&cfg.Duration, "duration", 5*time.Second, "how long to run")
+	f.Float64Var(&cfg.Rate, "rate", 0, "Checks per second in all (open loop); 0: as fast as the callers go")
+	f.IntVar(&cfg.Distinct, "distinct", 1, "distinct inputs to cycle through (1: every Check after the first hits the cache)")
+	return cmd
+}

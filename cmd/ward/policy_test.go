@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ward-run/ward/policies"
+	"github.com/ward-run/ward/safety"
+)
+
+// ward runs the ward binary and returns its output and exit code.
+func ward(t *testing.T, stdin string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(wardBin, args...)
+	cmd.Env = append(os.Environ(), "NATS_URL=nats://127.0.0.1:1")
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), exitCode(err)
+}
+
+// policyDir writes the default bundle, tests included, and extra files
+// into a new directory.
+func policyDir(t *testing.T, extra map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := safety.ReadBundle(policies.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range b.Files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, data := range extra {
+		writeFile(t, filepath.Join(dir, name), data)
+	}
+	return dir
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const (
+	blockedRule = `package ward.safety
+
+deny contains "tenant blocked is suspended" if input.tenant_id == "blocked"
+`
+	blockedTest = `package ward.safety_test
+
+import data.ward.safety
+
+test_blocked_tenant_denied if {
+	safety.deny == {"tenant blocked is suspended"} with input as object.union(job, {"tenant_id": "blocked"})
+}
+`
+)
+
+func TestPolicyTest(t *testing.T) {
+	out, code := ward(t, "", "policy", "test", "../../policies")
+	if code != 0 || !strings.Contains(out, "PASS    data.ward.safety_test.test_sys_destroy_denied (ward_test.rego:") ||
+		!strings.Contains(out, "PASS: ") {
+		t.Errorf("policy test on the default bundle: exit %d\n%s", code, out)
+	}
+
+	failing := policyDir(t, map[string]string{"blocked.rego": strings.ReplaceAll(blockedRule, "suspended", "gone"),
+		"blocked_test.rego": blockedTest})
+	out, code = ward(t, "", "policy", "test", failing)
+	if code != 1 || !strings.Contains(out, "FAIL    data.ward.safety_test.test_blocked_tenant_denied (blocked_test.rego:5)") ||
+		!strings.Contains(out, "FAIL: 1 of ") {
+		t.Errorf("policy test with a failing test: exit %d\n%s", code, out)
+	}
+
+	broken := policyDir(t, map[string]string{"blocked.rego": "package ward.safety\n\ndeny contains msg if {\n"})
+	out, code = ward(t, "", "policy", "test", broken)
+	if code == 0 || !strings.Contains(out, "blocked.rego:") {
+		t.Errorf("policy test with a syntax error: exit %d\n%s", code, out)
+	}
+}
+
+func TestPolicyEval(t *testing.T) {
+	dir := policyDir(t, map[string]string{"blocked.rego": blockedRule})
+	job := `{"topic": "job.chat.advanced", "tenant_id": "blocked", "module": {"name": "chat-advanced"}}`
+	out, code := ward(t, job, "policy", "eval", "--input", "-", dir)
+	for _, want := range []string{
+		"decision:  DENY",
+		"deny:      tenant blocked is suspended",
+		"blocked.rego:3",
+		`data.ward.safety.deny`,
+		`= "tenant blocked is suspended"`,
+		`"tenant_id":"blocked"`,
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("policy eval: exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+	out, code = ward(t, strings.ReplaceAll(job, "blocked", "acme"), "policy", "eval", "--input", "-", dir)
+	for _, want := range []string{
+		"decision:  ALLOW_WITH_CONSTRAINTS",
+		`constraints: {"grants":{"env_keys":["OLLAMA_MODEL","OLLAMA_URL"],"http_hosts":["127.0.0.1:11434","localhost:11434"]}}`,
+		`data.ward.safety.grants.http_hosts`,
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("policy eval: exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "job.json")
+	writeFile(t, file, `{"topic": "job.echo", "tenant_id": "acme", "bogus": 1}`)
+	if out, code := ward(t, "", "policy", "eval", "--input", file, dir); code == 0 || !strings.Contains(out, "bogus") {
+		t.Errorf("policy eval of an input with an unknown field: exit %d\n%s", code, out)
+	}
+}
+
+// startDev starts `ward dev` with args and returns it and its NATS URL.
+func startDev(t *testing.T, args ...string) (*proc, string) {
+	t.Helper()
+	args = append([]string{"dev", "--modules", echoDir(t), "--nats-port", "-1", "--metrics", "127.0.0.1:0",
+		"--safety-listen", "127.0.0.1:0", "--cache-dir", cacheDir}, args...)
+	dev := startWard(t, "dev", []string{"REDIS_URL="}, args...)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out := dev.out.String()
+		if strings.Contains(out, "try:") {
+			sc := bufio.NewScanner(strings.NewReader(out))
+			for sc.Scan() {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "NATS:"); ok {
+					return dev, strings.TrimSpace(v)
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ward dev did not come up:\n%s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// submitEcho runs `ward submit --wait` for tenant and returns its output.
+func submitEcho(t *testing.T, natsURL, tenant string) string {
+	t.Helper()
+	out, _ := exec.Command(wardBin, "submit", "--nats", natsURL, "--topic", "job.echo", "--tenant", tenant,
+		"--payload", "hi", "--wait").CombinedOutput()
+	return string(out)
+}
+
+// TestDevPolicyLive is the tour: ward dev watches its policy directory;
+// an edited rule is enforced once `ward policy test` passes it... and
+// `ward policy push` ships another one to the running kernel; a broken
+// bundle is refused and the rules in force stay.
+func TestDevPolicyLive(t *testing.T) {
+	dir := policyDir(t, nil)
+	dev, natsURL := startDev(t, "--policies", dir)
+	if out := submitEcho(t, natsURL, "blocked"); !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("before the rule:\n%s", out)
+	}
+
+	// Edit the watched directory: the kernel reloads it.
+	writeFile(t, filepath.Join(dir, "blocked_test.rego"), blockedTest)
+	writeFile(t, filepath.Join(dir, "blocked.rego"), blockedRule)
+	if out, code := ward(t, "", "policy", "test", dir); code != 0 {
+		t.Fatalf("policy test: exit %d\n%s", code, out)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out := submitEcho(t, natsURL, "blocked")
+		if strings.Contains(out, "DENIED") {
+			if !strings.Contains(out, "tenant blocked is suspended") {
+				t.Fatalf("denied without the message:\n%s", out)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the edited rule was not enforced:\n%s\n%s", out, dev.out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if out := submitEcho(t, natsURL, "acme"); !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("acme after the rule:\n%s", out)
+	}
+
+	// Push another bundle: a second rule, and the kernel swaps to it.
+	pushed := policyDir(t, map[string]string{"blocked.rego": blockedRule, "blocked_test.rego": blockedTest,
+		"initech.rego": "package ward.safety\n\ndeny contains \"tenant initech is over budget\" if input.tenant_id == \"initech\"\n"})
+	out, code := ward(t, "", "policy", "push", "--nats", natsURL, pushed)
+	if code != 0 || !strings.Contains(out, "pushed revision ") || !strings.Contains(out, "enforces it") {
+		t.Fatalf("policy push: exit %d\n%s", code, out)
+	}
+	if out := submitEcho(t, natsURL, "initech"); !strings.Contains(out, "tenant initech is over budget") {
+		t.Fatalf("initech after the push:\n%s", out)
+	}
+
+	// Broken bundles are refused by push, with the errors.
+	broken := policyDir(t, map[string]string{"blocked.rego": "package ward.safety\n\ndeny contains msg if {\n"})
+	out, code = ward(t, "", "policy", "push", "--nats", natsURL, broken)
+	if code != 1 || !strings.Contains(out, "refused: the bundle does not compile") || !strings.Contains(out, "blocked.rego:") {
+		t.Errorf("push of a syntax error: exit %d\n%s", code, out)
+	}
+	failing := policyDir(t, map[string]string{"blocked.rego": strings.ReplaceAll(blockedRule, "suspended", "gone"),
+		"blocked_test.rego": blockedTest})
+	out, code = ward(t, "", "policy", "push", "--nats", natsURL, failing)
+	if code != 1 || !strings.Contains(out, "refused: 1 of ") || !strings.Contains(out, "test_blocked_tenant_denied") {
+		t.Errorf("push of a failing test: exit %d\n%s", code, out)
+	}
+	out = submitEcho(t, natsURL, "blocked")
+	if !strings.Contains(out, "tenant blocked is suspended") {
+		t.Errorf("blocked after the refusals:\n%s", out)
+	}
+
+	out, code = ward(t, "", "policy", "status", "--nats", natsURL)
+	if code != 0 || !strings.Contains(out, "kv ward_policy#") {
+		t.Errorf("policy status: exit %d\n%s", code, out)
+	}
+	id := strings.Fields(strings.SplitN(submitEcho(t, natsURL, "blocked"), "\n", 2)[0])[1]
+	out, code = ward(t, "", "jobs", "get", "--nats", natsURL, id)
+	for _, want := range []string{"DENY (revision ", "deny:", "tenant blocked is suspended", "input:", "sha256:", "decided in:"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("jobs get lacks %q:\n%s", want, out)
+		}
+	}
+	dev.stop(t)
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ward-run/ward/safety"
+)
+
+// safetyClientFlags configure how a scheduler asks the safety kernel
+// (`ward scheduler`, `ward dev`).
+type safetyClientFlags struct {
+	timeout         time.Duration
+	failMode        string
+	breakerFailures int
+	breakerCooldown time.Duration
+}
+
+func (s *safetyClientFlags) register(f *pflag.FlagSet) {
+	f.DurationVar(&s.timeout, "safety-timeout", safety.DefaultTimeout,
+		"timeout of one safety check; past it the kernel counts as unavailable")
+	f.StringVar(&s.failMode, "safety-fail-mode", envOr("SAFETY_FAIL_MODE", "closed"),
+		"when the kernel cannot be asked: closed (the job is DENIED safety_unavailable) or open (it runs unchecked) ($SAFETY_FAIL_MODE)")
+	f.IntVar(&s.breakerFailures, "safety-breaker-failures", safety.DefaultBreakerFailures,
+		"unavailable checks in a row that open the circuit breaker, which then fails checks at once; negative disables it")
+	f.DurationVar(&s.breakerCooldown, "safety-breaker-cooldown", safety.DefaultBreakerCooldown,
+		"how long the open breaker waits before one check probes the kernel")
+}
+
+func (s *safetyClientFlags) config() (safety.ClientConfig, error) {
+	cfg := safety.ClientConfig{Timeout: s.timeout, BreakerFailures: s.breakerFailures, BreakerCooldown: s.breakerCooldown}
+	switch s.failMode {
+	case "closed":
+	case "open":
+		cfg.FailOpen = true
+	default:
+		return cfg, fmt.Errorf("--safety-fail-mode %q: want closed or open", s.failMode)
+	}
+	if cfg.BreakerFailures == 0 {
+		cfg.BreakerFailures = -1 // 0 would mean the default: say what was asked
+	}
+	return cfg, nil
+}
