@@ -39,6 +39,7 @@ type LoadConfig struct {
 // LoadResult is what a load test measured.
 type LoadResult struct {
 	Checks, Errors int
+	FirstError     error
 	Elapsed        time.Duration
 	Cached         int // Checks answered from the kernel's cache
 	P50, P95, P99  time.Duration
@@ -49,9 +50,13 @@ type LoadResult struct {
 func (r LoadResult) PerSecond() float64 { return float64(r.Checks) / r.Elapsed.Seconds() }
 
 func (r LoadResult) String() string {
-	return fmt.Sprintf("%d checks in %s (%.0f/s), %d errors, %d cached; latency p50 %s p95 %s p99 %s max %s",
+	s := fmt.Sprintf("%d checks in %s (%.0f/s), %d errors, %d cached; latency p50 %s p95 %s p99 %s max %s",
 		r.Checks, r.Elapsed.Round(time.Millisecond), r.PerSecond(), r.Errors, r.Cached,
 		r.P50.Round(time.Microsecond), r.P95.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.Max.Round(time.Microsecond))
+	if r.FirstError != nil {
+		s += "; first error: " + r.FirstError.Error()
+	}
+	return s
 }
 
 // Load runs a load test against c and reports percentiles of the Check
@@ -79,6 +84,7 @@ func Load(ctx context.Context, c Checker, cfg LoadConfig) LoadResult {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	start := time.Now()
+	end, _ := ctx.Deadline()
 	var interval time.Duration // between one caller's Checks
 	if cfg.Rate > 0 {
 		interval = time.Duration(float64(cfg.Callers) / cfg.Rate * float64(time.Second))
@@ -89,11 +95,13 @@ func Load(ctx context.Context, c Checker, cfg LoadConfig) LoadResult {
 		lat    []time.Duration
 		errs   int
 		cached int
+		first  error
 		wg     sync.WaitGroup
 	)
 	for w := range cfg.Callers {
 		wg.Go(func() {
 			var mine []time.Duration
+			var firstErr error
 			myErrs, myCached := 0, 0
 			// Callers start staggered over one interval, so that a paced
 			// test does not send in bursts of Callers.
@@ -118,13 +126,16 @@ func Load(ctx context.Context, c Checker, cfg LoadConfig) LoadResult {
 					due = time.Now()
 				}
 				resp, err := c.Check(ctx, reqs[i%len(reqs)])
-				if ctx.Err() != nil {
+				if ctx.Err() != nil || !time.Now().Before(end) {
 					break // cut short by the end of the test: not a sample
 				}
 				mine = append(mine, time.Since(due))
 				switch {
 				case err != nil:
 					myErrs++
+					if firstErr == nil {
+						firstErr = err
+					}
 				case resp.GetCached():
 					myCached++
 				}
@@ -134,11 +145,14 @@ func Load(ctx context.Context, c Checker, cfg LoadConfig) LoadResult {
 			lat = append(lat, mine...)
 			errs += myErrs
 			cached += myCached
+			if firstErr != nil && first == nil {
+				first = firstErr
+			}
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	res := LoadResult{Checks: len(lat), Errors: errs, Cached: cached, Elapsed: time.Since(start)}
+	res := LoadResult{Checks: len(lat), Errors: errs, FirstError: first, Cached: cached, Elapsed: time.Since(start)}
 	if len(lat) > 0 {
 		slices.Sort(lat)
 		at := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -27,7 +28,14 @@ type Server struct {
 // NewServer returns a Server for k. Call Serve to accept connections.
 func NewServer(k *Kernel) *Server {
 	s := &Server{
-		grpc:   grpc.NewServer(grpc.ChainUnaryInterceptor(recoverUnary)),
+		grpc: grpc.NewServer(
+			grpc.ChainUnaryInterceptor(recoverUnary),
+			// A pool of stream workers instead of a goroutine per Check,
+			// and one write buffer per connection shared across writes:
+			// both cut the CPU each Check costs.
+			grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
+			grpc.SharedWriteBuffer(true),
+		),
 		health: health.NewServer(),
 	}
 	safetyv1.RegisterSafetyKernelServer(s.grpc, handler{k: k})

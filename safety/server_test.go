@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,23 +153,61 @@ func TestDialNegativeTimeout(t *testing.T) {
 	}
 }
 
-func BenchmarkGRPCCheck(b *testing.B) {
+// BenchmarkGRPCCheck64 is Check over loopback gRPC with 64 callers at once
+// (closed loop: each sends its next Check when the last one is answered),
+// on the default bundle with its decision cache, as the scheduler calls
+// it. The p50 and p99 include the queueing 64 callers cause on this
+// machine's cores.
+func BenchmarkGRPCCheck64(b *testing.B) {
 	c := dial(b, startServer(b), ClientConfig{})
 	ctx := context.Background()
 	req := echoJob()
 	if _, err := c.Check(ctx, req); err != nil {
 		b.Fatal(err)
 	}
+	var (
+		mu  sync.Mutex
+		all latencies
+	)
+	b.SetParallelism((64 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.ReportAllocs()
+	all.start()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
+		var mine latencies
 		for pb.Next() {
+			start := time.Now()
 			if _, err := c.Check(ctx, req); err != nil {
 				b.Error(err)
 				return
 			}
+			mine.time(start)
 		}
+		mu.Lock()
+		all.d = append(all.d, mine.d...)
+		mu.Unlock()
 	})
+	all.report(b)
+}
+
+// TestGRPCLoad runs the load test `ward policy bench` runs, paced, and
+// logs the percentiles (go test -run GRPCLoad -v). It asserts nothing
+// about time: it checks that the load generator and the server hold up.
+func TestGRPCLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test")
+	}
+	c := dial(t, startServer(t), ClientConfig{})
+	for _, cfg := range []LoadConfig{
+		{Callers: 64, Duration: time.Second, Rate: 2000},
+		{Callers: 64, Duration: time.Second, Rate: 2000, Distinct: 100000},
+	} {
+		res := Load(context.Background(), c, cfg)
+		t.Logf("64 callers, %.0f/s, %d distinct: %s", cfg.Rate, cfg.Distinct, res)
+		if res.Errors > 0 || res.Checks == 0 {
+			t.Errorf("load test: %s", res)
+		}
+	}
 }
 
 func TestClientExplain(t *testing.T) {
