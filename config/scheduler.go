@@ -63,9 +63,14 @@ type Placement struct {
 	Prefetch int `yaml:"prefetch"`
 }
 
-// PoolSettings are one pool's placement settings.
+// PoolSettings are one pool's placement settings; unset ones are
+// placement's.
 type PoolSettings struct {
 	Strategy Strategy `yaml:"strategy"`
+	// Prefetch overrides placement.prefetch for the pool: long jobs (LLM
+	// calls) are better off waiting for any free host than queued behind
+	// a busy one.
+	Prefetch *int `yaml:"prefetch"`
 }
 
 // Queue settings: jobs that cannot be placed now wait in a per-pool queue.
@@ -184,7 +189,8 @@ func DefaultScheduler() *Scheduler {
 		Placement: Placement{Strategy: StrategyLeastLoaded, CPUThreshold: 90, GPUThreshold: 90, Prefetch: 1},
 		// The LLM pools prefer GPU hosts (pools.yaml) and fall back to
 		// CPU-only hosts with Ollama.
-		Pools: map[string]PoolSettings{"chat-advanced": {Strategy: StrategyAffinity}, "code-llm": {Strategy: StrategyAffinity}},
+		Pools: map[string]PoolSettings{"chat-advanced": {Strategy: StrategyAffinity, Prefetch: new(int)},
+			"code-llm": {Strategy: StrategyAffinity, Prefetch: new(int)}},
 		Queue:     Queue{Cap: 1000, AgingFactor: 10 * time.Second, MaxWait: 10 * time.Minute, PumpInterval: 250 * time.Millisecond},
 		Tenants: Tenants{
 			Default: TenantLimits{MaxConcurrentJobs: 100, Rate: 50, Burst: 100},
@@ -198,6 +204,14 @@ func DefaultScheduler() *Scheduler {
 			QuarantineFailures: 5, QuarantineWindow: time.Minute, QuarantineCooldown: 30 * time.Second},
 		Modes: Modes{DegradedMaxPriority: 5},
 	}
+}
+
+// PrefetchFor returns pool's prefetch.
+func (s *Scheduler) PrefetchFor(pool string) int {
+	if p, ok := s.Pools[pool]; ok && p.Prefetch != nil {
+		return *p.Prefetch
+	}
+	return s.Placement.Prefetch
 }
 
 // StrategyFor returns pool's strategy.
@@ -268,8 +282,11 @@ func (s *Scheduler) validate(name string, root *yaml.Node) error {
 		}
 	}
 	for _, pool := range sortedKeys(s.Pools) {
-		st := s.Pools[pool].Strategy
-		if err := check(st == "" || validStrategy(st), fmt.Sprintf("pools.%s.strategy %q is not one of %v", pool, st, Strategies), "pools", pool, "strategy"); err != nil {
+		ps := s.Pools[pool]
+		if err := check(ps.Strategy == "" || validStrategy(ps.Strategy), fmt.Sprintf("pools.%s.strategy %q is not one of %v", pool, ps.Strategy, Strategies), "pools", pool, "strategy"); err != nil {
+			return err
+		}
+		if err := check(ps.Prefetch == nil || (*ps.Prefetch >= 0 && *ps.Prefetch <= 1000), fmt.Sprintf("pools.%s.prefetch must be 0..1000", pool), "pools", pool, "prefetch"); err != nil {
 			return err
 		}
 	}

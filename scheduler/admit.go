@@ -414,7 +414,7 @@ func request(job *jobstore.Job, pool config.Pool, after string) Request {
 // policy is pool's placement policy.
 func policy(c *config.Scheduler, pool string) Policy {
 	return Policy{Strategy: StrategyOf(c.StrategyFor(pool)), CPUThreshold: c.Placement.CPUThreshold,
-		GPUThreshold: c.Placement.GPUThreshold, Prefetch: c.Placement.Prefetch}
+		GPUThreshold: c.Placement.GPUThreshold, Prefetch: c.PrefetchFor(pool)}
 }
 
 // lastPick returns the worker pool's round-robin strategy picked last.
@@ -446,7 +446,7 @@ func (s *Scheduler) schedule(ctx context.Context, c *settings, job *jobstore.Job
 	t := jobstore.Transition{To: jobstore.Scheduled, From: jobstore.Pending, Pool: pool, WorkerID: w.ID,
 		TenantLimit: lim.tenant, Lock: &jobstore.Lock{Owner: s.id, TTL: dispatchLockTTL}, Message: d.Reasoning()}
 	if w.MaxParallel > 0 {
-		t.WorkerLimit = w.MaxParallel + c.sched.Placement.Prefetch
+		t.WorkerLimit = w.MaxParallel + c.sched.PrefetchFor(pool)
 	}
 	lim.first(&t)
 	s.registry.Reserve(w.ID, job.CPUMillicores, job.MemoryBytes)

@@ -68,7 +68,7 @@ func (s *Scheduler) pump(lctx, ctx context.Context) {
 		}
 		ws := s.registry.Snapshot((*buf)[:0], pool, now)
 		*buf = ws
-		room := freeSlots(ws, c.sched.Placement.Prefetch)
+		room := freeSlots(ws, c.sched.PrefetchFor(pool))
 		if room == 0 {
 			continue
 		}

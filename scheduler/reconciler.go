@@ -40,6 +40,7 @@ func (s *Scheduler) leaseLoop(lctx, ctx context.Context) {
 				}
 				cancel()
 				reconcilerLeader.Set(0)
+				s.leader.Store(false)
 			}
 			return
 		case <-t.C:
@@ -54,6 +55,7 @@ func (s *Scheduler) leaseLoop(lctx, ctx context.Context) {
 		}
 		if ok != leader {
 			leader = ok
+			s.leader.Store(ok)
 			s.log.Info("reconciler lease", "held", leader)
 			if leader {
 				reconcilerLeader.Set(1)

@@ -61,15 +61,6 @@ func (s *Scheduler) late(kind, id string, err error) {
 // zone, then retries the job or ends it.
 func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, zone string) {
 	worker := r.GetWorkerId()
-	job, err := s.cfg.Store.Get(ctx, r.GetJobId())
-	if err != nil {
-		s.late("result", r.GetJobId(), err)
-		return
-	}
-	if job.State.Terminal() || job.WorkerID != worker {
-		lateUpdates.WithLabelValues("result").Inc()
-		return
-	}
 	code := r.GetErrorCode()
 	if code == "" {
 		code = string(stateOf(r.GetStatus()))
@@ -78,8 +69,28 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, zone string
 	if r.GetErrorMessage() != "" {
 		msg += ": " + r.GetErrorMessage()
 	}
-	s.countFailure(ctx, worker, zone)
-	s.retryOrEnd(ctx, job, stateOf(r.GetStatus()), code, code, r.GetErrorMessage(), msg)
+	counted := false
+	// The decision reads the job, then moves it From the state it read: a
+	// progress report handled at the same time (DISPATCHED → RUNNING)
+	// makes the move fail, and the result is decided again.
+	for range 5 {
+		job, err := s.cfg.Store.Get(ctx, r.GetJobId())
+		if err != nil {
+			s.late("result", r.GetJobId(), err)
+			return
+		}
+		if job.State.Terminal() || job.WorkerID != worker {
+			lateUpdates.WithLabelValues("result").Inc()
+			return
+		}
+		if !counted {
+			s.countFailure(ctx, worker, zone)
+			counted = true
+		}
+		if err := s.retryOrEnd(ctx, job, stateOf(r.GetStatus()), code, code, r.GetErrorMessage(), msg); !errors.Is(err, jobstore.ErrInvalidTransition) {
+			return
+		}
+	}
 }
 
 // countFailure counts a failure against a worker (quarantining it after
@@ -108,7 +119,9 @@ func (s *Scheduler) countFailure(ctx context.Context, worker, zone string) {
 // attempt's error code and message, if any) — or, when it had retries,
 // with reason max_retries_exceeded and a DLQ entry. msg describes the
 // failure for the event log.
-func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobstore.State, reason, code, errMsg, msg string) {
+//
+// It returns the store's error, having logged or counted it.
+func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobstore.State, reason, code, errMsg, msg string) error {
 	c := s.conf.Load()
 	from, worker := job.State, job.WorkerID
 	if job.Attempt <= job.MaxRetries && (job.Deadline.IsZero() || time.Now().Before(job.Deadline)) {
@@ -119,13 +132,13 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 		moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
 		if err != nil {
 			s.late("retry", job.ID, err)
-			return
+			return err
 		}
 		retries.WithLabelValues(reason).Inc()
 		waits.WithLabelValues(ReasonRetry).Inc()
 		s.registry.SetHeld(worker, moved.WorkerJobs, time.Now())
 		s.moved(moved, t)
-		return
+		return nil
 	}
 	t := jobstore.Transition{To: to, From: from, IfWorker: worker, Reason: reason, ErrorCode: code, ErrorMessage: errMsg, Message: msg}
 	dlq := job.MaxRetries > 0
@@ -136,15 +149,16 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
 	if err != nil {
 		s.late("result", job.ID, err)
-		return
+		return err
 	}
 	s.registry.SetHeld(worker, moved.WorkerJobs, time.Now())
 	if dlq {
 		s.deadLettered(ctx, moved, t)
-		return
+		return nil
 	}
 	jobsCompleted.WithLabelValues(s.topicLabel(moved.Topic), string(moved.State)).Inc()
 	s.moved(moved, t)
+	return nil
 }
 
 // handleProgress moves a job to RUNNING when its host reports the start.

@@ -74,7 +74,8 @@ type Scheduler struct {
 
 	conf atomic.Pointer[settings]
 	mode atomic.Pointer[Mode]
-	hot  atomic.Pointer[map[string]bool] // throttled zones
+	hot    atomic.Pointer[map[string]bool] // throttled zones
+	leader atomic.Bool                     // this replica holds the reconciler lease
 
 	submits *bus.Workers // submissions, and the placements the pump hands out
 	updates *bus.Workers // results, progress, cancels, queries
@@ -146,6 +147,12 @@ func New(cfg Config) (*Scheduler, error) {
 	s.mode.Store(&normal)
 	return s, nil
 }
+
+// ID returns the replica's id.
+func (s *Scheduler) ID() string { return s.id }
+
+// Leader reports whether this replica holds the reconciler lease now.
+func (s *Scheduler) Leader() bool { return s.leader.Load() }
 
 // Registry returns the scheduler's view of the live workers.
 func (s *Scheduler) Registry() *Registry { return s.registry }

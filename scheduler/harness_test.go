@@ -1,0 +1,590 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	natstest "github.com/nats-io/nats-server/v2/test"
+	"github.com/nats-io/nats.go"
+	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
+
+	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/client"
+	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/redistest"
+	"github.com/ward-run/ward/scheduler"
+)
+
+// The scenario tests run the real scheduler (one or several replicas)
+// against a real nats-server and a real redis-server. Hosts are fakes that
+// speak the bus contract (heartbeats, worker.<id>.jobs, progress, results,
+// cancels) so that each test controls exactly how they behave; the stack
+// and cmd/ward tests run the real host with wasm.
+
+func TestMain(m *testing.M) {
+	// Every replica and every fake host must end its goroutines.
+	goleak.VerifyTestMain(m)
+}
+
+// quiet is the logger of the parts under test; WARD_TEST_LOG=1 shows it.
+func quiet() *slog.Logger {
+	if os.Getenv("WARD_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// fakeSafety is the safety kernel's contract, in process: it allows
+// everything, with the constraints set per tenant, and denies topics
+// listed in deny. Unavailable makes every check fail.
+type fakeSafety struct {
+	mu          sync.Mutex
+	constraints map[string]*wardv1.Constraints
+	deny        map[string]string
+	unavailable bool
+	checks      int
+}
+
+func (f *fakeSafety) Check(_ context.Context, req *safetyv1.CheckRequest) (*safetyv1.CheckResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.checks++
+	if f.unavailable {
+		return nil, fmt.Errorf("kernel down")
+	}
+	if msg, ok := f.deny[req.GetTopic()]; ok {
+		return &safetyv1.CheckResponse{Decision: safetyv1.Decision_DECISION_DENY, Reasons: []string{msg}, PolicyRevision: "test", DecisionId: "d-" + req.GetJobId()}, nil
+	}
+	resp := &safetyv1.CheckResponse{Decision: safetyv1.Decision_DECISION_ALLOW, PolicyRevision: "test", DecisionId: "d-" + req.GetJobId()}
+	if c := f.constraints[req.GetTenantId()]; c != nil {
+		resp.Decision, resp.Constraints = safetyv1.Decision_DECISION_ALLOW_WITH_CONSTRAINTS, c
+	}
+	return resp, nil
+}
+
+func (f *fakeSafety) set(tenant string, c *wardv1.Constraints) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.constraints == nil {
+		f.constraints = map[string]*wardv1.Constraints{}
+	}
+	f.constraints[tenant] = c
+}
+
+// env is a running system for one scenario.
+type env struct {
+	t        *testing.T
+	natsURL  string
+	redisURL string
+	store    jobstore.Store
+	safety   *fakeSafety
+	client   *client.Client
+	dir      string // where the configuration files are
+	files    config.Files
+	scheds   []*scheduler.Scheduler
+}
+
+// options of a scenario: the three configuration files (empty: embedded
+// default, for pools a small test mapping) and the replicas to run.
+type options struct {
+	pools, timeouts, sched string
+	replicas               int
+	watch                  bool // the replicas watch the files
+}
+
+// testPools maps job.a to pool a, job.b to pools b1 then b2.
+const testPools = `
+topics:
+  job.a: a
+  job.b: [b1, b2]
+  job.gpu: gpu
+pools:
+  a: {}
+  b1: {requires: [fast]}
+  b2: {}
+  gpu: {requires: [ollama], prefers: [gpu]}
+`
+
+// fastTimeouts make the reconciler and its lease quick, for the tests
+// that need it.
+const fastTimeouts = `
+reconciler:
+  scan_interval: 100ms
+  lease_ttl: 600ms
+  pending_timeout: 400ms
+  result_grace: 300ms
+`
+
+func start(t *testing.T, o options) *env {
+	t.Helper()
+	nopts := natstest.DefaultTestOptions
+	nopts.Port = -1
+	ns := natstest.RunServer(&nopts)
+	t.Cleanup(ns.Shutdown)
+	e := &env{t: t, natsURL: ns.ClientURL(), redisURL: redistest.Start(t), safety: &fakeSafety{}, dir: t.TempDir()}
+	store, err := jobstore.OpenRedis(e.redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	e.store = store
+	if o.pools == "" {
+		o.pools = testPools
+	}
+	write := func(name, data string) string {
+		p := filepath.Join(e.dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	e.files = config.Files{Pools: write("pools.yaml", o.pools), Timeouts: write("timeouts.yaml", o.timeouts),
+		Scheduler: write("scheduler.yaml", o.sched)}
+	c, err := client.Dial(e.natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	e.client = c
+	for range max(1, o.replicas) {
+		e.addReplica(o.watch)
+	}
+	return e
+}
+
+// addReplica starts one more scheduler replica.
+func (e *env) addReplica(watch bool) *scheduler.Scheduler {
+	t := e.t
+	t.Helper()
+	b, err := config.Load(e.files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := bus.Connect(e.natsURL, "scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := scheduler.Config{ID: fmt.Sprintf("s%d", len(e.scheds)+1), Bus: conn, Store: e.store, Safety: e.safety,
+		Pools: b.Pools, Timeouts: b.Timeouts, Settings: b.Scheduler, Logger: quiet(), WorkerTTL: 3 * time.Second}
+	if watch {
+		cfg.Files = e.files
+	}
+	s, err := scheduler.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := s.Shutdown(ctx); err != nil {
+				t.Errorf("shutdown %s: %v", s.ID(), err)
+			}
+		}
+		conn.Close()
+	})
+	e.scheds = append(e.scheds, s)
+	return s
+}
+
+// stopReplica shuts replica i down, as SIGTERM does.
+func (e *env) stopReplica(i int) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.scheds[i].Shutdown(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// checkFor polls cond until it holds, or fails the test after timeout.
+func checkFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitWorkers polls until every replica sees the workers.
+func (e *env) waitWorkers(ids ...string) {
+	e.t.Helper()
+	checkFor(e.t, 10*time.Second, fmt.Sprintf("replicas see workers %v", ids), func() bool {
+		for _, s := range e.scheds {
+			for _, id := range ids {
+				if _, ok := s.Registry().Get(id); !ok {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// submit submits req (a new id when it has none) and returns the reply.
+func (e *env) submit(req *wardv1.JobRequest) (*wardv1.SubmitReply, error) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if req.TenantId == "" {
+		req.TenantId = "acme"
+	}
+	return e.client.Submit(ctx, req)
+}
+
+// mustSubmit submits req and returns the job id.
+func (e *env) mustSubmit(req *wardv1.JobRequest) string {
+	e.t.Helper()
+	reply, err := e.submit(req)
+	if err != nil {
+		e.t.Fatalf("submit %s: %v", req.GetTopic(), err)
+	}
+	return reply.GetJobId()
+}
+
+// job returns the stored job.
+func (e *env) job(id string) *jobstore.Job {
+	e.t.Helper()
+	j, err := e.store.Get(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return j
+}
+
+// waitState polls until job id is in state, and returns it.
+func (e *env) waitState(id string, state jobstore.State) *jobstore.Job {
+	e.t.Helper()
+	var j *jobstore.Job
+	checkFor(e.t, 15*time.Second, fmt.Sprintf("job %s %s", id, state), func() bool {
+		j = e.job(id)
+		return j.State == state
+	})
+	return j
+}
+
+// waitEnd polls until job id ends, and returns it.
+func (e *env) waitEnd(id string) *jobstore.Job {
+	e.t.Helper()
+	var j *jobstore.Job
+	checkFor(e.t, 15*time.Second, "job "+id+" ends", func() bool {
+		j = e.job(id)
+		return j.State.Terminal()
+	})
+	return j
+}
+
+// events returns a job's event log.
+func (e *env) events(id string) []jobstore.Event {
+	e.t.Helper()
+	ev, err := e.store.Events(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ev
+}
+
+// inDLQ reports whether the DLQ holds job id with reason (the entry is
+// written right after the job ends: it waits a little for it).
+func (e *env) inDLQ(id, reason string) bool {
+	e.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		entries, err := e.store.DLQ(context.Background(), 1000)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, d := range entries {
+			if d.JobID == id && d.Reason == reason {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// outcome is how a fake host ends a job.
+type outcome struct {
+	fail bool
+	code string
+	// hold keeps the job running until release or a cancel.
+	hold  bool
+	delay time.Duration
+	// silent: the host takes the job and says nothing, ever (it died).
+	silent bool
+}
+
+// fakeHost is a host agent that speaks the bus contract without wasm.
+type fakeHost struct {
+	t     *testing.T
+	id    string
+	conn  *bus.Conn
+	store jobstore.Store
+
+	mu          sync.Mutex // guards the fields below
+	hb          *wardv1.Heartbeat
+	behave      func(req *wardv1.JobRequest, attempt int) outcome
+	running     map[string]chan struct{} // job id -> closed to end it
+	closed      map[string]bool          // job id -> its channel is closed
+	cancelled   map[string]bool
+	received    map[string]int // job id -> times received
+	order       []string       // job ids in the order they arrived
+	maxRunning  int
+	tenantNow   map[string]int
+	tenantMax   map[string]int
+	cancelsSeen map[string]bool
+
+	subs []*nats.Subscription
+	wg   sync.WaitGroup
+	done chan struct{}
+}
+
+// addHost starts a fake host; hb sets its heartbeat (worker id, pools,
+// capabilities, labels, zone, max_parallel_jobs, loads).
+func (e *env) addHost(hb *wardv1.Heartbeat, behave func(req *wardv1.JobRequest, attempt int) outcome) *fakeHost {
+	t := e.t
+	t.Helper()
+	conn, err := bus.Connect(e.natsURL, "host-"+hb.GetWorkerId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if behave == nil {
+		behave = func(*wardv1.JobRequest, int) outcome { return outcome{} }
+	}
+	h := &fakeHost{t: t, id: hb.GetWorkerId(), conn: conn, store: e.store, hb: hb, behave: behave,
+		running: map[string]chan struct{}{}, closed: map[string]bool{}, cancelled: map[string]bool{}, received: map[string]int{},
+		tenantNow: map[string]int{}, tenantMax: map[string]int{}, cancelsSeen: map[string]bool{}, done: make(chan struct{})}
+	nc := conn.NATS()
+	sub, err := nc.Subscribe(bus.WorkerJobsSubject(h.id), h.onJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.subs = append(h.subs, sub)
+	sub, err = nc.Subscribe(bus.SubjectCancel, h.onCancel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.subs = append(h.subs, sub)
+	if err := conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	h.beat()
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		tk := time.NewTicker(50 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-h.done:
+				return
+			case <-tk.C:
+				h.beat()
+			}
+		}
+	}()
+	t.Cleanup(h.stop)
+	return h
+}
+
+// beat publishes the host's heartbeat with its running jobs.
+func (h *fakeHost) beat() {
+	h.mu.Lock()
+	hb := proto.Clone(h.hb).(*wardv1.Heartbeat)
+	hb.ActiveJobs = int32(len(h.running))
+	h.mu.Unlock()
+	hb.SentAtUnixMs = time.Now().UnixMilli()
+	_ = h.conn.Publish(bus.HeartbeatSubject(h.id), hb)
+}
+
+// update changes the host's heartbeat; the next beat carries it.
+func (h *fakeHost) update(f func(hb *wardv1.Heartbeat)) {
+	h.mu.Lock()
+	f(h.hb)
+	h.mu.Unlock()
+	h.beat()
+}
+
+// stop drains the host: its last heartbeat says draining, held jobs are released.
+func (h *fakeHost) stop() {
+	select {
+	case <-h.done:
+		return
+	default:
+	}
+	close(h.done)
+	for _, s := range h.subs {
+		_ = s.Unsubscribe()
+	}
+	h.releaseAll()
+	h.wg.Wait()
+	h.update(func(hb *wardv1.Heartbeat) { hb.Status = "draining" })
+	_ = h.conn.Flush()
+	h.conn.Close()
+}
+
+func (h *fakeHost) onCancel(m *nats.Msg) {
+	var c wardv1.JobCancel
+	if proto.Unmarshal(m.Data, &c) != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cancelsSeen[c.GetJobId()] = true
+	if _, ok := h.running[c.GetJobId()]; ok {
+		h.cancelled[c.GetJobId()] = true
+		h.end(c.GetJobId())
+	}
+}
+
+// end closes job id's channel. Lock should be held.
+func (h *fakeHost) end(id string) {
+	if ch, ok := h.running[id]; ok && !h.closed[id] {
+		h.closed[id] = true
+		close(ch)
+	}
+}
+
+func (h *fakeHost) onJob(m *nats.Msg) {
+	req := &wardv1.JobRequest{}
+	if proto.Unmarshal(m.Data, req) != nil {
+		h.t.Errorf("host %s: undecodable job", h.id)
+		return
+	}
+	id := req.GetJobId()
+	h.mu.Lock()
+	h.received[id]++
+	h.order = append(h.order, id)
+	rel := make(chan struct{})
+	h.running[id] = rel
+	h.maxRunning = max(h.maxRunning, len(h.running))
+	tn := req.GetTenantId()
+	h.tenantNow[tn]++
+	h.tenantMax[tn] = max(h.tenantMax[tn], h.tenantNow[tn])
+	out := h.behave(req, int(req.GetAttempt()))
+	if out.silent {
+		delete(h.running, id)
+		h.tenantNow[tn]--
+		h.mu.Unlock()
+		return
+	}
+	h.mu.Unlock()
+	_ = h.conn.Publish(bus.SubjectProgress, &wardv1.JobProgress{JobId: id, WorkerId: h.id, Kind: wardv1.JobProgress_KIND_STARTED})
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		if out.hold {
+			<-rel
+		} else if out.delay > 0 {
+			select {
+			case <-rel:
+			case <-time.After(out.delay):
+			}
+		}
+		h.mu.Lock()
+		delete(h.running, id)
+		h.tenantNow[tn]--
+		cancelled := h.cancelled[id]
+		h.mu.Unlock()
+		res := &wardv1.JobResult{JobId: id, WorkerId: h.id, Status: wardv1.JobState_JOB_STATE_SUCCEEDED}
+		switch {
+		case cancelled:
+			res.Status, res.ErrorCode = wardv1.JobState_JOB_STATE_FAILED, "cancelled"
+		case out.fail:
+			res.Status, res.ErrorCode, res.ErrorMessage = wardv1.JobState_JOB_STATE_FAILED, out.code, "it broke"
+		default:
+			ptr, err := h.store.PutResult(context.Background(), id, []byte("done by "+h.id))
+			if err != nil {
+				h.t.Errorf("put result: %v", err)
+			}
+			res.ResultPtr = ptr
+		}
+		_ = h.conn.Publish(bus.SubjectResult, res)
+	}()
+}
+
+// release lets held job id end.
+func (h *fakeHost) release(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.end(id)
+}
+
+// releaseAll lets every held job end.
+func (h *fakeHost) releaseAll() {
+	h.mu.Lock()
+	ids := make([]string, 0, len(h.running))
+	for id := range h.running {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	for _, id := range ids {
+		h.release(id)
+	}
+}
+
+// got returns how many jobs the host received, and their ids in order.
+func (h *fakeHost) got() (int, []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.order), slices.Clone(h.order)
+}
+
+// runningNow returns the job ids running on the host.
+func (h *fakeHost) runningNow() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var ids []string
+	for id := range h.running {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func hb(id string, pools ...string) *wardv1.Heartbeat {
+	return &wardv1.Heartbeat{WorkerId: id, Pools: pools, MaxParallelJobs: 4, Status: "ready"}
+}
+
+// lastEvent returns the message of the job's last event in state.
+func lastEvent(evs []jobstore.Event, state jobstore.State) jobstore.Event {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].State == state {
+			return evs[i]
+		}
+	}
+	return jobstore.Event{}
+}
+
+// contains reports whether some event's message or reason holds s.
+func hasEvent(evs []jobstore.Event, state jobstore.State, reason, text string) bool {
+	for _, ev := range evs {
+		if ev.State == state && (reason == "" || ev.Reason == reason) && strings.Contains(ev.Message, text) {
+			return true
+		}
+	}
+	return false
+}
