@@ -605,7 +605,17 @@ func FuzzCheck(f *testing.F) {
 	f.Add("job.\xff", "a\u2028", "", "", int64(math.MinInt64), int32(math.MinInt32), "repo-lint", "/srv/ward/repos/\x00")
 	f.Add("job.echo", "globex", "🦀", "\u202e", int64(1<<20+1), int32(3), "repo-*", "/srv/ward/repos/a/../b")
 	cached := newDefaultKernel(f)
-	uncached := newKernel(f, policies.FS, Config{CacheSize: -1})
+	// The reference: no cache, and data read from the store as written.
+	uncached := NewKernel(Config{CacheSize: -1})
+	b, err := ReadBundle(policies.FS)
+	if err != nil {
+		f.Fatal(err)
+	}
+	plain, err := compile(b, false)
+	if err != nil {
+		f.Fatal(err)
+	}
+	uncached.Install(plain, "test")
 	f.Fuzz(func(t *testing.T, topic, tenant, key, value string, size int64, prio int32, module, grant string) {
 		req := &safetyv1.CheckRequest{
 			Topic:       topic,
@@ -636,7 +646,7 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("marshal response: %v", err)
 		}
 		// A cached decision is the decision: ask again (now a hit) and ask
-		// a kernel without a cache.
+		// a kernel without a cache or inlined data.
 		again, err := cached.Check(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
@@ -655,4 +665,56 @@ func FuzzCheck(f *testing.F) {
 			t.Fatal("second Check of the same input missed the cache")
 		}
 	})
+}
+
+// TestInlineData: data inlined into the compiled policy decides as data read
+// from the store, and a policy that overrides data with `with` is left as
+// written.
+func TestInlineData(t *testing.T) {
+	for name, files := range map[string]map[string]string{
+		"default": nil,
+		"with data": {"w.rego": `package ward.safety
+
+deny contains "no" if {
+	not topic_ok with data.defaults.allowed_topics as ["job.none"]
+	input.tenant_id == "initech"
+}
+
+topic_ok if data.defaults.allowed_topics[_] == input.topic
+`},
+		"data under a package root": {"data.yaml": "", "data.json": `{"defaults": {"allowed_topics": ["job.**"], "constraints": {}, "max_payload_bytes": 10000, "topic_max_payload_bytes": {}},
+			"tenants": {}, "modules": {}, "ward": {"safety": {"x": 1}}}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, err := ReadBundle(bundle(t, files))
+			if err != nil {
+				t.Fatal(err)
+			}
+			inlined, err := compile(b, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := compile(b, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tenant := range []string{"acme", "globex", "initech", ""} {
+				for _, topic := range []string{"job.echo", "job.none", "sys.destroy", "job.repo.scan"} {
+					req := echoJob()
+					req.TenantId, req.Topic, req.PayloadSize = tenant, topic, 70000
+					a, err := inlined.eval(context.Background(), req, nil, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, err := plain.eval(context.Background(), req, nil, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if a.kind != b.kind || !slices.Equal(a.reasons, b.reasons) || !proto.Equal(a.constraints, b.constraints) {
+						t.Errorf("%s %s: inlined %v %q, as written %v %q", tenant, topic, a.kind, a.reasons, b.kind, b.reasons)
+					}
+				}
+			}
+		})
+	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
-	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/open-policy-agent/opa/v1/util"
@@ -93,19 +92,30 @@ func (p *Policy) Tests() int { return p.tests }
 
 // Compile parses and compiles the bundle's policy and data, not its tests.
 // Errors wrap ErrInvalidBundle.
-func Compile(b *Bundle) (*Policy, error) {
+func Compile(b *Bundle) (*Policy, error) { return compile(b, true) }
+
+// compile compiles b; inline says whether ground refs to data are replaced
+// by their values (see inlineData). Tests turn it off to check that it
+// changes no decision.
+func compile(b *Bundle, inline bool) (*Policy, error) {
 	mods, data, err := parseBundle(b, false)
 	if err != nil {
 		return nil, err
 	}
-	c := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
-	if c.Compile(mods); c.Failed() {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidBundle, c.Errors)
-	}
-	store, err := astStore(data)
+	obj, err := dataObject(data)
 	if err != nil {
 		return nil, err
 	}
+	c := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
+	if inline {
+		c = c.WithStageAfterID(ast.StageCheckTypes, ast.CompilerStageDefinition{
+			Name: "WardInlineData", MetricName: "ward_inline_data", Stage: inlineData(obj),
+		})
+	}
+	if c.Compile(mods); c.Failed() {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidBundle, c.Errors)
+	}
+	store := inmem.NewFromASTObject(obj)
 	prepare := func(query string) (rego.PreparedEvalQuery, error) {
 		pq, err := rego.New(
 			rego.Query(query),
@@ -135,6 +145,55 @@ func Compile(b *Bundle) (*Policy, error) {
 	}, nil
 }
 
+// inlineData is a compiler stage, after type checking, that replaces every
+// ground ref into the data document (data.defaults.allowed_topics, the
+// whole of data.tenants) by its value, so that evaluations read it from
+// the compiled policy instead of the store: no path lookup, no store read,
+// no allocation. The data of a loaded bundle never changes, so this changes
+// no decision. It leaves alone refs with variables (data.tenants[x]), refs
+// under a top-level key that a package also uses (data.ward), refs to
+// paths the data does not have, and every bundle that overrides data with
+// `with` outside its tests.
+func inlineData(data ast.Object) func(*ast.Compiler) *ast.Error {
+	return func(c *ast.Compiler) *ast.Error {
+		virtual := map[string]bool{}
+		overridden := false
+		for _, m := range c.Modules {
+			if len(m.Package.Path) > 1 {
+				if s, ok := m.Package.Path[1].Value.(ast.String); ok {
+					virtual[string(s)] = true
+				}
+			}
+			ast.WalkExprs(m, func(e *ast.Expr) bool {
+				for _, w := range e.With {
+					if r, ok := w.Target.Value.(ast.Ref); ok && r.HasPrefix(ast.DefaultRootRef) {
+						overridden = true
+					}
+				}
+				return overridden
+			})
+		}
+		if overridden {
+			return nil
+		}
+		for _, m := range c.Modules {
+			ast.WalkTerms(m, func(t *ast.Term) bool {
+				r, ok := t.Value.(ast.Ref)
+				if !ok || len(r) < 2 || !r.HasPrefix(ast.DefaultRootRef) || !r.IsGround() {
+					return false
+				}
+				if top, ok := r[1].Value.(ast.String); !ok || virtual[string(top)] {
+					return false
+				}
+				if v, err := data.Find(r[1:]); err == nil {
+					t.Value = v
+				}
+				return false
+			})
+		}
+		return nil
+	}
+}
 // Prepare compiles the bundle and runs its tests: the checks every bundle
 // passes before a kernel puts it in force. A bundle whose tests fail is
 // refused with a *TestsFailedError.
@@ -313,9 +372,9 @@ func parseBundle(b *Bundle, tests bool) (map[string]*ast.Module, map[string]any,
 	return mods, data, nil
 }
 
-// astStore holds data as Rego values, converted once, so that no
-// evaluation converts it again.
-func astStore(data map[string]any) (storage.Store, error) {
+// dataObject converts data to Rego values, once: the store holds them as
+// such, so that no evaluation converts them again.
+func dataObject(data map[string]any) (ast.Object, error) {
 	v, err := ast.InterfaceToValue(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: data: %w", ErrInvalidBundle, err)
@@ -324,7 +383,7 @@ func astStore(data map[string]any) (storage.Store, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: data is %T, want an object", ErrInvalidBundle, v)
 	}
-	return inmem.NewFromASTObject(obj), nil
+	return obj, nil
 }
 
 // deterministic reports whether no module calls a non-deterministic
