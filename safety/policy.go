@@ -194,6 +194,7 @@ func inlineData(data ast.Object) func(*ast.Compiler) *ast.Error {
 		return nil
 	}
 }
+
 // Prepare compiles the bundle and runs its tests: the checks every bundle
 // passes before a kernel puts it in force. A bundle whose tests fail is
 // refused with a *TestsFailedError.
