@@ -30,7 +30,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/metrics"
-	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -340,47 +339,24 @@ func (p *Policy) Explain(ctx context.Context, req *safetyv1.CheckRequest) (*safe
 // metrics registry per query.
 var noMetrics = metrics.NoOp()
 
-// asTerm keeps result bindings as Rego terms: decision() reads them
-// directly, skipping OPA's conversion to Go values.
-func asTerm(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
-
 // eval evaluates the policy for req; enc, when not nil, is req encoded.
 // tracer, when set, sees every event.
 func (p *Policy) eval(ctx context.Context, req *safetyv1.CheckRequest, enc *encoded, tracer topdown.QueryTracer) (*decision, error) {
-	// An external cancel spares OPA the goroutine it would otherwise start
-	// per query to watch ctx; AfterFunc costs nothing when ctx cannot end.
-	cancel := topdown.NewCancel()
-	stop := context.AfterFunc(ctx, cancel.Cancel)
-	opts := []rego.EvalOption{
-		rego.EvalParsedInput(inputValue(req, p.fields, enc)),
-		rego.EvalExternalCancel(cancel),
-		rego.EvalMetrics(noMetrics),
-		rego.EvalGenerateJSON(asTerm),
+	input := ast.NewTerm(inputValue(req, p.fields, enc))
+	denyTerm, consTerm, err := p.run(ctx, p.direct, input, tracer)
+	if err == nil && denyTerm == nil {
+		denyTerm, consTerm, err = p.run(ctx, p.query, input, tracer)
 	}
-	if tracer != nil {
-		opts = append(opts, rego.EvalQueryTracer(tracer))
-	}
-	rs, err := p.direct.Eval(ctx, opts...)
-	if err == nil && len(rs) == 0 {
-		rs, err = p.query.Eval(ctx, opts...)
-	}
-	stop()
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w: %w", ctx.Err(), err)
 		}
 		return nil, fmt.Errorf("safety: evaluate policy %s: %w", p.revision, err)
 	}
-	if len(rs) != 1 {
-		// The kernel module defines both bindings for any input, so this
-		// is a bug, not a policy outcome.
-		return nil, fmt.Errorf("safety: evaluate policy %s: %d results, want 1", p.revision, len(rs))
-	}
-	b := rs[0].Bindings
-	denyTerm, _ := b["deny"].(*ast.Term)
-	consTerm, _ := b["constraints"].(*ast.Term)
 	if denyTerm == nil || consTerm == nil {
-		return nil, fmt.Errorf("safety: evaluate policy %s: missing bindings", p.revision)
+		// The kernel module defines both for any input, so this is a bug,
+		// not a policy outcome.
+		return nil, fmt.Errorf("safety: evaluate policy %s: no result", p.revision)
 	}
 	reasons, err := denyReasons(denyTerm.Value)
 	if err != nil {
@@ -397,6 +373,44 @@ func (p *Policy) eval(ctx context.Context, req *safetyv1.CheckRequest, enc *enco
 		return &decision{kind: safetyv1.Decision_DECISION_ALLOW_WITH_CONSTRAINTS, constraints: cons}, nil
 	}
 	return &decision{kind: safetyv1.Decision_DECISION_ALLOW}, nil
+}
+
+// run evaluates one compiled query and returns its deny and constraints
+// bindings, both nil when it has no result.
+func (p *Policy) run(ctx context.Context, body ast.Body, input *ast.Term, tracer topdown.QueryTracer) (deny, cons *ast.Term, err error) {
+	txn, err := p.store.NewTransaction(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer p.store.Abort(ctx, txn)
+	// An external cancel spares a goroutine per query to watch ctx;
+	// AfterFunc costs nothing when ctx cannot end.
+	cancel := topdown.NewCancel()
+	stop := context.AfterFunc(ctx, cancel.Cancel)
+	defer stop()
+	q := topdown.NewQuery(body).
+		WithQueryCompiler(p.qc).
+		WithCompiler(p.compiler).
+		WithStore(p.store).
+		WithTransaction(txn).
+		WithInput(input).
+		WithCancel(cancel).
+		WithMetrics(noMetrics).
+		WithIndexing(true).
+		WithEarlyExit(true)
+	if tracer != nil {
+		q = q.WithQueryTracer(tracer)
+	}
+	results := 0
+	err = q.Iter(ctx, func(qr topdown.QueryResult) error {
+		results++
+		deny, cons = qr[varDeny], qr[varConstraints]
+		return nil
+	})
+	if err == nil && results > 1 {
+		err = fmt.Errorf("%d results, want 1", results)
+	}
+	return deny, cons, err
 }
 
 // mustJSON converts a ground value to Go; values that cannot be (there are
