@@ -120,6 +120,11 @@ func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1
 		CreatedAt:      now,
 	}
 	job.Deadline = deadline(job, nil)
+	if len(req.Payload) == 0 && strings.HasPrefix(req.ContextPtr, bus.ObjectScheme) {
+		// A context too large for a message, which the client stored in
+		// the object store (internal/bus/README.md, "Context pointers").
+		job.ContextPtr = req.ContextPtr
+	}
 	res, err := s.cfg.Store.Submit(ctx, job, req.Payload, jobstore.Guard{
 		Rate: limits.Rate, Burst: limits.Burst, Queues: pools, QueueCap: c.sched.Queue.Cap,
 	})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -259,6 +260,11 @@ func decodeJob(h map[string]string) (*Job, error) {
 	return j, nil
 }
 
+// externalPtrScheme starts the pointer of a context too large for a
+// message, which the client stored in NATS's object store (bus.ObjectScheme):
+// Create keeps such a pointer, and any other is replaced by the job's own.
+const externalPtrScheme = "nats-os://"
+
 // newJob checks j and returns the copy Create stores: in PENDING, with its
 // context pointer and times set.
 func newJob(j *Job) (*Job, error) {
@@ -267,7 +273,9 @@ func newJob(j *Job) (*Job, error) {
 	}
 	n := *j
 	n.State = Pending
-	n.ContextPtr = ContextPtr(j.ID)
+	if !strings.HasPrefix(n.ContextPtr, externalPtrScheme) {
+		n.ContextPtr = ContextPtr(j.ID)
+	}
 	n.CreatedAt = at(j.CreatedAt)
 	n.UpdatedAt = n.CreatedAt
 	n.Waiting = ""

@@ -335,7 +335,8 @@ type Submitted struct {
 // Store is the job store contract. Implementations are safe for concurrent use.
 type Store interface {
 	// Create stores job in PENDING with payload as its context blob, and sets
-	// job.ContextPtr. When job.IdempotencyKey is set and the tenant already
+	// job.ContextPtr (a nats-os:// pointer already set, to a context the
+	// client stored in the object store, is kept). When job.IdempotencyKey is set and the tenant already
 	// used it, nothing is written and Create returns the first job's id with
 	// created false. A job whose id exists already gives ErrExists.
 	Create(ctx context.Context, job *Job, payload []byte) (id string, created bool, err error)

@@ -25,6 +25,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		fn   func(t *testing.T, s jobstore.Store)
 	}{
 		{"CreateGet", testCreateGet},
+		{"ExternalContext", testExternalContext},
 		{"CopiesReturned", testCopiesReturned},
 		{"ContextBlob", testContextBlob},
 		{"Idempotency", testIdempotency},
@@ -1698,5 +1699,16 @@ func testRaceDueDeferred(t *testing.T, s jobstore.Store) {
 		if c != 1 {
 			t.Errorf("%s handed out %d times", id, c)
 		}
+	}
+}
+
+// testExternalContext: a context the client stored in the object store
+// keeps its nats-os:// pointer.
+func testExternalContext(t *testing.T, s jobstore.Store) {
+	const ptr = "nats-os://WARD_CONTEXTS/acme/sha256-00ff"
+	j := &jobstore.Job{ID: "ext", Tenant: "acme", ContextPtr: ptr}
+	create(t, s, j)
+	if j.ContextPtr != ptr || get(t, s, "ext").ContextPtr != ptr {
+		t.Fatalf("ContextPtr %q (stored %q), want %q", j.ContextPtr, get(t, s, "ext").ContextPtr, ptr)
 	}
 }
