@@ -78,6 +78,17 @@ type Config struct {
 	// Probes add what they observe (GPU, Ollama) to every heartbeat.
 	Probes []Probe
 	Logger *slog.Logger
+
+	// MountRoots are the host directories under which a job's granted
+	// read-only directories may lie; with none, no directory is ever
+	// mounted.
+	MountRoots []string
+	// Env holds the values this host gives a job's granted environment
+	// keys (OLLAMA_URL, ...); the job's own env overrides them.
+	Env map[string]string
+	// MaxContextBytes caps a job context read from the object store
+	// (256 MiB if zero).
+	MaxContextBytes int64
 }
 
 // Probe observes something about the machine for heartbeats.
@@ -101,6 +112,9 @@ type Agent struct {
 
 	jobCtx    context.Context // cancelled when Shutdown gives up waiting
 	cancelJob context.CancelFunc
+
+	jobs jobTable // the jobs running, to cancel one
+	objs objectsOnce
 
 	mu       sync.Mutex // guards the 3 following fields
 	subs     []*bus.Subscription
@@ -137,6 +151,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxContextBytes <= 0 {
+		cfg.MaxContextBytes = 256 << 20
 	}
 	a := &Agent{
 		cfg:  cfg,
@@ -357,16 +374,18 @@ func (a *Agent) run(ctx context.Context, req *wardv1.JobRequest, res *wardv1.Job
 		res.ErrorCode, res.ErrorMessage = "capability_missing", fmt.Sprintf("host %s lacks %v, which pool %q requires", a.cfg.ID, p.Requires, pool)
 		return p.Module, errors.New(res.ErrorMessage)
 	}
-	payload, err := a.cfg.Store.Blob(ctx, req.GetContextPtr())
+	payload, err := a.readContext(ctx, req)
 	if err != nil {
 		res.ErrorCode, res.ErrorMessage = "context_unavailable", err.Error()
 		return p.Module, err
 	}
-	in := runtime.Input{Payload: payload}
-	if g := req.GetConstraints().GetGrants(); g != nil && g.GetTimeLimitMs() > 0 {
-		in.TimeLimit = time.Duration(g.GetTimeLimitMs()) * time.Millisecond
-	}
+	in := a.input(req, payload)
+	ctx, done := a.jobs.add(ctx, req.GetJobId())
+	defer done()
 	out, err := a.cfg.Runtime.Run(ctx, mod, in)
+	if out != nil {
+		instanceRuns.WithLabelValues(p.Module, instanceKind(mod, out)).Inc()
+	}
 	if err != nil {
 		return p.Module, err
 	}

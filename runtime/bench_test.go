@@ -7,12 +7,13 @@ import (
 	"github.com/ward-run/ward/runtime"
 )
 
-// BenchmarkRunEcho measures one job end to end: a fresh instance of echo, a
-// 1 KiB payload in and out.
-func BenchmarkRunEcho(b *testing.B) {
+// BenchmarkPooled measures one job on a warm pooled instance of echo (a
+// reactor on the SDK), 1 KiB in and out: the sandbox's overhead per job.
+func BenchmarkPooled(b *testing.B) {
 	rt := newRuntime(b, runtime.Config{})
-	echo := compile(b, rt, echoPkg)
-	in := runtime.Input{Payload: randomBytes(1 << 10)}
+	echo := reactor(b, rt, echoPkg, runtime.Pooled)
+	in := runtime.Input{Payload: randomBytes(1 << 10), Tenant: "acme"}
+	mustRun(b, rt, echo, in) // the instance
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in.Payload)))
 	for b.Loop() {
@@ -22,12 +23,12 @@ func BenchmarkRunEcho(b *testing.B) {
 	}
 }
 
-// BenchmarkRunEchoParallel is BenchmarkRunEcho from GOMAXPROCS goroutines
-// sharing one Runtime and one Module.
-func BenchmarkRunEchoParallel(b *testing.B) {
+// BenchmarkPooledParallel is BenchmarkPooled from GOMAXPROCS goroutines
+// of one tenant.
+func BenchmarkPooledParallel(b *testing.B) {
 	rt := newRuntime(b, runtime.Config{})
-	echo := compile(b, rt, echoPkg)
-	in := runtime.Input{Payload: randomBytes(1 << 10)}
+	echo := reactor(b, rt, echoPkg, runtime.Pooled)
+	in := runtime.Input{Payload: randomBytes(1 << 10), Tenant: "acme"}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in.Payload)))
 	b.ResetTimer()
@@ -41,11 +42,32 @@ func BenchmarkRunEchoParallel(b *testing.B) {
 	})
 }
 
-// BenchmarkCloseOnContextDone measures what the checks that make a guest
-// interruptible cost a CPU-bound guest (testdata/spin: a fixed loop, no host
-// calls): "instrumented" is how Ward runs untrusted code, "wazero" is
-// wazero's WithCloseOnContextDone, and "none" is unsafe and only here for
-// comparison.
+// BenchmarkFresh measures one job in a fresh instance of echo: a reactor
+// (instantiate, _initialize, ward_run) and a command (instantiate, _start).
+func BenchmarkFresh(b *testing.B) {
+	rt := newRuntime(b, runtime.Config{})
+	in := runtime.Input{Payload: randomBytes(1 << 10), Tenant: "acme"}
+	for name, m := range map[string]*runtime.Module{
+		"reactor": reactor(b, rt, echoPkg, runtime.Fresh),
+		"command": compile(b, rt, echoPkg),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := rt.Run(context.Background(), m, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCloseOnContextDone measures what being able to stop a guest
+// costs a CPU-bound one (testdata/spin: a fixed loop, no host calls):
+// "instrumented" is how Ward runs modules (a countdown and a call of
+// ward.yield every 1,000 iterations), "wazero" is wazero's
+// WithCloseOnContextDone (a call into Go at every iteration), and "none"
+// cannot stop a guest at all and is only here for comparison.
 func BenchmarkCloseOnContextDone(b *testing.B) {
 	for _, bc := range []struct {
 		name string

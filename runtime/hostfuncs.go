@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
 )
 
 // Results of the host functions below zero. A guest reads the message of
@@ -165,11 +166,24 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 			}), f.params, f.results).
 			Export(f.name)
 	}
+	// yield is what instrumented guests call every yieldEvery loop
+	// iterations: the run stops here once its context is done. It takes
+	// no call state, and needs none: _initialize calls it too.
+	b.NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, _ api.Module, _ []uint64) {
+			if ctx.Err() != nil {
+				panic(sys.NewExitError(exitCodeInterrupted))
+			}
+		}), nil, nil).
+		Export("yield")
 	if _, err := b.Instantiate(ctx); err != nil {
 		return fmt.Errorf("runtime: instantiate the ward host module: %w", err)
 	}
 	return nil
 }
+
+// exitCodeInterrupted is the exit code of a guest stopped in ward.yield.
+const exitCodeInterrupted = 0xdead
 
 func errno(v int32) uint64 { return api.EncodeI32(v) }
 

@@ -186,11 +186,10 @@ func (r *Runtime) limits(m *Module, in *Input) limits {
 
 // instance is one instantiated module.
 type instance struct {
-	mod       api.Module
-	run       api.Function // ward_run for reactors, _start for commands
-	interrupt api.MutableGlobal
-	mem       *linearMemory
-	roots     []*os.Root
+	mod   api.Module
+	run   api.Function // ward_run for reactors, _start for commands
+	mem   *linearMemory
+	roots []*os.Root
 	// stdout and stderr follow the call the instance serves.
 	stdout, stderr *callWriter
 	runs           int
@@ -257,9 +256,6 @@ func (r *Runtime) instantiate(ctx context.Context, m *Module, c *call, lim limit
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
 	inst.mod = mod
-	if m.code.interruptible {
-		inst.interrupt, _ = mod.ExportedGlobal(interruptExport).(api.MutableGlobal)
-	}
 	if m.manifest.ABI == ABICommand {
 		inst.run = mod.ExportedFunction("_start")
 		return inst, nil
@@ -279,25 +275,15 @@ func (mnt Mount) guestPath() string {
 	return path.Clean("/" + strings.TrimPrefix(mnt.Dir, "/"))
 }
 
-// call calls f on the instance under ctx: the interrupt global (or
-// wazero's context watch) stops it when ctx ends. A call that fails leaves
-// the instance broken.
+// call calls f on the instance under ctx: ward.yield (or wazero's context
+// watch) stops it when ctx ends. A call that fails leaves the instance
+// broken.
 func (inst *instance) call(ctx context.Context, f api.Function) ([]uint64, error) {
 	if inst.mem != nil {
 		inst.mem.enter()
 		defer inst.mem.leave()
 	}
-	stop := func() bool { return true }
-	if inst.interrupt != nil {
-		g := inst.interrupt
-		stop = context.AfterFunc(ctx, func() { g.Set(1) })
-	}
 	res, err := f.Call(ctx)
-	if !stop() {
-		// The interrupt fired, maybe after the call returned: the flag
-		// may be set, and would trap the next call.
-		inst.broken = true
-	}
 	if err != nil {
 		inst.broken = true
 	}

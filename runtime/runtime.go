@@ -11,9 +11,9 @@
 //
 // Before compiling, the module's bytes are rewritten (internal/wasmbin):
 // its data segments are merged, which makes instantiation several times
-// cheaper, and every loop and function entry gets a check of an interrupt
-// flag, which is how a run is stopped at its time limit (see README.md,
-// "Stopping a guest").
+// cheaper, and every loop and function entry counts down to a call of the
+// host function ward.yield, which is where a run is stopped at its time
+// limit (see README.md, "Stopping a guest").
 //
 // The package knows nothing of how jobs arrive or where results go.
 package runtime
@@ -26,11 +26,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	goruntime "runtime"
 	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/ward-run/ward/runtime/internal/wasmbin"
@@ -49,10 +51,13 @@ const (
 const (
 	pageSize       = 64 << 10 // bytes in a WebAssembly memory page
 	maxMemoryBytes = 4 << 30  // the most a 32-bit memory can address
-	// interruptExport names the global the rewrite adds and exports.
-	interruptExport = "ward.interrupt"
 	// mergeGap is the largest zero run filled to merge two data segments.
 	mergeGap = 4 << 10
+	// yieldEvery is how many function entries and loop iterations an
+	// instrumented guest runs between two calls of ward.yield: the latency
+	// of stopping it, and of the Go runtime's stop-the-world while it
+	// runs, against the cost of the call.
+	yieldEvery = 1000
 )
 
 // ErrClosed is returned by Compile and Run once Close has been called.
@@ -66,16 +71,18 @@ type InterruptMode int
 
 // The interrupt modes.
 const (
-	// InterruptInstrumented (the default) stops guests through the check
-	// the rewrite puts in every loop and function entry; a module the
-	// rewrite cannot handle falls back to InterruptCloseOnContextDone.
+	// InterruptInstrumented (the default) stops guests in ward.yield,
+	// which the rewrite makes them call every yieldEvery loop iterations and
+	// function entries; a module the rewrite cannot handle falls back to
+	// InterruptCloseOnContextDone.
 	InterruptInstrumented InterruptMode = iota
 	// InterruptCloseOnContextDone uses wazero's WithCloseOnContextDone,
 	// which exits to Go at every loop iteration: much slower for
 	// CPU-bound guests. It exists to be measured against.
 	InterruptCloseOnContextDone
-	// InterruptNone cannot stop a guest that loops forever. Unsafe for
-	// untrusted code; it exists only to measure what stopping costs.
+	// InterruptNone cannot stop a guest that loops forever, and a guest
+	// that loops holds up Go's stop-the-world (and the process) while it
+	// does. It exists only to measure what stopping costs.
 	InterruptNone
 )
 
@@ -228,7 +235,7 @@ type code struct {
 	digest   string
 	compiled wazero.CompiledModule
 	rt       wazero.Runtime
-	// interruptible: the rewrite added the interrupt global.
+	// interruptible: the rewrite made it call ward.yield.
 	interruptible bool
 	abi           ABI
 	minMemory     uint64 // bytes the module's memory starts with
@@ -303,8 +310,9 @@ func (m *Module) Digest() string { return m.code.digest }
 // resolved.
 func (m *Module) Manifest() Manifest { return m.manifest }
 
-// Interruptible reports whether runs are stopped through the rewrite's
-// checks; false means wazero's WithCloseOnContextDone.
+// Interruptible reports whether runs are stopped in ward.yield, which the
+// rewrite made the module call; false means wazero's
+// WithCloseOnContextDone.
 func (m *Module) Interruptible() bool { return m.code.interruptible }
 
 // Close drops the module's idle instances; runs in flight finish, and their
@@ -392,8 +400,10 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, man *Manifest) (*Module
 
 func (r *Runtime) compile(ctx context.Context, digest string, wasm []byte) (*code, error) {
 	c := &code{digest: digest}
+	ctx = experimental.WithCompilationWorkers(ctx, goruntime.GOMAXPROCS(0))
 	if r.cfg.Interrupt == InterruptInstrumented {
-		rewritten, _, err := wasmbin.Rewrite(wasm, wasmbin.Options{MergeGap: mergeGap, InterruptExport: interruptExport})
+		rewritten, _, err := wasmbin.Rewrite(wasm, wasmbin.Options{MergeGap: mergeGap,
+			Yield: &wasmbin.Yield{Module: "ward", Name: "yield", Every: yieldEvery}})
 		if err == nil {
 			if compiled, err := r.wz.CompileModule(ctx, rewritten); err == nil {
 				c.compiled, c.rt, c.interruptible = compiled, r.wz, true

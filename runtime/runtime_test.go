@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -680,5 +681,38 @@ func TestNewRejects(t *testing.T) {
 			_ = rt.Close(context.Background())
 			t.Errorf("New(%+v) succeeded", cfg)
 		}
+	}
+}
+
+// TestGCWhileSpinning: a guest in a tight loop does not hold up the Go
+// runtime: garbage collections (which stop the world) complete while it
+// spins, and it stops at its time limit.
+func TestGCWhileSpinning(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	m := reactor(t, rt, hostilePkg, runtime.Pooled)
+	done := make(chan error, 1)
+	go func() {
+		_, err := rt.Run(context.Background(), m, runtime.Input{Payload: ask("loop", ""), TimeLimit: 2 * time.Second})
+		done <- err
+	}()
+	collected := make(chan struct{})
+	go func() {
+		for range 5 {
+			goruntime.GC()
+		}
+		close(collected)
+	}()
+	select {
+	case <-collected:
+	case <-time.After(60 * time.Second):
+		t.Fatal("garbage collection blocked while the guest spins")
+	}
+	select {
+	case err := <-done:
+		if runtime.ErrorCode(err) != runtime.CodeTimeout {
+			t.Fatalf("spinning guest: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the spinning guest was not stopped")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/host"
 	"github.com/ward-run/ward/internal/stack"
 )
 
@@ -18,6 +19,7 @@ func newDevCmd(g *globals) *cobra.Command {
 	var (
 		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, cacheDir, natsHost, cpuProfile string
 		natsPort, maxParallel                                                                    int
+		sandbox                                                                                  sandboxFlags
 	)
 	var safetyFlags safetyClientFlags
 	cmd := &cobra.Command{
@@ -45,6 +47,14 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 			}
 
 			wasm, err := stack.ReadModules(modulesDir)
+			if err != nil {
+				return err
+			}
+			manifests, err := host.ReadManifests(modulesDir)
+			if err != nil {
+				return err
+			}
+			env, err := sandbox.env(os.Getenv("OLLAMA_URL"))
 			if err != nil {
 				return err
 			}
@@ -87,8 +97,8 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 				return err
 			}
 			opts := stack.Options{Probes: probes, NATSURL: ns.ClientURL(), Store: store, SafetyAddr: safetyAddr,
-				Pools: pools, Timeouts: timeouts, Modules: wasm, CacheDir: cacheDir,
-				MaxParallel: maxParallel, HostID: "dev-host", Logger: log,
+				Pools: pools, Timeouts: timeouts, Modules: wasm, Manifests: manifests, CacheDir: cacheDir,
+				MountRoots: sandbox.mountRoots, Env: env, MaxParallel: maxParallel, HostID: "dev-host", Logger: log,
 				Settings: conf.Scheduler, ConfigFiles: files}
 			opts.PolicyDir = policyDir
 			if opts.SafetyClient, err = safetyFlags.config(); err != nil {
@@ -128,6 +138,7 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 	f.StringVar(&cacheDir, "cache-dir", defaultCacheDir(), "compiled-module cache directory")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	f.IntVar(&maxParallel, "max-parallel", 0, "jobs the host runs at once (default: number of CPUs)")
+	sandbox.register(f)
 	return cmd
 }
 

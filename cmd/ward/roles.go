@@ -17,7 +17,6 @@ import (
 	"github.com/ward-run/ward/host"
 	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/client"
-	"github.com/ward-run/ward/internal/stack"
 	"github.com/ward-run/ward/policies"
 	"github.com/ward-run/ward/runtime"
 	"github.com/ward-run/ward/safety"
@@ -200,6 +199,7 @@ func newHostCmd(g *globals) *cobra.Command {
 		maxParallel                                                   int
 		heartbeat                                                     time.Duration
 		ollamaURL, gpuMode                                            string
+		sandbox                                                       sandboxFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "host",
@@ -210,10 +210,6 @@ func newHostCmd(g *globals) *cobra.Command {
 			ctx, stop := signalContext()
 			defer stop()
 			pools, err := config.LoadPools(os.Getenv(config.EnvPoolConfig))
-			if err != nil {
-				return err
-			}
-			wasm, err := stack.ReadModules(modulesDir)
 			if err != nil {
 				return err
 			}
@@ -235,7 +231,11 @@ func newHostCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer rt.Close(context.Background())
-			mods, err := stack.CompileAll(ctx, rt, wasm)
+			mods, err := loadModules(ctx, rt, modulesDir)
+			if err != nil {
+				return err
+			}
+			env, err := sandbox.env(ollamaURL)
 			if err != nil {
 				return err
 			}
@@ -251,7 +251,7 @@ func newHostCmd(g *globals) *cobra.Command {
 			defer stopMetrics()
 			a, err := host.New(host.Config{ID: id, Bus: conn, Store: store, Runtime: rt, Modules: mods, Pools: pools,
 				MaxParallel: maxParallel, HeartbeatInterval: heartbeat, Capabilities: caps, Labels: lbls,
-				Region: region, Zone: zone, Probes: probes, Logger: log})
+				Region: region, Zone: zone, Probes: probes, Logger: log, MountRoots: sandbox.mountRoots, Env: env})
 			if err != nil {
 				return err
 			}
@@ -278,6 +278,7 @@ func newHostCmd(g *globals) *cobra.Command {
 	f.StringVar(&ollamaURL, "ollama-url", os.Getenv("OLLAMA_URL"), "Ollama beside this host: probed every heartbeat interval; capability ollama while it answers ($OLLAMA_URL)")
 	f.StringVar(&gpuMode, "gpu", "auto", "GPU probe: auto (NVML, then nvidia-smi) or off")
 	f.DurationVar(&heartbeat, "heartbeat", 2*time.Second, "heartbeat interval")
+	sandbox.register(f)
 	return cmd
 }
 

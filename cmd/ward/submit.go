@@ -20,7 +20,9 @@ func newSubmitCmd(g *globals) *cobra.Command {
 	var (
 		req        wardv1.JobRequest
 		payloadArg string
+		repoDir    string
 		labels     []string
+		env        []string
 		wait       bool
 		timeout    time.Duration
 		priority   int
@@ -30,16 +32,32 @@ func newSubmitCmd(g *globals) *cobra.Command {
 		Short: "Submit a job; with --wait, follow it to its end and print the result",
 		Example: `  ward submit --topic job.echo --tenant acme --payload '{"hello":"world"}' --wait
   ward submit --topic job.echo --tenant acme --payload @input.json
-  echo hi | ward submit --topic job.echo --tenant acme --payload - --wait`,
+  echo hi | ward submit --topic job.echo --tenant acme --payload - --wait
+  ward submit --topic job.repo.report --tenant acme --repo . --payload '{"format": "markdown"}' --wait`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			data, err := readPayload(payloadArg, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
+			if repoDir != "" {
+				// The repo modules take a request, if any, then the archive.
+				archive, err := client.PackDir(repoDir)
+				if err != nil {
+					return err
+				}
+				if len(data) > 0 {
+					data = append(append(data, '\n'), archive...)
+				} else {
+					data = archive
+				}
+			}
 			req.Payload = data
 			req.Priority = int32(priority)
 			if req.Labels, err = parseLabels(labels); err != nil {
+				return err
+			}
+			if req.Env, err = parseLabels(env); err != nil {
 				return err
 			}
 			c, err := client.Dial(client.NATSURL(g.natsURL))
@@ -56,6 +74,8 @@ func newSubmitCmd(g *globals) *cobra.Command {
 	f.StringVar(&req.Topic, "topic", "", "job topic, e.g. job.echo")
 	f.StringVar(&req.TenantId, "tenant", "", "tenant id")
 	f.StringVar(&payloadArg, "payload", "", "payload: a string, @file, or - for standard input")
+	f.StringVar(&repoDir, "repo", "", "send this directory as a gzipped tar, after the payload if any (the repo modules' input); one too large for a message goes through the object store")
+	f.StringSliceVar(&env, "env", nil, "environment key=value for the module (repeatable); it sees only the keys its job is granted")
 	f.StringVar(&req.JobId, "id", "", "job id (default: a new UUID)")
 	f.IntVar(&priority, "priority", 5, "priority, 0 (highest) to 10")
 	f.StringSliceVar(&labels, "label", nil, "label key=value (repeatable)")

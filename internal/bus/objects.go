@@ -31,7 +31,19 @@ const (
 	// InlineContextMax is the largest context a client sends inside its
 	// submission; a larger one goes to ContextBucket.
 	InlineContextMax = 512 << 10
+	// objectTimeout bounds a whole put or get when the caller's context has
+	// no deadline: JetStream's own default (5 s) is too short for a 64 MiB
+	// object on a busy host.
+	objectTimeout = 2 * time.Minute
 )
+
+// withTimeout gives ctx objectTimeout unless it has a deadline already.
+func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, objectTimeout)
+}
 
 // ErrBadPointer is returned for a pointer that is not a nats-os:// object
 // pointer of the expected shape.
@@ -128,6 +140,8 @@ func (o *Objects) bucket(ctx context.Context, name string, create bool) (jetstre
 // after hashing), in ContextBucket unless it is there already, and returns
 // its pointer.
 func (o *Objects) PutContext(ctx context.Context, tenant string, f io.ReadSeeker) (string, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", fmt.Errorf("bus: put context: %w", err)
@@ -160,6 +174,8 @@ func (o *Objects) Get(ctx context.Context, ptr string, max int64) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
 	b, err := o.bucket(ctx, bucket, false)
 	if err != nil {
 		return nil, err

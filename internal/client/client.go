@@ -4,12 +4,14 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,6 +43,10 @@ var ErrRefused = errors.New("submission refused")
 // Client is a connection to a Ward system.
 type Client struct {
 	bus *bus.Conn
+
+	objsOnce sync.Once
+	objs     *bus.Objects
+	objsErr  error
 }
 
 // New wraps an existing bus connection.
@@ -63,10 +69,23 @@ func (c *Client) Bus() *bus.Conn { return c.bus }
 
 // Submit sends req and returns the job id the scheduler acknowledged (the
 // first job's id when the idempotency key was used before). A job id is
-// generated when req has none, so that a caller can watch it first.
+// generated when req has none, so that a caller can watch it first. A
+// payload over bus.InlineContextMax does not travel in the submission: it
+// is stored in the context bucket and req carries its pointer instead.
 func (c *Client) Submit(ctx context.Context, req *wardv1.JobRequest) (*wardv1.SubmitReply, error) {
 	if req.JobId == "" {
 		req.JobId = uuid.NewString()
+	}
+	if len(req.Payload) > bus.InlineContextMax {
+		c.objsOnce.Do(func() { c.objs, c.objsErr = bus.NewObjects(c.bus) })
+		if c.objsErr != nil {
+			return nil, c.objsErr
+		}
+		ptr, err := c.objs.PutContext(ctx, req.TenantId, bytes.NewReader(req.Payload))
+		if err != nil {
+			return nil, fmt.Errorf("the payload of %d bytes is too large for a message, and storing it failed: %w", len(req.Payload), err)
+		}
+		req.ContextPtr, req.Payload = ptr, nil
 	}
 	reply := &wardv1.SubmitReply{}
 	if err := c.bus.Request(ctx, bus.SubjectSubmit, req, reply); err != nil {

@@ -53,6 +53,15 @@ type Options struct {
 	// Modules are the wasm modules the host serves, by module name. No
 	// host is started when empty.
 	Modules map[string][]byte
+	// Manifests are the modules' manifests, by module name (see
+	// host.ReadManifests); a module without one gets the defaults.
+	Manifests map[string]*runtime.Manifest
+	// MountRoots are the directories the host may mount for jobs granted
+	// read-only directories (host.Config.MountRoots).
+	MountRoots []string
+	// Env holds the values the host gives jobs' granted environment keys
+	// (host.Config.Env).
+	Env map[string]string
 	// CacheDir is the host's compilation cache; in memory when empty.
 	CacheDir          string
 	HostID            string
@@ -134,7 +143,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if s.rt, err = runtime.New(ctx, runtime.Config{CacheDir: o.CacheDir}); err != nil {
 		return nil, err
 	}
-	mods, err := CompileAll(ctx, s.rt, o.Modules)
+	mods, err := host.LoadModules(ctx, s.rt, o.Modules, o.Manifests)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +153,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.Host, err = host.New(host.Config{ID: o.HostID, Bus: hc, Store: o.Store, Runtime: s.rt, Modules: mods,
 		Pools: o.Pools, MaxParallel: o.MaxParallel, HeartbeatInterval: o.HeartbeatInterval,
-		Capabilities: o.Capabilities, Labels: o.Labels, Probes: o.Probes, Logger: o.Logger})
+		Capabilities: o.Capabilities, Labels: o.Labels, Probes: o.Probes, Logger: o.Logger,
+		MountRoots: o.MountRoots, Env: o.Env})
 	if err != nil {
 		return nil, err
 	}
@@ -177,19 +187,6 @@ func (s *Stack) Shutdown(ctx context.Context) error {
 		errs = append(errs, s.safety.close(ctx))
 	}
 	return errors.Join(errs...)
-}
-
-// CompileAll compiles each module.
-func CompileAll(ctx context.Context, rt *runtime.Runtime, wasm map[string][]byte) (map[string]*runtime.Module, error) {
-	mods := make(map[string]*runtime.Module, len(wasm))
-	for name, b := range wasm {
-		m, err := rt.Compile(ctx, name, b)
-		if err != nil {
-			return nil, fmt.Errorf("module %s: %w", name, err)
-		}
-		mods[name] = m
-	}
-	return mods, nil
 }
 
 // ReadModules reads every <name>.wasm in dir, by name.

@@ -1,16 +1,20 @@
 // Package wasmbin rewrites WebAssembly binaries before they are compiled, to
 // make them cheaper to instantiate and cheap to interrupt:
 //
-//   - MergeData joins the active data segments of a module into few large
-//     ones. Go's linker emits tens of thousands of small segments (31,007
-//     for a 750 KB echo module); wazero evaluates an offset expression and
-//     copies each one at every instantiation, which was a third of the cost
-//     of a fresh instance.
-//   - Instrument adds an exported mutable i32 global and, at every function
-//     entry and loop header, a check that traps (unreachable) once the global
-//     is non-zero. Setting the global from another goroutine stops a guest
-//     spinning in a loop for the cost of one load and branch per iteration,
-//     where wazero's WithCloseOnContextDone exits to Go on every iteration.
+//   - Data merging joins the active data segments of a module into few
+//     large ones. Go's linker emits tens of thousands of small segments
+//     (31,007 for a 750 KB echo module); wazero evaluates an offset
+//     expression and copies each one at every instantiation, which was a
+//     third of the cost of a fresh instance.
+//   - Yield instrumentation adds a countdown global, decremented at every
+//     function entry and loop header, and an imported host function called
+//     (and the countdown reset) each time it reaches zero. The host function
+//     is where the embedder stops a guest whose time is up. wazero's
+//     WithCloseOnContextDone calls into Go at every loop iteration instead,
+//     which makes tight loops 10 to 20 times slower. The guest must call
+//     into Go now and then all the same: Go cannot preempt a goroutine that
+//     is running JIT code, so a guest that never calls out would hold up the
+//     garbage collector's stop-the-world, and with it the whole process.
 //
 // Rewrite does both in one pass. It refuses (with an error) any module it
 // does not fully understand, so that callers can fall back to the original
@@ -27,9 +31,12 @@ import (
 // Section ids of the WebAssembly binary format.
 const (
 	secCustom    = 0
+	secType      = 1
 	secImport    = 2
 	secGlobal    = 6
 	secExport    = 7
+	secStart     = 8
+	secElem      = 9
 	secCode      = 10
 	secData      = 11
 	secDataCount = 12
@@ -43,18 +50,26 @@ var magic = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
 // Options selects what Rewrite does.
 type Options struct {
 	// MergeGap is the largest run of zero bytes between two active data
-	// segments that MergeData fills to join them. Zero leaves the data
-	// section alone.
+	// segments that is filled to join them. Zero leaves the data section
+	// alone.
 	MergeGap int
-	// InterruptExport, when set, instruments the module (see the package
-	// comment) and exports the interrupt global under this name.
-	InterruptExport string
+	// Yield, when set, instruments the module (see the package comment).
+	Yield *Yield
+}
+
+// Yield describes the host function instrumented code calls.
+type Yield struct {
+	// Module and Name are the import's names; its type is () -> ().
+	Module, Name string
+	// Every is how many function entries and loop iterations run between
+	// two calls (at least 1).
+	Every int32
 }
 
 // Stats says what Rewrite did.
 type Stats struct {
 	SegmentsBefore, SegmentsAfter int
-	// Checks is the number of interrupt checks inserted: one per function
+	// Checks is the number of countdown checks inserted: one per function
 	// body and one per loop.
 	Checks int
 }
@@ -73,49 +88,26 @@ func Rewrite(wasm []byte, o Options) ([]byte, Stats, error) {
 	if err != nil {
 		return nil, st, err
 	}
+	var y *yielder
+	if o.Yield != nil {
+		if y, err = newYielder(secs, *o.Yield); err != nil {
+			return nil, st, err
+		}
+	}
 	out := make([]byte, 0, len(wasm)+len(wasm)/16)
 	out = append(out, magic...)
-
-	var (
-		importedGlobals, globalCount uint32
-		interruptIdx                 uint32
-		haveGlobal, haveExport       bool
-		newSegments                  = -1
-	)
-	if o.InterruptExport != "" {
-		for _, s := range secs {
-			switch s.id {
-			case secImport:
-				if importedGlobals, err = countImportedGlobals(s.payload); err != nil {
-					return nil, st, err
-				}
-			case secGlobal:
-				haveGlobal = true
-				n, _, err := readU32(s.payload, 0)
-				if err != nil {
-					return nil, st, err
-				}
-				globalCount = n
-			case secExport:
-				haveExport = true
-			}
-		}
-		if !haveGlobal || !haveExport {
-			return nil, st, fmt.Errorf("%w: no global or export section to extend", ErrUnsupported)
-		}
-		interruptIdx = importedGlobals + globalCount
-	}
-
+	newSegments := -1
 	for _, s := range secs {
 		payload := s.payload
 		switch {
-		case s.id == secGlobal && o.InterruptExport != "":
-			payload, err = appendGlobal(payload)
-		case s.id == secExport && o.InterruptExport != "":
-			payload, err = appendExport(payload, o.InterruptExport, interruptIdx)
-		case s.id == secCode && o.InterruptExport != "":
-			payload, st.Checks, err = instrumentCode(payload, interruptIdx)
-		case s.id == secData && o.MergeGap > 0:
+		case s.id == secCustom && y != nil && customName(payload) == "name":
+			// Function names are indexed by function: renumbered, they
+			// would lie. Only debugging loses them.
+			continue
+		case y != nil:
+			payload, err = y.section(s.id, payload, &st)
+		}
+		if err == nil && s.id == secData && o.MergeGap > 0 {
 			payload, st.SegmentsBefore, st.SegmentsAfter, err = mergeData(payload, o.MergeGap)
 			newSegments = st.SegmentsAfter
 		}
@@ -134,6 +126,15 @@ func Rewrite(wasm []byte, o Options) ([]byte, Stats, error) {
 		}
 	}
 	return out, st, nil
+}
+
+// customName returns the name of a custom section.
+func customName(payload []byte) string {
+	n, k, err := readU32(payload, 0)
+	if err != nil || uint64(k)+uint64(n) > uint64(len(payload)) {
+		return ""
+	}
+	return string(payload[k : k+int(n)])
 }
 
 func parseSections(b []byte) ([]section, error) {
@@ -278,102 +279,4 @@ func isValType(c byte) bool {
 		return true
 	}
 	return false
-}
-
-func countImportedGlobals(b []byte) (uint32, error) {
-	count, p, err := readU32(b, 0)
-	if err != nil {
-		return 0, err
-	}
-	var globals uint32
-	for range count {
-		if p, err = skipName(b, p); err != nil {
-			return 0, err
-		}
-		if p, err = skipName(b, p); err != nil {
-			return 0, err
-		}
-		if p >= len(b) {
-			return 0, errTruncated
-		}
-		kind := b[p]
-		p++
-		switch kind {
-		case 0x00, 0x04: // function: type index; tag: attribute and type index
-			if kind == 0x04 {
-				p++
-			}
-			_, n, err := readU32(b, p)
-			if err != nil {
-				return 0, err
-			}
-			p += n
-		case 0x01: // table: reftype and limits
-			p++
-			if p, err = skipLimits(b, p); err != nil {
-				return 0, err
-			}
-		case 0x02: // memory
-			if p, err = skipLimits(b, p); err != nil {
-				return 0, err
-			}
-		case 0x03: // global: valtype and mutability
-			if p+1 >= len(b) || !isValType(b[p]) {
-				return 0, fmt.Errorf("%w: imported global type", ErrUnsupported)
-			}
-			p += 2
-			globals++
-		default:
-			return 0, fmt.Errorf("%w: import kind %#x", ErrUnsupported, kind)
-		}
-	}
-	return globals, nil
-}
-
-// appendGlobal adds (global (mut i32) (i32.const 0)) to a global section.
-func appendGlobal(b []byte) ([]byte, error) {
-	count, n, err := readU32(b, 0)
-	if err != nil {
-		return nil, err
-	}
-	out := binary.AppendUvarint(nil, uint64(count)+1)
-	out = append(out, b[n:]...)
-	return append(out, 0x7f, 0x01, 0x41, 0x00, 0x0b), nil
-}
-
-// appendExport adds an export of global idx under name, which must be free.
-func appendExport(b []byte, name string, idx uint32) ([]byte, error) {
-	count, hdr, err := readU32(b, 0)
-	if err != nil {
-		return nil, err
-	}
-	p := hdr
-	for range count {
-		l, n, err := readU32(b, p)
-		if err != nil {
-			return nil, err
-		}
-		start := p + n
-		end := start + int(l)
-		if end+1 > len(b) || end < start {
-			return nil, errTruncated
-		}
-		if string(b[start:end]) == name {
-			return nil, fmt.Errorf("%w: export %q exists already", ErrUnsupported, name)
-		}
-		_, n, err = readU32(b, end+1)
-		if err != nil {
-			return nil, err
-		}
-		p = end + 1 + n
-	}
-	if p != len(b) {
-		return nil, fmt.Errorf("%w: trailing bytes in export section", ErrUnsupported)
-	}
-	out := binary.AppendUvarint(nil, uint64(count)+1)
-	out = append(out, b[hdr:]...)
-	out = binary.AppendUvarint(out, uint64(len(name)))
-	out = append(out, name...)
-	out = append(out, 0x03)
-	return binary.AppendUvarint(out, uint64(idx)), nil
 }

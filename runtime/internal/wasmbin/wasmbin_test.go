@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
 )
 
 // module assembles a module from (id, payload) sections.
@@ -37,33 +39,86 @@ func body(code ...byte) []byte {
 	return append(binary.AppendUvarint(nil, uint64(len(code))), code...)
 }
 
-// spinModule exports "spin", a function that loops forever, and "rec", one
-// that calls itself forever (no loop: only the function-entry check stops
-// it before the stack runs out).
-func spinModule() []byte {
+// testModule imports env.nop (function 0), and defines:
+//
+//	1 spin:  loops forever
+//	2 rec:   calls itself forever (no loop: only the entry check sees it)
+//	3 answer: returns 42
+//	4 run:   calls answer through the table (call_indirect), after env.nop
+//	5 init:  the start function, sets global 0 to 7
+//
+// Instrumenting it renumbers every function reference but env.nop's.
+func testModule() []byte {
 	return module(
-		section{1, vec([]byte{0x60, 0x00, 0x00})},             // type 0: () -> ()
-		section{3, vec([]byte{0x00}, []byte{0x00})},           // two functions of type 0
-		section{6, vec([]byte{0x7f, 0x01, 0x41, 0x00, 0x0b})}, // a mutable i32 of its own
-		section{7, vec(append(name("spin"), 0x00, 0x00), append(name("rec"), 0x00, 0x01))},
+		section{1, vec([]byte{0x60, 0x00, 0x00}, []byte{0x60, 0x00, 0x01, 0x7f})}, // 0: () -> (), 1: () -> i32
+		section{2, vec(append(append(name("env"), name("nop")...), 0x00, 0x00))},
+		section{3, vec([]byte{0x00}, []byte{0x00}, []byte{0x01}, []byte{0x01}, []byte{0x00})},
+		section{4, vec([]byte{0x70, 0x00, 0x01})},             // a funcref table of 1
+		section{6, vec([]byte{0x7f, 0x01, 0x41, 0x00, 0x0b})}, // global 0, mutable i32
+		section{7, vec(append(name("spin"), 0x00, 0x01), append(name("rec"), 0x00, 0x02),
+			append(name("run"), 0x00, 0x04), append(name("g"), 0x03, 0x00))},
+		section{8, []byte{0x05}},                                    // start: init
+		section{9, vec([]byte{0x00, 0x41, 0x00, 0x0b, 0x01, 0x03})}, // table[0] = answer
 		section{10, vec(
-			body(0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b), // loop br 0 end end
-			body(0x00, 0x10, 0x01, 0x0b),                   // call 1 end
+			body(0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b),             // loop br 0 end end
+			body(0x00, 0x10, 0x02, 0x0b),                               // call rec
+			body(0x00, 0x41, 0x2a, 0x0b),                               // i32.const 42
+			body(0x00, 0x10, 0x00, 0x41, 0x00, 0x11, 0x01, 0x00, 0x0b), // call nop; call_indirect (type 1) table[0]
+			body(0x00, 0x41, 0x07, 0x24, 0x00, 0x0b),                   // global.set 0 (i32.const 7)
 		)},
+		section{0, append(name("name"), 0x01, 0x00)}, // a name section, dropped by the rewrite
 	)
 }
 
-func TestInterrupt(t *testing.T) {
-	out, st, err := Rewrite(spinModule(), Options{InterruptExport: "stop"})
+// hostRuntime is a runtime with env.nop and ward.yield, which stops the
+// guest once stop is set.
+func hostRuntime(t *testing.T, stop *atomic.Bool, yields *atomic.Int64) wazero.Runtime {
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { rt.Close(ctx) })
+	if _, err := rt.NewHostModuleBuilder("env").NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(func(context.Context, api.Module, []uint64) {}), nil, nil).
+		Export("nop").Instantiate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.NewHostModuleBuilder("ward").NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(func(context.Context, api.Module, []uint64) {
+			yields.Add(1)
+			if stop.Load() {
+				panic(sys.NewExitError(99))
+			}
+		}), nil, nil).Export("yield").Instantiate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+func TestYield(t *testing.T) {
+	out, st, err := Rewrite(testModule(), Options{Yield: &Yield{Module: "ward", Name: "yield", Every: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Checks != 3 { // two function entries, one loop
-		t.Fatalf("%d checks inserted, want 3", st.Checks)
+	if st.Checks != 6 { // five function entries, one loop
+		t.Fatalf("%d checks inserted, want 6", st.Checks)
 	}
+	var stop atomic.Bool
+	var yields atomic.Int64
+	rt := hostRuntime(t, &stop, &yields)
 	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())
-	defer rt.Close(ctx)
+
+	// The references still point where they did.
+	mod, err := rt.InstantiateWithConfig(ctx, out, wazero.NewModuleConfig().WithName(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := mod.ExportedGlobal("g").Get(); g != 7 {
+		t.Fatalf("the start function set g to %d, want 7", g)
+	}
+	if res, err := mod.ExportedFunction("run").Call(ctx); err != nil || res[0] != 42 {
+		t.Fatalf("run() = %v, %v; want 42", res, err)
+	}
+	mod.Close(ctx)
+
 	for _, fn := range []string{"spin", "rec"} {
 		t.Run(fn, func(t *testing.T) {
 			mod, err := rt.InstantiateWithConfig(ctx, out, wazero.NewModuleConfig().WithName(""))
@@ -71,26 +126,31 @@ func TestInterrupt(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer mod.Close(ctx)
-			stop := mod.ExportedGlobal("stop")
-			if stop == nil {
-				t.Fatal("no exported interrupt global")
-			}
+			before := yields.Load()
 			done := make(chan error, 1)
 			go func() {
 				_, err := mod.ExportedFunction(fn).Call(ctx)
 				done <- err
 			}()
-			stop.(interface{ Set(uint64) }).Set(1)
+			// The guest calls out while it runs: the garbage collector and
+			// the scheduler get their turn.
+			deadline := time.Now().Add(30 * time.Second)
+			for yields.Load() < before+3 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			stop.Store(true)
+			defer stop.Store(false)
 			select {
 			case err := <-done:
-				if fn == "spin" && (err == nil || !strings.Contains(err.Error(), "unreachable")) {
-					t.Fatalf("interrupted call returned %v, want an unreachable trap", err)
+				var exit *sys.ExitError
+				if fn == "spin" && (!errors.As(err, &exit) || exit.ExitCode() != 99) {
+					t.Fatalf("stopped call returned %v, want exit code 99", err)
 				}
 				if err == nil {
-					t.Fatal("interrupted call returned no error")
+					t.Fatal("stopped call returned no error")
 				}
 			case <-time.After(30 * time.Second):
-				t.Fatal("setting the interrupt global did not stop the guest")
+				t.Fatal("the yield function did not stop the guest")
 			}
 		})
 	}
@@ -155,15 +215,16 @@ func TestSLEB(t *testing.T) {
 }
 
 func TestRejects(t *testing.T) {
+	yield := &Yield{Module: "ward", Name: "yield", Every: 10}
 	for name, b := range map[string][]byte{
 		"empty":     nil,
 		"not wasm":  []byte("hello world"),
-		"truncated": spinModule()[:30],
-		"no global": module(section{1, vec([]byte{0x60, 0x00, 0x00})}, section{7, vec()}),
-		"bad opcode": module(section{1, vec([]byte{0x60, 0x00, 0x00})}, section{3, vec([]byte{0x00})},
-			section{6, vec()}, section{7, vec()}, section{10, vec(body(0x00, 0xff, 0x0b))}),
+		"truncated": testModule()[:30],
+		"no import": module(section{1, vec([]byte{0x60, 0x00, 0x00})}, section{6, vec()}),
+		"bad opcode": module(section{1, vec([]byte{0x60, 0x00, 0x00})}, section{2, vec()}, section{3, vec([]byte{0x00})},
+			section{6, vec()}, section{10, vec(body(0x00, 0xff, 0x0b))}),
 	} {
-		if _, _, err := Rewrite(b, Options{MergeGap: 16, InterruptExport: "stop"}); !errors.Is(err, ErrUnsupported) {
+		if _, _, err := Rewrite(b, Options{MergeGap: 16, Yield: yield}); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%s: %v, want ErrUnsupported", name, err)
 		}
 	}
@@ -172,9 +233,9 @@ func TestRejects(t *testing.T) {
 // FuzzRewrite: whatever the input, Rewrite returns an error or bytes, and
 // never panics.
 func FuzzRewrite(f *testing.F) {
-	f.Add(spinModule())
+	f.Add(testModule())
 	f.Add(module(section{5, vec([]byte{0x00, 0x01})}, section{11, vec([]byte{0x00, 0x41, 0x0a, 0x0b, 0x01, 'x'})}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _, _ = Rewrite(b, Options{MergeGap: 1024, InterruptExport: "stop"})
+		_, _, _ = Rewrite(b, Options{MergeGap: 1024, Yield: &Yield{Module: "ward", Name: "yield", Every: 1000}})
 	})
 }

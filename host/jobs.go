@@ -1,0 +1,198 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/runtime"
+)
+
+var instanceRuns = promauto.NewCounterVec(prometheus.CounterOpts{
+	Name: "ward_host_instance_runs_total",
+	Help: "Jobs run, by module and instance: fresh (a new instance for the job), warm (a pooled instance reused) or cold (a pooled module's new instance).",
+}, []string{"module", "instance"})
+
+func instanceKind(m *runtime.Module, out *runtime.Output) string {
+	switch {
+	case m.Manifest().Isolation != runtime.Pooled:
+		return "fresh"
+	case out.Reused:
+		return "warm"
+	}
+	return "cold"
+}
+
+// jobTable holds a cancel function for every running job.
+type jobTable struct {
+	mu   sync.Mutex // guards runs
+	runs map[string]context.CancelCauseFunc
+}
+
+// errJobCancelled is the cause of a job's context when CancelJob ended it.
+var errJobCancelled = errors.New("job cancelled")
+
+// add registers job id and returns its context, and the function that
+// unregisters it.
+func (t *jobTable) add(ctx context.Context, id string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	t.mu.Lock()
+	if t.runs == nil {
+		t.runs = map[string]context.CancelCauseFunc{}
+	}
+	t.runs[id] = cancel
+	t.mu.Unlock()
+	return ctx, func() {
+		t.mu.Lock()
+		delete(t.runs, id)
+		t.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// CancelJob stops job id if this host is running it: its sandbox is stopped
+// at once and the job ends FAILED with code cancelled. It reports whether
+// the job was running here.
+func (a *Agent) CancelJob(id string) bool {
+	a.jobs.mu.Lock()
+	cancel, ok := a.jobs.runs[id]
+	a.jobs.mu.Unlock()
+	if ok {
+		cancel(errJobCancelled)
+	}
+	return ok
+}
+
+// objectsOnce opens the connection's object stores on first use: a host
+// whose jobs never point there needs no JetStream.
+type objectsOnce struct {
+	mu   sync.Mutex
+	objs *bus.Objects
+}
+
+func (o *objectsOnce) get(c *bus.Conn) (*bus.Objects, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.objs == nil {
+		objs, err := bus.NewObjects(c)
+		if err != nil {
+			return nil, err
+		}
+		o.objs = objs
+	}
+	return o.objs, nil
+}
+
+// readContext reads the job's context: its own blob in the job store
+// (redis://ctx:<job id>), or a context object of its tenant in JetStream
+// (nats-os://WARD_CONTEXTS/<tenant>/...). A pointer to anything else — some
+// other job's blob, another tenant's object — is refused: a client chooses
+// the pointer it submits.
+func (a *Agent) readContext(ctx context.Context, req *wardv1.JobRequest) ([]byte, error) {
+	ptr := req.GetContextPtr()
+	if strings.HasPrefix(ptr, bus.ObjectScheme) {
+		owner, err := bus.ContextOwner(ptr)
+		if err != nil {
+			return nil, err
+		}
+		if owner != req.GetTenantId() {
+			return nil, fmt.Errorf("context %s belongs to another tenant", ptr)
+		}
+		objs, err := a.objs.get(a.cfg.Bus)
+		if err != nil {
+			return nil, err
+		}
+		return objs.Get(ctx, ptr, a.cfg.MaxContextBytes)
+	}
+	if ptr != jobstore.ContextPtr(req.GetJobId()) {
+		return nil, fmt.Errorf("context pointer %q is not job %s's", ptr, req.GetJobId())
+	}
+	return a.cfg.Store.Blob(ctx, ptr)
+}
+
+// input turns a job into the sandbox's Input: its payload, and exactly what
+// the safety decision granted, no more. A granted directory this host may
+// not mount (outside its MountRoots, or absent) is left out: a grant is a
+// permission, and a job that needs the directory fails when it finds it
+// missing.
+func (a *Agent) input(req *wardv1.JobRequest, payload []byte) runtime.Input {
+	in := runtime.Input{
+		Payload: payload,
+		Tenant:  req.GetTenantId(),
+		Job: runtime.JobInfo{ID: req.GetJobId(), Topic: req.GetTopic(), Attempt: int(req.GetAttempt()),
+			Labels: maps.Clone(req.GetLabels())},
+		Progress: func(pct int, msg string) {
+			_ = a.cfg.Bus.Publish(bus.SubjectProgress, &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
+				Kind: wardv1.JobProgress_KIND_PROGRESS, Percent: int32(pct), Message: msg, SentAtUnixMs: time.Now().UnixMilli()})
+		},
+	}
+	g := req.GetConstraints().GetGrants()
+	if g == nil {
+		return in
+	}
+	in.TimeLimit = time.Duration(g.GetTimeLimitMs()) * time.Millisecond
+	in.MemoryLimitBytes = g.GetMemoryLimitBytes()
+	in.Grants.HTTPHosts = g.GetHttpHosts()
+	for _, key := range g.GetEnvKeys() {
+		if v, ok := req.GetEnv()[key]; ok {
+			in.Grants.Env = setEnv(in.Grants.Env, key, v)
+		} else if v, ok := a.cfg.Env[key]; ok {
+			in.Grants.Env = setEnv(in.Grants.Env, key, v)
+		}
+	}
+	for _, dir := range g.GetReadOnlyDirs() {
+		m, err := a.mount(dir)
+		if err != nil {
+			a.log.Debug("granted directory not mounted", "job_id", req.GetJobId(), "err", err)
+			continue
+		}
+		in.Grants.Mounts = append(in.Grants.Mounts, m)
+	}
+	return in
+}
+
+func setEnv(env map[string]string, k, v string) map[string]string {
+	if env == nil {
+		env = map[string]string{}
+	}
+	env[k] = v
+	return env
+}
+
+// mount checks a granted directory against the host's MountRoots: it must
+// resolve, symbolic links followed, to a directory inside one of them. The
+// guest sees it at the path granted.
+func (a *Agent) mount(dir string) (runtime.Mount, error) {
+	if !filepath.IsAbs(dir) {
+		return runtime.Mount{}, fmt.Errorf("granted directory %q is not an absolute path", dir)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return runtime.Mount{}, fmt.Errorf("granted directory: %w", err)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return runtime.Mount{}, fmt.Errorf("granted directory %s is not a directory", dir)
+	}
+	for _, root := range a.cfg.MountRoots {
+		rr, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(rr, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return runtime.Mount{Dir: real, Path: filepath.Clean(dir)}, nil
+		}
+	}
+	return runtime.Mount{}, fmt.Errorf("granted directory %s is outside the directories host %s may mount (%v)", dir, a.cfg.ID, a.cfg.MountRoots)
+}

@@ -1,0 +1,315 @@
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	natstest "github.com/nats-io/nats-server/v2/test"
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/host"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/redistest"
+	"github.com/ward-run/ward/internal/wasmtest"
+	"github.com/ward-run/ward/runtime"
+)
+
+// sandboxHost is a host agent serving the hostile test module (pooled) on
+// real NATS (JetStream on) and Redis, and what a test needs to send it jobs
+// and see their results.
+type sandboxHost struct {
+	t       *testing.T
+	agent   *host.Agent
+	store   *jobstore.Redis
+	conn    *bus.Conn
+	mount   string // under the host's MountRoots
+	mu      sync.Mutex
+	results map[string]*wardv1.JobResult
+	n       int
+}
+
+func newSandboxHost(t *testing.T) *sandboxHost {
+	t.Helper()
+	opts := natstest.DefaultTestOptions
+	opts.Port = -1
+	opts.JetStream = true
+	opts.StoreDir = t.TempDir()
+	ns := natstest.RunServer(&opts)
+	t.Cleanup(ns.Shutdown)
+	store, err := jobstore.OpenRedis(redistest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.Config{CacheDir: wasmtest.CacheDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(ctx) })
+	mod, err := rt.Load(ctx, wasmtest.BuildReactor(t, "github.com/ward-run/ward/runtime/testdata/hostile"),
+		&runtime.Manifest{Name: "hostile", Isolation: runtime.Pooled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools, err := config.ParsePools("test", []byte("topics:\n  job.hostile: hostile\npools:\n  hostile: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The host may mount directories under roots/; a symbolic link in the
+	// granted one points out of it.
+	roots := t.TempDir()
+	if err := os.WriteFile(filepath.Join(roots, "secret"), []byte("the secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mount := filepath.Join(roots, "repo")
+	if err := os.Mkdir(mount, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mount, "readme"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..", filepath.Join(mount, "up")); err != nil {
+		t.Fatal(err)
+	}
+
+	hc, err := bus.Connect(ns.ClientURL(), "host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hc.Close)
+	a, err := host.New(host.Config{ID: "h1", Bus: hc, Store: store, Runtime: rt, Pools: pools,
+		Modules: map[string]*runtime.Module{"hostile": mod}, MaxParallel: 2, HeartbeatInterval: time.Second,
+		MountRoots: []string{mount}, Env: map[string]string{"OLLAMA_MODEL": "llama3", "HOST_SECRET": "no"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := bus.Connect(ns.ClientURL(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	h := &sandboxHost{t: t, agent: a, store: store, conn: c, mount: mount, results: map[string]*wardv1.JobResult{}}
+	sub, err := c.NATS().Subscribe(bus.SubjectResult, func(m *nats.Msg) {
+		r := &wardv1.JobResult{}
+		if proto.Unmarshal(m.Data, r) == nil {
+			h.mu.Lock()
+			h.results[r.GetJobId()] = r
+			h.mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	_ = c.Flush()
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := a.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return h
+}
+
+// job is a job for the hostile module.
+type job struct {
+	tenant  string
+	payload []byte
+	grants  *wardv1.Grants
+	env     map[string]string
+	ptr     string // the context pointer, when not the job's own blob
+}
+
+// send stores j's context and dispatches it to the host; it returns the
+// job id.
+func (h *sandboxHost) send(j job) string {
+	h.t.Helper()
+	h.mu.Lock()
+	h.n++
+	id := "job-" + strings.ReplaceAll(h.t.Name(), "/", "-") + "-" + string(rune('a'+h.n%26)) + hex.EncodeToString([]byte{byte(h.n)})
+	h.mu.Unlock()
+	if j.tenant == "" {
+		j.tenant = "acme"
+	}
+	stored := &jobstore.Job{ID: id, Topic: "job.hostile", Tenant: j.tenant}
+	if _, _, err := h.store.Create(context.Background(), stored, j.payload); err != nil {
+		h.t.Fatal(err)
+	}
+	ptr := stored.ContextPtr
+	if j.ptr != "" {
+		ptr = j.ptr
+	}
+	req := &wardv1.JobRequest{JobId: id, Topic: "job.hostile", TenantId: j.tenant, ContextPtr: ptr, Pool: "hostile",
+		Env: j.env, Attempt: 1, Constraints: &wardv1.Constraints{Grants: j.grants}}
+	if err := h.conn.Publish(bus.WorkerJobsSubject("h1"), req); err != nil {
+		h.t.Fatal(err)
+	}
+	return id
+}
+
+// wait returns job id's result, polling until it comes.
+func (h *sandboxHost) wait(id string) *wardv1.JobResult {
+	h.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		h.mu.Lock()
+		r := h.results[id]
+		h.mu.Unlock()
+		if r != nil {
+			return r
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("no result for %s", id)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// output returns a succeeded job's result blob.
+func (h *sandboxHost) output(r *wardv1.JobResult) string {
+	h.t.Helper()
+	if r.GetStatus() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+		h.t.Fatalf("job %s: %s %s: %s", r.GetJobId(), r.GetStatus(), r.GetErrorCode(), r.GetErrorMessage())
+	}
+	b, err := h.store.Blob(context.Background(), r.GetResultPtr())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func ask(do, arg string) []byte {
+	b, _ := json.Marshal(map[string]string{"do": do, "arg": arg})
+	return b
+}
+
+// TestHostileJobs: each misbehaviour, sent as a job to a host agent, ends
+// FAILED with its code, and the same host runs the next job.
+func TestHostileJobs(t *testing.T) {
+	h := newSandboxHost(t)
+	for _, tc := range []struct {
+		name    string
+		job     job
+		code    string
+		message string
+	}{
+		{"infinite loop", job{payload: ask("loop", ""), grants: &wardv1.Grants{TimeLimitMs: 300}}, "timeout", "time limit"},
+		{"memory bomb", job{payload: ask("membomb", ""), grants: &wardv1.Grants{MemoryLimitBytes: 32 << 20}}, "memory_limit", "limit 33554432 bytes"},
+		{"endless output", job{payload: ask("bigout", "")}, "output_too_large", "exceeded"},
+		{"panic", job{payload: ask("panic", "")}, "exit", "panic: no handler for job kind"},
+		{"error", job{payload: ask("fail", "cannot do that")}, "module_error", "cannot do that"},
+		{"ungranted http", job{payload: ask("http", "http://example.com/")}, "not_granted", "example.com is not granted"},
+		{"symlink escape", job{payload: ask("read", h.mount+"/up/secret"), grants: &wardv1.Grants{ReadOnlyDirs: []string{h.mount}}},
+			"not_granted", "leaves the mounted directory"},
+		{"mount outside the roots", job{payload: ask("read", "/etc/hostname"), grants: &wardv1.Grants{ReadOnlyDirs: []string{"/etc"}}},
+			"module_error", "/etc/hostname"},
+		{"another job's blob", job{payload: ask("echo", ""), ptr: jobstore.ContextPtr("someone-else")}, "context_unavailable", "is not job"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.wait(h.send(tc.job))
+			if r.GetStatus() != wardv1.JobState_JOB_STATE_FAILED || r.GetErrorCode() != tc.code || !strings.Contains(r.GetErrorMessage(), tc.message) {
+				t.Fatalf("got %s %s %q, want FAILED %s containing %q", r.GetStatus(), r.GetErrorCode(), r.GetErrorMessage(), tc.code, tc.message)
+			}
+			if got := h.output(h.wait(h.send(job{payload: ask("echo", "next")}))); got != "next" {
+				t.Fatalf("the next job returned %q", got)
+			}
+		})
+	}
+}
+
+// TestGrantsThroughHost: the host hands the sandbox exactly the grants of
+// the job's constraints.
+func TestGrantsThroughHost(t *testing.T) {
+	h := newSandboxHost(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("pong")) }))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+
+	for _, tc := range []struct {
+		name string
+		job  job
+		want string
+	}{
+		{"granted http", job{payload: ask("http", srv.URL), grants: &wardv1.Grants{HttpHosts: []string{u.Host}}}, "200 pong"},
+		{"env from the host", job{payload: ask("env", "OLLAMA_MODEL"), grants: &wardv1.Grants{EnvKeys: []string{"OLLAMA_MODEL"}}}, "llama3"},
+		{"env from the job", job{payload: ask("env", "OLLAMA_MODEL"), grants: &wardv1.Grants{EnvKeys: []string{"OLLAMA_MODEL"}},
+			env: map[string]string{"OLLAMA_MODEL": "mistral"}}, "mistral"},
+		{"env not granted", job{payload: ask("env", "HOST_SECRET"), grants: &wardv1.Grants{EnvKeys: []string{"OLLAMA_MODEL"}}}, ""},
+		{"granted dir", job{payload: ask("read", h.mount+"/readme"), grants: &wardv1.Grants{ReadOnlyDirs: []string{h.mount}}}, "hello"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := h.output(h.wait(h.send(tc.job))); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLargeContext: a context far over one NATS message (64 MiB) reaches
+// the module whole through the object store; another tenant's object is
+// refused.
+func TestLargeContext(t *testing.T) {
+	h := newSandboxHost(t)
+	data := make([]byte, 64<<20)
+	_, _ = rand.Read(data)
+	objs, err := bus.NewObjects(h.conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptr, err := objs.PutContext(context.Background(), "acme", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	if got := h.output(h.wait(h.send(job{ptr: ptr}))); got != hex.EncodeToString(sum[:]) {
+		t.Fatalf("the module saw a context with sha256 %s", got)
+	}
+	r := h.wait(h.send(job{tenant: "intruder", ptr: ptr}))
+	if r.GetErrorCode() != "context_unavailable" || !strings.Contains(r.GetErrorMessage(), "another tenant") {
+		t.Fatalf("another tenant's context: %s %s", r.GetErrorCode(), r.GetErrorMessage())
+	}
+}
+
+// TestCancelJob: CancelJob stops a running job's sandbox; the job ends
+// FAILED cancelled, and the host goes on.
+func TestCancelJob(t *testing.T) {
+	h := newSandboxHost(t)
+	id := h.send(job{payload: ask("loop", ""), grants: &wardv1.Grants{TimeLimitMs: 60_000}})
+	deadline := time.Now().Add(30 * time.Second)
+	for !h.agent.CancelJob(id) {
+		if time.Now().After(deadline) {
+			t.Fatal("the job never ran")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r := h.wait(id); r.GetErrorCode() != "cancelled" {
+		t.Fatalf("cancelled job: %s %s", r.GetErrorCode(), r.GetErrorMessage())
+	}
+	if h.agent.CancelJob(id) {
+		t.Fatal("CancelJob found a job that ended")
+	}
+	if got := h.output(h.wait(h.send(job{payload: ask("echo", "after")}))); got != "after" {
+		t.Fatalf("next job: %q", got)
+	}
+}
