@@ -1,0 +1,31 @@
+package policies_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/ward-run/ward/policies"
+	"github.com/ward-run/ward/safety"
+)
+
+// TestRego runs the default bundle's Rego tests, as `ward policy test
+// policies` does: every rule of ward.rego has tests in ward_test.rego.
+func TestRego(t *testing.T) {
+	b, err := safety.ReadBundle(policies.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := safety.Compile(b); err != nil {
+		t.Fatal(err)
+	}
+	results, err := safety.Test(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Outcome != safety.OutcomePass {
+			t.Errorf("%s\n%s", r, r.Output)
+		}
+	}
+	t.Logf("%d Rego tests", len(results))
+}
