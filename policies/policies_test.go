@@ -29,3 +29,19 @@ func TestRego(t *testing.T) {
 	}
 	t.Logf("%d Rego tests", len(results))
 }
+
+// TestEveryRuleIsTested: the tests run every line of ward.rego.
+func TestEveryRuleIsTested(t *testing.T) {
+	b, err := safety.ReadBundle(policies.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cov, err := safety.TestCoverage(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, ok := cov.Files["ward.rego"]
+	if !ok || len(fc.NotCovered) > 0 {
+		t.Errorf("ward.rego: lines %v run by no test (%.1f%% covered)", fc.NotCovered, fc.Percent)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/cover"
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
@@ -286,20 +287,50 @@ func (e *TestsFailedError) Unwrap() error { return ErrTestsFailed }
 // would. The results are sorted by name. An error means the tests could
 // not run: the bundle, tests included, does not compile.
 func Test(ctx context.Context, b *Bundle) ([]TestResult, error) {
+	results, _, err := test(ctx, b, false)
+	return results, err
+}
+
+// Coverage is which lines of the bundle's policy files the tests ran.
+type Coverage struct {
+	// Files maps each policy file (tests excluded) to its coverage.
+	Files map[string]FileCoverage
+	// Percent is over every policy file.
+	Percent float64
+}
+
+// FileCoverage is one file's line coverage.
+type FileCoverage struct {
+	Covered    int
+	NotCovered []int // the lines no test ran, in order
+	Percent    float64
+}
+
+// TestCoverage runs the tests as Test does and reports which lines of the
+// policy files they ran: a rule no test reaches shows as not covered.
+func TestCoverage(ctx context.Context, b *Bundle) ([]TestResult, *Coverage, error) {
+	return test(ctx, b, true)
+}
+
+func test(ctx context.Context, b *Bundle, coverage bool) ([]TestResult, *Coverage, error) {
 	mods, data, err := parseBundle(b, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	store := inmem.NewFromObject(data)
-	ch, err := tester.NewRunner().
-		SetStore(store).
+	runner := tester.NewRunner().
+		SetStore(inmem.NewFromObject(data)).
 		SetDefaultRegoVersion(ast.RegoV1).
 		CapturePrintOutput(true).
 		SetTimeout(DefaultTestTimeout).
-		SetModules(mods).
-		RunTests(ctx, nil)
+		SetModules(mods)
+	var cov *cover.Cover
+	if coverage {
+		cov = cover.New()
+		runner = runner.SetCoverageQueryTracer(cov)
+	}
+	ch, err := runner.RunTests(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidBundle, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidBundle, err)
 	}
 	var results []TestResult
 	for r := range ch {
@@ -324,10 +355,33 @@ func Test(ctx context.Context, b *Bundle) ([]TestResult, error) {
 		results = append(results, tr)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("safety: policy tests: %w", err)
+		return nil, nil, fmt.Errorf("safety: policy tests: %w", err)
 	}
 	slices.SortFunc(results, func(a, b TestResult) int { return strings.Compare(a.Name, b.Name) })
-	return results, nil
+	if cov == nil {
+		return results, nil, nil
+	}
+	policy := map[string]*ast.Module{}
+	for name, m := range mods {
+		if name != "<kernel>" && !isTest(name) {
+			policy[name] = m
+		}
+	}
+	rep := cov.Report(policy)
+	c := &Coverage{Files: map[string]FileCoverage{}, Percent: rep.Coverage}
+	for name, fr := range rep.Files {
+		if _, ok := policy[name]; !ok {
+			continue
+		}
+		fc := FileCoverage{Covered: fr.CoveredLines, Percent: fr.Coverage}
+		for _, r := range fr.NotCovered {
+			for row := r.Start.Row; row <= r.End.Row; row++ {
+				fc.NotCovered = append(fc.NotCovered, row)
+			}
+		}
+		c.Files[name] = fc
+	}
+	return results, c, nil
 }
 
 // parseBundle parses the bundle's modules (with tests when tests is set)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -44,7 +45,7 @@ func dirArg(args []string) string {
 }
 
 func newPolicyTestCmd() *cobra.Command {
-	var verbose bool
+	var verbose, coverage bool
 	cmd := &cobra.Command{
 		Use:   "test [dir]",
 		Short: "Run a bundle's Rego tests: PASS or FAIL for each, non-zero exit on any failure",
@@ -60,14 +61,19 @@ func newPolicyTestCmd() *cobra.Command {
 			if _, err := safety.Compile(b); err != nil {
 				return err
 			}
-			results, err := safety.Test(cmd.Context(), b)
+			results, cov, err := safety.TestCoverage(cmd.Context(), b)
 			if err != nil {
 				return err
 			}
-			return printTests(out, results, verbose)
+			err = printTests(out, results, verbose)
+			if coverage {
+				printCoverage(out, cov)
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print what each test printed (print())")
+	cmd.Flags().BoolVar(&coverage, "coverage", false, "print which lines of the policy files no test runs")
 	return cmd
 }
 
@@ -99,6 +105,44 @@ func printTests(out io.Writer, results []safety.TestResult, verbose bool) error 
 		fmt.Fprintf(out, "PASS: %d tests\n", len(results))
 	}
 	return nil
+}
+
+func printCoverage(out io.Writer, cov *safety.Coverage) {
+	fmt.Fprintf(out, "coverage: %.1f%%\n", cov.Percent)
+	names := make([]string, 0, len(cov.Files))
+	for name := range cov.Files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		fc := cov.Files[name]
+		fmt.Fprintf(out, "  %-24s %5.1f%%", name, fc.Percent)
+		if len(fc.NotCovered) > 0 {
+			fmt.Fprintf(out, "  not run by any test: lines %s", lineRanges(fc.NotCovered))
+		}
+		fmt.Fprintln(out)
+	}
+}
+
+// lineRanges writes sorted line numbers as 3-5, 9.
+func lineRanges(lines []int) string {
+	var b strings.Builder
+	for i := 0; i < len(lines); {
+		j := i
+		for j+1 < len(lines) && lines[j+1] <= lines[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		if lines[j] > lines[i] {
+			fmt.Fprintf(&b, "%d-%d", lines[i], lines[j])
+		} else {
+			fmt.Fprintf(&b, "%d", lines[i])
+		}
+		i = j + 1
+	}
+	return b.String()
 }
 
 func newPolicyEvalCmd() *cobra.Command {

@@ -68,9 +68,9 @@ test_blocked_tenant_denied if {
 )
 
 func TestPolicyTest(t *testing.T) {
-	out, code := ward(t, "", "policy", "test", "../../policies")
+	out, code := ward(t, "", "policy", "test", "--coverage", "../../policies")
 	if code != 0 || !strings.Contains(out, "PASS    data.ward.safety_test.test_sys_destroy_denied (ward_test.rego:") ||
-		!strings.Contains(out, "PASS: ") {
+		!strings.Contains(out, "PASS: ") || !strings.Contains(out, "ward.rego                100.0%") {
 		t.Errorf("policy test on the default bundle: exit %d\n%s", code, out)
 	}
 
