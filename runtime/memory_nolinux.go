@@ -3,3 +3,5 @@
 package runtime
 
 const mapNoReserve = 0
+
+func adviseHuge([]byte) {}

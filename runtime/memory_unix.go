@@ -14,6 +14,7 @@ func mmapReserve(n uint64) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
+	adviseHuge(b)
 	return b[:0], true
 }
 
