@@ -380,6 +380,10 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 	if busyPool == "" && fullPool != "" {
 		busyPool, busyWhy = fullPool, "the workers of pool "+fullPool+" kept filling up"
 	}
+	if busyPool == "" && len(noneWhy) > 0 && s.warming() {
+		busyPool, busyWhy = pools[0], "this replica started "+time.Since(s.started).Round(time.Millisecond).String()+
+			" ago and knows no host that can run it yet: "+strings.Join(noneWhy, "; ")
+	}
 	switch {
 	case busyPool != "":
 		if job.Waiting == "queue:"+busyPool {

@@ -63,12 +63,22 @@ func (s *Scheduler) pump(lctx, ctx context.Context) {
 	defer func() { *buf = (*buf)[:0]; snapshots.Put(buf) }()
 	for i, pool := range pools {
 		queueDepth.WithLabelValues(pool).Set(float64(lens[i]))
+		if s.registry.Serves(pool, now) {
+			s.emptyMu.Lock()
+			delete(s.empty, pool)
+			s.emptyMu.Unlock()
+		}
 		if lens[i] == 0 || lctx.Err() != nil {
 			continue
 		}
 		ws := s.registry.Snapshot((*buf)[:0], pool, now)
 		*buf = ws
 		room := freeSlots(ws, c.sched.PrefetchFor(pool))
+		if len(ws) == 0 && s.deserted(pool, now) {
+			// No live host for a while: admission ends them no_workers,
+			// as it does fresh submissions.
+			room = pumpHeads
+		}
 		if room == 0 {
 			continue
 		}
@@ -84,6 +94,20 @@ func (s *Scheduler) pump(lctx, ctx context.Context) {
 			s.handOut(ctx, job)
 		}
 	}
+}
+
+// deserted reports whether pool has had no live host for the warm-up
+// time, this replica past its own: a host that restarts quickly does not
+// fail the jobs that wait for it.
+func (s *Scheduler) deserted(pool string, now time.Time) bool {
+	s.emptyMu.Lock()
+	defer s.emptyMu.Unlock()
+	since, ok := s.empty[pool]
+	if !ok {
+		s.empty[pool] = now
+		return false
+	}
+	return !s.warming() && now.Sub(since) >= min(warmup, s.cfg.WorkerTTL)
 }
 
 // freeSlots estimates how many more jobs ws can take now; any number for a

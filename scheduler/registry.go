@@ -223,6 +223,21 @@ func (r *Registry) index() {
 	}
 }
 
+// Serves reports whether some live worker serves pool.
+func (r *Registry) Serves(pool string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byPool == nil {
+		r.index()
+	}
+	for _, w := range r.byPool[pool] {
+		if now.Sub(w.Seen) <= r.ttl {
+			return true
+		}
+	}
+	return false
+}
+
 // Len returns the number of workers held.
 func (r *Registry) Len() int {
 	r.mu.Lock()

@@ -72,8 +72,8 @@ type Scheduler struct {
 	registry *Registry
 	domains  *domains
 
-	conf atomic.Pointer[settings]
-	mode atomic.Pointer[Mode]
+	conf   atomic.Pointer[settings]
+	mode   atomic.Pointer[Mode]
 	hot    atomic.Pointer[map[string]bool] // throttled zones
 	leader atomic.Bool                     // this replica holds the reconciler lease
 
@@ -81,10 +81,13 @@ type Scheduler struct {
 	updates *bus.Workers // results, progress, cancels, queries
 	beats   *bus.Workers // heartbeats
 
-	wake    chan struct{}     // capacity freed or a job queued: pump now
-	placing sync.Map          // job id -> struct{}: being placed by this replica
-	rrMu    sync.Mutex        // guards rr
-	rr      map[string]string // pool -> the round-robin strategy's last pick
+	started time.Time            // when Start ran: the registry fills within a heartbeat
+	wake    chan struct{}        // capacity freed or a job queued: pump now
+	placing sync.Map             // job id -> struct{}: being placed by this replica
+	emptyMu sync.Mutex           // guards empty
+	empty   map[string]time.Time // pool -> since when it has no live host (as the pump saw)
+	rrMu    sync.Mutex           // guards rr
+	rr      map[string]string    // pool -> the round-robin strategy's last pick
 
 	mu        sync.Mutex // guards the 5 following fields
 	subs      []*bus.Subscription
@@ -141,6 +144,7 @@ func New(cfg Config) (*Scheduler, error) {
 		beats:    bus.NewWorkers(4),
 		wake:     make(chan struct{}, 1),
 		rr:       make(map[string]string),
+		empty:    make(map[string]time.Time),
 	}
 	s.conf.Store(&settings{pools: cfg.Pools, timeouts: cfg.Timeouts, sched: cfg.Settings})
 	normal := ModeNormal
@@ -181,6 +185,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.stop, s.stopLoops = cancel, cancelLoops
 	s.mu.Unlock()
 
+	s.started = time.Now()
 	if m, err := s.cfg.Store.Mode(ctx); err != nil {
 		s.log.Warn("could not read the scheduler mode; NORMAL until it can", "err", err)
 	} else {
@@ -276,6 +281,14 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.log.Info("scheduler stopped")
 	return errors.Join(errs...)
 }
+
+// warmup is how long after Start a replica that knows no worker of a pool
+// lets the job wait rather than fail no_workers: a replica that just
+// started (a rolling restart) has not heard every host's heartbeat yet.
+const warmup = 5 * time.Second
+
+// warming reports whether the registry may still be filling.
+func (s *Scheduler) warming() bool { return time.Since(s.started) < min(warmup, s.cfg.WorkerTTL) }
 
 // poke wakes the pump: capacity freed, or a job was queued.
 func (s *Scheduler) poke() {
