@@ -26,6 +26,9 @@ func newSubmitCmd(g *globals) *cobra.Command {
 		wait       bool
 		timeout    time.Duration
 		priority   int
+		maxRetries int
+		deadline   time.Duration
+		cpu, mem   int64
 	)
 	cmd := &cobra.Command{
 		Use:   "submit",
@@ -54,6 +57,12 @@ func newSubmitCmd(g *globals) *cobra.Command {
 			}
 			req.Payload = data
 			req.Priority = int32(priority)
+			if maxRetries > 0 || deadline > 0 {
+				req.Budget = &wardv1.Budget{MaxRetries: int32(maxRetries), DeadlineMs: deadline.Milliseconds()}
+			}
+			if cpu > 0 || mem > 0 {
+				req.Resources = &wardv1.Resources{CpuMillicores: cpu, MemoryBytes: mem}
+			}
 			if req.Labels, err = parseLabels(labels); err != nil {
 				return err
 			}
@@ -80,6 +89,10 @@ func newSubmitCmd(g *globals) *cobra.Command {
 	f.IntVar(&priority, "priority", 5, "priority, 0 (highest) to 10")
 	f.StringSliceVar(&labels, "label", nil, "label key=value (repeatable)")
 	f.StringSliceVar(&req.Requires, "requires", nil, "capability the job needs (repeatable)")
+	f.IntVar(&maxRetries, "max-retries", 0, "retries of a failed attempt (default: the topic's, or the policy's)")
+	f.DurationVar(&deadline, "deadline", 0, "end the job TIMEOUT this long after submission, whatever its state")
+	f.Int64Var(&cpu, "cpu-millicores", 0, "CPU the job needs free on its host, in thousandths of a core")
+	f.Int64Var(&mem, "memory-bytes", 0, "memory the job needs free on its host")
 	f.StringVar(&req.IdempotencyKey, "idempotency-key", "", "a second submission with the same tenant and key returns the first job")
 	f.BoolVar(&wait, "wait", false, "print each state as it happens and the result; exit non-zero unless SUCCEEDED")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait")
