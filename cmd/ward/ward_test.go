@@ -46,10 +46,11 @@ func TestMain(m *testing.M) {
 
 // proc is a ward process under test.
 type proc struct {
-	name string
-	cmd  *exec.Cmd
-	out  *lockedBuffer
-	done chan error
+	name   string
+	cmd    *exec.Cmd
+	out    *lockedBuffer
+	done   chan error
+	waited bool // stop received from done
 }
 
 type lockedBuffer struct {
@@ -80,7 +81,9 @@ func startWard(t *testing.T, name string, env []string, args ...string) *proc {
 	}
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
+		// ProcessState is Wait's to write: the process may have exited
+		// on its own, so only done says whether it was waited for.
+		if !p.waited {
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
@@ -99,6 +102,7 @@ func (p *proc) stop(t *testing.T) {
 	}
 	select {
 	case err := <-p.done:
+		p.waited = true
 		if err != nil {
 			t.Errorf("%s exited with %v after SIGTERM", p.name, err)
 		}
@@ -184,9 +188,11 @@ func TestSeparateProcesses(t *testing.T) {
 	safetyAddr := freeAddr(t)
 	env := []string{"NATS_URL=" + ns.ClientURL(), "REDIS_URL=" + redisURL, "SAFETY_KERNEL_ADDR=" + safetyAddr, "METRICS_ADDR="}
 
-	safety := startWard(t, "safety", env, "safety", "--listen", safetyAddr)
-	sched := startWard(t, "scheduler", env, "scheduler")
-	host := startWard(t, "host", env, "host", "--modules", echoDir(t), "--heartbeat", "200ms", "--cache-dir", cacheDir)
+	// --metrics "": METRICS_ADDR= in env does not disable them (an empty
+	// variable reads as unset), and the default ports may be taken.
+	safety := startWard(t, "safety", env, "safety", "--listen", safetyAddr, "--metrics", "")
+	sched := startWard(t, "scheduler", env, "scheduler", "--metrics", "")
+	host := startWard(t, "host", env, "host", "--modules", echoDir(t), "--heartbeat", "200ms", "--cache-dir", cacheDir, "--metrics", "")
 
 	c, err := client.Dial(ns.ClientURL())
 	if err != nil {
