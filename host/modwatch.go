@@ -37,7 +37,7 @@ type ModuleWatcher struct {
 	Install func(name string, m *runtime.Module, a *modreg.Active)
 	Retire  func(name string)
 
-	mu      sync.Mutex // guards current
+	mu      sync.Mutex        // guards current
 	current map[string]string // name → digest installed
 }
 
@@ -122,5 +122,14 @@ func (w *ModuleWatcher) load(ctx context.Context, a *modreg.Active) (*runtime.Mo
 	if err != nil {
 		return nil, err
 	}
-	return w.Runtime.Compile(ctx, a.Name, wasm)
+	// The manifest deployed with the version says how to run it (ABI,
+	// isolation, limits); without one, the defaults.
+	man := &runtime.Manifest{Name: a.Name}
+	if v.Manifest != "" {
+		if man, err = runtime.ParseManifest([]byte(v.Manifest)); err != nil {
+			return nil, err
+		}
+		man.Name = a.Name
+	}
+	return w.Runtime.Load(ctx, wasm, man)
 }
