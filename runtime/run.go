@@ -248,9 +248,8 @@ func (r *Runtime) instantiate(ctx context.Context, m *Module, c *call, lim limit
 	alloc := &allocator{limit: lim.memory}
 	ictx := experimental.WithMemoryAllocator(ctx, alloc)
 	mod, err := m.code.rt.InstantiateModule(ictx, m.code.compiled, mc)
-	if alloc.mem != nil {
-		inst.mem = alloc.mem
-	}
+	inst.mem = alloc.mem
+	c.noteMemory(inst)
 	if err != nil {
 		inst.closeRoots()
 		return nil, fmt.Errorf("instantiate: %w", err)
@@ -262,6 +261,7 @@ func (r *Runtime) instantiate(ctx context.Context, m *Module, c *call, lim limit
 	}
 	inst.run = mod.ExportedFunction("ward_run")
 	if _, err := inst.call(ctx, mod.ExportedFunction("_initialize")); err != nil {
+		c.noteMemory(inst)
 		inst.close()
 		return nil, fmt.Errorf("_initialize: %w", err)
 	}
@@ -309,7 +309,6 @@ func (inst *instance) close() {
 func (r *Runtime) runFresh(ctx context.Context, m *Module, c *call) error {
 	inst, err := r.instantiate(ctx, m, c, c.lim)
 	if err != nil {
-		c.noteMemory(inst)
 		return err
 	}
 	defer inst.close()

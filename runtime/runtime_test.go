@@ -544,9 +544,12 @@ func TestInputAndMemoryLimits(t *testing.T) {
 		t.Fatalf("101 bytes into max_input 100: %v", err)
 	}
 	mustRun(t, rt, m, runtime.Input{Payload: make([]byte, 100)})
-	// A limit below what the module starts with fails before it runs.
-	if _, err := rt.Run(context.Background(), m, runtime.Input{MemoryLimitBytes: 64 << 10}); runtime.ErrorCode(err) != runtime.CodeMemoryLimit {
-		t.Fatalf("64 KiB of memory: %v", err)
+	// A limit below what the module starts with fails before it runs; one
+	// too small for Go's runtime to start fails in _initialize.
+	for _, limit := range []int64{64 << 10, 2 << 20} {
+		if _, err := rt.Run(context.Background(), m, runtime.Input{MemoryLimitBytes: limit}); runtime.ErrorCode(err) != runtime.CodeMemoryLimit {
+			t.Fatalf("%d bytes of memory: %v", limit, err)
+		}
 	}
 }
 
