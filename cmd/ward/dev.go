@@ -63,6 +63,13 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 			if err != nil {
 				return err
 			}
+			if files.Scheduler == "" {
+				// One machine runs the host, the control plane, the store and
+				// the clients: its CPU load is theirs, and skipping the only
+				// host would only stall it. A scheduler.yaml of one's own
+				// (SCHEDULER_CONFIG_PATH) sets the threshold again.
+				conf.Scheduler.Placement.CPUThreshold = 100
+			}
 			pools, timeouts := conf.Pools, conf.Timeouts
 			store, storeName, err := openStore(redisURL, true)
 			if err != nil {
