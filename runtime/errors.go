@@ -72,10 +72,10 @@ func ErrorCode(err error) Code {
 	return ""
 }
 
-// classify turns the error of a run into a *RunError. parent is the context
-// given to Run, runCtx the one the run used: its cause says whether the
-// time limit, the caller, an output overflow or Close ended it.
-func (r *Runtime) classify(parent, runCtx context.Context, err error, c *call) *RunError {
+// classify turns the error of a run into a *RunError. The cause of runCtx,
+// the run's context, says whether the time limit, the caller, an output
+// overflow or Close ended it.
+func classify(runCtx context.Context, err error, c *call) *RunError {
 	var exitCode uint32
 	var exitErr *sys.ExitError
 	if errors.As(err, &exitErr) {

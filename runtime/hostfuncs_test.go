@@ -53,7 +53,7 @@ func (h *hostCaller) reset() {
 	}
 	in := &Input{}
 	c := newCall(h.r, context.Background(), func(error) {}, in, h.r.limits(h.m, in))
-	inst, err := h.r.instantiate(context.Background(), h.m, c, c.lim)
+	inst, err := h.r.instantiate(context.Background(), h.m, c)
 	if err != nil {
 		h.t.Fatal(err)
 	}

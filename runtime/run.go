@@ -131,7 +131,7 @@ func (r *Runtime) Run(ctx context.Context, m *Module, in Input) (*Output, error)
 	case m.code.minMemory > lim.memory:
 		err = &RunError{Code: CodeMemoryLimit, Message: fmt.Sprintf("the module needs %d bytes of memory to start; the limit is %d", m.code.minMemory, lim.memory)}
 	case m.manifest.Isolation == Pooled:
-		out.Reused, err = r.runPooled(runCtx, m, c, &in, lim)
+		out.Reused, err = r.runPooled(runCtx, m, c)
 	default:
 		err = r.runFresh(runCtx, m, c)
 	}
@@ -148,7 +148,7 @@ func (r *Runtime) Run(ctx context.Context, m *Module, in Input) (*Output, error)
 	if errors.As(err, &re) {
 		return out, re
 	}
-	return out, r.classify(ctx, runCtx, err, c)
+	return out, classify(runCtx, err, c)
 }
 
 // errModuleFailed stands for a run whose guest called ward.fail.
@@ -201,7 +201,7 @@ type instance struct {
 
 // instantiate creates an instance of m for c's grants and memory limit.
 // Commands get c's payload as stdin.
-func (r *Runtime) instantiate(ctx context.Context, m *Module, c *call, lim limits) (*instance, error) {
+func (r *Runtime) instantiate(ctx context.Context, m *Module, c *call) (*instance, error) {
 	inst := &instance{
 		stdout: &callWriter{c: c},
 		stderr: &callWriter{c: c, stderr: true},
@@ -245,7 +245,7 @@ func (r *Runtime) instantiate(ctx context.Context, m *Module, c *call, lim limit
 		mc = mc.WithFSConfig(fsc)
 	}
 
-	alloc := &allocator{limit: lim.memory}
+	alloc := &allocator{limit: c.lim.memory}
 	ictx := experimental.WithMemoryAllocator(ctx, alloc)
 	mod, err := m.code.rt.InstantiateModule(ictx, m.code.compiled, mc)
 	inst.mem = alloc.mem
@@ -307,7 +307,7 @@ func (inst *instance) close() {
 
 // runFresh runs c in a new instance of m.
 func (r *Runtime) runFresh(ctx context.Context, m *Module, c *call) error {
-	inst, err := r.instantiate(ctx, m, c, c.lim)
+	inst, err := r.instantiate(ctx, m, c)
 	if err != nil {
 		return err
 	}
@@ -335,14 +335,14 @@ func reactorResult(res []uint64) error {
 
 // runPooled runs c in a warm instance of m for c's tenant and grants, or a
 // new one, and gives the instance back to the pool if it is still sound.
-func (r *Runtime) runPooled(ctx context.Context, m *Module, c *call, in *Input, lim limits) (reused bool, err error) {
-	key := makePoolKey(m, in, lim)
+func (r *Runtime) runPooled(ctx context.Context, m *Module, c *call) (reused bool, err error) {
+	key := makePoolKey(m, c.in, c.lim)
 	inst := r.pool.get(key)
 	if inst != nil {
 		reused = true
 		inst.stdout.c, inst.stderr.c = c, c
 	} else {
-		if inst, err = r.instantiate(ctx, m, c, lim); err != nil {
+		if inst, err = r.instantiate(ctx, m, c); err != nil {
 			return false, err
 		}
 		inst.key = key

@@ -502,12 +502,6 @@ func (r *Runtime) untrack(c *call) {
 	r.running.Done()
 }
 
-func (r *Runtime) isClosed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.closed
-}
-
 // baseModuleConfig is what every instance gets: the real clocks and a random
 // source (Go's runtime reads them at start), and the empty name, which lets
 // any number of instances live side by side.
