@@ -8,12 +8,14 @@ package wasmtest
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var (
@@ -54,15 +56,30 @@ func BuildFile(t testing.TB, pkg string) string {
 // test binary of the machine (under os.TempDir), so that each module's
 // machine code is compiled once, not once per test package. wazero keys
 // its entries by module bytes and wazero version, and writes them
-// atomically, so concurrent test processes may share it.
+// atomically, so concurrent test processes may share it. Entries older
+// than two days are removed, once per test binary: every rebuilt module
+// adds one.
 func CacheDir(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(os.TempDir(), "ward-test-wazero-cache")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("wasmtest: %v", err)
 	}
+	pruneOnce.Do(func() {
+		old := time.Now().Add(-48 * time.Hour)
+		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if info, err := d.Info(); err == nil && info.ModTime().Before(old) {
+					_ = os.Remove(path)
+				}
+			}
+			return nil
+		})
+	})
 	return dir
 }
+
+var pruneOnce sync.Once
 
 func build(t testing.TB, pkg string, reactor bool) []byte {
 	t.Helper()
