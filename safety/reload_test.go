@@ -137,7 +137,7 @@ func TestReloaderWatchesDirectory(t *testing.T) {
 	if err := os.Rename(tmp, filepath.Join(dir, "blocked.rego")); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, "new rule in force", func() bool { return k.Revision() != first })
+	checkFor(t, 30*time.Second, "new rule in force", func() bool { return k.Revision() != first })
 	if got := decide(t, k, blockedJob()); got != safetyv1.Decision_DECISION_DENY {
 		t.Fatalf("blocked tenant: %v, want DENY", got)
 	}
@@ -147,7 +147,7 @@ func TestReloaderWatchesDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "blocked.rego"), []byte(blockedRule+"\ndeny contains if {\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, "syntax error refused", func() bool { return r.Status().GetLastError() != "" })
+	checkFor(t, 30*time.Second, "syntax error refused", func() bool { return r.Status().GetLastError() != "" })
 	if !strings.Contains(r.Status().GetLastError(), "blocked.rego") || k.Revision() != second {
 		t.Errorf("status %v, revision %s (want %s kept)", r.Status(), k.Revision(), second)
 	}
@@ -155,7 +155,7 @@ func TestReloaderWatchesDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "blocked.rego"), []byte(strings.ReplaceAll(blockedRule, "suspended", "gone")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, "failing tests refused", func() bool {
+	checkFor(t, 30*time.Second, "failing tests refused", func() bool {
 		return strings.Contains(r.Status().GetLastError(), "test_blocked_denied")
 	})
 	if k.Revision() != second || decide(t, k, blockedJob()) != safetyv1.Decision_DECISION_DENY {
@@ -169,11 +169,11 @@ func TestReloaderWatchesDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "blocked.rego"), []byte(blockedRule), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, "fixed rule in force", func() bool { return r.Status().GetLastError() == "" })
+	checkFor(t, 30*time.Second, "fixed rule in force", func() bool { return r.Status().GetLastError() == "" })
 	if err := os.WriteFile(filepath.Join(dir, "lib", "extra.rego"), []byte("package ward.safety\n\ndeny contains \"no\" if input.topic == \"job.no\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, "subdirectory file in force", func() bool {
+	checkFor(t, 30*time.Second, "subdirectory file in force", func() bool {
 		req := echoJob()
 		req.Topic = "job.no"
 		return decide(t, k, req) == safetyv1.Decision_DECISION_DENY
@@ -189,7 +189,7 @@ func TestPushAndKVWatch(t *testing.T) {
 	k := newKernel(t, policies.FS, Config{ID: "k-test"})
 	r := startReloader(t, ReloaderConfig{Kernel: k, Bus: conn, Addr: "127.0.0.1:1"})
 	first := k.Revision()
-	checkFor(t, 10*time.Second, "status answered", func() bool {
+	checkFor(t, 30*time.Second, "status answered", func() bool {
 		sts, err := Statuses(ctx, conn.NATS(), 200*time.Millisecond)
 		return err == nil && len(sts) == 1 && sts[0].GetKernelId() == "k-test" && sts[0].GetRevision() == first
 	})
@@ -207,7 +207,7 @@ func TestPushAndKVWatch(t *testing.T) {
 	if res.Unchanged || res.KVRevision == 0 || res.Revision != b.Revision() {
 		t.Fatalf("Push = %+v", res)
 	}
-	checkFor(t, 10*time.Second, "pushed revision in force", func() bool { return k.Revision() == res.Revision })
+	checkFor(t, 30*time.Second, "pushed revision in force", func() bool { return k.Revision() == res.Revision })
 	if decide(t, k, blockedJob()) != safetyv1.Decision_DECISION_DENY || decide(t, k, echoJob()) != safetyv1.Decision_DECISION_ALLOW {
 		t.Fatal("pushed rule not enforced as written")
 	}
@@ -238,7 +238,7 @@ func TestPushAndKVWatch(t *testing.T) {
 	if _, err := PutRaw(ctx, conn.NATS(), "", bad); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, "kernel refuses the bad bundle", func() bool {
+	checkFor(t, 30*time.Second, "kernel refuses the bad bundle", func() bool {
 		sts, _ := Statuses(ctx, conn.NATS(), 200*time.Millisecond)
 		return len(sts) == 1 && sts[0].GetRefusedRevision() == broken.Revision() && sts[0].GetLastError() != ""
 	})
@@ -252,7 +252,7 @@ func TestPushAndKVWatch(t *testing.T) {
 	}
 	late := newKernel(t, policies.FS, Config{ID: "k-late"})
 	startReloader(t, ReloaderConfig{Kernel: late, Bus: conn})
-	checkFor(t, 10*time.Second, "late kernel on the bucket's bundle", func() bool { return late.Revision() == res.Revision })
+	checkFor(t, 30*time.Second, "late kernel on the bucket's bundle", func() bool { return late.Revision() == res.Revision })
 	sts, err := Statuses(ctx, conn.NATS(), 300*time.Millisecond)
 	if err != nil || len(sts) != 2 || sts[0].GetKernelId() != "k-late" || sts[1].GetAddr() != "127.0.0.1:1" {
 		t.Errorf("statuses %v, %v", sts, err)
@@ -302,7 +302,7 @@ func TestReloaderWithoutJetStreamKeepsServing(t *testing.T) {
 	k := newDefaultKernel(t)
 	startReloader(t, ReloaderConfig{Kernel: k, Bus: conn})
 	// Status still answers; Checks go on.
-	checkFor(t, 10*time.Second, "status answered", func() bool {
+	checkFor(t, 30*time.Second, "status answered", func() bool {
 		sts, _ := Statuses(context.Background(), conn.NATS(), 200*time.Millisecond)
 		return len(sts) == 1
 	})

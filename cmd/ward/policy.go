@@ -306,7 +306,7 @@ sys.safety.status enforces the new revision (or refused it).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&bucket, "bucket", safety.DefaultBucket, "NATS KV bucket the kernels watch")
-	f.DurationVar(&wait, "wait", 10*time.Second, "wait this long for every kernel to enforce the revision; 0 does not wait")
+	f.DurationVar(&wait, "wait", 30*time.Second, "wait this long for every kernel to enforce the revision (exit 1 if one did not, or refused it); 0 does not wait")
 	return cmd
 }
 

@@ -128,7 +128,7 @@ func startDev(t *testing.T, args ...string) (*proc, string) {
 	args = append([]string{"dev", "--modules", echoDir(t), "--nats-port", "-1", "--metrics", "127.0.0.1:0",
 		"--safety-listen", "127.0.0.1:0", "--cache-dir", cacheDir}, args...)
 	dev := startWard(t, "dev", []string{"REDIS_URL="}, args...)
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(120 * time.Second)
 	for {
 		out := dev.out.String()
 		if strings.Contains(out, "try:") {
@@ -171,7 +171,7 @@ func TestDevPolicyLive(t *testing.T) {
 	if out, code := ward(t, "", "policy", "test", dir); code != 0 {
 		t.Fatalf("policy test: exit %d\n%s", code, out)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		out := submitEcho(t, natsURL, "blocked")
 		if strings.Contains(out, "DENIED") {
@@ -192,7 +192,7 @@ func TestDevPolicyLive(t *testing.T) {
 	// Push another bundle: a second rule, and the kernel swaps to it.
 	pushed := policyDir(t, map[string]string{"blocked.rego": blockedRule, "blocked_test.rego": blockedTest,
 		"initech.rego": "package ward.safety\n\ndeny contains \"tenant initech is over budget\" if input.tenant_id == \"initech\"\n"})
-	out, code := ward(t, "", "policy", "push", "--nats", natsURL, pushed)
+	out, code := ward(t, "", "policy", "push", "--nats", natsURL, "--wait", "90s", pushed)
 	if code != 0 || !strings.Contains(out, "pushed revision ") || !strings.Contains(out, "enforces it") {
 		t.Fatalf("policy push: exit %d\n%s", code, out)
 	}

@@ -90,7 +90,7 @@ func TestHTTPGrantsFollowThePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, func() bool { return e.stack.Kernel().Revision() == res.Revision })
+	checkFor(t, 30*time.Second, func() bool { return e.stack.Kernel().Revision() == res.Revision })
 	rec, reply = chat()
 	if reply["fallback"] == true || reply["reply"] != "ollama says hi to ward" {
 		t.Fatalf("the granted host was not reached: %v", reply)

@@ -95,7 +95,7 @@ func TestPolicyPushIsEnforcedLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, func() bool { return e.stack.Kernel().Revision() == res.Revision })
+	checkFor(t, 30*time.Second, func() bool { return e.stack.Kernel().Revision() == res.Revision })
 
 	_, rec := e.run(t, echoJob("blocked"))
 	if rec.GetState() != wardv1.JobState_JOB_STATE_DENIED || rec.GetReason() != "safety_denied" {
@@ -148,7 +148,7 @@ func TestPolicyPushIsEnforcedLive(t *testing.T) {
 	if _, err := safety.PutRaw(ctx, nc, "", syntax.Proto()); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, func() bool { return e.stack.SafetyStatus().GetRefusedRevision() == syntax.Revision() })
+	checkFor(t, 30*time.Second, func() bool { return e.stack.SafetyStatus().GetRefusedRevision() == syntax.Revision() })
 	if _, rec := e.run(t, echoJob("blocked")); rec.GetState() != wardv1.JobState_JOB_STATE_DENIED ||
 		rec.GetSafety().GetPolicyRevision() != res.Revision {
 		t.Errorf("after the refusals, blocked's job ended %s under %s", rec.GetState(), rec.GetSafety().GetPolicyRevision())
@@ -177,7 +177,7 @@ func TestSafetyKernelDownFailsClosedThenRecovers(t *testing.T) {
 	if err := e.stack.StartSafety(ctx); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 20*time.Second, func() bool {
+	checkFor(t, 60*time.Second, func() bool {
 		_, rec := e.run(t, echoJob("acme"))
 		return rec.GetState() == wardv1.JobState_JOB_STATE_SUCCEEDED
 	})
@@ -199,7 +199,7 @@ func TestSafetyFailOpen(t *testing.T) {
 	if err := e.stack.StartSafety(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 20*time.Second, func() bool {
+	checkFor(t, 60*time.Second, func() bool {
 		_, rec := e.run(t, &wardv1.JobRequest{Topic: "sys.destroy", TenantId: "acme"})
 		return rec.GetState() == wardv1.JobState_JOB_STATE_DENIED && rec.GetReason() == "safety_denied"
 	})
