@@ -75,6 +75,15 @@ func envOr(key, def string) string {
 	return def
 }
 
+// lookupEnvOr is envOr for variables whose empty value means something
+// (METRICS_ADDR= disables metrics).
+func lookupEnvOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
 // signalContext is cancelled on SIGINT or SIGTERM.
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -86,7 +86,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL ($REDIS_URL)")
 	f.StringVar(&safetyAddr, "safety", envOr("SAFETY_KERNEL_ADDR", "127.0.0.1:50051"), "safety kernel address ($SAFETY_KERNEL_ADDR)")
 	safetyFlags.register(f)
-	f.StringVar(&metricsAddr, "metrics", envOr("METRICS_ADDR", ":9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
+	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", ":9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&id, "id", "", "replica id (default: random)")
 	cmd.AddCommand(newSchedulerModeCmd(g))
 	return cmd
@@ -177,7 +177,7 @@ sys.safety.status and publishes every decision on sys.safety.decision.
 	f.StringVar(&id, "id", os.Getenv("WARD_KERNEL_ID"), "kernel id in decision logs and status (default: random) ($WARD_KERNEL_ID)")
 	f.IntVar(&cacheSize, "cache-size", safety.DefaultCacheSize, "decisions cached per policy revision; negative disables the cache")
 	f.DurationVar(&debounce, "debounce", safety.DefaultDebounce, "how long the policy directory must be quiet before it is read")
-	f.StringVar(&metricsAddr, "metrics", envOr("METRICS_ADDR", ":9091"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
+	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", ":9091"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	return cmd
 }
 
@@ -267,7 +267,7 @@ func newHostCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL ($REDIS_URL)")
 	f.StringVar(&modulesDir, "modules", envOr("WARD_MODULES_DIR", "modules/build"), "directory of <name>.wasm modules ($WARD_MODULES_DIR)")
-	f.StringVar(&metricsAddr, "metrics", envOr("METRICS_ADDR", ":9092"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
+	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", ":9092"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&id, "id", os.Getenv("WARD_WORKER_ID"), "worker id (default: random) ($WARD_WORKER_ID)")
 	f.StringVar(&cacheDir, "cache-dir", defaultCacheDir(), "compiled-module cache directory")
 	f.StringVar(&region, "region", os.Getenv("WARD_REGION"), "region reported in heartbeats ($WARD_REGION)")
