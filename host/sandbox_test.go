@@ -266,12 +266,12 @@ func TestGrantsThroughHost(t *testing.T) {
 	}
 }
 
-// TestLargeContext: a context far over one NATS message (64 MiB) reaches
-// the module whole through the object store; another tenant's object is
-// refused.
+// TestLargeContext: a context far over one NATS message reaches the module
+// whole through the object store; another tenant's object is refused.
+// (internal/stack's TestSandboxThroughEveryPart sends 64 MiB end to end.)
 func TestLargeContext(t *testing.T) {
 	h := newSandboxHost(t)
-	data := make([]byte, 64<<20)
+	data := make([]byte, 8<<20)
 	_, _ = rand.Read(data)
 	objs, err := bus.NewObjects(h.conn)
 	if err != nil {

@@ -3,11 +3,15 @@ package stack_test
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	natstest "github.com/nats-io/nats-server/v2/test"
 
@@ -77,8 +81,26 @@ func TestSandboxThroughEveryPart(t *testing.T) {
 		t.Fatal(err)
 	}
 	archive := buf.Bytes()
-	req := &wardv1.JobRequest{Topic: "job.repo.scan", TenantId: "acme", Payload: archive}
-	_, rec := e.run(t, req)
+	req := &wardv1.JobRequest{Topic: "job.repo.scan", TenantId: "acme", Payload: archive, JobId: uuid.NewString()}
+	// Not e.run: 64 MiB through the object store and the sandbox takes
+	// tens of seconds under the race detector on a busy machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	w, err := e.client.Watch(req.JobId)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := e.client.Submit(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.Wait(ctx, req.JobId, w, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := e.client.Get(ctx, req.JobId, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if req.GetContextPtr() == "" || len(req.GetPayload()) != 0 {
 		t.Fatalf("a %d-byte payload went inline", len(archive))
 	}
