@@ -61,16 +61,22 @@ type Placement struct {
 	// Prefetch is how many jobs a worker may hold beyond max_parallel_jobs,
 	// waiting on the host, so that it never idles for a dispatch round trip.
 	Prefetch int `yaml:"prefetch"`
+	// PrefetchWindow adds, per slot of a worker, as many jobs as the pool's
+	// jobs take (on average, as this replica saw them run) to fill the
+	// window: a host of quick jobs never idles between dispatches, while
+	// long jobs wait in the pool's queue, where priorities apply. 0: none.
+	PrefetchWindow time.Duration `yaml:"prefetch_window"`
 }
 
 // PoolSettings are one pool's placement settings; unset ones are
 // placement's.
 type PoolSettings struct {
 	Strategy Strategy `yaml:"strategy"`
-	// Prefetch overrides placement.prefetch for the pool: long jobs (LLM
-	// calls) are better off waiting for any free host than queued behind
-	// a busy one.
-	Prefetch *int `yaml:"prefetch"`
+	// Prefetch and PrefetchWindow override placement's for the pool: long
+	// jobs (LLM calls) are better off waiting for any free host than
+	// queued behind a busy one.
+	Prefetch       *int           `yaml:"prefetch"`
+	PrefetchWindow *time.Duration `yaml:"prefetch_window"`
 }
 
 // Queue settings: jobs that cannot be placed now wait in a per-pool queue.
@@ -186,11 +192,13 @@ type Modes struct {
 // embedded scheduler.yaml spells out the same values.
 func DefaultScheduler() *Scheduler {
 	return &Scheduler{
-		Placement: Placement{Strategy: StrategyLeastLoaded, CPUThreshold: 90, GPUThreshold: 90, Prefetch: 1},
+		Placement: Placement{Strategy: StrategyLeastLoaded, CPUThreshold: 90, GPUThreshold: 90, Prefetch: 1,
+			PrefetchWindow: 20 * time.Millisecond},
 		// The LLM pools prefer GPU hosts (pools.yaml) and fall back to
 		// CPU-only hosts with Ollama.
-		Pools: map[string]PoolSettings{"chat-advanced": {Strategy: StrategyAffinity, Prefetch: new(int)},
-			"code-llm": {Strategy: StrategyAffinity, Prefetch: new(int)}},
+		Pools: map[string]PoolSettings{
+			"chat-advanced": {Strategy: StrategyAffinity, Prefetch: new(int), PrefetchWindow: new(time.Duration)},
+			"code-llm":      {Strategy: StrategyAffinity, Prefetch: new(int), PrefetchWindow: new(time.Duration)}},
 		Queue:     Queue{Cap: 1000, AgingFactor: 10 * time.Second, MaxWait: 10 * time.Minute, PumpInterval: 250 * time.Millisecond},
 		Tenants: Tenants{
 			Default: TenantLimits{MaxConcurrentJobs: 100, Rate: 50, Burst: 100},
@@ -212,6 +220,14 @@ func (s *Scheduler) PrefetchFor(pool string) int {
 		return *p.Prefetch
 	}
 	return s.Placement.Prefetch
+}
+
+// PrefetchWindowFor returns pool's prefetch window.
+func (s *Scheduler) PrefetchWindowFor(pool string) time.Duration {
+	if p, ok := s.Pools[pool]; ok && p.PrefetchWindow != nil {
+		return *p.PrefetchWindow
+	}
+	return s.Placement.PrefetchWindow
 }
 
 // StrategyFor returns pool's strategy.
@@ -259,6 +275,7 @@ func (s *Scheduler) validate(name string, root *yaml.Node) error {
 		check(p.CPUThreshold > 0 && p.CPUThreshold <= 100, "placement.cpu_threshold must be in (0, 100]", "placement", "cpu_threshold"),
 		check(p.GPUThreshold > 0 && p.GPUThreshold <= 100, "placement.gpu_threshold must be in (0, 100]", "placement", "gpu_threshold"),
 		check(p.Prefetch >= 0 && p.Prefetch <= 1000, "placement.prefetch must be 0..1000", "placement", "prefetch"),
+		check(p.PrefetchWindow >= 0 && p.PrefetchWindow <= time.Minute, "placement.prefetch_window must be 0..1m", "placement", "prefetch_window"),
 		check(q.Cap >= 0, "queue.cap must not be negative", "queue", "cap"),
 		check(q.AgingFactor >= time.Millisecond, "queue.aging_factor must be at least 1ms", "queue", "aging_factor"),
 		check(q.MaxWait > 0, "queue.max_wait must be positive", "queue", "max_wait"),
@@ -287,6 +304,9 @@ func (s *Scheduler) validate(name string, root *yaml.Node) error {
 			return err
 		}
 		if err := check(ps.Prefetch == nil || (*ps.Prefetch >= 0 && *ps.Prefetch <= 1000), fmt.Sprintf("pools.%s.prefetch must be 0..1000", pool), "pools", pool, "prefetch"); err != nil {
+			return err
+		}
+		if err := check(ps.PrefetchWindow == nil || (*ps.PrefetchWindow >= 0 && *ps.PrefetchWindow <= time.Minute), fmt.Sprintf("pools.%s.prefetch_window must be 0..1m", pool), "pools", pool, "prefetch_window"); err != nil {
 			return err
 		}
 	}

@@ -331,7 +331,7 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 				ws[i].ZoneThrottled = hot[ws[i].Zone]
 			}
 			r := request(job, c.pools.Pools[pool], s.lastPick(pool))
-			p := policy(c.sched, pool)
+			p := s.policy(c.sched, pool)
 			switch Place(ws, &r, &p, &d) {
 			case Placed:
 				placements.WithLabelValues(p.Strategy.String(), "placed").Inc()
@@ -352,7 +352,7 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 					s.park(ctx, c, job, lim, pool, "jobs are waiting for pool "+pool+"; queued behind them")
 					return
 				}
-				switch s.schedule(ctx, c, job, lim, pool, &d, &ws[d.Worker]) {
+				switch s.schedule(ctx, job, lim, pool, &p, &d, &ws[d.Worker]) {
 				case scheduled, gone:
 					return
 				case full:
@@ -420,10 +420,48 @@ func request(job *jobstore.Job, pool config.Pool, after string) Request {
 	return r
 }
 
-// policy is pool's placement policy.
-func policy(c *config.Scheduler, pool string) Policy {
-	return Policy{Strategy: StrategyOf(c.StrategyFor(pool)), CPUThreshold: c.Placement.CPUThreshold,
+// policy is pool's placement policy: scheduler.yaml's settings, and the
+// per-slot prefetch its prefetch window gives for the pool's jobs' usual
+// running time.
+func (s *Scheduler) policy(c *config.Scheduler, pool string) Policy {
+	p := Policy{Strategy: StrategyOf(c.StrategyFor(pool)), CPUThreshold: c.Placement.CPUThreshold,
 		GPUThreshold: c.Placement.GPUThreshold, Prefetch: c.PrefetchFor(pool)}
+	if w := c.PrefetchWindowFor(pool); w > 0 {
+		if run, ok := s.runTime(pool); ok {
+			p.PerSlot = int(min(maxPerSlot, w.Seconds()/max(run, minRunTime)))
+		}
+	}
+	return p
+}
+
+// Bounds of the window's prefetch: a job reported to run in 0 ms counts as
+// 0.1 ms, and a slot never holds more than 64 jobs waiting.
+const (
+	minRunTime = 0.0001 // seconds
+	maxPerSlot = 64
+)
+
+// observeRun folds a job's running time into its pool's average
+// (exponential, weight 1/16).
+func (s *Scheduler) observeRun(pool string, ms int64) {
+	if pool == "" {
+		return
+	}
+	v := float64(ms) / 1000
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if old, ok := s.run[pool]; ok {
+		v = old + (v-old)/16
+	}
+	s.run[pool] = v
+}
+
+// runTime returns pool's average running time in seconds, when known.
+func (s *Scheduler) runTime(pool string) (float64, bool) {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	v, ok := s.run[pool]
+	return v, ok
 }
 
 // lastPick returns the worker pool's round-robin strategy picked last.
@@ -451,12 +489,10 @@ const (
 // schedule moves a placed job to SCHEDULED, with the store checking the
 // tenant's and the worker's limits and taking the dispatch lock in the
 // same step, then dispatches it.
-func (s *Scheduler) schedule(ctx context.Context, c *settings, job *jobstore.Job, lim limits, pool string, d *Decision, w *Worker) scheduleResult {
+func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits, pool string, p *Policy, d *Decision, w *Worker) scheduleResult {
 	t := jobstore.Transition{To: jobstore.Scheduled, From: jobstore.Pending, Pool: pool, WorkerID: w.ID,
-		TenantLimit: lim.tenant, Lock: &jobstore.Lock{Owner: s.id, TTL: dispatchLockTTL}, Message: d.Reasoning()}
-	if w.MaxParallel > 0 {
-		t.WorkerLimit = w.MaxParallel + c.sched.PrefetchFor(pool)
-	}
+		TenantLimit: lim.tenant, WorkerLimit: p.capacity(w), Lock: &jobstore.Lock{Owner: s.id, TTL: dispatchLockTTL},
+		Message: d.Reasoning()}
 	lim.first(&t)
 	s.registry.Reserve(w.ID, job.CPUMillicores, job.MemoryBytes)
 	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
@@ -468,7 +504,7 @@ func (s *Scheduler) schedule(ctx context.Context, c *settings, job *jobstore.Job
 		return full
 	case errors.As(err, &le):
 		s.registry.Unreserve(w.ID, job.CPUMillicores, job.MemoryBytes)
-		s.deferTenant(ctx, c, job, lim, le)
+		s.deferTenant(ctx, s.conf.Load(), job, lim, le)
 		return gone
 	case err != nil:
 		s.registry.Unreserve(w.ID, job.CPUMillicores, job.MemoryBytes)
@@ -551,6 +587,7 @@ func (s *Scheduler) park(ctx context.Context, c *settings, job *jobstore.Job, li
 	}
 	waits.WithLabelValues(ReasonPoolOverloaded).Inc()
 	s.moved(moved, t)
+	s.queuedIn(pool)
 	s.poke()
 }
 

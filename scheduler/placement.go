@@ -51,8 +51,18 @@ type Policy struct {
 	Strategy Strategy
 	// CPUThreshold and GPUThreshold are percentages; 100 or more disables one.
 	CPUThreshold, GPUThreshold float64
-	// Prefetch is how many jobs a worker may hold beyond MaxParallel.
-	Prefetch int
+	// Prefetch is how many jobs a worker may hold beyond MaxParallel, and
+	// PerSlot how many more per slot (MaxParallel): a worker is at capacity
+	// holding MaxParallel×(1+PerSlot) + Prefetch jobs.
+	Prefetch, PerSlot int
+}
+
+// capacity is how many jobs w may hold under p; 0 for no limit.
+func (p *Policy) capacity(w *Worker) int {
+	if w.MaxParallel <= 0 {
+		return 0
+	}
+	return w.MaxParallel*(1+p.PerSlot) + p.Prefetch
 }
 
 // Label is a label constraint: a worker qualifies if its label Key is Value.
@@ -228,7 +238,7 @@ func Place(workers []Worker, r *Request, p *Policy, d *Decision) Outcome {
 	for i := range workers {
 		w := &workers[i]
 		if !fast || w.caps&f.need != f.need || w.Quarantined || w.CPULoad > p.CPUThreshold || w.GPUUtil > p.GPUThreshold ||
-			(w.MaxParallel > 0 && w.Inflight >= w.MaxParallel+p.Prefetch) || (f.caps && !w.capsMasked) ||
+			(w.MaxParallel > 0 && w.Inflight >= w.MaxParallel*(1+p.PerSlot)+p.Prefetch) || (f.caps && !w.capsMasked) ||
 			(f.resources && (w.CPUFree-w.ReservedCPU < r.CPUMillicores || w.MemFree-w.ReservedMem < r.MemoryBytes)) {
 			if why := f.check(w, r, p); why != pass {
 				d.filtered(w.ID, why)
@@ -376,7 +386,7 @@ func (f *filters) check(w *Worker, r *Request, p *Policy) Filter {
 		return FilterLabel
 	case w.Quarantined:
 		return FilterQuarantined
-	case w.MaxParallel > 0 && w.Inflight >= w.MaxParallel+p.Prefetch:
+	case w.MaxParallel > 0 && w.Inflight >= w.MaxParallel*(1+p.PerSlot)+p.Prefetch:
 		return FilterCapacity
 	case f.cpu && w.CPULoad > p.CPUThreshold && externalCPU(w) > p.CPUThreshold:
 		return FilterCPU

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/config"
 )
 
 var defaultPolicy = Policy{Strategy: LeastLoaded, CPUThreshold: 90, GPUThreshold: 90, Prefetch: 0}
@@ -502,5 +503,38 @@ func BenchmarkReasoning(b *testing.B) {
 	buf := make([]byte, 0, 512)
 	for b.Loop() {
 		buf = d.AppendReasoning(buf[:0])
+	}
+}
+
+// TestPrefetchWindow: a pool of quick jobs lets each slot hold as many as
+// run within the window; a pool of long ones none; unknown, none.
+func TestPrefetchWindow(t *testing.T) {
+	c := config.DefaultScheduler()
+	s := &Scheduler{run: map[string]float64{}}
+	if p := s.policy(c, "echo"); p.PerSlot != 0 || p.Prefetch != 1 {
+		t.Fatalf("before any result: %+v", p)
+	}
+	for range 50 {
+		s.observeRun("echo", 2)
+	}
+	if p := s.policy(c, "echo"); p.PerSlot != 10 {
+		t.Errorf("2 ms jobs, 20 ms window: %d per slot, want 10", p.PerSlot)
+	}
+	s.observeRun("fast", 0)
+	if p := s.policy(c, "fast"); p.PerSlot != maxPerSlot {
+		t.Errorf("0 ms jobs: %d per slot, want the cap %d", p.PerSlot, maxPerSlot)
+	}
+	s.observeRun("chat-advanced", 1)
+	if p := s.policy(c, "chat-advanced"); p.PerSlot != 0 || p.Prefetch != 0 || p.Strategy != Affinity {
+		t.Errorf("chat-advanced: %+v", p)
+	}
+	s.observeRun("slow", 30000)
+	if p := s.policy(c, "slow"); p.PerSlot != 0 {
+		t.Errorf("30 s jobs: %d per slot", p.PerSlot)
+	}
+	w := Worker{MaxParallel: 2}
+	p := Policy{Prefetch: 1, PerSlot: 10}
+	if got := p.capacity(&w); got != 23 {
+		t.Errorf("capacity %d, want 2×11+1", got)
 	}
 }

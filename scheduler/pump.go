@@ -21,59 +21,84 @@ func (s *Scheduler) pumpLoop(lctx, ctx context.Context) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
+		tick := false
 		select {
 		case <-lctx.Done():
 			return
 		case <-s.wake:
 		case <-t.C:
+			tick = true
 		}
 		if iv := s.conf.Load().sched.Queue.PumpInterval; iv != interval {
 			interval = iv
 			t.Reset(interval)
 		}
-		s.pump(lctx, ctx)
+		s.pump(lctx, ctx, tick)
 	}
 }
 
 // pump hands out what may be placed now. Placements run on the submission
-// workers; the store decides which replica places each job.
-func (s *Scheduler) pump(lctx, ctx context.Context) {
+// workers; the store decides which replica places each job. On a tick it
+// takes the deferred jobs that are due and reads every queue's length (two
+// round trips); poked, it looks only at the queues it knows hold jobs, so
+// that a result in a system where nothing waits costs no round trip.
+func (s *Scheduler) pump(lctx, ctx context.Context, tick bool) {
 	if s.Mode() == ModeDraining {
 		return
 	}
 	now := time.Now()
-	due, err := s.cfg.Store.DueDeferred(ctx, now, pumpHeads)
-	if err != nil {
-		s.storeFailed("deferred", "", err)
-	}
-	for _, job := range due {
-		if lctx.Err() != nil {
+	c := s.conf.Load()
+	var pools []string
+	if tick {
+		due, err := s.cfg.Store.DueDeferred(ctx, now, pumpHeads)
+		if err != nil {
+			s.storeFailed("deferred", "", err)
+		}
+		for _, job := range due {
+			if lctx.Err() != nil {
+				return
+			}
+			s.handOut(ctx, job)
+		}
+		all := sortedPools(c)
+		lens, err := s.cfg.Store.QueueLens(ctx, all)
+		if err != nil {
+			s.storeFailed("queues", "", err)
 			return
 		}
-		s.handOut(ctx, job)
-	}
-	c := s.conf.Load()
-	pools := sortedPools(c)
-	lens, err := s.cfg.Store.QueueLens(ctx, pools)
-	if err != nil {
-		s.storeFailed("queues", "", err)
-		return
+		s.waitingMu.Lock()
+		clear(s.waiting)
+		for i, pool := range all {
+			queueDepth.WithLabelValues(pool).Set(float64(lens[i]))
+			if s.registry.Serves(pool, now) {
+				s.emptyMu.Lock()
+				delete(s.empty, pool)
+				s.emptyMu.Unlock()
+			}
+			if lens[i] > 0 {
+				s.waiting[pool] = true
+				pools = append(pools, pool)
+			}
+		}
+		s.waitingMu.Unlock()
+	} else {
+		s.waitingMu.Lock()
+		for pool := range s.waiting {
+			pools = append(pools, pool)
+		}
+		s.waitingMu.Unlock()
+		slices.Sort(pools)
 	}
 	buf := snapshots.Get().(*[]Worker)
 	defer func() { *buf = (*buf)[:0]; snapshots.Put(buf) }()
-	for i, pool := range pools {
-		queueDepth.WithLabelValues(pool).Set(float64(lens[i]))
-		if s.registry.Serves(pool, now) {
-			s.emptyMu.Lock()
-			delete(s.empty, pool)
-			s.emptyMu.Unlock()
-		}
-		if lens[i] == 0 || lctx.Err() != nil {
-			continue
+	for _, pool := range pools {
+		if lctx.Err() != nil {
+			return
 		}
 		ws := s.registry.Snapshot((*buf)[:0], pool, now)
 		*buf = ws
-		room := freeSlots(ws, c.sched.PrefetchFor(pool))
+		p := s.policy(c.sched, pool)
+		room := freeSlots(ws, &p)
 		if len(ws) == 0 && s.deserted(pool, now) {
 			// No live host for a while: admission ends them no_workers,
 			// as it does fresh submissions.
@@ -86,6 +111,11 @@ func (s *Scheduler) pump(lctx, ctx context.Context) {
 		if err != nil {
 			s.storeFailed("queue heads", "", err)
 			continue
+		}
+		if len(heads) == 0 {
+			s.waitingMu.Lock()
+			delete(s.waiting, pool)
+			s.waitingMu.Unlock()
 		}
 		for _, job := range heads {
 			if lctx.Err() != nil {
@@ -110,9 +140,9 @@ func (s *Scheduler) deserted(pool string, now time.Time) bool {
 	return !s.warming() && now.Sub(since) >= min(warmup, s.cfg.WorkerTTL)
 }
 
-// freeSlots estimates how many more jobs ws can take now; any number for a
-// worker with no max_parallel_jobs.
-func freeSlots(ws []Worker, prefetch int) int {
+// freeSlots estimates how many more jobs ws can take now under p; any
+// number for a worker with no max_parallel_jobs.
+func freeSlots(ws []Worker, p *Policy) int {
 	n := 0
 	for i := range ws {
 		w := &ws[i]
@@ -121,10 +151,18 @@ func freeSlots(ws []Worker, prefetch int) int {
 		case w.MaxParallel <= 0:
 			return pumpHeads
 		default:
-			n += max(0, w.MaxParallel+prefetch-w.Inflight)
+			n += max(0, p.capacity(w)-w.Inflight)
 		}
 	}
 	return n
+}
+
+// queuedIn notes that pool holds waiting jobs, so that the pump looks at
+// it when poked.
+func (s *Scheduler) queuedIn(pool string) {
+	s.waitingMu.Lock()
+	s.waiting[pool] = true
+	s.waitingMu.Unlock()
 }
 
 // handOut admits a waiting job on a submission worker, unless this

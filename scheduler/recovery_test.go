@@ -98,7 +98,7 @@ func TestQuarantine(t *testing.T) {
 // DEGRADED refuses low priorities, READ_ONLY and DRAINING refuse
 // everything, DRAINING also starts nothing that waits.
 func TestModes(t *testing.T) {
-	e := start(t, options{replicas: 2, sched: "placement: {prefetch: 0}\n"})
+	e := start(t, options{replicas: 2, sched: "placement: {prefetch: 0, prefetch_window: 0s}\n"})
 	h := e.addHost(&wardv1.Heartbeat{WorkerId: "one", Pools: []string{"a"}, MaxParallelJobs: 1},
 		func(*wardv1.JobRequest, int) outcome { return outcome{hold: true} })
 	e.waitWorkers("one")
@@ -249,7 +249,7 @@ topics:
 // TestCancel: ward jobs cancel ends a running job CANCELLED and its host
 // stops it; a waiting job is cancelled before it ever runs.
 func TestCancel(t *testing.T) {
-	e := start(t, options{sched: "placement: {prefetch: 0}\n"})
+	e := start(t, options{sched: "placement: {prefetch: 0, prefetch_window: 0s}\n"})
 	h := e.addHost(&wardv1.Heartbeat{WorkerId: "one", Pools: []string{"a"}, MaxParallelJobs: 1},
 		func(*wardv1.JobRequest, int) outcome { return outcome{hold: true} })
 	e.waitWorkers("one")
@@ -290,7 +290,7 @@ func TestCancel(t *testing.T) {
 // jobs: every job ends SUCCEEDED once, is dispatched once, and is received
 // by exactly one host once.
 func TestExactlyOnceAcrossReplicas(t *testing.T) {
-	e := start(t, options{replicas: 3})
+	e := start(t, options{replicas: 3, sched: "placement: {prefetch_window: 0s}\n"})
 	var hosts []*fakeHost
 	for i := range 3 {
 		hosts = append(hosts, e.addHost(&wardv1.Heartbeat{WorkerId: fmt.Sprintf("h%d", i), Pools: []string{"a"}, MaxParallelJobs: 4},

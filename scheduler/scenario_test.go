@@ -90,7 +90,7 @@ func TestRouting(t *testing.T) {
 // GPU threshold is skipped; when all are, the job waits in the pool's
 // queue and is placed as soon as one has room.
 func TestOverloadedWorkersAreSkipped(t *testing.T) {
-	e := start(t, options{sched: "placement: {prefetch: 0}\n"})
+	e := start(t, options{sched: "placement: {prefetch: 0, prefetch_window: 0s}\n"})
 	hot := e.addHost(&wardv1.Heartbeat{WorkerId: "hot", Pools: []string{"a"}, MaxParallelJobs: 4, CpuLoad: 97}, nil)
 	gpu := e.addHost(&wardv1.Heartbeat{WorkerId: "gpuhot", Pools: []string{"a"}, MaxParallelJobs: 4, GpuUtilization: 95}, nil)
 	full := e.addHost(&wardv1.Heartbeat{WorkerId: "full", Pools: []string{"a"}, MaxParallelJobs: 1},
@@ -133,10 +133,10 @@ func TestQueuePriorityAndAging(t *testing.T) {
 		name, sched string
 		want        []string
 	}{
-		{"priority", "placement: {prefetch: 0}\nqueue: {aging_factor: 1h}\n", []string{"p0", "p5", "p9"}},
+		{"priority", "placement: {prefetch: 0, prefetch_window: 0s}\nqueue: {aging_factor: 1h}\n", []string{"p0", "p5", "p9"}},
 		// With an aging factor of 1ms a priority level is worth 1ms of
 		// waiting: the job submitted first goes first.
-		{"aging", "placement: {prefetch: 0}\nqueue: {aging_factor: 1ms}\n", []string{"p9", "p5", "p0"}},
+		{"aging", "placement: {prefetch: 0, prefetch_window: 0s}\nqueue: {aging_factor: 1ms}\n", []string{"p9", "p5", "p0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := start(t, options{sched: tc.sched})
@@ -169,7 +169,7 @@ func TestQueuePriorityAndAging(t *testing.T) {
 // once (queue_full), visible in the metrics; a job that waited
 // queue.max_wait ends FAILED pool_overloaded.
 func TestQueueCap(t *testing.T) {
-	e := start(t, options{timeouts: fastTimeouts, sched: "placement: {prefetch: 0}\nqueue: {cap: 2, max_wait: 1500ms}\n"})
+	e := start(t, options{timeouts: fastTimeouts, sched: "placement: {prefetch: 0, prefetch_window: 0s}\nqueue: {cap: 2, max_wait: 1500ms}\n"})
 	h := e.addHost(&wardv1.Heartbeat{WorkerId: "one", Pools: []string{"a"}, MaxParallelJobs: 1},
 		func(*wardv1.JobRequest, int) outcome { return outcome{hold: true} })
 	e.waitWorkers("one")
@@ -373,7 +373,7 @@ pools:
 		// affinity pools; here job.gpu's pool prefers gpu.
 		e.stopReplica(0)
 		e.scheds = e.scheds[:0]
-		if err := os.WriteFile(e.files.Scheduler, []byte("pools:\n  gpu: {strategy: affinity, prefetch: 0}\n"), 0o644); err != nil {
+		if err := os.WriteFile(e.files.Scheduler, []byte("pools:\n  gpu: {strategy: affinity, prefetch: 0, prefetch_window: 0s}\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		e.addReplica(false)

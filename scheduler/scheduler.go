@@ -81,13 +81,17 @@ type Scheduler struct {
 	updates *bus.Workers // results, progress, cancels, queries
 	beats   *bus.Workers // heartbeats
 
-	started time.Time            // when Start ran: the registry fills within a heartbeat
-	wake    chan struct{}        // capacity freed or a job queued: pump now
-	placing sync.Map             // job id -> struct{}: being placed by this replica
-	emptyMu sync.Mutex           // guards empty
-	empty   map[string]time.Time // pool -> since when it has no live host (as the pump saw)
-	rrMu    sync.Mutex           // guards rr
-	rr      map[string]string    // pool -> the round-robin strategy's last pick
+	started   time.Time            // when Start ran: the registry fills within a heartbeat
+	wake      chan struct{}        // capacity freed or a job queued: pump now
+	placing   sync.Map             // job id -> struct{}: being placed by this replica
+	emptyMu   sync.Mutex           // guards empty
+	empty     map[string]time.Time // pool -> since when it has no live host (as the pump saw)
+	waitingMu sync.Mutex           // guards waiting
+	waiting   map[string]bool      // pools known to hold waiting jobs
+	runMu     sync.Mutex           // guards run
+	run       map[string]float64   // pool -> its jobs' average running time, seconds
+	rrMu      sync.Mutex           // guards rr
+	rr        map[string]string    // pool -> the round-robin strategy's last pick
 
 	mu        sync.Mutex // guards the 5 following fields
 	subs      []*bus.Subscription
@@ -145,6 +149,8 @@ func New(cfg Config) (*Scheduler, error) {
 		wake:     make(chan struct{}, 1),
 		rr:       make(map[string]string),
 		empty:    make(map[string]time.Time),
+		run:      make(map[string]float64),
+		waiting:  make(map[string]bool),
 	}
 	s.conf.Store(&settings{pools: cfg.Pools, timeouts: cfg.Timeouts, sched: cfg.Settings})
 	normal := ModeNormal
