@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -157,7 +158,7 @@ func TestMaxParallel(t *testing.T) {
 		}
 	}
 	hb := beats[len(beats)-1]
-	if hb.GetMaxParallelJobs() != 2 || hb.GetModules()["sleep"] == "" || hb.GetPool() != "sleep" || hb.GetMemory().GetTotalBytes() == 0 {
+	if hb.GetMaxParallelJobs() != 2 || hb.GetModules()["sleep"] == "" || !slices.Contains(hb.GetPools(), "sleep") || hb.GetMemory().GetTotalBytes() == 0 {
 		t.Errorf("heartbeat %v", hb)
 	}
 	mu.Unlock()
