@@ -11,21 +11,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/ward-run/ward/internal/client"
 	"github.com/ward-run/ward/internal/modreg"
+	"github.com/ward-run/ward/runtime"
 )
-
-// deployManifest is the part of a module manifest the registry reads: who
-// the module is and the route it may declare.
-type deployManifest struct {
-	Name     string   `yaml:"name"`
-	Version  string   `yaml:"version"`
-	Topic    string   `yaml:"topic"`
-	Pool     string   `yaml:"pool"`
-	Requires []string `yaml:"requires"`
-}
 
 func newModuleCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "module", Short: "Deploy, list, roll back and retire worker modules (registry in NATS JetStream)"}
@@ -55,7 +45,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var m deployManifest
+			m := &runtime.Manifest{}
 			var raw []byte
 			if manifestPath == "" {
 				if p := strings.TrimSuffix(args[0], ".wasm") + ".yaml"; fileExists(p) {
@@ -66,7 +56,8 @@ func newModuleCmd(g *globals) *cobra.Command {
 				if raw, err = os.ReadFile(manifestPath); err != nil {
 					return err
 				}
-				if err := yaml.Unmarshal(raw, &m); err != nil {
+				// Refuse a bad manifest here, not on every host.
+				if m, err = runtime.ParseManifest(raw); err != nil {
 					return fmt.Errorf("manifest %s: %w", manifestPath, err)
 				}
 			}
