@@ -193,7 +193,7 @@ type Modes struct {
 func DefaultScheduler() *Scheduler {
 	return &Scheduler{
 		Placement: Placement{Strategy: StrategyLeastLoaded, CPUThreshold: 90, GPUThreshold: 90, Prefetch: 1,
-			PrefetchWindow: 20 * time.Millisecond},
+			PrefetchWindow: 100 * time.Millisecond},
 		// The LLM pools prefer GPU hosts (pools.yaml) and fall back to
 		// CPU-only hosts with Ollama.
 		Pools: map[string]PoolSettings{

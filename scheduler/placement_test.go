@@ -517,8 +517,8 @@ func TestPrefetchWindow(t *testing.T) {
 	for range 50 {
 		s.observeRun("echo", 2)
 	}
-	if p := s.policy(c, "echo"); p.PerSlot != 10 {
-		t.Errorf("2 ms jobs, 20 ms window: %d per slot, want 10", p.PerSlot)
+	if p := s.policy(c, "echo"); p.PerSlot != 50 {
+		t.Errorf("2 ms jobs, 100 ms window: %d per slot, want 50", p.PerSlot)
 	}
 	s.observeRun("fast", 0)
 	if p := s.policy(c, "fast"); p.PerSlot != maxPerSlot {

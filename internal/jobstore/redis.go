@@ -157,7 +157,8 @@ local active = $ACTIVE
 local terminal = $TERMINAL
 local id, to, from, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local h = KEYS[1]
-local cur = redis.call('HGET', h, 'state')
+local f = redis.call('HMGET', h, 'state', 'worker_id', 'tenant', 'waiting', 'deadline')
+local cur = f[1]
 if not cur then return {'notfound'} end
 local hasWait = ARGV[15] == '1'
 local ok
@@ -165,14 +166,14 @@ if from ~= '' and cur ~= from then ok = false
 elseif cur == 'PENDING' and to == 'PENDING' then ok = hasWait
 else ok = allowed[cur] and allowed[cur][to] end
 if not ok then return {'refused', cur} end
-local oldw = redis.call('HGET', h, 'worker_id') or ''
+local oldw = f[2] or ''
 if ARGV[6] ~= '' and oldw ~= ARGV[6] then return {'worker', oldw} end
 local lockKey = 'job:lock:' .. id
 if ARGV[9] ~= '' then
   local holder = redis.call('GET', lockKey)
   if holder and holder ~= ARGV[9] then return {'locked', holder} end
 end
-local tenant = redis.call('HGET', h, 'tenant') or ''
+local tenant = f[3] or ''
 local tenantKey = 'job:tenant:' .. tenant .. ':active'
 local wasActive = active[cur] or false
 local neww = ARGV[16]
@@ -182,9 +183,11 @@ if active[to] and not wasActive and tonumber(ARGV[7]) > 0 then
   local n = redis.call('SCARD', tenantKey)
   if n >= tonumber(ARGV[7]) then return {'tenant', tostring(n), tenant} end
 end
+local wk = 'job:worker:' .. neww .. ':jobs'
+local held = -1
 if active[to] and neww ~= '' and tonumber(ARGV[8]) > 0 and not (wasActive and neww == oldw) then
-  local n = redis.call('SCARD', 'job:worker:' .. neww .. ':jobs')
-  if n >= tonumber(ARGV[8]) then return {'worker_full', tostring(n)} end
+  held = redis.call('SCARD', wk)
+  if held >= tonumber(ARGV[8]) then return {'worker_full', tostring(held)} end
 end
 local waitKey
 if hasWait then
@@ -200,7 +203,7 @@ if hasWait then
   end
 end
 redis.call('HSET', h, 'state', to, 'updated_at', now, unpack(ARGV, 18, #ARGV))
-local waiting = redis.call('HGET', h, 'waiting')
+local waiting = f[4]
 if waiting then
   redis.call('ZREM', 'job:' .. waiting, id)
   redis.call('HDEL', h, 'waiting')
@@ -223,14 +226,19 @@ else
 end
 if to == 'PENDING' then redis.call('HDEL', h, 'worker_id') end
 if oldw ~= '' and oldw ~= neww then redis.call('SREM', 'job:worker:' .. oldw .. ':jobs', id) end
-local held = 0
 if neww ~= '' then
-  local wk = 'job:worker:' .. neww .. ':jobs'
-  if active[to] then redis.call('SADD', wk, id) else redis.call('SREM', wk, id) end
-  held = redis.call('SCARD', wk)
+  local changed
+  if active[to] then changed = redis.call('SADD', wk, id) else changed = redis.call('SREM', wk, id) end
+  if held >= 0 then
+    held = held + changed
+  else
+    held = redis.call('SCARD', wk)
+  end
+else
+  held = 0
 end
 if ARGV[17] ~= '' then redis.call('ZADD', 'job:deadlines', ARGV[17], id) end
-if terminal[to] then redis.call('ZREM', 'job:deadlines', id) end
+if terminal[to] and (f[5] or ARGV[17] ~= '') then redis.call('ZREM', 'job:deadlines', id) end
 if ARGV[9] ~= '' then redis.call('SET', lockKey, ARGV[9], 'PX', ARGV[10]) end
 redis.call('RPUSH', KEYS[2], ARGV[5])
 local out = redis.call('HGETALL', h)
