@@ -113,8 +113,9 @@ type Agent struct {
 	jobCtx    context.Context // cancelled when Shutdown gives up waiting
 	cancelJob context.CancelFunc
 
-	jobs jobTable // the jobs running, to cancel one
-	objs objectsOnce
+	jobs    jobTable // the jobs running, to cancel one
+	cancels cancels  // sys.job.cancel (cancel.go)
+	objs    objectsOnce
 
 	mu       sync.Mutex // guards the 3 following fields
 	subs     []*bus.Subscription
@@ -221,6 +222,9 @@ func (a *Agent) Start(ctx context.Context) error {
 		return fmt.Errorf("host: %w", err)
 	}
 	a.ping = ping
+	if err := a.cancels.start(a); err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
@@ -261,6 +265,7 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 	if a.ping != nil {
 		_ = a.ping.Unsubscribe()
 	}
+	a.cancels.stop()
 	var errs []error
 	for _, s := range subs {
 		errs = append(errs, s.Drain(ctx))
@@ -314,6 +319,7 @@ func (a *Agent) heartbeat(status string) {
 	if len(a.pools) > 0 {
 		hb.Pool = a.pools[0]
 	}
+	reportResources(hb)
 	for _, p := range a.cfg.Probes {
 		p.Observe(context.Background(), hb)
 	}
@@ -327,6 +333,9 @@ func (a *Agent) heartbeat(status string) {
 // handleJob runs one job and publishes its result. Every failure is a
 // FAILED result with a code; nothing here stops the host.
 func (a *Agent) handleJob(ctx context.Context, _ *nats.Msg, req *wardv1.JobRequest) {
+	if a.cancels.cancelled(req.GetJobId()) {
+		return // cancelled while it waited here: it ended CANCELLED already
+	}
 	a.active.Add(1)
 	activeJobs.Inc()
 	defer func() { a.active.Add(-1); activeJobs.Dec() }()
