@@ -199,7 +199,7 @@ func DefaultScheduler() *Scheduler {
 		Pools: map[string]PoolSettings{
 			"chat-advanced": {Strategy: StrategyAffinity, Prefetch: new(int), PrefetchWindow: new(time.Duration)},
 			"code-llm":      {Strategy: StrategyAffinity, Prefetch: new(int), PrefetchWindow: new(time.Duration)}},
-		Queue:     Queue{Cap: 1000, AgingFactor: 10 * time.Second, MaxWait: 10 * time.Minute, PumpInterval: 250 * time.Millisecond},
+		Queue: Queue{Cap: 1000, AgingFactor: 10 * time.Second, MaxWait: 10 * time.Minute, PumpInterval: 250 * time.Millisecond},
 		Tenants: Tenants{
 			Default: TenantLimits{MaxConcurrentJobs: 100, Rate: 50, Burst: 100},
 			// `ward bench` submits as tenant bench, thousands of jobs a second.
