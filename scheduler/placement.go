@@ -281,10 +281,28 @@ func Place(workers []Worker, r *Request, p *Policy, d *Decision) Outcome {
 			if after[tier] < 0 && w.ID > r.After {
 				after[tier] = i
 			}
-		default:
-			k := rank(w, r, p, &f, tier)
-			if best < 0 || k.less(&bestKey) {
-				best, bestKey = i, k
+		case Affinity:
+			// The affinity reasons add up (higher is better), then the score.
+			a := affinity(w, r, &f)
+			sc := score(w)
+			if best < 0 || tier < bestKey.tier || tier == bestKey.tier &&
+				(a > bestKey.affinity || a == bestKey.affinity && sc < bestKey.score) {
+				best, bestKey = i, key{tier: tier, affinity: a, score: sc}
+			}
+		default: // ResourceFit
+			// Best fit: the tightest worker that still fits, so that large
+			// jobs find room elsewhere; then the score.
+			var fit, fitMem int64
+			if r.CPUMillicores > 0 {
+				fit = w.CPUFree - w.ReservedCPU - r.CPUMillicores
+			}
+			if r.MemoryBytes > 0 {
+				fitMem = w.MemFree - w.ReservedMem - r.MemoryBytes
+			}
+			sc := score(w)
+			if best < 0 || tier < bestKey.tier || tier == bestKey.tier &&
+				(fit < bestKey.fit || fit == bestKey.fit && (fitMem < bestKey.fitMem || fitMem == bestKey.fitMem && sc < bestKey.score)) {
+				best, bestKey = i, key{tier: tier, fit: fit, fitMem: fitMem, score: sc}
 			}
 		}
 	}
@@ -407,14 +425,6 @@ func (f *filters) hasCaps(w *Worker, r *Request) bool {
 	return hasAll(w.Capabilities, r.Requires) && hasAll(w.Capabilities, r.PoolRequires)
 }
 
-// hasPrefers reports whether w has every capability the pool prefers.
-func (f *filters) hasPrefers(w *Worker, r *Request) bool {
-	if f.masked && w.capsMasked {
-		return w.caps&f.prefer == f.prefer
-	}
-	return hasAll(w.Capabilities, r.Prefers)
-}
-
 // labelsMatch reports whether w meets every label constraint.
 func labelsMatch(w *Worker, cs []Label) bool {
 	for i := range cs {
@@ -472,17 +482,23 @@ func score(w *Worker) float64 {
 // affinity returns the affinity reasons w matches.
 func affinity(w *Worker, r *Request, f *filters) AffinityReason {
 	var a AffinityReason
-	if r.PreviousWorker != "" && w.ID == r.PreviousWorker {
-		a |= PreviouslyExecuted
-	}
-	if r.DataKey != "" && listHas(w.Labels["data_locality"], r.DataKey) {
-		a |= DataLocality
+	if len(r.Prefers) > 0 {
+		if f.masked && w.capsMasked {
+			if w.caps&f.prefer == f.prefer {
+				a |= PreferredCapability
+			}
+		} else if hasAll(w.Capabilities, r.Prefers) {
+			a |= PreferredCapability
+		}
 	}
 	if r.Zone != "" && w.Zone == r.Zone {
 		a |= SameZone
 	}
-	if len(r.Prefers) > 0 && f.hasPrefers(w, r) {
-		a |= PreferredCapability
+	if r.DataKey != "" && listHas(w.Labels["data_locality"], r.DataKey) {
+		a |= DataLocality
+	}
+	if r.PreviousWorker != "" && w.ID == r.PreviousWorker {
+		a |= PreviouslyExecuted
 	}
 	return a
 }
@@ -499,47 +515,14 @@ func listHas(list, item string) bool {
 	return false
 }
 
-// key ranks an eligible worker: lower is better, compared field by field.
+// key is the rank of the best worker so far, for the affinity and
+// resource-fit strategies.
 type key struct {
 	tier     int
 	affinity AffinityReason // higher is better
 	fit      int64          // resource fit: free CPU left over, lower is better
 	fitMem   int64
 	score    float64
-}
-
-// less reports whether a ranks strictly before b; ties keep the earlier
-// worker, the lower id.
-func (a *key) less(b *key) bool {
-	switch {
-	case a.tier != b.tier:
-		return a.tier < b.tier
-	case a.affinity != b.affinity:
-		return a.affinity > b.affinity
-	case a.fit != b.fit:
-		return a.fit < b.fit
-	case a.fitMem != b.fitMem:
-		return a.fitMem < b.fitMem
-	}
-	return a.score < b.score
-}
-
-func rank(w *Worker, r *Request, p *Policy, f *filters, tier int) key {
-	k := key{tier: tier, score: score(w)}
-	switch p.Strategy {
-	case Affinity:
-		k.affinity = affinity(w, r, f)
-	case ResourceFit:
-		// Best fit: the tightest worker that still fits, so that large
-		// jobs find room elsewhere.
-		if r.CPUMillicores > 0 {
-			k.fit = freeCPU(w) - r.CPUMillicores
-		}
-		if r.MemoryBytes > 0 {
-			k.fitMem = freeMem(w) - r.MemoryBytes
-		}
-	}
-	return k
 }
 
 // fnv is FNV-1a of s: a stable hash, so that "random" placement of the
