@@ -101,7 +101,12 @@ type JobProgress_Kind int32
 const (
 	JobProgress_KIND_UNSPECIFIED JobProgress_Kind = 0
 	JobProgress_KIND_STARTED     JobProgress_Kind = 1
-	JobProgress_KIND_PROGRESS    JobProgress_Kind = 2
+	// KIND_PROGRESS: percent and message (ward.progress; superseded
+	// reports are dropped).
+	JobProgress_KIND_PROGRESS JobProgress_Kind = 2
+	// KIND_OUTPUT: a chunk of what the module streamed (ward.stream_write,
+	// e.g. an LLM's tokens). None is dropped: seq orders them.
+	JobProgress_KIND_OUTPUT JobProgress_Kind = 3
 )
 
 // Enum value maps for JobProgress_Kind.
@@ -110,11 +115,13 @@ var (
 		0: "KIND_UNSPECIFIED",
 		1: "KIND_STARTED",
 		2: "KIND_PROGRESS",
+		3: "KIND_OUTPUT",
 	}
 	JobProgress_Kind_value = map[string]int32{
 		"KIND_UNSPECIFIED": 0,
 		"KIND_STARTED":     1,
 		"KIND_PROGRESS":    2,
+		"KIND_OUTPUT":      3,
 	}
 )
 
@@ -769,14 +776,24 @@ func (x *JobResult) GetErrorMessage() string {
 }
 
 // JobProgress is what a host publishes on sys.job.progress while a job runs.
+// Schedulers forward PROGRESS and OUTPUT to the job's watchers inside a
+// JobEvent (internal/bus/README.md, "Progress and streamed output").
 type JobProgress struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	WorkerId      string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Kind          JobProgress_Kind       `protobuf:"varint,3,opt,name=kind,proto3,enum=ward.v1.JobProgress_Kind" json:"kind,omitempty"`
-	Percent       int32                  `protobuf:"varint,4,opt,name=percent,proto3" json:"percent,omitempty"`
-	Message       string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
-	SentAtUnixMs  int64                  `protobuf:"varint,6,opt,name=sent_at_unix_ms,json=sentAtUnixMs,proto3" json:"sent_at_unix_ms,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	JobId        string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	WorkerId     string                 `protobuf:"bytes,2,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Kind         JobProgress_Kind       `protobuf:"varint,3,opt,name=kind,proto3,enum=ward.v1.JobProgress_Kind" json:"kind,omitempty"`
+	Percent      int32                  `protobuf:"varint,4,opt,name=percent,proto3" json:"percent,omitempty"`
+	Message      string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	SentAtUnixMs int64                  `protobuf:"varint,6,opt,name=sent_at_unix_ms,json=sentAtUnixMs,proto3" json:"sent_at_unix_ms,omitempty"`
+	// seq numbers the OUTPUT chunks of one attempt, from 1, in the order the
+	// module wrote them.
+	Seq int64 `protobuf:"varint,7,opt,name=seq,proto3" json:"seq,omitempty"`
+	// output is an OUTPUT chunk: bytes, since a chunk may end inside a
+	// UTF-8 sequence.
+	Output []byte `protobuf:"bytes,8,opt,name=output,proto3" json:"output,omitempty"`
+	// attempt is the job's attempt (JobRequest.attempt) the chunk belongs to.
+	Attempt       int32 `protobuf:"varint,9,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -853,6 +870,27 @@ func (x *JobProgress) GetSentAtUnixMs() int64 {
 	return 0
 }
 
+func (x *JobProgress) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *JobProgress) GetOutput() []byte {
+	if x != nil {
+		return x.Output
+	}
+	return nil
+}
+
+func (x *JobProgress) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
 // JobCancel asks for a job to stop, on sys.job.cancel.
 type JobCancel struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -914,9 +952,13 @@ type JobEvent struct {
 	State    JobState               `protobuf:"varint,2,opt,name=state,proto3,enum=ward.v1.JobState" json:"state,omitempty"`
 	AtUnixMs int64                  `protobuf:"varint,3,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
 	// reason is a stable code (e.g. no_workers, safety_denied) where one applies.
-	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	Message       string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
-	WorkerId      string `protobuf:"bytes,6,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	Reason   string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message  string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	WorkerId string `protobuf:"bytes,6,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// progress is set on an event that forwards a host's PROGRESS or OUTPUT
+	// report; state is then JOB_STATE_UNSPECIFIED and the event is not
+	// stored in the job's log.
+	Progress      *JobProgress `protobuf:"bytes,7,opt,name=progress,proto3" json:"progress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -991,6 +1033,13 @@ func (x *JobEvent) GetWorkerId() string {
 		return x.WorkerId
 	}
 	return ""
+}
+
+func (x *JobEvent) GetProgress() *JobProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
 }
 
 // SafetyRecord is the safety decision stored with a job.
@@ -1715,21 +1764,25 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\fexecution_ms\x18\x05 \x01(\x03R\vexecutionMs\x12\x1d\n" +
 	"\n" +
 	"error_code\x18\x06 \x01(\tR\terrorCode\x12#\n" +
-	"\rerror_message\x18\a \x01(\tR\ferrorMessage\"\x8e\x02\n" +
+	"\rerror_message\x18\a \x01(\tR\ferrorMessage\"\xe3\x02\n" +
 	"\vJobProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12-\n" +
 	"\x04kind\x18\x03 \x01(\x0e2\x19.ward.v1.JobProgress.KindR\x04kind\x12\x18\n" +
 	"\apercent\x18\x04 \x01(\x05R\apercent\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12%\n" +
-	"\x0fsent_at_unix_ms\x18\x06 \x01(\x03R\fsentAtUnixMs\"A\n" +
+	"\x0fsent_at_unix_ms\x18\x06 \x01(\x03R\fsentAtUnixMs\x12\x10\n" +
+	"\x03seq\x18\a \x01(\x03R\x03seq\x12\x16\n" +
+	"\x06output\x18\b \x01(\fR\x06output\x12\x18\n" +
+	"\aattempt\x18\t \x01(\x05R\aattempt\"R\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fKIND_STARTED\x10\x01\x12\x11\n" +
-	"\rKIND_PROGRESS\x10\x02\":\n" +
+	"\rKIND_PROGRESS\x10\x02\x12\x0f\n" +
+	"\vKIND_OUTPUT\x10\x03\":\n" +
 	"\tJobCancel\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xb7\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xe9\x01\n" +
 	"\bJobEvent\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12'\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x05state\x12\x1c\n" +
@@ -1737,7 +1790,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"at_unix_ms\x18\x03 \x01(\x03R\batUnixMs\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12\x1b\n" +
-	"\tworker_id\x18\x06 \x01(\tR\bworkerId\"\xc7\x02\n" +
+	"\tworker_id\x18\x06 \x01(\tR\bworkerId\x120\n" +
+	"\bprogress\x18\a \x01(\v2\x14.ward.v1.JobProgressR\bprogress\"\xc7\x02\n" +
 	"\fSafetyRecord\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x18\n" +
 	"\areasons\x18\x02 \x03(\tR\areasons\x12'\n" +
@@ -1863,21 +1917,22 @@ var file_ward_v1_job_proto_depIdxs = []int32{
 	0,  // 6: ward.v1.JobResult.status:type_name -> ward.v1.JobState
 	1,  // 7: ward.v1.JobProgress.kind:type_name -> ward.v1.JobProgress.Kind
 	0,  // 8: ward.v1.JobEvent.state:type_name -> ward.v1.JobState
-	5,  // 9: ward.v1.SafetyRecord.constraints:type_name -> ward.v1.Constraints
-	0,  // 10: ward.v1.JobRecord.state:type_name -> ward.v1.JobState
-	12, // 11: ward.v1.JobRecord.safety:type_name -> ward.v1.SafetyRecord
-	11, // 12: ward.v1.JobRecord.events:type_name -> ward.v1.JobEvent
-	21, // 13: ward.v1.JobRecord.labels:type_name -> ward.v1.JobRecord.LabelsEntry
-	3,  // 14: ward.v1.JobRecord.resources:type_name -> ward.v1.Resources
-	13, // 15: ward.v1.GetJobReply.job:type_name -> ward.v1.JobRecord
-	0,  // 16: ward.v1.ListJobsRequest.state:type_name -> ward.v1.JobState
-	13, // 17: ward.v1.ListJobsReply.jobs:type_name -> ward.v1.JobRecord
-	13, // 18: ward.v1.DLQEntry.job:type_name -> ward.v1.JobRecord
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	9,  // 9: ward.v1.JobEvent.progress:type_name -> ward.v1.JobProgress
+	5,  // 10: ward.v1.SafetyRecord.constraints:type_name -> ward.v1.Constraints
+	0,  // 11: ward.v1.JobRecord.state:type_name -> ward.v1.JobState
+	12, // 12: ward.v1.JobRecord.safety:type_name -> ward.v1.SafetyRecord
+	11, // 13: ward.v1.JobRecord.events:type_name -> ward.v1.JobEvent
+	21, // 14: ward.v1.JobRecord.labels:type_name -> ward.v1.JobRecord.LabelsEntry
+	3,  // 15: ward.v1.JobRecord.resources:type_name -> ward.v1.Resources
+	13, // 16: ward.v1.GetJobReply.job:type_name -> ward.v1.JobRecord
+	0,  // 17: ward.v1.ListJobsRequest.state:type_name -> ward.v1.JobState
+	13, // 18: ward.v1.ListJobsReply.jobs:type_name -> ward.v1.JobRecord
+	13, // 19: ward.v1.DLQEntry.job:type_name -> ward.v1.JobRecord
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_ward_v1_job_proto_init() }
