@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -80,7 +81,10 @@ type Active struct {
 	Digest  string `json:"digest,omitempty"`
 	Route   Route  `json:"route"`
 	// History holds earlier active versions, oldest first, for rollback.
-	History   []string  `json:"history,omitempty"`
+	History []string `json:"history,omitempty"`
+	// Signed says the version carries a signature. Hosts with trusted
+	// keys verify it; the policy may require it (input.module.signed).
+	Signed    bool      `json:"signed,omitempty"`
 	Retired   bool      `json:"retired,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -176,7 +180,7 @@ func (r *Registry) Deploy(ctx context.Context, v Version, wasm []byte) (*Active,
 		}
 	}
 	return r.activate(ctx, v.Name, func(cur *Active) (*Active, error) {
-		next := &Active{Name: v.Name, Version: v.Version, Digest: v.Digest, Route: v.Route}
+		next := &Active{Name: v.Name, Version: v.Version, Digest: v.Digest, Route: v.Route, Signed: len(v.Signature) > 0}
 		if cur != nil && !cur.Retired && cur.Version != "" && cur.Version != v.Version {
 			next.History = append(slices.Clone(cur.History), cur.Version)
 		} else if cur != nil {
@@ -200,7 +204,7 @@ func (r *Registry) Rollback(ctx context.Context, name string) (*Active, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Active{Name: name, Version: v.Version, Digest: v.Digest, Route: v.Route,
+		return &Active{Name: name, Version: v.Version, Digest: v.Digest, Route: v.Route, Signed: len(v.Signature) > 0,
 			History: slices.Clone(cur.History[:len(cur.History)-1])}, nil
 	})
 }
@@ -397,4 +401,88 @@ func (r *Registry) Watch(ctx context.Context) (<-chan *Active, error) {
 		}
 	}()
 	return out, nil
+}
+
+// State is what the scheduler follows of the registry: every module's
+// active record, and which digest each host last refused.
+type State struct {
+	Actives map[string]*Active
+	// Refused maps module → host → the digest that host refused.
+	Refused map[string]map[string]string
+}
+
+// Follow calls onChange with the registry's state: once with the state
+// when it starts, before it returns, then after every change, until ctx
+// ends. Each call gets a new State that nothing modifies afterwards. done
+// is closed when Follow has stopped.
+func (r *Registry) Follow(ctx context.Context, onChange func(*State)) (done <-chan struct{}, err error) {
+	w, err := r.kv.Watch(ctx, "mod.>")
+	if err != nil {
+		return nil, fmt.Errorf("modreg: watch: %w", err)
+	}
+	st := &State{Actives: map[string]*Active{}, Refused: map[string]map[string]string{}}
+	apply := func(e jetstream.KeyValueEntry) {
+		parts := strings.SplitN(e.Key(), ".", 4)
+		if len(parts) < 3 {
+			return
+		}
+		name, del := parts[1], e.Operation() != jetstream.KeyValuePut
+		switch {
+		case parts[2] == "active":
+			a := &Active{}
+			if del || json.Unmarshal(e.Value(), a) != nil {
+				delete(st.Actives, name)
+				return
+			}
+			st.Actives[name] = a
+		case parts[2] == "event" && len(parts) == 4:
+			var ev Event
+			if del || json.Unmarshal(e.Value(), &ev) != nil {
+				delete(st.Refused[name], parts[3])
+				return
+			}
+			if st.Refused[name] == nil {
+				st.Refused[name] = map[string]string{}
+			}
+			st.Refused[name][parts[3]] = ev.Digest
+		}
+	}
+	snapshot := func() *State {
+		out := &State{Actives: maps.Clone(st.Actives), Refused: make(map[string]map[string]string, len(st.Refused))}
+		for k, v := range st.Refused {
+			out.Refused[k] = maps.Clone(v)
+		}
+		return out
+	}
+	// The current values first, up to the nil marker.
+	for e := range w.Updates() {
+		if e == nil {
+			break
+		}
+		apply(e)
+	}
+	onChange(snapshot())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil {
+					continue
+				}
+				apply(e)
+				if !strings.Contains(e.Key(), ".v.") {
+					onChange(snapshot())
+				}
+			}
+		}
+	}()
+	return stopped, nil
 }

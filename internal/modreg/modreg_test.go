@@ -223,3 +223,55 @@ func TestSignVerify(t *testing.T) {
 		t.Error("a public key parsed as private")
 	}
 }
+
+func TestFollow(t *testing.T) {
+	r := open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := r.Deploy(ctx, Version{Name: "hello", Version: "1", Route: Route{Topic: "job.hello"}}, []byte("\x00asm 1")); err != nil {
+		t.Fatal(err)
+	}
+	states := make(chan *State, 16)
+	done, err := r.Follow(ctx, func(s *State) { states <- s })
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func(ok func(*State) bool) *State {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case s := <-states:
+				if ok(s) {
+					return s
+				}
+			case <-deadline:
+				t.Fatal("no such state")
+			}
+		}
+	}
+	s := next(func(*State) bool { return true }) // the state at start
+	if a := s.Actives["hello"]; a == nil || a.Version != "1" || a.Route.Topic != "job.hello" {
+		t.Fatalf("initial state: %+v", s.Actives)
+	}
+	a2, err := r.Deploy(ctx, Version{Name: "hello", Version: "2", Signature: []byte("sig")}, []byte("\x00asm 2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = next(func(s *State) bool { return s.Actives["hello"].Version == "2" })
+	if !s.Actives["hello"].Signed {
+		t.Errorf("v2 carries a signature, Active.Signed = false")
+	}
+	if err := r.ReportRefusal(ctx, Event{Name: "hello", Version: "2", Digest: a2.Digest, Host: "h1", Error: "bad"}); err != nil {
+		t.Fatal(err)
+	}
+	s = next(func(s *State) bool { return s.Refused["hello"]["h1"] != "" })
+	if s.Refused["hello"]["h1"] != a2.Digest {
+		t.Errorf("refused = %v", s.Refused)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Follow did not stop")
+	}
+}
