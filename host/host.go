@@ -6,13 +6,13 @@ package host
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	goruntime "runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +26,7 @@ import (
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/modreg"
 	"github.com/ward-run/ward/runtime"
 )
 
@@ -59,13 +60,23 @@ type Config struct {
 	Bus     *bus.Conn
 	Store   BlobStore
 	Runtime *runtime.Runtime
-	// Modules are the compiled modules this host holds, by module name.
+	// Modules are the compiled modules this host holds at start, by module
+	// name (a directory of modules, ward dev's built-ins). The registry's
+	// versions replace them.
 	Modules map[string]*runtime.Module
 	// Pools is the routing table: the host serves every pool whose module
 	// it holds. Whether it meets a pool's requires is the scheduler's
 	// call, against the capabilities of each heartbeat, since probes (GPU,
-	// Ollama) change them while the host runs.
+	// Ollama) change them while the host runs. The routes that deployed
+	// modules declare are added to it.
 	Pools *config.Pools
+	// Registry, when set, is the module registry the host follows: it
+	// loads the active versions before it announces itself and swaps
+	// modules as they are deployed, rolled back and retired (modwatch.go).
+	Registry *modreg.Registry
+	// Trusted, when not empty, makes the host refuse a registry module
+	// that is not signed by one of these keys.
+	Trusted []ed25519.PublicKey
 	// MaxParallel caps the jobs run at once. Default: the number of CPUs.
 	MaxParallel int
 	// HeartbeatInterval defaults to 2 s.
@@ -103,7 +114,7 @@ type Probe interface {
 type Agent struct {
 	cfg    Config
 	log    *slog.Logger
-	pools  []string // served, sorted
+	table  *table // the modules held and the pools served
 	work   *bus.Workers
 	active atomic.Int32
 	caps   atomic.Pointer[[]string] // capabilities of the last heartbeat
@@ -117,12 +128,17 @@ type Agent struct {
 	cancels cancels  // sys.job.cancel (cancel.go)
 	objs    objectsOnce
 
-	mu       sync.Mutex // guards the 3 following fields
-	subs     []*bus.Subscription
-	ping     *nats.Subscription
-	stopBeat context.CancelFunc
-	stopped  bool
+	mu        sync.Mutex // guards the 8 following fields
+	watchStop context.CancelFunc
+	watchDone chan struct{}
+	direct    *bus.Subscription
+	topicSubs map[string]*bus.Subscription // by topic and pool: topicKey
+	ping      *nats.Subscription
+	stopBeat  context.CancelFunc
+	started   bool
+	stopped   bool
 
+	beatMu  sync.Mutex // one heartbeat at a time
 	beating sync.WaitGroup
 }
 
@@ -157,17 +173,13 @@ func New(cfg Config) (*Agent, error) {
 		cfg.MaxContextBytes = 256 << 20
 	}
 	a := &Agent{
-		cfg:  cfg,
-		log:  cfg.Logger.With("component", "host", "worker_id", cfg.ID),
-		work: bus.NewWorkers(cfg.MaxParallel),
-		cpu:  cpuSampler{path: "/proc/stat"},
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "host", "worker_id", cfg.ID),
+		table:     newTable(cfg.Pools, cfg.Modules),
+		work:      bus.NewWorkers(cfg.MaxParallel),
+		cpu:       cpuSampler{path: "/proc/stat"},
+		topicSubs: map[string]*bus.Subscription{},
 	}
-	for name, p := range cfg.Pools.Pools {
-		if _, ok := cfg.Modules[p.Module]; ok {
-			a.pools = append(a.pools, name)
-		}
-	}
-	sort.Strings(a.pools)
 	a.jobCtx, a.cancelJob = context.WithCancel(context.Background())
 	return a, nil
 }
@@ -185,31 +197,34 @@ func hasAll(have, want []string) bool {
 func (a *Agent) ID() string { return a.cfg.ID }
 
 // Pools returns the pools this host serves.
-func (a *Agent) Pools() []string { return slices.Clone(a.pools) }
+func (a *Agent) Pools() []string { return slices.Clone(a.table.load().pools) }
 
-// Start subscribes to the host's direct subject and its pools' topics, and
+// Modules returns the digest of every module the host holds, by name.
+func (a *Agent) Modules() map[string]string { return maps.Clone(a.table.load().digests) }
+
+// Start loads the registry's active modules (when it has a registry),
+// subscribes to the host's direct subject and its pools' topics, and
 // sends the first heartbeat before it returns.
 func (a *Agent) Start(ctx context.Context) error {
 	c := a.cfg.Bus
-	var subs []*bus.Subscription
+	if a.cfg.Registry != nil {
+		if err := a.watchModules(ctx); err != nil {
+			return err
+		}
+	}
 	sub, err := bus.Subscribe(a.jobCtx, c, bus.WorkerJobsSubject(a.cfg.ID), "", a.work, a.log, a.handleJob)
 	if err != nil {
+		a.stopWatch()
 		return err
 	}
-	subs = append(subs, sub)
-	// The topic subjects are the fallback path: a job published there goes
-	// to one host of the pool, chosen by NATS.
-	for _, pool := range a.pools {
-		for _, topic := range a.cfg.Pools.TopicsFor(pool) {
-			sub, err := bus.Subscribe(a.jobCtx, c, topic, bus.PoolQueue(pool), a.work, a.log, a.handleJob)
-			if err != nil {
-				for _, s := range subs {
-					_ = s.Drain(ctx)
-				}
-				return err
-			}
-			subs = append(subs, sub)
-		}
+	a.mu.Lock()
+	a.direct = sub
+	err = a.syncTopics()
+	a.mu.Unlock()
+	if err != nil {
+		a.stopWatch()
+		_ = sub.Drain(ctx)
+		return err
 	}
 	// `ward workers` asks every host at once; each answers with the
 	// heartbeat it last sent.
@@ -219,6 +234,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		}
 	})
 	if err != nil {
+		a.stopWatch()
 		return fmt.Errorf("host: %w", err)
 	}
 	a.ping = ping
@@ -230,7 +246,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	}
 	beatCtx, stop := context.WithCancel(context.Background())
 	a.mu.Lock()
-	a.subs, a.stopBeat = subs, stop
+	a.stopBeat, a.started = stop, true
 	a.mu.Unlock()
 
 	for _, p := range a.cfg.Probes {
@@ -240,7 +256,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.heartbeat("ready")
 	a.beating.Add(1)
 	go a.beatLoop(beatCtx)
-	a.log.Info("host started", "pools", a.pools, "max_parallel_jobs", a.cfg.MaxParallel)
+	a.log.Info("host started", "pools", a.Pools(), "max_parallel_jobs", a.cfg.MaxParallel)
 	return nil
 }
 
@@ -254,9 +270,14 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	a.stopped = true
-	subs, stop := a.subs, a.stopBeat
+	subs, stop := slices.Collect(maps.Values(a.topicSubs)), a.stopBeat
+	if a.direct != nil {
+		subs = append(subs, a.direct)
+	}
 	a.mu.Unlock()
 
+	// No module changes from here on: the watcher would subscribe again.
+	a.stopWatch()
 	if stop != nil {
 		stop()
 		a.beating.Wait()
@@ -295,11 +316,10 @@ func (a *Agent) beatLoop(ctx context.Context) {
 }
 
 func (a *Agent) heartbeat(status string) {
+	a.beatMu.Lock()
+	defer a.beatMu.Unlock()
 	total, avail := readMemInfo("/proc/meminfo")
-	modules := make(map[string]string, len(a.cfg.Modules))
-	for name, m := range a.cfg.Modules {
-		modules[name] = m.Digest()
-	}
+	served := a.table.load()
 	hb := &wardv1.Heartbeat{
 		WorkerId:        a.cfg.ID,
 		Region:          a.cfg.Region,
@@ -310,14 +330,14 @@ func (a *Agent) heartbeat(status string) {
 		ActiveJobs:      a.active.Load(),
 		MaxParallelJobs: int32(a.cfg.MaxParallel),
 		Capabilities:    slices.Clone(a.cfg.Capabilities),
-		Pools:           a.pools,
+		Pools:           served.pools,
 		Labels:          maps.Clone(a.cfg.Labels),
-		Modules:         modules,
+		Modules:         served.digests,
 		Status:          status,
 		SentAtUnixMs:    time.Now().UnixMilli(),
 	}
-	if len(a.pools) > 0 {
-		hb.Pool = a.pools[0]
+	if len(served.pools) > 0 {
+		hb.Pool = served.pools[0]
 	}
 	reportResources(hb)
 	for _, p := range a.cfg.Probes {
@@ -367,14 +387,15 @@ func (a *Agent) handleJob(ctx context.Context, _ *nats.Msg, req *wardv1.JobReque
 }
 
 func (a *Agent) run(ctx context.Context, req *wardv1.JobRequest, res *wardv1.JobResult) (string, error) {
+	served := a.table.load()
 	pool := req.GetPool()
 	if pool == "" {
-		if pools := a.cfg.Pools.PoolsFor(req.GetTopic()); len(pools) > 0 {
+		if pools := served.routes.PoolsFor(req.GetTopic()); len(pools) > 0 {
 			pool = pools[0]
 		}
 	}
-	p, ok := a.cfg.Pools.Pools[pool]
-	mod := a.cfg.Modules[p.Module]
+	p, ok := served.routes.Pools[pool]
+	mod := served.modules[p.Module]
 	if !ok || mod == nil {
 		res.ErrorCode, res.ErrorMessage = "module_unavailable", fmt.Sprintf("host %s does not serve pool %q", a.cfg.ID, pool)
 		return p.Module, errors.New(res.ErrorMessage)
@@ -392,6 +413,15 @@ func (a *Agent) run(ctx context.Context, req *wardv1.JobRequest, res *wardv1.Job
 	ctx, done := a.jobs.add(ctx, req.GetJobId())
 	defer done()
 	out, err := a.cfg.Runtime.Run(ctx, mod, in)
+	if errors.Is(err, runtime.ErrModuleClosed) {
+		// A new version replaced mod between the lookup and the start:
+		// the job has not run, so it runs on the version in force.
+		if mod = a.table.load().modules[p.Module]; mod == nil {
+			res.ErrorCode, res.ErrorMessage = "module_unavailable", fmt.Sprintf("module %s was retired on host %s", p.Module, a.cfg.ID)
+			return p.Module, errors.New(res.ErrorMessage)
+		}
+		out, err = a.cfg.Runtime.Run(ctx, mod, in)
+	}
 	if out != nil {
 		instanceRuns.WithLabelValues(p.Module, instanceKind(mod, out)).Inc()
 	}

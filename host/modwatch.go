@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/modreg"
 	"github.com/ward-run/ward/runtime"
 )
@@ -33,9 +36,10 @@ type ModuleWatcher struct {
 	Trusted []ed25519.PublicKey
 	HostID  string
 	Logger  *slog.Logger
-	// Install makes m the module that serves name; Retire stops serving it.
-	Install func(name string, m *runtime.Module, a *modreg.Active)
-	Retire  func(name string)
+	// Install makes m the module that serves a.Name; Retire stops serving
+	// it (a.Retired is set).
+	Install func(m *runtime.Module, a *modreg.Active)
+	Retire  func(a *modreg.Active)
 
 	mu      sync.Mutex        // guards current
 	current map[string]string // name → digest installed
@@ -76,7 +80,7 @@ func (w *ModuleWatcher) apply(ctx context.Context, a *modreg.Active) {
 		w.mu.Lock()
 		delete(w.current, a.Name)
 		w.mu.Unlock()
-		w.Retire(a.Name)
+		w.Retire(a)
 		moduleLoads.WithLabelValues("retired").Inc()
 		log.Info("module retired")
 		return
@@ -100,7 +104,7 @@ func (w *ModuleWatcher) apply(ctx context.Context, a *modreg.Active) {
 	w.mu.Lock()
 	w.current[a.Name] = a.Digest
 	w.mu.Unlock()
-	w.Install(a.Name, m, a)
+	w.Install(m, a)
 	moduleLoads.WithLabelValues("installed").Inc()
 	log.Info("module installed")
 }
@@ -132,4 +136,124 @@ func (w *ModuleWatcher) load(ctx context.Context, a *modreg.Active) (*runtime.Mo
 		man.Name = a.Name
 	}
 	return w.Runtime.Load(ctx, wasm, man)
+}
+
+// watchModules starts the host's ModuleWatcher and returns once the active
+// versions are installed (or refused), so that the first heartbeat
+// announces them: a host that starts after a deploy serves it at once.
+func (a *Agent) watchModules(ctx context.Context) error {
+	w := &ModuleWatcher{Registry: a.cfg.Registry, Runtime: a.cfg.Runtime, Trusted: a.cfg.Trusted,
+		HostID: a.cfg.ID, Logger: a.log, Install: a.install, Retire: a.retire}
+	wctx, cancel := context.WithCancel(context.Background())
+	synced, done := make(chan struct{}), make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		err = w.Run(wctx, synced)
+	}()
+	select {
+	case <-synced:
+	case <-done:
+	case <-ctx.Done():
+		cancel()
+		<-done
+		return ctx.Err()
+	}
+	select {
+	case <-done: // it stopped: the registry's watch failed
+		cancel()
+		if err == nil {
+			err = errors.New("module registry watch ended")
+		}
+		return fmt.Errorf("host: %w", err)
+	default:
+	}
+	a.mu.Lock()
+	a.watchStop, a.watchDone = cancel, done
+	a.mu.Unlock()
+	return nil
+}
+
+// stopWatch stops the ModuleWatcher and waits for it.
+func (a *Agent) stopWatch() {
+	a.mu.Lock()
+	stop, done := a.watchStop, a.watchDone
+	a.watchStop, a.watchDone = nil, nil
+	a.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+}
+
+// install makes m serve its module. The version it replaces is closed:
+// jobs running on it finish on it, and a job that was about to start on
+// it starts on m (run).
+func (a *Agent) install(m *runtime.Module, act *modreg.Active) {
+	if old := a.table.set(act.Name, m, act); old != nil && old != m {
+		old.Close()
+	}
+	a.changed()
+}
+
+// retire stops serving a module.
+func (a *Agent) retire(act *modreg.Active) {
+	if old := a.table.set(act.Name, nil, act); old != nil {
+		old.Close()
+	}
+	a.changed()
+}
+
+// changed follows a change of the modules held: the topic subscriptions
+// follow the pools served, and a heartbeat tells the schedulers at once
+// rather than at the next beat, since jobs wait for it during a rollout.
+func (a *Agent) changed() {
+	a.mu.Lock()
+	live := a.started && !a.stopped
+	var err error
+	if live {
+		err = a.syncTopics()
+	}
+	a.mu.Unlock()
+	if err != nil {
+		a.log.Error("could not follow the pools served", "err", err)
+	}
+	if live {
+		a.heartbeat("ready")
+	}
+}
+
+// syncTopics subscribes to the topics of the pools served, and
+// unsubscribes from the others. The topic subjects are the fallback path:
+// a job published there goes to one host of the pool, chosen by NATS.
+// a.mu is held.
+func (a *Agent) syncTopics() error {
+	served := a.table.load()
+	want := map[string][2]string{}
+	for _, pool := range served.pools {
+		for _, topic := range served.routes.TopicsFor(pool) {
+			want[topic+" "+pool] = [2]string{topic, pool}
+		}
+	}
+	var errs []error
+	for key, tp := range want {
+		if _, ok := a.topicSubs[key]; ok {
+			continue
+		}
+		sub, err := bus.Subscribe(a.jobCtx, a.cfg.Bus, tp[0], bus.PoolQueue(tp[1]), a.work, a.log, a.handleJob)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		a.topicSubs[key] = sub
+	}
+	for key, sub := range a.topicSubs {
+		if _, ok := want[key]; !ok {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			errs = append(errs, sub.Drain(ctx))
+			cancel()
+			delete(a.topicSubs, key)
+		}
+	}
+	return errors.Join(errs...)
 }

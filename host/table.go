@@ -1,0 +1,84 @@
+package host
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/internal/modreg"
+	"github.com/ward-run/ward/runtime"
+)
+
+// table is what a host serves: the modules it holds and the routing table
+// it serves them by. The registry changes both while the host runs
+// (modwatch.go), so the job path reads one consistent snapshot.
+type table struct {
+	base *config.Pools // pools.yaml
+
+	mu      sync.Mutex // guards actives and cur; readers use snap
+	actives map[string]*modreg.Active
+	cur     serving
+	snap    atomic.Pointer[serving]
+}
+
+// serving is one snapshot of the table. Nothing modifies it once stored.
+type serving struct {
+	modules map[string]*runtime.Module // by module name
+	routes  *config.Pools              // pools.yaml with the registry's routes
+	pools   []string                   // the pools served: their module is held; sorted
+	digests map[string]string          // module name → digest, for heartbeats
+}
+
+func newTable(base *config.Pools, modules map[string]*runtime.Module) *table {
+	t := &table{base: base, actives: map[string]*modreg.Active{}}
+	t.cur.modules = maps.Clone(modules)
+	if t.cur.modules == nil {
+		t.cur.modules = map[string]*runtime.Module{}
+	}
+	t.rebuild()
+	return t
+}
+
+// load returns the snapshot in force.
+func (t *table) load() *serving { return t.snap.Load() }
+
+// set makes m the module that serves name, or stops serving name when m is
+// nil, with a's route; it returns the module it replaced, which the
+// caller closes: jobs running on it finish on it.
+func (t *table) set(name string, m *runtime.Module, a *modreg.Active) (old *runtime.Module) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	mods := maps.Clone(t.cur.modules)
+	old = mods[name]
+	if m == nil {
+		delete(mods, name)
+	} else {
+		mods[name] = m
+	}
+	t.cur.modules = mods
+	if a != nil {
+		t.actives[name] = a
+	}
+	t.rebuild()
+	return old
+}
+
+// rebuild derives routes, pools and digests from the modules and active
+// records, and publishes the snapshot. mu is held (or t is not shared yet).
+func (t *table) rebuild() {
+	routes, _ := modreg.Routes(t.base, t.actives)
+	s := &serving{modules: t.cur.modules, routes: routes, digests: make(map[string]string, len(t.cur.modules))}
+	for name, m := range s.modules {
+		s.digests[name] = m.Digest()
+	}
+	for name, p := range routes.Pools {
+		if _, ok := s.modules[p.Module]; ok {
+			s.pools = append(s.pools, name)
+		}
+	}
+	slices.Sort(s.pools)
+	t.cur = *s
+	t.snap.Store(s)
+}
