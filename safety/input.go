@@ -109,6 +109,7 @@ var (
 	keyName             = ast.StringTerm("name")
 	keyDigest           = ast.StringTerm("digest")
 	keyRequested        = ast.StringTerm("requested")
+	keySigned           = ast.StringTerm("signed")
 	keyHTTPHosts        = ast.StringTerm("http_hosts")
 	keyReadOnlyDirs     = ast.StringTerm("read_only_dirs")
 	keyEnvKeys          = ast.StringTerm("env_keys")
@@ -192,12 +193,14 @@ func moduleTerm(mod *safetyv1.ModuleRequest) *ast.Term {
 		return ast.ObjectTerm(
 			ast.Item(keyName, ast.StringTerm(mod.GetName())),
 			ast.Item(keyDigest, ast.StringTerm(mod.GetDigest())),
+			ast.Item(keySigned, ast.InternedTerm(mod.GetSigned())),
 			ast.Item(keyRequested, ast.InternedNullTerm),
 		)
 	}
 	return ast.ObjectTerm(
 		ast.Item(keyName, ast.StringTerm(mod.GetName())),
 		ast.Item(keyDigest, ast.StringTerm(mod.GetDigest())),
+		ast.Item(keySigned, ast.InternedTerm(mod.GetSigned())),
 		ast.Item(keyRequested, ast.ObjectTerm(
 			ast.Item(keyHTTPHosts, stringsTerm(g.GetHttpHosts())),
 			ast.Item(keyReadOnlyDirs, stringsTerm(g.GetReadOnlyDirs())),
@@ -322,6 +325,11 @@ func (e *encoded) encode(req *safetyv1.CheckRequest) {
 			g := mod.GetRequested()
 			e.str(mod.GetName())
 			e.str(mod.GetDigest())
+			if mod.GetSigned() {
+				e.buf = append(e.buf, 1)
+			} else {
+				e.buf = append(e.buf, 0)
+			}
 			if g == nil {
 				e.buf = append(e.buf, 0)
 				break

@@ -84,10 +84,13 @@ func (Decision) EnumDescriptor() ([]byte, []int) {
 
 // ModuleRequest is what the job's module manifest asks for.
 type ModuleRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Digest        string                 `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
-	Requested     *v1.Grants             `protobuf:"bytes,3,opt,name=requested,proto3" json:"requested,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Digest    string                 `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	Requested *v1.Grants             `protobuf:"bytes,3,opt,name=requested,proto3" json:"requested,omitempty"`
+	// signed: the module version in force carries a signature (hosts with
+	// trusted keys verify it); policies may require it per tenant or pool.
+	Signed        bool `protobuf:"varint,4,opt,name=signed,proto3" json:"signed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -141,6 +144,13 @@ func (x *ModuleRequest) GetRequested() *v1.Grants {
 		return x.Requested
 	}
 	return nil
+}
+
+func (x *ModuleRequest) GetSigned() bool {
+	if x != nil {
+		return x.Signed
+	}
+	return false
 }
 
 // CheckRequest is the policy input: the job as the scheduler sees it.
@@ -858,11 +868,12 @@ var File_ward_safety_v1_safety_proto protoreflect.FileDescriptor
 
 const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"\n" +
-	"\x1bward/safety/v1/safety.proto\x12\x0eward.safety.v1\x1a\x11ward/v1/job.proto\"j\n" +
+	"\x1bward/safety/v1/safety.proto\x12\x0eward.safety.v1\x1a\x11ward/v1/job.proto\"\x82\x01\n" +
 	"\rModuleRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\tR\x06digest\x12-\n" +
-	"\trequested\x18\x03 \x01(\v2\x0f.ward.v1.GrantsR\trequested\"\xfb\x02\n" +
+	"\trequested\x18\x03 \x01(\v2\x0f.ward.v1.GrantsR\trequested\x12\x16\n" +
+	"\x06signed\x18\x04 \x01(\bR\x06signed\"\xfb\x02\n" +
 	"\fCheckRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +
