@@ -6,9 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,9 +13,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ward-run/ward/internal/ollamatest"
 	"github.com/ward-run/ward/internal/repotest"
 	"github.com/ward-run/ward/internal/wasmtest"
-	"github.com/ward-run/ward/modules/internal/ollama"
 	"github.com/ward-run/ward/modules/sdk"
 	"github.com/ward-run/ward/runtime"
 )
@@ -114,60 +111,53 @@ func TestChatSimple(t *testing.T) {
 	}
 }
 
-// ollamaStandIn answers /api/generate like Ollama does without streaming.
-type ollamaStandIn struct {
-	*httptest.Server
-	mu   sync.Mutex
-	reqs []ollama.GenerateRequest
-	// answer returns the model's answer to req.
-	answer func(req ollama.GenerateRequest) string
-}
-
-func newOllama(t *testing.T, answer func(ollama.GenerateRequest) string) *ollamaStandIn {
-	o := &ollamaStandIn{answer: answer}
-	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req ollama.GenerateRequest
-		if r.URL.Path != "/api/generate" || r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&req) != nil {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		o.mu.Lock()
-		o.reqs = append(o.reqs, req)
-		o.mu.Unlock()
-		_ = json.NewEncoder(w).Encode(ollama.GenerateResponse{Model: req.Model, Response: o.answer(req), Done: true})
-	}))
-	t.Cleanup(o.Close)
-	return o
-}
-
 // grants lets a job reach the stand-in, as the policy grants Ollama.
-func (o *ollamaStandIn) grants(model string) runtime.Grants {
-	u, _ := url.Parse(o.URL)
-	return runtime.Grants{HTTPHosts: []string{u.Host}, Env: map[string]string{"OLLAMA_URL": o.URL, "OLLAMA_MODEL": model}}
+func grants(o *ollamatest.Server, model string) runtime.Grants {
+	return runtime.Grants{HTTPHosts: []string{o.Host()}, Env: map[string]string{"OLLAMA_URL": o.URL, "OLLAMA_MODEL": model}}
 }
 
 func TestChatAdvanced(t *testing.T) {
 	m := load(t, "chat-advanced")
-	o := newOllama(t, func(req ollama.GenerateRequest) string { return "Hello! You said: " + req.Prompt })
-	in := runtime.Input{Payload: []byte(`{"message": "how are you?"}`), Grants: o.grants("mistral")}
+	o := ollamatest.New(t, func(req ollamatest.Request) []string {
+		return []string{"Hello! ", "You ", "said: ", req.Prompt}
+	})
+	var (
+		mu     sync.Mutex // guards the 2 following
+		seqs   []int
+		stream []byte
+	)
+	in := runtime.Input{Payload: []byte(`{"message": "how are you?"}`), Grants: grants(o, "mistral"),
+		Stream: func(seq int, chunk []byte) {
+			mu.Lock()
+			seqs, stream = append(seqs, seq), append(stream, chunk...)
+			mu.Unlock()
+		}}
 
 	got := decode[sdk.ChatResponse](t, run(t, m, in))
 	if got.Reply != "Hello! You said: how are you?" || got.Model != "mistral" || got.Fallback {
 		t.Fatalf("%+v", got)
 	}
-	if len(o.reqs) != 1 || o.reqs[0].Model != "mistral" || o.reqs[0].Stream {
-		t.Fatalf("Ollama was asked %+v", o.reqs)
+	if reqs := o.Requests(); len(reqs) != 1 || reqs[0].Model != "mistral" || !reqs[0].Stream {
+		t.Fatalf("Ollama was asked %+v", reqs)
 	}
+	// Every token streamed, in order: the chunks, numbered from 1, make the reply.
+	mu.Lock()
+	if string(stream) != got.Reply || len(seqs) == 0 || seqs[0] != 1 || !slices.IsSorted(seqs) {
+		t.Errorf("streamed %q in chunks %v", stream, seqs)
+	}
+	mu.Unlock()
 
 	// Not granted the host: the fallback, with the refusal as the reason.
 	noHTTP := in
 	noHTTP.Grants.HTTPHosts = nil
+	noHTTP.Stream = nil
 	got = decode[sdk.ChatResponse](t, run(t, m, noHTTP))
 	if !strings.HasPrefix(got.Reply, "[fallback] ") || !got.Fallback || !strings.Contains(got.Error, "not granted") {
 		t.Fatalf("without the grant: %+v", got)
 	}
 	// Ollama gone: the fallback too.
 	o.Close()
+	in.Stream = nil
 	got = decode[sdk.ChatResponse](t, run(t, m, in))
 	if got.Reply != "[fallback] Echo: how are you?" || !got.Fallback {
 		t.Fatalf("with Ollama down: %+v", got)
@@ -179,27 +169,43 @@ func TestChatAdvanced(t *testing.T) {
 	}
 }
 
+// TestChatAdvancedStreamBreaks: Ollama answers an error in the middle of
+// the stream; the job fails rather than pass off half an answer.
+func TestChatAdvancedStreamBreaks(t *testing.T) {
+	m := load(t, "chat-advanced")
+	o := ollamatest.New(t, func(ollamatest.Request) []string { return []string{"Half ", "an "} })
+	o.BeforeToken(func(i int, _ string) {
+		if i == 1 {
+			o.CloseClientConnections()
+		}
+	})
+	out, err := sandbox(t).Run(context.Background(), m, runtime.Input{Tenant: "acme", Payload: []byte("hi"), Grants: grants(o, "llama3")})
+	if runtime.ErrorCode(err) != runtime.CodeModuleError {
+		t.Fatalf("a broken stream: %v, %q", err, out.Data)
+	}
+}
+
 func TestCodeLLM(t *testing.T) {
 	m := load(t, "code-llm")
 	diff := "--- a/main.go\n+++ b/main.go\n@@ -1 +1 @@\n-package main\n+package app\n"
-	o := newOllama(t, func(req ollama.GenerateRequest) string {
+	o := ollamatest.New(t, func(req ollamatest.Request) []string {
 		if strings.Contains(req.Prompt, "nonsense") {
-			return "I'd rather not."
+			return []string{"I'd rather not."}
 		}
 		b, _ := json.Marshal(sdk.Patch{Type: sdk.PatchUnifiedDiff, Content: diff})
-		return string(b)
+		return []string{string(b)}
 	})
 	req := sdk.CodeRequest{FilePath: "main.go", OriginalCode: "package main\n", Instruction: "rename the package to app"}
 	payload, _ := json.Marshal(req)
-	in := runtime.Input{Payload: payload, Grants: o.grants("codellama")}
+	in := runtime.Input{Payload: payload, Grants: grants(o, "codellama")}
 
 	got := decode[sdk.CodeSuggestion](t, run(t, m, in))
 	if got.Patch.Type != sdk.PatchUnifiedDiff || got.Patch.Content != diff || got.Fallback ||
 		got.FilePath != "main.go" || got.OriginalCode != req.OriginalCode || got.Instruction != req.Instruction {
 		t.Fatalf("%+v", got)
 	}
-	if o.reqs[0].Format != "json" {
-		t.Fatalf("Ollama asked without format json: %+v", o.reqs[0])
+	if reqs := o.Requests(); reqs[0].Format != "json" || reqs[0].Stream {
+		t.Fatalf("Ollama asked without format json, or for a stream: %+v", reqs[0])
 	}
 	// An answer that is no patch, and no Ollama at all: a valid fallback.
 	req.Instruction = "nonsense"

@@ -63,7 +63,9 @@ type call struct {
 	logRefill    time.Time
 	lastProgress time.Time
 	httpCalls    int
-	resp         []byte // the last HTTP response, for ward.response_read
+	resp         []byte      // the last HTTP response, for ward.response_read
+	body         *httpStream // the body of the last streamed response, for ward.http_read
+	stream       streamer    // ward.stream_write
 
 	memRefused bool
 }
@@ -76,8 +78,16 @@ func withCall(ctx context.Context, c *call) context.Context {
 
 func newCall(r *Runtime, ctx context.Context, cancel context.CancelCauseFunc, in *Input, lim limits) *call {
 	return &call{r: r, ctx: ctx, cancel: cancel, in: in, lim: lim, logTokens: logBurst,
-		out: cappedWriter{max: lim.maxOut, cancel: cancel},
-		log: logWriter{max: r.cfg.MaxLogBytes}}
+		out:    cappedWriter{max: lim.maxOut, cancel: cancel},
+		log:    logWriter{max: r.cfg.MaxLogBytes},
+		stream: streamer{emit: in.Stream, max: lim.maxOut}}
+}
+
+// finish ends what a run may leave open: its streamed response body, and
+// its streamed output, whose last chunk goes out now, before the result.
+func (c *call) finish() {
+	c.closeBody()
+	c.stream.close()
 }
 
 // noteMemory records whether the instance's memory refused to grow.
@@ -140,6 +150,8 @@ var hostFuncs = []struct {
 	{"job_info", []api.ValueType{i32, i32}, i32r, hostJobInfo},
 	{"http_request", []api.ValueType{i32, i32, i32, i32}, i32r, hostHTTPRequest},
 	{"response_read", []api.ValueType{i32, i32, i32}, i32r, hostResponseRead},
+	{"http_read", []api.ValueType{i32, i32}, i32r, hostHTTPRead},
+	{"stream_write", []api.ValueType{i32, i32}, i32r, hostStreamWrite},
 	{"last_error", []api.ValueType{i32, i32}, i32r, hostLastError},
 }
 

@@ -66,7 +66,7 @@ func (h *hostCaller) reset() {
 
 // pointerArgs are, by host function (see testdata/hostcalls), the
 // arguments that are guest addresses.
-var pointerArgs = map[uint32][]int{1: {0}, 2: {0}, 3: {0}, 4: {1}, 5: {1}, 6: {0}, 7: {0, 2}, 8: {0}, 9: {0}}
+var pointerArgs = map[uint32][]int{1: {0}, 2: {0}, 3: {0}, 4: {1}, 5: {1}, 6: {0}, 7: {0, 2}, 8: {0}, 9: {0}, 10: {0}, 11: {0}}
 
 // do writes data into the guest's buffer, then calls host function fn with
 // its address arguments taken as offsets from the buffer (wrapping: any
@@ -81,7 +81,7 @@ func (h *hostCaller) do(payload, data []byte, fn uint32, a, b, c, d int64) int64
 	defer func() { h.inst.stdout.c, h.inst.stderr.c = nil, nil }()
 	h.inst.mod.Memory().Write(h.buf, data[:min(len(data), 4096)])
 	args := []uint64{uint64(fn), uint64(a), uint64(b), uint64(c), uint64(d)}
-	for _, i := range pointerArgs[fn%11] {
+	for _, i := range pointerArgs[fn%13] {
 		args[1+i] = uint64(int64(h.buf) + int64(args[1+i]))
 	}
 	res, err := h.inst.mod.ExportedFunction("call").Call(withCall(ctx, call), args...)
@@ -90,10 +90,11 @@ func (h *hostCaller) do(payload, data []byte, fn uint32, a, b, c, d int64) int64
 		h.t.Fatalf("call(%d, %#x, %#x, %#x, %#x): %v", fn, a, b, c, d, err)
 	}
 	r := int64(res[0])
-	if fn%11 != 0 && r < 0 && (r < ErrnoNoJob || int32(r) != int32(r)) {
+	if fn%13 != 0 && r < 0 && (r < ErrnoNoJob || int32(r) != int32(r)) {
 		h.t.Fatalf("call(%d, ...) returned %d, not a documented errno", fn, r)
 	}
-	if len(call.out.buf) > call.out.max || len(call.log.log) > call.log.max {
+	call.finish()
+	if len(call.out.buf) > call.out.max || len(call.log.log) > call.log.max || call.stream.total > call.stream.max {
 		h.t.Fatalf("output %d/%d, log %d/%d: over their caps", len(call.out.buf), call.out.max, len(call.log.log), call.log.max)
 	}
 	return r
@@ -101,6 +102,11 @@ func (h *hostCaller) do(payload, data []byte, fn uint32, a, b, c, d int64) int64
 
 func httpMeta(u string) []byte {
 	b, _ := json.Marshal(httpRequest{Method: "GET", URL: u})
+	return b
+}
+
+func httpStreamMeta(u string) []byte {
+	b, _ := json.Marshal(httpRequest{Method: "GET", URL: u, Stream: true})
 	return b
 }
 
@@ -134,6 +140,11 @@ func TestHostFunctions(t *testing.T) {
 		{"http_request not granted", httpMeta("http://example.com/"), 7, 0, int64(len(httpMeta("http://example.com/"))), 0, 0, ErrnoNotGranted},
 		{"response_read nothing", nil, 8, 0, 10, 0, 0, 0},
 		{"last_error", nil, 9, 0, 100, 0, 0, 0},
+		{"http_read with nothing open", nil, 10, 0, 100, 0, 0, ErrnoInvalid},
+		{"http_read outside memory", nil, 10, 1 << 31, 100, 0, 0, ErrnoInvalid},
+		{"stream_write", msg, 11, 0, 5, 0, 0, 0},
+		{"stream_write over the cap", msg, 11, 0, 2 << 10, 0, 0, ErrnoLimit},
+		{"stream_write outside memory", msg, 11, -int64(1 << 20), 5, 0, 0, ErrnoInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := h.do(payload, tc.data, tc.fn, tc.a, tc.b, tc.c, tc.d)
@@ -167,6 +178,8 @@ func FuzzHostFunctions(f *testing.F) {
 	f.Add([]byte("ctx"), []byte("x"), uint32(4), int64(2), int64(0), int64(0), int64(1<<32-1))
 	f.Add([]byte(""), []byte("x"), uint32(6), int64(-4096), int64(1<<20), int64(0), int64(0))
 	f.Add([]byte(""), []byte("x"), uint32(8), int64(1<<33), int64(7), int64(3), int64(0))
+	f.Add([]byte(""), []byte("tokens"), uint32(11), int64(0), int64(6), int64(0), int64(0))
+	f.Add([]byte(""), []byte("x"), uint32(10), int64(0), int64(4096), int64(0), int64(0))
 	f.Fuzz(func(t *testing.T, payload, data []byte, fn uint32, a, b, c, d int64) {
 		h.t = t
 		h.do(payload, data, fn, a, b, c, d)

@@ -22,6 +22,9 @@ type httpRequest struct {
 	Method string              `json:"method"`
 	URL    string              `json:"url"`
 	Header map[string][]string `json:"header"`
+	// Stream leaves the body out of the response: the guest reads it as
+	// it arrives, with ward.http_read.
+	Stream bool `json:"stream"`
 }
 
 // httpResponse is the metadata part of a response.
@@ -105,6 +108,7 @@ func hostHTTPRequest(c *call, mod api.Module, args []uint64) uint64 {
 	metaPtr, metaLen := api.DecodeU32(args[0]), api.DecodeU32(args[1])
 	bodyPtr, bodyLen := api.DecodeU32(args[2]), api.DecodeU32(args[3])
 	c.resp = nil
+	c.closeBody()
 	cfg := c.r.cfg.HTTP
 	if metaLen > maxHTTPMetaBytes {
 		return errno(c.fail(ErrnoLimit, "http_request: request metadata over %d bytes", maxHTTPMetaBytes))
@@ -140,6 +144,9 @@ func hostHTTPRequest(c *call, mod api.Module, args []uint64) uint64 {
 	c.httpCalls++
 
 	// The body is copied: the guest's memory may move once it runs again.
+	if req.Stream {
+		return c.openStream(&req, u, bytes.Clone(body))
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, cfg.Timeout)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(withCall(ctx, c), req.Method, u.String(), bytes.NewReader(bytes.Clone(body)))
@@ -166,10 +173,133 @@ func hostHTTPRequest(c *call, mod api.Module, args []uint64) uint64 {
 	if len(data) > cfg.MaxResponseBytes {
 		return errno(c.fail(ErrnoLimit, "http: %s %s: response body over %d bytes", req.Method, u.Redacted(), cfg.MaxResponseBytes))
 	}
+	c.resp = response(resp, data)
+	return uint64(len(c.resp))
+}
+
+// response is what ward.response_read reads: a little-endian u32 length,
+// that many bytes of JSON ({"status", "header"}), then the body.
+func response(resp *http.Response, body []byte) []byte {
 	head, _ := json.Marshal(httpResponse{Status: resp.StatusCode, Header: resp.Header})
-	out := make([]byte, 4, 4+len(head)+len(data))
+	out := make([]byte, 4, 4+len(head)+len(body))
 	binary.LittleEndian.PutUint32(out, uint32(len(head)))
-	out = append(append(out, head...), data...)
-	c.resp = out
-	return uint64(len(out))
+	return append(append(out, head...), body...)
+}
+
+// httpStream is a response body the guest reads as it arrives
+// (ward.http_read). Each read waits at most HTTPConfig.Timeout for bytes,
+// and the run's context bounds it too; all reads together are capped at
+// HTTPConfig.MaxResponseBytes.
+type httpStream struct {
+	body   io.ReadCloser
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	idle   *time.Timer
+	what   string // "GET https://host/path", for errors
+	read   int
+	eof    bool
+}
+
+// errIdle is the cause of a streamed request's context when no byte came
+// within HTTPConfig.Timeout.
+var errIdle = errors.New("no data within the timeout")
+
+// openStream sends req and keeps its body open for ward.http_read; the
+// response ward.response_read reads has the status and headers only.
+func (c *call) openStream(req *httpRequest, u *url.URL, body []byte) uint64 {
+	cfg := c.r.cfg.HTTP
+	what := req.Method + " " + u.Redacted()
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	idle := time.AfterFunc(cfg.Timeout, func() { cancel(errIdle) })
+	hreq, err := http.NewRequestWithContext(withCall(ctx, c), req.Method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		idle.Stop()
+		cancel(nil)
+		return errno(c.fail(ErrnoInvalid, "http_request: %v", err))
+	}
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			hreq.Header.Add(k, v)
+		}
+	}
+	resp, err := c.r.http.Do(hreq)
+	idle.Stop()
+	if err != nil {
+		cancel(nil)
+		if errors.Is(err, errRedirectHost) {
+			return errno(c.refuse("http: %s: %v", what, errors.Unwrap(err)))
+		}
+		return errno(c.fail(ErrnoFailed, "http: %s: %v", what, err))
+	}
+	c.body = &httpStream{body: resp.Body, ctx: ctx, cancel: cancel, idle: idle, what: what}
+	c.resp = response(resp, nil)
+	return uint64(len(c.resp))
+}
+
+// closeBody closes the streamed response body, if one is open.
+func (c *call) closeBody() {
+	if c.body != nil {
+		c.body.idle.Stop()
+		c.body.cancel(nil)
+		_ = c.body.body.Close()
+		c.body = nil
+	}
+}
+
+// maxHTTPRead caps one ward.http_read.
+const maxHTTPRead = 64 << 10
+
+// http_read(ptr, len) -> i32: reads up to len bytes of the body of the last
+// response asked for with "stream": true, waiting until some arrive;
+// returns the count, 0 at the end. A wait longer than the HTTP timeout, or
+// a body over the response cap in all, fails the call.
+func hostHTTPRead(c *call, mod api.Module, args []uint64) uint64 {
+	ptr, n := api.DecodeU32(args[0]), api.DecodeU32(args[1])
+	s := c.body
+	if s == nil {
+		return errno(c.fail(ErrnoInvalid, "http_read: no streamed response is open (http_request with \"stream\": true)"))
+	}
+	if s.eof || n == 0 {
+		return 0
+	}
+	cfg := c.r.cfg.HTTP
+	if room := cfg.MaxResponseBytes - s.read; room > 0 {
+		n = min(n, uint32(room))
+	} else {
+		// One byte more says whether the body ends here or goes past the cap.
+		n = 1
+	}
+	buf := make([]byte, min(n, maxHTTPRead))
+	s.idle.Reset(cfg.Timeout)
+	k, err := readSome(s.body, buf)
+	s.idle.Stop()
+	if k > 0 && s.read+k > cfg.MaxResponseBytes {
+		c.closeBody()
+		return errno(c.fail(ErrnoLimit, "http: %s: response body over %d bytes", s.what, cfg.MaxResponseBytes))
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		idle := errors.Is(context.Cause(s.ctx), errIdle)
+		c.closeBody()
+		if idle {
+			return errno(c.fail(ErrnoFailed, "http: %s: reading the response: %v (%s)", s.what, errIdle, cfg.Timeout))
+		}
+		return errno(c.fail(ErrnoFailed, "http: %s: reading the response: %v", s.what, err))
+	}
+	s.eof = err != nil
+	s.read += k
+	if k > 0 && !mod.Memory().Write(ptr, buf[:k]) {
+		c.closeBody()
+		return errno(c.fail(ErrnoInvalid, "http_read: [%d, +%d) is outside the module's memory", ptr, k))
+	}
+	return uint64(k)
+}
+
+// readSome reads until it has a byte or an error.
+func readSome(r io.Reader, p []byte) (int, error) {
+	for {
+		n, err := r.Read(p)
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
 }

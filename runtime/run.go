@@ -49,6 +49,12 @@ type Input struct {
 	// (percent 0–100), at most about ten a second. It runs on the guest's
 	// goroutine: it must not block.
 	Progress func(percent int, message string)
+	// Stream, when set, receives what the guest writes with
+	// ward.stream_write, coalesced into chunks numbered from 1, in order,
+	// none dropped: at most 16 KiB each, sent within 50 ms of their first
+	// byte; the last before Run returns. It runs on the guest's goroutine
+	// or a timer's, never two at once, and must not block.
+	Stream func(seq int, chunk []byte)
 }
 
 // JobInfo is what ward.job_info tells the guest about its job.
@@ -135,6 +141,7 @@ func (r *Runtime) Run(ctx context.Context, m *Module, in Input) (*Output, error)
 	default:
 		err = r.runFresh(runCtx, m, c)
 	}
+	c.finish()
 	c.log.finish()
 	out.Data, out.Log, out.LogTruncated = c.out.buf, c.log.log, c.log.truncated
 	out.Duration = time.Since(start)

@@ -1,7 +1,10 @@
 // Command chat-advanced is the LLM chat worker: it asks Ollama
-// (/api/generate at OLLAMA_URL, model OLLAMA_MODEL, default llama3) and,
-// when Ollama cannot be reached (or the job was not granted its host),
-// answers with a reply that starts with "[fallback]".
+// (/api/generate at OLLAMA_URL, model OLLAMA_MODEL, default llama3) with
+// "stream": true and streams the answer's tokens as they come (job progress
+// that `ward submit --wait` prints); the result holds the whole answer.
+// When Ollama cannot be reached (or the job was not granted its host), it
+// answers with a reply that starts with "[fallback]". A stream that breaks
+// after some tokens fails the job: what was streamed is not the answer.
 package main
 
 import (
@@ -21,8 +24,18 @@ func init() {
 		}
 		llm := ollama.FromEnv(req.Model)
 		j.Progress(0, "asking "+llm.Model)
-		reply, err := llm.Generate(ollama.GenerateRequest{Prompt: req.Message, System: req.System})
+		streamed, warned := false, false
+		reply, err := llm.GenerateStream(ollama.GenerateRequest{Prompt: req.Message, System: req.System}, func(piece string) {
+			streamed = true
+			if err := j.Stream(piece); err != nil && !warned {
+				warned = true // the result still holds the whole answer
+				j.Warnf("streaming stopped: %v", err)
+			}
+		})
 		if err != nil {
+			if streamed {
+				return err
+			}
 			j.Warnf("ollama at %s: %v; answering with the fallback", llm.URL, err)
 			return j.WriteJSON(sdk.ChatResponse{Reply: "[fallback] Echo: " + req.Message, Model: llm.Model,
 				Fallback: true, Error: err.Error()})

@@ -7,12 +7,14 @@ import (
 
 // localBackend runs a job in process: RunLocal, and Main natively.
 type localBackend struct {
-	input   []byte
-	output  []byte
-	stdout  io.Writer // when set, the result goes there as it is written
-	logTo   io.Writer
-	failure string
-	jobInfo Info
+	input  []byte
+	output []byte
+	stdout io.Writer // when set, the result goes there as it is written
+	logTo  io.Writer
+	// streamTo receives what the job streams; nothing when nil.
+	streamTo io.Writer
+	failure  string
+	jobInfo  Info
 }
 
 func (b *localBackend) inputSize() int64 { return int64(len(b.input)) }
@@ -50,3 +52,11 @@ func (b *localBackend) progress(percent int, msg string) {
 func (b *localBackend) info() Info { return b.jobInfo }
 
 func (b *localBackend) fetch(req *Request) (*Response, error) { return platformFetch(req) }
+
+func (b *localBackend) stream(p []byte) error {
+	if b.streamTo != nil {
+		_, err := b.streamTo.Write(p)
+		return err
+	}
+	return nil
+}

@@ -24,9 +24,42 @@ func mainBackend() backend {
 
 var nativeClient = &http.Client{Timeout: 60 * time.Second}
 
+// streamClient has no overall timeout: a streamed body may take long.
+var streamClient = &http.Client{}
+
 // platformFetch sends req with net/http: outside the sandbox nothing is
 // restricted.
 func platformFetch(req *Request) (*Response, error) {
+	hreq, err := newRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := nativeClient.Do(hreq)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil
+}
+
+// platformFetchStream sends req with net/http and hands back the open body.
+func platformFetchStream(req *Request) (*StreamResponse, error) {
+	hreq, err := newRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := streamClient.Do(hreq)
+	if err != nil {
+		return nil, err
+	}
+	return &StreamResponse{Status: resp.StatusCode, Header: resp.Header, Body: resp.Body}, nil
+}
+
+func newRequest(req *Request) (*http.Request, error) {
 	method := req.Method
 	if method == "" {
 		method = http.MethodGet
@@ -40,14 +73,5 @@ func platformFetch(req *Request) (*Response, error) {
 			hreq.Header.Add(k, v)
 		}
 	}
-	resp, err := nativeClient.Do(hreq)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil
+	return hreq, nil
 }

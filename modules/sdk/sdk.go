@@ -109,6 +109,9 @@ func WithInfo(info Info) LocalOption { return func(b *localBackend) { b.jobInfo 
 // WithLog sends the job's log lines to w under RunLocal.
 func WithLog(w io.Writer) LocalOption { return func(b *localBackend) { b.logTo = w } }
 
+// WithStream sends what the job streams (Job.Stream) to w under RunLocal.
+func WithStream(w io.Writer) LocalOption { return func(b *localBackend) { b.streamTo = w } }
+
 // Info describes a job.
 type Info struct {
 	ID      string            `json:"id"`
@@ -204,6 +207,13 @@ func (j *Job) Warnf(format string, args ...any) { j.b.log(LevelWarn, fmt.Sprintf
 // Reports closer together than about 100 ms are coalesced.
 func (j *Job) Progress(percent int, message string) { j.b.progress(percent, message) }
 
+// Stream sends text to those following the job (`ward submit --wait`)
+// as it is produced, an LLM's tokens say, in order: nothing streamed is
+// dropped, though the host may send several writes together. It is not the
+// result: write that too. Past the job's output limit in all, Stream fails
+// and the job goes on.
+func (j *Job) Stream(text string) error { return j.b.stream([]byte(text)) }
+
 // Getenv returns the environment variable key: the job sees only those it
 // was granted.
 func Getenv(key string) string { return os.Getenv(key) }
@@ -227,6 +237,22 @@ type Response struct {
 // reachable (others fail with ErrNotGranted), redirects to other hosts are
 // refused, and the host bounds the time and the response size.
 func Fetch(req *Request) (*Response, error) { return platformFetch(req) }
+
+// StreamResponse is an HTTP response whose body is read as it arrives.
+type StreamResponse struct {
+	Status int
+	Header map[string][]string
+	// Body reads the body. In the sandbox one body is open at a time: the
+	// next Fetch or FetchStream closes it, and so does the end of the job.
+	// Each read waits at most the host's HTTP timeout for bytes, and the
+	// whole body is capped at its response size.
+	Body io.ReadCloser
+}
+
+// FetchStream sends req like Fetch, and returns once the status and
+// headers have arrived: the body is read as the server sends it (an
+// Ollama /api/generate with "stream": true).
+func FetchStream(req *Request) (*StreamResponse, error) { return platformFetchStream(req) }
 
 // PostJSON posts in as JSON to url and decodes the JSON answer into out. A
 // status other than 2xx is an error.
@@ -311,6 +337,7 @@ type backend interface {
 	progress(percent int, msg string)
 	info() Info
 	fetch(req *Request) (*Response, error)
+	stream(p []byte) error
 }
 
 type outputWriter struct{ b backend }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"unsafe"
 )
 
@@ -45,6 +46,14 @@ func wardHTTPRequest(meta unsafe.Pointer, metaLen uint32, body unsafe.Pointer, b
 //go:wasmimport ward response_read
 //go:noescape
 func wardResponseRead(ptr unsafe.Pointer, n uint32, off uint32) int32
+
+//go:wasmimport ward http_read
+//go:noescape
+func wardHTTPRead(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport ward stream_write
+//go:noescape
+func wardStreamWrite(ptr unsafe.Pointer, n uint32) int32
 
 //go:wasmimport ward last_error
 //go:noescape
@@ -136,12 +145,59 @@ func (hostBackend) info() Info {
 
 func (hostBackend) fetch(req *Request) (*Response, error) { return platformFetch(req) }
 
-func platformFetch(req *Request) (*Response, error) {
+func (hostBackend) stream(p []byte) error {
+	if len(p) == 0 {
+		return nil
+	}
+	if n := wardStreamWrite(bptr(p), uint32(min(len(p), 1<<30))); n < 0 {
+		return hostErr("stream_write", n)
+	}
+	return nil
+}
+
+func platformFetch(req *Request) (*Response, error) { return hostFetch(req, false) }
+
+// platformFetchStream sends req with "stream": true: the host returns the
+// status and headers, and the body is read as it arrives with http_read.
+func platformFetchStream(req *Request) (*StreamResponse, error) {
+	resp, err := hostFetch(req, true)
+	if err != nil {
+		return nil, err
+	}
+	return &StreamResponse{Status: resp.Status, Header: resp.Header, Body: &hostBody{}}, nil
+}
+
+// hostBody reads the streamed body of the last http_request.
+type hostBody struct{ closed bool }
+
+func (b *hostBody) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, io.ErrClosedPipe
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n := wardHTTPRead(bptr(p), uint32(min(len(p), 1<<30)))
+	if n < 0 {
+		return 0, hostErr("http_read", n)
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return int(n), nil
+}
+
+// Close marks the body read; the host closes it at the next request or
+// when the job ends.
+func (b *hostBody) Close() error { b.closed = true; return nil }
+
+func hostFetch(req *Request, stream bool) (*Response, error) {
 	meta, err := json.Marshal(struct {
 		Method string              `json:"method"`
 		URL    string              `json:"url"`
 		Header map[string][]string `json:"header,omitempty"`
-	}{req.Method, req.URL, req.Header})
+		Stream bool                `json:"stream,omitempty"`
+	}{req.Method, req.URL, req.Header, stream})
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,12 @@ func httpRequest(meta, metaLen, body, bodyLen uint32) int32
 //go:wasmimport ward response_read
 func responseRead(ptr, n, off uint32) int32
 
+//go:wasmimport ward http_read
+func httpRead(ptr, n uint32) int32
+
+//go:wasmimport ward stream_write
+func streamWrite(ptr, n uint32) int32
+
 //go:wasmimport ward last_error
 func lastError(ptr, capacity uint32) int32
 
@@ -43,7 +49,7 @@ func buffer() uint32 { return uint32(uintptrOf(&buf[0])) }
 
 //go:wasmexport call
 func call(fn uint32, a, b, c, d int64) int64 {
-	switch fn % 11 {
+	switch fn % 13 {
 	case 0:
 		return contextSize()
 	case 1:
@@ -64,6 +70,10 @@ func call(fn uint32, a, b, c, d int64) int64 {
 		return int64(responseRead(uint32(a), uint32(b), uint32(c)))
 	case 9:
 		return int64(lastError(uint32(a), uint32(b)))
+	case 10:
+		return int64(httpRead(uint32(a), uint32(b)))
+	case 11:
+		return int64(streamWrite(uint32(a), uint32(b)))
 	}
 	return 0
 }

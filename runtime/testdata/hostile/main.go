@@ -105,6 +105,43 @@ func init() {
 			}
 			_, err = fmt.Fprintf(j, "%d %s", resp.Status, resp.Body)
 			return err
+		case "httpstream":
+			// Reads a streamed body as it arrives, a line at a time, and
+			// streams each line on.
+			resp, err := sdk.FetchStream(&sdk.Request{URL: req.Arg})
+			if err != nil {
+				return fmt.Errorf("fetch: %w", err)
+			}
+			defer resp.Body.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := resp.Body.Read(buf)
+				if n > 0 {
+					_, _ = j.Write(buf[:n])
+					_ = j.Stream(string(buf[:n]))
+				}
+				if err == io.EOF {
+					return nil
+				}
+				if err != nil {
+					return fmt.Errorf("read: %w", err)
+				}
+			}
+		case "stream":
+			// Streams <count> pieces of <size> bytes ("count:size"), each
+			// piece its index's last digit repeated; the result counts
+			// the pieces the host refused.
+			count, size, _ := strings.Cut(req.Arg, ":")
+			n, _ := strconv.Atoi(count)
+			k, _ := strconv.Atoi(size)
+			refused := 0
+			for i := range n {
+				if j.Stream(strings.Repeat(strconv.Itoa(i%10), k)) != nil {
+					refused++
+				}
+			}
+			_, err := fmt.Fprint(j, refused)
+			return err
 		case "env":
 			_, err := j.WriteString(os.Getenv(req.Arg))
 			return err
