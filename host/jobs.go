@@ -137,6 +137,13 @@ func (a *Agent) input(req *wardv1.JobRequest, payload []byte) runtime.Input {
 			_ = a.cfg.Bus.Publish(bus.SubjectProgress, &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
 				Kind: wardv1.JobProgress_KIND_PROGRESS, Percent: int32(pct), Message: msg, SentAtUnixMs: time.Now().UnixMilli()})
 		},
+		// The runtime numbers the chunks and bounds them (runtime/stream.go);
+		// the attempt tells a watcher which run of the job they come from.
+		Stream: func(seq int, chunk []byte) {
+			_ = a.cfg.Bus.Publish(bus.SubjectProgress, &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
+				Kind: wardv1.JobProgress_KIND_OUTPUT, Seq: int64(seq), Output: chunk, Attempt: req.GetAttempt(),
+				SentAtUnixMs: time.Now().UnixMilli()})
+		},
 	}
 	g := req.GetConstraints().GetGrants()
 	if g == nil {

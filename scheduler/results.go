@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/jobstore"
 )
 
@@ -162,9 +163,22 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 	return nil
 }
 
-// handleProgress moves a job to RUNNING when its host reports the start.
+// handleProgress moves a job to RUNNING when its host reports the start,
+// and forwards its other reports — percent progress, streamed output — to
+// the job's watchers on sys.job.event.<job_id>, unstored: the store keeps
+// states, and the result holds the whole output. Reports are handled
+// concurrently, here and across replicas, so forwarded chunks may overtake
+// each other: their seq puts them back in order (client.Wait does).
 func (s *Scheduler) handleProgress(ctx context.Context, _ *nats.Msg, p *wardv1.JobProgress) {
-	if p.GetKind() != wardv1.JobProgress_KIND_STARTED {
+	switch p.GetKind() {
+	case wardv1.JobProgress_KIND_PROGRESS, wardv1.JobProgress_KIND_OUTPUT:
+		ev := &wardv1.JobEvent{JobId: p.GetJobId(), AtUnixMs: p.GetSentAtUnixMs(), WorkerId: p.GetWorkerId(), Progress: p}
+		if err := s.cfg.Bus.Publish(bus.EventSubject(p.GetJobId()), ev); err != nil {
+			s.log.Debug("progress forward failed", "job_id", p.GetJobId(), "err", err)
+		}
+		return
+	case wardv1.JobProgress_KIND_STARTED:
+	default:
 		return
 	}
 	t := jobstore.Transition{To: jobstore.Running, IfWorker: p.GetWorkerId(), WorkerID: p.GetWorkerId()}

@@ -142,7 +142,8 @@ func submit(ctx context.Context, c *client.Client, req *wardv1.JobRequest, wait 
 			return err
 		}
 	}
-	final, err := c.Wait(ctx, id, w, func(ev *wardv1.JobEvent) { printEvent(out, ev) })
+	p := &eventPrinter{out: out}
+	final, err := c.Wait(ctx, id, w, p.print)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("job %s: gave up waiting (see `ward jobs get %s`)", id, id)
@@ -168,8 +169,36 @@ func submit(ctx context.Context, c *client.Client, req *wardv1.JobRequest, wait 
 	return nil
 }
 
+// eventPrinter prints a job's events as they come: a line per state
+// change or progress report, and streamed output (an LLM's tokens) as it
+// is, in the order the module wrote it.
+type eventPrinter struct {
+	out     io.Writer
+	midLine bool // the last output printed did not end a line
+}
+
+func (p *eventPrinter) print(ev *wardv1.JobEvent) {
+	if pr := ev.GetProgress(); pr.GetKind() == wardv1.JobProgress_KIND_OUTPUT {
+		if len(pr.GetOutput()) > 0 {
+			_, _ = p.out.Write(pr.GetOutput())
+			p.midLine = pr.GetOutput()[len(pr.GetOutput())-1] != '\n'
+		}
+		return
+	}
+	if p.midLine {
+		fmt.Fprintln(p.out)
+		p.midLine = false
+	}
+	printEvent(p.out, ev)
+}
+
 func printEvent(out io.Writer, ev *wardv1.JobEvent) {
-	line := fmt.Sprintf("%s  %-10s", time.UnixMilli(ev.GetAtUnixMs()).Format("15:04:05.000"), stateName(ev.GetState()))
+	at := time.UnixMilli(ev.GetAtUnixMs()).Format("15:04:05.000")
+	if pr := ev.GetProgress(); pr != nil {
+		fmt.Fprintf(out, "%s  %-10s  %d%%  %s\n", at, "PROGRESS", pr.GetPercent(), pr.GetMessage())
+		return
+	}
+	line := fmt.Sprintf("%s  %-10s", at, stateName(ev.GetState()))
 	if ev.GetWorkerId() != "" {
 		line += "  worker=" + ev.GetWorkerId()
 	}

@@ -106,10 +106,16 @@ type Watcher struct {
 	ch  chan *nats.Msg
 }
 
-// Watch subscribes to job id's events. Call it before Submit so that no
-// event is missed; Close it when done.
+// watchBuffer is how many events a Watcher holds unread: a message that
+// finds it full is dropped by NATS, so it leaves room for a burst of
+// streamed output.
+const watchBuffer = 1024
+
+// Watch subscribes to job id's events: its state changes, and its progress
+// and streamed output (events with Progress set). Call it before Submit so
+// that no event is missed; Close it when done.
 func (c *Client) Watch(id string) (*Watcher, error) {
-	ch := make(chan *nats.Msg, 64)
+	ch := make(chan *nats.Msg, watchBuffer)
 	sub, err := c.bus.NATS().ChanSubscribe(bus.EventSubject(id), ch)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", id, err)
@@ -138,6 +144,22 @@ func (w *Watcher) Next(ctx context.Context) (*wardv1.JobEvent, error) {
 
 // Close stops the watch.
 func (w *Watcher) Close() { _ = w.sub.Unsubscribe() }
+
+// pending returns the events already received and not yet read.
+func (w *Watcher) pending() []*wardv1.JobEvent {
+	var out []*wardv1.JobEvent
+	for {
+		select {
+		case msg := <-w.ch:
+			ev := &wardv1.JobEvent{}
+			if proto.Unmarshal(msg.Data, ev) == nil {
+				out = append(out, ev)
+			}
+		default:
+			return out
+		}
+	}
+}
 
 // Get returns a stored job with its event log, and its result when
 // includeResult is set.
@@ -175,21 +197,45 @@ func Terminal(s wardv1.JobState) bool {
 }
 
 // Wait follows w until the job ends and returns the final event. Every
-// event, the final one included, is passed to each (which may be nil). In
-// case an event was lost, it also asks for the job every poll interval.
+// event, the final one included, is passed to each (which may be nil):
+// state changes, progress, and streamed output (Progress.Kind OUTPUT) in
+// the order the module wrote it — schedulers forward chunks concurrently,
+// so Wait puts them back in order by their seq (see Output). In case an
+// event was lost, it also asks for the job every poll interval.
 func (c *Client) Wait(ctx context.Context, id string, w *Watcher, each func(*wardv1.JobEvent)) (*wardv1.JobEvent, error) {
 	const poll = 2 * time.Second
+	if each == nil {
+		each = func(*wardv1.JobEvent) {}
+	}
+	var out Output
+	deliver := func(ev *wardv1.JobEvent) {
+		for _, e := range out.Add(ev) {
+			each(e)
+		}
+	}
+	end := func(last *wardv1.JobEvent) *wardv1.JobEvent {
+		// Output the host sent before its result may be forwarded after
+		// the final event: what has arrived goes out first.
+		for _, ev := range w.pending() {
+			if ev.GetProgress() != nil {
+				deliver(ev)
+			}
+		}
+		for _, e := range out.Flush() {
+			each(e)
+		}
+		each(last)
+		return last
+	}
 	for {
 		nctx, cancel := context.WithTimeout(ctx, poll)
 		ev, err := w.Next(nctx)
 		cancel()
 		if err == nil {
-			if each != nil {
-				each(ev)
-			}
 			if Terminal(ev.GetState()) {
-				return ev, nil
+				return end(ev), nil
 			}
+			deliver(ev)
 			continue
 		}
 		if ctx.Err() != nil {
@@ -202,10 +248,7 @@ func (c *Client) Wait(ctx context.Context, id string, w *Watcher, each func(*war
 			if n := len(rec.GetEvents()); n > 0 {
 				last = rec.GetEvents()[n-1]
 			}
-			if each != nil {
-				each(last)
-			}
-			return last, nil
+			return end(last), nil
 		}
 	}
 }
@@ -297,4 +340,83 @@ func (c *Client) SchedulerMode(ctx context.Context, mode string) (string, error)
 		return reply.GetMode(), errors.New(reply.GetError())
 	}
 	return reply.GetMode(), nil
+}
+
+// maxHeld bounds the chunks Output holds while it waits for a missing one.
+const maxHeld = 256
+
+// Output puts a job's streamed output back in the order the module wrote
+// it. Hosts number the chunks of each attempt from 1; the schedulers that
+// forward them may swap two, and NATS may lose one. A chunk that comes
+// early is held until those before it arrive; one that never does is
+// skipped once maxHeld chunks wait behind it, or when the job ends (Flush).
+// Chunks of an earlier attempt than the latest seen are dropped: a retried
+// job streams again from the start. The zero value is ready to use.
+type Output struct {
+	attempt int32
+	next    int64 // the seq due next; 0 before the first chunk
+	held    map[int64]*wardv1.JobEvent
+}
+
+// Add takes an event and returns those now due, in order: ev itself unless
+// it is a chunk that comes early, late or twice, and the chunks it was
+// holding that ev unblocks.
+func (o *Output) Add(ev *wardv1.JobEvent) []*wardv1.JobEvent {
+	p := ev.GetProgress()
+	if p.GetKind() != wardv1.JobProgress_KIND_OUTPUT {
+		return []*wardv1.JobEvent{ev}
+	}
+	switch {
+	case o.next == 0 || p.GetAttempt() > o.attempt:
+		o.attempt, o.next, o.held = p.GetAttempt(), 1, nil
+	case p.GetAttempt() < o.attempt:
+		return nil
+	}
+	seq := p.GetSeq()
+	if seq < o.next || o.held[seq] != nil {
+		return nil
+	}
+	if o.held == nil {
+		o.held = map[int64]*wardv1.JobEvent{}
+	}
+	o.held[seq] = ev
+	if len(o.held) > maxHeld {
+		o.next = minKey(o.held) // give up on the missing ones
+	}
+	return o.due()
+}
+
+// Flush returns every chunk held, in order, skipping those that never came.
+func (o *Output) Flush() []*wardv1.JobEvent {
+	var out []*wardv1.JobEvent
+	for len(o.held) > 0 {
+		o.next = minKey(o.held)
+		out = append(out, o.due()...)
+	}
+	return out
+}
+
+// due removes and returns the held chunks from next on with no gap.
+func (o *Output) due() []*wardv1.JobEvent {
+	var out []*wardv1.JobEvent
+	for {
+		ev, ok := o.held[o.next]
+		if !ok {
+			return out
+		}
+		delete(o.held, o.next)
+		out = append(out, ev)
+		o.next++
+	}
+}
+
+func minKey(m map[int64]*wardv1.JobEvent) int64 {
+	first := true
+	var k int64
+	for s := range m {
+		if first || s < k {
+			k, first = s, false
+		}
+	}
+	return k
 }

@@ -143,7 +143,11 @@ func (e *env) run(t *testing.T, req *wardv1.JobRequest) ([]wardv1.JobState, *war
 		t.Fatal(err)
 	}
 	var states []wardv1.JobState
-	if _, err := e.client.Wait(ctx, req.JobId, w, func(ev *wardv1.JobEvent) { states = append(states, ev.GetState()) }); err != nil {
+	if _, err := e.client.Wait(ctx, req.JobId, w, func(ev *wardv1.JobEvent) {
+		if ev.GetProgress() == nil {
+			states = append(states, ev.GetState())
+		}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := e.client.Get(ctx, req.JobId, true)

@@ -1,0 +1,98 @@
+package client
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+)
+
+func chunk(attempt int32, seq int64) *wardv1.JobEvent {
+	return &wardv1.JobEvent{Progress: &wardv1.JobProgress{Kind: wardv1.JobProgress_KIND_OUTPUT, Attempt: attempt, Seq: seq,
+		Output: []byte(strconv.FormatInt(seq, 10) + " ")}}
+}
+
+func seqs(evs []*wardv1.JobEvent) []int64 {
+	var out []int64
+	for _, ev := range evs {
+		out = append(out, ev.GetProgress().GetSeq())
+	}
+	return out
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestOutputReorders: chunks that arrive shuffled, some twice, come out
+// once each, in order, whatever the shuffle.
+func TestOutputReorders(t *testing.T) {
+	for seed := range uint64(50) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		const n = 100
+		var in []*wardv1.JobEvent
+		for s := int64(1); s <= n; s++ {
+			in = append(in, chunk(1, s))
+			if r.IntN(5) == 0 {
+				in = append(in, chunk(1, s)) // a duplicate
+			}
+		}
+		r.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+		var o Output
+		var got []*wardv1.JobEvent
+		for _, ev := range in {
+			got = append(got, o.Add(ev)...)
+		}
+		got = append(got, o.Flush()...)
+		var want []int64
+		for s := int64(1); s <= n; s++ {
+			want = append(want, s)
+		}
+		if !equal(seqs(got), want) {
+			t.Fatalf("seed %d: got %v", seed, seqs(got))
+		}
+	}
+}
+
+func TestOutputGapsAndAttempts(t *testing.T) {
+	var o Output
+	state := &wardv1.JobEvent{State: wardv1.JobState_JOB_STATE_RUNNING}
+	if got := o.Add(state); len(got) != 1 || got[0] != state {
+		t.Fatalf("a state event was not passed through: %v", got)
+	}
+	// 2 never comes: 3 and 4 wait, then go out at the end.
+	if got := seqs(o.Add(chunk(1, 1))); !equal(got, []int64{1}) {
+		t.Fatalf("%v", got)
+	}
+	if got := o.Add(chunk(1, 3)); len(got) != 0 {
+		t.Fatalf("3 went before 2: %v", seqs(got))
+	}
+	o.Add(chunk(1, 4))
+	if got := seqs(o.Flush()); !equal(got, []int64{3, 4}) {
+		t.Fatalf("flush %v", got)
+	}
+	// A retry streams from 1 again; the old attempt's stragglers are dropped.
+	if got := seqs(o.Add(chunk(2, 1))); !equal(got, []int64{1}) {
+		t.Fatalf("attempt 2: %v", got)
+	}
+	if got := o.Add(chunk(1, 5)); len(got) != 0 {
+		t.Fatalf("a chunk of attempt 1 after attempt 2: %v", seqs(got))
+	}
+	// Past maxHeld chunks waiting, a missing one is given up.
+	var got []int64
+	for s := int64(3); s <= 3+maxHeld; s++ {
+		got = append(got, seqs(o.Add(chunk(2, s)))...)
+	}
+	if len(got) != maxHeld+1 || got[0] != 3 {
+		t.Fatalf("with 2 missing and %d held: %d out, from %v", maxHeld, len(got), got[:min(3, len(got))])
+	}
+}
