@@ -8,7 +8,7 @@
 #
 #   {"job_id": "...", "topic": "job.echo", "tenant_id": "acme",
 #    "labels": {}, "requires": [], "priority": 0, "payload_size": 0,
-#    "module": {"name": "echo", "digest": "",
+#    "module": {"name": "echo", "digest": "", "signed": false,
 #               "requested": {"http_hosts": [], "read_only_dirs": [],
 #                             "env_keys": [], "memory_limit_bytes": 0,
 #                             "time_limit_ms": 0}},
@@ -56,6 +56,24 @@ deny contains msg if {
 deny contains msg if {
 	input.payload_size > payload_cap
 	msg := sprintf("payload of %d bytes is over the %d-byte cap for topic %s", [input.payload_size, payload_cap, input.topic])
+}
+
+# Signed modules. A tenant whose entry (or the defaults) sets
+# require_signed_modules: true, and every pool in signed_pools, run only
+# module versions that carry a signature (`ward module sign`, `ward module
+# deploy --sign-key`). Hosts started with --trusted-key verify the
+# signature itself; this rule keeps unsigned code from such tenants and
+# pools before it is placed.
+deny contains msg if {
+	object.get(data.tenants, [input.tenant_id, "require_signed_modules"], data.defaults.require_signed_modules)
+	not input.module.signed
+	msg := sprintf("module %s is not signed, and tenant %q runs only signed modules", [input.module.name, input.tenant_id])
+}
+
+deny contains msg if {
+	input.pool in data.defaults.signed_pools
+	not input.module.signed
+	msg := sprintf("module %s is not signed, and pool %s runs only signed modules", [input.module.name, input.pool])
 }
 
 # topic_allowed holds for a well-formed topic (dot-separated, non-empty

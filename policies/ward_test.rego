@@ -13,7 +13,7 @@ job := {
 	"requires": [],
 	"priority": 0,
 	"payload_size": 0,
-	"module": {"name": "echo", "digest": "", "requested": requested_nothing},
+	"module": {"name": "echo", "digest": "", "signed": false, "requested": requested_nothing},
 	"pool": "echo",
 }
 
@@ -43,6 +43,8 @@ test_data_has_every_key_the_rules_read if {
 	}
 	is_object(data.tenants)
 	is_object(data.modules)
+	is_boolean(data.defaults.require_signed_modules)
+	is_array(data.defaults.signed_pools)
 }
 
 # ------------------------------------------------------------------ allowed
@@ -313,4 +315,37 @@ test_unknown_manifest_asks_for_everything_allowed if {
 test_unknown_manifest_of_unlisted_module_gets_nothing if {
 	inp := object.union(job, {"module": {"name": "echo", "digest": "", "requested": null}})
 	safety.constraints == {} with input as inp
+}
+
+# ------------------------------------------------------------------ signatures
+
+signed_job := object.union(job, {"module": {"name": "echo", "digest": "sha256:ab", "signed": true, "requested": requested_nothing}})
+
+test_unsigned_modules_run_by_default if {
+	count(safety.deny) == 0 with input as job
+}
+
+test_tenant_requiring_signatures_denies_unsigned if {
+	tenants := object.union(data.tenants, {"acme": {"require_signed_modules": true}})
+	safety.deny == {`module echo is not signed, and tenant "acme" runs only signed modules`} with input as job
+		with data.tenants as tenants
+	count(safety.deny) == 0 with input as signed_job with data.tenants as tenants
+}
+
+test_default_requiring_signatures_denies_every_tenant if {
+	defaults := object.union(data.defaults, {"require_signed_modules": true})
+	count(safety.deny) == 1 with input as job with data.defaults as defaults
+	count(safety.deny) == 0 with input as signed_job with data.defaults as defaults
+
+	# A tenant may opt out.
+	tenants := object.union(data.tenants, {"acme": {"require_signed_modules": false}})
+	count(safety.deny) == 0 with input as job with data.defaults as defaults with data.tenants as tenants
+}
+
+test_signed_pools_deny_unsigned if {
+	defaults := object.union(data.defaults, {"signed_pools": ["echo"]})
+	safety.deny == {"module echo is not signed, and pool echo runs only signed modules"} with input as job
+		with data.defaults as defaults
+	count(safety.deny) == 0 with input as signed_job with data.defaults as defaults
+	count(safety.deny) == 0 with input as object.union(job, {"pool": "chat-simple"}) with data.defaults as defaults
 }

@@ -207,6 +207,10 @@ func (s *Scheduler) admit(ctx context.Context, job *jobstore.Job, queued map[str
 		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: ReasonNoPoolMapping, Message: why}, true)
 		return
 	}
+	if pools, why = c.retired(pools); len(pools) == 0 {
+		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: ReasonModuleRetired, Message: why}, true)
+		return
+	}
 	s.place(ctx, c, job, lim, pools, queued)
 }
 
@@ -215,9 +219,12 @@ func (s *Scheduler) admit(ctx context.Context, job *jobstore.Job, queued map[str
 func (s *Scheduler) decide(ctx context.Context, c *settings, job *jobstore.Job) (limits, bool) {
 	var lim limits
 	if job.Safety == nil {
-		poolName, module := "", ""
+		poolName, module := "", &safetyv1.ModuleRequest{}
 		if pools := c.pools.PoolsFor(job.Topic); len(pools) > 0 {
-			poolName, module = pools[0], c.pools.Pools[pools[0]].Module
+			poolName, module.Name = pools[0], c.pools.Pools[pools[0]].Module
+			if a := c.mods.active(module.Name); a != nil {
+				module.Digest, module.Signed = a.Digest, a.Signed
+			}
 		}
 		decision, err := s.cfg.Safety.Check(ctx, &safetyv1.CheckRequest{
 			JobId:       job.ID,
@@ -228,7 +235,7 @@ func (s *Scheduler) decide(ctx context.Context, c *settings, job *jobstore.Job) 
 			Priority:    int32(job.Priority),
 			PayloadSize: job.PayloadSize,
 			Pool:        poolName,
-			Module:      &safetyv1.ModuleRequest{Name: module},
+			Module:      module,
 		})
 		if err != nil {
 			s.log.Warn("safety kernel unavailable; failing closed", "job_id", job.ID, "err", err)
@@ -327,6 +334,22 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 		for _, pool := range pools {
 			ws := s.registry.Snapshot((*buf)[:0], pool, now)
 			*buf = ws
+			ws, stale := c.current(ws, pool)
+			if len(ws) == 0 {
+				// No host holds the module's version in force: wait while
+				// it rolls out.
+				if why := c.rollingOut(pool, stale, now); why != "" {
+					if busyPool == "" {
+						busyPool, busyWhy = pool, why
+					}
+					waits.WithLabelValues("rollout").Inc()
+					continue
+				}
+				if stale > 0 {
+					noneWhy = append(noneWhy, c.staleWhy(pool, stale))
+					continue
+				}
+			}
 			for i := range ws {
 				ws[i].ZoneThrottled = hot[ws[i].Zone]
 			}

@@ -60,7 +60,7 @@ var (
 	})
 	waits = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_scheduler_waits_total",
-		Help: "Jobs made to wait, by reason: pool_overloaded (queued), tenant_limit (deferred), retry (deferred), zone_throttled (queued).",
+		Help: "Jobs made to wait, by reason: pool_overloaded (queued), tenant_limit (deferred), retry (deferred), zone_throttled (queued), rollout (queued until a host holds the module version in force).",
 	}, []string{"reason"})
 	retries = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_scheduler_retries_total",

@@ -97,6 +97,10 @@ func (s *Scheduler) pump(lctx, ctx context.Context, tick bool) {
 		}
 		ws := s.registry.Snapshot((*buf)[:0], pool, now)
 		*buf = ws
+		ws, stale := c.current(ws, pool)
+		if len(ws) == 0 && c.rollingOut(pool, stale, now) != "" {
+			continue // a host will hold the version in force soon; its heartbeat pokes
+		}
 		p := s.policy(c.sched, pool)
 		room := freeSlots(ws, &p)
 		if len(ws) == 0 && s.deserted(pool, now) {

@@ -9,6 +9,9 @@ const (
 	// ReasonNoWorkers: no live host of an eligible pool can run the job
 	// (none alive, or none with its capabilities and labels).
 	ReasonNoWorkers = "no_workers"
+	// ReasonModuleRetired: the module serving the job's topic was retired
+	// (`ward module rm`).
+	ReasonModuleRetired = "module_retired"
 	// ReasonPoolOverloaded: every eligible host was busy and the job could
 	// not wait: its pool queue was full, or it waited queue.max_wait. Also
 	// the reason of the events of a job that waits in a queue.

@@ -42,6 +42,8 @@ type Worker struct {
 	Capabilities []string
 	Pools        []string
 	Labels       map[string]string
+	// Modules maps each module the host holds to its digest.
+	Modules      map[string]string
 	Region, Zone string
 	// ActiveJobs is what the host ran at its last heartbeat.
 	ActiveJobs int
@@ -106,6 +108,7 @@ func (r *Registry) Observe(hb *wardv1.Heartbeat, now time.Time) {
 		Pools:        slices.Clone(pools),
 		Capabilities: slices.Clone(hb.GetCapabilities()),
 		Labels:       hb.GetLabels(),
+		Modules:      hb.GetModules(),
 		Region:       hb.GetRegion(),
 		Zone:         hb.GetZone(),
 		ActiveJobs:   int(hb.GetActiveJobs()),

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,7 @@ import (
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/modreg"
 )
 
 // SafetyChecker asks the safety kernel about a job. *safety.Client is one.
@@ -50,6 +52,11 @@ type Config struct {
 	// the configuration in force stays.
 	Files  config.Files
 	Logger *slog.Logger // slog.Default() when nil
+	// Modules, when set, is the module registry: the routes deployed
+	// manifests declare join Pools, a job goes only to hosts that hold
+	// its module's active version (waiting while it rolls out), and a
+	// retired module's jobs go to the DLQ (modules.go).
+	Modules *modreg.Registry
 	// Concurrency bounds the submissions (and, separately, the results and
 	// progress reports) handled at once. Default 64.
 	Concurrency int
@@ -59,7 +66,9 @@ type Config struct {
 
 // settings is one consistent set of configuration, swapped whole on reload.
 type settings struct {
-	pools    *config.Pools
+	pools    *config.Pools // base with the registry's routes
+	base     *config.Pools // pools.yaml
+	mods     *modules      // nil without a registry
 	timeouts *config.Timeouts
 	sched    *config.Scheduler
 }
@@ -73,6 +82,7 @@ type Scheduler struct {
 	domains  *domains
 
 	conf   atomic.Pointer[settings]
+	confMu sync.Mutex // serializes changes of conf (reloads, the registry)
 	mode   atomic.Pointer[Mode]
 	hot    atomic.Pointer[map[string]bool] // throttled zones
 	leader atomic.Bool                     // this replica holds the reconciler lease
@@ -152,7 +162,7 @@ func New(cfg Config) (*Scheduler, error) {
 		run:      make(map[string]float64),
 		waiting:  make(map[string]bool),
 	}
-	s.conf.Store(&settings{pools: cfg.Pools, timeouts: cfg.Timeouts, sched: cfg.Settings})
+	s.conf.Store(&settings{pools: cfg.Pools, base: cfg.Pools, timeouts: cfg.Timeouts, sched: cfg.Settings})
 	normal := ModeNormal
 	s.mode.Store(&normal)
 	return s, nil
@@ -169,7 +179,9 @@ func (s *Scheduler) Registry() *Registry { return s.registry }
 
 // Reload swaps the configuration in force; the next decision uses it.
 func (s *Scheduler) Reload(b *config.Bundle) {
-	s.conf.Store(&settings{pools: b.Pools, timeouts: b.Timeouts, sched: b.Scheduler})
+	s.confMu.Lock()
+	s.storeConf(&settings{base: b.Pools, mods: s.conf.Load().mods, timeouts: b.Timeouts, sched: b.Scheduler})
+	s.confMu.Unlock()
 	queueCap.Set(float64(b.Scheduler.Queue.Cap))
 	configReloads.WithLabelValues("ok").Inc()
 	for pool := range b.Scheduler.Pools {
@@ -178,7 +190,6 @@ func (s *Scheduler) Reload(b *config.Bundle) {
 		}
 	}
 	s.log.Info("configuration reloaded", "topics", len(b.Pools.Topics), "pools", len(b.Pools.Pools))
-	s.poke()
 }
 
 // Start subscribes to the bus and starts the pump, the reconciler's lease
@@ -243,6 +254,15 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.mu.Lock()
 		s.watcher = w
 		s.mu.Unlock()
+	}
+	if s.cfg.Modules != nil {
+		done, err := s.cfg.Modules.Follow(lctx, s.followModules)
+		if err != nil {
+			_ = s.Shutdown(context.Background())
+			return fmt.Errorf("scheduler: %w", err)
+		}
+		s.loops.Add(1)
+		go func() { defer s.loops.Done(); <-done }()
 	}
 	s.loops.Add(3)
 	go s.pumpLoop(lctx, ctx)
@@ -310,8 +330,10 @@ func (s *Scheduler) handleHeartbeat(_ context.Context, _ *nats.Msg, hb *wardv1.H
 	}
 	before, known := s.registry.Get(hb.GetWorkerId())
 	s.registry.Observe(hb, time.Now())
-	// A new worker, or one with room again, may take waiting jobs.
-	if !known || int(hb.GetActiveJobs()) < before.Inflight || hb.GetActiveJobs() < hb.GetMaxParallelJobs() {
+	// A new worker, one with room again, or one holding another module
+	// version (a rollout waits for it) may take waiting jobs.
+	if !known || int(hb.GetActiveJobs()) < before.Inflight || hb.GetActiveJobs() < hb.GetMaxParallelJobs() ||
+		!maps.Equal(before.Modules, hb.GetModules()) {
 		s.poke()
 	}
 }

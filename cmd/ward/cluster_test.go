@@ -52,6 +52,8 @@ func TestClusterKillAScheduler(t *testing.T) {
 	)
 	nopts := natstest.DefaultTestOptions
 	nopts.Port = -1
+	nopts.JetStream = true // the module registry
+	nopts.StoreDir = t.TempDir()
 	ns := natstest.RunServer(&nopts)
 	defer ns.Shutdown()
 	redisURL := redistest.Start(t)

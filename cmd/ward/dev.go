@@ -106,7 +106,7 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 			opts := stack.Options{Probes: probes, NATSURL: ns.ClientURL(), Store: store, SafetyAddr: safetyAddr,
 				Pools: pools, Timeouts: timeouts, Modules: wasm, Manifests: manifests, CacheDir: cacheDir,
 				MountRoots: sandbox.mountRoots, Env: env, MaxParallel: maxParallel, HostID: "dev-host", Logger: log,
-				Settings: conf.Scheduler, ConfigFiles: files}
+				Settings: conf.Scheduler, ConfigFiles: files, ModuleRegistry: true}
 			opts.PolicyDir = policyDir
 			if opts.SafetyClient, err = safetyFlags.config(); err != nil {
 				return err
@@ -124,6 +124,7 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 				st.Kernel().Revision(), st.SafetyStatus().GetSource())
 			fmt.Fprintf(out, "  job store:     %s\n", storeName)
 			fmt.Fprintf(out, "  host:          %s serving %v\n", st.Host.ID(), st.Host.Pools())
+			fmt.Fprintf(out, "  modules:       ward module deploy <name>.wasm --manifest <name>.yaml serves a new one at once\n")
 			fmt.Fprintf(out, "try:  ward submit --topic job.echo --tenant acme --payload '{\"hello\":\"world\"}' --wait\n")
 
 			<-ctx.Done()

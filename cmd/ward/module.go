@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 	}
 
 	var manifestPath, keyPath, sigPath, name, version string
+	var wait time.Duration
 	deploy := &cobra.Command{
 		Use:   "deploy <module.wasm>",
 		Short: "Upload a module and make it the active version on every host",
@@ -113,6 +115,11 @@ func newModuleCmd(g *globals) *cobra.Command {
 			if a.Route.Topic != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "route: %s → pool %s\n", a.Route.Topic, orDefault(a.Route.Pool, a.Name))
 			}
+			if wait > 0 {
+				wctx, cancel := context.WithTimeout(context.Background(), wait)
+				defer cancel()
+				return waitRollout(wctx, c, r, a, cmd.OutOrStdout())
+			}
 			return nil
 		},
 	}
@@ -120,6 +127,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 	deploy.Flags().StringVar(&name, "name", "", "module name (default: the manifest's, else the file name)")
 	deploy.Flags().StringVar(&version, "version", "", "version (default: the manifest's, else sha-<digest prefix>)")
 	deploy.Flags().StringVar(&keyPath, "sign-key", "", "sign with this ed25519 private key (PEM)")
+	deploy.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version (or refused it), and say how long it took")
 	deploy.Flags().StringVar(&sigPath, "signature", "", "signature file from `ward module sign` (default: <module>.wasm.sig if present)")
 
 	ls := &cobra.Command{
@@ -197,6 +205,11 @@ func newModuleCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s) is active\n", a.Name, a.Version, a.Digest)
+			if wait > 0 {
+				wctx, cancel := context.WithTimeout(context.Background(), wait)
+				defer cancel()
+				return waitRollout(wctx, c, r, a, cmd.OutOrStdout())
+			}
 			return nil
 		},
 	}
@@ -213,13 +226,21 @@ func newModuleCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			if _, err := r.Remove(ctx, args[0]); err != nil {
+			a, err := r.Remove(ctx, args[0])
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s retired (`ward module rollback %s` brings it back)\n", args[0], args[0])
+			if wait > 0 {
+				wctx, cancel := context.WithTimeout(context.Background(), wait)
+				defer cancel()
+				return waitRollout(wctx, c, r, a, cmd.OutOrStdout())
+			}
 			return nil
 		},
 	}
+	rollback.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version")
+	rm.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until no live host holds the module")
 
 	var signKey string
 	sign := &cobra.Command{
@@ -313,4 +334,63 @@ func shortDigest(d string) string {
 		return d[:19]
 	}
 	return d
+}
+
+// waitRollout waits until every live host holds a's version, or refused
+// it, and says how long that took. For a retired module it waits until no
+// host holds it. It fails when a host refused the version or ctx ends.
+func waitRollout(ctx context.Context, c *client.Client, r *modreg.Registry, a *modreg.Active, out io.Writer) error {
+	start := time.Now()
+	for {
+		hbs, err := c.Workers(ctx, 200*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		mods, err := r.List(ctx)
+		if err != nil {
+			return err
+		}
+		refusals := map[string]string{}
+		for _, m := range mods {
+			for _, e := range m.Events {
+				if m.Name == a.Name && e.Digest == a.Digest && !a.Retired {
+					refusals[e.Host] = e.Error
+				}
+			}
+		}
+		var held, refused int
+		var waiting []string
+		for _, hb := range hbs {
+			d, ok := hb.GetModules()[a.Name]
+			switch {
+			case a.Retired && !ok, !a.Retired && d == a.Digest:
+				held++
+			case refusals[hb.GetWorkerId()] != "":
+				refused++
+			default:
+				waiting = append(waiting, hb.GetWorkerId())
+			}
+		}
+		if len(waiting) == 0 && len(hbs) > 0 {
+			took := time.Since(start).Round(time.Millisecond)
+			what := fmt.Sprintf("%s %s", a.Name, a.Version)
+			if a.Retired {
+				what = a.Name + " retired"
+			}
+			fmt.Fprintf(out, "rolled out: %s on %d/%d live hosts in %s\n", what, held, len(hbs), took)
+			if refused > 0 {
+				for host, why := range refusals {
+					fmt.Fprintf(out, "refused on %s: %s\n", host, why)
+				}
+				return fmt.Errorf("%d host(s) refused %s %s; they keep serving the version they had", refused, a.Name, a.Version)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("rollout of %s %s: hosts %v do not hold it after %s (a host started with --module-registry=false never will)",
+				a.Name, a.Version, waiting, time.Since(start).Round(time.Millisecond))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -29,6 +29,7 @@ const shutdownGrace = 30 * time.Second
 func newSchedulerCmd(g *globals) *cobra.Command {
 	var redisURL, safetyAddr, metricsAddr, id string
 	var safetyFlags safetyClientFlags
+	var useRegistry bool
 	cmd := &cobra.Command{
 		Use:   "scheduler",
 		Short: "Run a scheduler replica against NATS_URL, REDIS_URL and SAFETY_KERNEL_ADDR",
@@ -63,13 +64,18 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer conn.Close()
+			reg, err := openRegistry(ctx, conn, useRegistry)
+			if err != nil {
+				return err
+			}
 			_, stopMetrics, err := serveMetrics(metricsAddr, log)
 			if err != nil {
 				return err
 			}
 			defer stopMetrics()
 			s, err := scheduler.New(scheduler.Config{ID: id, Bus: conn, Store: store, Safety: kernel,
-				Pools: conf.Pools, Timeouts: conf.Timeouts, Settings: conf.Scheduler, Files: files, Logger: log})
+				Pools: conf.Pools, Timeouts: conf.Timeouts, Settings: conf.Scheduler, Files: files, Logger: log,
+				Modules: reg})
 			if err != nil {
 				return err
 			}
@@ -88,6 +94,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 	safetyFlags.register(f)
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", ":9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&id, "id", "", "replica id (default: random)")
+	f.BoolVar(&useRegistry, "module-registry", true, "follow the module registry in NATS JetStream: deployed routes, versions in force")
 	cmd.AddCommand(newSchedulerModeCmd(g))
 	return cmd
 }
@@ -200,6 +207,8 @@ func newHostCmd(g *globals) *cobra.Command {
 		heartbeat                                                     time.Duration
 		ollamaURL, gpuMode                                            string
 		sandbox                                                       sandboxFlags
+		useRegistry                                                   bool
+		trustedKeys                                                   []string
 	)
 	cmd := &cobra.Command{
 		Use:   "host",
@@ -235,6 +244,10 @@ func newHostCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			trusted, err := readTrustedKeys(trustedKeys)
+			if err != nil {
+				return err
+			}
 			env, err := sandbox.env(ollamaURL)
 			if err != nil {
 				return err
@@ -244,6 +257,10 @@ func newHostCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer conn.Close()
+			reg, err := openRegistry(ctx, conn, useRegistry)
+			if err != nil {
+				return err
+			}
 			_, stopMetrics, err := serveMetrics(metricsAddr, log)
 			if err != nil {
 				return err
@@ -251,7 +268,8 @@ func newHostCmd(g *globals) *cobra.Command {
 			defer stopMetrics()
 			a, err := host.New(host.Config{ID: id, Bus: conn, Store: store, Runtime: rt, Modules: mods, Pools: pools,
 				MaxParallel: maxParallel, HeartbeatInterval: heartbeat, Capabilities: caps, Labels: lbls,
-				Region: region, Zone: zone, Probes: probes, Logger: log, MountRoots: sandbox.mountRoots, Env: env})
+				Region: region, Zone: zone, Probes: probes, Logger: log, MountRoots: sandbox.mountRoots, Env: env,
+				Registry: reg, Trusted: trusted})
 			if err != nil {
 				return err
 			}
@@ -266,7 +284,9 @@ func newHostCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL ($REDIS_URL)")
-	f.StringVar(&modulesDir, "modules", envOr("WARD_MODULES_DIR", "modules/build"), "directory of <name>.wasm modules ($WARD_MODULES_DIR)")
+	f.StringVar(&modulesDir, "modules", envOr("WARD_MODULES_DIR", "modules/build"), "directory of <name>.wasm modules loaded at start, empty for none; the registry's versions replace them ($WARD_MODULES_DIR)")
+	f.BoolVar(&useRegistry, "module-registry", true, "follow the module registry in NATS JetStream: load the active versions, swap them as they are deployed")
+	f.StringSliceVar(&trustedKeys, "trusted-key", envList("WARD_TRUSTED_KEYS"), "ed25519 public key file (PEM, `ward module keygen`); with any, registry modules must be signed by one ($WARD_TRUSTED_KEYS, comma-separated)")
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", ":9092"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&id, "id", os.Getenv("WARD_WORKER_ID"), "worker id (default: random) ($WARD_WORKER_ID)")
 	f.StringVar(&cacheDir, "cache-dir", defaultCacheDir(), "compiled-module cache directory")

@@ -59,6 +59,9 @@ func splitList(s string) []string {
 
 // loadModules compiles every <name>.wasm of dir with the manifest beside it.
 func loadModules(ctx context.Context, rt *runtime.Runtime, dir string) (map[string]*runtime.Module, error) {
+	if dir == "" {
+		return nil, nil // the registry's modules only
+	}
 	wasm, err := stack.ReadModules(dir)
 	if err != nil {
 		return nil, err

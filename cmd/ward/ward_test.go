@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -182,6 +183,8 @@ func waitSucceeded(t *testing.T, c *client.Client, payload string) {
 func TestSeparateProcesses(t *testing.T) {
 	opts := natstest.DefaultTestOptions
 	opts.Port = -1
+	opts.JetStream = true // the module registry
+	opts.StoreDir = t.TempDir()
 	ns := natstest.RunServer(&opts)
 	defer ns.Shutdown()
 	redisURL := redistest.Start(t)
@@ -193,6 +196,8 @@ func TestSeparateProcesses(t *testing.T) {
 	safety := startWard(t, "safety", env, "safety", "--listen", safetyAddr, "--metrics", "")
 	sched := startWard(t, "scheduler", env, "scheduler", "--metrics", "")
 	host := startWard(t, "host", env, "host", "--modules", echoDir(t), "--heartbeat", "200ms", "--cache-dir", cacheDir, "--metrics", "")
+	// A second host with no modules of its own: the registry's only.
+	host2 := startWard(t, "host2", env, "host", "--modules", "", "--heartbeat", "200ms", "--cache-dir", cacheDir, "--metrics", "")
 
 	c, err := client.Dial(ns.ClientURL())
 	if err != nil {
@@ -201,6 +206,67 @@ func TestSeparateProcesses(t *testing.T) {
 	defer c.Close()
 	waitSucceeded(t, c, `{"hello":"world"}`)
 
+	// Deploy a module with a new topic to the running processes, then a
+	// second version, roll back, and retire it; no process restarts.
+	procs := []*proc{safety, sched, host, host2}
+	pids := make([]int, len(procs))
+	for i, p := range procs {
+		pids[i] = p.cmd.Process.Pid
+	}
+	dir := t.TempDir()
+	writeHello := func(version string) string {
+		path := filepath.Join(dir, "hello-"+version+".wasm")
+		wasm := wasmtest.BuildReactorX(t, "../../internal/stack/testdata/hello", "main.version="+version)
+		man := "name: hello\nversion: \"" + version + "\"\nabi: ward-reactor-v1\nisolation: pooled\ntopic: job.hello\npool: hello\n"
+		if err := os.WriteFile(path, wasm, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(strings.TrimSuffix(path, ".wasm")+".yaml", []byte(man), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	ward := func(args ...string) (string, error) {
+		out, err := exec.Command(wardBin, append(args, "--nats", ns.ClientURL())...).CombinedOutput()
+		return string(out), err
+	}
+	mustWard := func(want string, args ...string) string {
+		t.Helper()
+		out, err := ward(args...)
+		if err != nil || !strings.Contains(out, want) {
+			t.Fatalf("ward %s: %v, want %q in:\n%s", strings.Join(args, " "), err, want, out)
+		}
+		return out
+	}
+	v1, v2 := writeHello("1"), writeHello("2")
+	mustWard("rolled out: hello 1 on 2/2 live hosts", "module", "deploy", v1, "--wait", "2m")
+	mustWard("hello 1: hi", "submit", "--topic", "job.hello", "--tenant", "acme", "--payload", "hi", "--wait")
+	mustWard("rolled out: hello 2 on 2/2 live hosts", "module", "deploy", v2, "--wait", "2m")
+	mustWard("hello 2: hi", "submit", "--topic", "job.hello", "--tenant", "acme", "--payload", "hi", "--wait")
+	ls := mustWard("job.hello→hello", "module", "ls")
+	if !regexp.MustCompile(`(?m)^hello\s+2\s+sha256:\S+\s+\*\s+2\s`).MatchString(ls) {
+		t.Errorf("ward module ls does not show version 2 active on 2 hosts:\n%s", ls)
+	}
+	mustWard("rolled out: hello 1 on 2/2 live hosts", "module", "rollback", "hello", "--wait", "2m")
+	mustWard("hello 1: hi", "submit", "--topic", "job.hello", "--tenant", "acme", "--payload", "hi", "--wait")
+	mustWard("rolled out: hello retired on 2/2 live hosts", "module", "rm", "hello", "--wait", "2m")
+	if out, err := ward("submit", "--topic", "job.hello", "--tenant", "acme", "--payload", "hi", "--wait"); err == nil ||
+		!strings.Contains(out, "module_retired") {
+		t.Errorf("a job for a retired module: %v\n%s", err, out)
+	}
+	for i, p := range procs {
+		select {
+		case err := <-p.done:
+			p.waited = true
+			t.Errorf("%s exited during the deploys: %v", p.name, err)
+		default:
+			if p.cmd.Process.Pid != pids[i] {
+				t.Errorf("%s changed pid", p.name)
+			}
+		}
+	}
+
+	host2.stop(t)
 	host.stop(t)
 	sched.stop(t)
 	safety.stop(t)

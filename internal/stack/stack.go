@@ -6,6 +6,7 @@ package stack
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,6 +21,7 @@ import (
 	"github.com/ward-run/ward/host"
 	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/modreg"
 	"github.com/ward-run/ward/policies"
 	"github.com/ward-run/ward/runtime"
 	"github.com/ward-run/ward/safety"
@@ -71,6 +73,14 @@ type Options struct {
 	Labels            map[string]string
 	Probes            []host.Probe
 	Logger            *slog.Logger
+
+	// ModuleRegistry makes the scheduler and the host follow the module
+	// registry in the server's JetStream (`ward module deploy`); the host
+	// then starts even without Modules.
+	ModuleRegistry bool
+	// Trusted, when not empty, makes the host refuse registry modules that
+	// are not signed by one of these keys.
+	Trusted []ed25519.PublicKey
 }
 
 // Stack is a running set of parts.
@@ -128,8 +138,15 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	var schedReg *modreg.Registry
+	if o.ModuleRegistry {
+		if schedReg, err = modreg.Open(ctx, sc.NATS()); err != nil {
+			return nil, err
+		}
+	}
 	s.Scheduler, err = scheduler.New(scheduler.Config{Bus: sc, Store: o.Store, Safety: s.client,
-		Pools: o.Pools, Timeouts: o.Timeouts, Settings: o.Settings, Files: o.ConfigFiles, Logger: o.Logger})
+		Pools: o.Pools, Timeouts: o.Timeouts, Settings: o.Settings, Files: o.ConfigFiles, Logger: o.Logger,
+		Modules: schedReg})
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +154,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, err
 	}
 
-	if len(o.Modules) == 0 {
+	if len(o.Modules) == 0 && !o.ModuleRegistry {
 		return s, nil
 	}
 	if s.rt, err = runtime.New(ctx, runtime.Config{CacheDir: o.CacheDir}); err != nil {
@@ -151,10 +168,16 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	var hostReg *modreg.Registry
+	if o.ModuleRegistry {
+		if hostReg, err = modreg.Open(ctx, hc.NATS()); err != nil {
+			return nil, err
+		}
+	}
 	s.Host, err = host.New(host.Config{ID: o.HostID, Bus: hc, Store: o.Store, Runtime: s.rt, Modules: mods,
 		Pools: o.Pools, MaxParallel: o.MaxParallel, HeartbeatInterval: o.HeartbeatInterval,
 		Capabilities: o.Capabilities, Labels: o.Labels, Probes: o.Probes, Logger: o.Logger,
-		MountRoots: o.MountRoots, Env: o.Env})
+		MountRoots: o.MountRoots, Env: o.Env, Registry: hostReg, Trusted: o.Trusted})
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +186,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	return s, nil
 }
+
+// Runtime returns the host's sandbox runtime; nil without a host.
+func (s *Stack) Runtime() *runtime.Runtime { return s.rt }
 
 // Shutdown stops the host first (it drains its jobs), then the scheduler,
 // then the safety kernel.

@@ -40,6 +40,13 @@ func BuildReactor(t testing.TB, pkg string) []byte {
 	return bytes.Clone(build(t, pkg, true))
 }
 
+// BuildReactorX is like BuildReactor with -ldflags "-X <set>" for each
+// set ("main.version=2"): one package, modules that differ.
+func BuildReactorX(t testing.TB, pkg string, sets ...string) []byte {
+	t.Helper()
+	return bytes.Clone(build(t, pkg, true, sets...))
+}
+
 // BuildFile is like Build but writes the module into t.TempDir() and returns
 // its path.
 func BuildFile(t testing.TB, pkg string) string {
@@ -81,13 +88,13 @@ func CacheDir(t testing.TB) string {
 
 var pruneOnce sync.Once
 
-func build(t testing.TB, pkg string, reactor bool) []byte {
+func build(t testing.TB, pkg string, reactor bool, sets ...string) []byte {
 	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatalf("wasmtest: %v", err)
 	}
-	key := fmt.Sprintf("%s\x00%s\x00%v", wd, pkg, reactor)
+	key := fmt.Sprintf("%s\x00%s\x00%v\x00%q", wd, pkg, reactor, sets)
 
 	// Builds are serialized: they are CPU-bound, and it makes each package
 	// build once however many tests ask for it in parallel.
@@ -103,6 +110,9 @@ func build(t testing.TB, pkg string, reactor bool) []byte {
 	args := []string{"build", "-trimpath", "-o", out}
 	if reactor {
 		args = append(args, "-buildmode=c-shared")
+	}
+	if len(sets) > 0 {
+		args = append(args, "-ldflags", "-X "+strings.Join(sets, " -X "))
 	}
 	cmd := exec.Command(gobin, append(args, pkg)...)
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")

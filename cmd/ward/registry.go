@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/modreg"
+)
+
+// openRegistry opens the module registry on conn's JetStream, or returns
+// nil when use is false.
+func openRegistry(ctx context.Context, conn *bus.Conn, use bool) (*modreg.Registry, error) {
+	if !use {
+		return nil, nil
+	}
+	reg, err := modreg.Open(ctx, conn.NATS())
+	if err != nil {
+		return nil, fmt.Errorf("%w; run without the registry with --module-registry=false", err)
+	}
+	return reg, nil
+}
+
+// readTrustedKeys reads ed25519 public keys, one PEM file each.
+func readTrustedKeys(paths []string) ([]ed25519.PublicKey, error) {
+	var keys []ed25519.PublicKey
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("trusted key: %w", err)
+		}
+		k, err := modreg.ParsePublicKey(b)
+		if err != nil {
+			return nil, fmt.Errorf("trusted key %s: %w", p, err)
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// envList splits a comma-separated variable; nil when it is unset or empty.
+func envList(key string) []string {
+	v := os.Getenv(key)
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}

@@ -1,0 +1,442 @@
+package stack_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/host"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/modreg"
+	"github.com/ward-run/ward/internal/stack"
+	"github.com/ward-run/ward/internal/wasmtest"
+	"github.com/ward-run/ward/runtime"
+)
+
+// The deploy tests run a system with the module registry (JetStream in a
+// real nats-server, a real redis-server, the kernel over gRPC, real hosts)
+// and deploy versions of testdata/hello, which answers "hello <version>:
+// <input>".
+
+const helloPkg = "./testdata/hello"
+
+func hello(t *testing.T, version string) []byte {
+	return wasmtest.BuildReactorX(t, helloPkg, "main.version="+version)
+}
+
+// variant returns wasm with a custom section named tag appended: the same
+// module under another digest, without another build.
+func variant(wasm []byte, tag string) []byte {
+	content := append([]byte{byte(len(tag))}, tag...)
+	content = append(content, '.') // a payload: wazero reads one
+	out := append([]byte(nil), wasm...)
+	out = append(out, 0, byte(len(content)))
+	return append(out, content...)
+}
+
+// deployEnv is a running system with the registry, and a registry handle
+// for the test.
+type deployEnv struct {
+	*env
+	reg *modreg.Registry
+	nc  *nats.Conn
+}
+
+func startDeploy(t *testing.T, o stack.Options) *deployEnv {
+	t.Helper()
+	o.NATSURL = startJetStream(t)
+	o.ModuleRegistry = true
+	o.HostID = "host-one"
+	o.Labels = map[string]string{"machine": o.HostID} // jobs may ask for a host by label
+	// Every version compiles once on this machine, whichever test or
+	// host loads it first: compiling is most of a deploy under -race.
+	o.CacheDir = wasmtest.CacheDir(t)
+	if o.Modules == nil {
+		o.Modules = echoModules(t)
+	}
+	e := start(t, o)
+	nc, err := nats.Connect(o.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	reg, err := modreg.Open(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &deployEnv{env: e, reg: reg, nc: nc}
+}
+
+// deploy deploys hello at version with the route job.hello → pool hello,
+// signed with key when it is not nil.
+func (e *deployEnv) deploy(t *testing.T, version string, wasm []byte, key ed25519.PrivateKey) *modreg.Active {
+	t.Helper()
+	v := modreg.Version{Name: "hello", Version: version, Manifest: helloManifest(version), Route: modreg.Route{Topic: "job.hello", Pool: "hello"}}
+	if key != nil {
+		v.Signature = modreg.Sign(key, modreg.Digest(wasm))
+	}
+	a, err := e.reg.Deploy(context.Background(), v, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// loadWithin bounds how long a test waits for hosts to load a version.
+// Loading takes about a second; compiling under -race, on a busy two-core
+// machine, can take twenty.
+const loadWithin = 2 * time.Minute
+
+func helloManifest(version string) string {
+	return fmt.Sprintf("name: hello\nversion: %q\nabi: ward-reactor-v1\nisolation: pooled\ntopic: job.hello\npool: hello\n", version)
+}
+
+// holds waits until every agent holds digest of hello.
+func holds(t *testing.T, digest string, agents ...*host.Agent) {
+	t.Helper()
+	checkFor(t, loadWithin, func() bool {
+		for _, a := range agents {
+			if a.Modules()["hello"] != digest {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// helloJob runs a job.hello job and returns the stored job.
+func (e *deployEnv) helloJob(t *testing.T, payload string, labels map[string]string) *wardv1.JobRecord {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), loadWithin)
+	defer cancel()
+	id := uuid.NewString()
+	w, err := e.client.Watch(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := e.client.Submit(ctx, &wardv1.JobRequest{JobId: id, Topic: "job.hello", TenantId: "acme",
+		Payload: []byte(payload), Labels: labels}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.Wait(ctx, id, w, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := e.client.Get(ctx, id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func wantResult(t *testing.T, rec *wardv1.JobRecord, want string) {
+	t.Helper()
+	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || string(rec.GetResult()) != want {
+		t.Fatalf("job %s: %s on %q: %q (%s: %v), want SUCCEEDED %q", rec.GetJobId(), rec.GetState(), rec.GetWorkerId(),
+			rec.GetResult(), rec.GetReason(), rec.GetEvents(), want)
+	}
+}
+
+// addHost starts one more host agent on the system's NATS and store, with
+// the registry, as another machine would.
+func (e *deployEnv) addHost(t *testing.T, id string, trusted ...ed25519.PublicKey) *host.Agent {
+	t.Helper()
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.Config{CacheDir: wasmtest.CacheDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := bus.Connect(e.natsURL, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := modreg.Open(ctx, conn.NATS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools, err := config.LoadPools("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := host.New(host.Config{ID: id, Bus: conn, Store: e.store, Runtime: rt, Pools: pools, Registry: reg,
+		Labels:  map[string]string{"machine": id},
+		Trusted: trusted, MaxParallel: 2, HeartbeatInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.Shutdown(sctx); err != nil {
+			t.Errorf("shutdown %s: %v", id, err)
+		}
+		conn.Close()
+		_ = rt.Close(sctx)
+	})
+	return a
+}
+
+// TestDeployServesANewTopic: a module deployed to a running system serves
+// the topic its manifest declares, with no restart: the same scheduler and
+// host objects (in-process, the same PID) serve it.
+func TestDeployServesANewTopic(t *testing.T) {
+	e := startDeploy(t, stack.Options{})
+	sched, h := e.stack.Scheduler, e.stack.Host
+
+	// Before: nothing serves job.hello.
+	if rec := e.helloJob(t, "x", nil); rec.GetReason() != "no_pool_mapping" {
+		t.Fatalf("job.hello before any deploy: %s %s", rec.GetState(), rec.GetReason())
+	}
+	a := e.deploy(t, "1", hello(t, "1"), nil)
+	// Submitted at once: the job waits while the host loads the module.
+	wantResult(t, e.helloJob(t, "x", nil), "hello 1: x")
+	if h.Modules()["hello"] != a.Digest || !slices.Contains(h.Pools(), "hello") {
+		t.Errorf("host holds %v, serves %v", h.Modules(), h.Pools())
+	}
+	if e.stack.Scheduler != sched || e.stack.Host != h {
+		t.Error("a part was replaced")
+	}
+	// The built-in modules still serve.
+	_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte("e")})
+	wantResult(t, rec, "e")
+}
+
+// TestDeployWhileAJobRuns: a job running on v1 when v2 lands finishes on
+// v1; jobs after the rollout run v2. Rollback brings v1 back; rm retires
+// the topic, and its jobs go to the DLQ with module_retired.
+func TestDeployWhileAJobRuns(t *testing.T) {
+	e := startDeploy(t, stack.Options{MaxParallel: 4})
+	h := e.stack.Host
+	wasm1, wasm2 := hello(t, "1"), hello(t, "2")
+	v1 := e.deploy(t, "1", wasm1, nil)
+	holds(t, v1.Digest, h)
+
+	// The host has compiled v2 already (as a host that ran it before
+	// has): the swap takes milliseconds, well inside the slow job.
+	ctx, cancel := context.WithTimeout(context.Background(), loadWithin)
+	defer cancel()
+	man, err := runtime.ParseManifest([]byte(helloManifest("2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.stack.Runtime().Load(ctx, wasm2, man); err != nil {
+		t.Fatal(err)
+	}
+
+	// A slow job on v1.
+	slow := uuid.NewString()
+	w, err := e.client.Watch(slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := e.client.Submit(ctx, &wardv1.JobRequest{JobId: slow, Topic: "job.hello", TenantId: "acme", Payload: []byte("sleep 4000")}); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, loadWithin, func() bool {
+		rec, err := e.client.Get(ctx, slow, false)
+		return err == nil && rec.GetState() == wardv1.JobState_JOB_STATE_RUNNING
+	})
+
+	v2 := e.deploy(t, "2", wasm2, nil)
+	holds(t, v2.Digest, h)
+	if rec, err := e.client.Get(ctx, slow, false); err != nil || rec.GetState() != wardv1.JobState_JOB_STATE_RUNNING {
+		t.Fatalf("the slow job was no longer running when v2 landed (%v %v): the test proves nothing", rec.GetState(), err)
+	}
+	// v2 serves while the slow job still runs on v1.
+	wantResult(t, e.helloJob(t, "y", nil), "hello 2: y")
+	if _, err := e.client.Wait(ctx, slow, w, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := e.client.Get(ctx, slow, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantResult(t, rec, "hello 1: sleep 4000")
+
+	// Rollback: v1 again.
+	if _, err := e.reg.Rollback(ctx, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	holds(t, v1.Digest, h)
+	wantResult(t, e.helloJob(t, "z", nil), "hello 1: z")
+
+	// rm: the host stops serving it, and its jobs go to the DLQ.
+	if _, err := e.reg.Remove(ctx, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	holds(t, "", h)
+	rec = e.helloJob(t, "gone", nil)
+	last := rec.GetEvents()[len(rec.GetEvents())-1]
+	if rec.GetState() != wardv1.JobState_JOB_STATE_FAILED || rec.GetReason() != "module_retired" ||
+		!strings.Contains(last.GetMessage(), "ward module rm") {
+		t.Fatalf("job after rm: %s %s %q", rec.GetState(), rec.GetReason(), last.GetMessage())
+	}
+	dlq, err := e.client.DLQ(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(dlq, func(d *wardv1.DLQEntry) bool {
+		return d.GetJobId() == rec.GetJobId() && d.GetReason() == "module_retired"
+	}) {
+		t.Errorf("job %s not in the DLQ with module_retired: %v", rec.GetJobId(), dlq)
+	}
+	// Deployed again, it serves again.
+	v3 := e.deploy(t, "3", hello(t, "3"), nil)
+	holds(t, v3.Digest, h)
+	wantResult(t, e.helloJob(t, "back", nil), "hello 3: back")
+}
+
+// TestRefusedVersionsKeepTheOldOneServing: a tampered blob, a digest that
+// does not match, an unsigned or untrusted module on hosts that require
+// signatures, and bytes that are not wasm are each refused on the host,
+// the refusal shows in the registry, and v1 keeps serving.
+func TestRefusedVersionsKeepTheOldOneServing(t *testing.T) {
+	pub, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherKey, _ := ed25519.GenerateKey(nil)
+	e := startDeploy(t, stack.Options{Trusted: []ed25519.PublicKey{pub}})
+	h := e.stack.Host
+	ctx := context.Background()
+	v1 := e.deploy(t, "1", hello(t, "1"), key)
+	holds(t, v1.Digest, h)
+	wantResult(t, e.helloJob(t, "a", nil), "hello 1: a")
+
+	js, err := jetstream.New(e.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := js.ObjectStore(ctx, modreg.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, modreg.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := hello(t, "2")
+
+	cases := []struct {
+		name   string
+		deploy func() *modreg.Active
+		why    string // in the refusal
+	}{
+		{"tampered blob", func() *modreg.Active {
+			// Other bytes stored under v2's digest before v2 is deployed.
+			tampered := append([]byte(nil), v2...)
+			tampered[len(tampered)/2] ^= 0xff
+			if _, err := obs.PutBytes(ctx, "sha256-"+strings.TrimPrefix(modreg.Digest(v2), "sha256:"), tampered); err != nil {
+				t.Fatal(err)
+			}
+			a := e.deploy(t, "2-tampered", v2, key)
+			return a
+		}, "does not match its digest"},
+		{"wrong digest", func() *modreg.Active {
+			// Records written by hand: an active version whose digest is
+			// not its version record's.
+			v := modreg.Version{Name: "hello", Version: "2-wrong", Digest: modreg.Digest(v2), Size: len(v2),
+				Manifest: helloManifest("2-wrong"), Signature: modreg.Sign(key, modreg.Digest(v2)), DeployedAt: time.Now()}
+			a := &modreg.Active{Name: "hello", Version: "2-wrong", Digest: modreg.Digest(variant(v2, "wrong")),
+				Route: modreg.Route{Topic: "job.hello", Pool: "hello"}, Signed: true, UpdatedAt: time.Now()}
+			for key, rec := range map[string]any{"mod.hello.v.2-wrong": v, "mod.hello.active": a} {
+				b, _ := json.Marshal(rec)
+				if _, err := kv.Put(ctx, key, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return a
+		}, "disagree on the digest"},
+		{"unsigned", func() *modreg.Active { return e.deploy(t, "2-unsigned", variant(v2, "unsigned"), nil) }, "unsigned"},
+		{"untrusted signature", func() *modreg.Active {
+			return e.deploy(t, "2-untrusted", variant(v2, "untrusted"), otherKey)
+		}, "not signed by a trusted key"},
+		{"not wasm", func() *modreg.Active {
+			return e.deploy(t, "2-notwasm", []byte("\x00asm\x01\x00\x00\x00 this is not a module"), key)
+		}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := c.deploy()
+			var ev modreg.Event
+			checkFor(t, loadWithin, func() bool {
+				mods, err := e.reg.List(ctx)
+				if err != nil {
+					return false
+				}
+				for _, m := range mods {
+					for _, x := range m.Events {
+						if m.Name == "hello" && x.Version == a.Version && x.Host == h.ID() {
+							ev = x
+							return true
+						}
+					}
+				}
+				return false
+			})
+			if !strings.Contains(ev.Error, c.why) {
+				t.Errorf("refusal %q, want it to say %q", ev.Error, c.why)
+			}
+			if h.Modules()["hello"] != v1.Digest {
+				t.Errorf("host holds %s, want v1 %s", h.Modules()["hello"], v1.Digest)
+			}
+			// v1 keeps serving the jobs submitted after the refusal.
+			wantResult(t, e.helloJob(t, c.name, nil), "hello 1: "+c.name)
+		})
+	}
+	// A good version after all that is served.
+	good := e.deploy(t, "3", hello(t, "3"), key)
+	holds(t, good.Digest, h)
+	wantResult(t, e.helloJob(t, "ok", nil), "hello 3: ok")
+}
+
+// TestEveryHostPicksUpADeploy: two hosts pick up a deploy and both serve
+// it; a host started after the deploy holds the active version when Start
+// returns, before its first job.
+func TestEveryHostPicksUpADeploy(t *testing.T) {
+	e := startDeploy(t, stack.Options{})
+	h1 := e.stack.Host
+	h2 := e.addHost(t, "host-two")
+	e.waitWorkers(t, 2)
+
+	v1 := e.deploy(t, "1", hello(t, "1"), nil)
+	holds(t, v1.Digest, h1, h2)
+	for _, h := range []*host.Agent{h1, h2} {
+		rec := e.helloJob(t, "to "+h.ID(), map[string]string{"machine": h.ID()})
+		wantResult(t, rec, "hello 1: to "+h.ID())
+		if rec.GetWorkerId() != h.ID() {
+			t.Errorf("job for %s ran on %s", h.ID(), rec.GetWorkerId())
+		}
+	}
+	v2 := e.deploy(t, "2", hello(t, "2"), nil)
+	holds(t, v2.Digest, h1, h2)
+
+	late := e.addHost(t, "host-late")
+	if got := late.Modules()["hello"]; got != v2.Digest {
+		t.Fatalf("a host started after the deploy holds %q, want %s", got, v2.Digest)
+	}
+	if !slices.Contains(late.Pools(), "hello") {
+		t.Errorf("late host serves %v", late.Pools())
+	}
+	e.waitWorkers(t, 3)
+	rec := e.helloJob(t, "late", map[string]string{"machine": late.ID()})
+	wantResult(t, rec, "hello 2: late")
+	if rec.GetWorkerId() != late.ID() {
+		t.Errorf("job for the late host ran on %s", rec.GetWorkerId())
+	}
+}
