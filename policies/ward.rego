@@ -32,7 +32,7 @@
 #
 # The kernel decides thousands of jobs a second with this policy, and it
 # caches decisions keyed on the input fields the rules read (here topic,
-# tenant_id, payload_size and module). Rules that compare input to
+# tenant_id, payload_size, module and pool). Rules that compare input to
 # constants (input.topic == "...") cost nothing for jobs they do not match:
 # OPA indexes them.
 package ward.safety

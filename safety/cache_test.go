@@ -24,10 +24,10 @@ func TestCacheKeyedOnFieldsThePolicyReads(t *testing.T) {
 	if got := check(t, k, echoJob()); got.GetCached() {
 		t.Fatal("first Check was a hit")
 	}
-	// job_id, labels, requires, priority and pool are not read by the
-	// default policy: another job like the first is a hit.
+	// job_id, labels, requires and priority are not read by the default
+	// policy: another job like the first is a hit.
 	other := echoJob()
-	other.JobId, other.Labels, other.Requires, other.Priority, other.Pool = "other", nil, nil, 9, "x"
+	other.JobId, other.Labels, other.Requires, other.Priority = "other", nil, nil, 9
 	resp := check(t, k, other)
 	if !resp.GetCached() {
 		t.Error("a job differing only in fields the policy does not read missed the cache")
@@ -35,12 +35,14 @@ func TestCacheKeyedOnFieldsThePolicyReads(t *testing.T) {
 	if resp.GetInputDigest() == check(t, k, echoJob()).GetInputDigest() {
 		t.Error("different inputs, same digest")
 	}
-	// Topic, tenant, payload size and module are read.
+	// Topic, tenant, payload size, module and pool (signed_pools) are read.
 	for name, edit := range map[string]func(*safetyv1.CheckRequest){
 		"topic":        func(r *safetyv1.CheckRequest) { r.Topic = "job.chat.simple" },
 		"tenant":       func(r *safetyv1.CheckRequest) { r.TenantId = "globex" },
 		"payload size": func(r *safetyv1.CheckRequest) { r.PayloadSize = 1 << 30 },
 		"module":       func(r *safetyv1.CheckRequest) { r.Module.Requested.HttpHosts = nil },
+		"signed":       func(r *safetyv1.CheckRequest) { r.Module.Signed = true },
+		"pool":         func(r *safetyv1.CheckRequest) { r.Pool = "x" },
 	} {
 		req := echoJob()
 		edit(req)
@@ -48,7 +50,7 @@ func TestCacheKeyedOnFieldsThePolicyReads(t *testing.T) {
 			t.Errorf("%s changed, still a hit", name)
 		}
 	}
-	wantFields := []string{"topic", "tenant_id", "payload_size", "module"}
+	wantFields := []string{"topic", "tenant_id", "payload_size", "module", "pool"}
 	if p, _, _ := k.Policy(); !slices.Equal(p.InputFields(), wantFields) {
 		t.Errorf("input fields %q, want %q", p.InputFields(), wantFields)
 	}

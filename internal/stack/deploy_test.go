@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,7 +32,7 @@ import (
 
 const helloPkg = "./testdata/hello"
 
-func hello(t *testing.T, version string) []byte {
+func hello(t testing.TB, version string) []byte {
 	return wasmtest.BuildReactorX(t, helloPkg, "main.version="+version)
 }
 
@@ -53,7 +54,7 @@ type deployEnv struct {
 	nc  *nats.Conn
 }
 
-func startDeploy(t *testing.T, o stack.Options) *deployEnv {
+func startDeploy(t testing.TB, o stack.Options) *deployEnv {
 	t.Helper()
 	o.NATSURL = startJetStream(t)
 	o.ModuleRegistry = true
@@ -80,7 +81,7 @@ func startDeploy(t *testing.T, o stack.Options) *deployEnv {
 
 // deploy deploys hello at version with the route job.hello → pool hello,
 // signed with key when it is not nil.
-func (e *deployEnv) deploy(t *testing.T, version string, wasm []byte, key ed25519.PrivateKey) *modreg.Active {
+func (e *deployEnv) deploy(t testing.TB, version string, wasm []byte, key ed25519.PrivateKey) *modreg.Active {
 	t.Helper()
 	v := modreg.Version{Name: "hello", Version: version, Manifest: helloManifest(version), Route: modreg.Route{Topic: "job.hello", Pool: "hello"}}
 	if key != nil {
@@ -103,7 +104,7 @@ func helloManifest(version string) string {
 }
 
 // holds waits until every agent holds digest of hello.
-func holds(t *testing.T, digest string, agents ...*host.Agent) {
+func holds(t testing.TB, digest string, agents ...*host.Agent) {
 	t.Helper()
 	checkFor(t, loadWithin, func() bool {
 		for _, a := range agents {
@@ -116,7 +117,7 @@ func holds(t *testing.T, digest string, agents ...*host.Agent) {
 }
 
 // helloJob runs a job.hello job and returns the stored job.
-func (e *deployEnv) helloJob(t *testing.T, payload string, labels map[string]string) *wardv1.JobRecord {
+func (e *deployEnv) helloJob(t testing.TB, payload string, labels map[string]string) *wardv1.JobRecord {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), loadWithin)
 	defer cancel()
@@ -140,7 +141,7 @@ func (e *deployEnv) helloJob(t *testing.T, payload string, labels map[string]str
 	return rec
 }
 
-func wantResult(t *testing.T, rec *wardv1.JobRecord, want string) {
+func wantResult(t testing.TB, rec *wardv1.JobRecord, want string) {
 	t.Helper()
 	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || string(rec.GetResult()) != want {
 		t.Fatalf("job %s: %s on %q: %q (%s: %v), want SUCCEEDED %q", rec.GetJobId(), rec.GetState(), rec.GetWorkerId(),
@@ -150,7 +151,7 @@ func wantResult(t *testing.T, rec *wardv1.JobRecord, want string) {
 
 // addHost starts one more host agent on the system's NATS and store, with
 // the registry, as another machine would.
-func (e *deployEnv) addHost(t *testing.T, id string, trusted ...ed25519.PublicKey) *host.Agent {
+func (e *deployEnv) addHost(t testing.TB, id string, trusted ...ed25519.PublicKey) *host.Agent {
 	t.Helper()
 	ctx := context.Background()
 	rt, err := runtime.New(ctx, runtime.Config{CacheDir: wasmtest.CacheDir(t)})
@@ -439,4 +440,41 @@ func TestEveryHostPicksUpADeploy(t *testing.T) {
 	if rec.GetWorkerId() != late.ID() {
 		t.Errorf("job for the late host ran on %s", rec.GetWorkerId())
 	}
+}
+
+// TestPolicyRequiresSignedModules: with pool hello in the policy's
+// signed_pools, an unsigned version's jobs are DENIED before placement,
+// and a signed one's run, on hosts that trust no key at all.
+func TestPolicyRequiresSignedModules(t *testing.T) {
+	b := defaultBundleWith(t, nil)
+	fsys := fstest.MapFS{}
+	for name, src := range b.Files {
+		if name == "data.yaml" {
+			signed := strings.Replace(string(src), "signed_pools: []", `signed_pools: ["hello"]`, 1)
+			if signed == string(src) {
+				t.Fatal("data.yaml has no signed_pools: [] line: update this test")
+			}
+			src = []byte(signed)
+		}
+		fsys[name] = &fstest.MapFile{Data: src}
+	}
+	e := startDeploy(t, stack.Options{Policies: fsys})
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := e.deploy(t, "1", hello(t, "1"), nil)
+	holds(t, v1.Digest, e.stack.Host)
+	rec := e.helloJob(t, "x", nil)
+	last := rec.GetEvents()[len(rec.GetEvents())-1]
+	if rec.GetState() != wardv1.JobState_JOB_STATE_DENIED || !strings.Contains(last.GetMessage(), "pool hello runs only signed modules") {
+		t.Fatalf("unsigned hello: %s %s %q", rec.GetState(), rec.GetReason(), last.GetMessage())
+	}
+	// The same bytes, signed (by any key: the hosts here trust none).
+	v2 := e.deploy(t, "1-signed", hello(t, "1"), key)
+	holds(t, v2.Digest, e.stack.Host)
+	wantResult(t, e.helloJob(t, "y", nil), "hello 1: y")
+	// echo is not in signed_pools.
+	_, rec = e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte("e")})
+	wantResult(t, rec, "e")
 }

@@ -21,7 +21,7 @@ import (
 
 // startJetStream runs a nats-server with JetStream, as `ward dev` and
 // production do: the policy bucket lives there.
-func startJetStream(t *testing.T) string {
+func startJetStream(t testing.TB) string {
 	t.Helper()
 	opts := natstest.DefaultTestOptions
 	opts.Port = -1
@@ -54,7 +54,7 @@ test_other_tenants_not_denied if {
 
 // defaultBundleWith is the default bundle, tests included, with files added
 // or replaced.
-func defaultBundleWith(t *testing.T, files map[string]string) *safety.Bundle {
+func defaultBundleWith(t testing.TB, files map[string]string) *safety.Bundle {
 	t.Helper()
 	b, err := safety.ReadBundle(policies.FS)
 	if err != nil {

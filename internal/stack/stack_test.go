@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func startNATS(t *testing.T) string {
+func startNATS(t testing.TB) string {
 	t.Helper()
 	opts := natstest.DefaultTestOptions
 	opts.Port = -1
@@ -57,7 +57,7 @@ func startNATS(t *testing.T) string {
 	return ns.ClientURL()
 }
 
-func openRedis(t *testing.T) jobstore.Store {
+func openRedis(t testing.TB) jobstore.Store {
 	t.Helper()
 	s, err := jobstore.OpenRedis(redistest.Start(t))
 	if err != nil {
@@ -67,7 +67,7 @@ func openRedis(t *testing.T) jobstore.Store {
 	return s
 }
 
-func start(t *testing.T, o stack.Options) *env {
+func start(t testing.TB, o stack.Options) *env {
 	t.Helper()
 	if o.NATSURL == "" {
 		o.NATSURL = startNATS(t)
@@ -104,17 +104,17 @@ func start(t *testing.T, o stack.Options) *env {
 	return e
 }
 
-func echoModules(t *testing.T) map[string][]byte {
+func echoModules(t testing.TB) map[string][]byte {
 	return map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")}
 }
 
 // waitWorkers polls until the scheduler sees n live workers.
-func (e *env) waitWorkers(t *testing.T, n int) {
+func (e *env) waitWorkers(t testing.TB, n int) {
 	t.Helper()
 	checkFor(t, 10*time.Second, func() bool { return e.stack.Scheduler.Registry().Len() >= n })
 }
 
-func checkFor(t *testing.T, timeout time.Duration, cond func() bool) {
+func checkFor(t testing.TB, timeout time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
