@@ -17,10 +17,17 @@ import (
 	"github.com/ward-run/ward/runtime"
 )
 
-var moduleLoads = promauto.NewCounterVec(prometheus.CounterOpts{
-	Name: "ward_host_module_loads_total",
-	Help: "Module versions a host loaded from the registry, by result (installed, retired, refused).",
-}, []string{"result"})
+var (
+	moduleLoads = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_host_module_loads_total",
+		Help: "Module versions a host loaded from the registry, by result (installed, retired, refused).",
+	}, []string{"result"})
+	moduleLoadSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ward_host_module_load_seconds",
+		Help:    "Time from a version becoming active to its install on this host: fetch, checks, compile.",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 10),
+	})
+)
 
 // ModuleWatcher keeps a host's modules in step with the registry: for every
 // change of a module's active version it fetches the blob, checks its
@@ -91,6 +98,7 @@ func (w *ModuleWatcher) apply(ctx context.Context, a *modreg.Active) {
 	if same {
 		return
 	}
+	start := time.Now()
 	m, err := w.load(ctx, a)
 	if err != nil {
 		moduleLoads.WithLabelValues("refused").Inc()
@@ -106,7 +114,8 @@ func (w *ModuleWatcher) apply(ctx context.Context, a *modreg.Active) {
 	w.mu.Unlock()
 	w.Install(m, a)
 	moduleLoads.WithLabelValues("installed").Inc()
-	log.Info("module installed")
+	moduleLoadSeconds.Observe(time.Since(start).Seconds())
+	log.Info("module installed", "took", time.Since(start).Round(time.Millisecond))
 }
 
 func (w *ModuleWatcher) load(ctx context.Context, a *modreg.Active) (*runtime.Module, error) {

@@ -334,21 +334,23 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 		for _, pool := range pools {
 			ws := s.registry.Snapshot((*buf)[:0], pool, now)
 			*buf = ws
+			// Only hosts holding the module's version in force; while it
+			// rolls out, a job none of them can run waits for the others.
 			ws, stale := c.current(ws, pool)
-			if len(ws) == 0 {
-				// No host holds the module's version in force: wait while
-				// it rolls out.
-				if why := c.rollingOut(pool, stale, now); why != "" {
+			rolling := ""
+			if stale > 0 || len(ws) == 0 {
+				rolling = c.rollingOut(pool, stale, now)
+			}
+			if len(ws) == 0 && (rolling != "" || stale > 0) {
+				if rolling != "" {
 					if busyPool == "" {
-						busyPool, busyWhy = pool, why
+						busyPool, busyWhy = pool, rolling
 					}
 					waits.WithLabelValues("rollout").Inc()
-					continue
-				}
-				if stale > 0 {
+				} else {
 					noneWhy = append(noneWhy, c.staleWhy(pool, stale))
-					continue
 				}
+				continue
 			}
 			for i := range ws {
 				ws[i].ZoneThrottled = hot[ws[i].Zone]
@@ -389,6 +391,14 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 				}
 			case NoWorker:
 				placements.WithLabelValues(p.Strategy.String(), "no_worker").Inc()
+				if rolling != "" {
+					// The hosts still loading it may be the ones it needs.
+					if busyPool == "" {
+						busyPool, busyWhy = pool, rolling+"; "+d.Reasoning()
+					}
+					waits.WithLabelValues("rollout").Inc()
+					continue
+				}
 				if len(ws) == 0 {
 					noneWhy = append(noneWhy, fmt.Sprintf("no live host serves pool %q", pool))
 				} else {

@@ -148,3 +148,14 @@ func (s *Scheduler) storeConf(c *settings) {
 	s.conf.Store(c)
 	s.poke()
 }
+
+// ModuleVersion returns the version of module name this replica holds in
+// force, and its digest; ok is false for a module the registry does not
+// hold (or a retired one).
+func (s *Scheduler) ModuleVersion(name string) (version, digest string, ok bool) {
+	a := s.conf.Load().mods.active(name)
+	if a == nil || a.Retired {
+		return "", "", false
+	}
+	return a.Version, a.Digest, true
+}

@@ -12,40 +12,62 @@ import (
 	"github.com/google/uuid"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/host"
 	"github.com/ward-run/ward/internal/stack"
 )
 
-// BenchmarkRollout measures, on two hosts, the time from Deploy returning
+// BenchmarkRollout measures, on one host and on two, the time from Deploy returning
 // to the first job served by the new version on every host (a job pinned
 // to each host, submitted as Deploy returns: it waits while the version
 // rolls out). Each version is new bytes of the echo-sized hello module, so
-// every rollout fetches, checks and compiles it. A closed loop of job.hello
-// clients runs throughout; the throughput in the two seconds before each
-// deploy is compared with the throughput during its rollout.
+// every rollout fetches, checks and compiles it, on both hosts at once:
+// on this two-core machine they compile side by side. With a load (clients
+// running jobs back to back), the throughput in the two seconds before
+// each deploy is compared with the throughput during its rollout: load on
+// the module rolled out waits for it; load on another module shares the
+// CPU with the compiles.
 //
 //	go test -run X -bench Rollout -benchtime 5x ./internal/stack/
 func BenchmarkRollout(b *testing.B) {
-	e := startDeploy(b, stack.Options{MaxParallel: 4})
-	h1 := e.stack.Host
-	h2 := e.addHost(b, "host-two")
-	e.waitWorkers(b, 2)
+	b.Run("hosts=1/idle", func(b *testing.B) { benchRollout(b, 1, "") })
+	for _, load := range []string{"", "job.hello", "job.echo"} {
+		name := "idle"
+		if load != "" {
+			name = "load=" + load
+		}
+		b.Run("hosts=2/"+name, func(b *testing.B) { benchRollout(b, 2, load) })
+	}
+}
+
+func benchRollout(b *testing.B, hosts int, load string) {
+	settings := config.DefaultScheduler()
+	settings.Tenants.Default = config.TenantLimits{} // no rate limit: the load is one tenant
+	e := startDeploy(b, stack.Options{MaxParallel: 4, Settings: settings})
+	agents := []*host.Agent{e.stack.Host}
+	if hosts == 2 {
+		agents = append(agents, e.addHost(b, "host-two"))
+	}
+	e.waitWorkers(b, hosts)
 	base := hello(b, "bench")
 	a := e.deploy(b, "0", variant(base, "v0"), nil)
-	holds(b, a.Digest, h1, h2)
+	holds(b, a.Digest, agents...)
 
-	// The load: clients running job.hello back to back.
+	// The load: clients running jobs back to back.
 	const clients = 8
 	var done atomic.Int64
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for range clients {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				if e.quickJob(ctx) {
-					done.Add(1)
+	if load != "" {
+		for range clients {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					if e.quickJob(ctx, load) {
+						done.Add(1)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 	defer func() { stop(); wg.Wait() }()
 
@@ -61,10 +83,16 @@ func BenchmarkRollout(b *testing.B) {
 
 		a := e.deploy(b, fmt.Sprintf("%d-%d", i+1, time.Now().UnixNano()), wasm, nil)
 		n1, t1 := done.Load(), time.Now()
+		// The pinned jobs must not run on the old version: submit them
+		// once the scheduler knows the new one (a few milliseconds).
+		checkFor(b, loadWithin, func() bool {
+			_, d, _ := e.stack.Scheduler.ModuleVersion("hello")
+			return d == a.Digest
+		})
 		var pinned sync.WaitGroup
-		for _, h := range []string{h1.ID(), h2.ID()} {
+		for _, h := range agents {
 			pinned.Go(func() {
-				rec := e.helloJob(b, "pinned", map[string]string{"machine": h})
+				rec := e.helloJob(b, "pinned", map[string]string{"machine": h.ID()})
 				wantResult(b, rec, "hello bench: pinned")
 			})
 		}
@@ -73,28 +101,32 @@ func BenchmarkRollout(b *testing.B) {
 		b.StopTimer()
 		rollouts = append(rollouts, took.Seconds()*1000)
 		during = append(during, float64(done.Load()-n1)/took.Seconds())
-		if h1.Modules()["hello"] != a.Digest || h2.Modules()["hello"] != a.Digest {
-			b.Fatalf("a host does not hold %s after serving a job", a.Digest)
+		for _, h := range agents {
+			if h.Modules()["hello"] != a.Digest {
+				b.Fatalf("host %s does not hold %s after serving a job", h.ID(), a.Digest)
+			}
 		}
 		b.StartTimer()
 	}
 	b.StopTimer()
 	b.ReportMetric(median(rollouts), "ms/rollout")
 	b.ReportMetric(slicesMax(rollouts), "max-ms/rollout")
-	b.ReportMetric(median(before), "jobs/s-before")
-	b.ReportMetric(median(during), "jobs/s-during")
+	if load != "" {
+		b.ReportMetric(median(before), "jobs/s-before")
+		b.ReportMetric(median(during), "jobs/s-during")
+	}
 	b.ReportMetric(0, "ns/op")
 }
 
-// quickJob runs one job.hello job and reports whether it succeeded.
-func (e *deployEnv) quickJob(ctx context.Context) bool {
+// quickJob runs one job on topic and reports whether it succeeded.
+func (e *deployEnv) quickJob(ctx context.Context, topic string) bool {
 	id := uuid.NewString()
 	w, err := e.client.Watch(id)
 	if err != nil {
 		return false
 	}
 	defer w.Close()
-	if _, err := e.client.Submit(ctx, &wardv1.JobRequest{JobId: id, Topic: "job.hello", TenantId: "acme", Payload: []byte("q")}); err != nil {
+	if _, err := e.client.Submit(ctx, &wardv1.JobRequest{JobId: id, Topic: topic, TenantId: "acme", Payload: []byte("q")}); err != nil {
 		return false
 	}
 	ev, err := e.client.Wait(ctx, id, w, nil)
