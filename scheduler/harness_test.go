@@ -24,6 +24,7 @@ import (
 	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/client"
 	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/modreg"
 	"github.com/ward-run/ward/internal/redistest"
 	"github.com/ward-run/ward/scheduler"
 )
@@ -95,6 +96,7 @@ type env struct {
 	dir      string // where the configuration files are
 	files    config.Files
 	scheds   []*scheduler.Scheduler
+	registry bool
 }
 
 // options of a scenario: the three configuration files (empty: embedded
@@ -103,6 +105,7 @@ type options struct {
 	pools, timeouts, sched string
 	replicas               int
 	watch                  bool // the replicas watch the files
+	registry               bool // JetStream on, and the replicas follow the module registry
 }
 
 // testPools maps job.a to pool a, job.b to pools b1 then b2.
@@ -132,9 +135,13 @@ func start(t *testing.T, o options) *env {
 	t.Helper()
 	nopts := natstest.DefaultTestOptions
 	nopts.Port = -1
+	if o.registry {
+		nopts.JetStream, nopts.StoreDir = true, t.TempDir()
+	}
 	ns := natstest.RunServer(&nopts)
 	t.Cleanup(ns.Shutdown)
-	e := &env{t: t, natsURL: ns.ClientURL(), redisURL: redistest.Start(t), safety: &fakeSafety{}, dir: t.TempDir()}
+	e := &env{t: t, natsURL: ns.ClientURL(), redisURL: redistest.Start(t), safety: &fakeSafety{}, dir: t.TempDir(),
+		registry: o.registry}
 	store, err := jobstore.OpenRedis(e.redisURL)
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +188,11 @@ func (e *env) addReplica(watch bool) *scheduler.Scheduler {
 		Pools: b.Pools, Timeouts: b.Timeouts, Settings: b.Scheduler, Logger: quiet(), WorkerTTL: 3 * time.Second}
 	if watch {
 		cfg.Files = e.files
+	}
+	if e.registry {
+		if cfg.Modules, err = modreg.Open(context.Background(), conn.NATS()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s, err := scheduler.New(cfg)
 	if err != nil {

@@ -1,0 +1,123 @@
+package scheduler_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/modreg"
+	"github.com/ward-run/ward/scheduler"
+)
+
+// TestDeployedModules: with the registry, the scheduler routes the topic a
+// deployed manifest declares, sends jobs only to hosts holding the version
+// in force, lets a job wait while the host it needs loads it, serves on a
+// host that refused the version (it keeps its old one), keeps pools.yaml's
+// routes over a manifest's, and dead-letters a retired module's jobs.
+func TestDeployedModules(t *testing.T) {
+	e := start(t, options{registry: true})
+	conn, err := bus.Connect(e.natsURL, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	reg, err := modreg.Open(context.Background(), conn.NATS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.scheds[0]
+	deploy := func(version string, route modreg.Route) string {
+		t.Helper()
+		a, err := reg.Deploy(context.Background(), modreg.Version{Name: "hello", Version: version, Route: route},
+			[]byte("\x00asm hello "+version))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkFor(t, 10*time.Second, "the scheduler knows "+version, func() bool {
+			_, d, _ := s.ModuleVersion("hello")
+			return d == a.Digest
+		})
+		return a.Digest
+	}
+	holding := func(id, digest string) *wardv1.Heartbeat {
+		h := hb(id, "hello")
+		h.Labels = map[string]string{"machine": id}
+		h.Modules = map[string]string{"hello": digest}
+		return h
+	}
+	route := modreg.Route{Topic: "job.hello", Pool: "hello"}
+
+	d1 := deploy("1", route)
+	one := e.addHost(holding("one", d1), nil)
+	two := e.addHost(holding("two", d1), nil)
+	e.waitWorkers("one", "two")
+	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.hello"})
+	if j := e.waitState(id, jobstore.Succeeded); j.Pool != "hello" {
+		t.Fatalf("job.hello ran in pool %q", j.Pool)
+	}
+
+	// v2: one has it, two is still loading it. Jobs go to one only; a job
+	// that only two may run waits until two has it.
+	d2 := deploy("2", route)
+	one.update(func(hb *wardv1.Heartbeat) { hb.Modules["hello"] = d2 })
+	for range 4 {
+		id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.hello"})
+		if j := e.waitState(id, jobstore.Succeeded); j.WorkerID != "one" {
+			t.Fatalf("during the rollout a job ran on %s, which holds v1", j.WorkerID)
+		}
+	}
+	pinned := e.mustSubmit(&wardv1.JobRequest{Topic: "job.hello", Labels: map[string]string{"machine": "two"}})
+	checkFor(t, 10*time.Second, "the pinned job waits for the rollout", func() bool {
+		return hasEvent(e.events(pinned), jobstore.Pending, scheduler.ReasonPoolOverloaded, "rolling out")
+	})
+	if j := e.job(pinned); j.State.Terminal() || j.WorkerID != "" {
+		t.Fatalf("pinned job %s on %q before two holds v2", j.State, j.WorkerID)
+	}
+	two.update(func(hb *wardv1.Heartbeat) { hb.Modules["hello"] = d2 })
+	if j := e.waitState(pinned, jobstore.Succeeded); j.WorkerID != "two" {
+		t.Fatalf("pinned job ran on %s", j.WorkerID)
+	}
+
+	// v3: one takes it, two refuses it and keeps v2: two still serves.
+	d3 := deploy("3", route)
+	one.update(func(hb *wardv1.Heartbeat) { hb.Modules["hello"] = d3 })
+	if err := reg.ReportRefusal(context.Background(), modreg.Event{Name: "hello", Version: "3", Digest: d3, Host: "two", Error: "bad"}); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 10*time.Second, "a job on the host that refused v3", func() bool {
+		id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.hello", Labels: map[string]string{"machine": "two"}})
+		return e.waitEnd(id).State == jobstore.Succeeded
+	})
+
+	// A manifest may not take a topic pools.yaml maps.
+	if _, err := reg.Deploy(context.Background(), modreg.Version{Name: "thief", Version: "1",
+		Route: modreg.Route{Topic: "job.a", Pool: "thief"}}, []byte("\x00asm thief")); err != nil {
+		t.Fatal(err)
+	}
+	a := e.addHost(hb("a-host", "a"), nil)
+	e.waitWorkers("a-host")
+	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
+	if j := e.waitState(id, jobstore.Succeeded); j.Pool != "a" || j.WorkerID != "a-host" {
+		t.Fatalf("job.a ran in %s on %s", j.Pool, j.WorkerID)
+	}
+	a.stop()
+
+	// rm: module_retired, in the DLQ.
+	if _, err := reg.Remove(context.Background(), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 10*time.Second, "the scheduler knows hello is retired", func() bool {
+		_, _, ok := s.ModuleVersion("hello")
+		return !ok
+	})
+	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.hello"})
+	j := e.waitState(id, jobstore.Failed)
+	if j.Reason != scheduler.ReasonModuleRetired || !e.inDLQ(id, scheduler.ReasonModuleRetired) ||
+		!strings.Contains(lastEvent(e.events(id), jobstore.Failed).Message, "retired") {
+		t.Fatalf("retired: %s %s %q", j.State, j.Reason, lastEvent(e.events(id), jobstore.Failed).Message)
+	}
+}
