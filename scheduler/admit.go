@@ -224,6 +224,10 @@ func (s *Scheduler) decide(ctx context.Context, c *settings, job *jobstore.Job) 
 			poolName, module.Name = pools[0], c.pools.Pools[pools[0]].Module
 			if a := c.mods.active(module.Name); a != nil {
 				module.Digest, module.Signed = a.Digest, a.Signed
+				if r := a.Requested; r != nil {
+					module.Requested = &wardv1.Grants{HttpHosts: r.HTTPHosts, ReadOnlyDirs: r.ReadOnlyDirs, EnvKeys: r.EnvKeys,
+						MemoryLimitBytes: r.MemoryLimitBytes, TimeLimitMs: r.TimeLimitMS}
+				}
 			}
 		}
 		decision, err := s.cfg.Safety.Check(ctx, &safetyv1.CheckRequest{

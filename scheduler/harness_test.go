@@ -57,12 +57,17 @@ type fakeSafety struct {
 	deny        map[string]string
 	unavailable bool
 	checks      int
+	modules     map[string]*safetyv1.ModuleRequest // job id → the module the check named
 }
 
 func (f *fakeSafety) Check(_ context.Context, req *safetyv1.CheckRequest) (*safetyv1.CheckResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.checks++
+	if f.modules == nil {
+		f.modules = map[string]*safetyv1.ModuleRequest{}
+	}
+	f.modules[req.GetJobId()] = req.GetModule()
 	if f.unavailable {
 		return nil, fmt.Errorf("kernel down")
 	}
@@ -599,4 +604,11 @@ func hasEvent(evs []jobstore.Event, state jobstore.State, reason, text string) b
 		}
 	}
 	return false
+}
+
+// module returns the module the safety check of job id named.
+func (f *fakeSafety) module(id string) *safetyv1.ModuleRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.modules[id]
 }

@@ -82,16 +82,36 @@ func TestDeployedModules(t *testing.T) {
 		t.Fatalf("pinned job ran on %s", j.WorkerID)
 	}
 
+	// The safety check names the version in force and what its manifest asks.
+	if m := e.safety.module(pinned); m.GetName() != "hello" || m.GetDigest() != d2 || m.GetSigned() || m.GetRequested() != nil {
+		t.Errorf("safety check of a v2 job named %v", m)
+	}
+
 	// v3: one takes it, two refuses it and keeps v2: two still serves.
-	d3 := deploy("3", route)
+	a3, err := reg.Deploy(context.Background(), modreg.Version{Name: "hello", Version: "3", Route: route, Signature: []byte("sig"),
+		Requested: &modreg.Requested{HTTPHosts: []string{"api.example.com"}, MemoryLimitBytes: 64 << 20}}, []byte("\x00asm hello 3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d3 := a3.Digest
+	checkFor(t, 10*time.Second, "the scheduler knows 3", func() bool {
+		_, d, _ := s.ModuleVersion("hello")
+		return d == d3
+	})
 	one.update(func(hb *wardv1.Heartbeat) { hb.Modules["hello"] = d3 })
 	if err := reg.ReportRefusal(context.Background(), modreg.Event{Name: "hello", Version: "3", Digest: d3, Host: "two", Error: "bad"}); err != nil {
 		t.Fatal(err)
 	}
+	var onTwo string
 	checkFor(t, 10*time.Second, "a job on the host that refused v3", func() bool {
-		id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.hello", Labels: map[string]string{"machine": "two"}})
-		return e.waitEnd(id).State == jobstore.Succeeded
+		onTwo = e.mustSubmit(&wardv1.JobRequest{Topic: "job.hello", Labels: map[string]string{"machine": "two"}})
+		return e.waitEnd(onTwo).State == jobstore.Succeeded
 	})
+	m := e.safety.module(onTwo)
+	if m.GetDigest() != d3 || !m.GetSigned() || m.GetRequested().GetMemoryLimitBytes() != 64<<20 ||
+		len(m.GetRequested().GetHttpHosts()) != 1 {
+		t.Errorf("safety check of a v3 job named %v", m)
+	}
 
 	// A manifest may not take a topic pools.yaml maps.
 	if _, err := reg.Deploy(context.Background(), modreg.Version{Name: "thief", Version: "1",
@@ -119,5 +139,36 @@ func TestDeployedModules(t *testing.T) {
 	if j.Reason != scheduler.ReasonModuleRetired || !e.inDLQ(id, scheduler.ReasonModuleRetired) ||
 		!strings.Contains(lastEvent(e.events(id), jobstore.Failed).Message, "retired") {
 		t.Fatalf("retired: %s %s %q", j.State, j.Reason, lastEvent(e.events(id), jobstore.Failed).Message)
+	}
+}
+
+// TestBouncedJobsArePlacedAgain: a host that did not start a job because
+// it no longer serves the pool (a module retired or swapped under the
+// scheduler's view) sends it back; the job is placed again, at no cost to
+// its retries, and not held against the host. A host that keeps bouncing
+// ends the job after two extra placements.
+func TestBouncedJobsArePlacedAgain(t *testing.T) {
+	e := start(t, options{})
+	e.addHost(hb("h", "a"), func(_ *wardv1.JobRequest, attempt int) outcome {
+		if attempt == 1 {
+			return outcome{fail: true, code: "module_unavailable"}
+		}
+		return outcome{}
+	})
+	e.waitWorkers("h")
+	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
+	j := e.waitState(id, jobstore.Succeeded)
+	if j.Attempt != 2 || !hasEvent(e.events(id), jobstore.Pending, scheduler.ReasonRequeued, "did not start it") {
+		t.Fatalf("attempt %d, events %v", j.Attempt, e.events(id))
+	}
+
+	e.addHost(hb("stubborn", "b2"), func(*wardv1.JobRequest, int) outcome {
+		return outcome{fail: true, code: "capability_missing"}
+	})
+	e.waitWorkers("stubborn")
+	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.b"})
+	j = e.waitState(id, jobstore.Failed)
+	if j.Attempt != 3 || j.ErrorCode != "capability_missing" {
+		t.Fatalf("a host that keeps bouncing: attempt %d, %s %s", j.Attempt, j.Reason, j.ErrorCode)
 	}
 }

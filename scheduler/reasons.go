@@ -42,7 +42,9 @@ const (
 	// will be retried (not an end).
 	ReasonRetry = "retry"
 	// ReasonRequeued: the reason of the event of a job whose replica
-	// stopped while placing it, taken over by another (not an end).
+	// stopped while placing it, taken over by another, or whose host did
+	// not start it (module_unavailable, capability_missing: the replica's
+	// view of the host was stale) and is placed again (not an end).
 	ReasonRequeued = "requeued"
 
 	// Refusals: the submission is answered at once and nothing is stored.

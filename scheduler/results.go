@@ -85,6 +85,17 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, zone string
 			lateUpdates.WithLabelValues("result").Inc()
 			return
 		}
+		if bounced(code) && job.Attempt <= job.MaxRetries+maxBounces {
+			// The host never ran it: this replica's view of the host was
+			// older than the host (a module swapped or retired, a probe
+			// that changed). Place it again, on a fresher view; it is not
+			// the host's failure, and it costs the job no retry.
+			err := s.requeue(ctx, job, msg)
+			if !errors.Is(err, jobstore.ErrInvalidTransition) {
+				return
+			}
+			continue
+		}
 		if !counted {
 			s.countFailure(ctx, worker, zone)
 			counted = true
@@ -94,6 +105,35 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, zone string
 		}
 	}
 }
+
+// maxBounces is how many times a job the host refused to start (bounced)
+// is placed again beyond its retries.
+const maxBounces = 2
+
+// bounced reports whether a host's error code says it did not start the
+// job because it no longer serves its pool or meets its requires.
+func bounced(code string) bool { return code == "module_unavailable" || code == "capability_missing" }
+
+// requeue puts a bounced job back to PENDING, to be placed again once the
+// heartbeats that prompted the bounce have arrived.
+func (s *Scheduler) requeue(ctx context.Context, job *jobstore.Job, msg string) error {
+	t := jobstore.Transition{To: jobstore.Pending, From: job.State, IfWorker: job.WorkerID, Reason: ReasonRequeued,
+		Message: "host " + job.WorkerID + " did not start it (" + msg + "); placing it again",
+		Wait:    &jobstore.Wait{Until: time.Now().Add(bounceDelay)}}
+	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
+	if err != nil {
+		s.late("requeue", job.ID, err)
+		return err
+	}
+	retries.WithLabelValues("bounced").Inc()
+	s.registry.SetHeld(job.WorkerID, moved.WorkerJobs, time.Now())
+	s.moved(moved, t)
+	return nil
+}
+
+// bounceDelay lets the bouncing host's next heartbeat arrive (hosts send
+// one at once when their modules change) before the job is placed again.
+const bounceDelay = 250 * time.Millisecond
 
 // countFailure counts a failure against a worker (quarantining it after
 // failure_domains.quarantine_failures) and its zone.

@@ -78,6 +78,12 @@ func newModuleCmd(g *globals) *cobra.Command {
 			}
 			v := modreg.Version{Name: m.Name, Version: m.Version, Manifest: string(raw),
 				Route: modreg.Route{Topic: m.Topic, Pool: m.Pool, Requires: m.Requires}}
+			if raw != nil {
+				// What the policy is asked to grant each of its jobs.
+				c := m.Capabilities
+				v.Requested = &modreg.Requested{HTTPHosts: c.HTTPHosts, ReadOnlyDirs: c.ReadOnlyDirs, EnvKeys: c.EnvKeys,
+					MemoryLimitBytes: int64(m.Limits.Memory), TimeLimitMS: time.Duration(m.Limits.Time).Milliseconds()}
+			}
 			switch {
 			case keyPath != "":
 				kb, err := os.ReadFile(keyPath)

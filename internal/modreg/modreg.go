@@ -61,17 +61,31 @@ type Route struct {
 	Requires []string `json:"requires,omitempty"`
 }
 
+// Requested is what a version's manifest asks for, as `ward module
+// deploy` read it: the scheduler passes it to the safety policy, which
+// grants a subset.
+type Requested struct {
+	HTTPHosts        []string `json:"http_hosts,omitempty"`
+	ReadOnlyDirs     []string `json:"read_only_dirs,omitempty"`
+	EnvKeys          []string `json:"env_keys,omitempty"`
+	MemoryLimitBytes int64    `json:"memory_limit_bytes,omitempty"`
+	TimeLimitMS      int64    `json:"time_limit_ms,omitempty"`
+}
+
 // Version is one deployed version of a module. Versions are immutable:
 // redeploying a version with other bytes is refused.
 type Version struct {
-	Name       string    `json:"name"`
-	Version    string    `json:"version"`
-	Digest     string    `json:"digest"` // sha256:<hex>
-	Size       int       `json:"size"`
-	Manifest   string    `json:"manifest,omitempty"` // the manifest as uploaded (YAML)
-	Signature  []byte    `json:"signature,omitempty"`
-	Route      Route     `json:"route"`
-	DeployedAt time.Time `json:"deployed_at"`
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	Digest    string `json:"digest"` // sha256:<hex>
+	Size      int    `json:"size"`
+	Manifest  string `json:"manifest,omitempty"` // the manifest as uploaded (YAML)
+	Signature []byte `json:"signature,omitempty"`
+	Route     Route  `json:"route"`
+	// Requested, when set, is what the manifest asks for; nil when the
+	// deployer did not say (the policy then grants its whole allowance).
+	Requested  *Requested `json:"requested,omitempty"`
+	DeployedAt time.Time  `json:"deployed_at"`
 }
 
 // Active is the version of a module in force, or its retirement.
@@ -84,9 +98,10 @@ type Active struct {
 	History []string `json:"history,omitempty"`
 	// Signed says the version carries a signature. Hosts with trusted
 	// keys verify it; the policy may require it (input.module.signed).
-	Signed    bool      `json:"signed,omitempty"`
-	Retired   bool      `json:"retired,omitempty"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Signed    bool       `json:"signed,omitempty"`
+	Requested *Requested `json:"requested,omitempty"`
+	Retired   bool       `json:"retired,omitempty"`
+	UpdatedAt time.Time  `json:"updated_at"`
 }
 
 // Event is a host's report that it refused a version.
@@ -180,7 +195,8 @@ func (r *Registry) Deploy(ctx context.Context, v Version, wasm []byte) (*Active,
 		}
 	}
 	return r.activate(ctx, v.Name, func(cur *Active) (*Active, error) {
-		next := &Active{Name: v.Name, Version: v.Version, Digest: v.Digest, Route: v.Route, Signed: len(v.Signature) > 0}
+		next := &Active{Name: v.Name, Version: v.Version, Digest: v.Digest, Route: v.Route, Signed: len(v.Signature) > 0,
+			Requested: v.Requested}
 		if cur != nil && !cur.Retired && cur.Version != "" && cur.Version != v.Version {
 			next.History = append(slices.Clone(cur.History), cur.Version)
 		} else if cur != nil {
@@ -205,7 +221,7 @@ func (r *Registry) Rollback(ctx context.Context, name string) (*Active, error) {
 			return nil, err
 		}
 		return &Active{Name: name, Version: v.Version, Digest: v.Digest, Route: v.Route, Signed: len(v.Signature) > 0,
-			History: slices.Clone(cur.History[:len(cur.History)-1])}, nil
+			Requested: v.Requested, History: slices.Clone(cur.History[:len(cur.History)-1])}, nil
 	})
 }
 
