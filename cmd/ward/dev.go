@@ -22,13 +22,14 @@ func newDevCmd(g *globals) *cobra.Command {
 		sandbox                                                                                  sandboxFlags
 	)
 	var safetyFlags safetyClientFlags
+	var trustedKeys []string
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run every part in one process: embedded NATS, job store, safety kernel, scheduler, host",
 		Long: `dev runs Ward on one machine: an embedded NATS server (JetStream on), the
 in-memory job store (Redis when REDIS_URL is set), the safety kernel on a
 loopback gRPC port, a scheduler and one host agent serving every module in
---modules. It stays up until Ctrl-C or SIGTERM, then shuts down cleanly.`,
+--modules, and every module deployed with ` + "`ward module deploy`" + `. It stays up until Ctrl-C or SIGTERM, then shuts down cleanly.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := g.logger()
@@ -51,6 +52,10 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 				return err
 			}
 			manifests, err := host.ReadManifests(modulesDir)
+			if err != nil {
+				return err
+			}
+			trusted, err := readTrustedKeys(trustedKeys)
 			if err != nil {
 				return err
 			}
@@ -106,7 +111,7 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 			opts := stack.Options{Probes: probes, NATSURL: ns.ClientURL(), Store: store, SafetyAddr: safetyAddr,
 				Pools: pools, Timeouts: timeouts, Modules: wasm, Manifests: manifests, CacheDir: cacheDir,
 				MountRoots: sandbox.mountRoots, Env: env, MaxParallel: maxParallel, HostID: "dev-host", Logger: log,
-				Settings: conf.Scheduler, ConfigFiles: files, ModuleRegistry: true}
+				Settings: conf.Scheduler, ConfigFiles: files, ModuleRegistry: true, Trusted: trusted}
 			opts.PolicyDir = policyDir
 			if opts.SafetyClient, err = safetyFlags.config(); err != nil {
 				return err
@@ -146,6 +151,7 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 	f.StringVar(&cacheDir, "cache-dir", defaultCacheDir(), "compiled-module cache directory")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	f.IntVar(&maxParallel, "max-parallel", 0, "jobs the host runs at once (default: number of CPUs)")
+	f.StringSliceVar(&trustedKeys, "trusted-key", envList("WARD_TRUSTED_KEYS"), "ed25519 public key file (PEM); with any, deployed modules must be signed by one ($WARD_TRUSTED_KEYS)")
 	sandbox.register(f)
 	return cmd
 }
