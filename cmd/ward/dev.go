@@ -123,7 +123,11 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "ward dev is up\n")
 			fmt.Fprintf(out, "  NATS:          %s\n", ns.ClientURL())
-			fmt.Fprintf(out, "  metrics:       http://%s/metrics\n", metrics)
+			if metrics != "" {
+				fmt.Fprintf(out, "  metrics:       http://%s/metrics\n", metrics)
+			} else {
+				fmt.Fprintf(out, "  metrics:       off\n")
+			}
 			fmt.Fprintf(out, "  safety kernel: %s\n", st.SafetyAddr)
 			fmt.Fprintf(out, "  policy:        %s (%s); ward policy push <dir> replaces it\n",
 				st.Kernel().Revision(), st.SafetyStatus().GetSource())

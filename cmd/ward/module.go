@@ -3,16 +3,22 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
 
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/client"
 	"github.com/ward-run/ward/internal/modreg"
 	"github.com/ward-run/ward/runtime"
@@ -343,52 +349,107 @@ func shortDigest(d string) string {
 }
 
 // waitRollout waits until every live host holds a's version, or refused
-// it, and says how long that took. For a retired module it waits until no
-// host holds it. It fails when a host refused the version or ctx ends.
+// it, and says how long that took from the deploy: hosts send a heartbeat
+// the moment they swap, and the time is that of the last one to arrive.
+// For a retired module it waits until no host holds it. It fails when a
+// host refused the version or ctx ends.
 func waitRollout(ctx context.Context, c *client.Client, r *modreg.Registry, a *modreg.Active, out io.Writer) error {
 	start := time.Now()
+	holds := func(hb *wardv1.Heartbeat) bool {
+		d, ok := hb.GetModules()[a.Name]
+		return a.Retired && !ok || !a.Retired && d == a.Digest
+	}
+	var (
+		mu      sync.Mutex
+		reached = map[string]time.Time{} // host → when it was first seen holding it
+		gone    = map[string]bool{}      // hosts that drained since
+	)
+	note := func(hb *wardv1.Heartbeat, at time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		if hb.GetStatus() == "draining" {
+			gone[hb.GetWorkerId()] = true
+		}
+		if _, ok := reached[hb.GetWorkerId()]; !ok && holds(hb) {
+			reached[hb.GetWorkerId()] = at
+		}
+	}
+	sub, err := c.Bus().NATS().Subscribe(bus.SubjectHeartbeats, func(m *nats.Msg) {
+		hb := &wardv1.Heartbeat{}
+		if proto.Unmarshal(m.Data, hb) == nil {
+			note(hb, time.Now())
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	live, err := c.Workers(ctx, 150*time.Millisecond) // the hosts to wait for
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, hb := range live {
+		note(hb, now)
+	}
+	if len(live) == 0 {
+		return errors.New("no live host to roll out to")
+	}
+	var refusals map[string]string
+	lastList := time.Time{}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for {
-		hbs, err := c.Workers(ctx, 200*time.Millisecond)
-		if err != nil {
-			return err
-		}
-		mods, err := r.List(ctx)
-		if err != nil {
-			return err
-		}
-		refusals := map[string]string{}
-		for _, m := range mods {
-			for _, e := range m.Events {
-				if m.Name == a.Name && e.Digest == a.Digest && !a.Retired {
-					refusals[e.Host] = e.Error
+		if time.Since(lastList) > 250*time.Millisecond && !a.Retired {
+			lastList = time.Now()
+			if mods, err := r.List(ctx); err == nil {
+				refusals = map[string]string{}
+				for _, m := range mods {
+					for _, e := range m.Events {
+						if m.Name == a.Name && e.Digest == a.Digest {
+							refusals[e.Host] = e.Error
+						}
+					}
 				}
 			}
 		}
-		var held, refused int
-		var waiting []string
-		for _, hb := range hbs {
-			d, ok := hb.GetModules()[a.Name]
-			switch {
-			case a.Retired && !ok, !a.Retired && d == a.Digest:
+		mu.Lock()
+		var held, total int
+		var last time.Time
+		var waiting, refused []string
+		for _, hb := range live {
+			id := hb.GetWorkerId()
+			if gone[id] {
+				continue
+			}
+			total++
+			switch at, ok := reached[id]; {
+			case ok:
 				held++
-			case refusals[hb.GetWorkerId()] != "":
-				refused++
+				if at.After(last) {
+					last = at
+				}
+			case refusals[id] != "":
+				refused = append(refused, id)
 			default:
-				waiting = append(waiting, hb.GetWorkerId())
+				waiting = append(waiting, id)
 			}
 		}
-		if len(waiting) == 0 && len(hbs) > 0 {
-			took := time.Since(start).Round(time.Millisecond)
+		mu.Unlock()
+		if len(waiting) == 0 {
 			what := fmt.Sprintf("%s %s", a.Name, a.Version)
 			if a.Retired {
 				what = a.Name + " retired"
 			}
-			fmt.Fprintf(out, "rolled out: %s on %d/%d live hosts in %s\n", what, held, len(hbs), took)
-			if refused > 0 {
-				for host, why := range refusals {
-					fmt.Fprintf(out, "refused on %s: %s\n", host, why)
+			if last.IsZero() {
+				last = time.Now()
+			}
+			fmt.Fprintf(out, "rolled out: %s on %d/%d live hosts in %s\n", what, held, total, last.Sub(start).Round(time.Millisecond))
+			if len(refused) > 0 {
+				for _, id := range refused {
+					fmt.Fprintf(out, "refused on %s: %s\n", id, refusals[id])
 				}
-				return fmt.Errorf("%d host(s) refused %s %s; they keep serving the version they had", refused, a.Name, a.Version)
+				return fmt.Errorf("%d host(s) refused %s %s; they keep serving the version they had", len(refused), a.Name, a.Version)
 			}
 			return nil
 		}
@@ -396,7 +457,7 @@ func waitRollout(ctx context.Context, c *client.Client, r *modreg.Registry, a *m
 		case <-ctx.Done():
 			return fmt.Errorf("rollout of %s %s: hosts %v do not hold it after %s (a host started with --module-registry=false never will)",
 				a.Name, a.Version, waiting, time.Since(start).Round(time.Millisecond))
-		case <-time.After(100 * time.Millisecond):
+		case <-tick.C:
 		}
 	}
 }
