@@ -16,9 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/modreg"
 	"github.com/ward-run/ward/internal/stack"
 	"github.com/ward-run/ward/internal/wasmtest"
@@ -149,46 +147,11 @@ func wantResult(t testing.TB, rec *wardv1.JobRecord, want string) {
 	}
 }
 
-// addHost starts one more host agent on the system's NATS and store, with
-// the registry, as another machine would.
+// addHost starts one more host agent with the registry, as another
+// machine would, labelled machine=<id>.
 func (e *deployEnv) addHost(t testing.TB, id string, trusted ...ed25519.PublicKey) *host.Agent {
 	t.Helper()
-	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.Config{CacheDir: wasmtest.CacheDir(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := bus.Connect(e.natsURL, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := modreg.Open(ctx, conn.NATS())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pools, err := config.LoadPools("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := host.New(host.Config{ID: id, Bus: conn, Store: e.store, Runtime: rt, Pools: pools, Registry: reg,
-		Labels:  map[string]string{"machine": id},
-		Trusted: trusted, MaxParallel: 2, HeartbeatInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Shutdown(sctx); err != nil {
-			t.Errorf("shutdown %s: %v", id, err)
-		}
-		conn.Close()
-		_ = rt.Close(sctx)
-	})
-	return a
+	return e.env.addHost(t, host.Config{ID: id, Labels: map[string]string{"machine": id}, Trusted: trusted}, nil, nil, true)
 }
 
 // TestDeployServesANewTopic: a module deployed to a running system serves

@@ -16,9 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/client"
 	"github.com/ward-run/ward/internal/ollamatest"
 	"github.com/ward-run/ward/internal/stack"
@@ -241,7 +239,7 @@ func TestGPUHostTakesTheChatJobs(t *testing.T) {
 
 	// The plain host: the same modules, and Ollama's address too, but no
 	// Ollama probe and no GPU probe.
-	startHost(t, e, "cpu-1", mods, mans, env)
+	e.addHost(t, host.Config{ID: "cpu-1", Env: env}, mods, mans, false)
 	e.waitCapability(t, "gpu-1", "ollama", true)
 	e.waitCapability(t, "gpu-1", "gpu", true)
 	e.waitWorkers(t, 2)
@@ -332,44 +330,4 @@ func TestGPUHostTakesTheChatJobs(t *testing.T) {
 	if rec := e.runAll(t, []*wardv1.JobRequest{{Topic: "job.echo", TenantId: "acme", Payload: []byte("still")}})[0]; rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
 		t.Fatalf("echo after Ollama stopped: %s/%s", rec.GetState(), rec.GetReason())
 	}
-}
-
-// startHost starts a second host agent in e's system, stopped when t ends.
-func startHost(t *testing.T, e *env, id string, wasm map[string][]byte, mans map[string]*runtime.Manifest, env map[string]string) *host.Agent {
-	t.Helper()
-	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.Config{CacheDir: cacheDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close(context.Background()) })
-	mods, err := host.LoadModules(ctx, rt, wasm, mans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := bus.Connect(e.natsURL, "ward-host-"+id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	pools, err := config.LoadPools("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := host.New(host.Config{ID: id, Bus: conn, Store: e.store, Runtime: rt, Modules: mods, Pools: pools,
-		MaxParallel: 2, HeartbeatInterval: 100 * time.Millisecond, Env: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.Shutdown(sctx); err != nil {
-			t.Errorf("shutdown %s: %v", id, err)
-		}
-	})
-	return a
 }

@@ -16,12 +16,15 @@ import (
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/host"
 	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/client"
 	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/modreg"
 	"github.com/ward-run/ward/internal/redistest"
 	"github.com/ward-run/ward/internal/stack"
 	"github.com/ward-run/ward/internal/wasmtest"
+	"github.com/ward-run/ward/runtime"
 )
 
 // env is a running system for one test: a real nats-server, a real
@@ -102,6 +105,58 @@ func start(t testing.TB, o stack.Options) *env {
 		e.waitWorkers(t, 1)
 	}
 	return e
+}
+
+// addHost starts one more host agent in e's system, as another machine
+// would: its own runtime and NATS connection, the default pools, and the
+// module registry when registry is set. cfg.ID is required; the fields it
+// leaves zero get the test defaults. The host stops when t ends.
+func (e *env) addHost(t testing.TB, cfg host.Config, wasm map[string][]byte, mans map[string]*runtime.Manifest, registry bool) *host.Agent {
+	t.Helper()
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.Config{CacheDir: wasmtest.CacheDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	if cfg.Modules, err = host.LoadModules(ctx, rt, wasm, mans); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := bus.Connect(e.natsURL, "ward-host-"+cfg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	if registry {
+		if cfg.Registry, err = modreg.Open(ctx, conn.NATS()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cfg.Pools, err = config.LoadPools(""); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Bus, cfg.Store, cfg.Runtime = conn, e.store, rt
+	if cfg.MaxParallel == 0 {
+		cfg.MaxParallel = 2
+	}
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = 100 * time.Millisecond
+	}
+	a, err := host.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.Shutdown(sctx); err != nil {
+			t.Errorf("shutdown %s: %v", cfg.ID, err)
+		}
+	})
+	return a
 }
 
 func echoModules(t testing.TB) map[string][]byte {
