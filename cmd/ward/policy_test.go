@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,30 +121,6 @@ func TestPolicyEval(t *testing.T) {
 	}
 }
 
-// startDev starts `ward dev` with args and returns it and its NATS URL.
-func startDev(t *testing.T, args ...string) (*proc, string) {
-	t.Helper()
-	args = append([]string{"dev", "--modules", echoDir(t), "--nats-port", "-1", "--metrics", "127.0.0.1:0",
-		"--safety-listen", "127.0.0.1:0", "--cache-dir", cacheDir}, args...)
-	dev := startWard(t, "dev", []string{"REDIS_URL="}, args...)
-	deadline := time.Now().Add(120 * time.Second)
-	for {
-		out := dev.out.String()
-		if strings.Contains(out, "try:") {
-			sc := bufio.NewScanner(strings.NewReader(out))
-			for sc.Scan() {
-				if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "NATS:"); ok {
-					return dev, strings.TrimSpace(v)
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ward dev did not come up:\n%s", out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // submitEcho runs `ward submit --wait` for tenant and returns its output.
 func submitEcho(t *testing.T, natsURL, tenant string) string {
 	t.Helper()
@@ -160,7 +135,7 @@ func submitEcho(t *testing.T, natsURL, tenant string) string {
 // bundle is refused and the rules in force stay.
 func TestDevPolicyLive(t *testing.T) {
 	dir := policyDir(t, nil)
-	dev, natsURL := startDev(t, "--policies", dir)
+	dev, natsURL := startDev(t, []string{"REDIS_URL="}, "--modules", echoDir(t), "--policies", dir)
 	if out := submitEcho(t, natsURL, "blocked"); !strings.Contains(out, "SUCCEEDED") {
 		t.Fatalf("before the rule:\n%s", out)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"path/filepath"
@@ -68,29 +67,14 @@ func TestSubmitPrintsStreamedTokens(t *testing.T) {
 		}
 	}
 
-	dev := startWard(t, "dev", []string{"REDIS_URL=", "OLLAMA_URL=" + o.URL, "OLLAMA_MODEL=llama3"}, "dev", "--modules", mods,
-		"--policies", pols, "--nats-port", "-1", "--metrics", "127.0.0.1:0", "--safety-listen", "127.0.0.1:0", "--cache-dir", cacheDir)
-	var natsURL string
-	deadline := time.Now().Add(60 * time.Second)
-	for natsURL == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("ward dev did not come up:\n%s", dev.out.String())
-		}
-		sc := bufio.NewScanner(strings.NewReader(dev.out.String()))
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "NATS:"); ok && strings.Contains(dev.out.String(), "try:") {
-				natsURL = strings.TrimSpace(v)
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	dev, natsURL := startDev(t, []string{"REDIS_URL=", "OLLAMA_URL=" + o.URL, "OLLAMA_MODEL=llama3"}, "--modules", mods, "--policies", pols)
 	// Wait for the host to report Ollama, as `ward workers` shows it.
 	c, err := client.Dial(natsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		hbs, err := c.Workers(context.Background(), 300*time.Millisecond)
 		if err == nil && len(hbs) > 0 && slices.Contains(hbs[0].GetCapabilities(), "ollama") {

@@ -272,25 +272,34 @@ func TestSeparateProcesses(t *testing.T) {
 	safety.stop(t)
 }
 
-// TestDev runs `ward dev` as a user would, submits with `ward submit
-// --wait`, and stops it with SIGTERM.
-func TestDev(t *testing.T) {
-	dev := startWard(t, "dev", []string{"REDIS_URL="}, "dev", "--modules", echoDir(t), "--nats-port", "-1",
-		"--metrics", "127.0.0.1:0", "--safety-listen", "127.0.0.1:0", "--cache-dir", cacheDir)
-	var natsURL string
-	deadline := time.Now().Add(60 * time.Second)
-	for natsURL == "" {
+// startDev starts `ward dev` on random ports with env and args, waits
+// until it says it is up, and returns it with its NATS URL.
+func startDev(t *testing.T, env []string, args ...string) (*proc, string) {
+	t.Helper()
+	dev := startWard(t, "dev", env, append([]string{"dev", "--nats-port", "-1", "--metrics", "127.0.0.1:0",
+		"--safety-listen", "127.0.0.1:0", "--cache-dir", cacheDir}, args...)...)
+	deadline := time.Now().Add(120 * time.Second)
+	for {
 		if time.Now().After(deadline) {
 			t.Fatalf("ward dev did not come up:\n%s", dev.out.String())
 		}
-		sc := bufio.NewScanner(strings.NewReader(dev.out.String()))
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "NATS:"); ok && strings.Contains(dev.out.String(), "try:") {
-				natsURL = strings.TrimSpace(v)
+		out := dev.out.String()
+		if strings.Contains(out, "try:") {
+			sc := bufio.NewScanner(strings.NewReader(out))
+			for sc.Scan() {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "NATS:"); ok {
+					return dev, strings.TrimSpace(v)
+				}
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestDev runs `ward dev` as a user would, submits with `ward submit
+// --wait`, and stops it with SIGTERM.
+func TestDev(t *testing.T) {
+	dev, natsURL := startDev(t, []string{"REDIS_URL="}, "--modules", echoDir(t))
 
 	out, err := exec.Command(wardBin, "submit", "--nats", natsURL, "--topic", "job.echo", "--tenant", "acme",
 		"--payload", `{"hello":"world"}`, "--wait").CombinedOutput()
