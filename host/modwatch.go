@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,54 +49,48 @@ type ModuleWatcher struct {
 	Install func(m *runtime.Module, a *modreg.Active)
 	Retire  func(a *modreg.Active)
 
-	mu      sync.Mutex        // guards current
-	current map[string]string // name → digest installed
+	current map[string]*runtime.Module // name → installed; the Follow callback's alone
 }
 
-// Run watches until ctx ends. synced is closed once the versions active
-// when it started are installed (or refused), so a host can announce
-// itself with them.
+// Run follows the registry until ctx ends. synced is closed once the
+// versions active when it started are installed (or refused), so a host
+// can announce itself with them.
 func (w *ModuleWatcher) Run(ctx context.Context, synced chan<- struct{}) error {
 	if w.Logger == nil {
 		w.Logger = slog.Default()
 	}
-	w.current = map[string]string{}
-	ch, err := w.Registry.Watch(ctx)
+	w.current = map[string]*runtime.Module{}
+	seen := map[string]modreg.Active{} // the active records applied
+	done, err := w.Registry.Follow(ctx, func(st *modreg.State) {
+		for _, name := range slices.Sorted(maps.Keys(st.Actives)) {
+			a := st.Actives[name]
+			if old, ok := seen[name]; ok && old.Version == a.Version && old.Digest == a.Digest && old.Retired == a.Retired {
+				continue // a refusal, or nothing that concerns this module
+			}
+			seen[name] = *a
+			w.apply(ctx, a)
+		}
+	})
 	if err != nil {
 		return err
 	}
-	initial := true
-	for a := range ch {
-		if a == nil {
-			if initial {
-				initial = false
-				close(synced)
-			}
-			continue
-		}
-		w.apply(ctx, a)
-	}
-	if initial {
-		close(synced)
-	}
+	close(synced)
+	<-done
 	return nil
 }
 
 func (w *ModuleWatcher) apply(ctx context.Context, a *modreg.Active) {
 	log := w.Logger.With("module", a.Name, "version", a.Version, "digest", a.Digest)
 	if a.Retired {
-		w.mu.Lock()
 		delete(w.current, a.Name)
-		w.mu.Unlock()
 		w.Retire(a)
 		moduleLoads.WithLabelValues("retired").Inc()
 		log.Info("module retired")
 		return
 	}
-	w.mu.Lock()
-	same := w.current[a.Name] == a.Digest
-	w.mu.Unlock()
-	if same {
+	if m := w.current[a.Name]; m != nil && m.Digest() == a.Digest {
+		// The same bytes under another version: its route may differ.
+		w.Install(m, a)
 		return
 	}
 	start := time.Now()
@@ -109,9 +104,7 @@ func (w *ModuleWatcher) apply(ctx context.Context, a *modreg.Active) {
 		}
 		return
 	}
-	w.mu.Lock()
-	w.current[a.Name] = a.Digest
-	w.mu.Unlock()
+	w.current[a.Name] = m
 	w.Install(m, a)
 	moduleLoads.WithLabelValues("installed").Inc()
 	moduleLoadSeconds.Observe(time.Since(start).Seconds())

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
-
-	"github.com/ward-run/ward/internal/client"
 )
 
 func newDLQCmd(g *globals) *cobra.Command {
@@ -21,13 +18,11 @@ func newDLQCmd(g *globals) *cobra.Command {
 		Short: "List dead-lettered jobs, newest first, with their reason code",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client.Dial(client.NATSURL(g.natsURL))
+			c, ctx, done, err := g.dial(10 * time.Second)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
+			defer done()
 			entries, err := c.DLQ(ctx, limit)
 			if err != nil {
 				return err
@@ -60,13 +55,11 @@ func newDLQCmd(g *globals) *cobra.Command {
 		Short: "Submit a dead-lettered job again, as a new job with the same input; prints the new job's id",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client.Dial(client.NATSURL(g.natsURL))
+			c, ctx, done, err := g.dial(10 * time.Second)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
+			defer done()
 			reply, err := c.RetryDLQ(ctx, args[0])
 			if err != nil {
 				return err
@@ -89,13 +82,11 @@ func newJobsCancelCmd(g *globals) *cobra.Command {
 		Short: "Cancel a job: it ends CANCELLED, and the host running it stops it at once",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client.Dial(client.NATSURL(g.natsURL))
+			c, ctx, done, err := g.dial(10 * time.Second)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
+			defer done()
 			rec, err := c.Cancel(ctx, args[0], reason)
 			if err != nil {
 				return err
@@ -122,13 +113,11 @@ replica follows it, or shows it when given none:
              dispatched runs to its end`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client.Dial(client.NATSURL(g.natsURL))
+			c, ctx, done, err := g.dial(10 * time.Second)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
+			defer done()
 			mode := ""
 			if len(args) == 1 {
 				mode = args[0]

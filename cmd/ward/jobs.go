@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/client"
 )
 
 func newJobsCmd(g *globals) *cobra.Command {
@@ -24,13 +22,11 @@ func newJobsCmd(g *globals) *cobra.Command {
 		Short: "Show a stored job: state, topic, tenant, safety decision log entry, worker, result pointer, event log",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client.Dial(client.NATSURL(g.natsURL))
+			c, ctx, done, err := g.dial(10 * time.Second)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
+			defer done()
 			rec, err := c.Get(ctx, args[0], result)
 			if err != nil {
 				return err
@@ -65,13 +61,11 @@ func newJobsCmd(g *globals) *cobra.Command {
 				}
 				st = wardv1.JobState(v)
 			}
-			c, err := client.Dial(client.NATSURL(g.natsURL))
+			c, ctx, done, err := g.dial(10 * time.Second)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
+			defer done()
 			jobs, err := c.List(ctx, limit, st)
 			if err != nil {
 				return err

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/ward-run/ward/internal/client"
 	"github.com/ward-run/ward/internal/jobstore"
 )
 
@@ -140,4 +141,15 @@ func redactURL(u string) string {
 		return scheme + "://***@" + rest[at+1:]
 	}
 	return u
+}
+
+// dial connects a client command to NATS and gives it a context that ends
+// after timeout; done closes both.
+func (g *globals) dial(timeout time.Duration) (*client.Client, context.Context, func(), error) {
+	c, err := client.Dial(client.NATSURL(g.natsURL))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	return c, ctx, func() { cancel(); c.Close() }, nil
 }

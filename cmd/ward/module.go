@@ -127,12 +127,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 			if a.Route.Topic != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "route: %s → pool %s\n", a.Route.Topic, orDefault(a.Route.Pool, a.Name))
 			}
-			if wait > 0 {
-				wctx, cancel := context.WithTimeout(context.Background(), wait)
-				defer cancel()
-				return waitRollout(wctx, c, r, a, cmd.OutOrStdout())
-			}
-			return nil
+			return waitFor(wait, c, r, a, cmd.OutOrStdout())
 		},
 	}
 	deploy.Flags().StringVar(&manifestPath, "manifest", "", "module manifest (YAML); default: <module>.yaml beside the .wasm if present")
@@ -217,12 +212,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s) is active\n", a.Name, a.Version, a.Digest)
-			if wait > 0 {
-				wctx, cancel := context.WithTimeout(context.Background(), wait)
-				defer cancel()
-				return waitRollout(wctx, c, r, a, cmd.OutOrStdout())
-			}
-			return nil
+			return waitFor(wait, c, r, a, cmd.OutOrStdout())
 		},
 	}
 
@@ -243,12 +233,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s retired (`ward module rollback %s` brings it back)\n", args[0], args[0])
-			if wait > 0 {
-				wctx, cancel := context.WithTimeout(context.Background(), wait)
-				defer cancel()
-				return waitRollout(wctx, c, r, a, cmd.OutOrStdout())
-			}
-			return nil
+			return waitFor(wait, c, r, a, cmd.OutOrStdout())
 		},
 	}
 	rollback.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version")
@@ -346,6 +331,16 @@ func shortDigest(d string) string {
 		return d[:19]
 	}
 	return d
+}
+
+// waitFor runs waitRollout for up to wait; with no wait it returns at once.
+func waitFor(wait time.Duration, c *client.Client, r *modreg.Registry, a *modreg.Active, out io.Writer) error {
+	if wait <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	return waitRollout(ctx, c, r, a, out)
 }
 
 // waitRollout waits until every live host holds a's version, or refused

@@ -69,13 +69,11 @@ func newSubmitCmd(g *globals) *cobra.Command {
 			if req.Env, err = parseLabels(env); err != nil {
 				return err
 			}
-			c, err := client.Dial(client.NATSURL(g.natsURL))
+			c, ctx, done, err := g.dial(timeout)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
+			defer done()
 			return submit(ctx, c, &req, wait, cmd.OutOrStdout())
 		},
 	}

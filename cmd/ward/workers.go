@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
-
-	"github.com/ward-run/ward/internal/client"
 )
 
 func newWorkersCmd(g *globals) *cobra.Command {
@@ -26,13 +23,11 @@ func newWorkersCmd(g *globals) *cobra.Command {
 sys.worker.ping) and prints the answers that arrive within --window.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client.Dial(client.NATSURL(g.natsURL))
+			c, ctx, done, err := g.dial(window + 5*time.Second)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), window+5*time.Second)
-			defer cancel()
+			defer done()
 			hbs, err := c.Workers(ctx, window)
 			if err != nil {
 				return err

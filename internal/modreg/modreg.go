@@ -378,47 +378,6 @@ func (r *Registry) List(ctx context.Context) ([]Module, error) {
 	return out, nil
 }
 
-// Watch delivers every module's active record: first the current ones,
-// then each change, until ctx ends. A nil value marks the end of the
-// current ones.
-func (r *Registry) Watch(ctx context.Context) (<-chan *Active, error) {
-	w, err := r.kv.Watch(ctx, "mod.*.active")
-	if err != nil {
-		return nil, fmt.Errorf("modreg: watch: %w", err)
-	}
-	out := make(chan *Active)
-	go func() {
-		defer close(out)
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				var a *Active
-				if e != nil {
-					if e.Operation() != jetstream.KeyValuePut {
-						continue
-					}
-					a = &Active{}
-					if json.Unmarshal(e.Value(), a) != nil {
-						continue
-					}
-				}
-				select {
-				case out <- a:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	return out, nil
-}
-
 // State is what the scheduler follows of the registry: every module's
 // active record, and which digest each host last refused.
 type State struct {

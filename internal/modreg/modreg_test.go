@@ -148,43 +148,6 @@ func TestConcurrentDeploysKeepHistory(t *testing.T) {
 	}
 }
 
-func TestWatch(t *testing.T) {
-	r := open(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if _, err := r.Deploy(ctx, Version{Name: "a", Version: "1"}, []byte("a1")); err != nil {
-		t.Fatal(err)
-	}
-	ch, err := r.Watch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := func() *Active {
-		select {
-		case a := <-ch:
-			return a
-		case <-time.After(10 * time.Second):
-			t.Fatal("no update")
-			return nil
-		}
-	}
-	if a := next(); a == nil || a.Name != "a" {
-		t.Fatalf("initial: %+v", a)
-	}
-	if a := next(); a != nil {
-		t.Fatalf("want the end-of-initial marker, got %+v", a)
-	}
-	if _, err := r.Deploy(ctx, Version{Name: "b", Version: "1"}, []byte("b1")); err != nil {
-		t.Fatal(err)
-	}
-	if a := next(); a == nil || a.Name != "b" || a.Version != "1" {
-		t.Fatalf("update: %+v", a)
-	}
-	cancel()
-	for range ch {
-	}
-}
-
 func TestSignVerify(t *testing.T) {
 	privPEM, pubPEM, err := GenerateKey()
 	if err != nil {
