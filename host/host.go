@@ -132,7 +132,7 @@ type Agent struct {
 	watchStop context.CancelFunc
 	watchDone chan struct{}
 	direct    *bus.Subscription
-	topicSubs map[string]*bus.Subscription // by topic and pool: topicKey
+	topicSubs map[string]*bus.Subscription // by "<topic> <pool>"
 	ping      *nats.Subscription
 	stopBeat  context.CancelFunc
 	started   bool

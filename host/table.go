@@ -13,13 +13,12 @@ import (
 
 // table is what a host serves: the modules it holds and the routing table
 // it serves them by. The registry changes both while the host runs
-// (modwatch.go), so the job path reads one consistent snapshot.
+// (modwatch.go); the job path and heartbeats read one consistent snapshot.
 type table struct {
 	base *config.Pools // pools.yaml
 
-	mu      sync.Mutex // guards actives and cur; readers use snap
+	mu      sync.Mutex // serializes changes
 	actives map[string]*modreg.Active
-	cur     serving
 	snap    atomic.Pointer[serving]
 }
 
@@ -33,11 +32,7 @@ type serving struct {
 
 func newTable(base *config.Pools, modules map[string]*runtime.Module) *table {
 	t := &table{base: base, actives: map[string]*modreg.Active{}}
-	t.cur.modules = maps.Clone(modules)
-	if t.cur.modules == nil {
-		t.cur.modules = map[string]*runtime.Module{}
-	}
-	t.rebuild()
+	t.publish(maps.Clone(modules))
 	return t
 }
 
@@ -50,35 +45,37 @@ func (t *table) load() *serving { return t.snap.Load() }
 func (t *table) set(name string, m *runtime.Module, a *modreg.Active) (old *runtime.Module) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	mods := maps.Clone(t.cur.modules)
+	mods := maps.Clone(t.load().modules)
 	old = mods[name]
 	if m == nil {
 		delete(mods, name)
 	} else {
 		mods[name] = m
 	}
-	t.cur.modules = mods
 	if a != nil {
 		t.actives[name] = a
 	}
-	t.rebuild()
+	t.publish(mods)
 	return old
 }
 
-// rebuild derives routes, pools and digests from the modules and active
-// records, and publishes the snapshot. mu is held (or t is not shared yet).
-func (t *table) rebuild() {
+// publish derives routes, pools and digests from modules and the active
+// records, and puts the snapshot in force. mu is held (or t is not shared
+// yet).
+func (t *table) publish(modules map[string]*runtime.Module) {
+	if modules == nil {
+		modules = map[string]*runtime.Module{}
+	}
 	routes, _ := modreg.Routes(t.base, t.actives)
-	s := &serving{modules: t.cur.modules, routes: routes, digests: make(map[string]string, len(t.cur.modules))}
-	for name, m := range s.modules {
+	s := &serving{modules: modules, routes: routes, digests: make(map[string]string, len(modules))}
+	for name, m := range modules {
 		s.digests[name] = m.Digest()
 	}
 	for name, p := range routes.Pools {
-		if _, ok := s.modules[p.Module]; ok {
+		if _, ok := modules[p.Module]; ok {
 			s.pools = append(s.pools, name)
 		}
 	}
 	slices.Sort(s.pools)
-	t.cur = *s
 	t.snap.Store(s)
 }
