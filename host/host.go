@@ -422,6 +422,7 @@ func (a *Agent) run(ctx context.Context, req *wardv1.JobRequest, res *wardv1.Job
 		}
 		out, err = a.cfg.Runtime.Run(ctx, mod, in)
 	}
+	res.Module, res.ModuleDigest = p.Module, mod.Digest()
 	if out != nil {
 		instanceRuns.WithLabelValues(p.Module, instanceKind(mod, out)).Inc()
 	}

@@ -182,7 +182,7 @@ func (s *Scheduler) Reconcile(lctx, ctx context.Context, now time.Time) int {
 			s.countFailure(lctx, job.WorkerID, zone)
 			msg := fmt.Sprintf("no progress for %s in %s on worker %s", limit, k.state, job.WorkerID)
 			s.log.Info("job timed out", "job_id", id, "reason", k.reason, "worker_id", job.WorkerID)
-			s.retryOrEnd(lctx, job, jobstore.Timeout, k.reason, "", "", msg)
+			s.retryOrEnd(lctx, job, jobstore.Timeout, k.reason, "", "", msg, ran{})
 			if k.state == jobstore.Running && job.WorkerID != "" {
 				// Should the host still run it, it stops.
 				_ = s.cfg.Bus.Publish(bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: k.reason})

@@ -36,7 +36,7 @@ func (s *Scheduler) handleResult(ctx context.Context, _ *nats.Msg, r *wardv1.Job
 		return
 	}
 	t := jobstore.Transition{To: to, IfWorker: worker, ResultPtr: r.GetResultPtr(), WorkerID: worker,
-		Message: fmt.Sprintf("ran in %d ms", r.GetExecutionMs())}
+		Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(), Message: fmt.Sprintf("ran in %d ms", r.GetExecutionMs())}
 	job, err := s.cfg.Store.Transition(ctx, r.GetJobId(), t)
 	if err != nil {
 		s.late("result", r.GetJobId(), err)
@@ -100,7 +100,8 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, zone string
 			s.countFailure(ctx, worker, zone)
 			counted = true
 		}
-		if err := s.retryOrEnd(ctx, job, stateOf(r.GetStatus()), code, code, r.GetErrorMessage(), msg); !errors.Is(err, jobstore.ErrInvalidTransition) {
+		ran := ran{module: r.GetModule(), digest: r.GetModuleDigest()}
+		if err := s.retryOrEnd(ctx, job, stateOf(r.GetStatus()), code, code, r.GetErrorMessage(), msg, ran); !errors.Is(err, jobstore.ErrInvalidTransition) {
 			return
 		}
 	}
@@ -163,7 +164,10 @@ func (s *Scheduler) countFailure(ctx context.Context, worker, zone string) {
 // failure for the event log.
 //
 // It returns the store's error, having logged or counted it.
-func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobstore.State, reason, code, errMsg, msg string) error {
+// ran names the module version of the attempt, as its host reported it.
+type ran struct{ module, digest string }
+
+func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobstore.State, reason, code, errMsg, msg string, ran ran) error {
 	c := s.conf.Load()
 	from, worker := job.State, job.WorkerID
 	if job.Attempt <= job.MaxRetries && (job.Deadline.IsZero() || time.Now().Before(job.Deadline)) {
@@ -182,7 +186,8 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 		s.moved(moved, t)
 		return nil
 	}
-	t := jobstore.Transition{To: to, From: from, IfWorker: worker, Reason: reason, ErrorCode: code, ErrorMessage: errMsg, Message: msg}
+	t := jobstore.Transition{To: to, From: from, IfWorker: worker, Reason: reason, ErrorCode: code, ErrorMessage: errMsg, Message: msg,
+		Module: ran.module, ModuleDigest: ran.digest}
 	dlq := job.MaxRetries > 0
 	if dlq {
 		t.Reason = ReasonMaxRetriesExceeded

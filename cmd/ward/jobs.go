@@ -19,7 +19,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 	var asJSON, result bool
 	get := &cobra.Command{
 		Use:   "get <job-id>",
-		Short: "Show a stored job: state, topic, tenant, safety decision log entry, worker, result pointer, event log",
+		Short: "Show a stored job: state, topic, tenant, safety decision log entry, worker, the module version that ran it, result pointer, event log",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ctx, done, err := g.dial(10 * time.Second)
@@ -100,6 +100,9 @@ func printJob(out io.Writer, j *wardv1.JobRecord) {
 	row("priority", fmt.Sprint(j.GetPriority()))
 	row("pool", j.GetPool())
 	row("worker", j.GetWorkerId())
+	if j.GetModule() != "" {
+		row("module", j.GetModule()+" "+j.GetModuleDigest())
+	}
 	row("waiting", j.GetWaiting())
 	if j.GetAttempt() > 0 || j.GetMaxRetries() > 0 {
 		row("attempts", fmt.Sprintf("%d (max retries %d)", j.GetAttempt(), j.GetMaxRetries()))

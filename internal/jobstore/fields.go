@@ -24,6 +24,8 @@ const (
 	fWorkerID       = "worker_id"
 	fContextPtr     = "context_ptr"
 	fResultPtr      = "result_ptr"
+	fModule         = "module"
+	fModuleDigest   = "module_digest"
 	fLabels         = "labels"
 	fRequires       = "requires"
 	fIdempotencyKey = "idempotency_key"
@@ -89,6 +91,8 @@ func jobFields(j *Job) ([]string, error) {
 	p = pairs(p, fWorkerID, j.WorkerID)
 	p = pairs(p, fContextPtr, j.ContextPtr)
 	p = pairs(p, fResultPtr, j.ResultPtr)
+	p = pairs(p, fModule, j.Module)
+	p = pairs(p, fModuleDigest, j.ModuleDigest)
 	if len(j.Labels) > 0 {
 		b, err := json.Marshal(j.Labels)
 		if err != nil {
@@ -162,6 +166,8 @@ func transitionFields(t Transition) ([]string, error) {
 	p = pairs(p, fPool, t.Pool)
 	p = pairs(p, fWorkerID, t.WorkerID)
 	p = pairs(p, fResultPtr, t.ResultPtr)
+	p = pairs(p, fModule, t.Module)
+	p = pairs(p, fModuleDigest, t.ModuleDigest)
 	if t.To.Terminal() {
 		p = pairs(p, fReason, t.Reason)
 		p = pairs(p, fErrorCode, t.ErrorCode)
@@ -198,6 +204,8 @@ func decodeJob(h map[string]string) (*Job, error) {
 		WorkerID:       h[fWorkerID],
 		ContextPtr:     h[fContextPtr],
 		ResultPtr:      h[fResultPtr],
+		Module:         h[fModule],
+		ModuleDigest:   h[fModuleDigest],
 		IdempotencyKey: h[fIdempotencyKey],
 		TraceID:        h[fTraceID],
 		Reason:         h[fReason],

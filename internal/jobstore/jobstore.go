@@ -164,15 +164,18 @@ type Safety struct {
 
 // Job is a job's stored metadata.
 type Job struct {
-	ID             string            `json:"id"`
-	Topic          string            `json:"topic"`
-	Tenant         string            `json:"tenant"`
-	Priority       int               `json:"priority"`
-	State          State             `json:"state"`
-	Pool           string            `json:"pool,omitempty"`
-	WorkerID       string            `json:"worker_id,omitempty"`
-	ContextPtr     string            `json:"context_ptr,omitempty"`
-	ResultPtr      string            `json:"result_ptr,omitempty"`
+	ID         string `json:"id"`
+	Topic      string `json:"topic"`
+	Tenant     string `json:"tenant"`
+	Priority   int    `json:"priority"`
+	State      State  `json:"state"`
+	Pool       string `json:"pool,omitempty"`
+	WorkerID   string `json:"worker_id,omitempty"`
+	ContextPtr string `json:"context_ptr,omitempty"`
+	ResultPtr  string `json:"result_ptr,omitempty"`
+	// Module and ModuleDigest name the module version that ran the job.
+	Module         string            `json:"module,omitempty"`
+	ModuleDigest   string            `json:"module_digest,omitempty"`
 	Labels         map[string]string `json:"labels,omitempty"`
 	Requires       []string          `json:"requires,omitempty"`
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
@@ -228,6 +231,8 @@ type Transition struct {
 	Pool      string
 	WorkerID  string
 	ResultPtr string
+	// Module and ModuleDigest: the module version that ran the attempt.
+	Module, ModuleDigest string
 	// Reason goes into the event; the job keeps it, with ErrorCode and
 	// ErrorMessage, only when the move ends it (To is terminal).
 	Reason       string

@@ -141,6 +141,9 @@ func (e *deployEnv) helloJob(t testing.TB, payload string, labels map[string]str
 
 func wantResult(t testing.TB, rec *wardv1.JobRecord, want string) {
 	t.Helper()
+	if rec.GetState() == wardv1.JobState_JOB_STATE_SUCCEEDED && rec.GetModuleDigest() == "" {
+		t.Errorf("job %s does not say which module version ran it", rec.GetJobId())
+	}
 	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || string(rec.GetResult()) != want {
 		t.Fatalf("job %s: %s on %q: %q (%s: %v), want SUCCEEDED %q", rec.GetJobId(), rec.GetState(), rec.GetWorkerId(),
 			rec.GetResult(), rec.GetReason(), rec.GetEvents(), want)
@@ -167,7 +170,11 @@ func TestDeployServesANewTopic(t *testing.T) {
 	}
 	a := e.deploy(t, "1", hello(t, "1"), nil)
 	// Submitted at once: the job waits while the host loads the module.
-	wantResult(t, e.helloJob(t, "x", nil), "hello 1: x")
+	rec := e.helloJob(t, "x", nil)
+	wantResult(t, rec, "hello 1: x")
+	if rec.GetModule() != "hello" || rec.GetModuleDigest() != a.Digest {
+		t.Errorf("the job says module %s %s ran it, want hello %s", rec.GetModule(), rec.GetModuleDigest(), a.Digest)
+	}
 	if h.Modules()["hello"] != a.Digest || !slices.Contains(h.Pools(), "hello") {
 		t.Errorf("host holds %v, serves %v", h.Modules(), h.Pools())
 	}
@@ -175,7 +182,7 @@ func TestDeployServesANewTopic(t *testing.T) {
 		t.Error("a part was replaced")
 	}
 	// The built-in modules still serve.
-	_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte("e")})
+	_, rec = e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte("e")})
 	wantResult(t, rec, "e")
 }
 
@@ -222,7 +229,11 @@ func TestDeployWhileAJobRuns(t *testing.T) {
 		t.Fatalf("the slow job was no longer running when v2 landed (%v %v): the test proves nothing", rec.GetState(), err)
 	}
 	// v2 serves while the slow job still runs on v1.
-	wantResult(t, e.helloJob(t, "y", nil), "hello 2: y")
+	if rec := e.helloJob(t, "y", nil); rec.GetModuleDigest() != v2.Digest {
+		t.Errorf("a job after the rollout ran on %s, want v2 %s", rec.GetModuleDigest(), v2.Digest)
+	} else {
+		wantResult(t, rec, "hello 2: y")
+	}
 	if _, err := e.client.Wait(ctx, slow, w, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -231,6 +242,9 @@ func TestDeployWhileAJobRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantResult(t, rec, "hello 1: sleep 4000")
+	if rec.GetModuleDigest() != v1.Digest {
+		t.Errorf("the slow job says it ran on %s, want v1 %s", rec.GetModuleDigest(), v1.Digest)
+	}
 
 	// Rollback: v1 again.
 	if _, err := e.reg.Rollback(ctx, "hello"); err != nil {
@@ -360,7 +374,11 @@ func TestRefusedVersionsKeepTheOldOneServing(t *testing.T) {
 				t.Errorf("host holds %s, want v1 %s", h.Modules()["hello"], v1.Digest)
 			}
 			// v1 keeps serving the jobs submitted after the refusal.
-			wantResult(t, e.helloJob(t, c.name, nil), "hello 1: "+c.name)
+			rec := e.helloJob(t, c.name, nil)
+			wantResult(t, rec, "hello 1: "+c.name)
+			if rec.GetModuleDigest() != v1.Digest {
+				t.Errorf("ran on %s, want v1 %s", rec.GetModuleDigest(), v1.Digest)
+			}
 		})
 	}
 	// A good version after all that is served.

@@ -684,14 +684,18 @@ func (x *SubmitReply) GetDuplicate() bool {
 
 // JobResult is what a host publishes on sys.job.result when a job ends.
 type JobResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Status        JobState               `protobuf:"varint,2,opt,name=status,proto3,enum=ward.v1.JobState" json:"status,omitempty"`
-	ResultPtr     string                 `protobuf:"bytes,3,opt,name=result_ptr,json=resultPtr,proto3" json:"result_ptr,omitempty"`
-	WorkerId      string                 `protobuf:"bytes,4,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	ExecutionMs   int64                  `protobuf:"varint,5,opt,name=execution_ms,json=executionMs,proto3" json:"execution_ms,omitempty"`
-	ErrorCode     string                 `protobuf:"bytes,6,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
-	ErrorMessage  string                 `protobuf:"bytes,7,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	JobId        string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Status       JobState               `protobuf:"varint,2,opt,name=status,proto3,enum=ward.v1.JobState" json:"status,omitempty"`
+	ResultPtr    string                 `protobuf:"bytes,3,opt,name=result_ptr,json=resultPtr,proto3" json:"result_ptr,omitempty"`
+	WorkerId     string                 `protobuf:"bytes,4,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	ExecutionMs  int64                  `protobuf:"varint,5,opt,name=execution_ms,json=executionMs,proto3" json:"execution_ms,omitempty"`
+	ErrorCode    string                 `protobuf:"bytes,6,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,7,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// module and module_digest name the module version that ran the job
+	// (empty when the host did not start it).
+	Module        string `protobuf:"bytes,8,opt,name=module,proto3" json:"module,omitempty"`
+	ModuleDigest  string `protobuf:"bytes,9,opt,name=module_digest,json=moduleDigest,proto3" json:"module_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -771,6 +775,20 @@ func (x *JobResult) GetErrorCode() string {
 func (x *JobResult) GetErrorMessage() string {
 	if x != nil {
 		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *JobResult) GetModule() string {
+	if x != nil {
+		return x.Module
+	}
+	return ""
+}
+
+func (x *JobResult) GetModuleDigest() string {
+	if x != nil {
+		return x.ModuleDigest
 	}
 	return ""
 }
@@ -1184,8 +1202,11 @@ type JobRecord struct {
 	MaxRetries     int32      `protobuf:"varint,22,opt,name=max_retries,json=maxRetries,proto3" json:"max_retries,omitempty"`
 	DeadlineUnixMs int64      `protobuf:"varint,23,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"`
 	Resources      *Resources `protobuf:"bytes,24,opt,name=resources,proto3" json:"resources,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// module and module_digest name the module version that ran the job.
+	Module        string `protobuf:"bytes,25,opt,name=module,proto3" json:"module,omitempty"`
+	ModuleDigest  string `protobuf:"bytes,26,opt,name=module_digest,json=moduleDigest,proto3" json:"module_digest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobRecord) Reset() {
@@ -1384,6 +1405,20 @@ func (x *JobRecord) GetResources() *Resources {
 		return x.Resources
 	}
 	return nil
+}
+
+func (x *JobRecord) GetModule() string {
+	if x != nil {
+		return x.Module
+	}
+	return ""
+}
+
+func (x *JobRecord) GetModuleDigest() string {
+	if x != nil {
+		return x.ModuleDigest
+	}
+	return ""
 }
 
 // GetJobRequest asks a scheduler for one job, on sys.job.get.
@@ -1754,7 +1789,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xf0\x01\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xad\x02\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x06status\x12\x1d\n" +
@@ -1764,7 +1799,9 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\fexecution_ms\x18\x05 \x01(\x03R\vexecutionMs\x12\x1d\n" +
 	"\n" +
 	"error_code\x18\x06 \x01(\tR\terrorCode\x12#\n" +
-	"\rerror_message\x18\a \x01(\tR\ferrorMessage\"\xe3\x02\n" +
+	"\rerror_message\x18\a \x01(\tR\ferrorMessage\x12\x16\n" +
+	"\x06module\x18\b \x01(\tR\x06module\x12#\n" +
+	"\rmodule_digest\x18\t \x01(\tR\fmoduleDigest\"\xe3\x02\n" +
 	"\vJobProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12-\n" +
@@ -1802,7 +1839,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\finput_digest\x18\x06 \x01(\tR\vinputDigest\x12\x17\n" +
 	"\aeval_ns\x18\a \x01(\x03R\x06evalNs\x12\x16\n" +
 	"\x06cached\x18\b \x01(\bR\x06cached\x12+\n" +
-	"\x12decided_at_unix_ms\x18\t \x01(\x03R\x0fdecidedAtUnixMs\"\x80\a\n" +
+	"\x12decided_at_unix_ms\x18\t \x01(\x03R\x0fdecidedAtUnixMs\"\xbd\a\n" +
 	"\tJobRecord\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +
@@ -1832,7 +1869,9 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\vmax_retries\x18\x16 \x01(\x05R\n" +
 	"maxRetries\x12(\n" +
 	"\x10deadline_unix_ms\x18\x17 \x01(\x03R\x0edeadlineUnixMs\x120\n" +
-	"\tresources\x18\x18 \x01(\v2\x12.ward.v1.ResourcesR\tresources\x1a9\n" +
+	"\tresources\x18\x18 \x01(\v2\x12.ward.v1.ResourcesR\tresources\x12\x16\n" +
+	"\x06module\x18\x19 \x01(\tR\x06module\x12#\n" +
+	"\rmodule_digest\x18\x1a \x01(\tR\fmoduleDigest\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +

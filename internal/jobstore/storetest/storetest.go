@@ -526,12 +526,14 @@ func testTransitionFields(t *testing.T, s jobstore.Store) {
 	j = move(t, s, "j1", jobstore.Transition{
 		To: jobstore.Failed, ResultPtr: jobstore.ResultPtr("j1"), Reason: "WORKER_ERROR",
 		ErrorCode: "E1", ErrorMessage: "it broke", Message: "not stored on the job", At: t0.Add(3 * time.Second),
+		Module: "echo", ModuleDigest: "sha256:ab",
 	})
 	want := job("j1")
 	want.State = jobstore.Failed
 	want.ContextPtr = jobstore.ContextPtr("j1")
 	want.Pool, want.WorkerID, want.Attempt, want.Safety = "gpu", "w1", 2, safety
 	want.ResultPtr, want.Reason, want.ErrorCode, want.ErrorMessage = jobstore.ResultPtr("j1"), "WORKER_ERROR", "E1", "it broke"
+	want.Module, want.ModuleDigest = "echo", "sha256:ab"
 	want.UpdatedAt = t0.Add(3 * time.Second)
 	sameJob(t, j, want)
 	sameJob(t, get(t, s, "j1"), want)
