@@ -192,6 +192,10 @@ type limits struct {
 // while others wait would jump the queue), nil otherwise.
 func (s *Scheduler) admit(ctx context.Context, job *jobstore.Job, queued map[string]int) {
 	c := s.conf.Load()
+	if c.mods != nil && len(c.pools.PoolsFor(job.Topic)) == 0 {
+		// Perhaps a deploy this replica has not heard of yet declares it.
+		c = s.caughtUp(ctx)
+	}
 	lim, ok := s.decide(ctx, c, job)
 	if !ok {
 		return
@@ -585,6 +589,8 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits)
 	if job.CPUMillicores > 0 || job.MemoryBytes > 0 {
 		out.Resources = &wardv1.Resources{CpuMillicores: job.CPUMillicores, MemoryBytes: job.MemoryBytes}
 	}
+	// Watchers hear of DISPATCHED before the host can report RUNNING.
+	s.moved(job, t)
 	if err := s.cfg.Bus.Publish(bus.WorkerJobsSubject(worker), out); err != nil {
 		s.log.Error("dispatch publish failed", "job_id", id, "worker_id", worker, "err", err)
 		ft := jobstore.Transition{To: jobstore.Failed, From: jobstore.Dispatched, Reason: ReasonDispatchFailed, Message: err.Error()}
@@ -594,7 +600,6 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits)
 		return
 	}
 	jobsDispatched.WithLabelValues(s.topicLabel(job.Topic)).Inc()
-	s.moved(job, t)
 }
 
 // park puts a PENDING job in pool's queue, ordered by its aged priority,

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -132,6 +133,37 @@ func (s *Scheduler) followModules(st *modreg.State) {
 	}
 	c.mods = m
 	s.storeConf(&c)
+	close(s.modsSeen)
+	s.modsSeen = make(chan struct{})
+}
+
+// catchUpWithin bounds how long admission waits for the registry.
+const catchUpWithin = 2 * time.Second
+
+// caughtUp returns the settings once they include every registry change
+// made before the call (one round trip to JetStream, then the time the
+// watch takes to deliver it), or as they are after catchUpWithin.
+func (s *Scheduler) caughtUp(ctx context.Context) *settings {
+	ctx, cancel := context.WithTimeout(ctx, catchUpWithin)
+	defer cancel()
+	rev, err := s.cfg.Modules.Revision(ctx)
+	if err != nil {
+		s.log.Warn("module registry unreachable; routing on what this replica knows", "err", err)
+		return s.conf.Load()
+	}
+	for {
+		s.confMu.Lock()
+		c, seen := s.conf.Load(), s.modsSeen
+		s.confMu.Unlock()
+		if c.mods == nil || c.mods.state.Revision >= rev {
+			return c
+		}
+		select {
+		case <-seen:
+		case <-ctx.Done():
+			return c
+		}
+	}
 }
 
 // storeConf derives the routing table from pools.yaml and the registry

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,25 @@ func TestDeployedModules(t *testing.T) {
 		t.Fatalf("job.a ran in %s on %s", j.Pool, j.WorkerID)
 	}
 	a.stop()
+
+	// A job submitted the moment a deploy returns finds the route the
+	// deploy declares: admission waits for the registry revision of the
+	// moment (on a loaded machine the watch can deliver the deploy after
+	// the job arrives; here it rarely does).
+	greet := []byte("\x00asm greet")
+	e.addHost(&wardv1.Heartbeat{WorkerId: "g", Pools: []string{"greet"}, MaxParallelJobs: 4, Status: "ready",
+		Modules: map[string]string{"greet": modreg.Digest(greet)}}, nil)
+	e.waitWorkers("g")
+	for i := range 5 {
+		v := modreg.Version{Name: "greet", Version: fmt.Sprint(i), Route: modreg.Route{Topic: fmt.Sprintf("job.greet%d", i), Pool: "greet"}}
+		if _, err := reg.Deploy(context.Background(), v, greet); err != nil {
+			t.Fatal(err)
+		}
+		id := e.mustSubmit(&wardv1.JobRequest{Topic: v.Route.Topic})
+		if j := e.waitEnd(id); j.State != jobstore.Succeeded || j.WorkerID != "g" {
+			t.Fatalf("%s right after its deploy: %s %s %q", v.Route.Topic, j.State, j.Reason, lastEvent(e.events(id), j.State).Message)
+		}
+	}
 
 	// rm: module_retired, in the DLQ.
 	if _, err := reg.Remove(context.Background(), "hello"); err != nil {

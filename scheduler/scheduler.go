@@ -83,9 +83,12 @@ type Scheduler struct {
 
 	conf   atomic.Pointer[settings]
 	confMu sync.Mutex // serializes changes of conf (reloads, the registry)
-	mode   atomic.Pointer[Mode]
-	hot    atomic.Pointer[map[string]bool] // throttled zones
-	leader atomic.Bool                     // this replica holds the reconciler lease
+	// modsSeen is closed, and replaced, at each registry change (guarded
+	// by confMu).
+	modsSeen chan struct{}
+	mode     atomic.Pointer[Mode]
+	hot      atomic.Pointer[map[string]bool] // throttled zones
+	leader   atomic.Bool                     // this replica holds the reconciler lease
 
 	submits *bus.Workers // submissions, and the placements the pump hands out
 	updates *bus.Workers // results, progress, cancels, queries
@@ -161,6 +164,7 @@ func New(cfg Config) (*Scheduler, error) {
 		empty:    make(map[string]time.Time),
 		run:      make(map[string]float64),
 		waiting:  make(map[string]bool),
+		modsSeen: make(chan struct{}),
 	}
 	s.conf.Store(&settings{pools: cfg.Pools, base: cfg.Pools, timeouts: cfg.Timeouts, sched: cfg.Settings})
 	normal := ModeNormal

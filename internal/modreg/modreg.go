@@ -378,10 +378,29 @@ func (r *Registry) List(ctx context.Context) ([]Module, error) {
 	return out, nil
 }
 
+// Revision returns the registry's latest revision. A State whose Revision
+// is at least this one includes every change made before the call: the
+// scheduler waits for that before it calls a topic unmapped, so that a job
+// submitted right after `ward module deploy` returns finds its route.
+func (r *Registry) Revision(ctx context.Context) (uint64, error) {
+	st, err := r.kv.Status(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("modreg: %w", err)
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return 0, errors.New("modreg: the bucket's status has no stream state")
+	}
+	return bs.StreamInfo().State.LastSeq, nil
+}
+
 // State is what the scheduler follows of the registry: every module's
 // active record, and which digest each host last refused.
 type State struct {
-	Actives map[string]*Active
+	// Revision is the registry revision the state includes: every change
+	// up to it (see Registry.Revision).
+	Revision uint64
+	Actives  map[string]*Active
 	// Refused maps module → host → the digest that host refused.
 	Refused map[string]map[string]string
 }
@@ -397,6 +416,7 @@ func (r *Registry) Follow(ctx context.Context, onChange func(*State)) (done <-ch
 	}
 	st := &State{Actives: map[string]*Active{}, Refused: map[string]map[string]string{}}
 	apply := func(e jetstream.KeyValueEntry) {
+		st.Revision = max(st.Revision, e.Revision())
 		parts := strings.SplitN(e.Key(), ".", 4)
 		if len(parts) < 3 {
 			return
@@ -423,7 +443,7 @@ func (r *Registry) Follow(ctx context.Context, onChange func(*State)) (done <-ch
 		}
 	}
 	snapshot := func() *State {
-		out := &State{Actives: maps.Clone(st.Actives), Refused: make(map[string]map[string]string, len(st.Refused))}
+		out := &State{Revision: st.Revision, Actives: maps.Clone(st.Actives), Refused: make(map[string]map[string]string, len(st.Refused))}
 		for k, v := range st.Refused {
 			out.Refused[k] = maps.Clone(v)
 		}
@@ -453,9 +473,7 @@ func (r *Registry) Follow(ctx context.Context, onChange func(*State)) (done <-ch
 					continue
 				}
 				apply(e)
-				if !strings.Contains(e.Key(), ".v.") {
-					onChange(snapshot())
-				}
+				onChange(snapshot())
 			}
 		}
 	}()
