@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,7 +22,7 @@ import (
 var (
 	moduleLoads = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_host_module_loads_total",
-		Help: "Module versions a host loaded from the registry, by result (installed, retired, refused).",
+		Help: "Module versions a host loaded from the registry, by result (staged, installed, retired, refused).",
 	}, []string{"result"})
 	moduleLoadSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name:    "ward_host_module_load_seconds",
@@ -33,9 +34,11 @@ var (
 // ModuleWatcher keeps a host's modules in step with the registry: for every
 // change of a module's active version it fetches the blob, checks its
 // digest (and signature, when Trusted is set), compiles it, and installs
-// it; a retired module is removed. A version that fails any check is
-// refused — logged, reported to the registry for `ward module ls` — and
-// the version already installed keeps serving.
+// it; a retired module is removed. A version stored after the watcher
+// started is compiled ahead (staged) and reported, so that its activation
+// swaps it in at once. A version that fails any check is refused — logged,
+// reported to the registry for `ward module ls` — and the version already
+// installed keeps serving.
 type ModuleWatcher struct {
 	Registry *modreg.Registry
 	Runtime  *runtime.Runtime
@@ -49,7 +52,9 @@ type ModuleWatcher struct {
 	Install func(m *runtime.Module, a *modreg.Active)
 	Retire  func(a *modreg.Active)
 
-	current map[string]*runtime.Module // name → installed; the Follow callback's alone
+	// The Follow callback's alone:
+	current map[string]*runtime.Module // name → installed
+	staged  map[string]*runtime.Module // name → compiled ahead, not active
 }
 
 // Run follows the registry until ctx ends. synced is closed once the
@@ -59,9 +64,21 @@ func (w *ModuleWatcher) Run(ctx context.Context, synced chan<- struct{}) error {
 	if w.Logger == nil {
 		w.Logger = slog.Default()
 	}
-	w.current = map[string]*runtime.Module{}
+	w.current, w.staged = map[string]*runtime.Module{}, map[string]*runtime.Module{}
 	seen := map[string]modreg.Active{} // the active records applied
+	known := map[string]bool{}         // "<name> <version>" of the records seen
+	var live atomic.Bool               // past the state at start
 	done, err := w.Registry.Follow(ctx, func(st *modreg.State) {
+		for _, name := range slices.Sorted(maps.Keys(st.Versions)) {
+			for _, v := range st.Versions[name] {
+				if key := name + " " + v.Version; !known[key] {
+					known[key] = true
+					if live.Load() {
+						w.stage(ctx, v)
+					}
+				}
+			}
+		}
 		for _, name := range slices.Sorted(maps.Keys(st.Actives)) {
 			a := st.Actives[name]
 			if old, ok := seen[name]; ok && old.Version == a.Version && old.Digest == a.Digest && old.Retired == a.Retired {
@@ -74,9 +91,45 @@ func (w *ModuleWatcher) Run(ctx context.Context, synced chan<- struct{}) error {
 	if err != nil {
 		return err
 	}
+	live.Store(true)
 	close(synced)
 	<-done
 	return nil
+}
+
+// stage compiles a version ahead of its activation, and reports it; a
+// version that fails a check is refused as it would be on activation.
+func (w *ModuleWatcher) stage(ctx context.Context, v *modreg.Version) {
+	if m := w.current[v.Name]; m != nil && m.Digest() == v.Digest {
+		return
+	}
+	if m := w.staged[v.Name]; m != nil && m.Digest() == v.Digest {
+		return
+	}
+	log := w.Logger.With("module", v.Name, "version", v.Version, "digest", v.Digest)
+	start := time.Now()
+	m, err := w.loadVersion(ctx, v)
+	if err != nil {
+		w.refuse(ctx, log, modreg.Event{Name: v.Name, Version: v.Version, Digest: v.Digest, Host: w.HostID, Error: err.Error()})
+		return
+	}
+	if old := w.staged[v.Name]; old != nil {
+		old.Close() // staged, never activated
+	}
+	w.staged[v.Name] = m
+	moduleLoads.WithLabelValues("staged").Inc()
+	log.Info("module staged: compiled ahead of its activation", "took", time.Since(start).Round(time.Millisecond))
+	if err := w.Registry.ReportStaged(context.WithoutCancel(ctx), v.Name, w.HostID, v.Digest); err != nil {
+		log.Warn("could not report the staged version", "err", err)
+	}
+}
+
+func (w *ModuleWatcher) refuse(ctx context.Context, log *slog.Logger, e modreg.Event) {
+	moduleLoads.WithLabelValues("refused").Inc()
+	log.Error("module version refused; the installed version keeps serving", "err", e.Error)
+	if err := w.Registry.ReportRefusal(context.WithoutCancel(ctx), e); err != nil {
+		log.Warn("could not report the refusal", "err", err)
+	}
 }
 
 func (w *ModuleWatcher) apply(ctx context.Context, a *modreg.Active) {
@@ -94,15 +147,15 @@ func (w *ModuleWatcher) apply(ctx context.Context, a *modreg.Active) {
 		return
 	}
 	start := time.Now()
-	m, err := w.load(ctx, a)
-	if err != nil {
-		moduleLoads.WithLabelValues("refused").Inc()
-		log.Error("module version refused; the installed version keeps serving", "err", err)
-		if rerr := w.Registry.ReportRefusal(context.WithoutCancel(ctx), modreg.Event{Name: a.Name, Version: a.Version,
-			Digest: a.Digest, Host: w.HostID, Error: err.Error()}); rerr != nil {
-			log.Warn("could not report the refusal", "err", rerr)
+	m := w.staged[a.Name]
+	if m != nil && m.Digest() == a.Digest {
+		delete(w.staged, a.Name) // compiled ahead: the swap is immediate
+	} else {
+		var err error
+		if m, err = w.load(ctx, a); err != nil {
+			w.refuse(ctx, log, modreg.Event{Name: a.Name, Version: a.Version, Digest: a.Digest, Host: w.HostID, Error: err.Error()})
+			return
 		}
-		return
 	}
 	w.current[a.Name] = m
 	w.Install(m, a)
@@ -119,6 +172,12 @@ func (w *ModuleWatcher) load(ctx context.Context, a *modreg.Active) (*runtime.Mo
 	if v.Digest != a.Digest {
 		return nil, errors.New("active record and version record disagree on the digest")
 	}
+	return w.loadVersion(ctx, v)
+}
+
+// loadVersion checks a version's signature (with trusted keys) and blob,
+// and compiles it with the manifest deployed with it.
+func (w *ModuleWatcher) loadVersion(ctx context.Context, v *modreg.Version) (*runtime.Module, error) {
 	if len(w.Trusted) > 0 {
 		if err := modreg.Verify(w.Trusted, v.Digest, v.Signature); err != nil {
 			return nil, err
@@ -130,12 +189,12 @@ func (w *ModuleWatcher) load(ctx context.Context, a *modreg.Active) (*runtime.Mo
 	}
 	// The manifest deployed with the version says how to run it (ABI,
 	// isolation, limits); without one, the defaults.
-	man := &runtime.Manifest{Name: a.Name}
+	man := &runtime.Manifest{Name: v.Name}
 	if v.Manifest != "" {
 		if man, err = runtime.ParseManifest([]byte(v.Manifest)); err != nil {
 			return nil, err
 		}
-		man.Name = a.Name
+		man.Name = v.Name
 	}
 	return w.Runtime.Load(ctx, wasm, man)
 }

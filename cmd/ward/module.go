@@ -41,7 +41,8 @@ func newModuleCmd(g *globals) *cobra.Command {
 	}
 
 	var manifestPath, keyPath, sigPath, name, version string
-	var wait time.Duration
+	var wait, stageTimeout time.Duration
+	var force bool
 	deploy := &cobra.Command{
 		Use:   "deploy <module.wasm>",
 		Short: "Upload a module and make it the active version on every host",
@@ -112,18 +113,33 @@ func newModuleCmd(g *globals) *cobra.Command {
 					}
 				}
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute+stageTimeout)
 			defer cancel()
 			c, r, err := open(ctx)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			a, err := r.Deploy(ctx, v, wasm)
+			out := cmd.OutOrStdout()
+			staged, err := r.Stage(ctx, v, wasm)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "deployed %s %s (%s, %d bytes%s)\n", a.Name, a.Version, a.Digest, len(wasm), signedNote(v.Signature))
+			if stageTimeout > 0 {
+				// Hosts compile it while the active version serves; the
+				// activation then swaps it in at once.
+				if err := waitStaged(ctx, c, r, staged, stageTimeout, out); err != nil {
+					if !force {
+						return fmt.Errorf("%w; %s %s is stored but not active (--force activates it anyway)", err, staged.Name, staged.Version)
+					}
+					fmt.Fprintf(out, "%v; activating anyway (--force)\n", err)
+				}
+			}
+			a, err := r.Activate(ctx, staged.Name, staged.Version)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "deployed %s %s (%s, %d bytes%s)\n", a.Name, a.Version, a.Digest, len(wasm), signedNote(v.Signature))
 			if a.Route.Topic != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "route: %s → pool %s\n", a.Route.Topic, orDefault(a.Route.Pool, a.Name))
 			}
@@ -135,6 +151,8 @@ func newModuleCmd(g *globals) *cobra.Command {
 	deploy.Flags().StringVar(&version, "version", "", "version (default: the manifest's, else sha-<digest prefix>)")
 	deploy.Flags().StringVar(&keyPath, "sign-key", "", "sign with this ed25519 private key (PEM)")
 	deploy.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version (or refused it), and say how long it took")
+	deploy.Flags().DurationVar(&stageTimeout, "stage-timeout", 30*time.Second, "before activating, wait up to this long for every live host to compile the version ahead (0: activate at once, hosts compile on activation)")
+	deploy.Flags().BoolVar(&force, "force", false, "activate even when a host refused the version while staging it")
 	deploy.Flags().StringVar(&sigPath, "signature", "", "signature file from `ward module sign` (default: <module>.wasm.sig if present)")
 
 	ls := &cobra.Command{
@@ -331,6 +349,74 @@ func shortDigest(d string) string {
 		return d[:19]
 	}
 	return d
+}
+
+// waitStaged waits until every live host has compiled v ahead, holds it
+// already, or refused it; it fails when one refused it. Hosts that have
+// not staged it within timeout are named, and the deploy goes on: they
+// load it on activation.
+func waitStaged(ctx context.Context, c *client.Client, r *modreg.Registry, v *modreg.Version, timeout time.Duration, out io.Writer) error {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		state *modreg.State
+	)
+	changed := make(chan struct{}, 1)
+	done, err := r.Follow(ctx, func(st *modreg.State) {
+		mu.Lock()
+		state = st
+		mu.Unlock()
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { cancel(); <-done }()
+	live, err := c.Workers(ctx, 150*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	for {
+		mu.Lock()
+		st := state
+		mu.Unlock()
+		var ready int
+		var waiting, refused []string
+		for _, hb := range live {
+			id := hb.GetWorkerId()
+			switch {
+			case st.Staged[v.Name][id] == v.Digest, hb.GetModules()[v.Name] == v.Digest:
+				ready++
+			case st.Refused[v.Name][id] == v.Digest:
+				refused = append(refused, id)
+			default:
+				waiting = append(waiting, id)
+			}
+		}
+		if len(refused) > 0 && len(waiting) == 0 {
+			return fmt.Errorf("hosts %v refused %s %s (see `ward module ls`)", refused, v.Name, v.Version)
+		}
+		if len(waiting) == 0 {
+			fmt.Fprintf(out, "staged: %s %s compiled ahead on %d/%d live hosts in %s\n", v.Name, v.Version, ready, len(live),
+				time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			fmt.Fprintf(out, "staging: hosts %v had not compiled %s %s after %s; they load it on activation\n",
+				waiting, v.Name, v.Version, timeout)
+			if len(refused) > 0 {
+				return fmt.Errorf("hosts %v refused %s %s (see `ward module ls`)", refused, v.Name, v.Version)
+			}
+			return nil
+		}
+	}
 }
 
 // waitFor runs waitRollout for up to wait; with no wait it returns at once.

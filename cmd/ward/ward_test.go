@@ -241,7 +241,10 @@ func TestSeparateProcesses(t *testing.T) {
 	v1, v2 := writeHello("1"), writeHello("2")
 	mustWard("rolled out: hello 1 on 2/2 live hosts", "module", "deploy", v1, "--wait", "2m")
 	mustWard("hello 1: hi", "submit", "--topic", "job.hello", "--tenant", "acme", "--payload", "hi", "--wait")
-	mustWard("rolled out: hello 2 on 2/2 live hosts", "module", "deploy", v2, "--wait", "2m")
+	out := mustWard("rolled out: hello 2 on 2/2 live hosts", "module", "deploy", v2, "--wait", "2m")
+	if !strings.Contains(out, "staged: hello 2 compiled ahead on 2/2 live hosts") {
+		t.Errorf("v2 was not compiled ahead on both hosts before its activation:\n%s", out)
+	}
 	mustWard("hello 2: hi", "submit", "--topic", "job.hello", "--tenant", "acme", "--payload", "hi", "--wait")
 	ls := mustWard("job.hello→hello", "module", "ls")
 	if !regexp.MustCompile(`(?m)^hello\s+2\s+sha256:\S+\s+\*\s+2\s`).MatchString(ls) {

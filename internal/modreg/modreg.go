@@ -10,6 +10,7 @@
 //	mod.<name>.v.<version>   Version (JSON): digest, manifest, signature, route
 //	mod.<name>.active        Active (JSON): the version in force, history, retired
 //	mod.<name>.event.<host>  Event (JSON): the last load a host refused
+//	mod.<name>.staged.<host> the digest a host has compiled ahead (Stage)
 //
 // Objects (bucket ward_modules): sha256-<hex>.
 package modreg
@@ -159,11 +160,24 @@ func objectName(digest string) string { return strings.Replace(digest, ":", "-",
 func versionKey(name, version string) string { return "mod." + name + ".v." + version }
 func activeKey(name string) string           { return "mod." + name + ".active" }
 func eventKey(name, host string) string      { return "mod." + name + ".event." + host }
+func stagedKey(name, host string) string     { return "mod." + name + ".staged." + host }
 
 // Deploy stores wasm and its version record, and makes it the active
 // version. Deploying the same name, version and bytes again only
 // re-activates it.
 func (r *Registry) Deploy(ctx context.Context, v Version, wasm []byte) (*Active, error) {
+	staged, err := r.Stage(ctx, v, wasm)
+	if err != nil {
+		return nil, err
+	}
+	return r.Activate(ctx, staged.Name, staged.Version)
+}
+
+// Stage stores wasm and its version record without making it active.
+// Hosts compile a staged version ahead and report it (State.Staged), so
+// that Activate swaps it in at once while the active version serves.
+// Staging the same name, version and bytes again returns the record.
+func (r *Registry) Stage(ctx context.Context, v Version, wasm []byte) (*Version, error) {
 	if !nameRE.MatchString(v.Name) {
 		return nil, fmt.Errorf("%w: module name %q (want [a-z0-9][a-z0-9_-]*)", ErrBadName, v.Name)
 	}
@@ -178,7 +192,7 @@ func (r *Registry) Deploy(ctx context.Context, v Version, wasm []byte) (*Active,
 		if old.Digest != v.Digest {
 			return nil, fmt.Errorf("%w: %s %s is %s, not %s (deploy a new version)", ErrVersionExists, v.Name, v.Version, old.Digest, v.Digest)
 		}
-		v = *old
+		return old, nil
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	} else {
@@ -193,6 +207,15 @@ func (r *Registry) Deploy(ctx context.Context, v Version, wasm []byte) (*Active,
 		if _, err := r.kv.Create(ctx, versionKey(v.Name, v.Version), b); err != nil {
 			return nil, fmt.Errorf("modreg: record %s %s: %w", v.Name, v.Version, err)
 		}
+	}
+	return &v, nil
+}
+
+// Activate makes a stored version the active one.
+func (r *Registry) Activate(ctx context.Context, name, version string) (*Active, error) {
+	v, err := r.Version(ctx, name, version)
+	if err != nil {
+		return nil, err
 	}
 	return r.activate(ctx, v.Name, func(cur *Active) (*Active, error) {
 		next := &Active{Name: v.Name, Version: v.Version, Digest: v.Digest, Route: v.Route, Signed: len(v.Signature) > 0,
@@ -324,6 +347,15 @@ func (r *Registry) ReportRefusal(ctx context.Context, e Event) error {
 	return err
 }
 
+// ReportStaged records that host has compiled digest of module name ahead.
+func (r *Registry) ReportStaged(ctx context.Context, name, host, digest string) error {
+	if !hostRE.MatchString(host) || !nameRE.MatchString(name) {
+		return fmt.Errorf("%w: staged %q on %q", ErrBadName, name, host)
+	}
+	_, err := r.kv.Put(ctx, stagedKey(name, host), []byte(digest))
+	return err
+}
+
 // List returns every module, sorted by name, with its versions (oldest
 // deploy first) and refusal events.
 func (r *Registry) List(ctx context.Context) ([]Module, error) {
@@ -403,6 +435,10 @@ type State struct {
 	Actives  map[string]*Active
 	// Refused maps module → host → the digest that host refused.
 	Refused map[string]map[string]string
+	// Staged maps module → host → the digest that host compiled ahead.
+	Staged map[string]map[string]string
+	// Versions maps module → version → its record.
+	Versions map[string]map[string]*Version
 }
 
 // Follow calls onChange with the registry's state: once with the state
@@ -414,7 +450,8 @@ func (r *Registry) Follow(ctx context.Context, onChange func(*State)) (done <-ch
 	if err != nil {
 		return nil, fmt.Errorf("modreg: watch: %w", err)
 	}
-	st := &State{Actives: map[string]*Active{}, Refused: map[string]map[string]string{}}
+	st := &State{Actives: map[string]*Active{}, Refused: map[string]map[string]string{},
+		Staged: map[string]map[string]string{}, Versions: map[string]map[string]*Version{}}
 	apply := func(e jetstream.KeyValueEntry) {
 		st.Revision = max(st.Revision, e.Revision())
 		parts := strings.SplitN(e.Key(), ".", 4)
@@ -440,12 +477,38 @@ func (r *Registry) Follow(ctx context.Context, onChange func(*State)) (done <-ch
 				st.Refused[name] = map[string]string{}
 			}
 			st.Refused[name][parts[3]] = ev.Digest
+		case parts[2] == "staged" && len(parts) == 4:
+			if del {
+				delete(st.Staged[name], parts[3])
+				return
+			}
+			if st.Staged[name] == nil {
+				st.Staged[name] = map[string]string{}
+			}
+			st.Staged[name][parts[3]] = string(e.Value())
+		case parts[2] == "v" && len(parts) == 4:
+			v := &Version{}
+			if del || json.Unmarshal(e.Value(), v) != nil {
+				delete(st.Versions[name], parts[3])
+				return
+			}
+			if st.Versions[name] == nil {
+				st.Versions[name] = map[string]*Version{}
+			}
+			st.Versions[name][parts[3]] = v
 		}
 	}
 	snapshot := func() *State {
-		out := &State{Revision: st.Revision, Actives: maps.Clone(st.Actives), Refused: make(map[string]map[string]string, len(st.Refused))}
+		out := &State{Revision: st.Revision, Actives: maps.Clone(st.Actives), Refused: make(map[string]map[string]string, len(st.Refused)),
+			Staged: make(map[string]map[string]string, len(st.Staged)), Versions: make(map[string]map[string]*Version, len(st.Versions))}
 		for k, v := range st.Refused {
 			out.Refused[k] = maps.Clone(v)
+		}
+		for k, v := range st.Staged {
+			out.Staged[k] = maps.Clone(v)
+		}
+		for k, v := range st.Versions {
+			out.Versions[k] = maps.Clone(v)
 		}
 		return out
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -359,7 +360,7 @@ func TestRefusedVersionsKeepTheOldOneServing(t *testing.T) {
 				}
 				for _, m := range mods {
 					for _, x := range m.Events {
-						if m.Name == "hello" && x.Version == a.Version && x.Host == h.ID() {
+						if m.Name == "hello" && x.Version == a.Version && x.Digest == a.Digest && x.Host == h.ID() {
 							ev = x
 							return true
 						}
@@ -458,4 +459,109 @@ func TestPolicyRequiresSignedModules(t *testing.T) {
 	// echo is not in signed_pools.
 	_, rec = e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte("e")})
 	wantResult(t, rec, "e")
+}
+
+// stagedOn waits until every agent has compiled digest of hello ahead
+// (the registry's staged records).
+func (e *deployEnv) stagedOn(t testing.TB, digest string, agents ...*host.Agent) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	states := make(chan *modreg.State, 64)
+	done, err := e.reg.Follow(ctx, func(st *modreg.State) {
+		select {
+		case states <- st:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); <-done }()
+	deadline := time.After(loadWithin)
+	for {
+		select {
+		case st := <-states:
+			n := 0
+			for _, a := range agents {
+				if st.Staged["hello"][a.ID()] == digest {
+					n++
+				}
+			}
+			if n == len(agents) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%s not staged on every host within %s", digest, loadWithin)
+		}
+	}
+}
+
+// TestStagedDeploy: a version stored with Stage is compiled ahead on every
+// host while the active version keeps serving, without a job waiting;
+// Activate then swaps it in from what was compiled.
+func TestStagedDeploy(t *testing.T) {
+	e := startDeploy(t, stack.Options{})
+	h1 := e.stack.Host
+	h2 := e.addHost(t, "host-two")
+	ctx := context.Background()
+	v1 := e.deploy(t, "1", hello(t, "1"), nil)
+	holds(t, v1.Digest, h1, h2)
+
+	wasm2 := hello(t, "2")
+	staged, err := e.reg.Stage(ctx, modreg.Version{Name: "hello", Version: "2", Manifest: helloManifest("2"),
+		Route: modreg.Route{Topic: "job.hello", Pool: "hello"}}, wasm2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// While it compiles, v1 serves.
+	rec := e.helloJob(t, "during", nil)
+	wantResult(t, rec, "hello 1: during")
+	e.stagedOn(t, staged.Digest, h1, h2)
+	if h1.Modules()["hello"] != v1.Digest || h2.Modules()["hello"] != v1.Digest {
+		t.Fatal("a staged version is in force before its activation")
+	}
+	before := loads(t, "staged")
+	if before < 2 {
+		t.Errorf("ward_host_module_loads_total{result=staged} = %v, want at least 2", before)
+	}
+	installedBefore := loads(t, "installed")
+
+	if _, err := e.reg.Activate(ctx, "hello", "2"); err != nil {
+		t.Fatal(err)
+	}
+	holds(t, staged.Digest, h1, h2)
+	for _, h := range []*host.Agent{h1, h2} {
+		rec := e.helloJob(t, "after", map[string]string{"machine": h.ID()})
+		wantResult(t, rec, "hello 2: after")
+		if rec.GetModuleDigest() != staged.Digest {
+			t.Errorf("ran on %s, want v2 %s", rec.GetModuleDigest(), staged.Digest)
+		}
+	}
+	if got := loads(t, "installed") - installedBefore; got != 2 {
+		t.Errorf("%v installs on activation, want 2", got)
+	}
+}
+
+// loads reads ward_host_module_loads_total{result}, summed over the
+// hosts of this process.
+func loads(t testing.TB, result string) float64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "ward_host_module_loads_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == result {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

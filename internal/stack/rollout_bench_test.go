@@ -14,6 +14,7 @@ import (
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
+	"github.com/ward-run/ward/internal/modreg"
 	"github.com/ward-run/ward/internal/stack"
 )
 
@@ -30,17 +31,26 @@ import (
 //
 //	go test -run X -bench Rollout -benchtime 5x ./internal/stack/
 func BenchmarkRollout(b *testing.B) {
-	b.Run("hosts=1/idle", func(b *testing.B) { benchRollout(b, 1, "") })
-	for _, load := range []string{"", "job.hello", "job.echo"} {
-		name := "idle"
-		if load != "" {
-			name = "load=" + load
+	b.Run("hosts=1/idle", func(b *testing.B) { benchRollout(b, 1, "", false) })
+	for _, staged := range []bool{false, true} {
+		for _, load := range []string{"", "job.hello", "job.echo"} {
+			name := "idle"
+			if load != "" {
+				name = "load=" + load
+			}
+			if staged {
+				name = "staged/" + name
+			}
+			b.Run("hosts=2/"+name, func(b *testing.B) { benchRollout(b, 2, load, staged) })
 		}
-		b.Run("hosts=2/"+name, func(b *testing.B) { benchRollout(b, 2, load) })
 	}
 }
 
-func benchRollout(b *testing.B, hosts int, load string) {
+// benchRollout deploys b.N versions. staged: Stage, wait until every host
+// has compiled it ahead, then Activate; the rollout time runs from
+// Activate, and ms/stage is the time to stage; the throughput "during" is
+// over both.
+func benchRollout(b *testing.B, hosts int, load string, staged bool) {
 	settings := config.DefaultScheduler()
 	settings.Tenants.Default = config.TenantLimits{} // no rate limit: the load is one tenant
 	e := startDeploy(b, stack.Options{MaxParallel: 4, Settings: settings})
@@ -71,7 +81,7 @@ func benchRollout(b *testing.B, hosts int, load string) {
 	}
 	defer func() { stop(); wg.Wait() }()
 
-	var rollouts, before, during []float64
+	var rollouts, stages, before, during []float64
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
@@ -81,8 +91,24 @@ func benchRollout(b *testing.B, hosts int, load string) {
 		wasm := variant(base, fmt.Sprintf("v%d-%d", i+1, time.Now().UnixNano()))
 		b.StartTimer()
 
-		a := e.deploy(b, fmt.Sprintf("%d-%d", i+1, time.Now().UnixNano()), wasm, nil)
 		n1, t1 := done.Load(), time.Now()
+		version := fmt.Sprintf("%d-%d", i+1, time.Now().UnixNano())
+		var a *modreg.Active
+		if staged {
+			v, err := e.reg.Stage(ctx, modreg.Version{Name: "hello", Version: version, Manifest: helloManifest(version),
+				Route: modreg.Route{Topic: "job.hello", Pool: "hello"}}, wasm)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.stagedOn(b, v.Digest, agents...)
+			stages = append(stages, time.Since(t1).Seconds()*1000)
+			t1 = time.Now()
+			if a, err = e.reg.Activate(ctx, "hello", version); err != nil {
+				b.Fatal(err)
+			}
+		} else {
+			a = e.deploy(b, version, wasm, nil)
+		}
 		// Each host: pinned jobs until one runs on the new version.
 		var pinned sync.WaitGroup
 		for _, h := range agents {
@@ -100,7 +126,11 @@ func benchRollout(b *testing.B, hosts int, load string) {
 		took := time.Since(t1)
 		b.StopTimer()
 		rollouts = append(rollouts, took.Seconds()*1000)
-		during = append(during, float64(done.Load()-n1)/took.Seconds())
+		window := took
+		if staged {
+			window += time.Duration(stages[len(stages)-1] * float64(time.Millisecond))
+		}
+		during = append(during, float64(done.Load()-n1)/window.Seconds())
 		for _, h := range agents {
 			if h.Modules()["hello"] != a.Digest {
 				b.Fatalf("host %s does not hold %s after serving a job", h.ID(), a.Digest)
@@ -111,6 +141,9 @@ func benchRollout(b *testing.B, hosts int, load string) {
 	b.StopTimer()
 	b.ReportMetric(median(rollouts), "ms/rollout")
 	b.ReportMetric(slicesMax(rollouts), "max-ms/rollout")
+	if staged {
+		b.ReportMetric(median(stages), "ms/stage")
+	}
 	if load != "" {
 		b.ReportMetric(median(before), "jobs/s-before")
 		b.ReportMetric(median(during), "jobs/s-during")
