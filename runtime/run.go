@@ -111,9 +111,10 @@ func (r *Runtime) Run(ctx context.Context, m *Module, in Input) (*Output, error)
 	if m == nil || m.rt != r {
 		return nil, errors.New("runtime: module was not compiled by this Runtime")
 	}
-	if m.isClosed() {
+	if !m.acquire() {
 		return nil, ErrModuleClosed
 	}
+	defer m.done()
 	start := time.Now()
 
 	lim := r.limits(m, &in)

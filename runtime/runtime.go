@@ -228,6 +228,7 @@ type compileCall struct {
 	done chan struct{}
 	code *code
 	err  error
+	refs int // Loads under way and Modules not yet released (guarded by Runtime.mu)
 }
 
 // code is a compiled module, shared by the Modules of the same bytes.
@@ -293,11 +294,14 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 // the Module or the Runtime is closed.
 type Module struct {
 	rt       *Runtime
+	call     *compileCall
 	code     *code
 	manifest Manifest
 
-	mu     sync.Mutex
-	closed bool
+	mu       sync.Mutex // guards the 3 following fields
+	closed   bool
+	runs     int  // in flight
+	released bool // its hold on the compiled code
 }
 
 // Name is the manifest's name; it is the guest's argv[0].
@@ -317,12 +321,63 @@ func (m *Module) Interruptible() bool { return m.code.interruptible }
 
 // Close drops the module's idle instances; runs in flight finish, and their
 // instances are closed rather than pooled. Later runs fail with
-// ErrModuleClosed. The compiled code stays with the Runtime.
+// ErrModuleClosed. Once no open Module of the same bytes is left and its
+// last run has ended, the compiled code is released (a later Load compiles
+// it again, from the disk cache when there is one): a host swapping
+// versions for months keeps only the code it runs.
 func (m *Module) Close() {
 	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
 	m.closed = true
+	release := m.runs == 0 && !m.released
+	m.released = m.released || release
 	m.mu.Unlock()
 	m.rt.pool.drop(m)
+	if release {
+		m.rt.release(m.call)
+	}
+}
+
+// acquire registers a run; it fails once m is closed.
+func (m *Module) acquire() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.runs++
+	return true
+}
+
+// done ends a run registered by acquire.
+func (m *Module) done() {
+	m.mu.Lock()
+	m.runs--
+	release := m.closed && m.runs == 0 && !m.released
+	m.released = m.released || release
+	m.mu.Unlock()
+	if release {
+		m.rt.release(m.call)
+	}
+}
+
+// release drops one hold on c's compiled code, and closes the code when it
+// was the last.
+func (r *Runtime) release(c *compileCall) {
+	r.mu.Lock()
+	c.refs--
+	last := c.refs == 0 && r.compiled[c.code.digest] == c && !r.closed
+	if last {
+		delete(r.compiled, c.code.digest)
+	}
+	r.mu.Unlock()
+	if last {
+		// wazero: safe while instances of it still run.
+		_ = c.code.compiled.Close(context.Background())
+	}
 }
 
 func (m *Module) isClosed() bool {
@@ -360,12 +415,16 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, man *Manifest) (*Module
 		c = &compileCall{done: make(chan struct{})}
 		r.compiled[digest] = c
 	}
+	c.refs++ // released by the Module's Close, or below on failure
 	r.mu.Unlock()
 
 	if ok {
 		select {
 		case <-c.done:
 		case <-ctx.Done():
+			r.mu.Lock()
+			c.refs-- // the compiling Load holds its own
+			r.mu.Unlock()
 			return nil, ctx.Err()
 		}
 	} else {
@@ -382,20 +441,31 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, man *Manifest) (*Module
 		return nil, fmt.Errorf("runtime: module %s (%s): %w", man.Name, digest, c.err)
 	}
 
-	m := &Module{rt: r, code: c.code, manifest: *man}
+	m := &Module{rt: r, call: c, code: c.code, manifest: *man}
+	if err := m.resolve(man); err != nil {
+		r.release(c)
+		return nil, err
+	}
+	return m, nil
+}
+
+// resolve fills in the manifest's ABI and isolation from the code, and
+// checks that they agree.
+func (m *Module) resolve(man *Manifest) error {
+	c := m.call
 	switch {
 	case m.manifest.ABI == "":
 		m.manifest.ABI = c.code.abi
 	case m.manifest.ABI != c.code.abi:
-		return nil, fmt.Errorf("runtime: module %s: manifest says abi %s, the module is a %s", man.Name, man.ABI, c.code.abi)
+		return fmt.Errorf("runtime: module %s: manifest says abi %s, the module is a %s", man.Name, man.ABI, c.code.abi)
 	}
 	if m.manifest.Isolation == "" {
 		m.manifest.Isolation = Fresh
 	}
 	if m.manifest.ABI == ABICommand && m.manifest.Isolation == Pooled {
-		return nil, fmt.Errorf("runtime: module %s: a wasi-command cannot be pooled", man.Name)
+		return fmt.Errorf("runtime: module %s: a wasi-command cannot be pooled", man.Name)
 	}
-	return m, nil
+	return nil
 }
 
 func (r *Runtime) compile(ctx context.Context, digest string, wasm []byte) (*code, error) {
@@ -512,6 +582,15 @@ func baseModuleConfig() wazero.ModuleConfig {
 		WithSysWalltime().
 		WithSysNanotime().
 		WithRandSource(rand.Reader)
+}
+
+// CompiledModules returns how many compiled modules the Runtime holds:
+// one per distinct module bytes that an open Module (or a Load under way)
+// uses.
+func (r *Runtime) CompiledModules() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.compiled)
 }
 
 // IdleInstances returns how many warm instances the pool holds now.

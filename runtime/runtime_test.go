@@ -726,3 +726,54 @@ func TestGCWhileSpinning(t *testing.T) {
 		t.Fatal("the spinning guest was not stopped")
 	}
 }
+
+// TestCompiledCodeIsReleased: the compiled code of some bytes lives while
+// an open Module of them does, and while a run of a closed one goes on;
+// then it is released, and a later Load compiles it again.
+func TestCompiledCodeIsReleased(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	m1 := reactor(t, rt, hostilePkg, runtime.Pooled)
+	m2 := reactor(t, rt, hostilePkg, runtime.Fresh)
+	if n := rt.CompiledModules(); n != 1 {
+		t.Fatalf("two Modules of the same bytes hold %d compiled modules, want 1", n)
+	}
+	in := runtime.Input{Payload: ask("echo", "x"), Tenant: "acme"}
+	mustRun(t, rt, m1, in)
+	m1.Close()
+	if n := rt.CompiledModules(); n != 1 {
+		t.Fatalf("m2 is open, yet %d compiled modules are held", n)
+	}
+	mustRun(t, rt, m2, in)
+
+	// A run in flight when the last Module closes finishes; the code is
+	// released after it.
+	inFlight := make(chan struct{})
+	var once sync.Once
+	ended := make(chan error, 1)
+	go func() {
+		_, err := rt.Run(context.Background(), m2, runtime.Input{Payload: ask("progress", ""), Tenant: "acme",
+			Progress: func(int, string) { once.Do(func() { close(inFlight) }) }})
+		ended <- err
+	}()
+	<-inFlight
+	m2.Close()
+	if n := rt.CompiledModules(); n != 1 {
+		t.Fatalf("a run is in flight, yet %d compiled modules are held", n)
+	}
+	if err := <-ended; err != nil {
+		t.Fatalf("a run of a Module closed under it: %v", err)
+	}
+	if n := rt.CompiledModules(); n != 0 {
+		t.Fatalf("every Module closed and every run ended, yet %d compiled modules are held", n)
+	}
+	if _, err := rt.Run(context.Background(), m2, in); !errors.Is(err, runtime.ErrModuleClosed) {
+		t.Fatalf("run of a closed Module: %v", err)
+	}
+	m3 := reactor(t, rt, hostilePkg, runtime.Pooled)
+	if out := mustRun(t, rt, m3, in); string(out.Data) != "x" {
+		t.Fatalf("after a new Load: %q", out.Data)
+	}
+	if n := rt.CompiledModules(); n != 1 {
+		t.Fatalf("after a new Load: %d compiled modules", n)
+	}
+}
