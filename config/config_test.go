@@ -226,6 +226,7 @@ func TestSchedulerErrors(t *testing.T) {
 		"backoff":          {"retries:\n  base: 2s\n  max: 1s\n", "line 3: backoff max"},
 		"threshold":        {"failure_domains:\n  threshold: 1.5\n", "line 2: failure_domains.threshold"},
 		"degraded":         {"modes:\n  degraded_max_priority: 11\n", "line 2: modes.degraded_max_priority"},
+		"rollout grace":    {"modules:\n  rollout_grace: 0s\n", "line 2: modules.rollout_grace"},
 		"unknown key":      {"queue:\n  size: 3\n", "line 2"},
 		"wrong type":       {"queue:\n  cap: lots\n", "line 2"},
 		"not yaml":         {"queue: [\n", "t:"},

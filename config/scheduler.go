@@ -46,6 +46,14 @@ type Scheduler struct {
 	Retries        Backoff                 `yaml:"retries"`
 	FailureDomains FailureDomains          `yaml:"failure_domains"`
 	Modes          Modes                   `yaml:"modes"`
+	Modules        Modules                 `yaml:"modules"`
+}
+
+// Modules settings: deployed modules (the module registry).
+type Modules struct {
+	// RolloutGrace: after a version becomes active, jobs for its pool wait
+	// this long for a host to hold it, then end no_workers.
+	RolloutGrace time.Duration `yaml:"rollout_grace"`
 }
 
 // Placement settings.
@@ -210,7 +218,8 @@ func DefaultScheduler() *Scheduler {
 		Retries: Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second},
 		FailureDomains: FailureDomains{Window: time.Minute, Threshold: 0.3, MinSamples: 10, ThrottleRate: 2,
 			QuarantineFailures: 5, QuarantineWindow: time.Minute, QuarantineCooldown: 30 * time.Second},
-		Modes: Modes{DegradedMaxPriority: 5},
+		Modes:   Modes{DegradedMaxPriority: 5},
+		Modules: Modules{RolloutGrace: 2 * time.Minute},
 	}
 }
 
@@ -292,6 +301,7 @@ func (s *Scheduler) validate(name string, root *yaml.Node) error {
 		check(f.QuarantineWindow > 0, "failure_domains.quarantine_window must be positive", "failure_domains", "quarantine_window"),
 		check(f.QuarantineCooldown > 0, "failure_domains.quarantine_cooldown must be positive", "failure_domains", "quarantine_cooldown"),
 		check(s.Modes.DegradedMaxPriority >= 0 && s.Modes.DegradedMaxPriority <= 10, "modes.degraded_max_priority must be 0..10", "modes", "degraded_max_priority"),
+		check(s.Modules.RolloutGrace > 0, "modules.rollout_grace must be positive", "modules", "rollout_grace"),
 	}
 	for _, err := range checks {
 		if err != nil {

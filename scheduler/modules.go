@@ -9,13 +9,6 @@ import (
 	"github.com/ward-run/ward/internal/modreg"
 )
 
-// RolloutGrace is how long after a version becomes active jobs for its
-// pool wait for a host to hold it. Hosts load a version in about a second
-// (fetch, digest check, compile), a large module on a busy machine in
-// tens of seconds; a job still without one after this ends no_workers,
-// since no host will serve it unaided.
-const RolloutGrace = 2 * time.Minute
-
 // modules is the scheduler's view of the module registry: the version in
 // force of each deployed module, who refused it, and since when this
 // replica has known it. Nothing modifies one once stored in settings.
@@ -61,12 +54,12 @@ func (c *settings) current(ws []Worker, pool string) ([]Worker, int) {
 }
 
 // rollingOut explains why pool's jobs wait: no host holds the active
-// version of its module yet, which became active less than RolloutGrace
+// version of its module yet, which became active less than modules.rollout_grace
 // ago. It returns "" otherwise.
 func (c *settings) rollingOut(pool string, stale int, now time.Time) string {
 	name := c.pools.Pools[pool].Module
 	a := c.mods.active(name)
-	if a == nil || now.Sub(c.mods.since[name]) >= RolloutGrace {
+	if a == nil || now.Sub(c.mods.since[name]) >= c.sched.Modules.RolloutGrace {
 		return ""
 	}
 	if a.Retired {
@@ -80,8 +73,8 @@ func (c *settings) rollingOut(pool string, stale int, now time.Time) string {
 func (c *settings) staleWhy(pool string, stale int) string {
 	name := c.pools.Pools[pool].Module
 	a := c.mods.active(name)
-	return fmt.Sprintf("no live host of pool %q holds module %s %s (%s), active for over %s: %d host(s) hold another version (see `ward module ls`)",
-		pool, name, a.Version, short(a.Digest), RolloutGrace, stale)
+	return fmt.Sprintf("no live host of pool %q holds module %s %s (%s), active for over %s (modules.rollout_grace): %d host(s) hold another version (see `ward module ls`)",
+		pool, name, a.Version, short(a.Digest), c.sched.Modules.RolloutGrace, stale)
 }
 
 // retired drops the pools whose module is retired; when none is left it
