@@ -32,7 +32,7 @@ func (m *modules) active(name string) *modreg.Active {
 // had (the refusal is in `ward module ls`, and the old version is better
 // than no service).
 func (m *modules) eligible(w *Worker, name string, a *modreg.Active) bool {
-	return w.Modules[name] == a.Digest || m.state.Refused[name][w.ID] == a.Digest
+	return w.Modules[name] == a.Digest || m.state.Refused[name][w.ID].Digest == a.Digest
 }
 
 // current removes from ws, in place, the workers of pool that do not hold
@@ -166,9 +166,15 @@ func (s *Scheduler) storeConf(c *settings) {
 	if c.mods != nil {
 		var conflicts []modreg.Conflict
 		c.pools, conflicts = modreg.Routes(c.base, c.mods.state.Actives)
+		// Each conflict is logged once, not at every registry change.
+		seen := make(map[modreg.Conflict]bool, len(conflicts))
 		for _, k := range conflicts {
-			s.log.Warn("a deployed module's route is overridden by pools.yaml", "module", k.Module, "topic", k.Topic, "pool", k.Pool, "why", k.Why)
+			seen[k] = true
+			if !s.conflicts[k] {
+				s.log.Warn("a deployed module's route is overridden by pools.yaml", "module", k.Module, "topic", k.Topic, "pool", k.Pool, "why", k.Why)
+			}
 		}
+		s.conflicts = seen
 	}
 	s.conf.Store(c)
 	s.poke()

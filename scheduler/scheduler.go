@@ -83,12 +83,13 @@ type Scheduler struct {
 
 	conf   atomic.Pointer[settings]
 	confMu sync.Mutex // serializes changes of conf (reloads, the registry)
-	// modsSeen is closed, and replaced, at each registry change (guarded
-	// by confMu).
-	modsSeen chan struct{}
-	mode     atomic.Pointer[Mode]
-	hot      atomic.Pointer[map[string]bool] // throttled zones
-	leader   atomic.Bool                     // this replica holds the reconciler lease
+	// modsSeen is closed, and replaced, at each registry change; conflicts
+	// are the route conflicts logged already (both guarded by confMu).
+	modsSeen  chan struct{}
+	conflicts map[modreg.Conflict]bool
+	mode      atomic.Pointer[Mode]
+	hot       atomic.Pointer[map[string]bool] // throttled zones
+	leader    atomic.Bool                     // this replica holds the reconciler lease
 
 	submits *bus.Workers // submissions, and the placements the pump hands out
 	updates *bus.Workers // results, progress, cancels, queries

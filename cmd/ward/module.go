@@ -359,32 +359,17 @@ func waitStaged(ctx context.Context, c *client.Client, r *modreg.Registry, v *mo
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var (
-		mu    sync.Mutex
-		state *modreg.State
-	)
-	changed := make(chan struct{}, 1)
-	done, err := r.Follow(ctx, func(st *modreg.State) {
-		mu.Lock()
-		state = st
-		mu.Unlock()
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	})
+	view, err := followRegistry(ctx, r)
 	if err != nil {
 		return err
 	}
-	defer func() { cancel(); <-done }()
+	defer view.stop()
 	live, err := c.Workers(ctx, 150*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	for {
-		mu.Lock()
-		st := state
-		mu.Unlock()
+		st := view.state()
 		var ready int
 		var waiting, refused []string
 		for _, hb := range live {
@@ -392,7 +377,7 @@ func waitStaged(ctx context.Context, c *client.Client, r *modreg.Registry, v *mo
 			switch {
 			case st.Staged[v.Name][id] == v.Digest, hb.GetModules()[v.Name] == v.Digest:
 				ready++
-			case st.Refused[v.Name][id] == v.Digest:
+			case st.Refused[v.Name][id].Digest == v.Digest:
 				refused = append(refused, id)
 			default:
 				waiting = append(waiting, id)
@@ -407,7 +392,7 @@ func waitStaged(ctx context.Context, c *client.Client, r *modreg.Registry, v *mo
 			return nil
 		}
 		select {
-		case <-changed:
+		case <-view.changed:
 		case <-ctx.Done():
 			fmt.Fprintf(out, "staging: hosts %v had not compiled %s %s after %s; they load it on activation\n",
 				waiting, v.Name, v.Version, timeout)
@@ -418,6 +403,48 @@ func waitStaged(ctx context.Context, c *client.Client, r *modreg.Registry, v *mo
 		}
 	}
 }
+
+// registryView is the registry's state as a waiting command follows it.
+type registryView struct {
+	mu      sync.Mutex
+	st      *modreg.State
+	changed chan struct{} // a change (of the state, or whatever else pokes it)
+	done    <-chan struct{}
+	cancel  context.CancelFunc
+}
+
+// followRegistry follows r until stop.
+func followRegistry(ctx context.Context, r *modreg.Registry) (*registryView, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	v := &registryView{changed: make(chan struct{}, 1), cancel: cancel}
+	done, err := r.Follow(ctx, func(st *modreg.State) {
+		v.mu.Lock()
+		v.st = st
+		v.mu.Unlock()
+		v.poke()
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	v.done = done
+	return v, nil
+}
+
+func (v *registryView) state() *modreg.State {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.st
+}
+
+func (v *registryView) poke() {
+	select {
+	case v.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (v *registryView) stop() { v.cancel(); <-v.done }
 
 // waitFor runs waitRollout for up to wait; with no wait it returns at once.
 func waitFor(wait time.Duration, c *client.Client, r *modreg.Registry, a *modreg.Active, out io.Writer) error {
@@ -455,10 +482,15 @@ func waitRollout(ctx context.Context, c *client.Client, r *modreg.Registry, a *m
 			reached[hb.GetWorkerId()] = at
 		}
 	}
+	beat := make(chan struct{}, 1)
 	sub, err := c.Bus().NATS().Subscribe(bus.SubjectHeartbeats, func(m *nats.Msg) {
 		hb := &wardv1.Heartbeat{}
 		if proto.Unmarshal(m.Data, hb) == nil {
 			note(hb, time.Now())
+			select {
+			case beat <- struct{}{}:
+			default:
+			}
 		}
 	})
 	if err != nil {
@@ -476,22 +508,16 @@ func waitRollout(ctx context.Context, c *client.Client, r *modreg.Registry, a *m
 	if len(live) == 0 {
 		return errors.New("no live host to roll out to")
 	}
-	var refusals map[string]string
-	lastList := time.Time{}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
+	view, err := followRegistry(ctx, r)
+	if err != nil {
+		return err
+	}
+	defer view.stop()
 	for {
-		if time.Since(lastList) > 250*time.Millisecond && !a.Retired {
-			lastList = time.Now()
-			if mods, err := r.List(ctx); err == nil {
-				refusals = map[string]string{}
-				for _, m := range mods {
-					for _, e := range m.Events {
-						if m.Name == a.Name && e.Digest == a.Digest {
-							refusals[e.Host] = e.Error
-						}
-					}
-				}
+		refusals := map[string]string{}
+		for host, e := range view.state().Refused[a.Name] {
+			if !a.Retired && e.Digest == a.Digest {
+				refusals[host] = e.Error
 			}
 		}
 		mu.Lock()
@@ -538,7 +564,8 @@ func waitRollout(ctx context.Context, c *client.Client, r *modreg.Registry, a *m
 		case <-ctx.Done():
 			return fmt.Errorf("rollout of %s %s: hosts %v do not hold it after %s (a host started with --module-registry=false never will)",
 				a.Name, a.Version, waiting, time.Since(start).Round(time.Millisecond))
-		case <-tick.C:
+		case <-view.changed:
+		case <-beat:
 		}
 	}
 }

@@ -433,8 +433,8 @@ type State struct {
 	// up to it (see Registry.Revision).
 	Revision uint64
 	Actives  map[string]*Active
-	// Refused maps module → host → the digest that host refused.
-	Refused map[string]map[string]string
+	// Refused maps module → host → the last version that host refused.
+	Refused map[string]map[string]Event
 	// Staged maps module → host → the digest that host compiled ahead.
 	Staged map[string]map[string]string
 	// Versions maps module → version → its record.
@@ -450,7 +450,7 @@ func (r *Registry) Follow(ctx context.Context, onChange func(*State)) (done <-ch
 	if err != nil {
 		return nil, fmt.Errorf("modreg: watch: %w", err)
 	}
-	st := &State{Actives: map[string]*Active{}, Refused: map[string]map[string]string{},
+	st := &State{Actives: map[string]*Active{}, Refused: map[string]map[string]Event{},
 		Staged: map[string]map[string]string{}, Versions: map[string]map[string]*Version{}}
 	apply := func(e jetstream.KeyValueEntry) {
 		st.Revision = max(st.Revision, e.Revision())
@@ -474,9 +474,9 @@ func (r *Registry) Follow(ctx context.Context, onChange func(*State)) (done <-ch
 				return
 			}
 			if st.Refused[name] == nil {
-				st.Refused[name] = map[string]string{}
+				st.Refused[name] = map[string]Event{}
 			}
-			st.Refused[name][parts[3]] = ev.Digest
+			st.Refused[name][parts[3]] = ev
 		case parts[2] == "staged" && len(parts) == 4:
 			if del {
 				delete(st.Staged[name], parts[3])
@@ -499,7 +499,7 @@ func (r *Registry) Follow(ctx context.Context, onChange func(*State)) (done <-ch
 		}
 	}
 	snapshot := func() *State {
-		out := &State{Revision: st.Revision, Actives: maps.Clone(st.Actives), Refused: make(map[string]map[string]string, len(st.Refused)),
+		out := &State{Revision: st.Revision, Actives: maps.Clone(st.Actives), Refused: make(map[string]map[string]Event, len(st.Refused)),
 			Staged: make(map[string]map[string]string, len(st.Staged)), Versions: make(map[string]map[string]*Version, len(st.Versions))}
 		for k, v := range st.Refused {
 			out.Refused[k] = maps.Clone(v)

@@ -227,8 +227,8 @@ func TestFollow(t *testing.T) {
 	if err := r.ReportRefusal(ctx, Event{Name: "hello", Version: "2", Digest: a2.Digest, Host: "h1", Error: "bad"}); err != nil {
 		t.Fatal(err)
 	}
-	s = next(func(s *State) bool { return s.Refused["hello"]["h1"] != "" })
-	if s.Refused["hello"]["h1"] != a2.Digest {
+	s = next(func(s *State) bool { return s.Refused["hello"]["h1"].Digest != "" })
+	if e := s.Refused["hello"]["h1"]; e.Digest != a2.Digest || e.Version != "2" || e.Error != "bad" {
 		t.Errorf("refused = %v", s.Refused)
 	}
 	cancel()
