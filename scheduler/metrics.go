@@ -64,7 +64,7 @@ var (
 	}, []string{"reason"})
 	retries = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_scheduler_retries_total",
-		Help: "Failed attempts requeued for another, by cause (the error code, dispatch_timeout or running_timeout).",
+		Help: "Failed attempts requeued for another, by cause (the error code, dispatch_timeout, running_timeout, or bounced: the host did not start it).",
 	}, []string{"cause"})
 	zoneFailureRate = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "ward_scheduler_zone_failure_rate",
