@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/bus"
 )
 
 // cancels is the host's side of sys.job.cancel: every host hears every

@@ -9,8 +9,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/jobstore"
 )
 
 // TestCancelStopsTheSandbox: a cancel on sys.job.cancel stops a running

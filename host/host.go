@@ -24,10 +24,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/modreg"
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/sandbox"
 )
 
 var (
@@ -59,11 +59,11 @@ type Config struct {
 	ID      string
 	Bus     *bus.Conn
 	Store   BlobStore
-	Runtime *runtime.Runtime
+	Runtime *sandbox.Runtime
 	// Modules are the compiled modules this host holds at start, by module
 	// name (a directory of modules, ward dev's built-ins). The registry's
 	// versions replace them.
-	Modules map[string]*runtime.Module
+	Modules map[string]*sandbox.Module
 	// Pools is the routing table: the host serves every pool whose module
 	// it holds. Whether it meets a pool's requires is the scheduler's
 	// call, against the capabilities of each heartbeat, since probes (GPU,
@@ -368,7 +368,7 @@ func (a *Agent) handleJob(ctx context.Context, _ *nats.Msg, req *wardv1.JobReque
 	moduleName, err := a.run(ctx, req, res)
 	if err != nil {
 		res.Status = wardv1.JobState_JOB_STATE_FAILED
-		var re *runtime.RunError
+		var re *sandbox.RunError
 		if errors.As(err, &re) {
 			res.ErrorCode, res.ErrorMessage = string(re.Code), re.Message
 		} else if res.ErrorCode == "" {
@@ -413,7 +413,7 @@ func (a *Agent) run(ctx context.Context, req *wardv1.JobRequest, res *wardv1.Job
 	ctx, done := a.jobs.add(ctx, req.GetJobId())
 	defer done()
 	out, err := a.cfg.Runtime.Run(ctx, mod, in)
-	if errors.Is(err, runtime.ErrModuleClosed) {
+	if errors.Is(err, sandbox.ErrModuleClosed) {
 		// A new version replaced mod between the lookup and the start:
 		// the job has not run, so it runs on the version in force.
 		if mod = a.table.load().modules[p.Module]; mod == nil {

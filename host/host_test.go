@@ -13,13 +13,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/jobstore"
-	"github.com/ward-run/ward/internal/redistest"
-	"github.com/ward-run/ward/internal/wasmtest"
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/internal/testing/redistest"
+	"github.com/ward-run/ward/internal/testing/wasmtest"
+	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/sandbox"
 )
 
 type fixture struct {
@@ -40,7 +40,7 @@ func newFixture(t *testing.T, maxParallel int) *fixture {
 	}
 	t.Cleanup(func() { store.Close() })
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.Config{})
+	rt, err := sandbox.New(ctx, sandbox.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func newFixture(t *testing.T, maxParallel int) *fixture {
 	}
 	t.Cleanup(hc.Close)
 	a, err := host.New(host.Config{ID: "h1", Bus: hc, Store: store, Runtime: rt, Pools: pools,
-		Modules: map[string]*runtime.Module{"sleep": mod}, MaxParallel: maxParallel, HeartbeatInterval: 50 * time.Millisecond})
+		Modules: map[string]*sandbox.Module{"sleep": mod}, MaxParallel: maxParallel, HeartbeatInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/jobstore"
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/sandbox"
 )
 
 var instanceRuns = promauto.NewCounterVec(prometheus.CounterOpts{
@@ -25,9 +25,9 @@ var instanceRuns = promauto.NewCounterVec(prometheus.CounterOpts{
 	Help: "Jobs run, by module and instance: fresh (a new instance for the job), warm (a pooled instance reused) or cold (a pooled module's new instance).",
 }, []string{"module", "instance"})
 
-func instanceKind(m *runtime.Module, out *runtime.Output) string {
+func instanceKind(m *sandbox.Module, out *sandbox.Output) string {
 	switch {
-	case m.Manifest().Isolation != runtime.Pooled:
+	case m.Manifest().Isolation != sandbox.Pooled:
 		return "fresh"
 	case out.Reused:
 		return "warm"
@@ -127,17 +127,17 @@ func (a *Agent) readContext(ctx context.Context, req *wardv1.JobRequest) ([]byte
 // not mount (outside its MountRoots, or absent) is left out: a grant is a
 // permission, and a job that needs the directory fails when it finds it
 // missing.
-func (a *Agent) input(req *wardv1.JobRequest, payload []byte) runtime.Input {
-	in := runtime.Input{
+func (a *Agent) input(req *wardv1.JobRequest, payload []byte) sandbox.Input {
+	in := sandbox.Input{
 		Payload: payload,
 		Tenant:  req.GetTenantId(),
-		Job: runtime.JobInfo{ID: req.GetJobId(), Topic: req.GetTopic(), Attempt: int(req.GetAttempt()),
+		Job: sandbox.JobInfo{ID: req.GetJobId(), Topic: req.GetTopic(), Attempt: int(req.GetAttempt()),
 			Labels: maps.Clone(req.GetLabels())},
 		Progress: func(pct int, msg string) {
 			_ = a.cfg.Bus.Publish(bus.SubjectProgress, &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
 				Kind: wardv1.JobProgress_KIND_PROGRESS, Percent: int32(pct), Message: msg, SentAtUnixMs: time.Now().UnixMilli()})
 		},
-		// The runtime numbers the chunks and bounds them (runtime/stream.go);
+		// The runtime numbers the chunks and bounds them (sandbox/stream.go);
 		// the attempt tells a watcher which run of the job they come from.
 		Stream: func(seq int, chunk []byte) {
 			_ = a.cfg.Bus.Publish(bus.SubjectProgress, &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
@@ -181,16 +181,16 @@ func setEnv(env map[string]string, k, v string) map[string]string {
 // mount checks a granted directory against the host's MountRoots: it must
 // resolve, symbolic links followed, to a directory inside one of them. The
 // guest sees it at the path granted.
-func (a *Agent) mount(dir string) (runtime.Mount, error) {
+func (a *Agent) mount(dir string) (sandbox.Mount, error) {
 	if !filepath.IsAbs(dir) {
-		return runtime.Mount{}, fmt.Errorf("granted directory %q is not an absolute path", dir)
+		return sandbox.Mount{}, fmt.Errorf("granted directory %q is not an absolute path", dir)
 	}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return runtime.Mount{}, fmt.Errorf("granted directory: %w", err)
+		return sandbox.Mount{}, fmt.Errorf("granted directory: %w", err)
 	}
 	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-		return runtime.Mount{}, fmt.Errorf("granted directory %s is not a directory", dir)
+		return sandbox.Mount{}, fmt.Errorf("granted directory %s is not a directory", dir)
 	}
 	for _, root := range a.cfg.MountRoots {
 		rr, err := filepath.EvalSymlinks(root)
@@ -198,8 +198,8 @@ func (a *Agent) mount(dir string) (runtime.Mount, error) {
 			continue
 		}
 		if rel, err := filepath.Rel(rr, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return runtime.Mount{Dir: real, Path: filepath.Clean(dir)}, nil
+			return sandbox.Mount{Dir: real, Path: filepath.Clean(dir)}, nil
 		}
 	}
-	return runtime.Mount{}, fmt.Errorf("granted directory %s is outside the directories host %s may mount (%v)", dir, a.cfg.ID, a.cfg.MountRoots)
+	return sandbox.Mount{}, fmt.Errorf("granted directory %s is outside the directories host %s may mount (%v)", dir, a.cfg.ID, a.cfg.MountRoots)
 }

@@ -9,17 +9,17 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/sandbox"
 )
 
 // ReadManifests reads the manifest beside each module of dir: <name>.yaml
 // for <name>.wasm. A module without one has no entry.
-func ReadManifests(dir string) (map[string]*runtime.Manifest, error) {
+func ReadManifests(dir string) (map[string]*sandbox.Manifest, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("host: manifests: %w", err)
 	}
-	out := map[string]*runtime.Manifest{}
+	out := map[string]*sandbox.Manifest{}
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), ".wasm")
 		if !ok || e.IsDir() {
@@ -32,7 +32,7 @@ func ReadManifests(dir string) (map[string]*runtime.Manifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("host: manifest of %s: %w", name, err)
 		}
-		m, err := runtime.ParseManifest(raw)
+		m, err := sandbox.ParseManifest(raw)
 		if err != nil {
 			return nil, fmt.Errorf("host: %s.yaml: %w", name, err)
 		}
@@ -47,10 +47,10 @@ func ReadManifests(dir string) (map[string]*runtime.Manifest, error) {
 // LoadModules compiles every module, by name, with its manifest (defaults
 // for one without), two at a time: compiling a Go module takes seconds, and
 // wazero compiles each one's functions in parallel too.
-func LoadModules(ctx context.Context, rt *runtime.Runtime, wasm map[string][]byte, manifests map[string]*runtime.Manifest) (map[string]*runtime.Module, error) {
+func LoadModules(ctx context.Context, rt *sandbox.Runtime, wasm map[string][]byte, manifests map[string]*sandbox.Manifest) (map[string]*sandbox.Module, error) {
 	var (
 		mu   sync.Mutex
-		mods = make(map[string]*runtime.Module, len(wasm))
+		mods = make(map[string]*sandbox.Module, len(wasm))
 		errs []error
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, 2)
@@ -58,7 +58,7 @@ func LoadModules(ctx context.Context, rt *runtime.Runtime, wasm map[string][]byt
 	for name, b := range wasm {
 		man := manifests[name]
 		if man == nil {
-			man = &runtime.Manifest{Name: name}
+			man = &sandbox.Manifest{Name: name}
 		}
 		wg.Go(func() {
 			sem <- struct{}{}

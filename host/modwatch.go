@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/modreg"
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/sandbox"
 )
 
 var (
@@ -41,7 +41,7 @@ var (
 // installed keeps serving.
 type ModuleWatcher struct {
 	Registry *modreg.Registry
-	Runtime  *runtime.Runtime
+	Runtime  *sandbox.Runtime
 	// Trusted, when not empty, makes signatures mandatory: a module must be
 	// signed by one of these keys.
 	Trusted []ed25519.PublicKey
@@ -49,12 +49,12 @@ type ModuleWatcher struct {
 	Logger  *slog.Logger
 	// Install makes m the module that serves a.Name; Retire stops serving
 	// it (a.Retired is set).
-	Install func(m *runtime.Module, a *modreg.Active)
+	Install func(m *sandbox.Module, a *modreg.Active)
 	Retire  func(a *modreg.Active)
 
 	// The Follow callback's alone:
-	current map[string]*runtime.Module // name → installed
-	staged  map[string]*runtime.Module // name → compiled ahead, not active
+	current map[string]*sandbox.Module // name → installed
+	staged  map[string]*sandbox.Module // name → compiled ahead, not active
 }
 
 // Run follows the registry until ctx ends. synced is closed once the
@@ -64,7 +64,7 @@ func (w *ModuleWatcher) Run(ctx context.Context, synced chan<- struct{}) error {
 	if w.Logger == nil {
 		w.Logger = slog.Default()
 	}
-	w.current, w.staged = map[string]*runtime.Module{}, map[string]*runtime.Module{}
+	w.current, w.staged = map[string]*sandbox.Module{}, map[string]*sandbox.Module{}
 	seen := map[string]modreg.Active{} // the active records applied
 	known := map[string]bool{}         // "<name> <version>" of the records seen
 	var live atomic.Bool               // past the state at start
@@ -164,7 +164,7 @@ func (w *ModuleWatcher) apply(ctx context.Context, a *modreg.Active) {
 	log.Info("module installed", "took", time.Since(start).Round(time.Millisecond))
 }
 
-func (w *ModuleWatcher) load(ctx context.Context, a *modreg.Active) (*runtime.Module, error) {
+func (w *ModuleWatcher) load(ctx context.Context, a *modreg.Active) (*sandbox.Module, error) {
 	v, err := w.Registry.Version(ctx, a.Name, a.Version)
 	if err != nil {
 		return nil, err
@@ -177,7 +177,7 @@ func (w *ModuleWatcher) load(ctx context.Context, a *modreg.Active) (*runtime.Mo
 
 // loadVersion checks a version's signature (with trusted keys) and blob,
 // and compiles it with the manifest deployed with it.
-func (w *ModuleWatcher) loadVersion(ctx context.Context, v *modreg.Version) (*runtime.Module, error) {
+func (w *ModuleWatcher) loadVersion(ctx context.Context, v *modreg.Version) (*sandbox.Module, error) {
 	if len(w.Trusted) > 0 {
 		if err := modreg.Verify(w.Trusted, v.Digest, v.Signature); err != nil {
 			return nil, err
@@ -189,9 +189,9 @@ func (w *ModuleWatcher) loadVersion(ctx context.Context, v *modreg.Version) (*ru
 	}
 	// The manifest deployed with the version says how to run it (ABI,
 	// isolation, limits); without one, the defaults.
-	man := &runtime.Manifest{Name: v.Name}
+	man := &sandbox.Manifest{Name: v.Name}
 	if v.Manifest != "" {
-		if man, err = runtime.ParseManifest([]byte(v.Manifest)); err != nil {
+		if man, err = sandbox.ParseManifest([]byte(v.Manifest)); err != nil {
 			return nil, err
 		}
 		man.Name = v.Name
@@ -250,7 +250,7 @@ func (a *Agent) stopWatch() {
 // install makes m serve its module. The version it replaces is closed:
 // jobs running on it finish on it, and a job that was about to start on
 // it starts on m (run).
-func (a *Agent) install(m *runtime.Module, act *modreg.Active) {
+func (a *Agent) install(m *sandbox.Module, act *modreg.Active) {
 	if old := a.table.set(act.Name, m, act); old != nil && old != m {
 		old.Close()
 	}

@@ -22,13 +22,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/jobstore"
-	"github.com/ward-run/ward/internal/redistest"
-	"github.com/ward-run/ward/internal/wasmtest"
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/internal/testing/redistest"
+	"github.com/ward-run/ward/internal/testing/wasmtest"
+	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/sandbox"
 )
 
 // sandboxHost is a host agent serving the hostile test module (pooled) on
@@ -59,13 +59,13 @@ func newSandboxHost(t *testing.T) *sandboxHost {
 	}
 	t.Cleanup(func() { store.Close() })
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.Config{CacheDir: wasmtest.CacheDir(t)})
+	rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: wasmtest.CacheDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(ctx) })
-	mod, err := rt.Load(ctx, wasmtest.BuildReactor(t, "github.com/ward-run/ward/runtime/testdata/hostile"),
-		&runtime.Manifest{Name: "hostile", Isolation: runtime.Pooled})
+	mod, err := rt.Load(ctx, wasmtest.BuildReactor(t, "github.com/ward-run/ward/sandbox/testdata/hostile"),
+		&sandbox.Manifest{Name: "hostile", Isolation: sandbox.Pooled})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func newSandboxHost(t *testing.T) *sandboxHost {
 	}
 	t.Cleanup(hc.Close)
 	a, err := host.New(host.Config{ID: "h1", Bus: hc, Store: store, Runtime: rt, Pools: pools,
-		Modules: map[string]*runtime.Module{"hostile": mod}, MaxParallel: 2, HeartbeatInterval: time.Second,
+		Modules: map[string]*sandbox.Module{"hostile": mod}, MaxParallel: 2, HeartbeatInterval: time.Second,
 		MountRoots: []string{mount}, Env: map[string]string{"OLLAMA_MODEL": "llama3", "HOST_SECRET": "no"}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/ward-run/ward/config"
-	"github.com/ward-run/ward/internal/modreg"
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/sandbox"
 )
 
 // table is what a host serves: the modules it holds and the routing table
@@ -24,13 +24,13 @@ type table struct {
 
 // serving is one snapshot of the table. Nothing modifies it once stored.
 type serving struct {
-	modules map[string]*runtime.Module // by module name
+	modules map[string]*sandbox.Module // by module name
 	routes  *config.Pools              // pools.yaml with the registry's routes
 	pools   []string                   // the pools served: their module is held; sorted
 	digests map[string]string          // module name → digest, for heartbeats
 }
 
-func newTable(base *config.Pools, modules map[string]*runtime.Module) *table {
+func newTable(base *config.Pools, modules map[string]*sandbox.Module) *table {
 	t := &table{base: base, actives: map[string]*modreg.Active{}}
 	t.publish(maps.Clone(modules))
 	return t
@@ -42,7 +42,7 @@ func (t *table) load() *serving { return t.snap.Load() }
 // set makes m the module that serves name, or stops serving name when m is
 // nil, with a's route; it returns the module it replaced, which the
 // caller closes: jobs running on it finish on it.
-func (t *table) set(name string, m *runtime.Module, a *modreg.Active) (old *runtime.Module) {
+func (t *table) set(name string, m *sandbox.Module, a *modreg.Active) (old *sandbox.Module) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	mods := maps.Clone(t.load().modules)
@@ -62,9 +62,9 @@ func (t *table) set(name string, m *runtime.Module, a *modreg.Active) (old *runt
 // publish derives routes, pools and digests from modules and the active
 // records, and puts the snapshot in force. mu is held (or t is not shared
 // yet).
-func (t *table) publish(modules map[string]*runtime.Module) {
+func (t *table) publish(modules map[string]*sandbox.Module) {
 	if modules == nil {
-		modules = map[string]*runtime.Module{}
+		modules = map[string]*sandbox.Module{}
 	}
 	routes, _ := modreg.Routes(t.base, t.actives)
 	s := &serving{modules: modules, routes: routes, digests: make(map[string]string, len(modules))}

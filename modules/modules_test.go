@@ -13,24 +13,24 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ward-run/ward/internal/ollamatest"
-	"github.com/ward-run/ward/internal/repotest"
-	"github.com/ward-run/ward/internal/wasmtest"
+	"github.com/ward-run/ward/internal/testing/ollamatest"
+	"github.com/ward-run/ward/internal/testing/repotest"
+	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/modules/sdk"
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/sandbox"
 )
 
 var (
 	rtOnce sync.Once
-	rt     *runtime.Runtime
+	rt     *sandbox.Runtime
 	rtErr  error
 )
 
 // sandbox is one Runtime for the package's tests, on the shared cache.
-func sandbox(t *testing.T) *runtime.Runtime {
+func newRuntime(t *testing.T) *sandbox.Runtime {
 	t.Helper()
 	rtOnce.Do(func() {
-		rt, rtErr = runtime.New(context.Background(), runtime.Config{CacheDir: wasmtest.CacheDir(t)})
+		rt, rtErr = sandbox.New(context.Background(), sandbox.Config{CacheDir: wasmtest.CacheDir(t)})
 	})
 	if rtErr != nil {
 		t.Fatal(rtErr)
@@ -47,32 +47,32 @@ func TestMain(m *testing.M) {
 }
 
 // load builds modules/<name> as a reactor and loads it with its manifest.
-func load(t *testing.T, name string) *runtime.Module {
+func load(t *testing.T, name string) *sandbox.Module {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(name, "manifest.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	man, err := runtime.ParseManifest(raw)
+	man, err := sandbox.ParseManifest(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if man.Name != name || man.ABI != runtime.ABIReactor {
+	if man.Name != name || man.ABI != sandbox.ABIReactor {
 		t.Fatalf("manifest of %s: %+v", name, man)
 	}
-	m, err := sandbox(t).Load(context.Background(), wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/"+name), man)
+	m, err := newRuntime(t).Load(context.Background(), wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/"+name), man)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-func run(t *testing.T, m *runtime.Module, in runtime.Input) []byte {
+func run(t *testing.T, m *sandbox.Module, in sandbox.Input) []byte {
 	t.Helper()
 	if in.Tenant == "" {
 		in.Tenant = "acme"
 	}
-	out, err := sandbox(t).Run(context.Background(), m, in)
+	out, err := newRuntime(t).Run(context.Background(), m, in)
 	if err != nil {
 		var log []byte
 		if out != nil {
@@ -94,7 +94,7 @@ func decode[T any](t *testing.T, data []byte) T {
 
 func TestEcho(t *testing.T) {
 	m := load(t, "echo")
-	if got := run(t, m, runtime.Input{Payload: []byte(`{"hello":"world"}`)}); string(got) != `{"hello":"world"}` {
+	if got := run(t, m, sandbox.Input{Payload: []byte(`{"hello":"world"}`)}); string(got) != `{"hello":"world"}` {
 		t.Fatalf("%q", got)
 	}
 }
@@ -102,18 +102,18 @@ func TestEcho(t *testing.T) {
 func TestChatSimple(t *testing.T) {
 	m := load(t, "chat-simple")
 	for _, in := range []string{`{"message": "hi there"}`, "hi there"} {
-		if got := decode[sdk.ChatResponse](t, run(t, m, runtime.Input{Payload: []byte(in)})); got.Reply != "Echo: hi there" {
+		if got := decode[sdk.ChatResponse](t, run(t, m, sandbox.Input{Payload: []byte(in)})); got.Reply != "Echo: hi there" {
 			t.Fatalf("%q: %+v", in, got)
 		}
 	}
-	if _, err := sandbox(t).Run(context.Background(), m, runtime.Input{Payload: []byte("{}")}); runtime.ErrorCode(err) != runtime.CodeModuleError {
+	if _, err := newRuntime(t).Run(context.Background(), m, sandbox.Input{Payload: []byte("{}")}); sandbox.ErrorCode(err) != sandbox.CodeModuleError {
 		t.Fatalf("no message: %v", err)
 	}
 }
 
 // grants lets a job reach the stand-in, as the policy grants Ollama.
-func grants(o *ollamatest.Server, model string) runtime.Grants {
-	return runtime.Grants{HTTPHosts: []string{o.Host()}, Env: map[string]string{"OLLAMA_URL": o.URL, "OLLAMA_MODEL": model}}
+func grants(o *ollamatest.Server, model string) sandbox.Grants {
+	return sandbox.Grants{HTTPHosts: []string{o.Host()}, Env: map[string]string{"OLLAMA_URL": o.URL, "OLLAMA_MODEL": model}}
 }
 
 func TestChatAdvanced(t *testing.T) {
@@ -126,7 +126,7 @@ func TestChatAdvanced(t *testing.T) {
 		seqs   []int
 		stream []byte
 	)
-	in := runtime.Input{Payload: []byte(`{"message": "how are you?"}`), Grants: grants(o, "mistral"),
+	in := sandbox.Input{Payload: []byte(`{"message": "how are you?"}`), Grants: grants(o, "mistral"),
 		Stream: func(seq int, chunk []byte) {
 			mu.Lock()
 			seqs, stream = append(seqs, seq), append(stream, chunk...)
@@ -179,8 +179,8 @@ func TestChatAdvancedStreamBreaks(t *testing.T) {
 			o.CloseClientConnections()
 		}
 	})
-	out, err := sandbox(t).Run(context.Background(), m, runtime.Input{Tenant: "acme", Payload: []byte("hi"), Grants: grants(o, "llama3")})
-	if runtime.ErrorCode(err) != runtime.CodeModuleError {
+	out, err := newRuntime(t).Run(context.Background(), m, sandbox.Input{Tenant: "acme", Payload: []byte("hi"), Grants: grants(o, "llama3")})
+	if sandbox.ErrorCode(err) != sandbox.CodeModuleError {
 		t.Fatalf("a broken stream: %v, %q", err, out.Data)
 	}
 }
@@ -197,7 +197,7 @@ func TestCodeLLM(t *testing.T) {
 	})
 	req := sdk.CodeRequest{FilePath: "main.go", OriginalCode: "package main\n", Instruction: "rename the package to app"}
 	payload, _ := json.Marshal(req)
-	in := runtime.Input{Payload: payload, Grants: grants(o, "codellama")}
+	in := sandbox.Input{Payload: payload, Grants: grants(o, "codellama")}
 
 	got := decode[sdk.CodeSuggestion](t, run(t, m, in))
 	if got.Patch.Type != sdk.PatchUnifiedDiff || got.Patch.Content != diff || got.Fallback ||
@@ -211,7 +211,7 @@ func TestCodeLLM(t *testing.T) {
 	req.Instruction = "nonsense"
 	payload, _ = json.Marshal(req)
 	in.Payload = payload
-	for name, in := range map[string]runtime.Input{"bad answer": in, "no grant": {Payload: payload}} {
+	for name, in := range map[string]sandbox.Input{"bad answer": in, "no grant": {Payload: payload}} {
 		got := decode[sdk.CodeSuggestion](t, run(t, m, in))
 		want := "--- a/main.go\n+++ b/main.go\n@@ -1,1 +1,2 @@\n+// TODO(ward): nonsense\n package main\n"
 		if !got.Fallback || got.Patch.Type != sdk.PatchUnifiedDiff || got.Patch.Content != want {
@@ -222,16 +222,16 @@ func TestCodeLLM(t *testing.T) {
 
 // repoInputs are the two ways a repository reaches a repo module: a
 // gzipped tar in the payload, and a mounted directory.
-func repoInputs(t *testing.T, opts string) map[string]runtime.Input {
+func repoInputs(t *testing.T, opts string) map[string]sandbox.Input {
 	tree := repotest.Tree(t)
 	head := "{" + opts + "}\n"
 	dir := `{"dir": "` + tree + `"`
 	if opts != "" {
 		dir += ", " + opts
 	}
-	return map[string]runtime.Input{
+	return map[string]sandbox.Input{
 		"archive": {Payload: append([]byte(head), repotest.Archive(t, tree)...)},
-		"mount":   {Payload: []byte(dir + "}"), Grants: runtime.Grants{Mounts: []runtime.Mount{{Dir: tree}}}},
+		"mount":   {Payload: []byte(dir + "}"), Grants: sandbox.Grants{Mounts: []sandbox.Mount{{Dir: tree}}}},
 	}
 }
 
@@ -271,7 +271,7 @@ func TestRepoModules(t *testing.T) {
 	l := run(t, lint, in)
 	s := run(t, sast, in)
 	merge, _ := json.Marshal(map[string]any{"results": []json.RawMessage{l, s}, "format": "markdown"})
-	md := run(t, report, runtime.Input{Payload: merge})
+	md := run(t, report, sandbox.Input{Payload: merge})
 	if !bytes.HasPrefix(md, []byte("# Repository report")) || !bytes.Contains(md, []byte("**15 findings**")) {
 		t.Fatalf("merged report:\n%s", md)
 	}
@@ -292,8 +292,8 @@ func TestRepoMountEscape(t *testing.T) {
 	if err := os.Symlink("..", filepath.Join(tree, "up")); err != nil {
 		t.Fatal(err)
 	}
-	s := decode[sdk.ScanResult](t, run(t, scan, runtime.Input{Payload: []byte(`{"dir": "` + tree + `"}`),
-		Grants: runtime.Grants{Mounts: []runtime.Mount{{Dir: tree}}}}))
+	s := decode[sdk.ScanResult](t, run(t, scan, sandbox.Input{Payload: []byte(`{"dir": "` + tree + `"}`),
+		Grants: sandbox.Grants{Mounts: []sandbox.Mount{{Dir: tree}}}}))
 	if s.TotalFiles != repotest.Files || len(s.Skipped) != 1 || !strings.HasPrefix(s.Skipped[0], "up") {
 		t.Fatalf("%d files, skipped %v", s.TotalFiles, s.Skipped)
 	}

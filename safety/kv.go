@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
-	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/bus"
 )
 
 // DefaultBucket is the NATS KV bucket that `ward policy push` publishes

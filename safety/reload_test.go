@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
-	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/policies"
 )
 

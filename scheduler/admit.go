@@ -15,9 +15,9 @@ import (
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/jobstore"
 )
 
 // Labels with a meaning to placement. Every other label of a job is a
@@ -122,7 +122,7 @@ func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1
 	job.Deadline = deadline(job, nil)
 	if len(req.Payload) == 0 && strings.HasPrefix(req.ContextPtr, bus.ObjectScheme) {
 		// A context too large for a message, which the client stored in
-		// the object store (internal/bus/README.md, "Context pointers").
+		// the object store (bus/README.md, "Context pointers").
 		job.ContextPtr = req.ContextPtr
 	}
 	res, err := s.cfg.Store.Submit(ctx, job, req.Payload, jobstore.Guard{

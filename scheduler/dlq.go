@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/jobstore"
 )
 
 // handleDLQList answers sys.dlq.list: dead-lettered jobs, newest first,

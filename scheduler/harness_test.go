@@ -20,12 +20,12 @@ import (
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/config"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/client"
-	"github.com/ward-run/ward/internal/jobstore"
-	"github.com/ward-run/ward/internal/modreg"
-	"github.com/ward-run/ward/internal/redistest"
+	"github.com/ward-run/ward/internal/testing/redistest"
+	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/scheduler"
 )
 

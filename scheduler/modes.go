@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/bus"
 )
 
 // Mode is the scheduler mode (seed 002). It is stored in the job store, so

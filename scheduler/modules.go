@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ward-run/ward/internal/modreg"
+	"github.com/ward-run/ward/modreg"
 )
 
 // modules is the scheduler's view of the module registry: the version in

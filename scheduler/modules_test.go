@@ -8,9 +8,9 @@ import (
 	"time"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/jobstore"
-	"github.com/ward-run/ward/internal/modreg"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/scheduler"
 )
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/jobstore"
 )
 
 // pumpHeads is how many jobs of a pool queue the pump looks at in one go.

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/jobstore"
 )
 
 // handleGet answers sys.job.get: clients never open the store themselves.

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/jobstore"
 )
 
 // leaseName is the reconciler's lease in the store.

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/client"
-	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/scheduler"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/jobstore"
 )
 
 // handleResult records a host's result. Results may come before RUNNING,

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/client"
-	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/scheduler"
 )
 

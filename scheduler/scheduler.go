@@ -25,10 +25,10 @@ import (
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/jobstore"
-	"github.com/ward-run/ward/internal/modreg"
+	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/modreg"
 )
 
 // SafetyChecker asks the safety kernel about a job. *safety.Client is one.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/internal/bench"
-	"github.com/ward-run/ward/internal/client"
 )
 
 func newBenchCmd(g *globals) *cobra.Command {

@@ -17,10 +17,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/client"
-	"github.com/ward-run/ward/internal/jobstore"
-	"github.com/ward-run/ward/internal/redistest"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/testing/redistest"
+	"github.com/ward-run/ward/jobstore"
 )
 
 // TestClusterKillAScheduler runs three `ward scheduler` processes, a

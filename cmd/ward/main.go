@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"github.com/ward-run/ward/internal/client"
-	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/jobstore"
 )
 
 func main() {

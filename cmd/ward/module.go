@@ -18,10 +18,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/client"
-	"github.com/ward-run/ward/internal/modreg"
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/sandbox"
 )
 
 func newModuleCmd(g *globals) *cobra.Command {
@@ -54,7 +54,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m := &runtime.Manifest{}
+			m := &sandbox.Manifest{}
 			var raw []byte
 			if manifestPath == "" {
 				if p := strings.TrimSuffix(args[0], ".wasm") + ".yaml"; fileExists(p) {
@@ -66,7 +66,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 					return err
 				}
 				// Refuse a bad manifest here, not on every host.
-				if m, err = runtime.ParseManifest(raw); err != nil {
+				if m, err = sandbox.ParseManifest(raw); err != nil {
 					return fmt.Errorf("manifest %s: %w", manifestPath, err)
 				}
 			}

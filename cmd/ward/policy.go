@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/client"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/safety"
 )
 

@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/modreg"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/modreg"
 )
 
 // openRegistry opens the module registry on conn's JetStream, or returns

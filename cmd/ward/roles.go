@@ -13,13 +13,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/client"
 	"github.com/ward-run/ward/policies"
-	"github.com/ward-run/ward/runtime"
 	"github.com/ward-run/ward/safety"
+	"github.com/ward-run/ward/sandbox"
 	"github.com/ward-run/ward/scheduler"
 )
 
@@ -206,7 +206,7 @@ func newHostCmd(g *globals) *cobra.Command {
 		maxParallel                                                   int
 		heartbeat                                                     time.Duration
 		ollamaURL, gpuMode                                            string
-		sandbox                                                       sandboxFlags
+		sb                                                            sandboxFlags
 		useRegistry                                                   bool
 		trustedKeys                                                   []string
 	)
@@ -235,7 +235,7 @@ func newHostCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer store.Close()
-			rt, err := runtime.New(ctx, runtime.Config{CacheDir: cacheDir})
+			rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: cacheDir})
 			if err != nil {
 				return err
 			}
@@ -248,7 +248,7 @@ func newHostCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			env, err := sandbox.env(ollamaURL)
+			env, err := sb.env(ollamaURL)
 			if err != nil {
 				return err
 			}
@@ -268,7 +268,7 @@ func newHostCmd(g *globals) *cobra.Command {
 			defer stopMetrics()
 			a, err := host.New(host.Config{ID: id, Bus: conn, Store: store, Runtime: rt, Modules: mods, Pools: pools,
 				MaxParallel: maxParallel, HeartbeatInterval: heartbeat, Capabilities: caps, Labels: lbls,
-				Region: region, Zone: zone, Probes: probes, Logger: log, MountRoots: sandbox.mountRoots, Env: env,
+				Region: region, Zone: zone, Probes: probes, Logger: log, MountRoots: sb.mountRoots, Env: env,
 				Registry: reg, Trusted: trusted})
 			if err != nil {
 				return err
@@ -298,7 +298,7 @@ func newHostCmd(g *globals) *cobra.Command {
 	f.StringVar(&ollamaURL, "ollama-url", os.Getenv("OLLAMA_URL"), "Ollama beside this host: probed every heartbeat interval; capability ollama while it answers ($OLLAMA_URL)")
 	f.StringVar(&gpuMode, "gpu", "auto", "GPU probe: auto (NVML, then nvidia-smi) or off")
 	f.DurationVar(&heartbeat, "heartbeat", 2*time.Second, "heartbeat interval")
-	sandbox.register(f)
+	sb.register(f)
 	return cmd
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ward-run/ward/host"
 	"github.com/ward-run/ward/internal/stack"
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/sandbox"
 )
 
 // sandboxFlags are what a host may give its jobs' sandboxes beyond the
@@ -58,7 +58,7 @@ func splitList(s string) []string {
 }
 
 // loadModules compiles every <name>.wasm of dir with the manifest beside it.
-func loadModules(ctx context.Context, rt *runtime.Runtime, dir string) (map[string]*runtime.Module, error) {
+func loadModules(ctx context.Context, rt *sandbox.Runtime, dir string) (map[string]*sandbox.Module, error) {
 	if dir == "" {
 		return nil, nil // the registry's modules only
 	}

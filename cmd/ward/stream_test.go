@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ward-run/ward/internal/client"
-	"github.com/ward-run/ward/internal/ollamatest"
-	"github.com/ward-run/ward/internal/wasmtest"
+	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/testing/ollamatest"
+	"github.com/ward-run/ward/internal/testing/wasmtest"
 )
 
 // TestSubmitPrintsStreamedTokens runs `ward dev` beside an Ollama stand-in

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/client"
+	"github.com/ward-run/ward/client"
 )
 
 func newSubmitCmd(g *globals) *cobra.Command {

@@ -18,9 +18,9 @@ import (
 	natstest "github.com/nats-io/nats-server/v2/test"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/client"
-	"github.com/ward-run/ward/internal/redistest"
-	"github.com/ward-run/ward/internal/wasmtest"
+	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/testing/redistest"
+	"github.com/ward-run/ward/internal/testing/wasmtest"
 )
 
 // wardBin is the ward binary built once for the package's tests; cacheDir

@@ -18,8 +18,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/client"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/client"
 )
 
 // Options configures a run.

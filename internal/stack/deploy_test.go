@@ -18,10 +18,10 @@ import (
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/modreg"
 	"github.com/ward-run/ward/internal/stack"
-	"github.com/ward-run/ward/internal/wasmtest"
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/internal/testing/wasmtest"
+	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/sandbox"
 )
 
 // The deploy tests run a system with the module registry (JetStream in a
@@ -201,7 +201,7 @@ func TestDeployWhileAJobRuns(t *testing.T) {
 	// has): the swap takes milliseconds, well inside the slow job.
 	ctx, cancel := context.WithTimeout(context.Background(), loadWithin)
 	defer cancel()
-	man, err := runtime.ParseManifest([]byte(helloManifest("2")))
+	man, err := sandbox.ParseManifest([]byte(helloManifest("2")))
 	if err != nil {
 		t.Fatal(err)
 	}

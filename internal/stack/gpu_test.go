@@ -16,22 +16,22 @@ import (
 	"github.com/google/uuid"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/client"
-	"github.com/ward-run/ward/internal/ollamatest"
 	"github.com/ward-run/ward/internal/stack"
-	"github.com/ward-run/ward/internal/wasmtest"
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/internal/testing/ollamatest"
+	"github.com/ward-run/ward/internal/testing/wasmtest"
+	"github.com/ward-run/ward/sandbox"
 )
 
 // chatModules are chat-advanced, with its manifest, and echo.
-func chatModules(t *testing.T) (map[string][]byte, map[string]*runtime.Manifest) {
+func chatModules(t *testing.T) (map[string][]byte, map[string]*sandbox.Manifest) {
 	t.Helper()
 	src, err := os.ReadFile("../../modules/chat-advanced/manifest.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	man, err := runtime.ParseManifest(src)
+	man, err := sandbox.ParseManifest(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func chatModules(t *testing.T) (map[string][]byte, map[string]*runtime.Manifest)
 			"chat-advanced": wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/chat-advanced"),
 			"echo":          wasmtest.Build(t, "github.com/ward-run/ward/modules/echo"),
 		},
-		map[string]*runtime.Manifest{"chat-advanced": man}
+		map[string]*sandbox.Manifest{"chat-advanced": man}
 }
 
 // policiesGranting is the default policy bundle with chat-advanced granted

@@ -13,9 +13,9 @@ import (
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/internal/stack"
-	"github.com/ward-run/ward/internal/wasmtest"
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/safety"
+	"github.com/ward-run/ward/sandbox"
 )
 
 // TestHTTPGrantsFollowThePolicy: chat-advanced's manifest asks for any
@@ -44,14 +44,14 @@ func TestHTTPGrantsFollowThePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifest, err := runtime.ParseManifest(src)
+	manifest, err := sandbox.ParseManifest(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	natsURL := startJetStream(t)
 	e := start(t, stack.Options{NATSURL: natsURL,
 		Modules:      map[string][]byte{"chat-advanced": wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/chat-advanced")},
-		Manifests:    map[string]*runtime.Manifest{"chat-advanced": manifest},
+		Manifests:    map[string]*sandbox.Manifest{"chat-advanced": manifest},
 		Capabilities: []string{"ollama"},
 		Env:          map[string]string{"OLLAMA_URL": ollama.URL, "OLLAMA_MODEL": "llama3"},
 	})

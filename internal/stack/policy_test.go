@@ -13,7 +13,7 @@ import (
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/internal/stack"
 	"github.com/ward-run/ward/policies"
 	"github.com/ward-run/ward/safety"

@@ -14,8 +14,8 @@ import (
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/modreg"
 	"github.com/ward-run/ward/internal/stack"
+	"github.com/ward-run/ward/modreg"
 )
 
 // BenchmarkRollout measures, on one host and on two, the time from Deploy

@@ -8,7 +8,7 @@ import (
 	"net"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
-	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/policies"
 	"github.com/ward-run/ward/safety"
 )

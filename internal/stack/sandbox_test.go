@@ -16,25 +16,25 @@ import (
 	natstest "github.com/nats-io/nats-server/v2/test"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/repotest"
 	"github.com/ward-run/ward/internal/stack"
-	"github.com/ward-run/ward/internal/wasmtest"
+	"github.com/ward-run/ward/internal/testing/repotest"
+	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/modules/sdk"
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/sandbox"
 )
 
 // builtModules builds modules as `make modules` does (reactors), with the
 // manifests from the source tree.
-func builtModules(t *testing.T, names ...string) (map[string][]byte, map[string]*runtime.Manifest) {
+func builtModules(t *testing.T, names ...string) (map[string][]byte, map[string]*sandbox.Manifest) {
 	t.Helper()
 	wasm := map[string][]byte{}
-	manifests := map[string]*runtime.Manifest{}
+	manifests := map[string]*sandbox.Manifest{}
 	for _, name := range names {
 		raw, err := os.ReadFile(filepath.Join("..", "..", "modules", name, "manifest.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if manifests[name], err = runtime.ParseManifest(raw); err != nil {
+		if manifests[name], err = sandbox.ParseManifest(raw); err != nil {
 			t.Fatal(err)
 		}
 		wasm[name] = wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/"+name)

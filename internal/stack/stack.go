@@ -17,14 +17,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/jobstore"
-	"github.com/ward-run/ward/internal/modreg"
+	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/policies"
-	"github.com/ward-run/ward/runtime"
 	"github.com/ward-run/ward/safety"
+	"github.com/ward-run/ward/sandbox"
 	"github.com/ward-run/ward/scheduler"
 )
 
@@ -57,7 +57,7 @@ type Options struct {
 	Modules map[string][]byte
 	// Manifests are the modules' manifests, by module name (see
 	// host.ReadManifests); a module without one gets the defaults.
-	Manifests map[string]*runtime.Manifest
+	Manifests map[string]*sandbox.Manifest
 	// MountRoots are the directories the host may mount for jobs granted
 	// read-only directories (host.Config.MountRoots).
 	MountRoots []string
@@ -91,7 +91,7 @@ type Stack struct {
 
 	safety *kernel
 	client *safety.Client
-	rt     *runtime.Runtime
+	rt     *sandbox.Runtime
 	conns  []*bus.Conn
 	log    *slog.Logger
 }
@@ -157,7 +157,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if len(o.Modules) == 0 && !o.ModuleRegistry {
 		return s, nil
 	}
-	if s.rt, err = runtime.New(ctx, runtime.Config{CacheDir: o.CacheDir}); err != nil {
+	if s.rt, err = sandbox.New(ctx, sandbox.Config{CacheDir: o.CacheDir}); err != nil {
 		return nil, err
 	}
 	mods, err := host.LoadModules(ctx, s.rt, o.Modules, o.Manifests)
@@ -188,7 +188,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 }
 
 // Runtime returns the host's sandbox runtime; nil without a host.
-func (s *Stack) Runtime() *runtime.Runtime { return s.rt }
+func (s *Stack) Runtime() *sandbox.Runtime { return s.rt }
 
 // Shutdown stops the host first (it drains its jobs), then the scheduler,
 // then the safety kernel.

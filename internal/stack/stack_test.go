@@ -15,16 +15,16 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/client"
-	"github.com/ward-run/ward/internal/jobstore"
-	"github.com/ward-run/ward/internal/modreg"
-	"github.com/ward-run/ward/internal/redistest"
 	"github.com/ward-run/ward/internal/stack"
-	"github.com/ward-run/ward/internal/wasmtest"
-	"github.com/ward-run/ward/runtime"
+	"github.com/ward-run/ward/internal/testing/redistest"
+	"github.com/ward-run/ward/internal/testing/wasmtest"
+	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/sandbox"
 )
 
 // env is a running system for one test: a real nats-server, a real
@@ -111,10 +111,10 @@ func start(t testing.TB, o stack.Options) *env {
 // would: its own runtime and NATS connection, the default pools, and the
 // module registry when registry is set. cfg.ID is required; the fields it
 // leaves zero get the test defaults. The host stops when t ends.
-func (e *env) addHost(t testing.TB, cfg host.Config, wasm map[string][]byte, mans map[string]*runtime.Manifest, registry bool) *host.Agent {
+func (e *env) addHost(t testing.TB, cfg host.Config, wasm map[string][]byte, mans map[string]*sandbox.Manifest, registry bool) *host.Agent {
 	t.Helper()
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.Config{CacheDir: wasmtest.CacheDir(t)})
+	rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: wasmtest.CacheDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"unsafe"
 )
 
-// The "ward" host functions; see runtime/README.md for the contract.
+// The "ward" host functions; see sandbox/README.md for the contract.
 
 //go:wasmimport ward context_size
 func wardContextSize() int64

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ward-run/ward/internal/repotest"
+	"github.com/ward-run/ward/internal/testing/repotest"
 	"github.com/ward-run/ward/modules/internal/repo"
 	"github.com/ward-run/ward/modules/sdk"
 )

@@ -1,0 +1,422 @@
+// Package client is how Ward's command-line tools (and tests, and the
+// gateway) talk to a running system: only over NATS, never by opening the
+// job store.
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/bus"
+)
+
+// DefaultNATSURL is where `ward dev` listens.
+const DefaultNATSURL = "nats://127.0.0.1:4222"
+
+// NATSURL returns flag when set, else $NATS_URL, else DefaultNATSURL.
+func NATSURL(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if v := os.Getenv("NATS_URL"); v != "" {
+		return v
+	}
+	return DefaultNATSURL
+}
+
+// ErrRefused wraps a submission the scheduler refused; the message carries
+// the reason code.
+var ErrRefused = errors.New("submission refused")
+
+// Client is a connection to a Ward system.
+type Client struct {
+	bus *bus.Conn
+
+	objsOnce sync.Once
+	objs     *bus.Objects
+	objsErr  error
+}
+
+// New wraps an existing bus connection.
+func New(c *bus.Conn) *Client { return &Client{bus: c} }
+
+// Dial connects to NATS at url.
+func Dial(url string) (*Client, error) {
+	c, err := bus.Connect(url, "ward-client")
+	if err != nil {
+		return nil, err
+	}
+	return &Client{bus: c}, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() { c.bus.Close() }
+
+// Bus returns the underlying connection.
+func (c *Client) Bus() *bus.Conn { return c.bus }
+
+// Submit sends req and returns the job id the scheduler acknowledged (the
+// first job's id when the idempotency key was used before). A job id is
+// generated when req has none, so that a caller can watch it first. A
+// payload over bus.InlineContextMax does not travel in the submission: it
+// is stored in the context bucket and req carries its pointer instead.
+func (c *Client) Submit(ctx context.Context, req *wardv1.JobRequest) (*wardv1.SubmitReply, error) {
+	if req.JobId == "" {
+		req.JobId = uuid.NewString()
+	}
+	if len(req.Payload) > bus.InlineContextMax {
+		c.objsOnce.Do(func() { c.objs, c.objsErr = bus.NewObjects(c.bus) })
+		if c.objsErr != nil {
+			return nil, c.objsErr
+		}
+		ptr, err := c.objs.PutContext(ctx, req.TenantId, bytes.NewReader(req.Payload))
+		if err != nil {
+			return nil, fmt.Errorf("the payload of %d bytes is too large for a message, and storing it failed: %w", len(req.Payload), err)
+		}
+		req.ContextPtr, req.Payload = ptr, nil
+	}
+	reply := &wardv1.SubmitReply{}
+	if err := c.bus.Request(ctx, bus.SubjectSubmit, req, reply); err != nil {
+		if errors.Is(err, bus.ErrNoResponders) {
+			return nil, fmt.Errorf("no scheduler is listening on %s (is `ward dev` running?): %w", bus.SubjectSubmit, err)
+		}
+		return nil, err
+	}
+	if !reply.GetAccepted() {
+		return reply, fmt.Errorf("%w: %s: %s", ErrRefused, reply.GetReason(), reply.GetMessage())
+	}
+	return reply, nil
+}
+
+// Watcher delivers one job's events as the schedulers publish them.
+type Watcher struct {
+	sub *nats.Subscription
+	ch  chan *nats.Msg
+}
+
+// watchBuffer is how many events a Watcher holds unread: a message that
+// finds it full is dropped by NATS, so it leaves room for a burst of
+// streamed output.
+const watchBuffer = 1024
+
+// Watch subscribes to job id's events: its state changes, and its progress
+// and streamed output (events with Progress set). Call it before Submit so
+// that no event is missed; Close it when done.
+func (c *Client) Watch(id string) (*Watcher, error) {
+	ch := make(chan *nats.Msg, watchBuffer)
+	sub, err := c.bus.NATS().ChanSubscribe(bus.EventSubject(id), ch)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", id, err)
+	}
+	if err := c.bus.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	return &Watcher{sub: sub, ch: ch}, nil
+}
+
+// Next returns the next event, or ctx's error. A malformed event is skipped.
+func (w *Watcher) Next(ctx context.Context) (*wardv1.JobEvent, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case msg := <-w.ch:
+			ev := &wardv1.JobEvent{}
+			if proto.Unmarshal(msg.Data, ev) == nil {
+				return ev, nil
+			}
+		}
+	}
+}
+
+// Close stops the watch.
+func (w *Watcher) Close() { _ = w.sub.Unsubscribe() }
+
+// pending returns the events already received and not yet read.
+func (w *Watcher) pending() []*wardv1.JobEvent {
+	var out []*wardv1.JobEvent
+	for {
+		select {
+		case msg := <-w.ch:
+			ev := &wardv1.JobEvent{}
+			if proto.Unmarshal(msg.Data, ev) == nil {
+				out = append(out, ev)
+			}
+		default:
+			return out
+		}
+	}
+}
+
+// Get returns a stored job with its event log, and its result when
+// includeResult is set.
+func (c *Client) Get(ctx context.Context, id string, includeResult bool) (*wardv1.JobRecord, error) {
+	reply := &wardv1.GetJobReply{}
+	if err := c.bus.Request(ctx, bus.SubjectJobGet, &wardv1.GetJobRequest{JobId: id, IncludeResult: includeResult}, reply); err != nil {
+		return nil, err
+	}
+	if reply.GetError() != "" {
+		return reply.GetJob(), errors.New(reply.GetError())
+	}
+	return reply.GetJob(), nil
+}
+
+// List returns recent jobs, newest first, optionally of one state.
+func (c *Client) List(ctx context.Context, limit int, state wardv1.JobState) ([]*wardv1.JobRecord, error) {
+	reply := &wardv1.ListJobsReply{}
+	if err := c.bus.Request(ctx, bus.SubjectJobList, &wardv1.ListJobsRequest{Limit: int32(limit), State: state}, reply); err != nil {
+		return nil, err
+	}
+	if reply.GetError() != "" {
+		return reply.GetJobs(), errors.New(reply.GetError())
+	}
+	return reply.GetJobs(), nil
+}
+
+// Terminal reports whether s ends a job.
+func Terminal(s wardv1.JobState) bool {
+	switch s {
+	case wardv1.JobState_JOB_STATE_SUCCEEDED, wardv1.JobState_JOB_STATE_FAILED, wardv1.JobState_JOB_STATE_CANCELLED,
+		wardv1.JobState_JOB_STATE_TIMEOUT, wardv1.JobState_JOB_STATE_DENIED:
+		return true
+	}
+	return false
+}
+
+// Wait follows w until the job ends and returns the final event. Every
+// event, the final one included, is passed to each (which may be nil):
+// state changes, progress, and streamed output (Progress.Kind OUTPUT) in
+// the order the module wrote it — schedulers forward chunks concurrently,
+// so Wait puts them back in order by their seq (see Output). In case an
+// event was lost, it also asks for the job every poll interval.
+func (c *Client) Wait(ctx context.Context, id string, w *Watcher, each func(*wardv1.JobEvent)) (*wardv1.JobEvent, error) {
+	const poll = 2 * time.Second
+	if each == nil {
+		each = func(*wardv1.JobEvent) {}
+	}
+	var out Output
+	deliver := func(ev *wardv1.JobEvent) {
+		for _, e := range out.Add(ev) {
+			each(e)
+		}
+	}
+	end := func(last *wardv1.JobEvent) *wardv1.JobEvent {
+		// Output the host sent before its result may be forwarded after
+		// the final event: what has arrived goes out first.
+		for _, ev := range w.pending() {
+			if ev.GetProgress() != nil {
+				deliver(ev)
+			}
+		}
+		for _, e := range out.Flush() {
+			each(e)
+		}
+		each(last)
+		return last
+	}
+	for {
+		nctx, cancel := context.WithTimeout(ctx, poll)
+		ev, err := w.Next(nctx)
+		cancel()
+		if err == nil {
+			if Terminal(ev.GetState()) {
+				return end(ev), nil
+			}
+			deliver(ev)
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		rec, err := c.Get(ctx, id, false)
+		if err == nil && Terminal(rec.GetState()) {
+			last := &wardv1.JobEvent{JobId: id, State: rec.GetState(), AtUnixMs: rec.GetUpdatedAtUnixMs(),
+				Reason: rec.GetReason(), WorkerId: rec.GetWorkerId()}
+			if n := len(rec.GetEvents()); n > 0 {
+				last = rec.GetEvents()[n-1]
+			}
+			return end(last), nil
+		}
+	}
+}
+
+// Workers asks every live host for its last heartbeat and returns the
+// answers that arrive within window, sorted by worker id.
+func (c *Client) Workers(ctx context.Context, window time.Duration) ([]*wardv1.Heartbeat, error) {
+	nc := c.bus.NATS()
+	inbox := nc.NewRespInbox()
+	ch := make(chan *nats.Msg, 256)
+	sub, err := nc.ChanSubscribe(inbox, ch)
+	if err != nil {
+		return nil, fmt.Errorf("workers: %w", err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest(bus.SubjectWorkerPing, inbox, nil); err != nil {
+		return nil, fmt.Errorf("workers: %w", err)
+	}
+	timer := time.NewTimer(window)
+	defer timer.Stop()
+	seen := map[string]*wardv1.Heartbeat{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			out := make([]*wardv1.Heartbeat, 0, len(seen))
+			for _, hb := range seen {
+				out = append(out, hb)
+			}
+			slices.SortFunc(out, func(a, b *wardv1.Heartbeat) int { return strings.Compare(a.GetWorkerId(), b.GetWorkerId()) })
+			return out, nil
+		case m := <-ch:
+			hb := &wardv1.Heartbeat{}
+			if proto.Unmarshal(m.Data, hb) == nil && hb.GetWorkerId() != "" {
+				seen[hb.GetWorkerId()] = hb
+			}
+		}
+	}
+}
+
+// Cancel asks for job id to end CANCELLED, and returns the job as it is
+// after the cancel. The host running it stops it at once. A job that has
+// ended already is returned with an error that says so.
+func (c *Client) Cancel(ctx context.Context, id, reason string) (*wardv1.JobRecord, error) {
+	reply := &wardv1.GetJobReply{}
+	if err := c.bus.Request(ctx, bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: reason}, reply); err != nil {
+		return nil, err
+	}
+	if reply.GetError() != "" {
+		return reply.GetJob(), errors.New(reply.GetError())
+	}
+	return reply.GetJob(), nil
+}
+
+// DLQ returns up to limit dead-lettered jobs, newest first.
+func (c *Client) DLQ(ctx context.Context, limit int) ([]*wardv1.DLQEntry, error) {
+	reply := &wardv1.DLQListReply{}
+	if err := c.bus.Request(ctx, bus.SubjectDLQList, &wardv1.DLQListRequest{Limit: int32(limit)}, reply); err != nil {
+		return nil, err
+	}
+	if reply.GetError() != "" {
+		return reply.GetEntries(), errors.New(reply.GetError())
+	}
+	return reply.GetEntries(), nil
+}
+
+// RetryDLQ submits dead-lettered job id again, as a new job, and returns
+// the scheduler's answer (the new job's id).
+func (c *Client) RetryDLQ(ctx context.Context, id string) (*wardv1.SubmitReply, error) {
+	reply := &wardv1.SubmitReply{}
+	if err := c.bus.Request(ctx, bus.SubjectDLQRetry, &wardv1.DLQRetryRequest{JobId: id}, reply); err != nil {
+		return nil, err
+	}
+	if !reply.GetAccepted() {
+		return reply, fmt.Errorf("%w: %s: %s", ErrRefused, reply.GetReason(), reply.GetMessage())
+	}
+	return reply, nil
+}
+
+// SchedulerMode sets the mode every scheduler replica follows (NORMAL,
+// DEGRADED, READ_ONLY, DRAINING), or, with an empty mode, reads it.
+func (c *Client) SchedulerMode(ctx context.Context, mode string) (string, error) {
+	reply := &wardv1.SchedulerModeReply{}
+	if err := c.bus.Request(ctx, bus.SubjectMode, &wardv1.SchedulerModeRequest{Mode: mode}, reply); err != nil {
+		return "", err
+	}
+	if reply.GetError() != "" {
+		return reply.GetMode(), errors.New(reply.GetError())
+	}
+	return reply.GetMode(), nil
+}
+
+// maxHeld bounds the chunks Output holds while it waits for a missing one.
+const maxHeld = 256
+
+// Output puts a job's streamed output back in the order the module wrote
+// it. Hosts number the chunks of each attempt from 1; the schedulers that
+// forward them may swap two, and NATS may lose one. A chunk that comes
+// early is held until those before it arrive; one that never does is
+// skipped once maxHeld chunks wait behind it, or when the job ends (Flush).
+// Chunks of an earlier attempt than the latest seen are dropped: a retried
+// job streams again from the start. The zero value is ready to use.
+type Output struct {
+	attempt int32
+	next    int64 // the seq due next; 0 before the first chunk
+	held    map[int64]*wardv1.JobEvent
+}
+
+// Add takes an event and returns those now due, in order: ev itself unless
+// it is a chunk that comes early, late or twice, and the chunks it was
+// holding that ev unblocks.
+func (o *Output) Add(ev *wardv1.JobEvent) []*wardv1.JobEvent {
+	p := ev.GetProgress()
+	if p.GetKind() != wardv1.JobProgress_KIND_OUTPUT {
+		return []*wardv1.JobEvent{ev}
+	}
+	switch {
+	case o.next == 0 || p.GetAttempt() > o.attempt:
+		o.attempt, o.next, o.held = p.GetAttempt(), 1, nil
+	case p.GetAttempt() < o.attempt:
+		return nil
+	}
+	seq := p.GetSeq()
+	if seq < o.next || o.held[seq] != nil {
+		return nil
+	}
+	if o.held == nil {
+		o.held = map[int64]*wardv1.JobEvent{}
+	}
+	o.held[seq] = ev
+	if len(o.held) > maxHeld {
+		o.next = minKey(o.held) // give up on the missing ones
+	}
+	return o.due()
+}
+
+// Flush returns every chunk held, in order, skipping those that never came.
+func (o *Output) Flush() []*wardv1.JobEvent {
+	var out []*wardv1.JobEvent
+	for len(o.held) > 0 {
+		o.next = minKey(o.held)
+		out = append(out, o.due()...)
+	}
+	return out
+}
+
+// due removes and returns the held chunks from next on with no gap.
+func (o *Output) due() []*wardv1.JobEvent {
+	var out []*wardv1.JobEvent
+	for {
+		ev, ok := o.held[o.next]
+		if !ok {
+			return out
+		}
+		delete(o.held, o.next)
+		out = append(out, ev)
+		o.next++
+	}
+}
+
+func minKey(m map[int64]*wardv1.JobEvent) int64 {
+	first := true
+	var k int64
+	for s := range m {
+		if first || s < k {
+			k, first = s, false
+		}
+	}
+	return k
+}

@@ -1,7 +1,0 @@
-//go:build unix && !linux
-
-package runtime
-
-const mapNoReserve = 0
-
-func adviseHuge([]byte) {}

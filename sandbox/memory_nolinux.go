@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package sandbox
+
+const mapNoReserve = 0
+
+func adviseHuge([]byte) {}
