@@ -1,0 +1,146 @@
+// Package reason is Ward's one set of reason and error codes: why a job did
+// not succeed, waited, or was refused; why a host did not run a job; why a
+// sandboxed run failed. They are stable strings that users match on (a
+// job's reason and error code, a DLQ entry, a refusal), so they travel as
+// plain strings in the protobuf messages and the store, and are declared
+// here once, typed.
+package reason
+
+// Code is a stable reason or error code.
+type Code string
+
+// String returns the code as it is stored and shown.
+func (c Code) String() string { return string(c) }
+
+// Ends and waits: the reason of a job's terminal state, or of the events
+// of a job that waits. A job that ends with one of these is in the DLQ
+// (except cancelled).
+const (
+	// NoPoolMapping: no pool serves the job's topic with its requires (or
+	// its preferred_pool).
+	NoPoolMapping Code = "no_pool_mapping"
+	// NoWorkers: no live host of an eligible pool can run the job (none
+	// alive, or none with its capabilities and labels).
+	NoWorkers Code = "no_workers"
+	// ModuleRetired: the module serving the job's topic was retired
+	// (`ward module rm`).
+	ModuleRetired Code = "module_retired"
+	// PoolOverloaded: every eligible host was busy and the job could not
+	// wait: its pool queue was full, or it waited queue.max_wait. Also the
+	// reason of the events of a job that waits in a queue.
+	PoolOverloaded Code = "pool_overloaded"
+	// TenantLimit: the tenant stayed at its max_concurrent_jobs for the
+	// job's whole wait budget. Also the reason of the events of a job
+	// deferred for its tenant.
+	TenantLimit Code = "tenant_limit"
+	// SafetyDenied: the safety kernel denied the job.
+	SafetyDenied Code = "safety_denied"
+	// SafetyUnavailable: the safety kernel could not be asked, and the
+	// scheduler fails closed.
+	SafetyUnavailable Code = "safety_unavailable"
+	// MaxRetriesExceeded: the job failed on its last allowed attempt.
+	MaxRetriesExceeded Code = "max_retries_exceeded"
+	// DispatchTimeout: no host reported the job started in time.
+	DispatchTimeout Code = "dispatch_timeout"
+	// RunningTimeout: the job ran longer than allowed.
+	RunningTimeout Code = "running_timeout"
+	// DeadlineExceeded: the job's budget.deadline_ms (or the safety
+	// decision's deadline) passed before it ended.
+	DeadlineExceeded Code = "deadline_exceeded"
+	// Cancelled: someone cancelled the job (sys.job.cancel); also a sandbox
+	// run stopped by its caller or by the host shutting down.
+	Cancelled Code = "cancelled"
+	// DispatchFailed: the job could not be published to its host.
+	DispatchFailed Code = "dispatch_failed"
+	// Retry: the reason of the event of an attempt that failed and will be
+	// retried (not an end).
+	Retry Code = "retry"
+	// Requeued: the reason of the event of a job whose replica stopped while
+	// placing it, taken over by another, or whose host did not start it
+	// (ModuleUnavailable, CapabilityMissing: the replica's view of the host
+	// was stale) and is placed again (not an end).
+	Requeued Code = "requeued"
+)
+
+// Refusals: a submission answered at once, with nothing stored.
+const (
+	// BadRequest: the submission was malformed.
+	BadRequest Code = "bad_request"
+	// StoreError: the job store failed.
+	StoreError Code = "store_error"
+	// RateLimited: the tenant submits faster than its rate limit.
+	RateLimited Code = "rate_limited"
+	// QueueFull: every pool the job may run in has queue.cap jobs waiting
+	// (backpressure).
+	QueueFull Code = "queue_full"
+	// ModeReadOnly: the schedulers are READ_ONLY.
+	ModeReadOnly Code = "mode_read_only"
+	// ModeDraining: the schedulers are DRAINING.
+	ModeDraining Code = "mode_draining"
+	// ModeDegraded: the schedulers are DEGRADED and the job's priority is
+	// below the cut (modes.degraded_max_priority).
+	ModeDegraded Code = "mode_degraded"
+)
+
+// Host refusals: the error code of a result whose host did not run the job.
+const (
+	// ModuleUnavailable: the host does not serve the job's pool, or its
+	// module was retired there.
+	ModuleUnavailable Code = "module_unavailable"
+	// CapabilityMissing: the host lacks a capability the job's pool requires.
+	CapabilityMissing Code = "capability_missing"
+	// ContextUnavailable: the host could not read the job's payload from
+	// its pointer.
+	ContextUnavailable Code = "context_unavailable"
+	// ResultUnavailable: the host could not store a large result.
+	ResultUnavailable Code = "result_unavailable"
+	// Internal: the host failed for a reason of its own.
+	Internal Code = "internal"
+)
+
+// Sandbox failures: the error code of a run that failed, in the order the
+// sandbox classifies them (sandbox.RunError).
+const (
+	// OutputTooLarge: the guest wrote more than its output limit; the run is
+	// stopped as soon as it does.
+	OutputTooLarge Code = "output_too_large"
+	// Timeout: the run reached its time limit, or its caller's deadline.
+	Timeout Code = "timeout"
+	// MemoryLimit: the guest needed more memory than its limit.
+	MemoryLimit Code = "memory_limit"
+	// NotGranted: the run failed after the guest was refused a capability it
+	// was not granted (an HTTP host, a directory); the message names it.
+	NotGranted Code = "not_granted"
+	// ModuleError: the guest reported a failure (ward.fail, or a non-zero
+	// result from ward_run); the message is its own.
+	ModuleError Code = "module_error"
+	// Exit: the guest exited with a non-zero code, or panicked. The message
+	// is the guest's "panic:" or "fatal error:" line if it printed one,
+	// otherwise its last non-empty stderr line, followed by the exit code.
+	// (A Go reactor that panics aborts with a trap, not an exit: it gets
+	// this code, with exit code 0.)
+	Exit Code = "exit"
+	// Trap: any other failure: a WebAssembly trap (unreachable,
+	// out-of-bounds access, ...), a failed instantiation.
+	Trap Code = "trap"
+	// InputTooLarge: the payload is over the module's max_input; the module
+	// did not run.
+	InputTooLarge Code = "input_too_large"
+	// MountUnavailable: a granted directory could not be opened; the module
+	// did not run.
+	MountUnavailable Code = "mount_unavailable"
+)
+
+// All returns every code, in the order of this file; the README's table of
+// codes is checked against it.
+func All() []Code {
+	return []Code{
+		NoPoolMapping, NoWorkers, ModuleRetired, PoolOverloaded, TenantLimit, SafetyDenied,
+		SafetyUnavailable, MaxRetriesExceeded, DispatchTimeout, RunningTimeout, DeadlineExceeded,
+		Cancelled, DispatchFailed, Retry, Requeued,
+		BadRequest, StoreError, RateLimited, QueueFull, ModeReadOnly, ModeDraining, ModeDegraded,
+		ModuleUnavailable, CapabilityMissing, ContextUnavailable, ResultUnavailable, Internal,
+		OutputTooLarge, Timeout, MemoryLimit, NotGranted, ModuleError, Exit, Trap, InputTooLarge,
+		MountUnavailable,
+	}
+}
