@@ -340,7 +340,7 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 	for tries := 0; tries < 3; tries++ {
 		busyPool, busyWhy, noneWhy = "", "", noneWhy[:0]
 		for _, pool := range pools {
-			ws := s.registry.Snapshot((*buf)[:0], pool, now)
+			ws := s.hosts.Snapshot((*buf)[:0], pool, now)
 			*buf = ws
 			// Only hosts holding the module's version in force; while it
 			// rolls out, a job none of them can run waits for the others.
@@ -535,20 +535,20 @@ func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits,
 		TenantLimit: lim.tenant, WorkerLimit: p.capacity(w), Lock: &jobstore.Lock{Owner: s.id, TTL: dispatchLockTTL},
 		Message: d.Reasoning()}
 	lim.first(&t)
-	s.registry.Reserve(w.ID, job.CPUMillicores, job.MemoryBytes)
+	s.hosts.Reserve(w.ID, job.CPUMillicores, job.MemoryBytes)
 	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
 	var le *jobstore.LimitError
 	switch {
 	case errors.As(err, &le) && errors.Is(err, jobstore.ErrWorkerFull):
-		s.registry.Unreserve(w.ID, job.CPUMillicores, job.MemoryBytes)
-		s.registry.SetHeld(w.ID, le.Held, time.Now())
+		s.hosts.Unreserve(w.ID, job.CPUMillicores, job.MemoryBytes)
+		s.hosts.SetHeld(w.ID, le.Held, time.Now())
 		return full
 	case errors.As(err, &le):
-		s.registry.Unreserve(w.ID, job.CPUMillicores, job.MemoryBytes)
+		s.hosts.Unreserve(w.ID, job.CPUMillicores, job.MemoryBytes)
 		s.deferTenant(ctx, s.conf.Load(), job, lim, le)
 		return gone
 	case err != nil:
-		s.registry.Unreserve(w.ID, job.CPUMillicores, job.MemoryBytes)
+		s.hosts.Unreserve(w.ID, job.CPUMillicores, job.MemoryBytes)
 		if errors.Is(err, jobstore.ErrLocked) {
 			s.log.Debug("another replica is dispatching the job", "job_id", job.ID)
 		} else {
@@ -556,7 +556,7 @@ func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits,
 		}
 		return gone
 	}
-	s.registry.SetHeld(w.ID, moved.WorkerJobs, time.Now())
+	s.hosts.SetHeld(w.ID, moved.WorkerJobs, time.Now())
 	s.moved(moved, t)
 	s.dispatch(ctx, moved, lim)
 	return scheduled

@@ -249,7 +249,7 @@ func (e *env) waitWorkers(ids ...string) {
 	checkFor(e.t, 10*time.Second, fmt.Sprintf("replicas see workers %v", ids), func() bool {
 		for _, s := range e.scheds {
 			for _, id := range ids {
-				if _, ok := s.Registry().Get(id); !ok {
+				if _, ok := s.Hosts().Get(id); !ok {
 					return false
 				}
 			}

@@ -215,7 +215,7 @@ type Decision struct {
 }
 
 // Place decides where a job goes among workers, a snapshot sorted by id
-// (Registry.Snapshot gives one): ties go to the first, the lowest id. It
+// (Hosts.Snapshot gives one): ties go to the first, the lowest id. It
 // looks at each worker once.
 func Place(workers []Worker, r *Request, p *Policy, d *Decision) Outcome {
 	*d = Decision{Strategy: p.Strategy, Worker: -1, RequiredCPU: r.CPUMillicores, RequiredMem: r.MemoryBytes}

@@ -304,7 +304,7 @@ func TestPlacementDeterministic(t *testing.T) {
 			quarantine = map[string]time.Time{"w00": now.Add(time.Minute)}
 		}
 		snap := func() []Worker {
-			reg := NewRegistry(time.Minute)
+			reg := NewHosts(time.Minute)
 			order := slices.Clone(hbs)
 			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 			for _, hb := range order {
@@ -344,8 +344,8 @@ func TestPlacementDeterministic(t *testing.T) {
 	}
 }
 
-func TestRegistry(t *testing.T) {
-	r := NewRegistry(30 * time.Second)
+func TestHosts(t *testing.T) {
+	r := NewHosts(30 * time.Second)
 	t0 := time.Now()
 	r.Observe(&wardv1.Heartbeat{WorkerId: "a", Pool: "echo", MaxParallelJobs: 2}, t0)
 	r.Observe(&wardv1.Heartbeat{WorkerId: "b", Pools: []string{"chat"}}, t0.Add(20*time.Second))
@@ -434,7 +434,7 @@ func TestModes(t *testing.T) {
 // benchWorkers is a pool of n workers of mixed load, zones and
 // capabilities, as the registry's snapshot gives them.
 func benchWorkers(n int) []Worker {
-	reg := NewRegistry(time.Hour)
+	reg := NewHosts(time.Hour)
 	zones := []string{"eu-1", "eu-2", "us-1"}
 	now := time.Now()
 	for i := range n {

@@ -70,7 +70,7 @@ func (s *Scheduler) pump(lctx, ctx context.Context, tick bool) {
 		clear(s.waiting)
 		for i, pool := range all {
 			queueDepth.WithLabelValues(pool).Set(float64(lens[i]))
-			if s.registry.Serves(pool, now) {
+			if s.hosts.Serves(pool, now) {
 				s.emptyMu.Lock()
 				delete(s.empty, pool)
 				s.emptyMu.Unlock()
@@ -95,7 +95,7 @@ func (s *Scheduler) pump(lctx, ctx context.Context, tick bool) {
 		if lctx.Err() != nil {
 			return
 		}
-		ws := s.registry.Snapshot((*buf)[:0], pool, now)
+		ws := s.hosts.Snapshot((*buf)[:0], pool, now)
 		*buf = ws
 		ws, stale := c.current(ws, pool)
 		if len(ws) == 0 && c.rollingOut(pool, stale, now) != "" {
@@ -206,15 +206,15 @@ func (s *Scheduler) houseLoop(lctx context.Context) {
 			if q, err := s.cfg.Store.Quarantined(lctx, now); err != nil {
 				s.storeFailed("quarantined", "", err)
 			} else {
-				s.registry.SetQuarantined(q)
+				s.hosts.SetQuarantined(q)
 				quarantinedWorkers.Set(float64(len(q)))
 			}
 			hot := s.domains.throttled(now, &s.conf.Load().sched.FailureDomains)
 			s.hot.Store(&hot)
-			if n := s.registry.Evict(now); n > 0 {
+			if n := s.hosts.Evict(now); n > 0 {
 				s.log.Info("evicted silent workers", "count", n)
 			}
-			liveWorkers.Set(float64(s.registry.Len()))
+			liveWorkers.Set(float64(s.hosts.Len()))
 		}
 	}
 }

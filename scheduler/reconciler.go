@@ -96,7 +96,7 @@ func (s *Scheduler) expire(ctx context.Context, now time.Time) int {
 		jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
 		s.moved(job, t)
 		if job.WorkerID != "" {
-			s.registry.SetHeld(job.WorkerID, job.WorkerJobs, now)
+			s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, now)
 			// The host running it stops it at once.
 			_ = s.cfg.Bus.Publish(bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: ReasonDeadlineExceeded})
 		}
@@ -140,7 +140,7 @@ func (s *Scheduler) Reconcile(lctx, ctx context.Context, now time.Time) int {
 			}
 			n++
 			recovered.WithLabelValues("result").Inc()
-			s.registry.SetHeld(job.WorkerID, job.WorkerJobs, now)
+			s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, now)
 			jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
 			s.moved(job, t)
 		}
@@ -176,7 +176,7 @@ func (s *Scheduler) Reconcile(lctx, ctx context.Context, now time.Time) int {
 			n++
 			timeouts.WithLabelValues(k.reason).Inc()
 			zone := ""
-			if w, ok := s.registry.Get(job.WorkerID); ok {
+			if w, ok := s.hosts.Get(job.WorkerID); ok {
 				zone = w.Zone
 			}
 			s.countFailure(lctx, job.WorkerID, zone)
@@ -234,7 +234,7 @@ func (s *Scheduler) Reconcile(lctx, ctx context.Context, now time.Time) int {
 				continue
 			}
 			reason, why := ReasonPoolOverloaded, "every eligible worker stayed busy"
-			if len(s.registry.Snapshot(nil, pool, now)) == 0 {
+			if len(s.hosts.Snapshot(nil, pool, now)) == 0 {
 				reason, why = ReasonNoWorkers, fmt.Sprintf("no live host serves pool %q", pool)
 			}
 			n++

@@ -142,7 +142,7 @@ func TestModes(t *testing.T) {
 	h.release(running)
 	e.waitState(running, jobstore.Succeeded)
 	for range 5 {
-		e.scheds[0].Registry() // let a few pump rounds pass
+		e.scheds[0].Hosts() // let a few pump rounds pass
 		time.Sleep(50 * time.Millisecond)
 	}
 	if j := e.job(waiting); j.State != jobstore.Pending {

@@ -28,7 +28,7 @@ func (s *Scheduler) handleResult(ctx context.Context, _ *nats.Msg, r *wardv1.Job
 	c := s.conf.Load()
 	worker := r.GetWorkerId()
 	zone := ""
-	if w, ok := s.registry.Get(worker); ok {
+	if w, ok := s.hosts.Get(worker); ok {
 		zone = w.Zone
 	}
 	if to != jobstore.Succeeded {
@@ -44,7 +44,7 @@ func (s *Scheduler) handleResult(ctx context.Context, _ *nats.Msg, r *wardv1.Job
 	}
 	s.domains.record(zone, false, time.Now(), &c.sched.FailureDomains)
 	s.observeRun(job.Pool, r.GetExecutionMs())
-	s.registry.SetHeld(worker, job.WorkerJobs, time.Now())
+	s.hosts.SetHeld(worker, job.WorkerJobs, time.Now())
 	jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
 	s.moved(job, t)
 }
@@ -127,7 +127,7 @@ func (s *Scheduler) requeue(ctx context.Context, job *jobstore.Job, msg string) 
 		return err
 	}
 	retries.WithLabelValues("bounced").Inc()
-	s.registry.SetHeld(job.WorkerID, moved.WorkerJobs, time.Now())
+	s.hosts.SetHeld(job.WorkerID, moved.WorkerJobs, time.Now())
 	s.moved(moved, t)
 	return nil
 }
@@ -150,7 +150,7 @@ func (s *Scheduler) countFailure(ctx context.Context, worker, zone string) {
 	if !till.IsZero() {
 		s.log.Warn("worker quarantined", "worker_id", worker, "until", till)
 		if q, err := s.cfg.Store.Quarantined(ctx, now); err == nil {
-			s.registry.SetQuarantined(q)
+			s.hosts.SetQuarantined(q)
 			quarantinedWorkers.Set(float64(len(q)))
 		}
 	}
@@ -182,7 +182,7 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 		}
 		retries.WithLabelValues(reason).Inc()
 		waits.WithLabelValues(ReasonRetry).Inc()
-		s.registry.SetHeld(worker, moved.WorkerJobs, time.Now())
+		s.hosts.SetHeld(worker, moved.WorkerJobs, time.Now())
 		s.moved(moved, t)
 		return nil
 	}
@@ -198,7 +198,7 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 		s.late("result", job.ID, err)
 		return err
 	}
-	s.registry.SetHeld(worker, moved.WorkerJobs, time.Now())
+	s.hosts.SetHeld(worker, moved.WorkerJobs, time.Now())
 	if dlq {
 		s.deadLettered(ctx, moved, t)
 		return nil
@@ -259,7 +259,7 @@ func (s *Scheduler) handleCancel(ctx context.Context, msg *nats.Msg, cm *wardv1.
 		reply.Error = "job store unavailable"
 		s.storeFailed("cancel", id, err)
 	default:
-		s.registry.SetHeld(job.WorkerID, job.WorkerJobs, time.Now())
+		s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, time.Now())
 		jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
 		s.moved(job, t)
 		s.poke()

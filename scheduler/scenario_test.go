@@ -79,7 +79,7 @@ func TestRouting(t *testing.T) {
 	// No live host at all.
 	plain.stop()
 	fast.stop()
-	checkFor(t, 10*time.Second, "hosts gone", func() bool { return e.scheds[0].Registry().Len() == 0 })
+	checkFor(t, 10*time.Second, "hosts gone", func() bool { return e.scheds[0].Hosts().Len() == 0 })
 	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
 	if j := e.waitState(id, jobstore.Failed); j.Reason != scheduler.ReasonNoWorkers || !e.inDLQ(id, scheduler.ReasonNoWorkers) {
 		t.Fatalf("no hosts: %s %s", j.State, j.Reason)

@@ -75,11 +75,11 @@ type settings struct {
 
 // Scheduler is one scheduler replica.
 type Scheduler struct {
-	cfg      Config
-	id       string
-	log      *slog.Logger
-	registry *Registry
-	domains  *domains
+	cfg     Config
+	id      string
+	log     *slog.Logger
+	hosts   *Hosts
+	domains *domains
 
 	conf   atomic.Pointer[settings]
 	confMu sync.Mutex // serializes changes of conf (reloads, the registry)
@@ -155,7 +155,7 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg:      cfg,
 		id:       cfg.ID,
 		log:      cfg.Logger.With("component", "scheduler", "scheduler_id", cfg.ID),
-		registry: NewRegistry(cfg.WorkerTTL),
+		hosts:    NewHosts(cfg.WorkerTTL),
 		domains:  newDomains(),
 		submits:  bus.NewWorkers(cfg.Concurrency),
 		updates:  bus.NewWorkers(cfg.Concurrency),
@@ -179,8 +179,8 @@ func (s *Scheduler) ID() string { return s.id }
 // Leader reports whether this replica holds the reconciler lease now.
 func (s *Scheduler) Leader() bool { return s.leader.Load() }
 
-// Registry returns the scheduler's view of the live workers.
-func (s *Scheduler) Registry() *Registry { return s.registry }
+// Hosts returns the scheduler's view of the live workers.
+func (s *Scheduler) Hosts() *Hosts { return s.hosts }
 
 // Reload swaps the configuration in force; the next decision uses it.
 func (s *Scheduler) Reload(b *config.Bundle) {
@@ -333,8 +333,8 @@ func (s *Scheduler) handleHeartbeat(_ context.Context, _ *nats.Msg, hb *wardv1.H
 	if hb.GetWorkerId() == "" {
 		return
 	}
-	before, known := s.registry.Get(hb.GetWorkerId())
-	s.registry.Observe(hb, time.Now())
+	before, known := s.hosts.Get(hb.GetWorkerId())
+	s.hosts.Observe(hb, time.Now())
 	// A new worker, one with room again, or one holding another module
 	// version (a rollout waits for it) may take waiting jobs.
 	if !known || int(hb.GetActiveJobs()) < before.Inflight || hb.GetActiveJobs() < hb.GetMaxParallelJobs() ||

@@ -81,7 +81,7 @@ func fakeNvidiaSMI(t *testing.T) {
 func (e *env) waitCapability(t *testing.T, id, c string, want bool) {
 	t.Helper()
 	checkFor(t, 30*time.Second, func() bool {
-		w, ok := e.stack.Scheduler.Registry().Get(id)
+		w, ok := e.stack.Scheduler.Hosts().Get(id)
 		return ok && slices.Contains(w.Capabilities, c) == want
 	})
 }

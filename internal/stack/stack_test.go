@@ -166,7 +166,7 @@ func echoModules(t testing.TB) map[string][]byte {
 // waitWorkers polls until the scheduler sees n live workers.
 func (e *env) waitWorkers(t testing.TB, n int) {
 	t.Helper()
-	checkFor(t, 10*time.Second, func() bool { return e.stack.Scheduler.Registry().Len() >= n })
+	checkFor(t, 10*time.Second, func() bool { return e.stack.Scheduler.Hosts().Len() >= n })
 }
 
 func checkFor(t testing.TB, timeout time.Duration, cond func() bool) {

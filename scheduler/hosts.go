@@ -71,8 +71,8 @@ func (w *Worker) Has(caps []string) bool { return hasAll(w.Capabilities, caps) }
 // heldFresh is how long a count from the store outranks heartbeats.
 const heldFresh = 2 * time.Second
 
-// Registry holds the latest heartbeat of every live worker.
-type Registry struct {
+// Hosts holds the latest heartbeat of every live worker.
+type Hosts struct {
 	ttl time.Duration
 
 	mu          sync.Mutex // guards the 3 following fields
@@ -81,13 +81,13 @@ type Registry struct {
 	quarantined map[string]time.Time // worker -> end of its quarantine
 }
 
-// NewRegistry returns a registry that forgets a worker after ttl of silence.
-func NewRegistry(ttl time.Duration) *Registry {
-	return &Registry{ttl: ttl, workers: make(map[string]*Worker)}
+// NewHosts returns a registry that forgets a worker after ttl of silence.
+func NewHosts(ttl time.Duration) *Hosts {
+	return &Hosts{ttl: ttl, workers: make(map[string]*Worker)}
 }
 
 // Observe records a heartbeat received at now. A draining host is forgotten.
-func (r *Registry) Observe(hb *wardv1.Heartbeat, now time.Time) {
+func (r *Hosts) Observe(hb *wardv1.Heartbeat, now time.Time) {
 	pools := hb.GetPools()
 	if len(pools) == 0 && hb.GetPool() != "" {
 		pools = []string{hb.GetPool()}
@@ -137,7 +137,7 @@ func (r *Registry) Observe(hb *wardv1.Heartbeat, now time.Time) {
 }
 
 // Reserve notes that this replica is placing a job on worker id.
-func (r *Registry) Reserve(id string, cpu, mem int64) {
+func (r *Hosts) Reserve(id string, cpu, mem int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if w, ok := r.workers[id]; ok {
@@ -148,7 +148,7 @@ func (r *Registry) Reserve(id string, cpu, mem int64) {
 }
 
 // Unreserve takes back a Reserve whose placement did not happen.
-func (r *Registry) Unreserve(id string, cpu, mem int64) {
+func (r *Hosts) Unreserve(id string, cpu, mem int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if w, ok := r.workers[id]; ok {
@@ -159,7 +159,7 @@ func (r *Registry) Unreserve(id string, cpu, mem int64) {
 }
 
 // SetHeld records the store's count of the jobs worker id holds.
-func (r *Registry) SetHeld(id string, n int, now time.Time) {
+func (r *Hosts) SetHeld(id string, n int, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if w, ok := r.workers[id]; ok {
@@ -168,14 +168,14 @@ func (r *Registry) SetHeld(id string, n int, now time.Time) {
 }
 
 // SetQuarantined replaces the set of quarantined workers.
-func (r *Registry) SetQuarantined(q map[string]time.Time) {
+func (r *Hosts) SetQuarantined(q map[string]time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.quarantined = q
 }
 
 // Evict forgets workers silent since before now-ttl and returns how many.
-func (r *Registry) Evict(now time.Time) int {
+func (r *Hosts) Evict(now time.Time) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
@@ -194,7 +194,7 @@ func (r *Registry) Evict(now time.Time) int {
 // Snapshot appends copies of the live workers serving pool to dst, sorted
 // by id so that placement sees the same order every time, and returns it.
 // An empty pool means every worker.
-func (r *Registry) Snapshot(dst []Worker, pool string, now time.Time) []Worker {
+func (r *Hosts) Snapshot(dst []Worker, pool string, now time.Time) []Worker {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byPool == nil {
@@ -213,7 +213,7 @@ func (r *Registry) Snapshot(dst []Worker, pool string, now time.Time) []Worker {
 }
 
 // index rebuilds byPool. Lock should be held.
-func (r *Registry) index() {
+func (r *Hosts) index() {
 	r.byPool = make(map[string][]*Worker)
 	for _, w := range r.workers {
 		r.byPool[""] = append(r.byPool[""], w)
@@ -227,7 +227,7 @@ func (r *Registry) index() {
 }
 
 // Serves reports whether some live worker serves pool.
-func (r *Registry) Serves(pool string, now time.Time) bool {
+func (r *Hosts) Serves(pool string, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byPool == nil {
@@ -242,14 +242,14 @@ func (r *Registry) Serves(pool string, now time.Time) bool {
 }
 
 // Len returns the number of workers held.
-func (r *Registry) Len() int {
+func (r *Hosts) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.workers)
 }
 
 // Get returns a copy of worker id, if it is known.
-func (r *Registry) Get(id string) (Worker, bool) {
+func (r *Hosts) Get(id string) (Worker, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.workers[id]
