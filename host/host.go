@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ward-run/ward/api/reason"
+
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -372,7 +374,7 @@ func (a *Agent) handleJob(ctx context.Context, _ *nats.Msg, req *wardv1.JobReque
 		if errors.As(err, &re) {
 			res.ErrorCode, res.ErrorMessage = string(re.Code), re.Message
 		} else if res.ErrorCode == "" {
-			res.ErrorCode, res.ErrorMessage = "internal", err.Error()
+			res.ErrorCode, res.ErrorMessage = string(reason.Internal), err.Error()
 		}
 		a.log.Info("job failed", "job_id", req.GetJobId(), "module", moduleName, "code", res.ErrorCode, "err", res.ErrorMessage)
 	} else {
@@ -397,16 +399,16 @@ func (a *Agent) run(ctx context.Context, req *wardv1.JobRequest, res *wardv1.Job
 	p, ok := served.routes.Pools[pool]
 	mod := served.modules[p.Module]
 	if !ok || mod == nil {
-		res.ErrorCode, res.ErrorMessage = "module_unavailable", fmt.Sprintf("host %s does not serve pool %q", a.cfg.ID, pool)
+		res.ErrorCode, res.ErrorMessage = string(reason.ModuleUnavailable), fmt.Sprintf("host %s does not serve pool %q", a.cfg.ID, pool)
 		return p.Module, errors.New(res.ErrorMessage)
 	}
 	if caps := a.caps.Load(); caps != nil && !hasAll(*caps, p.Requires) {
-		res.ErrorCode, res.ErrorMessage = "capability_missing", fmt.Sprintf("host %s lacks %v, which pool %q requires", a.cfg.ID, p.Requires, pool)
+		res.ErrorCode, res.ErrorMessage = string(reason.CapabilityMissing), fmt.Sprintf("host %s lacks %v, which pool %q requires", a.cfg.ID, p.Requires, pool)
 		return p.Module, errors.New(res.ErrorMessage)
 	}
 	payload, err := a.readContext(ctx, req)
 	if err != nil {
-		res.ErrorCode, res.ErrorMessage = "context_unavailable", err.Error()
+		res.ErrorCode, res.ErrorMessage = string(reason.ContextUnavailable), err.Error()
 		return p.Module, err
 	}
 	in := a.input(req, payload)
@@ -417,7 +419,7 @@ func (a *Agent) run(ctx context.Context, req *wardv1.JobRequest, res *wardv1.Job
 		// A new version replaced mod between the lookup and the start:
 		// the job has not run, so it runs on the version in force.
 		if mod = a.table.load().modules[p.Module]; mod == nil {
-			res.ErrorCode, res.ErrorMessage = "module_unavailable", fmt.Sprintf("module %s was retired on host %s", p.Module, a.cfg.ID)
+			res.ErrorCode, res.ErrorMessage = string(reason.ModuleUnavailable), fmt.Sprintf("module %s was retired on host %s", p.Module, a.cfg.ID)
 			return p.Module, errors.New(res.ErrorMessage)
 		}
 		out, err = a.cfg.Runtime.Run(ctx, mod, in)
@@ -431,7 +433,7 @@ func (a *Agent) run(ctx context.Context, req *wardv1.JobRequest, res *wardv1.Job
 	}
 	ptr, err := a.cfg.Store.PutResult(ctx, req.GetJobId(), out.Data)
 	if err != nil {
-		res.ErrorCode, res.ErrorMessage = "result_unavailable", err.Error()
+		res.ErrorCode, res.ErrorMessage = string(reason.ResultUnavailable), err.Error()
 		return p.Module, err
 	}
 	res.ResultPtr = ptr

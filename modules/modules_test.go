@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ward-run/ward/api/reason"
+
 	"github.com/ward-run/ward/internal/testing/ollamatest"
 	"github.com/ward-run/ward/internal/testing/repotest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
@@ -106,7 +108,7 @@ func TestChatSimple(t *testing.T) {
 			t.Fatalf("%q: %+v", in, got)
 		}
 	}
-	if _, err := newRuntime(t).Run(context.Background(), m, sandbox.Input{Payload: []byte("{}")}); sandbox.ErrorCode(err) != sandbox.CodeModuleError {
+	if _, err := newRuntime(t).Run(context.Background(), m, sandbox.Input{Payload: []byte("{}")}); sandbox.ErrorCode(err) != reason.ModuleError {
 		t.Fatalf("no message: %v", err)
 	}
 }
@@ -180,7 +182,7 @@ func TestChatAdvancedStreamBreaks(t *testing.T) {
 		}
 	})
 	out, err := newRuntime(t).Run(context.Background(), m, sandbox.Input{Tenant: "acme", Payload: []byte("hi"), Grants: grants(o, "llama3")})
-	if sandbox.ErrorCode(err) != sandbox.CodeModuleError {
+	if sandbox.ErrorCode(err) != reason.ModuleError {
 		t.Fatalf("a broken stream: %v, %q", err, out.Data)
 	}
 }

@@ -57,7 +57,7 @@ type call struct {
 	failed  bool
 	failMsg string
 	lastErr string
-	refused []string // capabilities refused, for CodeNotGranted
+	refused []string // capabilities refused, for reason.NotGranted
 
 	logTokens    float64
 	logRefill    time.Time

@@ -8,7 +8,7 @@ import (
 
 // linearMemory backs one instance's linear memory and enforces its limit:
 // a grow past limit fails (the guest sees memory.grow return -1), and the
-// refusal is remembered so that the run fails with CodeMemoryLimit even if
+// refusal is remembered so that the run fails with reason.MemoryLimit even if
 // the guest says nothing.
 //
 // On Unix the memory is one anonymous mapping of limit bytes, reserved but

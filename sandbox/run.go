@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ward-run/ward/api/reason"
+
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -106,7 +108,7 @@ type Output struct {
 // module from another Runtime) come with no Output.
 //
 // The run ends at the earlier of its time limit and ctx's deadline; if ctx
-// is cancelled first the run fails with CodeCancelled.
+// is cancelled first the run fails with reason.Cancelled.
 func (r *Runtime) Run(ctx context.Context, m *Module, in Input) (*Output, error) {
 	if m == nil || m.rt != r {
 		return nil, errors.New("sandbox: module was not compiled by this Runtime")
@@ -134,9 +136,9 @@ func (r *Runtime) Run(ctx context.Context, m *Module, in Input) (*Output, error)
 	var err error
 	switch {
 	case len(in.Payload) > lim.maxInput:
-		err = &RunError{Code: CodeInputTooLarge, Message: fmt.Sprintf("payload of %d bytes is over the module's %d", len(in.Payload), lim.maxInput)}
+		err = &RunError{Code: reason.InputTooLarge, Message: fmt.Sprintf("payload of %d bytes is over the module's %d", len(in.Payload), lim.maxInput)}
 	case m.code.minMemory > lim.memory:
-		err = &RunError{Code: CodeMemoryLimit, Message: fmt.Sprintf("the module needs %d bytes of memory to start; the limit is %d", m.code.minMemory, lim.memory)}
+		err = &RunError{Code: reason.MemoryLimit, Message: fmt.Sprintf("the module needs %d bytes of memory to start; the limit is %d", m.code.minMemory, lim.memory)}
 	case m.manifest.Isolation == Pooled:
 		out.Reused, err = r.runPooled(runCtx, m, c)
 	default:
@@ -242,7 +244,7 @@ func (r *Runtime) instantiate(ctx context.Context, m *Module, c *call) (*instanc
 			root, err := os.OpenRoot(mnt.Dir)
 			if err != nil {
 				inst.closeRoots()
-				return nil, &RunError{Code: CodeMountUnavailable, Message: err.Error()}
+				return nil, &RunError{Code: reason.MountUnavailable, Message: err.Error()}
 			}
 			inst.roots = append(inst.roots, root)
 			// os.Root's fs.FS resolves every name inside the root, symbolic
@@ -451,7 +453,7 @@ func (w *callWriter) sleep(d time.Duration) {
 
 // mountFS is a mounted directory, seen through os.Root. It tells the call
 // the instance serves about names that try to leave the directory, so that
-// a run that fails after one gets CodeNotGranted.
+// a run that fails after one gets reason.NotGranted.
 type mountFS struct {
 	fsys fs.FS
 	path string

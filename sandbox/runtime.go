@@ -519,7 +519,7 @@ func (r *Runtime) compile(ctx context.Context, digest string, wasm []byte) (*cod
 }
 
 // Close refuses new compilations and runs, waits for the runs in flight until
-// ctx is done, then stops those still going (they fail with CodeCancelled)
+// ctx is done, then stops those still going (they fail with reason.Cancelled)
 // and releases the runtime. The compilation cache on disk is kept.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ward-run/ward/api/reason"
+
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/sandbox"
 )
@@ -242,7 +244,7 @@ func TestSharedCacheDir(t *testing.T) {
 type hostileCase struct {
 	name     string
 	in       sandbox.Input
-	code     sandbox.Code
+	code     reason.Code
 	message  string // the RunError's message contains it
 	exitCode uint32 // checked when not zero
 }
@@ -250,28 +252,28 @@ type hostileCase struct {
 func hostileCases(mount string) []hostileCase {
 	return []hostileCase{
 		{name: "infinite loop", in: sandbox.Input{Payload: ask("loop", ""), TimeLimit: 200 * time.Millisecond},
-			code: sandbox.CodeTimeout, message: "time limit of 200ms"},
+			code: reason.Timeout, message: "time limit of 200ms"},
 		{name: "sleep", in: sandbox.Input{Payload: ask("sleep", ""), TimeLimit: 200 * time.Millisecond},
-			code: sandbox.CodeTimeout},
+			code: reason.Timeout},
 		{name: "memory bomb", in: sandbox.Input{Payload: ask("membomb", ""), MemoryLimitBytes: 32 << 20},
-			code: sandbox.CodeMemoryLimit, message: "limit 33554432 bytes"},
+			code: reason.MemoryLimit, message: "limit 33554432 bytes"},
 		{name: "endless output", in: sandbox.Input{Payload: ask("bigout", ""), MaxOutputBytes: 1 << 20},
-			code: sandbox.CodeOutputTooLarge, message: "1048576 bytes"},
+			code: reason.OutputTooLarge, message: "1048576 bytes"},
 		{name: "panic", in: sandbox.Input{Payload: ask("panic", "")},
-			code: sandbox.CodeExit, message: "panic: no handler for job kind", exitCode: 2},
+			code: reason.Exit, message: "panic: no handler for job kind", exitCode: 2},
 		{name: "exit", in: sandbox.Input{Payload: ask("exit", "")},
-			code: sandbox.CodeExit, message: "exit code 3", exitCode: 3},
+			code: reason.Exit, message: "exit code 3", exitCode: 3},
 		{name: "error", in: sandbox.Input{Payload: ask("fail", "bad input: want JSON")},
-			code: sandbox.CodeModuleError, message: "bad input: want JSON"},
+			code: reason.ModuleError, message: "bad input: want JSON"},
 		{name: "ungranted http", in: sandbox.Input{Payload: ask("http", "http://example.com/"),
 			Grants: sandbox.Grants{HTTPHosts: []string{"example.org"}}},
-			code: sandbox.CodeNotGranted, message: "host example.com is not granted"},
+			code: reason.NotGranted, message: "host example.com is not granted"},
 		{name: "symlink escape", in: sandbox.Input{Payload: ask("read", "/repo/up/secret"),
 			Grants: sandbox.Grants{Mounts: []sandbox.Mount{{Dir: mount, Path: "/repo"}}}},
-			code: sandbox.CodeNotGranted, message: "leaves the mounted directory /repo"},
+			code: reason.NotGranted, message: "leaves the mounted directory /repo"},
 		{name: "write to a mount", in: sandbox.Input{Payload: ask("write", "/repo/new"),
 			Grants: sandbox.Grants{Mounts: []sandbox.Mount{{Dir: mount, Path: "/repo"}}}},
-			code: sandbox.CodeModuleError, message: "/repo/new"},
+			code: reason.ModuleError, message: "/repo/new"},
 	}
 }
 
@@ -367,7 +369,7 @@ func TestMounts(t *testing.T) {
 	// A directory that is gone fails the run before the module starts.
 	_, err := rt.Run(context.Background(), m, sandbox.Input{Payload: ask("echo", ""), Tenant: "acme",
 		Grants: sandbox.Grants{Mounts: []sandbox.Mount{{Dir: filepath.Join(mount, "nope")}}}})
-	if sandbox.ErrorCode(err) != sandbox.CodeMountUnavailable {
+	if sandbox.ErrorCode(err) != reason.MountUnavailable {
 		t.Errorf("missing mount: %v", err)
 	}
 }
@@ -454,13 +456,13 @@ func TestPooled(t *testing.T) {
 		t.Fatalf("after MaxRuns: %s, want a new instance", got)
 	}
 	// A module error keeps the instance; a trap does not.
-	if _, err := rt.Run(context.Background(), m, sandbox.Input{Payload: ask("fail", "no"), Tenant: "a"}); sandbox.ErrorCode(err) != sandbox.CodeModuleError {
+	if _, err := rt.Run(context.Background(), m, sandbox.Input{Payload: ask("fail", "no"), Tenant: "a"}); sandbox.ErrorCode(err) != reason.ModuleError {
 		t.Fatal(err)
 	}
 	if got, _ := served("a"); got != "3" {
 		t.Fatalf("after a module error: %s, want the same instance", got)
 	}
-	if _, err := rt.Run(context.Background(), m, sandbox.Input{Payload: ask("loop", ""), Tenant: "a", TimeLimit: 50 * time.Millisecond}); sandbox.ErrorCode(err) != sandbox.CodeTimeout {
+	if _, err := rt.Run(context.Background(), m, sandbox.Input{Payload: ask("loop", ""), Tenant: "a", TimeLimit: 50 * time.Millisecond}); sandbox.ErrorCode(err) != reason.Timeout {
 		t.Fatal(err)
 	}
 	if got, _ := served("a"); got != "1" {
@@ -547,14 +549,14 @@ func TestInputAndMemoryLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Run(context.Background(), m, sandbox.Input{Payload: make([]byte, 101)}); sandbox.ErrorCode(err) != sandbox.CodeInputTooLarge {
+	if _, err := rt.Run(context.Background(), m, sandbox.Input{Payload: make([]byte, 101)}); sandbox.ErrorCode(err) != reason.InputTooLarge {
 		t.Fatalf("101 bytes into max_input 100: %v", err)
 	}
 	mustRun(t, rt, m, sandbox.Input{Payload: make([]byte, 100)})
 	// A limit below what the module starts with fails before it runs; one
 	// too small for Go's runtime to start fails in _initialize.
 	for _, limit := range []int64{64 << 10, 2 << 20} {
-		if _, err := rt.Run(context.Background(), m, sandbox.Input{MemoryLimitBytes: limit}); sandbox.ErrorCode(err) != sandbox.CodeMemoryLimit {
+		if _, err := rt.Run(context.Background(), m, sandbox.Input{MemoryLimitBytes: limit}); sandbox.ErrorCode(err) != reason.MemoryLimit {
 			t.Fatalf("%d bytes of memory: %v", limit, err)
 		}
 	}
@@ -571,18 +573,18 @@ func TestHTTP(t *testing.T) {
 	for _, tc := range []struct {
 		name, url string
 		grants    []string
-		code      sandbox.Code
+		code      reason.Code
 		want      string // in the output, or in the error message
 	}{
 		{"granted host", srv.a + "/hello", []string{srv.aHost}, "", "200 hello"},
 		{"granted name, any port", srv.a + "/hello", []string{"127.0.0.1"}, "", "200 hello"},
-		{"wildcards do not match addresses", srv.a + "/hello", []string{"*.0.0.1"}, sandbox.CodeNotGranted, "not granted"},
-		{"not granted", srv.a + "/hello", nil, sandbox.CodeNotGranted, "is not granted"},
-		{"other port", srv.a + "/hello", []string{"127.0.0.1:1"}, sandbox.CodeNotGranted, "is not granted"},
+		{"wildcards do not match addresses", srv.a + "/hello", []string{"*.0.0.1"}, reason.NotGranted, "not granted"},
+		{"not granted", srv.a + "/hello", nil, reason.NotGranted, "is not granted"},
+		{"other port", srv.a + "/hello", []string{"127.0.0.1:1"}, reason.NotGranted, "is not granted"},
 		{"same-host redirect", srv.a + "/redirect-same", []string{srv.aHost}, "", "200 hello"},
-		{"redirect to another host", srv.a + "/redirect-other", []string{srv.aHost, "localhost"}, sandbox.CodeNotGranted, "redirect to another host refused"},
-		{"response too large", srv.a + "/big", []string{srv.aHost}, sandbox.CodeModuleError, "response body over 1024 bytes"},
-		{"bad URL", "file:///etc/passwd", []string{srv.aHost}, sandbox.CodeModuleError, "not an absolute http(s) URL"},
+		{"redirect to another host", srv.a + "/redirect-other", []string{srv.aHost, "localhost"}, reason.NotGranted, "redirect to another host refused"},
+		{"response too large", srv.a + "/big", []string{srv.aHost}, reason.ModuleError, "response body over 1024 bytes"},
+		{"bad URL", "file:///etc/passwd", []string{srv.aHost}, reason.ModuleError, "not an absolute http(s) URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := run(tc.url, tc.grants...)
@@ -607,8 +609,8 @@ func TestCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(100*time.Millisecond, cancel)
 			_, err := rt.Run(ctx, m, sandbox.Input{Payload: ask("loop", "")})
-			if code := sandbox.ErrorCode(err); code != sandbox.CodeCancelled {
-				t.Fatalf("cancelled run: %v, want code %s", err, sandbox.CodeCancelled)
+			if code := sandbox.ErrorCode(err); code != reason.Cancelled {
+				t.Fatalf("cancelled run: %v, want code %s", err, reason.Cancelled)
 			}
 
 			// The caller's deadline, shorter than the run's time limit, is a timeout.
@@ -616,8 +618,8 @@ func TestCancel(t *testing.T) {
 			defer cancel()
 			_, err = rt.Run(ctx, m, sandbox.Input{Payload: ask("loop", ""), TimeLimit: time.Minute})
 			var re *sandbox.RunError
-			if !errors.As(err, &re) || re.Code != sandbox.CodeTimeout || !strings.Contains(re.Message, "caller's deadline") {
-				t.Fatalf("run past the caller's deadline: %v, want code %s", err, sandbox.CodeTimeout)
+			if !errors.As(err, &re) || re.Code != reason.Timeout || !strings.Contains(re.Message, "caller's deadline") {
+				t.Fatalf("run past the caller's deadline: %v, want code %s", err, reason.Timeout)
 			}
 		})
 	}
@@ -648,7 +650,7 @@ func TestClose(t *testing.T) {
 	select {
 	case err := <-done:
 		// The run may also have been refused, had Close come first.
-		if code := sandbox.ErrorCode(err); code != sandbox.CodeCancelled && !errors.Is(err, sandbox.ErrClosed) {
+		if code := sandbox.ErrorCode(err); code != reason.Cancelled && !errors.Is(err, sandbox.ErrClosed) {
 			t.Fatalf("run stopped by Close: %v", err)
 		}
 	case <-time.After(10 * time.Second):
@@ -719,7 +721,7 @@ func TestGCWhileSpinning(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		if sandbox.ErrorCode(err) != sandbox.CodeTimeout {
+		if sandbox.ErrorCode(err) != reason.Timeout {
 			t.Fatalf("spinning guest: %v", err)
 		}
 	case <-time.After(60 * time.Second):

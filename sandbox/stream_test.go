@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ward-run/ward/api/reason"
+
 	"github.com/ward-run/ward/sandbox"
 )
 
@@ -187,12 +189,12 @@ func TestHTTPStream(t *testing.T) {
 	for _, tc := range []struct {
 		name, path string
 		grants     []string
-		code       sandbox.Code
+		code       reason.Code
 		want       string
 	}{
-		{"not granted", "/lines", nil, sandbox.CodeNotGranted, "is not granted"},
-		{"a stalled body", "/stall", []string{u.Host}, sandbox.CodeModuleError, "no data within the timeout"},
-		{"over the response cap", "/big", []string{u.Host}, sandbox.CodeModuleError, "response body over 1024 bytes"},
+		{"not granted", "/lines", nil, reason.NotGranted, "is not granted"},
+		{"a stalled body", "/stall", []string{u.Host}, reason.ModuleError, "no data within the timeout"},
+		{"over the response cap", "/big", []string{u.Host}, reason.ModuleError, "response body over 1024 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := run(tc.path, nil, tc.grants...)
