@@ -12,7 +12,7 @@ import (
 
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/stack"
+	"github.com/ward-run/ward/node"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -47,7 +47,7 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 				defer pprof.StopCPUProfile()
 			}
 
-			wasm, err := stack.ReadModules(modulesDir)
+			wasm, err := node.ReadModules(modulesDir)
 			if err != nil {
 				return err
 			}
@@ -108,7 +108,7 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 			if err != nil {
 				return err
 			}
-			opts := stack.Options{Probes: probes, NATSURL: ns.ClientURL(), Store: store, SafetyAddr: safetyAddr,
+			opts := node.Options{Probes: probes, NATSURL: ns.ClientURL(), Store: store, SafetyAddr: safetyAddr,
 				Pools: pools, Timeouts: timeouts, Modules: wasm, Manifests: manifests, CacheDir: cacheDir,
 				MountRoots: sandbox.mountRoots, Env: env, MaxParallel: maxParallel, HostID: "dev-host", Logger: log,
 				Settings: conf.Scheduler, ConfigFiles: files, ModuleRegistry: true, Trusted: trusted}
@@ -116,7 +116,7 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 			if opts.SafetyClient, err = safetyFlags.config(); err != nil {
 				return err
 			}
-			st, err := stack.Start(ctx, opts)
+			st, err := node.Start(ctx, opts)
 			if err != nil {
 				return err
 			}

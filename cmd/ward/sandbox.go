@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/stack"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/sandbox"
 )
 
@@ -62,7 +62,7 @@ func loadModules(ctx context.Context, rt *sandbox.Runtime, dir string) (map[stri
 	if dir == "" {
 		return nil, nil // the registry's modules only
 	}
-	wasm, err := stack.ReadModules(dir)
+	wasm, err := node.ReadModules(dir)
 	if err != nil {
 		return nil, err
 	}

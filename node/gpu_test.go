@@ -1,4 +1,4 @@
-package stack_test
+package node_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/stack"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/internal/testing/ollamatest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/sandbox"
@@ -124,7 +124,7 @@ func TestChatAdvancedStreamsTokens(t *testing.T) {
 	})
 
 	mods, mans := chatModules(t)
-	e := start(t, stack.Options{Modules: mods, Manifests: mans, Policies: policiesGranting(t, o.Host()),
+	e := start(t, node.Options{Modules: mods, Manifests: mans, Policies: policiesGranting(t, o.Host()),
 		Env:    map[string]string{"OLLAMA_URL": o.URL, "OLLAMA_MODEL": "llama3"},
 		Probes: []host.Probe{host.NewOllamaProbe(o.URL, time.Second, nil)}})
 	e.waitCapability(t, e.stack.Host.ID(), "ollama", true)
@@ -234,7 +234,7 @@ func TestGPUHostTakesTheChatJobs(t *testing.T) {
 	gpuProbe := host.NewGPUProbe(nil)
 	defer gpuProbe.Close()
 	env := map[string]string{"OLLAMA_URL": o.URL, "OLLAMA_MODEL": "llama3"}
-	e := start(t, stack.Options{HostID: "gpu-1", Modules: mods, Manifests: mans, Policies: policiesGranting(t, o.Host()),
+	e := start(t, node.Options{HostID: "gpu-1", Modules: mods, Manifests: mans, Policies: policiesGranting(t, o.Host()),
 		MaxParallel: 2, Env: env, Probes: []host.Probe{gpuProbe, host.NewOllamaProbe(o.URL, time.Second, nil)}})
 
 	// The plain host: the same modules, and Ollama's address too, but no

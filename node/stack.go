@@ -2,7 +2,7 @@
 // a gRPC listener, a scheduler that calls it over gRPC, and a host agent,
 // each with its own NATS connection. `ward dev` runs one; so do the
 // end-to-end tests. Production runs the same parts as separate processes.
-package stack
+package node
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package stack_test
+package node_test
 
 import (
 	"archive/tar"
@@ -16,7 +16,7 @@ import (
 	natstest "github.com/nats-io/nats-server/v2/test"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/stack"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/internal/testing/repotest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/modules/sdk"
@@ -54,7 +54,7 @@ func TestSandboxThroughEveryPart(t *testing.T) {
 	t.Cleanup(ns.Shutdown)
 	wasm, manifests := builtModules(t, "echo", "repo-scan")
 	// The cache the module tests filled: the same bytes compile once.
-	e := start(t, stack.Options{NATSURL: ns.ClientURL(), Modules: wasm, Manifests: manifests, CacheDir: wasmtest.CacheDir(t)})
+	e := start(t, node.Options{NATSURL: ns.ClientURL(), Modules: wasm, Manifests: manifests, CacheDir: wasmtest.CacheDir(t)})
 
 	for i := range 3 {
 		_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte("pooled")})

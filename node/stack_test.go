@@ -1,4 +1,4 @@
-package stack_test
+package node_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/stack"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/internal/testing/redistest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/jobstore"
@@ -32,7 +32,7 @@ import (
 type env struct {
 	natsURL string
 	store   jobstore.Store
-	stack   *stack.Stack
+	stack   *node.Stack
 	client  *client.Client
 }
 
@@ -70,7 +70,7 @@ func openRedis(t testing.TB) jobstore.Store {
 	return s
 }
 
-func start(t testing.TB, o stack.Options) *env {
+func start(t testing.TB, o node.Options) *env {
 	t.Helper()
 	if o.NATSURL == "" {
 		o.NATSURL = startNATS(t)
@@ -84,7 +84,7 @@ func start(t testing.TB, o stack.Options) *env {
 	if o.HeartbeatInterval == 0 {
 		o.HeartbeatInterval = 100 * time.Millisecond
 	}
-	st, err := stack.Start(context.Background(), o)
+	st, err := node.Start(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func (e *env) run(t *testing.T, req *wardv1.JobRequest) ([]wardv1.JobState, *war
 }
 
 func TestEchoSucceedsThroughEveryPart(t *testing.T) {
-	e := start(t, stack.Options{Modules: echoModules(t)})
+	e := start(t, node.Options{Modules: echoModules(t)})
 	states, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte(`{"hello":"world"}`)})
 
 	want := []wardv1.JobState{wardv1.JobState_JOB_STATE_PENDING, wardv1.JobState_JOB_STATE_SCHEDULED,
@@ -252,7 +252,7 @@ func equalStates(a, b []wardv1.JobState) bool {
 }
 
 func TestJobsThatCannotRun(t *testing.T) {
-	e := start(t, stack.Options{Modules: echoModules(t)})
+	e := start(t, node.Options{Modules: echoModules(t)})
 	for _, tc := range []struct {
 		name    string
 		req     *wardv1.JobRequest
@@ -298,7 +298,7 @@ func TestDeadHostTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, stack.Options{Timeouts: to})
+	e := start(t, node.Options{Timeouts: to})
 	ghost, err := bus.Connect(e.natsURL, "ghost")
 	if err != nil {
 		t.Fatal(err)
@@ -345,7 +345,7 @@ func TestDeadHostTimesOut(t *testing.T) {
 // TestMalformedMessagesAreCounted: garbage on every subject a process
 // reads is counted and dropped, and the system goes on serving.
 func TestMalformedMessagesAreCounted(t *testing.T) {
-	e := start(t, stack.Options{Modules: echoModules(t)})
+	e := start(t, node.Options{Modules: echoModules(t)})
 	nc := e.client.Bus().NATS()
 	garbage := []byte{0xff, 0xff, 0xff, 0x01, 0x02}
 	for _, tc := range []struct{ publish, counted string }{
@@ -369,7 +369,7 @@ func TestMalformedMessagesAreCounted(t *testing.T) {
 }
 
 func TestIdempotentSubmit(t *testing.T) {
-	e := start(t, stack.Options{Modules: echoModules(t)})
+	e := start(t, node.Options{Modules: echoModules(t)})
 	ctx := context.Background()
 	first, err := e.client.Submit(ctx, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", IdempotencyKey: "k1"})
 	if err != nil {
@@ -385,7 +385,7 @@ func TestIdempotentSubmit(t *testing.T) {
 }
 
 func TestBadSubmissionsAreRefused(t *testing.T) {
-	e := start(t, stack.Options{})
+	e := start(t, node.Options{})
 	ctx := context.Background()
 	for _, req := range []*wardv1.JobRequest{
 		{TenantId: "acme"},

@@ -1,4 +1,4 @@
-package stack_test
+package node_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/stack"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/safety"
 	"github.com/ward-run/ward/sandbox"
@@ -49,7 +49,7 @@ func TestHTTPGrantsFollowThePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	natsURL := startJetStream(t)
-	e := start(t, stack.Options{NATSURL: natsURL,
+	e := start(t, node.Options{NATSURL: natsURL,
 		Modules:      map[string][]byte{"chat-advanced": wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/chat-advanced")},
 		Manifests:    map[string]*sandbox.Manifest{"chat-advanced": manifest},
 		Capabilities: []string{"ollama"},

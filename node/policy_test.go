@@ -1,4 +1,4 @@
-package stack_test
+package node_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
-	"github.com/ward-run/ward/internal/stack"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/policies"
 	"github.com/ward-run/ward/safety"
 )
@@ -77,7 +77,7 @@ func echoJob(tenant string) *wardv1.JobRequest {
 // are both refused, and the rule stays enforced.
 func TestPolicyPushIsEnforcedLive(t *testing.T) {
 	natsURL := startJetStream(t)
-	e := start(t, stack.Options{NATSURL: natsURL, Modules: echoModules(t)})
+	e := start(t, node.Options{NATSURL: natsURL, Modules: echoModules(t)})
 	nc := e.client.Bus().NATS()
 	decisions, err := nc.SubscribeSync(bus.SubjectSafetyDecision)
 	if err != nil {
@@ -162,7 +162,7 @@ func TestPolicyPushIsEnforcedLive(t *testing.T) {
 // are DENIED safety_unavailable; once it is back, jobs succeed again, and
 // nobody touched the scheduler.
 func TestSafetyKernelDownFailsClosedThenRecovers(t *testing.T) {
-	e := start(t, stack.Options{Modules: echoModules(t),
+	e := start(t, node.Options{Modules: echoModules(t),
 		SafetyClient: safety.ClientConfig{Timeout: time.Second, BreakerFailures: 2, BreakerCooldown: 100 * time.Millisecond}})
 	ctx := context.Background()
 	if err := e.stack.StopSafety(ctx); err != nil {
@@ -186,7 +186,7 @@ func TestSafetyKernelDownFailsClosedThenRecovers(t *testing.T) {
 // TestSafetyFailOpen: a scheduler configured to fail open runs jobs
 // unchecked while the kernel is down, and says so in the stored decision.
 func TestSafetyFailOpen(t *testing.T) {
-	e := start(t, stack.Options{Modules: echoModules(t), SafetyClient: safety.ClientConfig{Timeout: time.Second, FailOpen: true}})
+	e := start(t, node.Options{Modules: echoModules(t), SafetyClient: safety.ClientConfig{Timeout: time.Second, FailOpen: true}})
 	if err := e.stack.StopSafety(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package stack_test
+package node_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/stack"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/sandbox"
@@ -53,7 +53,7 @@ type deployEnv struct {
 	nc  *nats.Conn
 }
 
-func startDeploy(t testing.TB, o stack.Options) *deployEnv {
+func startDeploy(t testing.TB, o node.Options) *deployEnv {
 	t.Helper()
 	o.NATSURL = startJetStream(t)
 	o.ModuleRegistry = true
@@ -162,7 +162,7 @@ func (e *deployEnv) addHost(t testing.TB, id string, trusted ...ed25519.PublicKe
 // the topic its manifest declares, with no restart: the same scheduler and
 // host objects (in-process, the same PID) serve it.
 func TestDeployServesANewTopic(t *testing.T) {
-	e := startDeploy(t, stack.Options{})
+	e := startDeploy(t, node.Options{})
 	sched, h := e.stack.Scheduler, e.stack.Host
 
 	// Before: nothing serves job.hello.
@@ -191,7 +191,7 @@ func TestDeployServesANewTopic(t *testing.T) {
 // v1; jobs after the rollout run v2. Rollback brings v1 back; rm retires
 // the topic, and its jobs go to the DLQ with module_retired.
 func TestDeployWhileAJobRuns(t *testing.T) {
-	e := startDeploy(t, stack.Options{MaxParallel: 4})
+	e := startDeploy(t, node.Options{MaxParallel: 4})
 	h := e.stack.Host
 	wasm1, wasm2 := hello(t, "1"), hello(t, "2")
 	v1 := e.deploy(t, "1", wasm1, nil)
@@ -290,7 +290,7 @@ func TestRefusedVersionsKeepTheOldOneServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, otherKey, _ := ed25519.GenerateKey(nil)
-	e := startDeploy(t, stack.Options{Trusted: []ed25519.PublicKey{pub}})
+	e := startDeploy(t, node.Options{Trusted: []ed25519.PublicKey{pub}})
 	h := e.stack.Host
 	ctx := context.Background()
 	v1 := e.deploy(t, "1", hello(t, "1"), key)
@@ -392,7 +392,7 @@ func TestRefusedVersionsKeepTheOldOneServing(t *testing.T) {
 // it; a host started after the deploy holds the active version when Start
 // returns, before its first job.
 func TestEveryHostPicksUpADeploy(t *testing.T) {
-	e := startDeploy(t, stack.Options{})
+	e := startDeploy(t, node.Options{})
 	h1 := e.stack.Host
 	h2 := e.addHost(t, "host-two")
 	e.waitWorkers(t, 2)
@@ -440,7 +440,7 @@ func TestPolicyRequiresSignedModules(t *testing.T) {
 		}
 		fsys[name] = &fstest.MapFile{Data: src}
 	}
-	e := startDeploy(t, stack.Options{Policies: fsys})
+	e := startDeploy(t, node.Options{Policies: fsys})
 	_, key, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -501,7 +501,7 @@ func (e *deployEnv) stagedOn(t testing.TB, digest string, agents ...*host.Agent)
 // host while the active version keeps serving, without a job waiting;
 // Activate then swaps it in from what was compiled.
 func TestStagedDeploy(t *testing.T) {
-	e := startDeploy(t, stack.Options{})
+	e := startDeploy(t, node.Options{})
 	h1 := e.stack.Host
 	h2 := e.addHost(t, "host-two")
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-package stack_test
+package node_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/internal/stack"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/modreg"
 )
 
@@ -53,7 +53,7 @@ func BenchmarkRollout(b *testing.B) {
 func benchRollout(b *testing.B, hosts int, load string, staged bool) {
 	settings := config.DefaultScheduler()
 	settings.Tenants.Default = config.TenantLimits{} // no rate limit: the load is one tenant
-	e := startDeploy(b, stack.Options{MaxParallel: 4, Settings: settings})
+	e := startDeploy(b, node.Options{MaxParallel: 4, Settings: settings})
 	agents := []*host.Agent{e.stack.Host}
 	if hosts == 2 {
 		agents = append(agents, e.addHost(b, "host-two"))
