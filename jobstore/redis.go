@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -90,280 +87,6 @@ func keyDLQEntry(id string) string      { return "job:dlq:" + id }
 func keyCtx(id string) string           { return "ctx:" + id }
 func keyRes(id string) string           { return "res:" + id }
 
-// createLua creates a job unless its tenant used its idempotency key
-// already (it returns the first id), its id exists, every queue it may
-// wait in is full, or its tenant's token bucket is empty.
-//
-// KEYS: job hash, ctx blob, PENDING index, job:recent, event list,
-// idempotency key or ”, rate bucket or ”, job:deadlines, queues...
-// ARGV: id, created ms, payload, event JSON, recent cap, rate, burst,
-// queue cap, deadline ms or ”, number of queues, field/value pairs...
-// It returns {'created', queue lengths...}, {'duplicate', id}, {'exists'},
-// {'queue_full'} or {'rate_limited'}.
-var createLua = redis.NewScript(`
-local id = ARGV[1]
-if KEYS[6] ~= '' then
-  local first = redis.call('GET', KEYS[6])
-  if first then return {'duplicate', first} end
-end
-if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
-local nq, cap = tonumber(ARGV[10]), tonumber(ARGV[8])
-local lens, full = {}, nq > 0 and cap > 0
-for i = 1, nq do
-  lens[i] = redis.call('ZCARD', KEYS[8 + i])
-  if lens[i] < cap then full = false end
-end
-if full then return {'queue_full'} end
-local rate = tonumber(ARGV[6])
-if KEYS[7] ~= '' and rate > 0 then
-  local burst, now = tonumber(ARGV[7]), tonumber(ARGV[2])
-  local b = redis.call('HMGET', KEYS[7], 'tokens', 'ts')
-  local tokens, ts = tonumber(b[1]) or burst, tonumber(b[2]) or now
-  if now > ts then tokens = math.min(burst, tokens + (now - ts) * rate / 1000) else now = ts end
-  if tokens < 1 then return {'rate_limited'} end
-  redis.call('HSET', KEYS[7], 'tokens', tostring(tokens - 1), 'ts', tostring(now))
-  redis.call('PEXPIRE', KEYS[7], math.ceil(burst / rate * 1000) + 1000)
-end
-redis.call('HSET', KEYS[1], unpack(ARGV, 11, #ARGV))
-redis.call('SET', KEYS[2], ARGV[3])
-redis.call('ZADD', KEYS[3], ARGV[2], id)
-redis.call('ZADD', KEYS[4], ARGV[2], id)
-redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -(tonumber(ARGV[5]) + 1))
-redis.call('RPUSH', KEYS[5], ARGV[4])
-if KEYS[6] ~= '' then redis.call('SET', KEYS[6], id) end
-if ARGV[9] ~= '' then redis.call('ZADD', KEYS[8], ARGV[9], id) end
-local out = {'created'}
-for i = 1, nq do out[#out + 1] = tostring(lens[i]) end
-return out
-`)
-
-// transitionLua moves a job. Its tables are generated from transitions,
-// State.Active and State.Terminal, so Go stays the one source of truth.
-//
-// KEYS: job hash, event list. ARGV: id, to, required from (or ”), ms,
-// event JSON, if-worker, tenant limit, worker limit, lock owner, lock ttl
-// ms, wait pool, wait score, wait until ms, wait cap, has wait ('1' or ”),
-// new worker, deadline ms, field/value pairs... It returns {'ok', worker
-// jobs, hash pairs...}, {'notfound'}, {'refused', current state},
-// {'worker', current worker}, {'locked', owner}, {'tenant', held, tenant},
-// {'worker_full', held} or {'queue_full', held}.
-var transitionLua = redis.NewScript(strings.NewReplacer(
-	"$ALLOWED", luaAllowed(),
-	"$ACTIVE", luaSet(slices.DeleteFunc(slices.Clone(States), func(s State) bool { return !s.Active() })),
-	"$TERMINAL", luaSet(slices.DeleteFunc(slices.Clone(States), func(s State) bool { return !s.Terminal() })),
-).Replace(`
-local allowed = $ALLOWED
-local active = $ACTIVE
-local terminal = $TERMINAL
-local id, to, from, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local h = KEYS[1]
-local f = redis.call('HMGET', h, 'state', 'worker_id', 'tenant', 'waiting', 'deadline')
-local cur = f[1]
-if not cur then return {'notfound'} end
-local hasWait = ARGV[15] == '1'
-local ok
-if from ~= '' and cur ~= from then ok = false
-elseif cur == 'PENDING' and to == 'PENDING' then ok = hasWait
-else ok = allowed[cur] and allowed[cur][to] end
-if not ok then return {'refused', cur} end
-local oldw = f[2] or ''
-if ARGV[6] ~= '' and oldw ~= ARGV[6] then return {'worker', oldw} end
-local lockKey = 'job:lock:' .. id
-if ARGV[9] ~= '' then
-  local holder = redis.call('GET', lockKey)
-  if holder and holder ~= ARGV[9] then return {'locked', holder} end
-end
-local tenant = f[3] or ''
-local tenantKey = 'job:tenant:' .. tenant .. ':active'
-local wasActive = active[cur] or false
-local neww = ARGV[16]
-if neww == '' then neww = oldw end
-if to == 'PENDING' then neww = '' end
-if active[to] and not wasActive and tonumber(ARGV[7]) > 0 then
-  local n = redis.call('SCARD', tenantKey)
-  if n >= tonumber(ARGV[7]) then return {'tenant', tostring(n), tenant} end
-end
-local wk = 'job:worker:' .. neww .. ':jobs'
-local held = -1
-if active[to] and neww ~= '' and tonumber(ARGV[8]) > 0 and not (wasActive and neww == oldw) then
-  held = redis.call('SCARD', wk)
-  if held >= tonumber(ARGV[8]) then return {'worker_full', tostring(held)} end
-end
-local waitKey
-if hasWait then
-  if ARGV[13] ~= '' then
-    waitKey = 'deferred'
-  else
-    waitKey = 'queue:' .. ARGV[11]
-    local cap = tonumber(ARGV[14])
-    if cap > 0 and not redis.call('ZSCORE', 'job:' .. waitKey, id) then
-      local n = redis.call('ZCARD', 'job:' .. waitKey)
-      if n >= cap then return {'queue_full', tostring(n)} end
-    end
-  end
-end
-redis.call('HSET', h, 'state', to, 'updated_at', now, unpack(ARGV, 18, #ARGV))
-local waiting = f[4]
-if waiting then
-  redis.call('ZREM', 'job:' .. waiting, id)
-  redis.call('HDEL', h, 'waiting')
-end
-redis.call('ZREM', 'job:index:' .. cur, id)
-if waitKey then
-  if ARGV[13] ~= '' then
-    redis.call('ZADD', 'job:deferred', ARGV[13], id)
-  else
-    redis.call('ZADD', 'job:' .. waitKey, ARGV[12], id)
-  end
-  redis.call('HSET', h, 'waiting', waitKey)
-else
-  redis.call('ZADD', 'job:index:' .. to, now, id)
-end
-if active[to] then
-  redis.call('SADD', tenantKey, id)
-else
-  redis.call('SREM', tenantKey, id)
-end
-if to == 'PENDING' then redis.call('HDEL', h, 'worker_id') end
-if oldw ~= '' and oldw ~= neww then redis.call('SREM', 'job:worker:' .. oldw .. ':jobs', id) end
-if neww ~= '' then
-  local changed
-  if active[to] then changed = redis.call('SADD', wk, id) else changed = redis.call('SREM', wk, id) end
-  if held >= 0 then
-    held = held + changed
-  else
-    held = redis.call('SCARD', wk)
-  end
-else
-  held = 0
-end
-if ARGV[17] ~= '' then redis.call('ZADD', 'job:deadlines', ARGV[17], id) end
-if terminal[to] and (f[5] or ARGV[17] ~= '') then redis.call('ZREM', 'job:deadlines', id) end
-if ARGV[9] ~= '' then redis.call('SET', lockKey, ARGV[9], 'PX', ARGV[10]) end
-redis.call('RPUSH', KEYS[2], ARGV[5])
-local out = redis.call('HGETALL', h)
-table.insert(out, 1, tostring(held))
-table.insert(out, 1, 'ok')
-return out
-`))
-
-// luaAllowed renders transitions as a Lua table: allowed[from][to] == true.
-func luaAllowed() string {
-	var b strings.Builder
-	b.WriteString("{")
-	for _, from := range slices.Sorted(maps.Keys(transitions)) {
-		fmt.Fprintf(&b, "[%q]=%s,", from, luaSet(transitions[from]))
-	}
-	b.WriteString("}")
-	return b.String()
-}
-
-// luaSet renders states as a Lua table mapping each to true.
-func luaSet(states []State) string {
-	var b strings.Builder
-	b.WriteString("{")
-	for _, s := range states {
-		fmt.Fprintf(&b, "[%q]=true,", s)
-	}
-	b.WriteString("}")
-	return b.String()
-}
-
-// recentLua returns the hashes of the newest ARGV[1] jobs.
-var recentLua = redis.NewScript(`
-local out = {}
-for _, id in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do
-  local h = redis.call('HGETALL', 'job:' .. id)
-  if #h > 0 then table.insert(out, h) end
-end
-return out
-`)
-
-// queueHeadsLua returns the hashes of the first ARGV[1] jobs of queue KEYS[1].
-var queueHeadsLua = redis.NewScript(`
-local out = {}
-for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do
-  local h = redis.call('HGETALL', 'job:' .. id)
-  if #h > 0 then table.insert(out, h) end
-end
-return out
-`)
-
-// dueDeferredLua hands out up to ARGV[2] deferred jobs due by ARGV[1] ms:
-// each leaves job:deferred and is indexed PENDING as of now.
-var dueDeferredLua = redis.NewScript(`
-local out = {}
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))) do
-  redis.call('ZREM', KEYS[1], id)
-  local h = 'job:' .. id
-  if redis.call('HGET', h, 'waiting') == 'deferred' then
-    redis.call('HDEL', h, 'waiting')
-    redis.call('ZADD', 'job:index:PENDING', ARGV[1], id)
-    table.insert(out, redis.call('HGETALL', h))
-  end
-end
-return out
-`)
-
-// withResultLua returns the ids among the first ARGV[2] of index KEYS[1]
-// entered before ARGV[1] ms whose result blob exists.
-var withResultLua = redis.NewScript(`
-local out = {}
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))) do
-  if redis.call('EXISTS', 'res:' .. id) == 1 then table.insert(out, id) end
-end
-return out
-`)
-
-// dlqLua returns the newest ARGV[1] DLQ entries, each as its JSON and its
-// job's hash (empty when the job is gone).
-var dlqLua = redis.NewScript(`
-local out = {}
-for _, id in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do
-  local e = redis.call('GET', 'job:dlq:' .. id)
-  if e then
-    table.insert(out, e)
-    table.insert(out, redis.call('HGETALL', 'job:' .. id))
-  end
-end
-return out
-`)
-
-// removeDLQLua removes job ARGV[1]'s DLQ entry; 1 when there was one.
-var removeDLQLua = redis.NewScript(`
-redis.call('ZREM', KEYS[1], ARGV[1])
-return redis.call('DEL', 'job:dlq:' .. ARGV[1])
-`)
-
-// lockLua takes or extends the lock KEYS[1] for owner ARGV[1], ttl ARGV[2] ms.
-var lockLua = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if cur and cur ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1
-`)
-
-// unlockLua deletes the lock KEYS[1] if owner ARGV[1] holds it.
-var unlockLua = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
-
-// failureLua counts a failure of worker ARGV[1] at ARGV[2] ms in KEYS[1]
-// (window ARGV[3] ms); at ARGV[4] failures it quarantines the worker in
-// KEYS[2] for ARGV[5] ms and returns the end, else 0.
-var failureLua = redis.NewScript(`
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
-if n >= tonumber(ARGV[4]) then
-  redis.call('DEL', KEYS[1])
-  local till = tonumber(ARGV[2]) + tonumber(ARGV[5])
-  redis.call('ZADD', KEYS[2], till, ARGV[1])
-  return till
-end
-return 0
-`)
-
 // Create stores job in PENDING; see Store. On success it also sets job's
 // State, CreatedAt and UpdatedAt to what was stored.
 func (r *Redis) Create(ctx context.Context, job *Job, payload []byte) (string, bool, error) {
@@ -385,26 +108,7 @@ func (r *Redis) Submit(ctx context.Context, job *Job, payload []byte, g Guard) (
 	if err != nil {
 		return Submitted{}, fmt.Errorf("jobstore: create %s: %w", n.ID, err)
 	}
-	idem, rate, deadline := "", "", ""
-	if n.IdempotencyKey != "" {
-		idem = keyIdem(n.Tenant, n.IdempotencyKey)
-	}
-	if g.Rate > 0 {
-		rate = keyRate(n.Tenant)
-	}
-	if !n.Deadline.IsZero() {
-		deadline = strconv.FormatInt(ms(n.Deadline), 10)
-	}
-	keys := []string{keyJob(n.ID), keyCtx(n.ID), keyIndex(Pending), keyRecent, keyEvents(n.ID), idem, rate, keyDeadlines}
-	for _, pool := range g.Queues {
-		keys = append(keys, keyQueue(pool))
-	}
-	args := make([]any, 0, 10+len(fields))
-	args = append(args, n.ID, ms(n.CreatedAt), payload, ev, recentCap, g.Rate, burst(g), g.QueueCap, deadline, len(g.Queues))
-	for _, f := range fields {
-		args = append(args, f)
-	}
-	res, err := createLua.Run(ctx, r.c, keys, args...).StringSlice()
+	res, err := eval(ctx, r, createCall{n: n, guard: g, event: ev, data: payload, fields: fields}).StringSlice()
 	if err != nil {
 		return Submitted{}, fmt.Errorf("jobstore: create %s: %w", n.ID, err)
 	}
@@ -485,32 +189,7 @@ func (r *Redis) Transition(ctx context.Context, id string, t Transition) (*Job, 
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
 	}
-	var lockOwner string
-	var lockTTL int64
-	if t.Lock != nil {
-		lockOwner, lockTTL = t.Lock.Owner, t.Lock.TTL.Milliseconds()
-	}
-	var waitPool, waitUntil, hasWait string
-	var waitScore float64
-	var waitCap int
-	if w := t.Wait; w != nil {
-		hasWait, waitPool, waitScore, waitCap = "1", w.Pool, w.Score, w.Cap
-		if !w.Until.IsZero() {
-			waitUntil = strconv.FormatInt(ms(w.Until), 10)
-		}
-	}
-	deadline := ""
-	if !t.Deadline.IsZero() {
-		deadline = strconv.FormatInt(ms(t.Deadline), 10)
-	}
-	args := make([]any, 0, 17+len(fields))
-	args = append(args, id, string(t.To), string(t.From), ms(when), ev, t.IfWorker, t.TenantLimit, t.WorkerLimit,
-		lockOwner, lockTTL, waitPool, strconv.FormatFloat(waitScore, 'f', -1, 64), waitUntil, waitCap, hasWait,
-		t.WorkerID, deadline)
-	for _, f := range fields {
-		args = append(args, f)
-	}
-	res, err := transitionLua.Run(ctx, r.c, []string{keyJob(id), keyEvents(id)}, args...).StringSlice()
+	res, err := eval(ctx, r, transitionCall{id: id, t: t, when: when, event: ev, fields: fields}).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
 	}
@@ -588,7 +267,7 @@ func (r *Redis) Recent(ctx context.Context, limit int) ([]*Job, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	res, err := recentLua.Run(ctx, r.c, []string{keyRecent}, limit).Slice()
+	res, err := eval(ctx, r, recentCall{limit: limit}).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: recent: %w", err)
 	}
@@ -645,7 +324,7 @@ func (r *Redis) lock(ctx context.Context, op, key, owner string, ttl time.Durati
 	if ttl < time.Millisecond {
 		return false, fmt.Errorf("jobstore: %s: ttl %v under 1ms", op, ttl)
 	}
-	n, err := lockLua.Run(ctx, r.c, []string{key}, owner, ttl.Milliseconds()).Int()
+	n, err := eval(ctx, r, lockCall{key: key, owner: owner, ttl: ttl}).Int()
 	if err != nil {
 		return false, fmt.Errorf("jobstore: %s: %w", op, err)
 	}
@@ -654,7 +333,7 @@ func (r *Redis) lock(ctx context.Context, op, key, owner string, ttl time.Durati
 
 // UnlockDispatch releases the lock if owner holds it.
 func (r *Redis) UnlockDispatch(ctx context.Context, id, owner string) error {
-	if err := unlockLua.Run(ctx, r.c, []string{keyLock(id)}, owner).Err(); err != nil {
+	if err := eval(ctx, r, unlockCall{key: keyLock(id), owner: owner}).Err(); err != nil {
 		return fmt.Errorf("jobstore: unlock %s: %w", id, err)
 	}
 	return nil
@@ -692,7 +371,7 @@ func (r *Redis) QueueHeads(ctx context.Context, pool string, limit int) ([]*Job,
 	if limit <= 0 {
 		return nil, nil
 	}
-	res, err := queueHeadsLua.Run(ctx, r.c, []string{keyQueue(pool)}, limit).Slice()
+	res, err := eval(ctx, r, queueHeadsCall{pool: pool, limit: limit}).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: queue heads %s: %w", pool, err)
 	}
@@ -725,7 +404,7 @@ func (r *Redis) DueDeferred(ctx context.Context, now time.Time, limit int) ([]*J
 	if limit <= 0 {
 		return nil, nil
 	}
-	res, err := dueDeferredLua.Run(ctx, r.c, []string{keyDeferred}, ms(now), limit).Slice()
+	res, err := eval(ctx, r, dueDeferredCall{now: now, limit: limit}).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: due deferred: %w", err)
 	}
@@ -751,7 +430,7 @@ func (r *Redis) WithResult(ctx context.Context, state State, before time.Time, l
 	if limit <= 0 {
 		return nil, nil
 	}
-	ids, err := withResultLua.Run(ctx, r.c, []string{keyIndex(state)}, ms(before), limit).StringSlice()
+	ids, err := eval(ctx, r, withResultCall{state: state, before: before, limit: limit}).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: with result %s: %w", state, err)
 	}
@@ -780,7 +459,7 @@ func (r *Redis) DLQ(ctx context.Context, limit int) ([]DLQEntry, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	res, err := dlqLua.Run(ctx, r.c, []string{keyDLQ}, limit).Slice()
+	res, err := eval(ctx, r, dlqCall{limit: limit}).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: dlq: %w", err)
 	}
@@ -807,7 +486,7 @@ func (r *Redis) DLQ(ctx context.Context, limit int) ([]DLQEntry, error) {
 
 // RemoveDLQ removes a job's DLQ entry.
 func (r *Redis) RemoveDLQ(ctx context.Context, id string) (bool, error) {
-	n, err := removeDLQLua.Run(ctx, r.c, []string{keyDLQ}, id).Int()
+	n, err := eval(ctx, r, removeDLQCall{id: id}).Int()
 	if err != nil {
 		return false, fmt.Errorf("jobstore: remove dlq %s: %w", id, err)
 	}
@@ -821,7 +500,7 @@ func (r *Redis) AcquireLease(ctx context.Context, name, owner string, ttl time.D
 
 // ReleaseLease gives the lease up if owner holds it.
 func (r *Redis) ReleaseLease(ctx context.Context, name, owner string) error {
-	if err := unlockLua.Run(ctx, r.c, []string{keyLease(name)}, owner).Err(); err != nil {
+	if err := eval(ctx, r, unlockCall{key: keyLease(name), owner: owner}).Err(); err != nil {
 		return fmt.Errorf("jobstore: release lease %s: %w", name, err)
 	}
 	return nil
@@ -852,8 +531,7 @@ func (r *Redis) RecordFailure(ctx context.Context, worker string, now time.Time,
 	if worker == "" || threshold <= 0 || window < time.Millisecond {
 		return time.Time{}, nil
 	}
-	till, err := failureLua.Run(ctx, r.c, []string{keyFailures(worker), keyQuarantine},
-		worker, ms(now), window.Milliseconds(), threshold, cooldown.Milliseconds()).Int64()
+	till, err := eval(ctx, r, failureCall{worker: worker, now: now, window: window, threshold: threshold, cooldown: cooldown}).Int64()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("jobstore: record failure %s: %w", worker, err)
 	}

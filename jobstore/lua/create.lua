@@ -1,0 +1,42 @@
+-- KEYS: [1] job hash job:<id>, [2] context blob ctx:<id>, [3] PENDING index job:index:PENDING, [4] job:recent, [5] event list job:events:<id>, [6] idempotency key job:idem:<tenant>:<key> or '', [7] rate bucket job:rate:<tenant> or '', [8] job:deadlines, [9..] the queues job:queue:<pool> the job may wait in
+-- ARGV: [1] id, [2] created ms, [3] payload, [4] creation event JSON, [5] how many ids job:recent keeps, [6] rate (tokens a second, 0: no limit), [7] burst, [8] queue cap (0: none), [9] deadline ms or '', [10] number of queues, [11..] job hash field/value pairs
+--
+-- Creates a job unless its tenant used its idempotency key already (it
+-- returns the first id), its id exists, every queue it may wait in is full,
+-- or its tenant's token bucket is empty (refilled by creation times).
+-- Returns {'created', queue lengths...}, {'duplicate', id}, {'exists'},
+-- {'queue_full'} or {'rate_limited'}.
+local id = ARGV[1]
+if KEYS[6] ~= '' then
+  local first = redis.call('GET', KEYS[6])
+  if first then return {'duplicate', first} end
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {'exists'} end
+local nq, cap = tonumber(ARGV[10]), tonumber(ARGV[8])
+local lens, full = {}, nq > 0 and cap > 0
+for i = 1, nq do
+  lens[i] = redis.call('ZCARD', KEYS[8 + i])
+  if lens[i] < cap then full = false end
+end
+if full then return {'queue_full'} end
+local rate = tonumber(ARGV[6])
+if KEYS[7] ~= '' and rate > 0 then
+  local burst, now = tonumber(ARGV[7]), tonumber(ARGV[2])
+  local b = redis.call('HMGET', KEYS[7], 'tokens', 'ts')
+  local tokens, ts = tonumber(b[1]) or burst, tonumber(b[2]) or now
+  if now > ts then tokens = math.min(burst, tokens + (now - ts) * rate / 1000) else now = ts end
+  if tokens < 1 then return {'rate_limited'} end
+  redis.call('HSET', KEYS[7], 'tokens', tostring(tokens - 1), 'ts', tostring(now))
+  redis.call('PEXPIRE', KEYS[7], math.ceil(burst / rate * 1000) + 1000)
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 11, #ARGV))
+redis.call('SET', KEYS[2], ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[2], id)
+redis.call('ZADD', KEYS[4], ARGV[2], id)
+redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -(tonumber(ARGV[5]) + 1))
+redis.call('RPUSH', KEYS[5], ARGV[4])
+if KEYS[6] ~= '' then redis.call('SET', KEYS[6], id) end
+if ARGV[9] ~= '' then redis.call('ZADD', KEYS[8], ARGV[9], id) end
+local out = {'created'}
+for i = 1, nq do out[#out + 1] = tostring(lens[i]) end
+return out

@@ -1,0 +1,105 @@
+-- KEYS: [1] job hash job:<id>, [2] event list job:events:<id>
+-- ARGV: [1] id, [2] to state, [3] required from state or '', [4] now ms, [5] event JSON, [6] if-worker or '', [7] tenant limit (0: none), [8] worker limit (0: none), [9] lock owner or '', [10] lock ttl ms, [11] wait pool or '', [12] wait score, [13] wait until ms or '', [14] wait cap (0: none), [15] '1' with a wait else '', [16] new worker or '', [17] deadline ms or '', [18..] job hash field/value pairs to set
+--
+-- Moves a job, with the checks of Transition (jobstore.go), and keeps the
+-- state indexes, the waiting sets, the tenant's and workers' active sets,
+-- job:deadlines and the dispatch lock in step.
+--
+-- The tables allowed[from][to], active[state] and terminal[state] are not
+-- written here: redis.go prepends them, rendered once from jobstore.go's
+-- transitions, State.Active and State.Terminal, the one place they are
+-- decided.
+--
+-- Returns {'ok', worker jobs, hash pairs...}, {'notfound'}, {'refused',
+-- current state}, {'worker', current worker}, {'locked', owner}, {'tenant',
+-- held, tenant}, {'worker_full', held} or {'queue_full', held}.
+local id, to, from, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local h = KEYS[1]
+local f = redis.call('HMGET', h, 'state', 'worker_id', 'tenant', 'waiting', 'deadline')
+local cur = f[1]
+if not cur then return {'notfound'} end
+local hasWait = ARGV[15] == '1'
+local ok
+if from ~= '' and cur ~= from then ok = false
+elseif cur == 'PENDING' and to == 'PENDING' then ok = hasWait
+else ok = allowed[cur] and allowed[cur][to] end
+if not ok then return {'refused', cur} end
+local oldw = f[2] or ''
+if ARGV[6] ~= '' and oldw ~= ARGV[6] then return {'worker', oldw} end
+local lockKey = 'job:lock:' .. id
+if ARGV[9] ~= '' then
+  local holder = redis.call('GET', lockKey)
+  if holder and holder ~= ARGV[9] then return {'locked', holder} end
+end
+local tenant = f[3] or ''
+local tenantKey = 'job:tenant:' .. tenant .. ':active'
+local wasActive = active[cur] or false
+local neww = ARGV[16]
+if neww == '' then neww = oldw end
+if to == 'PENDING' then neww = '' end
+if active[to] and not wasActive and tonumber(ARGV[7]) > 0 then
+  local n = redis.call('SCARD', tenantKey)
+  if n >= tonumber(ARGV[7]) then return {'tenant', tostring(n), tenant} end
+end
+local wk = 'job:worker:' .. neww .. ':jobs'
+local held = -1
+if active[to] and neww ~= '' and tonumber(ARGV[8]) > 0 and not (wasActive and neww == oldw) then
+  held = redis.call('SCARD', wk)
+  if held >= tonumber(ARGV[8]) then return {'worker_full', tostring(held)} end
+end
+local waitKey
+if hasWait then
+  if ARGV[13] ~= '' then
+    waitKey = 'deferred'
+  else
+    waitKey = 'queue:' .. ARGV[11]
+    local cap = tonumber(ARGV[14])
+    if cap > 0 and not redis.call('ZSCORE', 'job:' .. waitKey, id) then
+      local n = redis.call('ZCARD', 'job:' .. waitKey)
+      if n >= cap then return {'queue_full', tostring(n)} end
+    end
+  end
+end
+redis.call('HSET', h, 'state', to, 'updated_at', now, unpack(ARGV, 18, #ARGV))
+local waiting = f[4]
+if waiting then
+  redis.call('ZREM', 'job:' .. waiting, id)
+  redis.call('HDEL', h, 'waiting')
+end
+redis.call('ZREM', 'job:index:' .. cur, id)
+if waitKey then
+  if ARGV[13] ~= '' then
+    redis.call('ZADD', 'job:deferred', ARGV[13], id)
+  else
+    redis.call('ZADD', 'job:' .. waitKey, ARGV[12], id)
+  end
+  redis.call('HSET', h, 'waiting', waitKey)
+else
+  redis.call('ZADD', 'job:index:' .. to, now, id)
+end
+if active[to] then
+  redis.call('SADD', tenantKey, id)
+else
+  redis.call('SREM', tenantKey, id)
+end
+if to == 'PENDING' then redis.call('HDEL', h, 'worker_id') end
+if oldw ~= '' and oldw ~= neww then redis.call('SREM', 'job:worker:' .. oldw .. ':jobs', id) end
+if neww ~= '' then
+  local changed
+  if active[to] then changed = redis.call('SADD', wk, id) else changed = redis.call('SREM', wk, id) end
+  if held >= 0 then
+    held = held + changed
+  else
+    held = redis.call('SCARD', wk)
+  end
+else
+  held = 0
+end
+if ARGV[17] ~= '' then redis.call('ZADD', 'job:deadlines', ARGV[17], id) end
+if terminal[to] and (f[5] or ARGV[17] ~= '') then redis.call('ZREM', 'job:deadlines', id) end
+if ARGV[9] ~= '' then redis.call('SET', lockKey, ARGV[9], 'PX', ARGV[10]) end
+redis.call('RPUSH', KEYS[2], ARGV[5])
+local out = redis.call('HGETALL', h)
+table.insert(out, 1, tostring(held))
+table.insert(out, 1, 'ok')
+return out

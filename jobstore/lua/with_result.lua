@@ -1,0 +1,10 @@
+-- KEYS: [1] a state index job:index:<STATE>
+-- ARGV: [1] cut ms (jobs that entered the state before it), [2] how many jobs to look at
+--
+-- Returns the ids, among the first ARGV[2] jobs of the index that entered
+-- it before ARGV[1], of those whose result blob res:<id> exists.
+local out = {}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))) do
+  if redis.call('EXISTS', 'res:' .. id) == 1 then table.insert(out, id) end
+end
+return out

@@ -1,0 +1,257 @@
+package jobstore
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The Redis store's Lua scripts live in lua/*.lua, one a file. Each file
+// starts with two comment lines that name its KEYS and its ARGV, in order;
+// the Go side fills them through one call type per script (below), whose
+// keys and argv methods list them in that same order, so that no caller
+// spreads positional values around. TestScriptHeaders checks that the
+// headers and the call types agree.
+//
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// The scripts, loaded once. redis.Script runs EVALSHA and falls back to
+// EVAL (loading the script) when the server does not know it yet.
+var (
+	createScript      = loadScript("create.lua", "")
+	transitionScript  = loadScript("transition.lua", transitionTables())
+	recentScript      = loadScript("recent.lua", "")
+	queueHeadsScript  = loadScript("queue_heads.lua", "")
+	dueDeferredScript = loadScript("due_deferred.lua", "")
+	withResultScript  = loadScript("with_result.lua", "")
+	dlqScript         = loadScript("dlq.lua", "")
+	removeDLQScript   = loadScript("remove_dlq.lua", "")
+	lockScript        = loadScript("lock.lua", "")
+	unlockScript      = loadScript("unlock.lua", "")
+	failureScript     = loadScript("failure.lua", "")
+)
+
+// loadScript reads lua/<name> and puts prelude before it.
+func loadScript(name, prelude string) *redis.Script {
+	src, err := luaFiles.ReadFile("lua/" + name)
+	if err != nil {
+		panic(fmt.Sprintf("jobstore: %v", err)) // embedded: cannot happen
+	}
+	return redis.NewScript(prelude + string(src))
+}
+
+// transitionTables renders the tables transition.lua reads and does not
+// define, from the Go ones, so that the state table stays the one source
+// of truth: allowed[from][to] (transitions), active[state] (State.Active)
+// and terminal[state] (State.Terminal).
+func transitionTables() string {
+	var b strings.Builder
+	b.WriteString("local allowed = {")
+	for _, from := range States {
+		if to := transitions[from]; len(to) > 0 {
+			fmt.Fprintf(&b, "[%q]=%s,", from, luaSet(to))
+		}
+	}
+	b.WriteString("}\n")
+	b.WriteString("local active = " + luaSet(slices.DeleteFunc(slices.Clone(States), func(s State) bool { return !s.Active() })) + "\n")
+	b.WriteString("local terminal = " + luaSet(slices.DeleteFunc(slices.Clone(States), func(s State) bool { return !s.Terminal() })) + "\n")
+	return b.String()
+}
+
+// luaSet renders states as a Lua table mapping each to true.
+func luaSet(states []State) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for _, s := range states {
+		fmt.Fprintf(&b, "[%q]=true,", s)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// luaCall is one run of a script: its KEYS and ARGV by name. keys and argv
+// list them in the order of the script file's header.
+type luaCall interface {
+	script() *redis.Script
+	keys() []string
+	argv() []any
+}
+
+// eval runs c's script on r. It is generic, not a method taking a
+// luaCall, so that c is not boxed into an interface on every call.
+func eval[C luaCall](ctx context.Context, r *Redis, c C) *redis.Cmd {
+	return c.script().Run(ctx, r.c, c.keys(), c.argv()...)
+}
+
+// optMS is t in Unix milliseconds, or "" when t is zero.
+func optMS(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(ms(t), 10)
+}
+
+// anys appends the strings of p to args.
+func anys(args []any, p []string) []any {
+	for _, s := range p {
+		args = append(args, s)
+	}
+	return args
+}
+
+// createCall runs create.lua for job n (as newJob returned it) behind g.
+type createCall struct {
+	n      *Job
+	guard  Guard
+	event  []byte   // the creation event's JSON
+	data   []byte   // the context blob
+	fields []string // n's hash, from jobFields
+}
+
+func (createCall) script() *redis.Script { return createScript }
+
+func (c createCall) keys() []string {
+	idem, rate := "", ""
+	if c.n.IdempotencyKey != "" {
+		idem = keyIdem(c.n.Tenant, c.n.IdempotencyKey)
+	}
+	if c.guard.Rate > 0 {
+		rate = keyRate(c.n.Tenant)
+	}
+	k := []string{keyJob(c.n.ID), keyCtx(c.n.ID), keyIndex(Pending), keyRecent, keyEvents(c.n.ID), idem, rate, keyDeadlines}
+	for _, pool := range c.guard.Queues {
+		k = append(k, keyQueue(pool))
+	}
+	return k
+}
+
+func (c createCall) argv() []any {
+	g := c.guard
+	a := make([]any, 0, 10+len(c.fields))
+	a = append(a, c.n.ID, ms(c.n.CreatedAt), c.data, c.event, recentCap, g.Rate, burst(g), g.QueueCap,
+		optMS(c.n.Deadline), len(g.Queues))
+	return anys(a, c.fields)
+}
+
+// transitionCall runs transition.lua: job id moves as t says.
+type transitionCall struct {
+	id     string
+	t      Transition
+	when   time.Time // t.At, or now
+	event  []byte    // the move's event JSON
+	fields []string  // the hash fields t sets, from transitionFields
+}
+
+func (transitionCall) script() *redis.Script { return transitionScript }
+
+func (c transitionCall) keys() []string { return []string{keyJob(c.id), keyEvents(c.id)} }
+
+func (c transitionCall) argv() []any {
+	t := c.t
+	var lockOwner string
+	var lockTTL int64
+	if t.Lock != nil {
+		lockOwner, lockTTL = t.Lock.Owner, t.Lock.TTL.Milliseconds()
+	}
+	var waitPool, waitUntil, hasWait string
+	var waitScore float64
+	var waitCap int
+	if w := t.Wait; w != nil {
+		hasWait, waitPool, waitScore, waitCap, waitUntil = "1", w.Pool, w.Score, w.Cap, optMS(w.Until)
+	}
+	a := make([]any, 0, 17+len(c.fields))
+	a = append(a, c.id, string(t.To), string(t.From), ms(c.when), c.event, t.IfWorker, t.TenantLimit, t.WorkerLimit,
+		lockOwner, lockTTL, waitPool, strconv.FormatFloat(waitScore, 'f', -1, 64), waitUntil, waitCap, hasWait,
+		t.WorkerID, optMS(t.Deadline))
+	return anys(a, c.fields)
+}
+
+// recentCall runs recent.lua.
+type recentCall struct{ limit int }
+
+func (recentCall) script() *redis.Script { return recentScript }
+func (recentCall) keys() []string        { return []string{keyRecent} }
+func (c recentCall) argv() []any         { return []any{c.limit} }
+
+// queueHeadsCall runs queue_heads.lua on pool's queue.
+type queueHeadsCall struct {
+	pool  string
+	limit int
+}
+
+func (queueHeadsCall) script() *redis.Script { return queueHeadsScript }
+func (c queueHeadsCall) keys() []string      { return []string{keyQueue(c.pool)} }
+func (c queueHeadsCall) argv() []any         { return []any{c.limit} }
+
+// dueDeferredCall runs due_deferred.lua.
+type dueDeferredCall struct {
+	now   time.Time
+	limit int
+}
+
+func (dueDeferredCall) script() *redis.Script { return dueDeferredScript }
+func (dueDeferredCall) keys() []string        { return []string{keyDeferred} }
+func (c dueDeferredCall) argv() []any         { return []any{ms(c.now), c.limit} }
+
+// withResultCall runs with_result.lua on state's index.
+type withResultCall struct {
+	state  State
+	before time.Time
+	limit  int
+}
+
+func (withResultCall) script() *redis.Script { return withResultScript }
+func (c withResultCall) keys() []string      { return []string{keyIndex(c.state)} }
+func (c withResultCall) argv() []any         { return []any{ms(c.before), c.limit} }
+
+// dlqCall runs dlq.lua.
+type dlqCall struct{ limit int }
+
+func (dlqCall) script() *redis.Script { return dlqScript }
+func (dlqCall) keys() []string        { return []string{keyDLQ} }
+func (c dlqCall) argv() []any         { return []any{c.limit} }
+
+// removeDLQCall runs remove_dlq.lua for job id.
+type removeDLQCall struct{ id string }
+
+func (removeDLQCall) script() *redis.Script { return removeDLQScript }
+func (removeDLQCall) keys() []string        { return []string{keyDLQ} }
+func (c removeDLQCall) argv() []any         { return []any{c.id} }
+
+// lockCall runs lock.lua: owner takes or extends the lock key for ttl.
+type lockCall struct {
+	key, owner string
+	ttl        time.Duration
+}
+
+func (lockCall) script() *redis.Script { return lockScript }
+func (c lockCall) keys() []string      { return []string{c.key} }
+func (c lockCall) argv() []any         { return []any{c.owner, c.ttl.Milliseconds()} }
+
+// unlockCall runs unlock.lua: owner gives the lock key up.
+type unlockCall struct{ key, owner string }
+
+func (unlockCall) script() *redis.Script { return unlockScript }
+func (c unlockCall) keys() []string      { return []string{c.key} }
+func (c unlockCall) argv() []any         { return []any{c.owner} }
+
+// failureCall runs failure.lua: worker failed at now.
+type failureCall struct {
+	worker           string
+	now              time.Time
+	window, cooldown time.Duration
+	threshold        int
+}
+
+func (failureCall) script() *redis.Script { return failureScript }
+func (c failureCall) keys() []string      { return []string{keyFailures(c.worker), keyQuarantine} }
+func (c failureCall) argv() []any {
+	return []any{c.worker, ms(c.now), c.window.Milliseconds(), c.threshold, c.cooldown.Milliseconds()}
+}
