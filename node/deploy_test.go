@@ -17,10 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/node"
+	"github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/sandbox"
 )
 
@@ -55,7 +55,7 @@ type deployEnv struct {
 
 func startDeploy(t testing.TB, o node.Options) *deployEnv {
 	t.Helper()
-	o.NATSURL = startJetStream(t)
+	o.NATSURL = natstest.StartJetStream(t)
 	o.ModuleRegistry = true
 	o.HostID = "host-one"
 	o.Labels = map[string]string{"machine": o.HostID} // jobs may ask for a host by label
@@ -103,7 +103,7 @@ func helloManifest(version string) string {
 }
 
 // holds waits until every agent holds digest of hello.
-func holds(t testing.TB, digest string, agents ...*host.Agent) {
+func holds(t testing.TB, digest string, agents ...*node.Host) {
 	t.Helper()
 	checkFor(t, loadWithin, func() bool {
 		for _, a := range agents {
@@ -153,9 +153,9 @@ func wantResult(t testing.TB, rec *wardv1.JobRecord, want string) {
 
 // addHost starts one more host agent with the registry, as another
 // machine would, labelled machine=<id>.
-func (e *deployEnv) addHost(t testing.TB, id string, trusted ...ed25519.PublicKey) *host.Agent {
+func (e *deployEnv) addHost(t testing.TB, id string, trusted ...ed25519.PublicKey) *node.Host {
 	t.Helper()
-	return e.env.addHost(t, host.Config{ID: id, Labels: map[string]string{"machine": id}, Trusted: trusted}, nil, nil, true)
+	return e.env.addHost(t, node.HostConfig{ID: id, Labels: map[string]string{"machine": id}, Trusted: trusted}, nil, nil, true)
 }
 
 // TestDeployServesANewTopic: a module deployed to a running system serves
@@ -163,7 +163,7 @@ func (e *deployEnv) addHost(t testing.TB, id string, trusted ...ed25519.PublicKe
 // host objects (in-process, the same PID) serve it.
 func TestDeployServesANewTopic(t *testing.T) {
 	e := startDeploy(t, node.Options{})
-	sched, h := e.stack.Scheduler, e.stack.Host
+	sched, h := e.n.Scheduler, e.n.Host
 
 	// Before: nothing serves job.hello.
 	if rec := e.helloJob(t, "x", nil); rec.GetReason() != "no_pool_mapping" {
@@ -179,7 +179,7 @@ func TestDeployServesANewTopic(t *testing.T) {
 	if h.Modules()["hello"] != a.Digest || !slices.Contains(h.Pools(), "hello") {
 		t.Errorf("host holds %v, serves %v", h.Modules(), h.Pools())
 	}
-	if e.stack.Scheduler != sched || e.stack.Host != h {
+	if e.n.Scheduler != sched || e.n.Host != h {
 		t.Error("a part was replaced")
 	}
 	// The built-in modules still serve.
@@ -192,7 +192,7 @@ func TestDeployServesANewTopic(t *testing.T) {
 // the topic, and its jobs go to the DLQ with module_retired.
 func TestDeployWhileAJobRuns(t *testing.T) {
 	e := startDeploy(t, node.Options{MaxParallel: 4})
-	h := e.stack.Host
+	h := e.n.Host
 	wasm1, wasm2 := hello(t, "1"), hello(t, "2")
 	v1 := e.deploy(t, "1", wasm1, nil)
 	holds(t, v1.Digest, h)
@@ -205,7 +205,7 @@ func TestDeployWhileAJobRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.stack.Runtime().Load(ctx, wasm2, man); err != nil {
+	if _, err := e.n.Host.Runtime().Load(ctx, wasm2, man); err != nil {
 		t.Fatal(err)
 	}
 
@@ -291,7 +291,7 @@ func TestRefusedVersionsKeepTheOldOneServing(t *testing.T) {
 	}
 	_, otherKey, _ := ed25519.GenerateKey(nil)
 	e := startDeploy(t, node.Options{Trusted: []ed25519.PublicKey{pub}})
-	h := e.stack.Host
+	h := e.n.Host
 	ctx := context.Background()
 	v1 := e.deploy(t, "1", hello(t, "1"), key)
 	holds(t, v1.Digest, h)
@@ -393,13 +393,13 @@ func TestRefusedVersionsKeepTheOldOneServing(t *testing.T) {
 // returns, before its first job.
 func TestEveryHostPicksUpADeploy(t *testing.T) {
 	e := startDeploy(t, node.Options{})
-	h1 := e.stack.Host
+	h1 := e.n.Host
 	h2 := e.addHost(t, "host-two")
 	e.waitWorkers(t, 2)
 
 	v1 := e.deploy(t, "1", hello(t, "1"), nil)
 	holds(t, v1.Digest, h1, h2)
-	for _, h := range []*host.Agent{h1, h2} {
+	for _, h := range []*node.Host{h1, h2} {
 		rec := e.helloJob(t, "to "+h.ID(), map[string]string{"machine": h.ID()})
 		wantResult(t, rec, "hello 1: to "+h.ID())
 		if rec.GetWorkerId() != h.ID() {
@@ -446,7 +446,7 @@ func TestPolicyRequiresSignedModules(t *testing.T) {
 		t.Fatal(err)
 	}
 	v1 := e.deploy(t, "1", hello(t, "1"), nil)
-	holds(t, v1.Digest, e.stack.Host)
+	holds(t, v1.Digest, e.n.Host)
 	rec := e.helloJob(t, "x", nil)
 	last := rec.GetEvents()[len(rec.GetEvents())-1]
 	if rec.GetState() != wardv1.JobState_JOB_STATE_DENIED || !strings.Contains(last.GetMessage(), "pool hello runs only signed modules") {
@@ -454,7 +454,7 @@ func TestPolicyRequiresSignedModules(t *testing.T) {
 	}
 	// The same bytes, signed (by any key: the hosts here trust none).
 	v2 := e.deploy(t, "1-signed", hello(t, "1"), key)
-	holds(t, v2.Digest, e.stack.Host)
+	holds(t, v2.Digest, e.n.Host)
 	wantResult(t, e.helloJob(t, "y", nil), "hello 1: y")
 	// echo is not in signed_pools.
 	_, rec = e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte("e")})
@@ -463,7 +463,7 @@ func TestPolicyRequiresSignedModules(t *testing.T) {
 
 // stagedOn waits until every agent has compiled digest of hello ahead
 // (the registry's staged records).
-func (e *deployEnv) stagedOn(t testing.TB, digest string, agents ...*host.Agent) {
+func (e *deployEnv) stagedOn(t testing.TB, digest string, agents ...*node.Host) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -502,7 +502,7 @@ func (e *deployEnv) stagedOn(t testing.TB, digest string, agents ...*host.Agent)
 // Activate then swaps it in from what was compiled.
 func TestStagedDeploy(t *testing.T) {
 	e := startDeploy(t, node.Options{})
-	h1 := e.stack.Host
+	h1 := e.n.Host
 	h2 := e.addHost(t, "host-two")
 	ctx := context.Background()
 	v1 := e.deploy(t, "1", hello(t, "1"), nil)
@@ -531,7 +531,7 @@ func TestStagedDeploy(t *testing.T) {
 		t.Fatal(err)
 	}
 	holds(t, staged.Digest, h1, h2)
-	for _, h := range []*host.Agent{h1, h2} {
+	for _, h := range []*node.Host{h1, h2} {
 		rec := e.helloJob(t, "after", map[string]string{"machine": h.ID()})
 		wantResult(t, rec, "hello 2: after")
 		if rec.GetModuleDigest() != staged.Digest {

@@ -18,16 +18,16 @@ import (
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/internal/testing/ollamatest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/sandbox"
 )
 
 // chatModules are chat-advanced, with its manifest, and echo.
 func chatModules(t *testing.T) (map[string][]byte, map[string]*sandbox.Manifest) {
 	t.Helper()
-	src, err := os.ReadFile("../../modules/chat-advanced/manifest.yaml")
+	src, err := os.ReadFile("../modules/chat-advanced/manifest.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func fakeNvidiaSMI(t *testing.T) {
 func (e *env) waitCapability(t *testing.T, id, c string, want bool) {
 	t.Helper()
 	checkFor(t, 30*time.Second, func() bool {
-		w, ok := e.stack.Scheduler.Hosts().Get(id)
+		w, ok := e.n.Scheduler.Hosts().Get(id)
 		return ok && slices.Contains(w.Capabilities, c) == want
 	})
 }
@@ -127,7 +127,7 @@ func TestChatAdvancedStreamsTokens(t *testing.T) {
 	e := start(t, node.Options{Modules: mods, Manifests: mans, Policies: policiesGranting(t, o.Host()),
 		Env:    map[string]string{"OLLAMA_URL": o.URL, "OLLAMA_MODEL": "llama3"},
 		Probes: []host.Probe{host.NewOllamaProbe(o.URL, time.Second, nil)}})
-	e.waitCapability(t, e.stack.Host.ID(), "ollama", true)
+	e.waitCapability(t, e.n.Host.ID(), "ollama", true)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -239,7 +239,7 @@ func TestGPUHostTakesTheChatJobs(t *testing.T) {
 
 	// The plain host: the same modules, and Ollama's address too, but no
 	// Ollama probe and no GPU probe.
-	e.addHost(t, host.Config{ID: "cpu-1", Env: env}, mods, mans, false)
+	e.addHost(t, node.HostConfig{ID: "cpu-1", Env: env}, mods, mans, false)
 	e.waitCapability(t, "gpu-1", "ollama", true)
 	e.waitCapability(t, "gpu-1", "gpu", true)
 	e.waitWorkers(t, 2)

@@ -12,8 +12,9 @@ import (
 	"time"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/node"
+	"github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/safety"
 	"github.com/ward-run/ward/sandbox"
 )
@@ -40,7 +41,7 @@ func TestHTTPGrantsFollowThePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	src, err := os.ReadFile("../../modules/chat-advanced/manifest.yaml")
+	src, err := os.ReadFile("../modules/chat-advanced/manifest.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestHTTPGrantsFollowThePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	natsURL := startJetStream(t)
+	natsURL := natstest.StartJetStream(t)
 	e := start(t, node.Options{NATSURL: natsURL,
 		Modules:      map[string][]byte{"chat-advanced": wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/chat-advanced")},
 		Manifests:    map[string]*sandbox.Manifest{"chat-advanced": manifest},
@@ -90,7 +91,7 @@ func TestHTTPGrantsFollowThePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 30*time.Second, func() bool { return e.stack.Kernel().Revision() == res.Revision })
+	checkFor(t, 30*time.Second, func() bool { return e.n.Safety.Kernel().Revision() == res.Revision })
 	rec, reply = chat()
 	if reply["fallback"] == true || reply["reply"] != "ollama says hi to ward" {
 		t.Fatalf("the granted host was not reached: %v", reply)

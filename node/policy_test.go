@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	natstest "github.com/nats-io/nats-server/v2/test"
+	"github.com/ward-run/ward/internal/testing/natstest"
 	"google.golang.org/protobuf/proto"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
@@ -18,19 +18,6 @@ import (
 	"github.com/ward-run/ward/policies"
 	"github.com/ward-run/ward/safety"
 )
-
-// startJetStream runs a nats-server with JetStream, as `ward dev` and
-// production do: the policy bucket lives there.
-func startJetStream(t testing.TB) string {
-	t.Helper()
-	opts := natstest.DefaultTestOptions
-	opts.Port = -1
-	opts.JetStream = true
-	opts.StoreDir = t.TempDir()
-	ns := natstest.RunServer(&opts)
-	t.Cleanup(ns.Shutdown)
-	return ns.ClientURL()
-}
 
 // The rule a platform engineer adds in the tour, with its test.
 const (
@@ -76,7 +63,7 @@ func echoJob(tenant string) *wardv1.JobRequest {
 // restarted; then a bundle that does not compile and one whose tests fail
 // are both refused, and the rule stays enforced.
 func TestPolicyPushIsEnforcedLive(t *testing.T) {
-	natsURL := startJetStream(t)
+	natsURL := natstest.StartJetStream(t)
 	e := start(t, node.Options{NATSURL: natsURL, Modules: echoModules(t)})
 	nc := e.client.Bus().NATS()
 	decisions, err := nc.SubscribeSync(bus.SubjectSafetyDecision)
@@ -95,7 +82,7 @@ func TestPolicyPushIsEnforcedLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 30*time.Second, func() bool { return e.stack.Kernel().Revision() == res.Revision })
+	checkFor(t, 30*time.Second, func() bool { return e.n.Safety.Kernel().Revision() == res.Revision })
 
 	_, rec := e.run(t, echoJob("blocked"))
 	if rec.GetState() != wardv1.JobState_JOB_STATE_DENIED || rec.GetReason() != "safety_denied" {
@@ -140,7 +127,7 @@ func TestPolicyPushIsEnforcedLive(t *testing.T) {
 	if _, err := safety.Push(ctx, nc, "", failing, "test"); !errors.As(err, &tf) {
 		t.Errorf("push of a bundle whose tests fail = %v, want a TestsFailedError", err)
 	}
-	if got := e.stack.Kernel().Revision(); got != res.Revision {
+	if got := e.n.Safety.Kernel().Revision(); got != res.Revision {
 		t.Fatalf("revision %s after refused pushes, want %s", got, res.Revision)
 	}
 	// Even written to the bucket behind push's back, a broken bundle is
@@ -148,7 +135,7 @@ func TestPolicyPushIsEnforcedLive(t *testing.T) {
 	if _, err := safety.PutRaw(ctx, nc, "", syntax.Proto()); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 30*time.Second, func() bool { return e.stack.SafetyStatus().GetRefusedRevision() == syntax.Revision() })
+	checkFor(t, 30*time.Second, func() bool { return e.n.Safety.Status().GetRefusedRevision() == syntax.Revision() })
 	if _, rec := e.run(t, echoJob("blocked")); rec.GetState() != wardv1.JobState_JOB_STATE_DENIED ||
 		rec.GetSafety().GetPolicyRevision() != res.Revision {
 		t.Errorf("after the refusals, blocked's job ended %s under %s", rec.GetState(), rec.GetSafety().GetPolicyRevision())
@@ -164,19 +151,14 @@ func TestPolicyPushIsEnforcedLive(t *testing.T) {
 func TestSafetyKernelDownFailsClosedThenRecovers(t *testing.T) {
 	e := start(t, node.Options{Modules: echoModules(t),
 		SafetyClient: safety.ClientConfig{Timeout: time.Second, BreakerFailures: 2, BreakerCooldown: 100 * time.Millisecond}})
-	ctx := context.Background()
-	if err := e.stack.StopSafety(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.stopSafety(t)
 	for range 3 { // the last ones fail at once: the breaker is open
 		_, rec := e.run(t, echoJob("acme"))
 		if rec.GetState() != wardv1.JobState_JOB_STATE_DENIED || rec.GetReason() != "safety_unavailable" {
 			t.Fatalf("with the kernel down, the job ended %s/%s", rec.GetState(), rec.GetReason())
 		}
 	}
-	if err := e.stack.StartSafety(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.startSafety(t)
 	checkFor(t, 60*time.Second, func() bool {
 		_, rec := e.run(t, echoJob("acme"))
 		return rec.GetState() == wardv1.JobState_JOB_STATE_SUCCEEDED
@@ -187,18 +169,14 @@ func TestSafetyKernelDownFailsClosedThenRecovers(t *testing.T) {
 // unchecked while the kernel is down, and says so in the stored decision.
 func TestSafetyFailOpen(t *testing.T) {
 	e := start(t, node.Options{Modules: echoModules(t), SafetyClient: safety.ClientConfig{Timeout: time.Second, FailOpen: true}})
-	if err := e.stack.StopSafety(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	e.stopSafety(t)
 	_, rec := e.run(t, echoJob("acme"))
 	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || rec.GetSafety().GetDecision() != "ALLOW_UNCHECKED" ||
 		len(rec.GetSafety().GetReasons()) != 1 {
 		t.Fatalf("failing open, the job ended %s with decision %v", rec.GetState(), rec.GetSafety())
 	}
 	// Fail open is about reaching the kernel: what it denies stays denied.
-	if err := e.stack.StartSafety(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	e.startSafety(t)
 	checkFor(t, 60*time.Second, func() bool {
 		_, rec := e.run(t, &wardv1.JobRequest{Topic: "sys.destroy", TenantId: "acme"})
 		return rec.GetState() == wardv1.JobState_JOB_STATE_DENIED && rec.GetReason() == "safety_denied"

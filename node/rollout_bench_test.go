@@ -13,9 +13,8 @@ import (
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/config"
-	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/node"
 )
 
 // BenchmarkRollout measures, on one host and on two, the time from Deploy
@@ -54,7 +53,7 @@ func benchRollout(b *testing.B, hosts int, load string, staged bool) {
 	settings := config.DefaultScheduler()
 	settings.Tenants.Default = config.TenantLimits{} // no rate limit: the load is one tenant
 	e := startDeploy(b, node.Options{MaxParallel: 4, Settings: settings})
-	agents := []*host.Agent{e.stack.Host}
+	agents := []*node.Host{e.n.Host}
 	if hosts == 2 {
 		agents = append(agents, e.addHost(b, "host-two"))
 	}

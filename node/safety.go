@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
+	"sync"
+	"time"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	"github.com/ward-run/ward/bus"
@@ -13,125 +16,156 @@ import (
 	"github.com/ward-run/ward/safety"
 )
 
-// kernel is the stack's safety kernel: the Kernel, its gRPC server, and
-// its reloader with its own NATS connection, which watches the policy
-// directory and bucket, answers sys.safety.status and carries the decision
-// log. The Kernel outlives a stop and a start, as a restarted kernel
-// process would load the same policy.
-type kernel struct {
-	k      *safety.Kernel
-	addr   string // the listen address, fixed once first bound
-	dir    string
-	bucket string
-	conn   *bus.Conn
+// SafetyConfig configures a safety kernel part (`ward safety`).
+type SafetyConfig struct {
+	// NATSURL is the bus the kernel watches for pushed bundles, answers
+	// sys.safety.status on and logs its decisions to. Empty runs the
+	// kernel standalone: no pushed bundles, no decision log, no status.
+	NATSURL string
+	// Listen is the gRPC listen address; "127.0.0.1:0" when empty.
+	Listen string
+	// PolicyDir, when set, is the policy bundle, reloaded when it changes;
+	// otherwise Policies is.
+	PolicyDir string
+	// Policies is the policy bundle when PolicyDir is empty; Ward's
+	// embedded default bundle when nil.
+	Policies fs.FS
+	// Bucket is the NATS KV bucket of pushed bundles; safety.DefaultBucket
+	// when empty.
+	Bucket string
+	// ID names the kernel in decision logs and status; random when empty.
+	ID string
+	// CacheSize is the decisions cached per policy revision (see
+	// safety.Config); negative disables the cache.
+	CacheSize int
+	// Debounce is how long PolicyDir must be quiet before it is read;
+	// safety.DefaultDebounce when zero.
+	Debounce time.Duration
+	Logger   *slog.Logger // slog.Default() when nil
+}
 
-	srv      *safety.Server
-	serving  chan error
+// Safety is a running safety kernel: the Kernel with its policy, its gRPC
+// server and its reloader, which watches the policy directory and bucket.
+type Safety struct {
+	kernel   *safety.Kernel
+	source   string
+	conn     *bus.Conn // nil when standalone
 	reloader *safety.Reloader
+	srv      *safety.Server
+	addr     string
+	serving  chan error // Serve's error, once it returns
+	done     chan struct{}
+	stopOnce sync.Once
+	stopErr  error
 }
 
-// startKernel loads the policy (o.PolicyDir, else o.Policies) and serves it.
-func startKernel(ctx context.Context, o Options) (*kernel, error) {
-	conn, err := bus.Connect(o.NATSURL, "ward-safety")
-	if err != nil {
-		return nil, err
+// StartSafety loads the policy (cfg.PolicyDir, else cfg.Policies) and
+// serves it on cfg.Listen. On error nothing is left running.
+func StartSafety(ctx context.Context, cfg SafetyConfig) (_ *Safety, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
-	kn := &kernel{addr: o.SafetyAddr, dir: o.PolicyDir, bucket: o.PolicyBucket, conn: conn}
-	kn.k = safety.NewKernel(safety.Config{Log: safety.PublishDecisions(conn)})
-	if o.PolicyDir != "" {
-		b, err := safety.ReadBundleDir(o.PolicyDir)
-		if err == nil {
-			err = kn.k.LoadBundle(ctx, b, "dir "+o.PolicyDir)
-		}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	s := &Safety{serving: make(chan error, 1), done: make(chan struct{})}
+	defer func() {
 		if err != nil {
-			conn.Close()
+			_ = s.Shutdown(context.Background())
+		}
+	}()
+	kc := safety.Config{ID: cfg.ID, CacheSize: cfg.CacheSize}
+	if cfg.NATSURL != "" {
+		if s.conn, err = bus.Connect(cfg.NATSURL, "ward-safety"); err != nil {
 			return nil, err
 		}
-	} else {
-		b, err := safety.ReadBundle(o.Policies)
-		if err == nil {
-			if o.Policies == fs.FS(policies.FS) {
-				err = kn.k.LoadTested(b, "embedded") // its tests ran with Ward's
-			} else {
-				err = kn.k.LoadBundle(ctx, b, "options")
-			}
-		}
-		if err != nil {
-			conn.Close()
-			return nil, err
-		}
+		kc.Log = safety.PublishDecisions(s.conn)
 	}
-	if err := kn.start(ctx, o); err != nil {
-		conn.Close()
+	s.kernel = safety.NewKernel(kc)
+	if err := s.load(ctx, cfg); err != nil {
 		return nil, err
 	}
-	return kn, nil
-}
-
-// start listens on the kernel's address and starts serving and watching.
-func (kn *kernel) start(ctx context.Context, o Options) error {
-	lis, err := net.Listen("tcp", kn.addr)
+	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("safety kernel: %w", err)
+		return nil, fmt.Errorf("safety kernel: %w", err)
 	}
-	kn.addr = lis.Addr().String()
-	kn.reloader, err = safety.NewReloader(safety.ReloaderConfig{Kernel: kn.k, Dir: kn.dir, Bus: kn.conn,
-		Bucket: kn.bucket, Addr: kn.addr, Logger: o.Logger})
+	s.addr = lis.Addr().String()
+	s.reloader, err = safety.NewReloader(safety.ReloaderConfig{Kernel: s.kernel, Dir: cfg.PolicyDir, Bus: s.conn,
+		Bucket: cfg.Bucket, Debounce: cfg.Debounce, Addr: s.addr, Logger: cfg.Logger})
 	if err == nil {
-		err = kn.reloader.Start(ctx)
+		err = s.reloader.Start(ctx)
 	}
 	if err != nil {
+		s.reloader = nil
 		lis.Close()
-		kn.reloader = nil
+		return nil, err
+	}
+	s.srv = safety.NewServer(s.kernel)
+	go func() {
+		s.serving <- s.srv.Serve(lis)
+		close(s.done)
+	}()
+	cfg.Logger.Info("safety kernel serving", "addr", s.addr, "kernel_id", s.kernel.ID(),
+		"revision", s.kernel.Revision(), "source", s.source)
+	return s, nil
+}
+
+// load reads the bundle cfg names and puts it in force.
+func (s *Safety) load(ctx context.Context, cfg SafetyConfig) error {
+	if cfg.PolicyDir != "" {
+		s.source = "dir " + cfg.PolicyDir
+		b, err := safety.ReadBundleDir(cfg.PolicyDir)
+		if err != nil {
+			return err
+		}
+		return s.kernel.LoadBundle(ctx, b, s.source)
+	}
+	embedded := cfg.Policies == nil
+	if embedded {
+		cfg.Policies, s.source = policies.FS, "embedded"
+	} else {
+		s.source = "options"
+	}
+	b, err := safety.ReadBundle(cfg.Policies)
+	if err != nil {
 		return err
 	}
-	kn.srv = safety.NewServer(kn.k)
-	kn.serving = make(chan error, 1)
-	go func() { kn.serving <- kn.srv.Serve(lis) }()
-	return nil
+	if embedded {
+		return s.kernel.LoadTested(b, s.source) // its tests ran with Ward's
+	}
+	return s.kernel.LoadBundle(ctx, b, s.source)
 }
 
-// stop stops serving and watching; the Kernel stays loaded.
-func (kn *kernel) stop(ctx context.Context) error {
+// Addr is the address the kernel's gRPC server listens on.
+func (s *Safety) Addr() string { return s.addr }
+
+// Kernel is the policy evaluator the part serves.
+func (s *Safety) Kernel() *safety.Kernel { return s.kernel }
+
+// Status is the kernel's status: revision, source, the last refused bundle.
+func (s *Safety) Status() *safetyv1.KernelStatus { return s.reloader.Status() }
+
+// Done is closed when the gRPC server stops serving, after Shutdown or on
+// its own failure (Shutdown then returns that error).
+func (s *Safety) Done() <-chan struct{} { return s.done }
+
+// Shutdown stops serving and watching, and closes the bus connection.
+// Calls after the first return its error.
+func (s *Safety) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() { s.stopErr = s.shutdown(ctx) })
+	return s.stopErr
+}
+
+func (s *Safety) shutdown(ctx context.Context) error {
 	var errs []error
-	if kn.reloader != nil {
-		errs = append(errs, kn.reloader.Shutdown(ctx))
-		kn.reloader = nil
+	if s.reloader != nil {
+		errs = append(errs, s.reloader.Shutdown(ctx))
 	}
-	if kn.srv != nil {
-		errs = append(errs, kn.srv.Shutdown(ctx), <-kn.serving)
-		kn.srv = nil
+	if s.srv != nil {
+		errs = append(errs, s.srv.Shutdown(ctx), <-s.serving)
+	}
+	if s.conn != nil {
+		s.conn.Close()
 	}
 	return errors.Join(errs...)
-}
-
-// close stops the kernel for good.
-func (kn *kernel) close(ctx context.Context) error {
-	err := kn.stop(ctx)
-	kn.conn.Close()
-	return err
-}
-
-// Kernel returns the stack's safety kernel.
-func (s *Stack) Kernel() *safety.Kernel { return s.safety.k }
-
-// SafetyStatus returns the safety kernel's status, nil while it is
-// stopped.
-func (s *Stack) SafetyStatus() *safetyv1.KernelStatus {
-	if r := s.safety.reloader; r != nil {
-		return r.Status()
-	}
-	return nil
-}
-
-// StopSafety stops the safety kernel as if its process died: Checks find
-// nothing listening. StartSafety brings it back on the same address.
-func (s *Stack) StopSafety(ctx context.Context) error { return s.safety.stop(ctx) }
-
-// StartSafety restarts a stopped safety kernel on its address.
-func (s *Stack) StartSafety(ctx context.Context) error {
-	if s.safety.srv != nil {
-		return errors.New("stack: safety kernel already running")
-	}
-	return s.safety.start(ctx, Options{Logger: s.log})
 }

@@ -13,13 +13,13 @@ import (
 
 	"github.com/google/uuid"
 
-	natstest "github.com/nats-io/nats-server/v2/test"
+	"github.com/ward-run/ward/internal/testing/natstest"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/internal/testing/repotest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/modules/sdk"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/sandbox"
 )
 
@@ -46,15 +46,9 @@ func builtModules(t *testing.T, names ...string) (map[string][]byte, map[string]
 // than a NATS message, submitted by a client, scheduled, and scanned by
 // repo-scan in the sandbox.
 func TestSandboxThroughEveryPart(t *testing.T) {
-	opts := natstest.DefaultTestOptions
-	opts.Port = -1
-	opts.JetStream = true
-	opts.StoreDir = t.TempDir()
-	ns := natstest.RunServer(&opts)
-	t.Cleanup(ns.Shutdown)
 	wasm, manifests := builtModules(t, "echo", "repo-scan")
 	// The cache the module tests filled: the same bytes compile once.
-	e := start(t, node.Options{NATSURL: ns.ClientURL(), Modules: wasm, Manifests: manifests, CacheDir: wasmtest.CacheDir(t)})
+	e := start(t, node.Options{NATSURL: natstest.StartJetStream(t), Modules: wasm, Manifests: manifests, CacheDir: wasmtest.CacheDir(t)})
 
 	for i := range 3 {
 		_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte("pooled")})

@@ -5,31 +5,30 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
-	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/spf13/cobra"
 
 	"github.com/ward-run/ward/config"
-	"github.com/ward-run/ward/host"
 	"github.com/ward-run/ward/node"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
 	var (
-		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, cacheDir, natsHost, cpuProfile string
-		natsPort, maxParallel                                                                    int
-		sandbox                                                                                  sandboxFlags
+		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile string
+		natsPort                                                                       int
+		hf                                                                             hostFlags
+		safetyFlags                                                                    safetyClientFlags
 	)
-	var safetyFlags safetyClientFlags
-	var trustedKeys []string
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run every part in one process: embedded NATS, job store, safety kernel, scheduler, host",
 		Long: `dev runs Ward on one machine: an embedded NATS server (JetStream on), the
 in-memory job store (Redis when REDIS_URL is set), the safety kernel on a
 loopback gRPC port, a scheduler and one host agent serving every module in
---modules, and every module deployed with ` + "`ward module deploy`" + `. It stays up until Ctrl-C or SIGTERM, then shuts down cleanly.`,
+--modules, and every module deployed with ` + "`ward module deploy`" + `. The parts
+are built as ` + "`ward safety`, `ward scheduler` and `ward host`" + ` build them, and the
+host takes the same flags. It stays up until Ctrl-C or SIGTERM, then shuts
+down cleanly.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := g.logger()
@@ -47,19 +46,11 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 				defer pprof.StopCPUProfile()
 			}
 
-			wasm, err := node.ReadModules(modulesDir)
+			hc, err := hf.config(log)
 			if err != nil {
 				return err
 			}
-			manifests, err := host.ReadManifests(modulesDir)
-			if err != nil {
-				return err
-			}
-			trusted, err := readTrustedKeys(trustedKeys)
-			if err != nil {
-				return err
-			}
-			env, err := sandbox.env(os.Getenv("OLLAMA_URL"))
+			wasm, manifests, err := node.ReadModuleDir(modulesDir)
 			if err != nil {
 				return err
 			}
@@ -75,48 +66,33 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 				// (SCHEDULER_CONFIG_PATH) sets the threshold again.
 				conf.Scheduler.Placement.CPUThreshold = 100
 			}
-			pools, timeouts := conf.Pools, conf.Timeouts
-			store, storeName, err := openStore(redisURL, true)
+			safetyCfg, err := safetyFlags.config()
+			if err != nil {
+				return err
+			}
+			store, storeName, err := node.OpenStore(redisURL, true)
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-
-			jsDir, err := os.MkdirTemp("", "ward-dev-jetstream-")
+			ns, err := node.StartNATS(natsHost, natsPort)
 			if err != nil {
 				return err
 			}
-			defer os.RemoveAll(jsDir)
-			ns, err := server.NewServer(&server.Options{Host: natsHost, Port: natsPort, JetStream: true,
-				StoreDir: jsDir, NoSigs: true, ServerName: "ward-dev"})
-			if err != nil {
-				return fmt.Errorf("nats: %w", err)
-			}
-			go ns.Start()
-			defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-			if !ns.ReadyForConnections(10 * time.Second) {
-				return fmt.Errorf("nats: not ready on %s:%d (is the port taken?)", natsHost, natsPort)
-			}
-
-			metrics, stopMetrics, err := serveMetrics(metricsAddr, log)
+			defer ns.Shutdown()
+			metrics, stopMetrics, err := node.ServeMetrics(metricsAddr, log)
 			if err != nil {
 				return err
 			}
 			defer stopMetrics()
 
-			probes, err := hostProbes("auto", os.Getenv("OLLAMA_URL"), 2*time.Second, log)
-			if err != nil {
-				return err
-			}
-			opts := node.Options{Probes: probes, NATSURL: ns.ClientURL(), Store: store, SafetyAddr: safetyAddr,
-				Pools: pools, Timeouts: timeouts, Modules: wasm, Manifests: manifests, CacheDir: cacheDir,
-				MountRoots: sandbox.mountRoots, Env: env, MaxParallel: maxParallel, HostID: "dev-host", Logger: log,
-				Settings: conf.Scheduler, ConfigFiles: files, ModuleRegistry: true, Trusted: trusted}
-			opts.PolicyDir = policyDir
-			if opts.SafetyClient, err = safetyFlags.config(); err != nil {
-				return err
-			}
-			st, err := node.Start(ctx, opts)
+			n, err := node.Start(ctx, node.Options{NATSURL: ns.ClientURL(), Store: store,
+				SafetyAddr: safetyAddr, PolicyDir: policyDir, SafetyClient: safetyCfg,
+				Pools: conf.Pools, Timeouts: conf.Timeouts, Settings: conf.Scheduler, ConfigFiles: files,
+				Modules: wasm, Manifests: manifests, ModuleRegistry: true,
+				HostID: hc.ID, CacheDir: hc.CacheDir, MaxParallel: hc.MaxParallel, HeartbeatInterval: hc.HeartbeatInterval,
+				Capabilities: hc.Capabilities, Labels: hc.Labels, Region: hc.Region, Zone: hc.Zone, Probes: hc.Probes,
+				MountRoots: hc.MountRoots, Env: hc.Env, Trusted: hc.Trusted, Logger: log})
 			if err != nil {
 				return err
 			}
@@ -128,19 +104,19 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 			} else {
 				fmt.Fprintf(out, "  metrics:       off\n")
 			}
-			fmt.Fprintf(out, "  safety kernel: %s\n", st.SafetyAddr)
+			fmt.Fprintf(out, "  safety kernel: %s\n", n.Safety.Addr())
 			fmt.Fprintf(out, "  policy:        %s (%s); ward policy push <dir> replaces it\n",
-				st.Kernel().Revision(), st.SafetyStatus().GetSource())
+				n.Safety.Kernel().Revision(), n.Safety.Status().GetSource())
 			fmt.Fprintf(out, "  job store:     %s\n", storeName)
-			fmt.Fprintf(out, "  host:          %s serving %v\n", st.Host.ID(), st.Host.Pools())
+			fmt.Fprintf(out, "  host:          %s serving %v\n", n.Host.ID(), n.Host.Pools())
 			fmt.Fprintf(out, "  modules:       ward module deploy <name>.wasm --manifest <name>.yaml serves a new one at once\n")
 			fmt.Fprintf(out, "try:  ward submit --topic job.echo --tenant acme --payload '{\"hello\":\"world\"}' --wait\n")
 
 			<-ctx.Done()
 			fmt.Fprintln(out, "shutting down")
-			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
-			return st.Shutdown(sctx)
+			return n.Shutdown(sctx)
 		},
 	}
 	f := cmd.Flags()
@@ -152,11 +128,8 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 	f.StringVar(&policyDir, "policies", os.Getenv("WARD_POLICY_DIR"), "policy bundle directory, watched for changes (default: the embedded bundle) ($WARD_POLICY_DIR)")
 	safetyFlags.register(f)
 	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL; the in-memory store when empty ($REDIS_URL)")
-	f.StringVar(&cacheDir, "cache-dir", defaultCacheDir(), "compiled-module cache directory")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
-	f.IntVar(&maxParallel, "max-parallel", 0, "jobs the host runs at once (default: number of CPUs)")
-	f.StringSliceVar(&trustedKeys, "trusted-key", envList("WARD_TRUSTED_KEYS"), "ed25519 public key file (PEM); with any, deployed modules must be signed by one ($WARD_TRUSTED_KEYS)")
-	sandbox.register(f)
+	hf.register(f, "dev-host")
 	return cmd
 }
 

@@ -8,19 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/ward-run/ward/client"
-	"github.com/ward-run/ward/jobstore"
 )
 
 func main() {
@@ -88,59 +83,6 @@ func lookupEnvOr(key, def string) string {
 // signalContext is cancelled on SIGINT or SIGTERM.
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-}
-
-// serveMetrics serves /metrics on addr ("" disables it) and returns the
-// address it listens on and a stop function.
-func serveMetrics(addr string, log *slog.Logger) (string, func(), error) {
-	if addr == "" {
-		return "", func() {}, nil
-	}
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("metrics: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server failed", "err", err)
-		}
-	}()
-	return lis.Addr().String(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
-}
-
-// openStore opens Redis at url, or the in-memory store when url is empty
-// and memory is allowed.
-func openStore(url string, memory bool) (jobstore.Store, string, error) {
-	if url == "" {
-		if !memory {
-			return nil, "", errors.New("REDIS_URL (or --redis) is required: separate processes share jobs through Redis")
-		}
-		return jobstore.NewMemory(), "memory", nil
-	}
-	s, err := jobstore.OpenRedis(url)
-	if err != nil {
-		return nil, "", err
-	}
-	return s, redactURL(url), nil
-}
-
-// redactURL hides a password in a URL for printing.
-func redactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		return scheme + "://***@" + rest[at+1:]
-	}
-	return u
 }
 
 // dial connects a client command to NATS and gives it a context that ends

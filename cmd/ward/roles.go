@@ -2,25 +2,20 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/config"
-	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/policies"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/safety"
-	"github.com/ward-run/ward/sandbox"
-	"github.com/ward-run/ward/scheduler"
 )
 
 // shutdownGrace bounds how long a role drains after SIGTERM.
@@ -38,14 +33,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			log := g.logger()
 			ctx, stop := signalContext()
 			defer stop()
-			// POOL_CONFIG_PATH, TIMEOUT_CONFIG_PATH and SCHEDULER_CONFIG_PATH
-			// are watched: a change applies without a restart.
-			files := config.FilesFromEnv()
-			conf, err := config.Load(files)
-			if err != nil {
-				return err
-			}
-			store, _, err := openStore(redisURL, false)
+			store, _, err := node.OpenStore(redisURL, false)
 			if err != nil {
 				return err
 			}
@@ -54,32 +42,17 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			kernel, err := safety.Dial(safetyAddr, safetyCfg)
-			if err != nil {
-				return err
-			}
-			defer kernel.Close()
-			conn, err := bus.Connect(client.NATSURL(g.natsURL), "ward-scheduler")
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			reg, err := openRegistry(ctx, conn, useRegistry)
-			if err != nil {
-				return err
-			}
-			_, stopMetrics, err := serveMetrics(metricsAddr, log)
+			_, stopMetrics, err := node.ServeMetrics(metricsAddr, log)
 			if err != nil {
 				return err
 			}
 			defer stopMetrics()
-			s, err := scheduler.New(scheduler.Config{ID: id, Bus: conn, Store: store, Safety: kernel,
-				Pools: conf.Pools, Timeouts: conf.Timeouts, Settings: conf.Scheduler, Files: files, Logger: log,
-				Modules: reg})
+			// POOL_CONFIG_PATH, TIMEOUT_CONFIG_PATH and SCHEDULER_CONFIG_PATH
+			// are watched: a change applies without a restart.
+			s, err := node.StartScheduler(ctx, node.SchedulerConfig{ID: id, NATSURL: client.NATSURL(g.natsURL),
+				Store: store, SafetyAddr: safetyAddr, SafetyClient: safetyCfg, Files: config.FilesFromEnv(),
+				ModuleRegistry: useRegistry, Logger: log})
 			if err != nil {
-				return err
-			}
-			if err := s.Start(ctx); err != nil {
 				return err
 			}
 			<-ctx.Done()
@@ -101,10 +74,9 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 
 func newSafetyCmd(g *globals) *cobra.Command {
 	var (
-		listen, policyDir, metricsAddr, bucket, id string
-		standalone                                 bool
-		cacheSize                                  int
-		debounce                                   time.Duration
+		metricsAddr string
+		standalone  bool
+		cfg         node.SafetyConfig
 	)
 	cmd := &cobra.Command{
 		Use:   "safety",
@@ -119,96 +91,101 @@ sys.safety.status and publishes every decision on sys.safety.decision.
 --standalone runs it without NATS: no bucket, no decision log.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := g.logger()
+			cfg.Logger = g.logger()
 			ctx, stop := signalContext()
 			defer stop()
-			cfg := safety.Config{ID: id, CacheSize: cacheSize}
-			var conn *bus.Conn
 			if !standalone {
-				var err error
-				if conn, err = bus.Connect(client.NATSURL(g.natsURL), "ward-safety"); err != nil {
-					return fmt.Errorf("%w (--standalone runs the kernel without NATS)", err)
-				}
-				defer conn.Close()
-				cfg.Log = safety.PublishDecisions(conn)
+				cfg.NATSURL = client.NATSURL(g.natsURL)
 			}
-			k := safety.NewKernel(cfg)
-			b, source, err := readPolicies(policyDir)
-			if err != nil {
-				return err
-			}
-			if policyDir == "" {
-				err = k.LoadTested(b, source) // its tests ran with Ward's
-			} else {
-				err = k.LoadBundle(ctx, b, source)
-			}
-			if err != nil {
-				return err
-			}
-			_, stopMetrics, err := serveMetrics(metricsAddr, log)
+			_, stopMetrics, err := node.ServeMetrics(metricsAddr, cfg.Logger)
 			if err != nil {
 				return err
 			}
 			defer stopMetrics()
-			lis, err := net.Listen("tcp", listen)
+			s, err := node.StartSafety(ctx, cfg)
 			if err != nil {
-				return fmt.Errorf("safety kernel: %w", err)
-			}
-			r, err := safety.NewReloader(safety.ReloaderConfig{Kernel: k, Dir: policyDir, Bus: conn, Bucket: bucket,
-				Debounce: debounce, Addr: lis.Addr().String(), Logger: log})
-			if err == nil {
-				err = r.Start(ctx)
-			}
-			if err != nil {
-				lis.Close()
+				if !standalone {
+					err = fmt.Errorf("%w (--standalone runs the kernel without NATS)", err)
+				}
 				return err
 			}
-			srv := safety.NewServer(k)
-			served := make(chan error, 1)
-			go func() { served <- srv.Serve(lis) }()
-			log.Info("safety kernel serving", "addr", lis.Addr().String(), "kernel_id", k.ID(), "revision", k.Revision(), "source", source)
 			select {
-			case err = <-served:
+			case <-s.Done():
 			case <-ctx.Done():
 			}
 			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
-			return errors.Join(err, r.Shutdown(sctx), srv.Shutdown(sctx), <-served)
+			return s.Shutdown(sctx)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&listen, "listen", envOr("SAFETY_LISTEN_ADDR", "127.0.0.1:50051"), "gRPC listen address ($SAFETY_LISTEN_ADDR)")
-	f.StringVar(&policyDir, "policies", os.Getenv("WARD_POLICY_DIR"), "policy bundle directory, watched for changes (default: the embedded bundle) ($WARD_POLICY_DIR)")
-	f.StringVar(&bucket, "bucket", envOr("WARD_POLICY_BUCKET", safety.DefaultBucket), "NATS KV bucket of pushed bundles ($WARD_POLICY_BUCKET)")
+	f.StringVar(&cfg.Listen, "listen", envOr("SAFETY_LISTEN_ADDR", "127.0.0.1:50051"), "gRPC listen address ($SAFETY_LISTEN_ADDR)")
+	f.StringVar(&cfg.PolicyDir, "policies", os.Getenv("WARD_POLICY_DIR"), "policy bundle directory, watched for changes (default: the embedded bundle) ($WARD_POLICY_DIR)")
+	f.StringVar(&cfg.Bucket, "bucket", envOr("WARD_POLICY_BUCKET", safety.DefaultBucket), "NATS KV bucket of pushed bundles ($WARD_POLICY_BUCKET)")
 	f.BoolVar(&standalone, "standalone", false, "run without NATS: no pushed bundles, no decision log, no status")
-	f.StringVar(&id, "id", os.Getenv("WARD_KERNEL_ID"), "kernel id in decision logs and status (default: random) ($WARD_KERNEL_ID)")
-	f.IntVar(&cacheSize, "cache-size", safety.DefaultCacheSize, "decisions cached per policy revision; negative disables the cache")
-	f.DurationVar(&debounce, "debounce", safety.DefaultDebounce, "how long the policy directory must be quiet before it is read")
+	f.StringVar(&cfg.ID, "id", os.Getenv("WARD_KERNEL_ID"), "kernel id in decision logs and status (default: random) ($WARD_KERNEL_ID)")
+	f.IntVar(&cfg.CacheSize, "cache-size", safety.DefaultCacheSize, "decisions cached per policy revision; negative disables the cache")
+	f.DurationVar(&cfg.Debounce, "debounce", safety.DefaultDebounce, "how long the policy directory must be quiet before it is read")
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", ":9091"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	return cmd
 }
 
-// readPolicies reads the bundle in dir, or the embedded one when dir is
-// empty, and names its source.
-func readPolicies(dir string) (*safety.Bundle, string, error) {
-	if dir == "" {
-		b, err := safety.ReadBundle(policies.FS)
-		return b, "embedded", err
+// hostFlags are the flags of a host agent, shared by `ward host` and the
+// host `ward dev` runs, so that both build it the same way.
+type hostFlags struct {
+	id, cacheDir, region, zone string
+	caps, labels               []string
+	maxParallel                int
+	heartbeat                  time.Duration
+	ollamaURL, gpuMode         string
+	sb                         sandboxFlags
+	trustedKeys                []string
+}
+
+func (h *hostFlags) register(f *pflag.FlagSet, defaultID string) {
+	f.StringVar(&h.id, "id", envOr("WARD_WORKER_ID", defaultID), "worker id (default: random) ($WARD_WORKER_ID)")
+	f.StringVar(&h.cacheDir, "cache-dir", defaultCacheDir(), "compiled-module cache directory")
+	f.StringVar(&h.region, "region", os.Getenv("WARD_REGION"), "region reported in heartbeats ($WARD_REGION)")
+	f.StringVar(&h.zone, "zone", os.Getenv("WARD_ZONE"), "zone reported in heartbeats ($WARD_ZONE)")
+	f.StringSliceVar(&h.caps, "capability", nil, "capability this host offers (repeatable), e.g. gpu, ollama")
+	f.StringSliceVar(&h.labels, "label", nil, "label key=value (repeatable); WARD_LABEL_<KEY>=value adds <key>=value too")
+	f.IntVar(&h.maxParallel, "max-parallel", 0, "jobs run at once (default: number of CPUs)")
+	f.StringVar(&h.ollamaURL, "ollama-url", os.Getenv("OLLAMA_URL"), "Ollama beside this host: probed every heartbeat interval; capability ollama while it answers ($OLLAMA_URL)")
+	f.StringVar(&h.gpuMode, "gpu", "auto", "GPU probe: auto (NVML, then nvidia-smi) or off")
+	f.DurationVar(&h.heartbeat, "heartbeat", 2*time.Second, "heartbeat interval")
+	f.StringSliceVar(&h.trustedKeys, "trusted-key", envList("WARD_TRUSTED_KEYS"), "ed25519 public key file (PEM, `ward module keygen`); with any, registry modules must be signed by one ($WARD_TRUSTED_KEYS, comma-separated)")
+	h.sb.register(f)
+}
+
+// config is the host's configuration from the flags, without its bus,
+// store and modules.
+func (h *hostFlags) config(log *slog.Logger) (node.HostConfig, error) {
+	lbls, err := hostLabels(h.labels, os.Environ())
+	if err != nil {
+		return node.HostConfig{}, err
 	}
-	b, err := safety.ReadBundleDir(dir)
-	return b, "dir " + dir, err
+	probes, err := node.Probes(h.gpuMode, h.ollamaURL, h.heartbeat, log)
+	if err != nil {
+		return node.HostConfig{}, fmt.Errorf("--gpu: %w", err)
+	}
+	trusted, err := readTrustedKeys(h.trustedKeys)
+	if err != nil {
+		return node.HostConfig{}, err
+	}
+	env, err := h.sb.env(h.ollamaURL)
+	if err != nil {
+		return node.HostConfig{}, err
+	}
+	return node.HostConfig{ID: h.id, CacheDir: h.cacheDir, Region: h.region, Zone: h.zone, Capabilities: h.caps,
+		Labels: lbls, MaxParallel: h.maxParallel, HeartbeatInterval: h.heartbeat, Probes: probes,
+		Trusted: trusted, MountRoots: h.sb.mountRoots, Env: env, Logger: log}, nil
 }
 
 func newHostCmd(g *globals) *cobra.Command {
 	var (
-		redisURL, modulesDir, metricsAddr, id, cacheDir, region, zone string
-		caps, labels                                                  []string
-		maxParallel                                                   int
-		heartbeat                                                     time.Duration
-		ollamaURL, gpuMode                                            string
-		sb                                                            sandboxFlags
-		useRegistry                                                   bool
-		trustedKeys                                                   []string
+		redisURL, modulesDir, metricsAddr string
+		useRegistry                       bool
+		hf                                hostFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "host",
@@ -218,62 +195,31 @@ func newHostCmd(g *globals) *cobra.Command {
 			log := g.logger()
 			ctx, stop := signalContext()
 			defer stop()
-			pools, err := config.LoadPools(os.Getenv(config.EnvPoolConfig))
+			cfg, err := hf.config(log)
 			if err != nil {
 				return err
 			}
-			lbls, err := hostLabels(labels, os.Environ())
-			if err != nil {
+			if cfg.Pools, err = config.LoadPools(os.Getenv(config.EnvPoolConfig)); err != nil {
 				return err
 			}
-			probes, err := hostProbes(gpuMode, ollamaURL, heartbeat, log)
-			if err != nil {
-				return err
+			if modulesDir != "" { // else the registry's modules only
+				if cfg.Modules, cfg.Manifests, err = node.ReadModuleDir(modulesDir); err != nil {
+					return err
+				}
 			}
-			store, _, err := openStore(redisURL, false)
+			store, _, err := node.OpenStore(redisURL, false)
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: cacheDir})
-			if err != nil {
-				return err
-			}
-			defer rt.Close(context.Background())
-			mods, err := loadModules(ctx, rt, modulesDir)
-			if err != nil {
-				return err
-			}
-			trusted, err := readTrustedKeys(trustedKeys)
-			if err != nil {
-				return err
-			}
-			env, err := sb.env(ollamaURL)
-			if err != nil {
-				return err
-			}
-			conn, err := bus.Connect(client.NATSURL(g.natsURL), "ward-host")
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			reg, err := openRegistry(ctx, conn, useRegistry)
-			if err != nil {
-				return err
-			}
-			_, stopMetrics, err := serveMetrics(metricsAddr, log)
+			_, stopMetrics, err := node.ServeMetrics(metricsAddr, log)
 			if err != nil {
 				return err
 			}
 			defer stopMetrics()
-			a, err := host.New(host.Config{ID: id, Bus: conn, Store: store, Runtime: rt, Modules: mods, Pools: pools,
-				MaxParallel: maxParallel, HeartbeatInterval: heartbeat, Capabilities: caps, Labels: lbls,
-				Region: region, Zone: zone, Probes: probes, Logger: log, MountRoots: sb.mountRoots, Env: env,
-				Registry: reg, Trusted: trusted})
+			cfg.NATSURL, cfg.Store, cfg.ModuleRegistry = client.NATSURL(g.natsURL), store, useRegistry
+			a, err := node.StartHost(ctx, cfg)
 			if err != nil {
-				return err
-			}
-			if err := a.Start(ctx); err != nil {
 				return err
 			}
 			<-ctx.Done()
@@ -286,19 +232,8 @@ func newHostCmd(g *globals) *cobra.Command {
 	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL ($REDIS_URL)")
 	f.StringVar(&modulesDir, "modules", envOr("WARD_MODULES_DIR", "modules/build"), "directory of <name>.wasm modules loaded at start, empty for none; the registry's versions replace them ($WARD_MODULES_DIR)")
 	f.BoolVar(&useRegistry, "module-registry", true, "follow the module registry in NATS JetStream: load the active versions, swap them as they are deployed")
-	f.StringSliceVar(&trustedKeys, "trusted-key", envList("WARD_TRUSTED_KEYS"), "ed25519 public key file (PEM, `ward module keygen`); with any, registry modules must be signed by one ($WARD_TRUSTED_KEYS, comma-separated)")
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", ":9092"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
-	f.StringVar(&id, "id", os.Getenv("WARD_WORKER_ID"), "worker id (default: random) ($WARD_WORKER_ID)")
-	f.StringVar(&cacheDir, "cache-dir", defaultCacheDir(), "compiled-module cache directory")
-	f.StringVar(&region, "region", os.Getenv("WARD_REGION"), "region reported in heartbeats ($WARD_REGION)")
-	f.StringVar(&zone, "zone", os.Getenv("WARD_ZONE"), "zone reported in heartbeats ($WARD_ZONE)")
-	f.StringSliceVar(&caps, "capability", nil, "capability this host offers (repeatable), e.g. gpu, ollama")
-	f.StringSliceVar(&labels, "label", nil, "label key=value (repeatable); WARD_LABEL_<KEY>=value adds <key>=value too")
-	f.IntVar(&maxParallel, "max-parallel", 0, "jobs run at once (default: number of CPUs)")
-	f.StringVar(&ollamaURL, "ollama-url", os.Getenv("OLLAMA_URL"), "Ollama beside this host: probed every heartbeat interval; capability ollama while it answers ($OLLAMA_URL)")
-	f.StringVar(&gpuMode, "gpu", "auto", "GPU probe: auto (NVML, then nvidia-smi) or off")
-	f.DurationVar(&heartbeat, "heartbeat", 2*time.Second, "heartbeat interval")
-	sb.register(f)
+	hf.register(f, "")
 	return cmd
 }
 
@@ -336,20 +271,4 @@ func hostLabels(flags, environ []string) (map[string]string, error) {
 		return nil, nil
 	}
 	return out, nil
-}
-
-// hostProbes builds the probes a host runs.
-func hostProbes(gpuMode, ollamaURL string, interval time.Duration, log *slog.Logger) ([]host.Probe, error) {
-	var probes []host.Probe
-	switch gpuMode {
-	case "auto":
-		probes = append(probes, host.NewGPUProbe(log))
-	case "off":
-	default:
-		return nil, fmt.Errorf("--gpu %q: want auto or off", gpuMode)
-	}
-	if ollamaURL != "" {
-		probes = append(probes, host.NewOllamaProbe(ollamaURL, interval, log))
-	}
-	return probes, nil
 }

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
-
-	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/node"
-	"github.com/ward-run/ward/sandbox"
 )
 
 // sandboxFlags are what a host may give its jobs' sandboxes beyond the
@@ -55,20 +50,4 @@ func splitList(s string) []string {
 		return nil
 	}
 	return strings.Split(s, ",")
-}
-
-// loadModules compiles every <name>.wasm of dir with the manifest beside it.
-func loadModules(ctx context.Context, rt *sandbox.Runtime, dir string) (map[string]*sandbox.Module, error) {
-	if dir == "" {
-		return nil, nil // the registry's modules only
-	}
-	wasm, err := node.ReadModules(dir)
-	if err != nil {
-		return nil, err
-	}
-	manifests, err := host.ReadManifests(dir)
-	if err != nil {
-		return nil, err
-	}
-	return host.LoadModules(ctx, rt, wasm, manifests)
 }

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	natstest "github.com/nats-io/nats-server/v2/test"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/ward-run/ward/internal/testing/natstest"
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
@@ -18,22 +18,21 @@ import (
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/config"
-	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/internal/testing/redistest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/jobstore"
-	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/sandbox"
 )
 
 // env is a running system for one test: a real nats-server, a real
-// redis-server, and the stack (safety kernel over gRPC, scheduler, host).
+// redis-server, and the parts (safety kernel over gRPC, scheduler, host).
 type env struct {
 	natsURL string
 	store   jobstore.Store
-	stack   *node.Stack
+	n       *node.Node
 	client  *client.Client
+	opts    node.Options
 }
 
 // cacheDir is the compilation cache every test's host shares, as the
@@ -51,15 +50,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func startNATS(t testing.TB) string {
-	t.Helper()
-	opts := natstest.DefaultTestOptions
-	opts.Port = -1
-	ns := natstest.RunServer(&opts)
-	t.Cleanup(ns.Shutdown)
-	return ns.ClientURL()
-}
-
 func openRedis(t testing.TB) jobstore.Store {
 	t.Helper()
 	s, err := jobstore.OpenRedis(redistest.Start(t))
@@ -73,7 +63,7 @@ func openRedis(t testing.TB) jobstore.Store {
 func start(t testing.TB, o node.Options) *env {
 	t.Helper()
 	if o.NATSURL == "" {
-		o.NATSURL = startNATS(t)
+		o.NATSURL = natstest.Start(t)
 	}
 	if o.Store == nil {
 		o.Store = openRedis(t)
@@ -100,7 +90,7 @@ func start(t testing.TB, o node.Options) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	e := &env{natsURL: o.NATSURL, store: o.Store, stack: st, client: c}
+	e := &env{natsURL: o.NATSURL, store: o.Store, n: st, client: c, opts: o}
 	if st.Host != nil {
 		e.waitWorkers(t, 1)
 	}
@@ -108,55 +98,55 @@ func start(t testing.TB, o node.Options) *env {
 }
 
 // addHost starts one more host agent in e's system, as another machine
-// would: its own runtime and NATS connection, the default pools, and the
-// module registry when registry is set. cfg.ID is required; the fields it
-// leaves zero get the test defaults. The host stops when t ends.
-func (e *env) addHost(t testing.TB, cfg host.Config, wasm map[string][]byte, mans map[string]*sandbox.Manifest, registry bool) *host.Agent {
+// would, through the constructor `ward host` uses: its own runtime and NATS
+// connection, the default pools, and the module registry when registry is
+// set. cfg.ID is required; the fields it leaves zero get the test
+// defaults. The host stops when t ends.
+func (e *env) addHost(t testing.TB, cfg node.HostConfig, wasm map[string][]byte, mans map[string]*sandbox.Manifest, registry bool) *node.Host {
 	t.Helper()
-	ctx := context.Background()
-	rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: wasmtest.CacheDir(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close(context.Background()) })
-	if cfg.Modules, err = host.LoadModules(ctx, rt, wasm, mans); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := bus.Connect(e.natsURL, "ward-host-"+cfg.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	if registry {
-		if cfg.Registry, err = modreg.Open(ctx, conn.NATS()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if cfg.Pools, err = config.LoadPools(""); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Bus, cfg.Store, cfg.Runtime = conn, e.store, rt
+	cfg.NATSURL, cfg.Store, cfg.CacheDir = e.natsURL, e.store, wasmtest.CacheDir(t)
+	cfg.Modules, cfg.Manifests, cfg.ModuleRegistry = wasm, mans, registry
 	if cfg.MaxParallel == 0 {
 		cfg.MaxParallel = 2
 	}
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = 100 * time.Millisecond
 	}
-	a, err := host.New(cfg)
+	h, err := node.StartHost(context.Background(), cfg)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := a.Shutdown(sctx); err != nil {
+		if err := h.Shutdown(sctx); err != nil {
 			t.Errorf("shutdown %s: %v", cfg.ID, err)
 		}
 	})
-	return a
+	return h
+}
+
+// stopSafety stops the safety kernel as if its process died: checks find
+// nothing listening until startSafety brings a new one up on its address.
+func (e *env) stopSafety(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.n.Safety.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startSafety starts a safety kernel on the address of the one
+// stopSafety stopped, as a restarted `ward safety` process would.
+func (e *env) startSafety(t testing.TB) {
+	t.Helper()
+	s, err := node.StartSafety(context.Background(), node.SafetyConfig{NATSURL: e.natsURL,
+		Listen: e.n.Safety.Addr(), PolicyDir: e.opts.PolicyDir, Policies: e.opts.Policies, Bucket: e.opts.PolicyBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.n.Safety = s
 }
 
 func echoModules(t testing.TB) map[string][]byte {
@@ -166,7 +156,7 @@ func echoModules(t testing.TB) map[string][]byte {
 // waitWorkers polls until the scheduler sees n live workers.
 func (e *env) waitWorkers(t testing.TB, n int) {
 	t.Helper()
-	checkFor(t, 10*time.Second, func() bool { return e.stack.Scheduler.Hosts().Len() >= n })
+	checkFor(t, 10*time.Second, func() bool { return e.n.Scheduler.Hosts().Len() >= n })
 }
 
 func checkFor(t testing.TB, timeout time.Duration, cond func() bool) {
@@ -224,7 +214,7 @@ func TestEchoSucceedsThroughEveryPart(t *testing.T) {
 	if got := string(rec.GetResult()); got != `{"hello":"world"}` {
 		t.Errorf("result %q", got)
 	}
-	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || rec.GetWorkerId() != e.stack.Host.ID() ||
+	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || rec.GetWorkerId() != e.n.Host.ID() ||
 		rec.GetPool() != "echo" || rec.GetTenantId() != "acme" {
 		t.Errorf("stored job %+v", rec)
 	}
@@ -353,7 +343,7 @@ func TestMalformedMessagesAreCounted(t *testing.T) {
 		{bus.SubjectResult, bus.SubjectResult},
 		{bus.SubjectProgress, bus.SubjectProgress},
 		{"sys.heartbeat.x", bus.SubjectHeartbeats},
-		{bus.WorkerJobsSubject(e.stack.Host.ID()), bus.WorkerJobsSubject(e.stack.Host.ID())},
+		{bus.WorkerJobsSubject(e.n.Host.ID()), bus.WorkerJobsSubject(e.n.Host.ID())},
 		{"job.echo", "job.echo"},
 	} {
 		before := testutil.ToFloat64(bus.Malformed(tc.counted))

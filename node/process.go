@@ -1,0 +1,109 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ward-run/ward/jobstore"
+)
+
+// EmbeddedNATS is a NATS server with JetStream on, run inside the process
+// (`ward dev`), its store in a temporary directory.
+type EmbeddedNATS struct {
+	*server.Server
+	dir string
+}
+
+// StartNATS runs an embedded NATS server on host:port (port -1: a random
+// one) and waits until it takes connections.
+func StartNATS(host string, port int) (*EmbeddedNATS, error) {
+	dir, err := os.MkdirTemp("", "ward-dev-jetstream-")
+	if err != nil {
+		return nil, err
+	}
+	ns, err := server.NewServer(&server.Options{Host: host, Port: port, JetStream: true,
+		StoreDir: dir, NoSigs: true, ServerName: "ward-dev"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("nats: %w", err)
+	}
+	go ns.Start()
+	e := &EmbeddedNATS{Server: ns, dir: dir}
+	if !ns.ReadyForConnections(10 * time.Second) {
+		e.Shutdown()
+		return nil, fmt.Errorf("nats: not ready on %s:%d (is the port taken?)", host, port)
+	}
+	return e, nil
+}
+
+// Shutdown stops the server and removes its store.
+func (e *EmbeddedNATS) Shutdown() {
+	e.Server.Shutdown()
+	e.WaitForShutdown()
+	os.RemoveAll(e.dir)
+}
+
+// ServeMetrics serves Prometheus metrics on addr's /metrics and returns the
+// address it listens on and a function that stops it. An empty addr
+// serves nothing.
+func ServeMetrics(addr string, log *slog.Logger) (string, func(), error) {
+	if addr == "" {
+		return "", func() {}, nil
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server failed", "err", err)
+		}
+	}()
+	return lis.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+// OpenStore opens the Redis job store at url, or, when url is empty and
+// memory is set, the in-memory one. It returns the store and a name for
+// it that is safe to print (a password in url hidden).
+func OpenStore(url string, memory bool) (jobstore.Store, string, error) {
+	if url == "" {
+		if !memory {
+			return nil, "", errors.New("REDIS_URL (or --redis) is required: separate processes share jobs through Redis")
+		}
+		return jobstore.NewMemory(), "memory", nil
+	}
+	s, err := jobstore.OpenRedis(url)
+	if err != nil {
+		return nil, "", err
+	}
+	return s, redactURL(url), nil
+}
+
+// redactURL hides a password in a URL for printing.
+func redactURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		return scheme + "://***@" + rest[at+1:]
+	}
+	return u
+}

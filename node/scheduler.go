@@ -1,0 +1,119 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/safety"
+	"github.com/ward-run/ward/scheduler"
+)
+
+// SchedulerConfig configures a scheduler replica part (`ward scheduler`).
+// NATSURL, Store and SafetyAddr are required.
+type SchedulerConfig struct {
+	ID      string // the replica's id; random when empty
+	NATSURL string
+	Store   jobstore.Store
+	// SafetyAddr is the safety kernel's gRPC address; SafetyClient says
+	// how to ask it (timeout, circuit breaker, fail mode).
+	SafetyAddr   string
+	SafetyClient safety.ClientConfig
+	// Config is pools.yaml, timeouts.yaml and scheduler.yaml; the embedded
+	// defaults, or the Files, when nil.
+	Config *config.Bundle
+	// Files, where a path is set, are watched and reloaded on change (see
+	// scheduler.Config.Files).
+	Files config.Files
+	// ModuleRegistry makes the scheduler follow the module registry in the
+	// bus's JetStream (`ward module deploy`): deployed routes, versions in
+	// force, retired modules.
+	ModuleRegistry bool
+	Logger         *slog.Logger // slog.Default() when nil
+}
+
+// Scheduler is a running scheduler replica with its bus connection and its
+// safety client.
+type Scheduler struct {
+	*scheduler.Scheduler
+	conn   *bus.Conn
+	kernel *safety.Client
+}
+
+// StartScheduler connects a scheduler replica to the bus, the store and the
+// safety kernel, and starts it. On error nothing is left running.
+func StartScheduler(ctx context.Context, cfg SchedulerConfig) (_ *Scheduler, err error) {
+	if cfg.Store == nil {
+		return nil, errors.New("node: SchedulerConfig.Store is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Config == nil {
+		if cfg.Config, err = config.Load(cfg.Files); err != nil {
+			return nil, err
+		}
+	}
+	s := &Scheduler{}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.kernel, err = safety.Dial(cfg.SafetyAddr, cfg.SafetyClient); err != nil {
+		return nil, err
+	}
+	if s.conn, err = bus.Connect(cfg.NATSURL, "ward-scheduler"); err != nil {
+		return nil, err
+	}
+	reg, err := openRegistry(ctx, s.conn, cfg.ModuleRegistry)
+	if err != nil {
+		return nil, err
+	}
+	s.Scheduler, err = scheduler.New(scheduler.Config{ID: cfg.ID, Bus: s.conn, Store: cfg.Store, Safety: s.kernel,
+		Pools: cfg.Config.Pools, Timeouts: cfg.Config.Timeouts, Settings: cfg.Config.Scheduler, Files: cfg.Files,
+		Logger: cfg.Logger, Modules: reg})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Scheduler.Start(ctx); err != nil {
+		s.Scheduler = nil
+		return nil, err
+	}
+	return s, nil
+}
+
+// Shutdown stops the replica (see scheduler.Scheduler.Shutdown), then
+// closes its connections.
+func (s *Scheduler) Shutdown(ctx context.Context) error {
+	err := s.Scheduler.Shutdown(ctx)
+	s.close()
+	return err
+}
+
+func (s *Scheduler) close() {
+	if s.conn != nil {
+		s.conn.Close()
+	}
+	if s.kernel != nil {
+		_ = s.kernel.Close()
+	}
+}
+
+// openRegistry opens the module registry in conn's JetStream when use is
+// set; nil otherwise.
+func openRegistry(ctx context.Context, conn *bus.Conn, use bool) (*modreg.Registry, error) {
+	if !use {
+		return nil, nil
+	}
+	reg, err := modreg.Open(ctx, conn.NATS())
+	if err != nil {
+		return nil, fmt.Errorf("%w; run without the registry with --module-registry=false", err)
+	}
+	return reg, nil
+}
