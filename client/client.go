@@ -1,6 +1,18 @@
-// Package client is how Ward's command-line tools (and tests, and the
-// gateway) talk to a running system: only over NATS, never by opening the
-// job store.
+// Package client is Ward's Go client: what a program imports to submit
+// jobs, follow them, read them back and cancel them. The `ward` command's
+// client commands use it too. It talks to a running system only over NATS,
+// never by opening the job store, so it needs nothing but a NATS URL
+// (`ward dev` listens on DefaultNATSURL):
+//
+//	c, err := client.Dial(client.NATSURL(""))   // $NATS_URL, else ward dev's
+//	req := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "job.echo", TenantId: "acme", Payload: []byte("hi")}
+//	w, err := c.Watch(req.JobId)                // before Submit: no event is missed
+//	_, err = c.Submit(ctx, req)                 // ErrRefused wraps a refusal and its reason code
+//	last, err := c.Wait(ctx, req.JobId, w, nil) // the final event: SUCCEEDED, FAILED, DENIED ...
+//	job, err := c.Get(ctx, req.JobId, true)     // the stored job, its events, decision and result
+//
+// Reason codes (a refusal's, a job's end) are those of package
+// github.com/ward-run/ward/api/reason.
 package client
 
 import (

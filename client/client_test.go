@@ -1,0 +1,111 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ward-run/ward/api/reason"
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/testing/natstest"
+	"github.com/ward-run/ward/internal/testing/wasmtest"
+	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/node"
+)
+
+// TestClient drives a running system (a real NATS server, the safety
+// kernel, a scheduler and a host running echo) through the public client
+// only, as a program importing it would.
+func TestClient(t *testing.T) {
+	url := natstest.StartJetStream(t)
+	store := jobstore.NewMemory()
+	t.Cleanup(func() { store.Close() })
+	n, err := node.Start(context.Background(), node.Options{NATSURL: url, Store: store, CacheDir: wasmtest.CacheDir(t),
+		Modules: map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := n.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	c, err := client.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		if ws, err := c.Workers(ctx, 200*time.Millisecond); err == nil && len(ws) == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the host never answered")
+		}
+	}
+
+	// Submit, watch and wait: every state in order, the result stored.
+	req := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "job.echo", TenantId: "acme", Payload: []byte("hi there")}
+	w, err := c.Watch(req.JobId)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := c.Submit(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	var states []wardv1.JobState
+	last, err := c.Wait(ctx, req.JobId, w, func(ev *wardv1.JobEvent) { states = append(states, ev.GetState()) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || states[len(states)-1] != last.GetState() {
+		t.Fatalf("the job ended %s (states %v)", last.GetState(), states)
+	}
+	job, err := c.Get(ctx, req.JobId, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(job.GetResult()) != "hi there" || job.GetTenantId() != "acme" || len(job.GetEvents()) < 5 {
+		t.Fatalf("stored job: result %q tenant %q, %d events", job.GetResult(), job.GetTenantId(), len(job.GetEvents()))
+	}
+	jobs, err := c.List(ctx, 10, wardv1.JobState_JOB_STATE_SUCCEEDED)
+	if err != nil || len(jobs) != 1 || jobs[0].GetJobId() != req.JobId {
+		t.Fatalf("List: %v, %d jobs", err, len(jobs))
+	}
+
+	// A job that ended cannot be cancelled, and stays as it was.
+	if _, err := c.Cancel(ctx, req.JobId, "too late"); err == nil {
+		t.Fatal("cancelling a SUCCEEDED job did not fail")
+	}
+	if job, err := c.Get(ctx, req.JobId, false); err != nil || job.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Fatalf("after the refused cancel: %s, %v", job.GetState(), err)
+	}
+
+	// A malformed submission is refused with its reason code; a denied
+	// one is stored DENIED with the policy's reason.
+	if _, err := c.Submit(ctx, &wardv1.JobRequest{TenantId: "acme"}); !errors.Is(err, client.ErrRefused) {
+		t.Fatalf("a submission without a topic: %v, want ErrRefused", err)
+	}
+	denied := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "job.echo"} // no tenant
+	dw, err := c.Watch(denied.JobId)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dw.Close()
+	if _, err := c.Submit(ctx, denied); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := c.Wait(ctx, denied.JobId, dw, nil); err != nil || last.GetState() != wardv1.JobState_JOB_STATE_DENIED ||
+		last.GetReason() != string(reason.SafetyDenied) {
+		t.Fatalf("a job without a tenant ended %s/%s (%v)", last.GetState(), last.GetReason(), err)
+	}
+}
