@@ -1,0 +1,104 @@
+// Package layers checks that Ward's imports run one way, top to bottom:
+// cmd/, then the assembly (node/), then the parts (scheduler, host,
+// safety, client), then what they stand on (jobstore, bus, modreg,
+// sandbox), then configuration and policies, then api/. A package may
+// import only packages of a lower layer, or of its own folder.
+package layers
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/ward-run/ward/"
+
+// layers maps a folder (the first path elements under the module) to its
+// layer; the longest matching prefix wins.
+var layers = []struct {
+	prefix string
+	layer  int
+}{
+	{"api", 0},
+	{"config", 1},
+	{"policies", 1},
+	{"modules", 1}, // guest code: it imports only its own folder
+	{"bus", 2},
+	{"jobstore", 2},
+	{"modreg", 2},
+	{"sandbox", 2},
+	{"scheduler", 3},
+	{"scheduler/placement", 2}, // pure: below the scheduler it serves
+	{"host", 3},
+	{"safety", 3},
+	{"client", 3},
+	{"gateway", 3},
+	{"node", 4},
+	{"internal/bench", 4},
+	{"internal/testing", 4}, // test helpers: imported by tests only
+	{"cmd", 5},
+}
+
+// layerOf returns the layer of a package path inside the module, and the
+// folder (the layers entry) it belongs to: its subpackages
+// (sandbox/internal/wasmbin, jobstore/storetest) are part of it.
+func layerOf(t *testing.T, rel string) (int, string) {
+	best, layer := "", -1
+	for _, l := range layers {
+		if (rel == l.prefix || strings.HasPrefix(rel, l.prefix+"/")) && len(l.prefix) > len(best) {
+			best, layer = l.prefix, l.layer
+		}
+	}
+	if layer < 0 {
+		t.Errorf("package %s is in no layer: add its folder to layers", rel)
+	}
+	return layer, best
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+func TestImportsRunOneWay(t *testing.T) {
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"...")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	n := 0
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		rel := strings.TrimPrefix(p.ImportPath, module)
+		from, fromFolder := layerOf(t, rel)
+		for _, imp := range p.Imports {
+			dep, ok := strings.CutPrefix(imp, module)
+			if !ok {
+				continue
+			}
+			to, toFolder := layerOf(t, dep)
+			if toFolder == fromFolder || strings.HasPrefix(dep, rel+"/") {
+				continue // inside one part
+			}
+			if strings.HasPrefix(toFolder, "internal/testing") {
+				t.Errorf("%s imports the test helper %s outside a test", rel, dep)
+				continue
+			}
+			if to >= from {
+				t.Errorf("%s (layer %d) imports %s (layer %d): imports run from higher layers to lower ones only", rel, from, dep, to)
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("go list found only %d packages", n)
+	}
+}
