@@ -17,8 +17,8 @@ import (
 // Version is what /api/version answers.
 const Version = "0.5.7"
 
-// Models are the models /api/tags lists.
-var Models = []string{"llama3:latest", "codellama:7b"}
+// models are the models /api/tags lists.
+var models = []string{"llama3:latest", "codellama:7b"}
 
 // Request is the body of a POST /api/generate.
 type Request struct {
@@ -105,7 +105,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			Name string `json:"name"`
 		}
 		var ms []model
-		for _, m := range Models {
+		for _, m := range models {
 			ms = append(ms, model{m})
 		}
 		writeJSON(w, map[string][]model{"models": ms})
