@@ -27,7 +27,8 @@ var (
 )
 
 // Malformed returns the counter of undecodable messages for a subscription
-// subject, for tests and dashboards.
+// subject: handlers that decode on their own count there too (Subscribe
+// counts its own), and tests read it.
 func Malformed(subject string) prometheus.Counter { return malformed.WithLabelValues(subject) }
 
 // ErrNoResponders means nobody serves the subject asked.
@@ -118,7 +119,7 @@ func NewWorkers(n int) *Workers {
 	return &Workers{sem: make(chan struct{}, max(n, 1))}
 }
 
-// go runs f on a worker, blocking while all n are busy. Blocking here keeps
+// run runs f on a worker, blocking while all n are busy. Blocking here keeps
 // further messages in the NATS client's pending buffer, which is the queue.
 func (w *Workers) run(f func()) {
 	w.sem <- struct{}{}
@@ -133,9 +134,6 @@ func (w *Workers) run(f func()) {
 // that work a component hands out itself shares the bound and is waited
 // for by Wait.
 func (w *Workers) Go(f func()) { w.run(f) }
-
-// Busy returns how many handlers run now.
-func (w *Workers) Busy() int { return len(w.sem) }
 
 // Wait blocks until every running handler has returned, or ctx ends.
 func (w *Workers) Wait(ctx context.Context) error {

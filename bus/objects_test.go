@@ -8,19 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	natstest "github.com/nats-io/nats-server/v2/test"
-
 	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/testing/natstest"
 )
 
 func TestContextObjects(t *testing.T) {
-	opts := natstest.DefaultTestOptions
-	opts.Port = -1
-	opts.JetStream = true
-	opts.StoreDir = t.TempDir()
-	ns := natstest.RunServer(&opts)
-	defer ns.Shutdown()
-	c, err := bus.Connect(ns.ClientURL(), "test")
+	c, err := bus.Connect(natstest.StartJetStream(t), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

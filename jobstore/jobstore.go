@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -34,8 +35,10 @@ const (
 	Denied     State = "DENIED"
 )
 
-// States lists every state in lifecycle order.
-var States = []State{Pending, Scheduled, Dispatched, Running, Succeeded, Failed, Cancelled, Timeout, Denied}
+// States returns every state in lifecycle order, in a new slice.
+func States() []State {
+	return []State{Pending, Scheduled, Dispatched, Running, Succeeded, Failed, Cancelled, Timeout, Denied}
+}
 
 // Terminal reports whether no transition leaves s.
 func (s State) Terminal() bool {
@@ -52,29 +55,31 @@ func (s State) Active() bool {
 	return s == Scheduled || s == Dispatched || s == Running
 }
 
-// transitions is the one table of allowed moves. Forward jumps are allowed
-// (results and progress arrive in any order, at any replica); nothing leaves
-// a terminal state. The only backward moves are the requeue edges back to
-// PENDING from SCHEDULED, DISPATCHED and RUNNING: a failed attempt that may
-// be retried, or a job whose replica died before dispatching it. Callers
-// guard them with From (and IfWorker), so that a late message never sends a
-// job back. PENDING → PENDING is allowed only with a Wait (see Transition).
-var transitions = map[State][]State{
-	Pending:    {Scheduled, Denied, Failed, Cancelled, Timeout},
-	Scheduled:  {Pending, Dispatched, Running, Succeeded, Failed, Cancelled, Timeout},
-	Dispatched: {Pending, Running, Succeeded, Failed, Cancelled, Timeout},
-	Running:    {Pending, Succeeded, Failed, Cancelled, Timeout},
+// transitions is the one table of allowed moves: the states a job in from
+// may move to. Forward jumps are allowed (results and progress arrive in
+// any order, at any replica); nothing leaves a terminal state. The only
+// backward moves are the requeue edges back to PENDING from SCHEDULED,
+// DISPATCHED and RUNNING: a failed attempt that may be retried, or a job
+// whose replica died before dispatching it. Callers guard them with From
+// (and IfWorker), so that a late message never sends a job back. PENDING →
+// PENDING is allowed only with a Wait (see Transition). The Redis script
+// reads this table too (scripts.go).
+func transitions(from State) []State {
+	switch from {
+	case Pending:
+		return []State{Scheduled, Denied, Failed, Cancelled, Timeout}
+	case Scheduled:
+		return []State{Pending, Dispatched, Running, Succeeded, Failed, Cancelled, Timeout}
+	case Dispatched:
+		return []State{Pending, Running, Succeeded, Failed, Cancelled, Timeout}
+	case Running:
+		return []State{Pending, Succeeded, Failed, Cancelled, Timeout}
+	}
+	return nil
 }
 
 // CanTransition reports whether a job may move from one state to another.
-func CanTransition(from, to State) bool {
-	for _, s := range transitions[from] {
-		if s == to {
-			return true
-		}
-	}
-	return false
-}
+func CanTransition(from, to State) bool { return slices.Contains(transitions(from), to) }
 
 // Errors returned by every Store. Check them with errors.Is.
 var (
@@ -112,6 +117,7 @@ type TransitionError struct {
 	IfWorker, Worker string
 }
 
+// Error says which guard or table entry refused the move.
 func (e *TransitionError) Error() string {
 	switch {
 	case e.IfWorker != "":
@@ -131,6 +137,7 @@ type LimitError struct {
 	Limit int
 }
 
+// Error says which limit refused the move and how full it was.
 func (e *LimitError) Error() string {
 	what := "tenant"
 	if e.Err == ErrWorkerFull {

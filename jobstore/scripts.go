@@ -54,14 +54,14 @@ func loadScript(name, prelude string) *redis.Script {
 func transitionTables() string {
 	var b strings.Builder
 	b.WriteString("local allowed = {")
-	for _, from := range States {
-		if to := transitions[from]; len(to) > 0 {
+	for _, from := range States() {
+		if to := transitions(from); len(to) > 0 {
 			fmt.Fprintf(&b, "[%q]=%s,", from, luaSet(to))
 		}
 	}
 	b.WriteString("}\n")
-	b.WriteString("local active = " + luaSet(slices.DeleteFunc(slices.Clone(States), func(s State) bool { return !s.Active() })) + "\n")
-	b.WriteString("local terminal = " + luaSet(slices.DeleteFunc(slices.Clone(States), func(s State) bool { return !s.Terminal() })) + "\n")
+	b.WriteString("local active = " + luaSet(slices.DeleteFunc(States(), func(s State) bool { return !s.Active() })) + "\n")
+	b.WriteString("local terminal = " + luaSet(slices.DeleteFunc(States(), func(s State) bool { return !s.Terminal() })) + "\n")
 	return b.String()
 }
 

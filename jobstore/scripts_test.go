@@ -103,8 +103,8 @@ func TestTransitionTablesFromGo(t *testing.T) {
 		}
 	}
 	tables := transitionTables()
-	for _, from := range States {
-		for _, to := range States {
+	for _, from := range States() {
+		for _, to := range States() {
 			entry := strconv.Quote(string(from)) + "]={"
 			i := strings.Index(tables, "["+entry)
 			in := false

@@ -8,19 +8,14 @@ import (
 	"testing"
 	"time"
 
-	natstest "github.com/nats-io/nats-server/v2/test"
 	"github.com/nats-io/nats.go"
+
+	"github.com/ward-run/ward/internal/testing/natstest"
 )
 
 func open(t *testing.T) *Registry {
 	t.Helper()
-	opts := natstest.DefaultTestOptions
-	opts.Port = -1
-	opts.JetStream = true
-	opts.StoreDir = t.TempDir()
-	ns := natstest.RunServer(&opts)
-	t.Cleanup(ns.Shutdown)
-	nc, err := nats.Connect(ns.ClientURL())
+	nc, err := nats.Connect(natstest.StartJetStream(t))
 	if err != nil {
 		t.Fatal(err)
 	}

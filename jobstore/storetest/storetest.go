@@ -380,7 +380,7 @@ func pathTo(target jobstore.State) []jobstore.State {
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
-		for _, next := range jobstore.States {
+		for _, next := range jobstore.States() {
 			if _, seen := prev[next]; !seen && jobstore.CanTransition(cur, next) {
 				prev[next] = cur
 				queue = append(queue, next)
@@ -401,14 +401,14 @@ func pathTo(target jobstore.State) []jobstore.State {
 func testTransitionTable(t *testing.T, s jobstore.Store) {
 	ctx := context.Background()
 	// Every state is reachable: a table that strands a state is a bug too.
-	for _, st := range jobstore.States {
+	for _, st := range jobstore.States() {
 		if st != jobstore.Pending && pathTo(st) == nil {
 			t.Fatalf("state %s cannot be reached from PENDING", st)
 		}
 	}
 	n := 0
-	for _, from := range jobstore.States {
-		for _, to := range jobstore.States {
+	for _, from := range jobstore.States() {
+		for _, to := range jobstore.States() {
 			n++
 			id := fmt.Sprintf("j%d", n)
 			t.Run(fmt.Sprintf("%s->%s", from, to), func(t *testing.T) {
