@@ -5,6 +5,10 @@
 // reads the routes that manifests declare. Ward keeps no registry state of
 // its own: JetStream is the consensus.
 //
+// A Rollout (rollout.go) takes a version to every live host, the steps of
+// `ward module deploy`: Stage, WaitStaged (every live host compiled it
+// ahead), Activate, WaitRolledOut (every live host serves it).
+//
 // KV keys (bucket ward_modules):
 //
 //	mod.<name>.v.<version>   Version (JSON): digest, manifest, signature, route

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -121,29 +122,36 @@ func newModuleCmd(g *globals) *cobra.Command {
 			}
 			defer c.Close()
 			out := cmd.OutOrStdout()
-			staged, err := r.Stage(ctx, v, wasm)
-			if err != nil {
-				return err
-			}
-			if stageTimeout > 0 {
+			ro := &modreg.Rollout{Registry: r, Hosts: natsHosts{c}}
+			var a *modreg.Active
+			if stageTimeout <= 0 {
+				// Hosts compile it on activation.
+				if a, err = r.Deploy(ctx, v, wasm); err != nil {
+					return err
+				}
+			} else {
 				// Hosts compile it while the active version serves; the
 				// activation then swaps it in at once.
-				if err := waitStaged(ctx, c, r, staged, stageTimeout, out); err != nil {
+				staged, err := ro.Stage(ctx, v, wasm)
+				if err != nil {
+					return err
+				}
+				st, err := ro.WaitStaged(ctx, staged, stageTimeout)
+				if err = reportStaging(out, staged, st, stageTimeout, err); err != nil {
 					if !force {
 						return fmt.Errorf("%w; %s %s is stored but not active (--force activates it anyway)", err, staged.Name, staged.Version)
 					}
 					fmt.Fprintf(out, "%v; activating anyway (--force)\n", err)
 				}
-			}
-			a, err := r.Activate(ctx, staged.Name, staged.Version)
-			if err != nil {
-				return err
+				if a, err = ro.Activate(ctx, staged); err != nil {
+					return err
+				}
 			}
 			fmt.Fprintf(out, "deployed %s %s (%s, %d bytes%s)\n", a.Name, a.Version, a.Digest, len(wasm), signedNote(v.Signature))
 			if a.Route.Topic != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "route: %s → pool %s\n", a.Route.Topic, orDefault(a.Route.Pool, a.Name))
 			}
-			return waitFor(wait, c, r, a, cmd.OutOrStdout())
+			return waitFor(wait, ro, a, out)
 		},
 	}
 	deploy.Flags().StringVar(&manifestPath, "manifest", "", "module manifest (YAML); default: <module>.yaml beside the .wasm if present")
@@ -230,7 +238,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s) is active\n", a.Name, a.Version, a.Digest)
-			return waitFor(wait, c, r, a, cmd.OutOrStdout())
+			return waitFor(wait, &modreg.Rollout{Registry: r, Hosts: natsHosts{c}}, a, cmd.OutOrStdout())
 		},
 	}
 
@@ -251,7 +259,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s retired (`ward module rollback %s` brings it back)\n", args[0], args[0])
-			return waitFor(wait, c, r, a, cmd.OutOrStdout())
+			return waitFor(wait, &modreg.Rollout{Registry: r, Hosts: natsHosts{c}}, a, cmd.OutOrStdout())
 		},
 	}
 	rollback.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version")
@@ -351,221 +359,93 @@ func shortDigest(d string) string {
 	return d
 }
 
-// waitStaged waits until every live host has compiled v ahead, holds it
-// already, or refused it; it fails when one refused it. Hosts that have
-// not staged it within timeout are named, and the deploy goes on: they
-// load it on activation.
-func waitStaged(ctx context.Context, c *client.Client, r *modreg.Registry, v *modreg.Version, timeout time.Duration, out io.Writer) error {
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	view, err := followRegistry(ctx, r)
-	if err != nil {
+// reportStaging says how staging v went (st, from WaitStaged) and returns
+// the error that stops the deploy unless forced.
+func reportStaging(out io.Writer, v *modreg.Version, st *modreg.Staging, timeout time.Duration, err error) error {
+	if st == nil {
 		return err
 	}
-	defer view.stop()
-	live, err := c.Workers(ctx, 150*time.Millisecond)
-	if err != nil {
-		return err
+	if st.TimedOut {
+		fmt.Fprintf(out, "staging: hosts %v had not compiled %s %s after %s; they load it on activation\n",
+			st.Waiting, v.Name, v.Version, timeout)
+	} else if len(st.Refused) == 0 {
+		fmt.Fprintf(out, "staged: %s %s compiled ahead on %d/%d live hosts in %s\n", v.Name, v.Version, len(st.Ready), st.Live(),
+			st.Took.Round(time.Millisecond))
 	}
-	for {
-		st := view.state()
-		var ready int
-		var waiting, refused []string
-		for _, hb := range live {
-			id := hb.GetWorkerId()
-			switch {
-			case st.Staged[v.Name][id] == v.Digest, hb.GetModules()[v.Name] == v.Digest:
-				ready++
-			case st.Refused[v.Name][id].Digest == v.Digest:
-				refused = append(refused, id)
-			default:
-				waiting = append(waiting, id)
-			}
-		}
-		if len(refused) > 0 && len(waiting) == 0 {
-			return fmt.Errorf("hosts %v refused %s %s (see `ward module ls`)", refused, v.Name, v.Version)
-		}
-		if len(waiting) == 0 {
-			fmt.Fprintf(out, "staged: %s %s compiled ahead on %d/%d live hosts in %s\n", v.Name, v.Version, ready, len(live),
-				time.Since(start).Round(time.Millisecond))
-			return nil
-		}
-		select {
-		case <-view.changed:
-		case <-ctx.Done():
-			fmt.Fprintf(out, "staging: hosts %v had not compiled %s %s after %s; they load it on activation\n",
-				waiting, v.Name, v.Version, timeout)
-			if len(refused) > 0 {
-				return fmt.Errorf("hosts %v refused %s %s (see `ward module ls`)", refused, v.Name, v.Version)
-			}
-			return nil
-		}
+	if errors.Is(err, modreg.ErrRefused) {
+		return fmt.Errorf("hosts %v refused %s %s (see `ward module ls`)", slices.Sorted(maps.Keys(st.Refused)), v.Name, v.Version)
 	}
+	return err
 }
 
-// registryView is the registry's state as a waiting command follows it.
-type registryView struct {
-	mu      sync.Mutex
-	st      *modreg.State
-	changed chan struct{} // a change (of the state, or whatever else pokes it)
-	done    <-chan struct{}
-	cancel  context.CancelFunc
-}
-
-// followRegistry follows r until stop.
-func followRegistry(ctx context.Context, r *modreg.Registry) (*registryView, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	v := &registryView{changed: make(chan struct{}, 1), cancel: cancel}
-	done, err := r.Follow(ctx, func(st *modreg.State) {
-		v.mu.Lock()
-		v.st = st
-		v.mu.Unlock()
-		v.poke()
-	})
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	v.done = done
-	return v, nil
-}
-
-func (v *registryView) state() *modreg.State {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.st
-}
-
-func (v *registryView) poke() {
-	select {
-	case v.changed <- struct{}{}:
-	default:
-	}
-}
-
-func (v *registryView) stop() { v.cancel(); <-v.done }
-
-// waitFor runs waitRollout for up to wait; with no wait it returns at once.
-func waitFor(wait time.Duration, c *client.Client, r *modreg.Registry, a *modreg.Active, out io.Writer) error {
+// waitFor waits up to wait until every live host serves a's version (or
+// refused it), and says how long that took; with no wait it returns at
+// once.
+func waitFor(wait time.Duration, ro *modreg.Rollout, a *modreg.Active, out io.Writer) error {
 	if wait <= 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	return waitRollout(ctx, c, r, a, out)
+	res, err := ro.WaitRolledOut(ctx, a)
+	switch {
+	case errors.Is(err, modreg.ErrNoLiveHosts):
+		return errors.New("no live host to roll out to")
+	case res == nil:
+		return err
+	case len(res.Waiting) == 0:
+		what := fmt.Sprintf("%s %s", a.Name, a.Version)
+		if a.Retired {
+			what = a.Name + " retired"
+		}
+		fmt.Fprintf(out, "rolled out: %s on %d/%d live hosts in %s\n", what, len(res.Held), res.Live(), res.Took.Round(time.Millisecond))
+		if len(res.Refused) > 0 {
+			for _, id := range slices.Sorted(maps.Keys(res.Refused)) {
+				fmt.Fprintf(out, "refused on %s: %s\n", id, res.Refused[id])
+			}
+			return fmt.Errorf("%d host(s) refused %s %s; they keep serving the version they had", len(res.Refused), a.Name, a.Version)
+		}
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("rollout of %s %s: hosts %v do not hold it after %s (a host started with --module-registry=false never will)",
+			a.Name, a.Version, res.Waiting, res.Took.Round(time.Millisecond))
+	}
+	return err
 }
 
-// waitRollout waits until every live host holds a's version, or refused
-// it, and says how long that took from the deploy: hosts send a heartbeat
-// the moment they swap, and the time is that of the last one to arrive.
-// For a retired module it waits until no host holds it. It fails when a
-// host refused the version or ctx ends.
-func waitRollout(ctx context.Context, c *client.Client, r *modreg.Registry, a *modreg.Active, out io.Writer) error {
-	start := time.Now()
-	holds := func(hb *wardv1.Heartbeat) bool {
-		d, ok := hb.GetModules()[a.Name]
-		return a.Retired && !ok || !a.Retired && d == a.Digest
+// natsHosts is a modreg.Rollout's view of the hosts: the hosts query of
+// `ward workers` (client.Workers) and their heartbeats.
+type natsHosts struct{ c *client.Client }
+
+// Live asks every host; answers after 150 ms are left to the heartbeats.
+func (h natsHosts) Live(ctx context.Context) ([]modreg.HostReport, error) {
+	hbs, err := h.c.Workers(ctx, 150*time.Millisecond)
+	if err != nil {
+		return nil, err
 	}
-	var (
-		mu      sync.Mutex
-		reached = map[string]time.Time{} // host → when it was first seen holding it
-		gone    = map[string]bool{}      // hosts that drained since
-	)
-	note := func(hb *wardv1.Heartbeat, at time.Time) {
-		mu.Lock()
-		defer mu.Unlock()
-		if hb.GetStatus() == "draining" {
-			gone[hb.GetWorkerId()] = true
-		}
-		if _, ok := reached[hb.GetWorkerId()]; !ok && holds(hb) {
-			reached[hb.GetWorkerId()] = at
-		}
+	out := make([]modreg.HostReport, len(hbs))
+	for i, hb := range hbs {
+		out[i] = hostReport(hb)
 	}
-	beat := make(chan struct{}, 1)
-	sub, err := c.Bus().NATS().Subscribe(bus.SubjectHeartbeats, func(m *nats.Msg) {
+	return out, nil
+}
+
+// Watch passes every heartbeat to f until ctx ends.
+func (h natsHosts) Watch(ctx context.Context, f func(modreg.HostReport)) error {
+	sub, err := h.c.Bus().NATS().Subscribe(bus.SubjectHeartbeats, func(m *nats.Msg) {
 		hb := &wardv1.Heartbeat{}
 		if proto.Unmarshal(m.Data, hb) == nil {
-			note(hb, time.Now())
-			select {
-			case beat <- struct{}{}:
-			default:
-			}
+			f(hostReport(hb))
 		}
 	})
 	if err != nil {
 		return err
 	}
-	defer sub.Unsubscribe()
-	live, err := c.Workers(ctx, 150*time.Millisecond) // the hosts to wait for
-	if err != nil {
-		return err
-	}
-	now := time.Now()
-	for _, hb := range live {
-		note(hb, now)
-	}
-	if len(live) == 0 {
-		return errors.New("no live host to roll out to")
-	}
-	view, err := followRegistry(ctx, r)
-	if err != nil {
-		return err
-	}
-	defer view.stop()
-	for {
-		refusals := map[string]string{}
-		for host, e := range view.state().Refused[a.Name] {
-			if !a.Retired && e.Digest == a.Digest {
-				refusals[host] = e.Error
-			}
-		}
-		mu.Lock()
-		var held, total int
-		var last time.Time
-		var waiting, refused []string
-		for _, hb := range live {
-			id := hb.GetWorkerId()
-			if gone[id] {
-				continue
-			}
-			total++
-			switch at, ok := reached[id]; {
-			case ok:
-				held++
-				if at.After(last) {
-					last = at
-				}
-			case refusals[id] != "":
-				refused = append(refused, id)
-			default:
-				waiting = append(waiting, id)
-			}
-		}
-		mu.Unlock()
-		if len(waiting) == 0 {
-			what := fmt.Sprintf("%s %s", a.Name, a.Version)
-			if a.Retired {
-				what = a.Name + " retired"
-			}
-			if last.IsZero() {
-				last = time.Now()
-			}
-			fmt.Fprintf(out, "rolled out: %s on %d/%d live hosts in %s\n", what, held, total, last.Sub(start).Round(time.Millisecond))
-			if len(refused) > 0 {
-				for _, id := range refused {
-					fmt.Fprintf(out, "refused on %s: %s\n", id, refusals[id])
-				}
-				return fmt.Errorf("%d host(s) refused %s %s; they keep serving the version they had", len(refused), a.Name, a.Version)
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("rollout of %s %s: hosts %v do not hold it after %s (a host started with --module-registry=false never will)",
-				a.Name, a.Version, waiting, time.Since(start).Round(time.Millisecond))
-		case <-view.changed:
-		case <-beat:
-		}
-	}
+	context.AfterFunc(ctx, func() { _ = sub.Unsubscribe() })
+	// The server has the subscription: no heartbeat sent from now on is missed.
+	return h.c.Bus().Flush()
+}
+
+func hostReport(hb *wardv1.Heartbeat) modreg.HostReport {
+	return modreg.HostReport{ID: hb.GetWorkerId(), Modules: hb.GetModules(), Draining: hb.GetStatus() == "draining"}
 }
