@@ -105,7 +105,7 @@ constraints[key] := value if {
 }
 
 # Grants only for the modules listed in data.modules.
-constraints.grants := grants if {
+constraints["grants"] := grants if {
 	module_settings
 	count(grants) > 0
 }
@@ -129,7 +129,7 @@ requested := input.module.requested if {
 # Outbound HTTP: the module entry's http_hosts that the manifest asks for
 # by name, by "*.domain", or all of them with "*". In the default data,
 # chat-advanced and code-llm may reach the Ollama host only.
-grants.http_hosts := sort(hosts) if {
+grants["http_hosts"] := sort(hosts) if {
 	hosts := {h |
 		some asked in requested.http_hosts
 		some h in object.get(module_settings, "http_hosts", [])
@@ -151,7 +151,7 @@ host_matches(asked, host) if {
 # read_only_roots, or the roots themselves for "*". In the default data,
 # the repo-* modules may mount what lies under /srv/ward/repos, and nothing
 # else.
-grants.read_only_dirs := sort(dirs) if {
+grants["read_only_dirs"] := sort(dirs) if {
 	dirs := {d | some asked in requested.read_only_dirs; some d in granted_dirs(asked)}
 	count(dirs) > 0
 }
@@ -165,7 +165,7 @@ granted_dirs(asked) := {root |
 	under_allowed_root(asked)
 }
 
-grants.env_keys := sort(keys) if {
+grants["env_keys"] := sort(keys) if {
 	allowed := object.get(module_settings, "env_keys", [])
 	keys := {k | some asked in requested.env_keys; some k in allowed; asked in {"*", k}}
 	count(keys) > 0
@@ -174,11 +174,11 @@ grants.env_keys := sort(keys) if {
 # Memory and time: what was asked, cut to the module's cap, else to the
 # default cap, else uncut. Nothing asked, nothing granted: the host's
 # defaults apply.
-grants.memory_limit_bytes := capped(requested.memory_limit_bytes, "max_memory_bytes") if {
+grants["memory_limit_bytes"] := capped(requested.memory_limit_bytes, "max_memory_bytes") if {
 	requested.memory_limit_bytes > 0
 }
 
-grants.time_limit_ms := capped(requested.time_limit_ms, "max_time_ms") if {
+grants["time_limit_ms"] := capped(requested.time_limit_ms, "max_time_ms") if {
 	requested.time_limit_ms > 0
 }
 
