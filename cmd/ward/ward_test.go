@@ -189,7 +189,15 @@ func TestSeparateProcesses(t *testing.T) {
 	defer ns.Shutdown()
 	redisURL := redistest.Start(t)
 	safetyAddr := freeAddr(t)
-	env := []string{"NATS_URL=" + ns.ClientURL(), "REDIS_URL=" + redisURL, "SAFETY_KERNEL_ADDR=" + safetyAddr, "METRICS_ADDR="}
+	// The hosts share the machine with the test and whatever runs beside
+	// it: their CPU load says nothing about them, and placement must not
+	// hold the test's jobs back for it (cpu_over_threshold).
+	schedCfg := filepath.Join(t.TempDir(), "scheduler.yaml")
+	if err := os.WriteFile(schedCfg, []byte("placement: {cpu_threshold: 100}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"NATS_URL=" + ns.ClientURL(), "REDIS_URL=" + redisURL, "SAFETY_KERNEL_ADDR=" + safetyAddr, "METRICS_ADDR=",
+		"SCHEDULER_CONFIG_PATH=" + schedCfg}
 
 	// --metrics "": METRICS_ADDR= in env does not disable them (an empty
 	// variable reads as unset), and the default ports may be taken.
@@ -241,7 +249,11 @@ func TestSeparateProcesses(t *testing.T) {
 	v1, v2 := writeHello("1"), writeHello("2")
 	mustWard("rolled out: hello 1 on 2/2 live hosts", "module", "deploy", v1, "--wait", "2m")
 	mustWard("hello 1: hi", "submit", "--topic", "job.hello", "--tenant", "acme", "--payload", "hi", "--wait")
-	out := mustWard("rolled out: hello 2 on 2/2 live hosts", "module", "deploy", v2, "--wait", "2m")
+	// A compile takes seconds under -race, and tens of seconds on a loaded
+	// machine: the staging window is as long as the rollout's, so that
+	// the check below (v2 compiled ahead on both hosts) fails only when a
+	// host does not compile it at all.
+	out := mustWard("rolled out: hello 2 on 2/2 live hosts", "module", "deploy", v2, "--wait", "2m", "--stage-timeout", "2m")
 	if !strings.Contains(out, "staged: hello 2 compiled ahead on 2/2 live hosts") {
 		t.Errorf("v2 was not compiled ahead on both hosts before its activation:\n%s", out)
 	}
