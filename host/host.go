@@ -130,19 +130,23 @@ type Agent struct {
 	cancels cancels  // sys.job.cancel (cancel.go)
 	objs    objectsOnce
 
-	mu        sync.Mutex // guards the 8 following fields
+	mu        sync.Mutex // guards the 9 following fields
 	watchStop context.CancelFunc
 	watchDone chan struct{}
-	direct    *bus.Subscription
+	direct    *bus.Subscription            // set once Start subscribed: from then on the topics follow the table
 	topicSubs map[string]*bus.Subscription // by "<topic> <pool>"
 	ping      *nats.Subscription
 	stopBeat  context.CancelFunc
-	started   bool
-	stopped   bool
+	starting  bool // Start was called
+	started   bool // Start succeeded: heartbeats are on
+	stopped   bool // Shutdown was called, or Start failed
 
 	beatMu  sync.Mutex // one heartbeat at a time
 	beating sync.WaitGroup
 }
+
+// errStarted is returned by a second Start.
+var errStarted = errors.New("host: Start called twice, or after Shutdown")
 
 // New validates cfg and returns an Agent ready to Start.
 func New(cfg Config) (*Agent, error) {
@@ -205,9 +209,26 @@ func (a *Agent) Pools() []string { return slices.Clone(a.table.load().pools) }
 func (a *Agent) Modules() map[string]string { return maps.Clone(a.table.load().digests) }
 
 // Start loads the registry's active modules (when it has a registry),
-// subscribes to the host's direct subject and its pools' topics, and
-// sends the first heartbeat before it returns.
-func (a *Agent) Start(ctx context.Context) error {
+// subscribes to the host's direct subject, its pools' topics, worker pings
+// and job cancels, and sends the first heartbeat before it returns. It
+// fails when ctx ends before the NATS server confirmed the subscriptions.
+// A Start that fails undoes what it started (the module watcher, the
+// subscriptions, the jobs they took) and leaves the Agent stopped: a later
+// Shutdown returns nil. An Agent starts once.
+func (a *Agent) Start(ctx context.Context) (err error) {
+	a.mu.Lock()
+	if a.starting || a.stopped {
+		a.mu.Unlock()
+		return errStarted
+	}
+	a.starting = true
+	a.mu.Unlock()
+	defer func() {
+		if err != nil {
+			a.abort()
+		}
+	}()
+
 	c := a.cfg.Bus
 	if a.cfg.Registry != nil {
 		if err := a.watchModules(ctx); err != nil {
@@ -216,7 +237,6 @@ func (a *Agent) Start(ctx context.Context) error {
 	}
 	sub, err := bus.Subscribe(a.jobCtx, c, bus.WorkerJobsSubject(a.cfg.ID), "", a.work, a.log, a.handleJob)
 	if err != nil {
-		a.stopWatch()
 		return err
 	}
 	a.mu.Lock()
@@ -224,8 +244,6 @@ func (a *Agent) Start(ctx context.Context) error {
 	err = a.syncTopics()
 	a.mu.Unlock()
 	if err != nil {
-		a.stopWatch()
-		_ = sub.Drain(ctx)
 		return err
 	}
 	// `ward workers` asks every host at once; each answers with the
@@ -236,30 +254,62 @@ func (a *Agent) Start(ctx context.Context) error {
 		}
 	})
 	if err != nil {
-		a.stopWatch()
 		return fmt.Errorf("host: %w", err)
 	}
+	a.mu.Lock()
 	a.ping = ping
+	a.mu.Unlock()
 	if err := a.cancels.start(a); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("host: %w", err)
+	if err := flush(ctx, c.NATS()); err != nil {
+		return fmt.Errorf("host: start: %w", err)
+	}
+
+	// Under a.mu: a Shutdown meanwhile either came first, and Start fails,
+	// or waits for the first heartbeat and the loops it stops.
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped {
+		return errors.New("host: shut down while starting")
 	}
 	beatCtx, stop := context.WithCancel(context.Background())
-	a.mu.Lock()
 	a.stopBeat, a.started = stop, true
-	a.mu.Unlock()
-
 	for _, p := range a.cfg.Probes {
-		a.beating.Add(1)
-		go func() { defer a.beating.Done(); p.Run(beatCtx) }()
+		a.beating.Go(func() { p.Run(beatCtx) })
 	}
 	a.heartbeat("ready")
-	a.beating.Add(1)
-	go a.beatLoop(beatCtx)
-	a.log.Info("host started", "pools", a.Pools(), "max_parallel_jobs", a.cfg.MaxParallel)
+	a.beating.Go(func() { a.beatLoop(beatCtx) })
+	a.log.Info("host started", "pools", a.table.load().pools, "max_parallel_jobs", a.cfg.MaxParallel)
 	return nil
+}
+
+// flush waits until the server has processed what the connection sent (the
+// subscriptions), or ctx ends; 10 s at most when ctx has no deadline.
+func flush(ctx context.Context, nc *nats.Conn) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	return nc.FlushWithContext(ctx)
+}
+
+// abort undoes a Start that failed. It waits for the jobs the
+// subscriptions took meanwhile (a pool's topic may deliver one before the
+// host announced itself) for a while, then cancels them.
+func (a *Agent) abort() {
+	a.mu.Lock()
+	a.stopped = true
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.teardown(ctx); err != nil {
+		a.log.Warn("host start undone, not cleanly", "err", err)
+	}
 }
 
 // Shutdown drains the host: it tells schedulers it is draining, takes no
@@ -272,21 +322,46 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	a.stopped = true
-	subs, stop := slices.Collect(maps.Values(a.topicSubs)), a.stopBeat
-	if a.direct != nil {
-		subs = append(subs, a.direct)
-	}
 	a.mu.Unlock()
 
 	// No module changes from here on: the watcher would subscribe again.
 	a.stopWatch()
+	a.stopBeats()
+	a.heartbeat("draining")
+	err := a.teardown(ctx)
+	a.log.Info("host stopped")
+	return err
+}
+
+// stopBeats stops the heartbeat loop and the probes, and waits for them.
+func (a *Agent) stopBeats() {
+	a.mu.Lock()
+	stop := a.stopBeat
+	a.stopBeat = nil
+	a.mu.Unlock()
 	if stop != nil {
 		stop()
 		a.beating.Wait()
 	}
-	a.heartbeat("draining")
-	if a.ping != nil {
-		_ = a.ping.Unsubscribe()
+}
+
+// teardown stops whatever Start started: the module watcher, heartbeats and
+// probes, the subscriptions (draining the job ones), and waits for the jobs
+// taken; when ctx ends first, it cancels them. a.stopped is set.
+func (a *Agent) teardown(ctx context.Context) error {
+	a.stopWatch()
+	a.stopBeats()
+	a.mu.Lock()
+	subs := slices.Collect(maps.Values(a.topicSubs))
+	if a.direct != nil {
+		subs = append(subs, a.direct)
+	}
+	ping := a.ping
+	a.direct, a.topicSubs, a.ping = nil, map[string]*bus.Subscription{}, nil
+	a.mu.Unlock()
+
+	if ping != nil {
+		_ = ping.Unsubscribe()
 	}
 	a.cancels.stop()
 	var errs []error
@@ -299,12 +374,10 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 	}
 	a.cancelJob()
 	_ = a.cfg.Bus.Flush()
-	a.log.Info("host stopped")
 	return errors.Join(errs...)
 }
 
 func (a *Agent) beatLoop(ctx context.Context) {
-	defer a.beating.Done()
 	t := time.NewTicker(a.cfg.HeartbeatInterval)
 	defer t.Stop()
 	for {

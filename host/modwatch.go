@@ -268,18 +268,23 @@ func (a *Agent) retire(act *modreg.Active) {
 // changed follows a change of the modules held: the topic subscriptions
 // follow the pools served, and a heartbeat tells the schedulers at once
 // rather than at the next beat, since jobs wait for it during a rollout.
+//
+// Start subscribes to the topics after the watcher's first installs: from
+// its direct subscription on, the topics follow every change, and once it
+// has started, heartbeats do too.
 func (a *Agent) changed() {
 	a.mu.Lock()
-	live := a.started && !a.stopped
+	follow := a.direct != nil && !a.stopped
+	beat := a.started && !a.stopped
 	var err error
-	if live {
+	if follow {
 		err = a.syncTopics()
 	}
 	a.mu.Unlock()
 	if err != nil {
 		a.log.Error("could not follow the pools served", "err", err)
 	}
-	if live {
+	if beat {
 		a.heartbeat("ready")
 	}
 }

@@ -78,16 +78,19 @@ type Reloader struct {
 	cfg ReloaderConfig
 	log *slog.Logger
 
-	mu           sync.Mutex // guards the 3 following fields
+	mu           sync.Mutex // guards the 9 following fields
 	refusedRev   string
 	lastErr      string
 	kvConnected  bool
-	stop         context.CancelFunc
+	started      bool               // Start was called
+	stopped      bool               // Shutdown was called
+	stop         context.CancelFunc // set by a Start that succeeded
 	watcher      *fsnotify.Watcher
 	status       *bus.Subscription
 	statusWorker *bus.Workers
-	kvUpdates    chan jetstream.KeyValueEntry
-	wg           sync.WaitGroup
+
+	kvUpdates chan jetstream.KeyValueEntry
+	wg        sync.WaitGroup // loop and watchKV
 }
 
 // NewReloader validates cfg.
@@ -113,54 +116,92 @@ func NewReloader(cfg ReloaderConfig) (*Reloader, error) {
 
 // Start watches the directory and the bucket. It returns once the
 // directory watch and the status subscription are in place; the bucket
-// watch connects in the background, retrying until Shutdown.
+// watch connects in the background, retrying until Shutdown. A Start that
+// fails closes what it opened; a Reloader starts once.
 func (r *Reloader) Start(ctx context.Context) error {
+	r.mu.Lock()
+	if r.started {
+		r.mu.Unlock()
+		return errors.New("safety: Reloader.Start called twice")
+	}
+	r.started = true
+	r.mu.Unlock()
+
+	// What Start opened so far; undo closes it when a step fails.
+	var (
+		w       *fsnotify.Watcher
+		sub     *bus.Subscription
+		workers *bus.Workers
+	)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.stop = cancel
+	undo := func() {
+		cancel()
+		if sub != nil {
+			dctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = sub.Drain(dctx)
+			_ = workers.Wait(dctx)
+			stop()
+		}
+		if w != nil {
+			w.Close()
+		}
+	}
 	if r.cfg.Dir != "" {
-		w, err := fsnotify.NewWatcher()
-		if err != nil {
+		var err error
+		if w, err = fsnotify.NewWatcher(); err != nil {
 			cancel()
 			return fmt.Errorf("safety: watch %s: %w", r.cfg.Dir, err)
 		}
-		r.watcher = w
-		if err := r.watchTree(r.cfg.Dir); err != nil {
-			w.Close()
-			cancel()
+		if err := watchTree(w, r.cfg.Dir); err != nil {
+			undo()
 			return err
 		}
 	}
 	if r.cfg.Bus != nil {
-		r.statusWorker = bus.NewWorkers(1)
-		sub, err := bus.Subscribe(ctx, r.cfg.Bus, bus.SubjectSafetyStatus, "", r.statusWorker, r.log,
+		workers = bus.NewWorkers(1)
+		s, err := bus.Subscribe(ctx, r.cfg.Bus, bus.SubjectSafetyStatus, "", workers, r.log,
 			func(_ context.Context, msg *nats.Msg, _ *safetyv1.StatusRequest) {
 				if err := r.cfg.Bus.Reply(msg, r.Status()); err != nil {
 					r.log.Debug("status reply failed", "err", err)
 				}
 			})
 		if err != nil {
-			r.closeWatcher()
-			cancel()
+			undo()
 			return err
 		}
-		r.status = sub
-		r.wg.Add(1)
-		go r.watchKV(ctx)
+		sub = s
 	}
-	r.wg.Add(1)
-	go r.loop(ctx)
+	// Under r.mu, so that a Shutdown sees all of it or none: it waits on
+	// the goroutines only after they were added.
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		undo() // outside r.mu: a status request in flight takes it
+		return errors.New("safety: Reloader shut down while starting")
+	}
+	r.stop, r.watcher, r.status, r.statusWorker = cancel, w, sub, workers
+	if r.cfg.Bus != nil {
+		r.wg.Go(func() { r.watchKV(ctx) })
+	}
+	r.wg.Go(func() { r.loop(ctx, w) })
+	r.mu.Unlock()
 	return nil
 }
 
 // Shutdown stops watching and waits for a reload in progress to end.
 func (r *Reloader) Shutdown(ctx context.Context) error {
-	if r.stop == nil {
+	r.mu.Lock()
+	r.stopped = true
+	stop, w, sub, workers := r.stop, r.watcher, r.status, r.statusWorker
+	r.stop, r.watcher, r.status, r.statusWorker = nil, nil, nil, nil
+	r.mu.Unlock()
+	if stop == nil {
 		return nil
 	}
-	r.stop()
+	stop()
 	var errs []error
-	if r.status != nil {
-		errs = append(errs, r.status.Drain(ctx), r.statusWorker.Wait(ctx))
+	if sub != nil {
+		errs = append(errs, sub.Drain(ctx), workers.Wait(ctx))
 	}
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
@@ -169,14 +210,10 @@ func (r *Reloader) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		errs = append(errs, fmt.Errorf("safety: reloader shutdown: %w", ctx.Err()))
 	}
-	r.closeWatcher()
-	return errors.Join(errs...)
-}
-
-func (r *Reloader) closeWatcher() {
-	if r.watcher != nil {
-		r.watcher.Close()
+	if w != nil {
+		w.Close()
 	}
+	return errors.Join(errs...)
 }
 
 // Status reports the kernel's state.
@@ -194,9 +231,9 @@ func (r *Reloader) Status() *safetyv1.KernelStatus {
 	return st
 }
 
-// watchTree watches dir and its subdirectories, skipping dot directories
-// as ReadBundle does.
-func (r *Reloader) watchTree(dir string) error {
+// watchTree makes w watch dir and its subdirectories, skipping dot
+// directories as ReadBundle does.
+func watchTree(w *fsnotify.Watcher, dir string) error {
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("safety: watch %s: %w", p, err)
@@ -207,23 +244,23 @@ func (r *Reloader) watchTree(dir string) error {
 		if p != dir && strings.HasPrefix(d.Name(), ".") {
 			return filepath.SkipDir
 		}
-		if err := r.watcher.Add(p); err != nil {
+		if err := w.Add(p); err != nil {
 			return fmt.Errorf("safety: watch %s: %w", p, err)
 		}
 		return nil
 	})
 }
 
-// loop serializes the loads from both sources.
-func (r *Reloader) loop(ctx context.Context) {
-	defer r.wg.Done()
+// loop serializes the loads from both sources; w, when not nil, watches
+// the policy directory.
+func (r *Reloader) loop(ctx context.Context, w *fsnotify.Watcher) {
 	var (
 		events <-chan fsnotify.Event
 		errs   <-chan error
 		fire   <-chan time.Time
 	)
-	if r.watcher != nil {
-		events, errs = r.watcher.Events, r.watcher.Errors
+	if w != nil {
+		events, errs = w.Events, w.Errors
 	}
 	for {
 		select {
@@ -236,7 +273,7 @@ func (r *Reloader) loop(ctx context.Context) {
 			}
 			if ev.Has(fsnotify.Create) {
 				if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() && !strings.HasPrefix(fi.Name(), ".") {
-					if err := r.watchTree(ev.Name); err != nil {
+					if err := watchTree(w, ev.Name); err != nil {
 						r.log.Warn("policy directory watch incomplete", "err", err)
 					}
 				}
@@ -325,7 +362,6 @@ func (r *Reloader) refuse(kind, rev string, err error) {
 // watchKV follows the bucket's bundle key, reconnecting with backoff until
 // ctx ends. Entries go to loop, which loads them.
 func (r *Reloader) watchKV(ctx context.Context) {
-	defer r.wg.Done()
 	const maxBackoff = 10 * time.Second
 	backoff := 250 * time.Millisecond
 	warned := false

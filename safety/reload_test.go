@@ -7,44 +7,29 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	natstest "github.com/nats-io/nats-server/v2/test"
+	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/testing/natstest"
+	"github.com/ward-run/ward/internal/testing/poll"
 	"github.com/ward-run/ward/policies"
 )
 
-// startJetStream runs a nats-server with JetStream on a free port.
-func startJetStream(t *testing.T) *bus.Conn {
+// connect connects to the NATS server at url for the test.
+func connect(t *testing.T, url string) *bus.Conn {
 	t.Helper()
-	opts := natstest.DefaultTestOptions
-	opts.Port = -1
-	opts.JetStream = true
-	opts.StoreDir = t.TempDir()
-	ns := natstest.RunServer(&opts)
-	t.Cleanup(ns.Shutdown)
-	c, err := bus.Connect(ns.ClientURL(), "safety-test")
+	c, err := bus.Connect(url, "safety-test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
 	return c
-}
-
-// checkFor polls cond until it holds, failing the test after timeout.
-func checkFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // copyDefaultBundle writes the default bundle, tests included, into a new
@@ -137,7 +122,7 @@ func TestReloaderWatchesDirectory(t *testing.T) {
 	if err := os.Rename(tmp, filepath.Join(dir, "blocked.rego")); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 30*time.Second, "new rule in force", func() bool { return k.Revision() != first })
+	poll.Until(t, 30*time.Second, "new rule in force", func() bool { return k.Revision() != first })
 	if got := decide(t, k, blockedJob()); got != safetyv1.Decision_DECISION_DENY {
 		t.Fatalf("blocked tenant: %v, want DENY", got)
 	}
@@ -147,7 +132,7 @@ func TestReloaderWatchesDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "blocked.rego"), []byte(blockedRule+"\ndeny contains if {\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 30*time.Second, "syntax error refused", func() bool { return r.Status().GetLastError() != "" })
+	poll.Until(t, 30*time.Second, "syntax error refused", func() bool { return r.Status().GetLastError() != "" })
 	if !strings.Contains(r.Status().GetLastError(), "blocked.rego") || k.Revision() != second {
 		t.Errorf("status %v, revision %s (want %s kept)", r.Status(), k.Revision(), second)
 	}
@@ -155,7 +140,7 @@ func TestReloaderWatchesDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "blocked.rego"), []byte(strings.ReplaceAll(blockedRule, "suspended", "gone")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 30*time.Second, "failing tests refused", func() bool {
+	poll.Until(t, 30*time.Second, "failing tests refused", func() bool {
 		return strings.Contains(r.Status().GetLastError(), "test_blocked_denied")
 	})
 	if k.Revision() != second || decide(t, k, blockedJob()) != safetyv1.Decision_DECISION_DENY {
@@ -169,11 +154,11 @@ func TestReloaderWatchesDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "blocked.rego"), []byte(blockedRule), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 30*time.Second, "fixed rule in force", func() bool { return r.Status().GetLastError() == "" })
+	poll.Until(t, 30*time.Second, "fixed rule in force", func() bool { return r.Status().GetLastError() == "" })
 	if err := os.WriteFile(filepath.Join(dir, "lib", "extra.rego"), []byte("package ward.safety\n\ndeny contains \"no\" if input.topic == \"job.no\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 30*time.Second, "subdirectory file in force", func() bool {
+	poll.Until(t, 30*time.Second, "subdirectory file in force", func() bool {
 		req := echoJob()
 		req.Topic = "job.no"
 		return decide(t, k, req) == safetyv1.Decision_DECISION_DENY
@@ -184,12 +169,12 @@ func TestReloaderWatchesDirectory(t *testing.T) {
 }
 
 func TestPushAndKVWatch(t *testing.T) {
-	conn := startJetStream(t)
+	conn := connect(t, natstest.StartJetStream(t))
 	ctx := context.Background()
 	k := newKernel(t, policies.FS, Config{ID: "k-test"})
 	r := startReloader(t, ReloaderConfig{Kernel: k, Bus: conn, Addr: "127.0.0.1:1"})
 	first := k.Revision()
-	checkFor(t, 30*time.Second, "status answered", func() bool {
+	poll.Until(t, 30*time.Second, "status answered", func() bool {
 		sts, err := Statuses(ctx, conn.NATS(), 200*time.Millisecond)
 		return err == nil && len(sts) == 1 && sts[0].GetKernelId() == "k-test" && sts[0].GetRevision() == first
 	})
@@ -207,7 +192,7 @@ func TestPushAndKVWatch(t *testing.T) {
 	if res.Unchanged || res.KVRevision == 0 || res.Revision != b.Revision() {
 		t.Fatalf("Push = %+v", res)
 	}
-	checkFor(t, 30*time.Second, "pushed revision in force", func() bool { return k.Revision() == res.Revision })
+	poll.Until(t, 30*time.Second, "pushed revision in force", func() bool { return k.Revision() == res.Revision })
 	if decide(t, k, blockedJob()) != safetyv1.Decision_DECISION_DENY || decide(t, k, echoJob()) != safetyv1.Decision_DECISION_ALLOW {
 		t.Fatal("pushed rule not enforced as written")
 	}
@@ -238,7 +223,7 @@ func TestPushAndKVWatch(t *testing.T) {
 	if _, err := PutRaw(ctx, conn.NATS(), "", bad); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 30*time.Second, "kernel refuses the bad bundle", func() bool {
+	poll.Until(t, 30*time.Second, "kernel refuses the bad bundle", func() bool {
 		sts, _ := Statuses(ctx, conn.NATS(), 200*time.Millisecond)
 		return len(sts) == 1 && sts[0].GetRefusedRevision() == broken.Revision() && sts[0].GetLastError() != ""
 	})
@@ -252,7 +237,7 @@ func TestPushAndKVWatch(t *testing.T) {
 	}
 	late := newKernel(t, policies.FS, Config{ID: "k-late"})
 	startReloader(t, ReloaderConfig{Kernel: late, Bus: conn})
-	checkFor(t, 30*time.Second, "late kernel on the bucket's bundle", func() bool { return late.Revision() == res.Revision })
+	poll.Until(t, 30*time.Second, "late kernel on the bucket's bundle", func() bool { return late.Revision() == res.Revision })
 	sts, err := Statuses(ctx, conn.NATS(), 300*time.Millisecond)
 	if err != nil || len(sts) != 2 || sts[0].GetKernelId() != "k-late" || sts[1].GetAddr() != "127.0.0.1:1" {
 		t.Errorf("statuses %v, %v", sts, err)
@@ -260,7 +245,7 @@ func TestPushAndKVWatch(t *testing.T) {
 }
 
 func TestDecisionsPublished(t *testing.T) {
-	conn := startJetStream(t)
+	conn := connect(t, natstest.StartJetStream(t))
 	sub, err := conn.NATS().SubscribeSync(bus.SubjectSafetyDecision)
 	if err != nil {
 		t.Fatal(err)
@@ -290,23 +275,83 @@ func TestDecisionsPublished(t *testing.T) {
 }
 
 func TestReloaderWithoutJetStreamKeepsServing(t *testing.T) {
-	opts := natstest.DefaultTestOptions
-	opts.Port = -1
-	ns := natstest.RunServer(&opts)
-	defer ns.Shutdown()
-	conn, err := bus.Connect(ns.ClientURL(), "no-js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := connect(t, natstest.Start(t))
 	k := newDefaultKernel(t)
 	startReloader(t, ReloaderConfig{Kernel: k, Bus: conn})
 	// Status still answers; Checks go on.
-	checkFor(t, 30*time.Second, "status answered", func() bool {
+	poll.Until(t, 30*time.Second, "status answered", func() bool {
 		sts, _ := Statuses(context.Background(), conn.NATS(), 200*time.Millisecond)
 		return len(sts) == 1
 	})
 	if decide(t, k, echoJob()) != safetyv1.Decision_DECISION_ALLOW {
 		t.Error("kernel stopped deciding")
+	}
+}
+
+// TestReloaderFailedStartLeaksNothing: a Start that fails after it opened
+// something (the directory watch, under a closed bus) closes it: no
+// goroutine is left, and Shutdown has nothing to do.
+func TestReloaderFailedStartLeaksNothing(t *testing.T) {
+	k := newDefaultKernel(t)
+	closed := connect(t, natstest.Start(t))
+	closed.Close()
+	for _, tc := range []struct {
+		name string
+		cfg  ReloaderConfig
+	}{
+		{"no such directory", ReloaderConfig{Kernel: k, Dir: filepath.Join(t.TempDir(), "missing")}},
+		{"the bus is closed, the directory watched", ReloaderConfig{Kernel: k, Dir: copyDefaultBundle(t), Bus: closed}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewReloader(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := goleak.IgnoreCurrent()
+			if err := r.Start(context.Background()); err == nil {
+				t.Fatal("Start succeeded")
+			}
+			goleak.VerifyNone(t, before)
+			if err := r.Shutdown(context.Background()); err != nil {
+				t.Errorf("Shutdown after a failed Start: %v", err)
+			}
+			if err := r.Start(context.Background()); err == nil {
+				t.Error("a Reloader started twice")
+			}
+		})
+	}
+}
+
+// TestReloaderShutdownDuringStart: Shutdown racing Start leaves nothing
+// running, whichever wins.
+func TestReloaderShutdownDuringStart(t *testing.T) {
+	k := newDefaultKernel(t)
+	conn := connect(t, natstest.Start(t))
+	dir := copyDefaultBundle(t)
+	// The connection's one subscription for replies to requests (the
+	// bucket's JetStream API calls) lives as long as it does: open it now.
+	_, _ = conn.NATS().Request("nobody", nil, 100*time.Millisecond)
+	subs := conn.NATS().NumSubscriptions()
+	before := goleak.IgnoreCurrent()
+	for range 20 {
+		r, err := NewReloader(ReloaderConfig{Kernel: k, Dir: dir, Bus: conn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = r.Start(context.Background()) })
+		wg.Go(func() {
+			if err := r.Shutdown(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Wait()
+		if err := r.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}
+	goleak.VerifyNone(t, before)
+	if n := conn.NATS().NumSubscriptions(); n != subs {
+		t.Errorf("%d subscriptions left", n-subs)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
+	"github.com/ward-run/ward/internal/testing/poll"
 )
 
 // startServer serves the default bundle on a free 127.0.0.1 port and returns
@@ -274,17 +275,13 @@ func TestClientBreaker(t *testing.T) {
 	srv = NewServer(k)
 	go srv.Serve(lis)
 	defer srv.Shutdown(context.Background())
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, "a Check answered after the kernel came back", func() bool {
 		_, err := c.Check(context.Background(), echoJob())
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, ErrUnavailable) || time.Now().After(deadline) {
+		if err != nil && !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("Check after the kernel came back: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil
+	})
 }
 
 func TestBreakerStates(t *testing.T) {
