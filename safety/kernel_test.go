@@ -459,6 +459,46 @@ test_fail if false
 	}
 }
 
+// TestTestBundle: TestBundle refuses a policy that does not compile as a
+// kernel compiles it, even when its tests would run, and reports failed
+// tests as results, with coverage when asked.
+func TestTestBundle(t *testing.T) {
+	ctx := context.Background()
+	broken, err := ReadBundle(bundle(t, map[string]string{"x.rego": "package ward.safety\n\ndeny contains 1 if input.x == data.nope[_]\n\ndeny contains msg if {\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := TestBundle(ctx, broken, false); !errors.Is(err, ErrInvalidBundle) {
+		t.Errorf("TestBundle(syntax error) = %v, want ErrInvalidBundle", err)
+	}
+	b, err := ReadBundle(bundle(t, map[string]string{"x_test.rego": "package ward.safety_test\n\ntest_fail if false\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, cov, err := TestBundle(ctx, b, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, r := range results {
+		if r.Failed() {
+			failed++
+			if r.Name != "data.ward.safety_test.test_fail" {
+				t.Errorf("failed: %s", r)
+			}
+		}
+	}
+	if failed != 1 || cov == nil {
+		t.Fatalf("%d failed, coverage %+v; want 1 failed, and coverage", failed, cov)
+	}
+	if _, ok := cov.Files["ward.rego"]; !ok {
+		t.Errorf("coverage of %v, want ward.rego's", cov.Files)
+	}
+	if _, cov, _ := TestBundle(ctx, b, false); cov != nil {
+		t.Error("coverage without asking for it")
+	}
+}
+
 func TestKernelZeroValue(t *testing.T) {
 	var k Kernel
 	if _, err := k.Check(context.Background(), echoJob()); !errors.Is(err, ErrNoPolicy) {

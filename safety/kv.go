@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -54,6 +56,8 @@ func policyBucket(ctx context.Context, nc *nats.Conn, bucket string) (jetstream.
 
 // PushResult says what Push did.
 type PushResult struct {
+	// Bucket is the policy bucket pushed to.
+	Bucket string
 	// Revision is the bundle's revision.
 	Revision string
 	// Tests is how many Rego tests the bundle passed.
@@ -71,11 +75,14 @@ type PushResult struct {
 // error says why (ErrInvalidBundle, or a *TestsFailedError). by names the
 // pusher in the stored bundle.
 func Push(ctx context.Context, nc *nats.Conn, bucket string, b *Bundle, by string) (PushResult, error) {
+	if bucket == "" {
+		bucket = DefaultBucket
+	}
 	p, err := Prepare(ctx, b)
 	if err != nil {
-		return PushResult{}, err
+		return PushResult{Bucket: bucket}, err
 	}
-	res := PushResult{Revision: p.Revision(), Tests: p.Tests()}
+	res := PushResult{Bucket: bucket, Revision: p.Revision(), Tests: p.Tests()}
 	kv, err := policyBucket(ctx, nc, bucket)
 	if err != nil {
 		return res, err
@@ -151,10 +158,86 @@ func Statuses(ctx context.Context, nc *nats.Conn, wait time.Duration) ([]*safety
 	return out, nil
 }
 
-func sortStatuses(ss []*safetyv1.KernelStatus) {
-	for i := 1; i < len(ss); i++ {
-		for j := i; j > 0 && ss[j].GetKernelId() < ss[j-1].GetKernelId(); j-- {
-			ss[j], ss[j-1] = ss[j-1], ss[j]
+// KernelState is where one kernel stands on a revision.
+type KernelState int
+
+// The states of a kernel on a revision.
+const (
+	// KernelPending: the kernel still enforces another revision.
+	KernelPending KernelState = iota
+	// KernelEnforces: the revision is in force on the kernel.
+	KernelEnforces
+	// KernelRefused: the kernel refused the revision (its status says
+	// why) and enforces the one it had.
+	KernelRefused
+)
+
+// StateOf says where the kernel whose status is st stands on rev.
+func StateOf(st *safetyv1.KernelStatus, rev string) KernelState {
+	switch {
+	case st.GetRevision() == rev:
+		return KernelEnforces
+	case st.GetRefusedRevision() == rev:
+		return KernelRefused
+	}
+	return KernelPending
+}
+
+// Rollout is where the kernels stand on a revision, as WaitKernels saw them
+// last.
+type Rollout struct {
+	// Revision is the revision waited for.
+	Revision string
+	// Kernels are the statuses of the kernels that answered, sorted by
+	// kernel id; none when no kernel answered.
+	Kernels []*safetyv1.KernelStatus
+}
+
+// Settled reports whether some kernel answered and none is pending: each
+// enforces the revision or refused it.
+func (r *Rollout) Settled() bool {
+	for _, st := range r.Kernels {
+		if StateOf(st, r.Revision) == KernelPending {
+			return false
 		}
 	}
+	return len(r.Kernels) > 0
+}
+
+// Enforced reports whether some kernel answered and every one enforces the
+// revision.
+func (r *Rollout) Enforced() bool {
+	for _, st := range r.Kernels {
+		if StateOf(st, r.Revision) != KernelEnforces {
+			return false
+		}
+	}
+	return len(r.Kernels) > 0
+}
+
+// statusWait is how long WaitKernels collects answers each time it asks.
+const statusWait = 300 * time.Millisecond
+
+// WaitKernels asks the kernels for their status on sys.safety.status (see
+// Statuses) again and again until every kernel that answers enforces rev
+// or refused it, or wait has passed, and returns where they stood last.
+// `ward policy push` waits so for the revision it pushed. A kernel that
+// does not answer (none running, or not connected to NATS) is not waited
+// for: it loads the bucket's bundle when it connects.
+func WaitKernels(ctx context.Context, nc *nats.Conn, rev string, wait time.Duration) (*Rollout, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		sts, err := Statuses(ctx, nc, statusWait)
+		if err != nil {
+			return nil, err
+		}
+		r := &Rollout{Revision: rev, Kernels: sts}
+		if r.Settled() || time.Now().After(deadline) || ctx.Err() != nil {
+			return r, nil
+		}
+	}
+}
+
+func sortStatuses(ss []*safetyv1.KernelStatus) {
+	slices.SortFunc(ss, func(a, b *safetyv1.KernelStatus) int { return strings.Compare(a.GetKernelId(), b.GetKernelId()) })
 }

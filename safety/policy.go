@@ -220,7 +220,7 @@ func Prepare(ctx context.Context, b *Bundle) (*Policy, error) {
 	}
 	var failed []TestResult
 	for _, r := range results {
-		if r.Outcome == OutcomeFail || r.Outcome == OutcomeError {
+		if r.Failed() {
 			failed = append(failed, r)
 		}
 	}
@@ -254,6 +254,11 @@ type TestResult struct {
 	Output string
 }
 
+// Failed reports whether the test failed or errored: a bundle with such a
+// test is refused.
+func (r TestResult) Failed() bool { return r.Outcome == OutcomeFail || r.Outcome == OutcomeError }
+
+// String is the result on one line: outcome, name, location and error.
 func (r TestResult) String() string {
 	s := fmt.Sprintf("%s %s (%s)", r.Outcome, r.Name, r.Location)
 	if r.Err != "" {
@@ -264,11 +269,15 @@ func (r TestResult) String() string {
 
 // TestsFailedError lists the tests a bundle failed.
 type TestsFailedError struct {
+	// Revision is the bundle's revision.
 	Revision string
-	Failed   []TestResult
-	Total    int
+	// Failed are the tests that failed or errored, sorted by name.
+	Failed []TestResult
+	// Total is how many tests ran.
+	Total int
 }
 
+// Error lists the failed tests, one a line.
 func (e *TestsFailedError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "safety: bundle %s: %d of %d policy tests failed", e.Revision, len(e.Failed), e.Total)
@@ -310,6 +319,19 @@ type FileCoverage struct {
 // policy files they ran: a rule no test reaches shows as not covered.
 func TestCoverage(ctx context.Context, b *Bundle) ([]TestResult, *Coverage, error) {
 	return test(ctx, b, true)
+}
+
+// TestBundle checks b as `ward policy test` does: its policy must compile
+// as a kernel compiles it, tests or no tests (an error wrapping
+// ErrInvalidBundle otherwise), then its tests run as in Test. With
+// coverage set it reports the lines of the policy files they ran too (the
+// Coverage is nil otherwise). Unlike Prepare, a test that fails is a
+// result, not an error.
+func TestBundle(ctx context.Context, b *Bundle, coverage bool) ([]TestResult, *Coverage, error) {
+	if _, err := Compile(b); err != nil {
+		return nil, nil, err
+	}
+	return test(ctx, b, coverage)
 }
 
 func test(ctx context.Context, b *Bundle, coverage bool) ([]TestResult, *Coverage, error) {

@@ -192,7 +192,13 @@ func TestPushAndKVWatch(t *testing.T) {
 	if res.Unchanged || res.KVRevision == 0 || res.Revision != b.Revision() {
 		t.Fatalf("Push = %+v", res)
 	}
-	poll.Until(t, 30*time.Second, "pushed revision in force", func() bool { return k.Revision() == res.Revision })
+	ro, err := WaitKernels(ctx, conn.NATS(), res.Revision, 30*time.Second)
+	if err != nil || !ro.Enforced() || len(ro.Kernels) != 1 || StateOf(ro.Kernels[0], res.Revision) != KernelEnforces {
+		t.Fatalf("WaitKernels(%s) = %+v, %v; want the kernel enforcing it", res.Revision, ro, err)
+	}
+	if k.Revision() != res.Revision || res.Bucket != DefaultBucket {
+		t.Fatalf("in force %s, pushed %+v", k.Revision(), res)
+	}
 	if decide(t, k, blockedJob()) != safetyv1.Decision_DECISION_DENY || decide(t, k, echoJob()) != safetyv1.Decision_DECISION_ALLOW {
 		t.Fatal("pushed rule not enforced as written")
 	}
@@ -227,6 +233,10 @@ func TestPushAndKVWatch(t *testing.T) {
 		sts, _ := Statuses(ctx, conn.NATS(), 200*time.Millisecond)
 		return len(sts) == 1 && sts[0].GetRefusedRevision() == broken.Revision() && sts[0].GetLastError() != ""
 	})
+	ro, err = WaitKernels(ctx, conn.NATS(), broken.Revision(), time.Second)
+	if err != nil || !ro.Settled() || ro.Enforced() || StateOf(ro.Kernels[0], broken.Revision()) != KernelRefused {
+		t.Errorf("WaitKernels(refused revision) = %+v, %v; want settled, refused", ro, err)
+	}
 	if k.Revision() != res.Revision || decide(t, k, blockedJob()) != safetyv1.Decision_DECISION_DENY {
 		t.Errorf("after a refused bundle: revision %s, want %s in force", k.Revision(), res.Revision)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,16 +54,11 @@ func newPolicyTestCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			// The policy must compile as the kernel compiles it, tests or
-			// no tests.
-			if _, err := safety.Compile(b); err != nil {
-				return err
-			}
-			results, cov, err := safety.TestCoverage(cmd.Context(), b)
+			results, cov, err := safety.TestBundle(cmd.Context(), b, coverage)
 			if err != nil {
 				return err
 			}
+			out := cmd.OutOrStdout()
 			err = printTests(out, results, verbose)
 			if coverage {
 				printCoverage(out, cov)
@@ -91,7 +85,7 @@ func printTests(out io.Writer, results []safety.TestResult, verbose bool) error 
 				fmt.Fprintf(out, "        | %s\n", line)
 			}
 		}
-		if r.Outcome == safety.OutcomeFail || r.Outcome == safety.OutcomeError {
+		if r.Failed() {
 			failed++
 		}
 	}
@@ -296,25 +290,22 @@ sys.safety.status enforces the new revision (or refused it).`,
 				fmt.Fprintf(out, "revision %s (%d tests passed) is in the bucket already\n", res.Revision, res.Tests)
 			} else {
 				fmt.Fprintf(out, "pushed revision %s (%d tests passed) to %s, bucket revision %d\n",
-					res.Revision, res.Tests, bucketName(bucket), res.KVRevision)
+					res.Revision, res.Tests, res.Bucket, res.KVRevision)
 			}
 			if wait <= 0 {
 				return nil
 			}
-			return waitForKernels(ctx, out, conn, res.Revision, wait)
+			ro, err := safety.WaitKernels(ctx, conn.NATS(), res.Revision, wait)
+			if err != nil {
+				return err
+			}
+			return printRollout(out, ro)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&bucket, "bucket", safety.DefaultBucket, "NATS KV bucket the kernels watch")
 	f.DurationVar(&wait, "wait", 30*time.Second, "wait this long for every kernel to enforce the revision (exit 1 if one did not, or refused it); 0 does not wait")
 	return cmd
-}
-
-func bucketName(b string) string {
-	if b == "" {
-		return safety.DefaultBucket
-	}
-	return b
 }
 
 // pusher names who pushes, for the stored bundle.
@@ -329,48 +320,29 @@ func pusher() string {
 	return name
 }
 
-// waitForKernels polls the kernels' statuses until each enforces rev or
-// refused it, and prints where each stands.
-func waitForKernels(ctx context.Context, out io.Writer, conn *bus.Conn, rev string, wait time.Duration) error {
-	deadline := time.Now().Add(wait)
-	for {
-		sts, err := safety.Statuses(ctx, conn.NATS(), 300*time.Millisecond)
-		if err != nil {
-			return err
-		}
-		done, refused := len(sts) > 0, 0
-		for _, st := range sts {
-			switch {
-			case st.GetRevision() == rev:
-			case st.GetRefusedRevision() == rev:
-				refused++
-			default:
-				done = false
-			}
-		}
-		if done || time.Now().After(deadline) {
-			if len(sts) == 0 {
-				fmt.Fprintln(out, "no kernel answered on sys.safety.status; each will load the bundle when it connects")
-				return nil
-			}
-			for _, st := range sts {
-				state := "enforces " + st.GetRevision()
-				switch {
-				case st.GetRevision() == rev:
-					state = "enforces it"
-				case st.GetRefusedRevision() == rev:
-					state = "REFUSED it, enforces " + st.GetRevision() + ": " + st.GetLastError()
-				default:
-					state = "still enforces " + st.GetRevision()
-				}
-				fmt.Fprintf(out, "  %s (%s): %s\n", st.GetKernelId(), st.GetAddr(), state)
-			}
-			if refused > 0 || !done {
-				return exitError{code: 1}
-			}
-			return nil
-		}
+// printRollout prints where each kernel stands on the pushed revision, and
+// returns an exitError unless every one enforces it.
+func printRollout(out io.Writer, ro *safety.Rollout) error {
+	if len(ro.Kernels) == 0 {
+		fmt.Fprintln(out, "no kernel answered on sys.safety.status; each will load the bundle when it connects")
+		return nil
 	}
+	for _, st := range ro.Kernels {
+		var state string
+		switch safety.StateOf(st, ro.Revision) {
+		case safety.KernelEnforces:
+			state = "enforces it"
+		case safety.KernelRefused:
+			state = "REFUSED it, enforces " + st.GetRevision() + ": " + st.GetLastError()
+		default:
+			state = "still enforces " + st.GetRevision()
+		}
+		fmt.Fprintf(out, "  %s (%s): %s\n", st.GetKernelId(), st.GetAddr(), state)
+	}
+	if !ro.Enforced() {
+		return exitError{code: 1}
+	}
+	return nil
 }
 
 func newPolicyStatusCmd(g *globals) *cobra.Command {

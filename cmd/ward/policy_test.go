@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ward-run/ward/internal/testing/poll"
 	"github.com/ward-run/ward/policies"
 	"github.com/ward-run/ward/safety"
 )
@@ -146,19 +147,13 @@ func TestDevPolicyLive(t *testing.T) {
 	if out, code := ward(t, "", "policy", "test", dir); code != 0 {
 		t.Fatalf("policy test: exit %d\n%s", code, out)
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		out := submitEcho(t, natsURL, "blocked")
-		if strings.Contains(out, "DENIED") {
-			if !strings.Contains(out, "tenant blocked is suspended") {
-				t.Fatalf("denied without the message:\n%s", out)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the edited rule was not enforced:\n%s\n%s", out, dev.out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	var out string
+	poll.Until(t, 90*time.Second, "the edited rule enforced", func() bool {
+		out = submitEcho(t, natsURL, "blocked")
+		return strings.Contains(out, "DENIED")
+	})
+	if !strings.Contains(out, "tenant blocked is suspended") {
+		t.Fatalf("denied without the message:\n%s\n%s", out, dev.out.String())
 	}
 	if out := submitEcho(t, natsURL, "acme"); !strings.Contains(out, "SUCCEEDED") {
 		t.Fatalf("acme after the rule:\n%s", out)
