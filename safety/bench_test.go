@@ -113,7 +113,7 @@ func BenchmarkInputValue(b *testing.B) {
 	req := echoJob()
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = inputValue(req, allFields, nil)
+		_ = inputValue(req, allFields, nil, nil)
 	}
 }
 

@@ -51,8 +51,8 @@ func TestCacheKeyedOnFieldsThePolicyReads(t *testing.T) {
 		}
 	}
 	wantFields := []string{"topic", "tenant_id", "payload_size", "module", "pool"}
-	if p, _, _ := k.Policy(); !slices.Equal(p.InputFields(), wantFields) {
-		t.Errorf("input fields %q, want %q", p.InputFields(), wantFields)
+	if p, _, _ := k.Policy(); !slices.Equal(p.fields.names(), wantFields) {
+		t.Errorf("input fields %q, want %q", p.fields.names(), wantFields)
 	}
 }
 
@@ -62,7 +62,7 @@ func TestCacheDroppedOnRevisionChange(t *testing.T) {
 	if !check(t, k, echoJob()).GetCached() {
 		t.Fatal("no hit")
 	}
-	if err := k.Load(denyAll); err != nil {
+	if err := load(k, denyAll); err != nil {
 		t.Fatal(err)
 	}
 	resp := check(t, k, echoJob())
@@ -71,7 +71,7 @@ func TestCacheDroppedOnRevisionChange(t *testing.T) {
 	}
 	// Reloading the same revision also starts afresh: the cache belongs to
 	// one load.
-	if err := k.Load(denyAll); err != nil {
+	if err := load(k, denyAll); err != nil {
 		t.Fatal(err)
 	}
 	if check(t, k, echoJob()).GetCached() {
@@ -131,7 +131,7 @@ func TestInputFields(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := p.InputFields(); !slices.Equal(got, tc.want) {
+			if got := p.fields.names(); !slices.Equal(got, tc.want) {
 				t.Errorf("fields %q, want %q", got, tc.want)
 			}
 		})

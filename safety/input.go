@@ -122,10 +122,10 @@ var (
 // would cost several times the evaluation itself. Every field in set is
 // present, zero values included, under its proto name, so that policies
 // need no defaults; fields the policy never reads are left out, which it
-// cannot tell. enc, when not nil, is req encoded: it lets the module
-// object, the costliest part and the same for every job of a pool, come
-// from moduleTerms.
-func inputValue(req *safetyv1.CheckRequest, set fieldSet, enc *encoded) ast.Value {
+// cannot tell. enc and terms, when not nil, are req encoded and the
+// policy's module objects: the module object, the costliest part and the
+// same for every job of a pool, comes from terms.
+func inputValue(req *safetyv1.CheckRequest, set fieldSet, enc *encoded, terms *termCache) ast.Value {
 	items := make([][2]*ast.Term, 0, numFields)
 	for f := range numFields {
 		if !set.has(f) {
@@ -157,11 +157,11 @@ func inputValue(req *safetyv1.CheckRequest, set fieldSet, enc *encoded) ast.Valu
 		case fPayloadSize:
 			v = numberTerm(req.GetPayloadSize())
 		case fModule:
-			if enc == nil {
+			if enc == nil || terms == nil {
 				v = moduleTerm(req.GetModule())
 				break
 			}
-			v = moduleTerms.get(enc.field(fModule), req.GetModule())
+			v = terms.get(enc.field(fModule), req.GetModule())
 		case fPool:
 			v = ast.StringTerm(req.GetPool())
 		}
@@ -211,11 +211,12 @@ func moduleTerm(mod *safetyv1.ModuleRequest) *ast.Term {
 	)
 }
 
-// moduleTerms caches module objects by their encoding: a system runs a
-// handful of modules, each asking for the same grants every time.
-var moduleTerms = &termCache{max: 4096}
+// moduleTermsKept bounds a policy's cache of module objects.
+const moduleTermsKept = 4096
 
-// termCache maps encodings to immutable terms. A full cache starts
+// termCache maps encodings to immutable terms: each Policy caches its
+// module objects by their encoding, since a system runs a handful of
+// modules, each asking for the same grants every time. A full cache starts
 // afresh: cheaper than tracking use, and refilled at once.
 type termCache struct {
 	max int

@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"slices"
 	"strings"
@@ -106,16 +105,6 @@ type loaded struct {
 	at     time.Time
 }
 
-// New returns a Kernel with cfg that enforces the bundle in fsys, once it
-// compiled and passed its tests (see Prepare).
-func New(fsys fs.FS, cfg Config) (*Kernel, error) {
-	k := NewKernel(cfg)
-	if err := k.Load(fsys); err != nil {
-		return nil, err
-	}
-	return k, nil
-}
-
 // NewKernel returns a Kernel with cfg and no policy yet.
 func NewKernel(cfg Config) *Kernel {
 	k := &Kernel{cfg: cfg, id: cfg.ID}
@@ -133,16 +122,6 @@ func (k *Kernel) ID() string {
 	return k.id
 }
 
-// Load reads the bundle in fsys and puts it in force (see LoadBundle).
-func (k *Kernel) Load(fsys fs.FS) error {
-	b, err := ReadBundle(fsys)
-	if err != nil {
-		policyLoads.WithLabelValues("error").Inc()
-		return err
-	}
-	return k.LoadBundle(context.Background(), b, "")
-}
-
 // LoadBundle compiles b and runs its tests (Prepare) and, only if both
 // succeed, puts it in force; source says where it came from, for Status.
 // On error the policy in force stays in force.
@@ -152,7 +131,7 @@ func (k *Kernel) LoadBundle(ctx context.Context, b *Bundle, source string) error
 		policyLoads.WithLabelValues("error").Inc()
 		return err
 	}
-	k.Install(p, source)
+	k.install(p, source)
 	return nil
 }
 
@@ -166,12 +145,12 @@ func (k *Kernel) LoadTested(b *Bundle, source string) error {
 		policyLoads.WithLabelValues("error").Inc()
 		return err
 	}
-	k.Install(p, source)
+	k.install(p, source)
 	return nil
 }
 
-// Install puts a prepared policy in force, with an empty decision cache.
-func (k *Kernel) Install(p *Policy, source string) {
+// install puts a compiled policy in force, with an empty decision cache.
+func (k *Kernel) install(p *Policy, source string) {
 	l := &loaded{policy: p, source: source, at: time.Now()}
 	if size := k.cacheSize(); size > 0 && p.cacheable {
 		l.cache = newDecisionCache(size)
@@ -320,7 +299,7 @@ func (p *Policy) Explain(ctx context.Context, req *safetyv1.CheckRequest) (*safe
 	}
 	var enc encoded
 	enc.encode(req)
-	in, err := json.Marshal(mustJSON(inputValue(req, allFields, nil)))
+	in, err := json.Marshal(mustJSON(inputValue(req, allFields, nil, nil)))
 	if err != nil {
 		return nil, fmt.Errorf("safety: explain: %w", err)
 	}
@@ -342,7 +321,7 @@ var noMetrics = metrics.NoOp()
 // eval evaluates the policy for req; enc, when not nil, is req encoded.
 // tracer, when set, sees every event.
 func (p *Policy) eval(ctx context.Context, req *safetyv1.CheckRequest, enc *encoded, tracer topdown.QueryTracer) (*decision, error) {
-	input := ast.NewTerm(inputValue(req, p.fields, enc))
+	input := ast.NewTerm(inputValue(req, p.fields, enc, p.modules))
 	denyTerm, consTerm, err := p.run(ctx, p.direct, input, tracer)
 	if err == nil && denyTerm == nil {
 		denyTerm, consTerm, err = p.run(ctx, p.query, input, tracer)

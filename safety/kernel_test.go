@@ -26,11 +26,20 @@ func newDefaultKernel(tb testing.TB) *Kernel {
 
 func newKernel(tb testing.TB, fsys fs.FS, cfg Config) *Kernel {
 	tb.Helper()
-	k, err := New(fsys, cfg)
-	if err != nil {
-		tb.Fatalf("New: %v", err)
+	k := NewKernel(cfg)
+	if err := load(k, fsys); err != nil {
+		tb.Fatalf("load: %v", err)
 	}
 	return k
+}
+
+// load reads the bundle in fsys and puts it in force on k (LoadBundle).
+func load(k *Kernel, fsys fs.FS) error {
+	b, err := ReadBundle(fsys)
+	if err != nil {
+		return err
+	}
+	return k.LoadBundle(context.Background(), b, "")
 }
 
 func echoJob() *safetyv1.CheckRequest {
@@ -417,7 +426,7 @@ func TestKernelLoadKeepsOldBundleOnError(t *testing.T) {
 	}
 	for name, tc := range broken {
 		t.Run(name, func(t *testing.T) {
-			err := k.Load(tc.fsys)
+			err := load(k, tc.fsys)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Load = %v, want %v", err, tc.want)
 			}
@@ -510,7 +519,7 @@ func TestKernelZeroValue(t *testing.T) {
 	if k.Revision() != "" {
 		t.Errorf("Revision of a zero Kernel = %q, want empty", k.Revision())
 	}
-	if err := k.Load(policies.FS); err != nil {
+	if err := load(&k, policies.FS); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.Check(context.Background(), echoJob()); err != nil {
@@ -523,7 +532,7 @@ var denyAll = fstest.MapFS{"p.rego": {Data: []byte("package ward.safety\n\ndeny 
 func TestKernelLoadSwaps(t *testing.T) {
 	k := newDefaultKernel(t)
 	old := k.Revision()
-	if err := k.Load(denyAll); err != nil {
+	if err := load(k, denyAll); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := k.Check(context.Background(), echoJob())
@@ -561,7 +570,7 @@ func TestKernelLoadWhileChecking(t *testing.T) {
 		if i%2 == 0 {
 			fsys = denyAll
 		}
-		if err := k.Load(fsys); err != nil {
+		if err := load(k, fsys); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -655,7 +664,7 @@ func FuzzCheck(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	uncached.Install(plain, "test")
+	uncached.install(plain, "test")
 	f.Fuzz(func(t *testing.T, topic, tenant, key, value string, size int64, prio int32, module, grant string) {
 		req := &safetyv1.CheckRequest{
 			Topic:       topic,

@@ -49,6 +49,8 @@ type LoadResult struct {
 // PerSecond is the rate of Checks achieved.
 func (r LoadResult) PerSecond() float64 { return float64(r.Checks) / r.Elapsed.Seconds() }
 
+// String is the result on one line: Checks, rate, errors, cache hits,
+// latency percentiles, and the first error.
 func (r LoadResult) String() string {
 	s := fmt.Sprintf("%d checks in %s (%.0f/s), %d errors, %d cached; latency p50 %s p95 %s p99 %s max %s",
 		r.Checks, r.Elapsed.Round(time.Millisecond), r.PerSecond(), r.Errors, r.Cached,

@@ -86,18 +86,12 @@ type Policy struct {
 	// differently.
 	cacheable bool
 	tests     int
+	// modules caches the input's module objects (inputValue).
+	modules *termCache
 }
 
 // Revision returns the bundle revision the policy was compiled from.
 func (p *Policy) Revision() string { return p.revision }
-
-// Cacheable reports whether the policy's decisions may be cached: it calls
-// no non-deterministic built-in.
-func (p *Policy) Cacheable() bool { return p.cacheable }
-
-// InputFields lists the input fields the policy reads, which the decision
-// cache keys on.
-func (p *Policy) InputFields() []string { return p.fields.names() }
 
 // Tests returns how many Rego tests the policy passed in Prepare (0 after
 // Compile alone).
@@ -153,6 +147,7 @@ func compile(b *Bundle, inline bool) (*Policy, error) {
 		query:     query,
 		fields:    inputFields(c.Modules),
 		cacheable: deterministic(c.Modules),
+		modules:   &termCache{max: moduleTermsKept},
 	}, nil
 }
 
