@@ -13,7 +13,7 @@ import (
 
 // cancels is the host's side of sys.job.cancel: every host hears every
 // cancel (fan-out). The host running the job stops its sandbox at once
-// (CancelJob); a cancel for a job not running here is remembered for a
+// (jobTable.cancel); a cancel for a job not running here is remembered for a
 // while, so that the job is dropped should it still arrive (a job waiting
 // on the host behind its running ones, say).
 type cancels struct {
@@ -40,7 +40,7 @@ func (c *cancels) start(a *Agent) error {
 			bus.Malformed(cancelSubject).Inc()
 			return
 		}
-		if a.CancelJob(req.GetJobId()) {
+		if a.jobs.cancel(req.GetJobId()) {
 			a.log.Info("job cancelled: its sandbox is stopped", "job_id", req.GetJobId(), "reason", req.GetReason())
 			return
 		}

@@ -17,9 +17,9 @@ import (
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 )
 
-// GPU is one GPU as a probe read it. Fields the driver does not report
-// ("[N/A]") are zero; Known says which were read.
-type GPU struct {
+// gpuInfo is one GPU as a probe read it. Fields the driver does not
+// report ("[N/A]") are zero; UtilKnown says whether Utilization was read.
+type gpuInfo struct {
 	Model       string
 	MemoryMB    uint64
 	Utilization float64 // 0–100
@@ -29,7 +29,7 @@ type GPU struct {
 // gpuSource reads the GPUs of this machine.
 type gpuSource interface {
 	name() string
-	read(ctx context.Context) ([]GPU, error)
+	read(ctx context.Context) ([]gpuInfo, error)
 	close()
 }
 
@@ -96,7 +96,7 @@ func (p *GPUProbe) Observe(ctx context.Context, hb *wardv1.Heartbeat) {
 }
 
 // applyGPUs writes gpus into hb. No GPU leaves hb as it is.
-func applyGPUs(hb *wardv1.Heartbeat, gpus []GPU) {
+func applyGPUs(hb *wardv1.Heartbeat, gpus []gpuInfo) {
 	if len(gpus) == 0 {
 		return
 	}
@@ -132,7 +132,7 @@ type smiSource struct{ path string }
 func (s *smiSource) name() string { return "nvidia-smi" }
 func (s *smiSource) close()       {}
 
-func (s *smiSource) read(ctx context.Context) ([]GPU, error) {
+func (s *smiSource) read(ctx context.Context) ([]gpuInfo, error) {
 	out, err := exec.CommandContext(ctx, s.path, "--query-gpu=name,memory.total,utilization.gpu",
 		"--format=csv,noheader,nounits").Output()
 	if err != nil {
@@ -147,11 +147,11 @@ var errSMIFormat = errors.New("nvidia-smi: unexpected output")
 // parseSMI reads `nvidia-smi --query-gpu=name,memory.total,utilization.gpu
 // --format=csv,noheader,nounits`. A field of "[N/A]" (or "[Not
 // Supported]") is left unknown; a GPU whose name is unreadable is skipped.
-func parseSMI(out []byte) ([]GPU, error) {
+func parseSMI(out []byte) ([]gpuInfo, error) {
 	r := csv.NewReader(bytes.NewReader(out))
 	r.TrimLeadingSpace = true
 	r.FieldsPerRecord = -1
-	var gpus []GPU
+	var gpus []gpuInfo
 	for {
 		rec, err := r.Read()
 		if err == io.EOF {
@@ -163,7 +163,7 @@ func parseSMI(out []byte) ([]GPU, error) {
 		if len(rec) != 3 {
 			return nil, fmt.Errorf("%w: %d fields in %q", errSMIFormat, len(rec), strings.Join(rec, ","))
 		}
-		g := GPU{Model: strings.TrimSpace(rec[0])}
+		g := gpuInfo{Model: strings.TrimSpace(rec[0])}
 		if na(g.Model) {
 			continue
 		}

@@ -31,18 +31,18 @@ func openNVML() (_ gpuSource, err error) {
 func (s *nvmlSource) name() string { return "nvml" }
 func (s *nvmlSource) close()       { s.lib.Shutdown() }
 
-func (s *nvmlSource) read(context.Context) ([]GPU, error) {
+func (s *nvmlSource) read(context.Context) ([]gpuInfo, error) {
 	n, ret := s.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("nvml: device count: %s", nvml.ErrorString(ret))
 	}
-	gpus := make([]GPU, 0, n)
+	gpus := make([]gpuInfo, 0, n)
 	for i := range n {
 		dev, ret := s.lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
 			continue
 		}
-		var g GPU
+		var g gpuInfo
 		if name, ret := dev.GetName(); ret == nvml.SUCCESS {
 			g.Model = name
 		}

@@ -55,12 +55,17 @@ type BlobStore interface {
 	PutResult(ctx context.Context, id string, data []byte) (string, error)
 }
 
-// Config configures an Agent. Bus, Store, Runtime, Modules and Pools are required.
+// Config configures an Agent. Bus, Store, Runtime and Pools are required.
 type Config struct {
 	// ID is the worker id; a random one when empty.
-	ID      string
-	Bus     *bus.Conn
-	Store   BlobStore
+	ID string
+	// Bus is the host's NATS connection: jobs, results, heartbeats. The
+	// caller closes it after Shutdown.
+	Bus *bus.Conn
+	// Store holds the jobs' contexts and takes their results.
+	Store BlobStore
+	// Runtime is the wasm sandbox the jobs run in; the caller closes it
+	// after Shutdown.
 	Runtime *sandbox.Runtime
 	// Modules are the compiled modules this host holds at start, by module
 	// name (a directory of modules, ward dev's built-ins). The registry's
@@ -83,13 +88,18 @@ type Config struct {
 	MaxParallel int
 	// HeartbeatInterval defaults to 2 s.
 	HeartbeatInterval time.Duration
-	Capabilities      []string
-	Labels            map[string]string
-	Region, Zone      string
+	// Capabilities are what the host offers pools' requires (ollama,
+	// gpu, ...), reported in every heartbeat with what the probes add.
+	Capabilities []string
+	// Labels are reported in every heartbeat, for placement constraints.
+	Labels map[string]string
+	// Region and Zone say where the host runs, for placement.
+	Region, Zone string
 	// Type is the kind of host reported in heartbeats; default "cpu".
 	Type string
 	// Probes add what they observe (GPU, Ollama) to every heartbeat.
 	Probes []Probe
+	// Logger is slog.Default() when nil.
 	Logger *slog.Logger
 
 	// MountRoots are the host directories under which a job's granted

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	natstest "github.com/nats-io/nats-server/v2/test"
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
@@ -16,6 +15,8 @@ import (
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
+	"github.com/ward-run/ward/internal/testing/natstest"
+	"github.com/ward-run/ward/internal/testing/poll"
 	"github.com/ward-run/ward/internal/testing/redistest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/jobstore"
@@ -30,10 +31,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, maxParallel int) *fixture {
 	t.Helper()
-	opts := natstest.DefaultTestOptions
-	opts.Port = -1
-	ns := natstest.RunServer(&opts)
-	t.Cleanup(ns.Shutdown)
+	url := natstest.Start(t)
 	store, err := jobstore.OpenRedis(redistest.Start(t))
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +43,7 @@ func newFixture(t *testing.T, maxParallel int) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(ctx) })
-	mod, err := rt.Compile(ctx, "sleep", wasmtest.Build(t, "./testdata/sleep"))
+	mod, err := rt.Load(ctx, wasmtest.Build(t, "./testdata/sleep"), &sandbox.Manifest{Name: "sleep"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +51,7 @@ func newFixture(t *testing.T, maxParallel int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc, err := bus.Connect(ns.ClientURL(), "host")
+	hc, err := bus.Connect(url, "host")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +61,7 @@ func newFixture(t *testing.T, maxParallel int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := bus.Connect(ns.ClientURL(), "test")
+	c, err := bus.Connect(url, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,19 +128,11 @@ func TestMaxParallel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, 30*time.Second, fmt.Sprintf("%d jobs finished", n), func() bool {
 		mu.Lock()
-		done := len(results)
-		mu.Unlock()
-		if done == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs finished", done, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(results) == n
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if maxSeen > 2 {

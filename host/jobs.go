@@ -41,7 +41,7 @@ type jobTable struct {
 	runs map[string]context.CancelCauseFunc
 }
 
-// errJobCancelled is the cause of a job's context when CancelJob ended it.
+// errJobCancelled is the cause of a job's context when a cancel ended it.
 var errJobCancelled = errors.New("job cancelled")
 
 // add registers job id and returns its context, and the function that
@@ -62,13 +62,13 @@ func (t *jobTable) add(ctx context.Context, id string) (context.Context, func())
 	}
 }
 
-// CancelJob stops job id if this host is running it: its sandbox is stopped
-// at once and the job ends FAILED with code cancelled. It reports whether
-// the job was running here.
-func (a *Agent) CancelJob(id string) bool {
-	a.jobs.mu.Lock()
-	cancel, ok := a.jobs.runs[id]
-	a.jobs.mu.Unlock()
+// cancel stops job id if it is running: its sandbox is stopped at once and
+// the job ends FAILED with code cancelled. It reports whether the job was
+// running.
+func (t *jobTable) cancel(id string) bool {
+	t.mu.Lock()
+	cancel, ok := t.runs[id]
+	t.mu.Unlock()
 	if ok {
 		cancel(errJobCancelled)
 	}

@@ -31,44 +31,44 @@ var (
 	})
 )
 
-// ModuleWatcher keeps a host's modules in step with the registry: for every
+// moduleWatcher keeps a host's modules in step with the registry: for every
 // change of a module's active version it fetches the blob, checks its
-// digest (and signature, when Trusted is set), compiles it, and installs
+// digest (and signature, when trusted is set), compiles it, and installs
 // it; a retired module is removed. A version stored after the watcher
 // started is compiled ahead (staged) and reported, so that its activation
 // swaps it in at once. A version that fails any check is refused — logged,
 // reported to the registry for `ward module ls` — and the version already
 // installed keeps serving.
-type ModuleWatcher struct {
-	Registry *modreg.Registry
-	Runtime  *sandbox.Runtime
-	// Trusted, when not empty, makes signatures mandatory: a module must be
+type moduleWatcher struct {
+	registry *modreg.Registry
+	runtime  *sandbox.Runtime
+	// trusted, when not empty, makes signatures mandatory: a module must be
 	// signed by one of these keys.
-	Trusted []ed25519.PublicKey
-	HostID  string
-	Logger  *slog.Logger
-	// Install makes m the module that serves a.Name; Retire stops serving
+	trusted []ed25519.PublicKey
+	hostID  string
+	logger  *slog.Logger
+	// install makes m the module that serves a.Name; retire stops serving
 	// it (a.Retired is set).
-	Install func(m *sandbox.Module, a *modreg.Active)
-	Retire  func(a *modreg.Active)
+	install func(m *sandbox.Module, a *modreg.Active)
+	retire  func(a *modreg.Active)
 
 	// The Follow callback's alone:
 	current map[string]*sandbox.Module // name → installed
 	staged  map[string]*sandbox.Module // name → compiled ahead, not active
 }
 
-// Run follows the registry until ctx ends. synced is closed once the
+// run follows the registry until ctx ends. synced is closed once the
 // versions active when it started are installed (or refused), so a host
 // can announce itself with them.
-func (w *ModuleWatcher) Run(ctx context.Context, synced chan<- struct{}) error {
-	if w.Logger == nil {
-		w.Logger = slog.Default()
+func (w *moduleWatcher) run(ctx context.Context, synced chan<- struct{}) error {
+	if w.logger == nil {
+		w.logger = slog.Default()
 	}
 	w.current, w.staged = map[string]*sandbox.Module{}, map[string]*sandbox.Module{}
 	seen := map[string]modreg.Active{} // the active records applied
 	known := map[string]bool{}         // "<name> <version>" of the records seen
 	var live atomic.Bool               // past the state at start
-	done, err := w.Registry.Follow(ctx, func(st *modreg.State) {
+	done, err := w.registry.Follow(ctx, func(st *modreg.State) {
 		for _, name := range slices.Sorted(maps.Keys(st.Versions)) {
 			for _, v := range st.Versions[name] {
 				if key := name + " " + v.Version; !known[key] {
@@ -99,18 +99,18 @@ func (w *ModuleWatcher) Run(ctx context.Context, synced chan<- struct{}) error {
 
 // stage compiles a version ahead of its activation, and reports it; a
 // version that fails a check is refused as it would be on activation.
-func (w *ModuleWatcher) stage(ctx context.Context, v *modreg.Version) {
+func (w *moduleWatcher) stage(ctx context.Context, v *modreg.Version) {
 	if m := w.current[v.Name]; m != nil && m.Digest() == v.Digest {
 		return
 	}
 	if m := w.staged[v.Name]; m != nil && m.Digest() == v.Digest {
 		return
 	}
-	log := w.Logger.With("module", v.Name, "version", v.Version, "digest", v.Digest)
+	log := w.logger.With("module", v.Name, "version", v.Version, "digest", v.Digest)
 	start := time.Now()
 	m, err := w.loadVersion(ctx, v)
 	if err != nil {
-		w.refuse(ctx, log, modreg.Event{Name: v.Name, Version: v.Version, Digest: v.Digest, Host: w.HostID, Error: err.Error()})
+		w.refuse(ctx, log, modreg.Event{Name: v.Name, Version: v.Version, Digest: v.Digest, Host: w.hostID, Error: err.Error()})
 		return
 	}
 	if old := w.staged[v.Name]; old != nil {
@@ -119,31 +119,31 @@ func (w *ModuleWatcher) stage(ctx context.Context, v *modreg.Version) {
 	w.staged[v.Name] = m
 	moduleLoads.WithLabelValues("staged").Inc()
 	log.Info("module staged: compiled ahead of its activation", "took", time.Since(start).Round(time.Millisecond))
-	if err := w.Registry.ReportStaged(context.WithoutCancel(ctx), v.Name, w.HostID, v.Digest); err != nil {
+	if err := w.registry.ReportStaged(context.WithoutCancel(ctx), v.Name, w.hostID, v.Digest); err != nil {
 		log.Warn("could not report the staged version", "err", err)
 	}
 }
 
-func (w *ModuleWatcher) refuse(ctx context.Context, log *slog.Logger, e modreg.Event) {
+func (w *moduleWatcher) refuse(ctx context.Context, log *slog.Logger, e modreg.Event) {
 	moduleLoads.WithLabelValues("refused").Inc()
 	log.Error("module version refused; the installed version keeps serving", "err", e.Error)
-	if err := w.Registry.ReportRefusal(context.WithoutCancel(ctx), e); err != nil {
+	if err := w.registry.ReportRefusal(context.WithoutCancel(ctx), e); err != nil {
 		log.Warn("could not report the refusal", "err", err)
 	}
 }
 
-func (w *ModuleWatcher) apply(ctx context.Context, a *modreg.Active) {
-	log := w.Logger.With("module", a.Name, "version", a.Version, "digest", a.Digest)
+func (w *moduleWatcher) apply(ctx context.Context, a *modreg.Active) {
+	log := w.logger.With("module", a.Name, "version", a.Version, "digest", a.Digest)
 	if a.Retired {
 		delete(w.current, a.Name)
-		w.Retire(a)
+		w.retire(a)
 		moduleLoads.WithLabelValues("retired").Inc()
 		log.Info("module retired")
 		return
 	}
 	if m := w.current[a.Name]; m != nil && m.Digest() == a.Digest {
 		// The same bytes under another version: its route may differ.
-		w.Install(m, a)
+		w.install(m, a)
 		return
 	}
 	start := time.Now()
@@ -153,19 +153,19 @@ func (w *ModuleWatcher) apply(ctx context.Context, a *modreg.Active) {
 	} else {
 		var err error
 		if m, err = w.load(ctx, a); err != nil {
-			w.refuse(ctx, log, modreg.Event{Name: a.Name, Version: a.Version, Digest: a.Digest, Host: w.HostID, Error: err.Error()})
+			w.refuse(ctx, log, modreg.Event{Name: a.Name, Version: a.Version, Digest: a.Digest, Host: w.hostID, Error: err.Error()})
 			return
 		}
 	}
 	w.current[a.Name] = m
-	w.Install(m, a)
+	w.install(m, a)
 	moduleLoads.WithLabelValues("installed").Inc()
 	moduleLoadSeconds.Observe(time.Since(start).Seconds())
 	log.Info("module installed", "took", time.Since(start).Round(time.Millisecond))
 }
 
-func (w *ModuleWatcher) load(ctx context.Context, a *modreg.Active) (*sandbox.Module, error) {
-	v, err := w.Registry.Version(ctx, a.Name, a.Version)
+func (w *moduleWatcher) load(ctx context.Context, a *modreg.Active) (*sandbox.Module, error) {
+	v, err := w.registry.Version(ctx, a.Name, a.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -177,13 +177,13 @@ func (w *ModuleWatcher) load(ctx context.Context, a *modreg.Active) (*sandbox.Mo
 
 // loadVersion checks a version's signature (with trusted keys) and blob,
 // and compiles it with the manifest deployed with it.
-func (w *ModuleWatcher) loadVersion(ctx context.Context, v *modreg.Version) (*sandbox.Module, error) {
-	if len(w.Trusted) > 0 {
-		if err := modreg.Verify(w.Trusted, v.Digest, v.Signature); err != nil {
+func (w *moduleWatcher) loadVersion(ctx context.Context, v *modreg.Version) (*sandbox.Module, error) {
+	if len(w.trusted) > 0 {
+		if err := modreg.Verify(w.trusted, v.Digest, v.Signature); err != nil {
 			return nil, err
 		}
 	}
-	wasm, err := w.Registry.Blob(ctx, v.Digest)
+	wasm, err := w.registry.Blob(ctx, v.Digest)
 	if err != nil {
 		return nil, err
 	}
@@ -196,21 +196,21 @@ func (w *ModuleWatcher) loadVersion(ctx context.Context, v *modreg.Version) (*sa
 		}
 		man.Name = v.Name
 	}
-	return w.Runtime.Load(ctx, wasm, man)
+	return w.runtime.Load(ctx, wasm, man)
 }
 
-// watchModules starts the host's ModuleWatcher and returns once the active
+// watchModules starts the host's moduleWatcher and returns once the active
 // versions are installed (or refused), so that the first heartbeat
 // announces them: a host that starts after a deploy serves it at once.
 func (a *Agent) watchModules(ctx context.Context) error {
-	w := &ModuleWatcher{Registry: a.cfg.Registry, Runtime: a.cfg.Runtime, Trusted: a.cfg.Trusted,
-		HostID: a.cfg.ID, Logger: a.log, Install: a.install, Retire: a.retire}
+	w := &moduleWatcher{registry: a.cfg.Registry, runtime: a.cfg.Runtime, trusted: a.cfg.Trusted,
+		hostID: a.cfg.ID, logger: a.log, install: a.install, retire: a.retire}
 	wctx, cancel := context.WithCancel(context.Background())
 	synced, done := make(chan struct{}), make(chan struct{})
 	var err error
 	go func() {
 		defer close(done)
-		err = w.Run(wctx, synced)
+		err = w.run(wctx, synced)
 	}()
 	select {
 	case <-synced:
@@ -235,7 +235,7 @@ func (a *Agent) watchModules(ctx context.Context) error {
 	return nil
 }
 
-// stopWatch stops the ModuleWatcher and waits for it.
+// stopWatch stops the moduleWatcher and waits for it.
 func (a *Agent) stopWatch() {
 	a.mu.Lock()
 	stop, done := a.watchStop, a.watchDone

@@ -56,7 +56,7 @@ func (p *OllamaProbe) Run(ctx context.Context) {
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
 	for {
-		p.Probe(ctx)
+		p.probe(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -65,8 +65,8 @@ func (p *OllamaProbe) Run(ctx context.Context) {
 	}
 }
 
-// Probe asks Ollama once and records the answer.
-func (p *OllamaProbe) Probe(ctx context.Context) {
+// probe asks Ollama once and records the answer.
+func (p *OllamaProbe) probe(ctx context.Context) {
 	var ver struct {
 		Version string `json:"version"`
 	}
@@ -120,8 +120,8 @@ func (p *OllamaProbe) get(ctx context.Context, path string, v any) error {
 	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v)
 }
 
-// Up reports whether the last probe reached Ollama.
-func (p *OllamaProbe) Up() bool {
+// reachable reports whether the last probe reached Ollama.
+func (p *OllamaProbe) reachable() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.up

@@ -112,7 +112,7 @@ func TestOllamaProbeFollowsTheServer(t *testing.T) {
 	p := NewOllamaProbe(srv.URL, 0, nil)
 	ctx := context.Background()
 
-	p.Probe(ctx)
+	p.probe(ctx)
 	hb := &wardv1.Heartbeat{}
 	p.Observe(ctx, hb)
 	if !slices.Contains(hb.GetCapabilities(), "ollama") || hb.GetLabels()["ollama.version"] != "0.5.7" ||
@@ -121,7 +121,7 @@ func TestOllamaProbeFollowsTheServer(t *testing.T) {
 	}
 
 	up.Store(false)
-	p.Probe(ctx)
+	p.probe(ctx)
 	hb = &wardv1.Heartbeat{}
 	p.Observe(ctx, hb)
 	if len(hb.GetCapabilities()) != 0 || len(hb.GetLabels()) != 0 {
@@ -129,14 +129,14 @@ func TestOllamaProbeFollowsTheServer(t *testing.T) {
 	}
 
 	up.Store(true)
-	p.Probe(ctx)
-	if !p.Up() {
+	p.probe(ctx)
+	if !p.reachable() {
 		t.Fatal("did not come back")
 	}
 
 	srv.Close()
-	p.Probe(ctx)
-	if p.Up() {
+	p.probe(ctx)
+	if p.reachable() {
 		t.Fatal("a closed server counts as up")
 	}
 }
