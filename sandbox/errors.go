@@ -20,6 +20,7 @@ type RunError struct {
 	ExitCode uint32
 }
 
+// Error is "sandbox: <code>: <message>".
 func (e *RunError) Error() string {
 	return "sandbox: " + string(e.Code) + ": " + e.Message
 }

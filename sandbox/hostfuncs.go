@@ -134,25 +134,12 @@ func read(mod api.Module, ptr, n uint32) ([]byte, bool) {
 // run, or nil outside a job.
 type hostFunc func(c *call, mod api.Module, args []uint64) uint64
 
-// hostFuncs is the "ward" import module, by function name. See README.md.
-var hostFuncs = []struct {
+// hostFunction is one function of the "ward" import module.
+type hostFunction struct {
 	name    string
 	params  []api.ValueType
 	results []api.ValueType
 	fn      hostFunc
-}{
-	{"context_size", nil, []api.ValueType{i64}, hostContextSize},
-	{"context_read", []api.ValueType{i32, i32, i64}, i32r, hostContextRead},
-	{"output_write", []api.ValueType{i32, i32}, i32r, hostOutputWrite},
-	{"fail", []api.ValueType{i32, i32}, i32r, hostFail},
-	{"log", []api.ValueType{i32, i32, i32}, i32r, hostLog},
-	{"progress", []api.ValueType{i32, i32, i32}, i32r, hostProgress},
-	{"job_info", []api.ValueType{i32, i32}, i32r, hostJobInfo},
-	{"http_request", []api.ValueType{i32, i32, i32, i32}, i32r, hostHTTPRequest},
-	{"response_read", []api.ValueType{i32, i32, i32}, i32r, hostResponseRead},
-	{"http_read", []api.ValueType{i32, i32}, i32r, hostHTTPRead},
-	{"stream_write", []api.ValueType{i32, i32}, i32r, hostStreamWrite},
-	{"last_error", []api.ValueType{i32, i32}, i32r, hostLastError},
 }
 
 const (
@@ -160,12 +147,30 @@ const (
 	i64 = api.ValueTypeI64
 )
 
-var i32r = []api.ValueType{i32}
+// hostFunctions returns the "ward" import module, by function name. See
+// README.md.
+func hostFunctions() []hostFunction {
+	i32r := []api.ValueType{i32}
+	return []hostFunction{
+		{"context_size", nil, []api.ValueType{i64}, hostContextSize},
+		{"context_read", []api.ValueType{i32, i32, i64}, i32r, hostContextRead},
+		{"output_write", []api.ValueType{i32, i32}, i32r, hostOutputWrite},
+		{"fail", []api.ValueType{i32, i32}, i32r, hostFail},
+		{"log", []api.ValueType{i32, i32, i32}, i32r, hostLog},
+		{"progress", []api.ValueType{i32, i32, i32}, i32r, hostProgress},
+		{"job_info", []api.ValueType{i32, i32}, i32r, hostJobInfo},
+		{"http_request", []api.ValueType{i32, i32, i32, i32}, i32r, hostHTTPRequest},
+		{"response_read", []api.ValueType{i32, i32, i32}, i32r, hostResponseRead},
+		{"http_read", []api.ValueType{i32, i32}, i32r, hostHTTPRead},
+		{"stream_write", []api.ValueType{i32, i32}, i32r, hostStreamWrite},
+		{"last_error", []api.ValueType{i32, i32}, i32r, hostLastError},
+	}
+}
 
 // instantiateHost adds the "ward" module to rt.
 func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	b := rt.NewHostModuleBuilder("ward")
-	for _, f := range hostFuncs {
+	for _, f := range hostFunctions() {
 		fn := f.fn
 		b.NewFunctionBuilder().
 			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {

@@ -314,11 +314,6 @@ func (m *Module) Digest() string { return m.code.digest }
 // resolved.
 func (m *Module) Manifest() Manifest { return m.manifest }
 
-// Interruptible reports whether runs are stopped in ward.yield, which the
-// rewrite made the module call; false means wazero's
-// WithCloseOnContextDone.
-func (m *Module) Interruptible() bool { return m.code.interruptible }
-
 // Close drops the module's idle instances; runs in flight finish, and their
 // instances are closed rather than pooled. Later runs fail with
 // ErrModuleClosed. Once no open Module of the same bytes is left and its
@@ -384,12 +379,6 @@ func (m *Module) isClosed() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.closed
-}
-
-// Compile is Load with a manifest that names the module and leaves the rest
-// to defaults.
-func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Module, error) {
-	return r.Load(ctx, wasm, &Manifest{Name: name})
 }
 
 // Load validates and compiles wasm, and checks it against its manifest. The
@@ -583,15 +572,3 @@ func baseModuleConfig() wazero.ModuleConfig {
 		WithSysNanotime().
 		WithRandSource(rand.Reader)
 }
-
-// CompiledModules returns how many compiled modules the Runtime holds:
-// one per distinct module bytes that an open Module (or a Load under way)
-// uses.
-func (r *Runtime) CompiledModules() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.compiled)
-}
-
-// IdleInstances returns how many warm instances the pool holds now.
-func (r *Runtime) IdleInstances() int { return r.pool.idle() }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ward-run/ward/api/reason"
 
+	"github.com/ward-run/ward/internal/testing/poll"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/sandbox"
 )
@@ -495,13 +496,7 @@ func TestPoolLimits(t *testing.T) {
 			t.Fatalf("%d idle instances, MaxIdle is 3", n)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for rt.IdleInstances() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d instances still idle past IdleTimeout", rt.IdleInstances())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, "no instance idle past IdleTimeout", func() bool { return rt.IdleInstances() == 0 })
 }
 
 // TestRecycle: an instance whose memory grew past RecycleBytes is not
