@@ -36,7 +36,7 @@ func TestEveryRuleIsTested(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cov, err := safety.TestCoverage(context.Background(), b)
+	_, cov, err := safety.TestBundle(context.Background(), b, true)
 	if err != nil {
 		t.Fatal(err)
 	}

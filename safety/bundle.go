@@ -24,6 +24,7 @@ import (
 // A Bundle is a value: nothing in this package modifies one after it was
 // read.
 type Bundle struct {
+	// Files holds each file's contents, by slash-separated path.
 	Files map[string][]byte
 }
 

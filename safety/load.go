@@ -38,12 +38,18 @@ type LoadConfig struct {
 
 // LoadResult is what a load test measured.
 type LoadResult struct {
+	// Checks is how many Checks completed; Errors how many of them failed.
 	Checks, Errors int
-	FirstError     error
-	Elapsed        time.Duration
-	Cached         int // Checks answered from the kernel's cache
-	P50, P95, P99  time.Duration
-	Max            time.Duration
+	// FirstError is the first Check error, if any.
+	FirstError error
+	// Elapsed is how long the test ran.
+	Elapsed time.Duration
+	// Cached is how many Checks the kernel answered from its cache.
+	Cached int
+	// P50, P95 and P99 are percentiles of the Check latency.
+	P50, P95, P99 time.Duration
+	// Max is the slowest Check.
+	Max time.Duration
 }
 
 // PerSecond is the rate of Checks achieved.

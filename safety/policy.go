@@ -305,15 +305,12 @@ type Coverage struct {
 
 // FileCoverage is one file's line coverage.
 type FileCoverage struct {
-	Covered    int
-	NotCovered []int // the lines no test ran, in order
-	Percent    float64
-}
-
-// TestCoverage runs the tests as Test does and reports which lines of the
-// policy files they ran: a rule no test reaches shows as not covered.
-func TestCoverage(ctx context.Context, b *Bundle) ([]TestResult, *Coverage, error) {
-	return test(ctx, b, true)
+	// Covered is how many lines the tests ran.
+	Covered int
+	// NotCovered are the lines no test ran, in order.
+	NotCovered []int
+	// Percent is the share of the file's lines the tests ran.
+	Percent float64
 }
 
 // TestBundle checks b as `ward policy test` does: its policy must compile

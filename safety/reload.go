@@ -52,6 +52,7 @@ func PublishDecisions(c *bus.Conn) func(*safetyv1.DecisionLog) {
 
 // ReloaderConfig configures a Reloader. Kernel is required.
 type ReloaderConfig struct {
+	// Kernel is the kernel the Reloader keeps on the newest good bundle.
 	Kernel *Kernel
 	// Dir is a policy directory to watch (fsnotify): every change is read,
 	// checked as Prepare does, and put in force if it passes. Empty

@@ -44,21 +44,27 @@ const (
 // Zero fields take defaults: the ABI from the module's exports, fresh
 // isolation, no capabilities, the Runtime's limits.
 type Manifest struct {
-	Name    string `yaml:"name"`
+	// Name is the module's name, the key pools route by.
+	Name string `yaml:"name"`
+	// Version is the module's own version, for people.
 	Version string `yaml:"version"`
 	// ABI must match the module's exports when set.
-	ABI       ABI       `yaml:"abi"`
+	ABI ABI `yaml:"abi"`
+	// Isolation is fresh (the default) or pooled.
 	Isolation Isolation `yaml:"isolation"`
 	// Capabilities are what the module asks for. Nothing is granted by
 	// asking: the safety decision grants a subset, and the host enforces
 	// exactly that (Input.Grants).
 	Capabilities Capabilities `yaml:"capabilities"`
-	Limits       Limits       `yaml:"limits"`
+	// Limits bound each run.
+	Limits Limits `yaml:"limits"`
 
 	// Topic, Pool and Requires are the route a deployed module may declare
 	// (`ward module deploy`): the runtime ignores them.
-	Topic    string   `yaml:"topic"`
-	Pool     string   `yaml:"pool"`
+	Topic string `yaml:"topic"`
+	// Pool is the pool that serves Topic.
+	Pool string `yaml:"pool"`
+	// Requires are the capabilities a host of Pool must have.
 	Requires []string `yaml:"requires"`
 }
 
@@ -77,9 +83,13 @@ type Capabilities struct {
 // Limits bound one job's run of the module. Input's limits, from the safety
 // decision, take precedence; zero takes the Runtime's default.
 type Limits struct {
-	Memory    ByteSize `yaml:"memory"`
-	Time      Duration `yaml:"time"`
-	MaxInput  ByteSize `yaml:"max_input"`
+	// Memory caps the instance's linear memory.
+	Memory ByteSize `yaml:"memory"`
+	// Time caps the run's wall time.
+	Time Duration `yaml:"time"`
+	// MaxInput caps the payload.
+	MaxInput ByteSize `yaml:"max_input"`
+	// MaxOutput caps the result, and what the run streams in all.
 	MaxOutput ByteSize `yaml:"max_output"`
 }
 

@@ -61,10 +61,14 @@ type Input struct {
 
 // JobInfo is what ward.job_info tells the guest about its job.
 type JobInfo struct {
-	ID      string            `json:"id,omitempty"`
-	Topic   string            `json:"topic,omitempty"`
-	Attempt int               `json:"attempt,omitempty"`
-	Labels  map[string]string `json:"labels,omitempty"`
+	// ID is the job's id.
+	ID string `json:"id,omitempty"`
+	// Topic is the topic the job was submitted on.
+	Topic string `json:"topic,omitempty"`
+	// Attempt counts the job's runs, from 1.
+	Attempt int `json:"attempt,omitempty"`
+	// Labels are the job's labels.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Grants are what a job's module may use. The zero value grants nothing.

@@ -116,7 +116,9 @@ type Config struct {
 	// truncated; the run goes on.
 	MaxLogBytes int
 
+	// HTTP bounds the guests' outbound HTTP (ward.http_request).
 	HTTP HTTPConfig
+	// Pool configures the warm instances of pooled modules.
 	Pool PoolConfig
 
 	// Interrupt selects how runs are stopped; keep the default.
