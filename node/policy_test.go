@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/ward-run/ward/internal/testing/natstest"
 	"google.golang.org/protobuf/proto"
 
@@ -132,9 +134,7 @@ func TestPolicyPushIsEnforcedLive(t *testing.T) {
 	}
 	// Even written to the bucket behind push's back, a broken bundle is
 	// refused by the kernel.
-	if _, err := safety.PutRaw(ctx, nc, "", syntax.Proto()); err != nil {
-		t.Fatal(err)
-	}
+	putRaw(t, nc, syntax.Proto())
 	checkFor(t, 30*time.Second, func() bool { return e.n.Safety.Status().GetRefusedRevision() == syntax.Revision() })
 	if _, rec := e.run(t, echoJob("blocked")); rec.GetState() != wardv1.JobState_JOB_STATE_DENIED ||
 		rec.GetSafety().GetPolicyRevision() != res.Revision {
@@ -181,4 +181,27 @@ func TestSafetyFailOpen(t *testing.T) {
 		_, rec := e.run(t, &wardv1.JobRequest{Topic: "sys.destroy", TenantId: "acme"})
 		return rec.GetState() == wardv1.JobState_JOB_STATE_DENIED && rec.GetReason() == "safety_denied"
 	})
+}
+
+// putRaw writes pb to the policy bucket directly, with no check, as a
+// client writing the bucket behind `ward policy push`'s back would.
+func putRaw(t testing.TB, nc *nats.Conn, pb *safetyv1.PolicyBundle) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, safety.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := proto.Marshal(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "bundle", data); err != nil {
+		t.Fatal(err)
+	}
 }

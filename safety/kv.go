@@ -109,25 +109,6 @@ func Push(ctx context.Context, nc *nats.Conn, bucket string, b *Bundle, by strin
 	return res, nil
 }
 
-// PutRaw writes pb to the policy bucket as it is, without the checks Push
-// makes: kernels still refuse a bundle that fails them. It is for tests,
-// and for restoring a bucket.
-func PutRaw(ctx context.Context, nc *nats.Conn, bucket string, pb *safetyv1.PolicyBundle) (uint64, error) {
-	kv, err := policyBucket(ctx, nc, bucket)
-	if err != nil {
-		return 0, err
-	}
-	data, err := proto.Marshal(pb)
-	if err != nil {
-		return 0, fmt.Errorf("safety: put: %w", err)
-	}
-	rev, err := kv.Put(ctx, bundleKey, data)
-	if err != nil {
-		return 0, fmt.Errorf("safety: put: %w", err)
-	}
-	return rev, nil
-}
-
 // Statuses asks every kernel for its status on sys.safety.status and
 // returns the answers that arrive within wait, sorted by kernel id.
 func Statuses(ctx context.Context, nc *nats.Conn, wait time.Duration) ([]*safetyv1.KernelStatus, error) {

@@ -3,6 +3,7 @@ package safety
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nats-io/nats.go"
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/internal/testing/natstest"
@@ -226,7 +228,7 @@ func TestPushAndKVWatch(t *testing.T) {
 	// A bad bundle written to the bucket behind Push's back is refused by
 	// the kernel itself.
 	bad := broken.Proto()
-	if _, err := PutRaw(ctx, conn.NATS(), "", bad); err != nil {
+	if _, err := putRaw(ctx, conn.NATS(), "", bad); err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, 30*time.Second, "kernel refuses the bad bundle", func() bool {
@@ -242,7 +244,7 @@ func TestPushAndKVWatch(t *testing.T) {
 	}
 
 	// A kernel that starts later takes the bucket's newest good bundle...
-	if _, err := PutRaw(ctx, conn.NATS(), "", b.Proto()); err != nil {
+	if _, err := putRaw(ctx, conn.NATS(), "", b.Proto()); err != nil {
 		t.Fatal(err)
 	}
 	late := newKernel(t, policies.FS, Config{ID: "k-late"})
@@ -364,4 +366,22 @@ func TestReloaderShutdownDuringStart(t *testing.T) {
 	if n := conn.NATS().NumSubscriptions(); n != subs {
 		t.Errorf("%d subscriptions left", n-subs)
 	}
+}
+
+// putRaw writes pb to the policy bucket as it is, without the checks Push
+// makes, as a client writing the bucket behind push's back would.
+func putRaw(ctx context.Context, nc *nats.Conn, bucket string, pb *safetyv1.PolicyBundle) (uint64, error) {
+	kv, err := policyBucket(ctx, nc, bucket)
+	if err != nil {
+		return 0, err
+	}
+	data, err := proto.Marshal(pb)
+	if err != nil {
+		return 0, fmt.Errorf("safety: put: %w", err)
+	}
+	rev, err := kv.Put(ctx, bundleKey, data)
+	if err != nil {
+		return 0, fmt.Errorf("safety: put: %w", err)
+	}
+	return rev, nil
 }
