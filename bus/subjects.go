@@ -1,5 +1,5 @@
 // Package bus is Ward's NATS plumbing: the subjects of the bus contract
-// (ARCHITECTURE.md, "Bus contract"), a protobuf codec, and subscriptions
+// (docs/ARCHITECTURE.md, "Bus contract"), a protobuf codec, and subscriptions
 // whose handlers run concurrently, survive panics, and count malformed
 // messages instead of failing on them.
 package bus

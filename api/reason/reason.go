@@ -13,8 +13,11 @@ type Code string
 func (c Code) String() string { return string(c) }
 
 // Ends and waits: the reason of a job's terminal state, or of the events
-// of a job that waits. A job that ends with one of these is in the DLQ
-// (except cancelled).
+// of a job that waits. A job the scheduler could not admit or place
+// (denied, no route, no worker, overloaded, tenant limit, retired module)
+// goes to the DLQ with its reason; a job that failed on its host goes there
+// only when it had retries, with MaxRetriesExceeded; a cancelled or timed
+// out job does not.
 const (
 	// NoPoolMapping: no pool serves the job's topic with its requires (or
 	// its preferred_pool).
@@ -92,7 +95,8 @@ const (
 	// ContextUnavailable: the host could not read the job's payload from
 	// its pointer.
 	ContextUnavailable Code = "context_unavailable"
-	// ResultUnavailable: the host could not store a large result.
+	// ResultUnavailable: the host ran the job but could not store its
+	// result in the job store.
 	ResultUnavailable Code = "result_unavailable"
 	// Internal: the host failed for a reason of its own.
 	Internal Code = "internal"

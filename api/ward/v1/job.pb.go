@@ -5,7 +5,7 @@
 // source: ward/v1/job.proto
 
 // Package ward.v1 holds the messages that travel on Ward's bus between
-// clients, schedulers and hosts. See ARCHITECTURE.md ("Bus contract").
+// clients, schedulers and hosts. See docs/ARCHITECTURE.md ("Bus contract").
 
 package wardv1
 

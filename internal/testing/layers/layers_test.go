@@ -34,7 +34,6 @@ var layers = []struct {
 	{"host", 3},
 	{"safety", 3},
 	{"client", 3},
-	{"gateway", 3},
 	{"node", 4},
 	{"internal/bench", 4},
 	{"internal/testing", 4}, // test helpers: imported by tests only
