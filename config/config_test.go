@@ -90,7 +90,7 @@ placement:
   strategy: round-robin
   prefetch: 0
 pools:
-  echo: {strategy: random}
+  echo: {strategy: hash}
 tenants:
   default: {rate: 10}
   overrides:
@@ -100,7 +100,7 @@ tenants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.StrategyFor("echo") != StrategyRandom || s.StrategyFor("chat-advanced") != StrategyAffinity || s.StrategyFor("x") != StrategyRoundRobin {
+	if s.StrategyFor("echo") != StrategyHash || s.StrategyFor("chat-advanced") != StrategyAffinity || s.StrategyFor("x") != StrategyRoundRobin {
 		t.Errorf("strategies: echo %s chat-advanced %s x %s", s.StrategyFor("echo"), s.StrategyFor("chat-advanced"), s.StrategyFor("x"))
 	}
 	if s.Placement.Prefetch != 0 || s.Placement.CPUThreshold != 90 {
@@ -215,21 +215,23 @@ func FuzzParsePools(f *testing.F) {
 
 func TestSchedulerErrors(t *testing.T) {
 	for name, tc := range map[string]struct{ in, want string }{
-		"unknown strategy": {"placement:\n  strategy: fastest\n", "line 2: placement.strategy \"fastest\""},
-		"pool strategy":    {"pools:\n  echo:\n    strategy: nope\n", "line 3: pools.echo.strategy"},
-		"cpu threshold":    {"placement:\n  cpu_threshold: 120\n", "line 2: placement.cpu_threshold"},
-		"zero threshold":   {"placement:\n  gpu_threshold: 0\n", "line 2: placement.gpu_threshold"},
-		"negative cap":     {"queue:\n  cap: -1\n", "line 2: queue.cap"},
-		"aging":            {"queue:\n  aging_factor: 0s\n", "line 2: queue.aging_factor"},
-		"rate":             {"tenants:\n  default:\n    rate: -5\n", "line 3: rate"},
-		"override rate":    {"tenants:\n  overrides:\n    acme:\n      burst: -1\n", "line 4: burst"},
-		"backoff":          {"retries:\n  base: 2s\n  max: 1s\n", "line 3: backoff max"},
-		"threshold":        {"failure_domains:\n  threshold: 1.5\n", "line 2: failure_domains.threshold"},
-		"degraded":         {"modes:\n  degraded_max_priority: 11\n", "line 2: modes.degraded_max_priority"},
-		"rollout grace":    {"modules:\n  rollout_grace: 0s\n", "line 2: modules.rollout_grace"},
-		"unknown key":      {"queue:\n  size: 3\n", "line 2"},
-		"wrong type":       {"queue:\n  cap: lots\n", "line 2"},
-		"not yaml":         {"queue: [\n", "t:"},
+		"unknown strategy":      {"placement:\n  strategy: fastest\n", "line 2: placement.strategy \"fastest\""},
+		"pool strategy":         {"pools:\n  echo:\n    strategy: nope\n", "line 3: pools.echo.strategy"},
+		"renamed strategy":      {"placement:\n  strategy: random\n", "line 2: placement.strategy \"random\" is now called \"hash\""},
+		"renamed pool strategy": {"pools:\n  echo:\n    strategy: random\n", "line 3: pools.echo.strategy \"random\" is now called \"hash\""},
+		"cpu threshold":         {"placement:\n  cpu_threshold: 120\n", "line 2: placement.cpu_threshold"},
+		"zero threshold":        {"placement:\n  gpu_threshold: 0\n", "line 2: placement.gpu_threshold"},
+		"negative cap":          {"queue:\n  cap: -1\n", "line 2: queue.cap"},
+		"aging":                 {"queue:\n  aging_factor: 0s\n", "line 2: queue.aging_factor"},
+		"rate":                  {"tenants:\n  default:\n    rate: -5\n", "line 3: rate"},
+		"override rate":         {"tenants:\n  overrides:\n    acme:\n      burst: -1\n", "line 4: burst"},
+		"backoff":               {"retries:\n  base: 2s\n  max: 1s\n", "line 3: backoff max"},
+		"threshold":             {"failure_domains:\n  threshold: 1.5\n", "line 2: failure_domains.threshold"},
+		"degraded":              {"modes:\n  degraded_max_priority: 11\n", "line 2: modes.degraded_max_priority"},
+		"rollout grace":         {"modules:\n  rollout_grace: 0s\n", "line 2: modules.rollout_grace"},
+		"unknown key":           {"queue:\n  size: 3\n", "line 2"},
+		"wrong type":            {"queue:\n  cap: lots\n", "line 2"},
+		"not yaml":              {"queue: [\n", "t:"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseScheduler("t", []byte(tc.in))

@@ -19,9 +19,10 @@ const (
 	StrategyLeastLoaded Strategy = "least-loaded"
 	// StrategyRoundRobin takes the eligible workers in turn.
 	StrategyRoundRobin Strategy = "round-robin"
-	// StrategyRandom picks by a hash of the job id: spread like random,
-	// but the same job on the same snapshot lands on the same worker.
-	StrategyRandom Strategy = "random"
+	// StrategyHash is rendezvous hashing of the job id and the worker id:
+	// spread like random, but the same job on the same snapshot lands on
+	// the same worker, and a worker leaving moves only its own jobs.
+	StrategyHash Strategy = "hash"
 	// StrategyAffinity prefers, in order: the worker a job asks for with
 	// previous_worker_id, a worker holding its data_locality key, one in its
 	// preferred_zone, one with the pool's preferred capabilities; then the
@@ -33,7 +34,18 @@ const (
 )
 
 // Strategies lists every strategy.
-var Strategies = []Strategy{StrategyLeastLoaded, StrategyRoundRobin, StrategyRandom, StrategyAffinity, StrategyResourceFit}
+var Strategies = []Strategy{StrategyLeastLoaded, StrategyRoundRobin, StrategyHash, StrategyAffinity, StrategyResourceFit}
+
+// strategyError says why st is not a strategy, or returns "".
+func strategyError(key string, st Strategy) string {
+	switch {
+	case slices.Contains(Strategies, st):
+		return ""
+	case st == "random": // its former name
+		return fmt.Sprintf("%s %q is now called %q (deterministic rendezvous hashing of the job id, not random)", key, st, StrategyHash)
+	}
+	return fmt.Sprintf("%s %q is not one of %v", key, st, Strategies)
+}
 
 // Scheduler is scheduler.yaml: placement, admission and recovery settings.
 // Every key is optional; DefaultScheduler gives the values of unset ones.
@@ -277,10 +289,9 @@ func (s *Scheduler) validate(name string, root *yaml.Node) error {
 		}
 		return lineErr(name, lineOf(root, path...), "%s", msg)
 	}
-	validStrategy := func(st Strategy) bool { return slices.Contains(Strategies, st) }
 	p, q, t, f := &s.Placement, &s.Queue, &s.Tenants, &s.FailureDomains
 	checks := []error{
-		check(validStrategy(p.Strategy), fmt.Sprintf("placement.strategy %q is not one of %v", p.Strategy, Strategies), "placement", "strategy"),
+		check(strategyError("placement.strategy", p.Strategy) == "", strategyError("placement.strategy", p.Strategy), "placement", "strategy"),
 		check(p.CPUThreshold > 0 && p.CPUThreshold <= 100, "placement.cpu_threshold must be in (0, 100]", "placement", "cpu_threshold"),
 		check(p.GPUThreshold > 0 && p.GPUThreshold <= 100, "placement.gpu_threshold must be in (0, 100]", "placement", "gpu_threshold"),
 		check(p.Prefetch >= 0 && p.Prefetch <= 1000, "placement.prefetch must be 0..1000", "placement", "prefetch"),
@@ -310,7 +321,8 @@ func (s *Scheduler) validate(name string, root *yaml.Node) error {
 	}
 	for _, pool := range sortedKeys(s.Pools) {
 		ps := s.Pools[pool]
-		if err := check(ps.Strategy == "" || validStrategy(ps.Strategy), fmt.Sprintf("pools.%s.strategy %q is not one of %v", pool, ps.Strategy, Strategies), "pools", pool, "strategy"); err != nil {
+		key := "pools." + pool + ".strategy"
+		if err := check(ps.Strategy == "" || strategyError(key, ps.Strategy) == "", strategyError(key, ps.Strategy), "pools", pool, "strategy"); err != nil {
 			return err
 		}
 		if err := check(ps.Prefetch == nil || (*ps.Prefetch >= 0 && *ps.Prefetch <= 1000), fmt.Sprintf("pools.%s.prefetch must be 0..1000", pool), "pools", pool, "prefetch"); err != nil {

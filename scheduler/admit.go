@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,34 +17,8 @@ import (
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/scheduler/placement"
 )
-
-// Labels with a meaning to placement. Every other label of a job is a
-// constraint: a worker qualifies only if it has that label with that value
-// (zone and region also match the heartbeat's zone and region).
-const (
-	// LabelPreferredPool narrows routing to that pool when the topic maps to it.
-	LabelPreferredPool = "preferred_pool"
-	// LabelPreferredWorker sends the job to that worker when it is alive
-	// and eligible, whatever the pool's strategy.
-	LabelPreferredWorker = "preferred_worker_id"
-	// LabelPreviousWorker, LabelPreferredZone and LabelDataLocality are the
-	// affinity strategy's hints: the worker that ran the job's previous
-	// step, a zone, and a key matched against the comma-separated
-	// data_locality label of workers.
-	LabelPreviousWorker = "previous_worker_id"
-	LabelPreferredZone  = "preferred_zone"
-	LabelDataLocality   = "data_locality"
-)
-
-// isHint reports whether a label is a placement hint, not a constraint.
-func isHint(key string) bool {
-	switch key {
-	case LabelPreferredPool, LabelPreferredWorker, LabelPreviousWorker, LabelPreferredZone, LabelDataLocality:
-		return true
-	}
-	return false
-}
 
 // dispatchLockTTL bounds how long a dead replica's dispatch lock blocks a job.
 const dispatchLockTTL = 10 * time.Second
@@ -171,7 +144,7 @@ func route(p *config.Pools, topic string, requires []string, labels map[string]s
 	if len(out) == 0 {
 		return nil, fmt.Sprintf("no pool of topic %q (%s) offers %v", topic, strings.Join(mapped, ", "), requires)
 	}
-	if pp := labels[LabelPreferredPool]; pp != "" && slices.Contains(out, pp) {
+	if pp := labels[placement.LabelPreferredPool]; pp != "" && slices.Contains(out, pp) {
 		return []string{pp}, ""
 	}
 	return out, ""
@@ -320,18 +293,15 @@ func (lim *limits) first(t *jobstore.Transition) {
 	}
 }
 
-// snapshots reuses the buffers placement reads.
-var snapshots = sync.Pool{New: func() any { return new([]Worker) }}
-
 // place runs placement over the job's pools in order, and dispatches the
 // job, parks it, or ends it.
 func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, lim limits, pools []string, queued map[string]int) {
-	buf := snapshots.Get().(*[]Worker)
-	defer func() { *buf = (*buf)[:0]; snapshots.Put(buf) }()
+	snap := s.snapshots.Get().(*placement.Snapshot)
+	defer s.snapshots.Put(snap)
 	now := time.Now()
 	hot := s.hotZones()
 	var (
-		d        Decision
+		d        placement.Decision
 		busyPool string
 		busyWhy  string
 		noneWhy  []string
@@ -340,40 +310,23 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 	for tries := 0; tries < 3; tries++ {
 		busyPool, busyWhy, noneWhy = "", "", noneWhy[:0]
 		for _, pool := range pools {
-			ws := s.hosts.Snapshot((*buf)[:0], pool, now)
-			*buf = ws
-			// Only hosts holding the module's version in force; while it
-			// rolls out, a job none of them can run waits for the others.
-			ws, stale := c.current(ws, pool)
-			rolling := ""
-			if stale > 0 || len(ws) == 0 {
-				rolling = c.rollingOut(pool, stale, now)
-			}
-			if len(ws) == 0 && (rolling != "" || stale > 0) {
-				if rolling != "" {
-					if busyPool == "" {
-						busyPool, busyWhy = pool, rolling
-					}
-					waits.WithLabelValues("rollout").Inc()
-				} else {
-					noneWhy = append(noneWhy, c.staleWhy(pool, stale))
-				}
-				continue
-			}
-			for i := range ws {
-				ws[i].ZoneThrottled = hot[ws[i].Zone]
-			}
+			s.hosts.Snapshot(snap, pool, now)
+			snap.Module, snap.Throttled = c.versions[pool], hot
 			r := request(job, c.pools.Pools[pool], s.lastPick(pool))
 			p := s.policy(c.sched, pool)
-			switch Place(ws, &r, &p, &d) {
-			case Placed:
-				placements.WithLabelValues(p.Strategy.String(), "placed").Inc()
-				if p.Strategy == RoundRobin {
+			o := placement.Place(snap, &r, &p, &d)
+			if d.Ranked {
+				placements.WithLabelValues(p.Strategy.String(), outcomeLabel(o)).Inc()
+			}
+			switch o {
+			case placement.Placed:
+				if p.Strategy == placement.RoundRobin {
 					s.picked(pool, d.WorkerID)
 				}
-				if d.Throttled && !s.domains.take(ws[d.Worker].Zone, now, &c.sched.FailureDomains) {
+				w := &snap.Workers[d.Worker]
+				if d.Throttled && !s.domains.take(w.Zone, now, &c.sched.FailureDomains) {
 					if busyPool == "" {
-						busyPool, busyWhy = pool, "zone "+ws[d.Worker].Zone+" is throttled (failure rate over "+
+						busyPool, busyWhy = pool, "zone "+w.Zone+" is throttled (failure rate over "+
 							fmt.Sprint(c.sched.FailureDomains.Threshold)+"): "+d.Reasoning()
 					}
 					waits.WithLabelValues("zone_throttled").Inc()
@@ -385,33 +338,24 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 					s.park(ctx, c, job, lim, pool, "jobs are waiting for pool "+pool+"; queued behind them")
 					return
 				}
-				switch s.schedule(ctx, job, lim, pool, &p, &d, &ws[d.Worker]) {
+				switch s.schedule(ctx, job, lim, pool, &p, &d, w) {
 				case scheduled, gone:
 					return
 				case full:
 					fullPool = pool
 					continue // the store knew better: place again
 				}
-			case Busy:
-				placements.WithLabelValues(p.Strategy.String(), "busy").Inc()
+			case placement.Busy:
 				if busyPool == "" {
-					busyPool, busyWhy = pool, "every eligible worker of pool "+pool+" is busy: "+d.Reasoning()
+					busyPool, busyWhy = pool, d.Why()
 				}
-			case NoWorker:
-				placements.WithLabelValues(p.Strategy.String(), "no_worker").Inc()
-				if rolling != "" {
-					// The hosts still loading it may be the ones it needs.
-					if busyPool == "" {
-						busyPool, busyWhy = pool, rolling+"; "+d.Reasoning()
-					}
-					waits.WithLabelValues("rollout").Inc()
-					continue
+			case placement.RollingOut:
+				if busyPool == "" {
+					busyPool, busyWhy = pool, d.Why()
 				}
-				if len(ws) == 0 {
-					noneWhy = append(noneWhy, fmt.Sprintf("no live host serves pool %q", pool))
-				} else {
-					noneWhy = append(noneWhy, fmt.Sprintf("no live host of pool %q can run it: %s", pool, d.Reasoning()))
-				}
+				waits.WithLabelValues("rollout").Inc()
+			case placement.NoWorker:
+				noneWhy = append(noneWhy, d.Why())
 			}
 		}
 		if busyPool != "" || len(noneWhy) == len(pools) {
@@ -436,36 +380,40 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 	}
 }
 
+// outcomeLabel is the placements metric's outcome label; a job waiting
+// for a rollout was no_worker to the filters.
+func outcomeLabel(o placement.Outcome) string {
+	switch o {
+	case placement.Placed:
+		return "placed"
+	case placement.Busy:
+		return "busy"
+	}
+	return "no_worker"
+}
+
 // request is placement's view of a job bound for pool; after is the
 // pool's last round-robin pick.
-func request(job *jobstore.Job, pool config.Pool, after string) Request {
-	r := Request{
-		JobID:           job.ID,
-		Requires:        job.Requires,
-		PoolRequires:    pool.Requires,
-		Prefers:         pool.Prefers,
-		PreferredWorker: job.Labels[LabelPreferredWorker],
-		PreviousWorker:  job.Labels[LabelPreviousWorker],
-		Zone:            job.Labels[LabelPreferredZone],
-		DataKey:         job.Labels[LabelDataLocality],
-		CPUMillicores:   job.CPUMillicores,
-		MemoryBytes:     job.MemoryBytes,
-		After:           after,
+func request(job *jobstore.Job, pool config.Pool, after string) placement.Request {
+	r := placement.Request{
+		JobID:         job.ID,
+		Requires:      job.Requires,
+		PoolRequires:  pool.Requires,
+		Prefers:       pool.Prefers,
+		CPUMillicores: job.CPUMillicores,
+		MemoryBytes:   job.MemoryBytes,
+		After:         after,
 	}
-	for k, v := range job.Labels {
-		if !isHint(k) {
-			r.Constraints = append(r.Constraints, Label{Key: k, Value: v})
-		}
-	}
-	slices.SortFunc(r.Constraints, func(a, b Label) int { return strings.Compare(a.Key, b.Key) })
+	r.SetLabels(job.Labels)
 	return r
 }
 
 // policy is pool's placement policy: scheduler.yaml's settings, and the
 // per-slot prefetch its prefetch window gives for the pool's jobs' usual
 // running time.
-func (s *Scheduler) policy(c *config.Scheduler, pool string) Policy {
-	p := Policy{Strategy: StrategyOf(c.StrategyFor(pool)), CPUThreshold: c.Placement.CPUThreshold,
+func (s *Scheduler) policy(c *config.Scheduler, pool string) placement.Policy {
+	st, _ := placement.ParseStrategy(string(c.StrategyFor(pool))) // config validated it
+	p := placement.Policy{Strategy: st, CPUThreshold: c.Placement.CPUThreshold,
 		GPUThreshold: c.Placement.GPUThreshold, Prefetch: c.PrefetchFor(pool)}
 	if w := c.PrefetchWindowFor(pool); w > 0 {
 		if run, ok := s.runTime(pool); ok {
@@ -530,9 +478,9 @@ const (
 // schedule moves a placed job to SCHEDULED, with the store checking the
 // tenant's and the worker's limits and taking the dispatch lock in the
 // same step, then dispatches it.
-func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits, pool string, p *Policy, d *Decision, w *Worker) scheduleResult {
+func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits, pool string, p *placement.Policy, d *placement.Decision, w *Worker) scheduleResult {
 	t := jobstore.Transition{To: jobstore.Scheduled, From: jobstore.Pending, Pool: pool, WorkerID: w.ID,
-		TenantLimit: lim.tenant, WorkerLimit: p.capacity(w), Lock: &jobstore.Lock{Owner: s.id, TTL: dispatchLockTTL},
+		TenantLimit: lim.tenant, WorkerLimit: p.Capacity(w), Lock: &jobstore.Lock{Owner: s.id, TTL: dispatchLockTTL},
 		Message: d.Reasoning()}
 	lim.first(&t)
 	s.hosts.Reserve(w.ID, job.CPUMillicores, job.MemoryBytes)

@@ -7,83 +7,36 @@ import (
 	"time"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/scheduler/placement"
 )
 
-// Worker is a live host as placement sees it: a copy of its last heartbeat
-// plus what this replica learned since. What placement reads of every
-// worker fits in the first cache line; the resource figures and the id
-// (read when they matter) in the second.
-type Worker struct {
-	caps uint64 // Capabilities as a mask (capTable)
-	// Inflight is how many jobs the worker holds (SCHEDULED, DISPATCHED or
-	// RUNNING): the store's count whenever a transition of this replica
-	// returned it, raised by each job this replica places, else the
-	// heartbeat's active_jobs. The store checks the real count atomically
-	// with each placement, so a stale figure costs a retry, never an
-	// overload.
-	Inflight    int
-	MaxParallel int
-	CPULoad     float64
-	GPUUtil     float64
-	idHash      uint64 // fnv(ID), for rendezvous hashing
-	// Quarantined: it failed repeatedly and cools down.
-	Quarantined bool
-	// ZoneThrottled: its zone fails often; it is placed on last.
-	ZoneThrottled bool
-	capsMasked    bool // caps holds every capability
-
-	// CPUFree (millicores) and MemFree (bytes) are free at the heartbeat.
-	CPUFree, MemFree int64
-	// ReservedCPU and ReservedMem are the requests of the jobs this
-	// replica placed on the worker since its heartbeat.
-	ReservedCPU, ReservedMem int64
-	ID                       string
-
-	Capabilities []string
-	Pools        []string
-	Labels       map[string]string
-	// Modules maps each module the host holds to its digest.
-	Modules      map[string]string
-	Region, Zone string
-	// ActiveJobs is what the host ran at its last heartbeat.
-	ActiveJobs int
-	CPUCores   int
-	// Seen is when the last heartbeat arrived.
-	Seen time.Time
-
-	heldAt int64 // when Inflight came from the store, Unix ns
-}
-
-// hash returns fnv(w.ID), computed once by the registry.
-func (w *Worker) hash() uint64 {
-	if w.idHash != 0 {
-		return w.idHash
-	}
-	return fnv(w.ID)
-}
-
-// Serves reports whether w serves pool.
-func (w *Worker) Serves(pool string) bool { return slices.Contains(w.Pools, pool) }
-
-// Has reports whether w has every capability in caps.
-func (w *Worker) Has(caps []string) bool { return hasAll(w.Capabilities, caps) }
+// Worker is a live host as placement sees it (placement.Worker).
+type Worker = placement.Worker
 
 // heldFresh is how long a count from the store outranks heartbeats.
 const heldFresh = 2 * time.Second
 
-// Hosts holds the latest heartbeat of every live worker.
+// Hosts is the registry of live hosts: the latest heartbeat of every
+// worker, what this replica placed on each since, and the quarantine.
 type Hosts struct {
 	ttl time.Duration
 
-	mu          sync.Mutex // guards the 3 following fields
-	workers     map[string]*Worker
-	byPool      map[string][]*Worker // sorted by id; rebuilt when membership changes
-	quarantined map[string]time.Time // worker -> end of its quarantine
+	mu          sync.Mutex // guards the 4 following fields
+	workers     map[string]*host
+	byPool      map[string][]*host   // sorted by id; rebuilt when membership changes
+	quarantined map[string]time.Time // worker -> end of its quarantine; replaced whole, never modified
+	caps        *placement.Caps      // the capability table the workers were prepared with
+}
+
+// host is a worker's entry in the registry.
+type host struct {
+	w      Worker
+	heldAt int64 // when w.Inflight came from the store, Unix ns
 }
 
 // NewHosts returns a registry that forgets a worker after ttl of silence.
 func NewHosts(ttl time.Duration) *Hosts {
-	return &Hosts{ttl: ttl, workers: make(map[string]*Worker)}
+	return &Hosts{ttl: ttl, workers: make(map[string]*host)}
 }
 
 // Observe records a heartbeat received at now. A draining host is forgotten.
@@ -103,7 +56,7 @@ func (r *Hosts) Observe(hb *wardv1.Heartbeat, now time.Time) {
 		}
 		return
 	}
-	w := &Worker{
+	w := Worker{
 		ID:           id,
 		Pools:        slices.Clone(pools),
 		Capabilities: slices.Clone(hb.GetCapabilities()),
@@ -112,38 +65,38 @@ func (r *Hosts) Observe(hb *wardv1.Heartbeat, now time.Time) {
 		Region:       hb.GetRegion(),
 		Zone:         hb.GetZone(),
 		ActiveJobs:   int(hb.GetActiveJobs()),
-		MaxParallel:  int(hb.GetMaxParallelJobs()),
+		MaxParallel:  hb.GetMaxParallelJobs(),
 		CPULoad:      hb.GetCpuLoad(),
 		GPUUtil:      hb.GetGpuUtilization(),
 		CPUCores:     int(hb.GetCpuCores()),
 		CPUFree:      hb.GetCpuMillicoresFree(),
 		MemFree:      int64(hb.GetMemory().GetAvailableBytes()),
-		Inflight:     int(hb.GetActiveJobs()),
+		Inflight:     hb.GetActiveJobs(),
 		Seen:         now,
-		idHash:       fnv(id),
 	}
-	w.caps, w.capsMasked = capabilities.mask(w.Capabilities)
-	if old == nil || !slices.Equal(old.Pools, w.Pools) {
+	r.caps = r.caps.Prepare(&w)
+	if old == nil || !slices.Equal(old.w.Pools, w.Pools) {
 		r.byPool = nil
 	}
 	if old != nil {
+		heldAt := int64(0)
 		if now.UnixNano()-old.heldAt < int64(heldFresh) {
-			w.Inflight, w.heldAt = max(w.Inflight, old.Inflight), old.heldAt
+			w.Inflight, heldAt = max(w.Inflight, old.w.Inflight), old.heldAt
 		}
-		*old = *w
+		*old = host{w: w, heldAt: heldAt}
 		return
 	}
-	r.workers[id] = w
+	r.workers[id] = &host{w: w}
 }
 
 // Reserve notes that this replica is placing a job on worker id.
 func (r *Hosts) Reserve(id string, cpu, mem int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if w, ok := r.workers[id]; ok {
-		w.Inflight++
-		w.ReservedCPU += cpu
-		w.ReservedMem += mem
+	if h, ok := r.workers[id]; ok {
+		h.w.Inflight++
+		h.w.ReservedCPU += cpu
+		h.w.ReservedMem += mem
 	}
 }
 
@@ -151,10 +104,10 @@ func (r *Hosts) Reserve(id string, cpu, mem int64) {
 func (r *Hosts) Unreserve(id string, cpu, mem int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if w, ok := r.workers[id]; ok {
-		w.Inflight = max(0, w.Inflight-1)
-		w.ReservedCPU = max(0, w.ReservedCPU-cpu)
-		w.ReservedMem = max(0, w.ReservedMem-mem)
+	if h, ok := r.workers[id]; ok {
+		h.w.Inflight = max(0, h.w.Inflight-1)
+		h.w.ReservedCPU = max(0, h.w.ReservedCPU-cpu)
+		h.w.ReservedMem = max(0, h.w.ReservedMem-mem)
 	}
 }
 
@@ -162,12 +115,13 @@ func (r *Hosts) Unreserve(id string, cpu, mem int64) {
 func (r *Hosts) SetHeld(id string, n int, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if w, ok := r.workers[id]; ok {
-		w.Inflight, w.heldAt = n, now.UnixNano()
+	if h, ok := r.workers[id]; ok {
+		h.w.Inflight, h.heldAt = int32(n), now.UnixNano()
 	}
 }
 
-// SetQuarantined replaces the set of quarantined workers.
+// SetQuarantined replaces the set of quarantined workers; q is not
+// modified afterwards.
 func (r *Hosts) SetQuarantined(q map[string]time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -179,8 +133,8 @@ func (r *Hosts) Evict(now time.Time) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	for id, w := range r.workers {
-		if now.Sub(w.Seen) > r.ttl {
+	for id, h := range r.workers {
+		if now.Sub(h.w.Seen) > r.ttl {
 			delete(r.workers, id)
 			n++
 		}
@@ -191,38 +145,37 @@ func (r *Hosts) Evict(now time.Time) int {
 	return n
 }
 
-// Snapshot appends copies of the live workers serving pool to dst, sorted
-// by id so that placement sees the same order every time, and returns it.
-// An empty pool means every worker.
-func (r *Hosts) Snapshot(dst []Worker, pool string, now time.Time) []Worker {
+// Snapshot sets s to what the registry knows of pool as of now: copies of
+// its live workers (in s.Workers, reusing its array), sorted by id so that
+// placement sees the same order every time, the capability table and the
+// quarantine; the other fields are left empty. An empty pool means every
+// worker.
+func (r *Hosts) Snapshot(s *placement.Snapshot, pool string, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byPool == nil {
 		r.index()
 	}
-	for _, w := range r.byPool[pool] {
-		if now.Sub(w.Seen) > r.ttl {
-			continue
-		}
-		dst = append(dst, *w)
-		if till, ok := r.quarantined[w.ID]; ok && now.Before(till) {
-			dst[len(dst)-1].Quarantined = true
+	ws := s.Workers[:0]
+	for _, h := range r.byPool[pool] {
+		if now.Sub(h.w.Seen) <= r.ttl {
+			ws = append(ws, h.w)
 		}
 	}
-	return dst
+	*s = placement.Snapshot{Pool: pool, Workers: ws, Caps: r.caps, Quarantined: r.quarantined, Now: now}
 }
 
 // index rebuilds byPool. Lock should be held.
 func (r *Hosts) index() {
-	r.byPool = make(map[string][]*Worker)
-	for _, w := range r.workers {
-		r.byPool[""] = append(r.byPool[""], w)
-		for _, p := range w.Pools {
-			r.byPool[p] = append(r.byPool[p], w)
+	r.byPool = make(map[string][]*host)
+	for _, h := range r.workers {
+		r.byPool[""] = append(r.byPool[""], h)
+		for _, p := range h.w.Pools {
+			r.byPool[p] = append(r.byPool[p], h)
 		}
 	}
-	for _, ws := range r.byPool {
-		slices.SortFunc(ws, func(a, b *Worker) int { return strings.Compare(a.ID, b.ID) })
+	for _, hs := range r.byPool {
+		slices.SortFunc(hs, func(a, b *host) int { return strings.Compare(a.w.ID, b.w.ID) })
 	}
 }
 
@@ -233,8 +186,8 @@ func (r *Hosts) Serves(pool string, now time.Time) bool {
 	if r.byPool == nil {
 		r.index()
 	}
-	for _, w := range r.byPool[pool] {
-		if now.Sub(w.Seen) <= r.ttl {
+	for _, h := range r.byPool[pool] {
+		if now.Sub(h.w.Seen) <= r.ttl {
 			return true
 		}
 	}
@@ -252,9 +205,9 @@ func (r *Hosts) Len() int {
 func (r *Hosts) Get(id string) (Worker, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	w, ok := r.workers[id]
+	h, ok := r.workers[id]
 	if !ok {
 		return Worker{}, false
 	}
-	return *w, true
+	return h.w, true
 }

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/scheduler/placement"
 )
 
 // modules is the scheduler's view of the module registry: the version in
@@ -27,54 +29,27 @@ func (m *modules) active(name string) *modreg.Active {
 	return m.state.Actives[name]
 }
 
-// eligible reports whether w may run module name, whose active version is
-// a: it holds that version, or it refused it and keeps serving the one it
-// had (the refusal is in `ward module ls`, and the old version is better
-// than no service).
-func (m *modules) eligible(w *Worker, name string, a *modreg.Active) bool {
-	return w.Modules[name] == a.Digest || m.state.Refused[name][w.ID].Digest == a.Digest
-}
-
-// current removes from ws, in place, the workers of pool that do not hold
-// the active version of the pool's module, and returns the rest and how
-// many it removed.
-func (c *settings) current(ws []Worker, pool string) ([]Worker, int) {
-	name := c.pools.Pools[pool].Module
-	a := c.mods.active(name)
-	if a == nil || a.Retired {
-		return ws, 0
-	}
-	kept := ws[:0]
-	for i := range ws {
-		if c.mods.eligible(&ws[i], name, a) {
-			kept = append(kept, ws[i])
+// versions returns, for each pool whose module the registry holds (and
+// did not retire), its version in force as placement needs it.
+func (m *modules) versions(pools *config.Pools, grace time.Duration) map[string]*placement.Module {
+	out := make(map[string]*placement.Module)
+	for pool, p := range pools.Pools {
+		a := m.active(p.Module)
+		if a == nil || a.Retired {
+			continue
 		}
+		v := &placement.Module{Name: p.Module, Version: a.Version, Digest: a.Digest, Since: m.since[p.Module], Grace: grace}
+		for worker, r := range m.state.Refused[p.Module] {
+			if r.Digest == a.Digest {
+				if v.Refused == nil {
+					v.Refused = make(map[string]bool)
+				}
+				v.Refused[worker] = true
+			}
+		}
+		out[pool] = v
 	}
-	return kept, len(ws) - len(kept)
-}
-
-// rollingOut explains why pool's jobs wait: no host holds the active
-// version of its module yet, which became active less than modules.rollout_grace
-// ago. It returns "" otherwise.
-func (c *settings) rollingOut(pool string, stale int, now time.Time) string {
-	name := c.pools.Pools[pool].Module
-	a := c.mods.active(name)
-	if a == nil || now.Sub(c.mods.since[name]) >= c.sched.Modules.RolloutGrace {
-		return ""
-	}
-	if a.Retired {
-		return ""
-	}
-	return fmt.Sprintf("module %s %s (%s) is rolling out: no live host of pool %s holds it yet (%d hold another version)",
-		name, a.Version, short(a.Digest), pool, stale)
-}
-
-// staleWhy is why a pool's stale hosts cannot run a job once the grace is over.
-func (c *settings) staleWhy(pool string, stale int) string {
-	name := c.pools.Pools[pool].Module
-	a := c.mods.active(name)
-	return fmt.Sprintf("no live host of pool %q holds module %s %s (%s), active for over %s (modules.rollout_grace): %d host(s) hold another version (see `ward module ls`)",
-		pool, name, a.Version, short(a.Digest), c.sched.Modules.RolloutGrace, stale)
+	return out
 }
 
 // retired drops the pools whose module is retired; when none is left it
@@ -94,13 +69,6 @@ func (c *settings) retired(pools []string) ([]string, string) {
 		return nil, fmt.Sprintf("module %s was retired (`ward module rm`); deploy it again to serve this topic", strings.Join(gone, ", "))
 	}
 	return live, ""
-}
-
-func short(digest string) string {
-	if len(digest) > 19 {
-		return digest[:19]
-	}
-	return digest
 }
 
 // followModules installs the registry's new state: the routes its
@@ -159,10 +127,11 @@ func (s *Scheduler) caughtUp(ctx context.Context) *settings {
 	}
 }
 
-// storeConf derives the routing table from pools.yaml and the registry
-// and puts c in force. confMu is held.
+// storeConf derives the routing table from pools.yaml and the registry,
+// and the module version in force of each pool, and puts c in force.
+// confMu is held.
 func (s *Scheduler) storeConf(c *settings) {
-	c.pools = c.base
+	c.pools, c.versions = c.base, nil
 	if c.mods != nil {
 		var conflicts []modreg.Conflict
 		c.pools, conflicts = modreg.Routes(c.base, c.mods.state.Actives)
@@ -175,6 +144,7 @@ func (s *Scheduler) storeConf(c *settings) {
 			}
 		}
 		s.conflicts = seen
+		c.versions = c.mods.versions(c.pools, c.sched.Modules.RolloutGrace)
 	}
 	s.conf.Store(c)
 	s.poke()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/scheduler/placement"
 )
 
 // pumpHeads is how many jobs of a pool queue the pump looks at in one go.
@@ -89,29 +90,28 @@ func (s *Scheduler) pump(lctx, ctx context.Context, tick bool) {
 		s.waitingMu.Unlock()
 		slices.Sort(pools)
 	}
-	buf := snapshots.Get().(*[]Worker)
-	defer func() { *buf = (*buf)[:0]; snapshots.Put(buf) }()
+	snap := s.snapshots.Get().(*placement.Snapshot)
+	defer s.snapshots.Put(snap)
 	for _, pool := range pools {
 		if lctx.Err() != nil {
 			return
 		}
-		ws := s.hosts.Snapshot((*buf)[:0], pool, now)
-		*buf = ws
-		ws, stale := c.current(ws, pool)
-		if len(ws) == 0 && c.rollingOut(pool, stale, now) != "" {
+		s.hosts.Snapshot(snap, pool, now)
+		snap.Module = c.versions[pool]
+		p := s.policy(c.sched, pool)
+		room := placement.RoomIn(snap, &p, pumpHeads)
+		if room.RollingOut {
 			continue // a host will hold the version in force soon; its heartbeat pokes
 		}
-		p := s.policy(c.sched, pool)
-		room := freeSlots(ws, &p)
-		if len(ws) == 0 && s.deserted(pool, now) {
+		if room.Current == 0 && s.deserted(pool, now) {
 			// No live host for a while: admission ends them no_workers,
 			// as it does fresh submissions.
-			room = pumpHeads
+			room.Slots = pumpHeads
 		}
-		if room == 0 {
+		if room.Slots == 0 {
 			continue
 		}
-		heads, err := s.cfg.Store.QueueHeads(ctx, pool, min(room, pumpHeads))
+		heads, err := s.cfg.Store.QueueHeads(ctx, pool, room.Slots)
 		if err != nil {
 			s.storeFailed("queue heads", "", err)
 			continue
@@ -142,23 +142,6 @@ func (s *Scheduler) deserted(pool string, now time.Time) bool {
 		return false
 	}
 	return !s.warming() && now.Sub(since) >= min(warmup, s.cfg.WorkerTTL)
-}
-
-// freeSlots estimates how many more jobs ws can take now under p; any
-// number for a worker with no max_parallel_jobs.
-func freeSlots(ws []Worker, p *Policy) int {
-	n := 0
-	for i := range ws {
-		w := &ws[i]
-		switch {
-		case w.Quarantined:
-		case w.MaxParallel <= 0:
-			return pumpHeads
-		default:
-			n += max(0, p.capacity(w)-w.Inflight)
-		}
-	}
-	return n
 }
 
 // queuedIn notes that pool holds waiting jobs, so that the pump looks at

@@ -234,7 +234,7 @@ func (s *Scheduler) Reconcile(lctx, ctx context.Context, now time.Time) int {
 				continue
 			}
 			reason, why := ReasonPoolOverloaded, "every eligible worker stayed busy"
-			if len(s.hosts.Snapshot(nil, pool, now)) == 0 {
+			if !s.hosts.Serves(pool, now) {
 				reason, why = ReasonNoWorkers, fmt.Sprintf("no live host serves pool %q", pool)
 			}
 			n++

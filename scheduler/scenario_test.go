@@ -303,7 +303,7 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
-// TestStrategies: round-robin takes the workers in turn, random spreads by
+// TestStrategies: round-robin takes the workers in turn, hash spreads by
 // the job id, affinity prefers the pool's preferred capability and falls
 // back to the others, resource fit places by free CPU; every decision is
 // an event with its reasoning, as ward jobs get shows it.
@@ -311,7 +311,7 @@ func TestStrategies(t *testing.T) {
 	e := start(t, options{sched: `
 pools:
   a: {strategy: round-robin}
-  b2: {strategy: random}
+  b2: {strategy: hash}
   b1: {strategy: resource-fit}
 `})
 	for _, id := range []string{"w1", "w2", "w3"} {
@@ -340,18 +340,18 @@ pools:
 			t.Errorf("round robin %v", got)
 		}
 	})
-	t.Run("random", func(t *testing.T) {
+	t.Run("hash", func(t *testing.T) {
 		seen := map[string]int{}
 		for i := range 30 {
 			id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.b", JobId: fmt.Sprintf("rand-%d", i), Labels: map[string]string{"preferred_pool": "b2"}})
 			j := e.waitState(id, jobstore.Succeeded)
 			seen[j.WorkerID]++
-			if ev := lastEvent(e.events(id), jobstore.Scheduled); !strings.HasPrefix(ev.Message, "Random{worker="+j.WorkerID+" hash=") {
+			if ev := lastEvent(e.events(id), jobstore.Scheduled); !strings.HasPrefix(ev.Message, "Hash{worker="+j.WorkerID+" hash=") {
 				t.Fatalf("decision %q", ev.Message)
 			}
 		}
 		if len(seen) != 3 {
-			t.Errorf("random spread %v", seen)
+			t.Errorf("hash spread %v", seen)
 		}
 	})
 	t.Run("resource-fit", func(t *testing.T) {

@@ -29,6 +29,7 @@ import (
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/scheduler/placement"
 )
 
 // SafetyChecker asks the safety kernel about a job. *safety.Client is one.
@@ -66,9 +67,12 @@ type Config struct {
 
 // settings is one consistent set of configuration, swapped whole on reload.
 type settings struct {
-	pools    *config.Pools // base with the registry's routes
-	base     *config.Pools // pools.yaml
-	mods     *modules      // nil without a registry
+	pools *config.Pools // base with the registry's routes
+	base  *config.Pools // pools.yaml
+	mods  *modules      // nil without a registry
+	// versions holds the module version in force of each pool whose
+	// module the registry holds (and did not retire).
+	versions map[string]*placement.Module
 	timeouts *config.Timeouts
 	sched    *config.Scheduler
 }
@@ -98,6 +102,7 @@ type Scheduler struct {
 	started   time.Time            // when Start ran: the registry fills within a heartbeat
 	wake      chan struct{}        // capacity freed or a job queued: pump now
 	placing   sync.Map             // job id -> struct{}: being placed by this replica
+	snapshots sync.Pool            // *placement.Snapshot: the buffers placement reads
 	emptyMu   sync.Mutex           // guards empty
 	empty     map[string]time.Time // pool -> since when it has no live host (as the pump saw)
 	waitingMu sync.Mutex           // guards waiting
@@ -167,6 +172,7 @@ func New(cfg Config) (*Scheduler, error) {
 		waiting:  make(map[string]bool),
 		modsSeen: make(chan struct{}),
 	}
+	s.snapshots.New = func() any { return new(placement.Snapshot) }
 	s.conf.Store(&settings{pools: cfg.Pools, base: cfg.Pools, timeouts: cfg.Timeouts, sched: cfg.Settings})
 	normal := ModeNormal
 	s.mode.Store(&normal)
@@ -337,7 +343,7 @@ func (s *Scheduler) handleHeartbeat(_ context.Context, _ *nats.Msg, hb *wardv1.H
 	s.hosts.Observe(hb, time.Now())
 	// A new worker, one with room again, or one holding another module
 	// version (a rollout waits for it) may take waiting jobs.
-	if !known || int(hb.GetActiveJobs()) < before.Inflight || hb.GetActiveJobs() < hb.GetMaxParallelJobs() ||
+	if !known || hb.GetActiveJobs() < before.Inflight || hb.GetActiveJobs() < hb.GetMaxParallelJobs() ||
 		!maps.Equal(before.Modules, hb.GetModules()) {
 		s.poke()
 	}
