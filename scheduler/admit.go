@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 
+	"github.com/ward-run/ward/api/reason"
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
@@ -27,9 +28,10 @@ const dispatchLockTTL = 10 * time.Second
 // below it durations from submission (10^12 ms is September 2001).
 const deadlineAbsolute = 1_000_000_000_000
 
-func refuse(reason, format string, args ...any) *wardv1.SubmitReply {
-	submitsRefused.WithLabelValues(reason).Inc()
-	return &wardv1.SubmitReply{Reason: reason, Message: fmt.Sprintf(format, args...)}
+// refuse is the reply to a submission refused with code.
+func refuse(code reason.Code, format string, args ...any) *wardv1.SubmitReply {
+	submitsRefused.WithLabelValues(string(code)).Inc()
+	return &wardv1.SubmitReply{Reason: string(code), Message: fmt.Sprintf(format, args...)}
 }
 
 // handleSubmit stores a submission, acknowledges it, then admits it.
@@ -51,20 +53,20 @@ func (s *Scheduler) handleSubmit(ctx context.Context, msg *nats.Msg, req *wardv1
 func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1.SubmitReply, *jobstore.Job, map[string]int) {
 	switch {
 	case req.GetTopic() == "":
-		return refuse(ReasonBadRequest, "topic is required"), nil, nil
+		return refuse(reason.BadRequest, "topic is required"), nil, nil
 	case req.GetPriority() < 0 || req.GetPriority() > 10:
-		return refuse(ReasonBadRequest, "priority %d is outside 0..10", req.GetPriority()), nil, nil
+		return refuse(reason.BadRequest, "priority %d is outside 0..10", req.GetPriority()), nil, nil
 	case strings.ContainsAny(req.GetJobId(), " .*>\t\r\n"):
-		return refuse(ReasonBadRequest, "job id %q may not contain spaces, dots or wildcards", req.GetJobId()), nil, nil
+		return refuse(reason.BadRequest, "job id %q may not contain spaces, dots or wildcards", req.GetJobId()), nil, nil
 	case req.GetResources().GetCpuMillicores() < 0 || req.GetResources().GetMemoryBytes() < 0:
-		return refuse(ReasonBadRequest, "resources may not be negative"), nil, nil
+		return refuse(reason.BadRequest, "resources may not be negative"), nil, nil
 	case req.GetBudget().GetMaxRetries() < 0 || req.GetBudget().GetMaxRetries() > config.MaxRetriesLimit:
-		return refuse(ReasonBadRequest, "budget.max_retries %d is outside 0..%d", req.GetBudget().GetMaxRetries(), config.MaxRetriesLimit), nil, nil
+		return refuse(reason.BadRequest, "budget.max_retries %d is outside 0..%d", req.GetBudget().GetMaxRetries(), config.MaxRetriesLimit), nil, nil
 	case req.GetBudget().GetDeadlineMs() < 0:
-		return refuse(ReasonBadRequest, "budget.deadline_ms may not be negative"), nil, nil
+		return refuse(reason.BadRequest, "budget.deadline_ms may not be negative"), nil, nil
 	}
-	if reason, msg := s.refuseMode(req.GetPriority()); reason != "" {
-		return refuse(reason, "%s", msg), nil, nil
+	if code, msg := s.refuseMode(req.GetPriority()); code != "" {
+		return refuse(code, "%s", msg), nil, nil
 	}
 	if req.JobId == "" {
 		req.JobId = uuid.NewString()
@@ -103,17 +105,17 @@ func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1
 	})
 	switch {
 	case errors.Is(err, jobstore.ErrExists):
-		return refuse(ReasonBadRequest, "job %s exists already", req.JobId), nil, nil
+		return refuse(reason.BadRequest, "job %s exists already", req.JobId), nil, nil
 	case errors.Is(err, jobstore.ErrRateLimited):
-		return refuse(ReasonRateLimited, "tenant %q submits faster than its limit of %g jobs a second (burst %d); slow down and resubmit",
+		return refuse(reason.RateLimited, "tenant %q submits faster than its limit of %g jobs a second (burst %d); slow down and resubmit",
 			req.TenantId, limits.Rate, limits.Burst), nil, nil
 	case errors.Is(err, jobstore.ErrQueueFull):
-		return refuse(ReasonQueueFull, "every pool of topic %q has %d jobs waiting (queue.cap); resubmit later",
+		return refuse(reason.QueueFull, "every pool of topic %q has %d jobs waiting (queue.cap); resubmit later",
 			req.Topic, c.sched.Queue.Cap), nil, nil
 	case err != nil:
 		storeErrors.WithLabelValues("create").Inc()
 		s.log.Error("store create failed", "job_id", req.JobId, "err", err)
-		return refuse(ReasonStoreError, "job store unavailable"), nil, nil
+		return refuse(reason.StoreError, "job store unavailable"), nil, nil
 	case !res.Created:
 		return &wardv1.SubmitReply{JobId: res.ID, Accepted: true, Duplicate: true}, nil, nil
 	}
@@ -175,17 +177,17 @@ func (s *Scheduler) admit(ctx context.Context, job *jobstore.Job, queued map[str
 	}
 	now := time.Now()
 	if !lim.deadline.IsZero() && !now.Before(lim.deadline) {
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Timeout, Reason: ReasonDeadlineExceeded,
+		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Timeout, Reason: string(reason.DeadlineExceeded),
 			Message: "its deadline passed before it could run"}, false)
 		return
 	}
 	pools, why := route(c.pools, job.Topic, job.Requires, job.Labels)
 	if len(pools) == 0 {
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: ReasonNoPoolMapping, Message: why}, true)
+		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.NoPoolMapping), Message: why}, true)
 		return
 	}
 	if pools, why = c.retired(pools); len(pools) == 0 {
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: ReasonModuleRetired, Message: why}, true)
+		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.ModuleRetired), Message: why}, true)
 		return
 	}
 	s.place(ctx, c, job, lim, pools, queued)
@@ -220,15 +222,15 @@ func (s *Scheduler) decide(ctx context.Context, c *settings, job *jobstore.Job) 
 		})
 		if err != nil {
 			s.log.Warn("safety kernel unavailable; failing closed", "job_id", job.ID, "err", err)
-			safetyDenials.WithLabelValues(ReasonSafetyUnavailable).Inc()
-			s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Denied, Reason: ReasonSafetyUnavailable,
+			safetyDenials.WithLabelValues(string(reason.SafetyUnavailable)).Inc()
+			s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Denied, Reason: string(reason.SafetyUnavailable),
 				Message: "safety kernel unavailable: " + err.Error()}, true)
 			return lim, false
 		}
 		lim.safety = safetyRecord(decision)
 		if decision.GetDecision() == safetyv1.Decision_DECISION_DENY {
-			safetyDenials.WithLabelValues(ReasonSafetyDenied).Inc()
-			s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Denied, Reason: ReasonSafetyDenied,
+			safetyDenials.WithLabelValues(string(reason.SafetyDenied)).Inc()
+			s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Denied, Reason: string(reason.SafetyDenied),
 				Message: strings.Join(decision.GetReasons(), "; ")}, true)
 			return lim, false
 		}
@@ -376,7 +378,7 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 		}
 		s.park(ctx, c, job, lim, busyPool, busyWhy)
 	case len(noneWhy) > 0:
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: ReasonNoWorkers, Message: strings.Join(noneWhy, "; ")}, true)
+		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.NoWorkers), Message: strings.Join(noneWhy, "; ")}, true)
 	}
 }
 
@@ -541,7 +543,7 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits)
 	s.moved(job, t)
 	if err := s.cfg.Bus.Publish(bus.WorkerJobsSubject(worker), out); err != nil {
 		s.log.Error("dispatch publish failed", "job_id", id, "worker_id", worker, "err", err)
-		ft := jobstore.Transition{To: jobstore.Failed, From: jobstore.Dispatched, Reason: ReasonDispatchFailed, Message: err.Error()}
+		ft := jobstore.Transition{To: jobstore.Failed, From: jobstore.Dispatched, Reason: string(reason.DispatchFailed), Message: err.Error()}
 		if job, err := s.cfg.Store.Transition(ctx, id, ft); err == nil {
 			s.deadLettered(ctx, job, ft)
 		}
@@ -558,24 +560,24 @@ func (s *Scheduler) park(ctx context.Context, c *settings, job *jobstore.Job, li
 	// A retried job (Attempt > 0) is bounded by its retries, not by the
 	// time since its submission.
 	if job.Attempt == 0 && time.Since(job.CreatedAt) > q.MaxWait {
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: ReasonPoolOverloaded,
+		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.PoolOverloaded),
 			Message: fmt.Sprintf("waited %s (queue.max_wait %s): %s", time.Since(job.CreatedAt).Round(time.Second), q.MaxWait, why)}, true)
 		return
 	}
-	t := jobstore.Transition{To: jobstore.Pending, From: jobstore.Pending, Reason: ReasonPoolOverloaded, Message: why,
+	t := jobstore.Transition{To: jobstore.Pending, From: jobstore.Pending, Reason: string(reason.PoolOverloaded), Message: why,
 		Wait: &jobstore.Wait{Pool: pool, Score: jobstore.QueueScore(job.Priority, job.CreatedAt, q.AgingFactor), Cap: q.Cap}}
 	lim.first(&t)
 	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
 	switch {
 	case errors.Is(err, jobstore.ErrQueueFull):
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: ReasonPoolOverloaded,
+		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.PoolOverloaded),
 			Message: fmt.Sprintf("queue of pool %s is full (%d jobs): %s", pool, q.Cap, why)}, true)
 		return
 	case err != nil:
 		s.storeFailed("queue", job.ID, err)
 		return
 	}
-	waits.WithLabelValues(ReasonPoolOverloaded).Inc()
+	waits.WithLabelValues(string(reason.PoolOverloaded)).Inc()
 	s.moved(moved, t)
 	s.queuedIn(pool)
 	s.poke()
@@ -586,13 +588,13 @@ func (s *Scheduler) park(ctx context.Context, c *settings, job *jobstore.Job, li
 func (s *Scheduler) deferTenant(ctx context.Context, c *settings, job *jobstore.Job, lim limits, le *jobstore.LimitError) {
 	tc := c.sched.Tenants
 	if waited := time.Since(job.CreatedAt); job.Attempt == 0 && waited > tc.WaitBudget {
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: ReasonTenantLimit,
+		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.TenantLimit),
 			Message: fmt.Sprintf("tenant %q stayed at its limit of %d concurrent jobs for %s (tenants.wait_budget %s)",
 				job.Tenant, le.Limit, waited.Round(time.Second), tc.WaitBudget)}, true)
 		return
 	}
 	delay := tc.Backoff.Delay(job.Waits+1, rand.Float64())
-	t := jobstore.Transition{To: jobstore.Pending, From: jobstore.Pending, Reason: ReasonTenantLimit, Waits: job.Waits + 1,
+	t := jobstore.Transition{To: jobstore.Pending, From: jobstore.Pending, Reason: string(reason.TenantLimit), Waits: job.Waits + 1,
 		Message: fmt.Sprintf("tenant %q holds %d of its %d concurrent jobs; retry in %s", job.Tenant, le.Held, le.Limit, delay.Round(time.Millisecond)),
 		Wait:    &jobstore.Wait{Until: time.Now().Add(delay)}}
 	lim.first(&t)
@@ -601,7 +603,7 @@ func (s *Scheduler) deferTenant(ctx context.Context, c *settings, job *jobstore.
 		s.storeFailed("defer", job.ID, err)
 		return
 	}
-	waits.WithLabelValues(ReasonTenantLimit).Inc()
+	waits.WithLabelValues(string(reason.TenantLimit)).Inc()
 	s.moved(moved, t)
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/jobstore"
 )
@@ -56,17 +57,17 @@ func (s *Scheduler) retryDLQ(ctx context.Context, id string) (*wardv1.SubmitRepl
 	old, err := s.cfg.Store.Get(ctx, id)
 	switch {
 	case errors.Is(err, jobstore.ErrNotFound):
-		return refuse(ReasonBadRequest, "job %s not found", id), nil, nil
+		return refuse(reason.BadRequest, "job %s not found", id), nil, nil
 	case err != nil:
 		s.storeFailed("get", id, err)
-		return refuse(ReasonStoreError, "job store unavailable"), nil, nil
+		return refuse(reason.StoreError, "job store unavailable"), nil, nil
 	case !old.State.Terminal():
-		return refuse(ReasonBadRequest, "job %s is %s: only a job that ended can be retried", id, old.State), nil, nil
+		return refuse(reason.BadRequest, "job %s is %s: only a job that ended can be retried", id, old.State), nil, nil
 	}
 	payload, err := s.cfg.Store.Blob(ctx, old.ContextPtr)
 	if err != nil && !errors.Is(err, jobstore.ErrNotFound) {
 		s.storeFailed("blob", id, err)
-		return refuse(ReasonStoreError, "job store unavailable"), nil, nil
+		return refuse(reason.StoreError, "job store unavailable"), nil, nil
 	}
 	req := &wardv1.JobRequest{
 		Topic: old.Topic, Priority: int32(old.Priority), TenantId: old.Tenant, Labels: old.Labels,

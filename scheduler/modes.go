@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
 )
@@ -70,15 +71,15 @@ func (s *Scheduler) setMode(m Mode) {
 
 // refuseMode returns the refusal the mode gives a submission of priority,
 // or "".
-func (s *Scheduler) refuseMode(priority int32) (reason, msg string) {
+func (s *Scheduler) refuseMode(priority int32) (code reason.Code, msg string) {
 	switch m := s.Mode(); m {
 	case ModeReadOnly:
-		return ReasonModeReadOnly, "the schedulers are READ_ONLY: no new jobs"
+		return reason.ModeReadOnly, "the schedulers are READ_ONLY: no new jobs"
 	case ModeDraining:
-		return ReasonModeDraining, "the schedulers are DRAINING: no new jobs"
+		return reason.ModeDraining, "the schedulers are DRAINING: no new jobs"
 	case ModeDegraded:
 		if cut := s.conf.Load().sched.Modes.DegradedMaxPriority; int(priority) > cut {
-			return ReasonModeDegraded, fmt.Sprintf("the schedulers are DEGRADED: only priorities 0..%d are accepted, not %d", cut, priority)
+			return reason.ModeDegraded, fmt.Sprintf("the schedulers are DEGRADED: only priorities 0..%d are accepted, not %d", cut, priority)
 		}
 	}
 	return "", ""

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/modreg"
-	"github.com/ward-run/ward/scheduler"
 )
 
 // TestDeployedModules: with the registry, the scheduler routes the topic a
@@ -73,7 +73,7 @@ func TestDeployedModules(t *testing.T) {
 	}
 	pinned := e.mustSubmit(&wardv1.JobRequest{Topic: "job.hello", Labels: map[string]string{"machine": "two"}})
 	checkFor(t, 10*time.Second, "the pinned job waits for the rollout", func() bool {
-		return hasEvent(e.events(pinned), jobstore.Pending, scheduler.ReasonPoolOverloaded, "rolling out")
+		return hasEvent(e.events(pinned), jobstore.Pending, string(reason.PoolOverloaded), "rolling out")
 	})
 	if j := e.job(pinned); j.State.Terminal() || j.WorkerID != "" {
 		t.Fatalf("pinned job %s on %q before two holds v2", j.State, j.WorkerID)
@@ -156,7 +156,7 @@ func TestDeployedModules(t *testing.T) {
 	})
 	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.hello"})
 	j := e.waitState(id, jobstore.Failed)
-	if j.Reason != scheduler.ReasonModuleRetired || !e.inDLQ(id, scheduler.ReasonModuleRetired) ||
+	if j.Reason != string(reason.ModuleRetired) || !e.inDLQ(id, string(reason.ModuleRetired)) ||
 		!strings.Contains(lastEvent(e.events(id), jobstore.Failed).Message, "retired") {
 		t.Fatalf("retired: %s %s %q", j.State, j.Reason, lastEvent(e.events(id), jobstore.Failed).Message)
 	}
@@ -178,7 +178,7 @@ func TestBouncedJobsArePlacedAgain(t *testing.T) {
 	e.waitWorkers("h")
 	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
 	j := e.waitState(id, jobstore.Succeeded)
-	if j.Attempt != 2 || !hasEvent(e.events(id), jobstore.Pending, scheduler.ReasonRequeued, "did not start it") {
+	if j.Attempt != 2 || !hasEvent(e.events(id), jobstore.Pending, string(reason.Requeued), "did not start it") {
 		t.Fatalf("attempt %d, events %v", j.Attempt, e.events(id))
 	}
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/jobstore"
@@ -85,20 +86,20 @@ func (s *Scheduler) expire(ctx context.Context, now time.Time) int {
 	}
 	n := 0
 	for _, id := range ids {
-		t := jobstore.Transition{To: jobstore.Timeout, Reason: ReasonDeadlineExceeded, Message: "its deadline passed"}
+		t := jobstore.Transition{To: jobstore.Timeout, Reason: string(reason.DeadlineExceeded), Message: "its deadline passed"}
 		job, err := s.cfg.Store.Transition(ctx, id, t)
 		if err != nil {
 			s.storeFailed("deadline", id, err)
 			continue
 		}
 		n++
-		timeouts.WithLabelValues(ReasonDeadlineExceeded).Inc()
+		timeouts.WithLabelValues(string(reason.DeadlineExceeded)).Inc()
 		jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
 		s.moved(job, t)
 		if job.WorkerID != "" {
 			s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, now)
 			// The host running it stops it at once.
-			_ = s.cfg.Bus.Publish(bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: ReasonDeadlineExceeded})
+			_ = s.cfg.Bus.Publish(bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: string(reason.DeadlineExceeded)})
 		}
 		s.poke()
 	}
@@ -148,12 +149,12 @@ func (s *Scheduler) Reconcile(lctx, ctx context.Context, now time.Time) int {
 
 	dispatchMin, runningMin := c.timeouts.Shortest()
 	for _, k := range []struct {
-		state  jobstore.State
-		after  time.Duration
-		reason string
+		state jobstore.State
+		after time.Duration
+		code  reason.Code
 	}{
-		{jobstore.Dispatched, dispatchMin, ReasonDispatchTimeout},
-		{jobstore.Running, runningMin, ReasonRunningTimeout},
+		{jobstore.Dispatched, dispatchMin, reason.DispatchTimeout},
+		{jobstore.Running, runningMin, reason.RunningTimeout},
 	} {
 		ids, err := s.cfg.Store.Stale(lctx, k.state, now.Add(-k.after), reconcileBatch)
 		if err != nil {
@@ -174,18 +175,18 @@ func (s *Scheduler) Reconcile(lctx, ctx context.Context, now time.Time) int {
 				continue
 			}
 			n++
-			timeouts.WithLabelValues(k.reason).Inc()
+			timeouts.WithLabelValues(string(k.code)).Inc()
 			zone := ""
 			if w, ok := s.hosts.Get(job.WorkerID); ok {
 				zone = w.Zone
 			}
 			s.countFailure(lctx, job.WorkerID, zone)
 			msg := fmt.Sprintf("no progress for %s in %s on worker %s", limit, k.state, job.WorkerID)
-			s.log.Info("job timed out", "job_id", id, "reason", k.reason, "worker_id", job.WorkerID)
-			s.retryOrEnd(lctx, job, jobstore.Timeout, k.reason, "", "", msg, ran{})
+			s.log.Info("job timed out", "job_id", id, "reason", string(k.code), "worker_id", job.WorkerID)
+			s.retryOrEnd(lctx, job, jobstore.Timeout, string(k.code), "", "", msg, ran{})
 			if k.state == jobstore.Running && job.WorkerID != "" {
 				// Should the host still run it, it stops.
-				_ = s.cfg.Bus.Publish(bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: k.reason})
+				_ = s.cfg.Bus.Publish(bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: string(k.code)})
 			}
 		}
 	}
@@ -195,7 +196,7 @@ func (s *Scheduler) Reconcile(lctx, ctx context.Context, now time.Time) int {
 		s.storeFailed("stale", "", err)
 	}
 	for _, id := range ids {
-		t := jobstore.Transition{To: jobstore.Pending, From: jobstore.Scheduled, Reason: ReasonRequeued,
+		t := jobstore.Transition{To: jobstore.Pending, From: jobstore.Scheduled, Reason: string(reason.Requeued),
 			Message: "its scheduler replica stopped before dispatching it; admitted again"}
 		job, err := s.cfg.Store.Transition(lctx, id, t)
 		if err != nil {
@@ -233,12 +234,12 @@ func (s *Scheduler) Reconcile(lctx, ctx context.Context, now time.Time) int {
 			if job.Attempt > 0 || now.Sub(job.CreatedAt) <= c.sched.Queue.MaxWait {
 				continue
 			}
-			reason, why := ReasonPoolOverloaded, "every eligible worker stayed busy"
+			code, why := reason.PoolOverloaded, "every eligible worker stayed busy"
 			if !s.hosts.Serves(pool, now) {
-				reason, why = ReasonNoWorkers, fmt.Sprintf("no live host serves pool %q", pool)
+				code, why = reason.NoWorkers, fmt.Sprintf("no live host serves pool %q", pool)
 			}
 			n++
-			s.end(lctx, job, limits{}, jobstore.Transition{To: jobstore.Failed, From: jobstore.Pending, Reason: reason,
+			s.end(lctx, job, limits{}, jobstore.Transition{To: jobstore.Failed, From: jobstore.Pending, Reason: string(code),
 				Message: fmt.Sprintf("waited %s in the queue of pool %s (queue.max_wait %s): %s",
 					now.Sub(job.CreatedAt).Round(time.Second), pool, c.sched.Queue.MaxWait, why)}, true)
 		}

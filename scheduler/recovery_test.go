@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/jobstore"
@@ -59,7 +60,7 @@ failure_domains:
 	}
 	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.b", Labels: b2})
 	checkFor(t, 10*time.Second, "job waits for the throttled zone", func() bool { return e.job(id).Waiting == "queue:b2" })
-	if !hasEvent(e.events(id), jobstore.Pending, scheduler.ReasonPoolOverloaded, "zone zone-a is throttled") {
+	if !hasEvent(e.events(id), jobstore.Pending, string(reason.PoolOverloaded), "zone zone-a is throttled") {
 		t.Errorf("events %+v", e.events(id))
 	}
 	_, _ = e.client.Cancel(context.Background(), id, "")
@@ -129,15 +130,15 @@ func TestModes(t *testing.T) {
 		t.Fatal("an unknown mode was accepted")
 	}
 	setMode("DEGRADED")
-	refused(6, scheduler.ReasonModeDegraded)
+	refused(6, string(reason.ModeDegraded))
 	running := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a", Priority: 5})
 	e.waitState(running, jobstore.Running)
 	waiting := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a", Priority: 0})
 	checkFor(t, 10*time.Second, "queued", func() bool { return e.job(waiting).Waiting == "queue:a" })
 	setMode("READ_ONLY")
-	refused(0, scheduler.ReasonModeReadOnly)
+	refused(0, string(reason.ModeReadOnly))
 	setMode("DRAINING")
-	refused(0, scheduler.ReasonModeDraining)
+	refused(0, string(reason.ModeDraining))
 	// Draining: the running job ends; the waiting one is not started.
 	h.release(running)
 	e.waitState(running, jobstore.Succeeded)
@@ -187,7 +188,7 @@ topics:
 	}
 	retriesSeen := 0
 	for _, ev := range e.events(id) {
-		if ev.State == jobstore.Pending && ev.Reason == scheduler.ReasonRetry {
+		if ev.State == jobstore.Pending && ev.Reason == string(reason.Retry) {
 			retriesSeen++
 			if !strings.Contains(ev.Message, "failed (exit: it broke); retry in") {
 				t.Errorf("retry event %q", ev.Message)
@@ -199,7 +200,7 @@ topics:
 	}
 	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.a", JobId: "broken", Budget: &wardv1.Budget{MaxRetries: 2}})
 	j = e.waitState(id, jobstore.Failed)
-	if j.Attempt != 3 || j.Reason != scheduler.ReasonMaxRetriesExceeded || j.ErrorCode != "trap" || !e.inDLQ(id, scheduler.ReasonMaxRetriesExceeded) {
+	if j.Attempt != 3 || j.Reason != string(reason.MaxRetriesExceeded) || j.ErrorCode != "trap" || !e.inDLQ(id, string(reason.MaxRetriesExceeded)) {
 		t.Fatalf("broken job: attempt %d reason %q code %q", j.Attempt, j.Reason, j.ErrorCode)
 	}
 	// No budget: the topic's max_retries (1) applies.
@@ -227,20 +228,20 @@ topics:
 	e.waitWorkers("h")
 	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
 	j := e.waitState(id, jobstore.Timeout)
-	if j.Reason != scheduler.ReasonRunningTimeout {
+	if j.Reason != string(reason.RunningTimeout) {
 		t.Fatalf("running timeout: %s %s", j.State, j.Reason)
 	}
 	checkFor(t, 10*time.Second, "host told to stop", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.cancelsSeen[id] })
 	// A deadline, relative to submission: the job ends TIMEOUT at it.
 	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.b", Labels: map[string]string{"preferred_pool": "b2"}, Budget: &wardv1.Budget{DeadlineMs: 300}})
 	j = e.waitState(id, jobstore.Timeout)
-	if j.Reason != scheduler.ReasonDeadlineExceeded || j.Deadline.IsZero() {
+	if j.Reason != string(reason.DeadlineExceeded) || j.Deadline.IsZero() {
 		t.Fatalf("deadline: %s %s %v", j.State, j.Reason, j.Deadline)
 	}
 	checkFor(t, 10*time.Second, "host told to stop", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.cancelsSeen[id] })
 	// An absolute deadline already past: ended before it runs.
 	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.b", Budget: &wardv1.Budget{DeadlineMs: time.Now().Add(-time.Second).UnixMilli()}})
-	if j := e.waitState(id, jobstore.Timeout); j.Reason != scheduler.ReasonDeadlineExceeded || j.WorkerID != "" {
+	if j := e.waitState(id, jobstore.Timeout); j.Reason != string(reason.DeadlineExceeded) || j.WorkerID != "" {
 		t.Fatalf("past deadline: %s %s on %q", j.State, j.Reason, j.WorkerID)
 	}
 	h.releaseAll()
@@ -264,7 +265,7 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("cancel waiting: %v %v", rec, err)
 	}
 	rec, err = e.client.Cancel(ctx, running, "")
-	if err != nil || rec.GetState() != wardv1.JobState_JOB_STATE_CANCELLED || rec.GetReason() != scheduler.ReasonCancelled {
+	if err != nil || rec.GetState() != wardv1.JobState_JOB_STATE_CANCELLED || rec.GetReason() != string(reason.Cancelled) {
 		t.Fatalf("cancel running: %v %v", rec, err)
 	}
 	// The host stopped it (its result, cancelled, is late and ignored).
@@ -376,7 +377,7 @@ func TestReconcilerLease(t *testing.T) {
 	other := 1 - first
 	checkFor(t, 5*time.Second, "the other replica leads", func() bool { return e.scheds[other].Leader() })
 	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
-	if j := e.waitEnd(id); j.State != jobstore.Timeout || j.Reason != scheduler.ReasonDispatchTimeout {
+	if j := e.waitEnd(id); j.State != jobstore.Timeout || j.Reason != string(reason.DispatchTimeout) {
 		t.Fatalf("job on a dead host ended %s %s, want TIMEOUT dispatch_timeout", j.State, j.Reason)
 	}
 }
@@ -406,11 +407,11 @@ func TestDLQ(t *testing.T) {
 	ctx := context.Background()
 	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a", Payload: []byte("again")})
 	e.waitState(id, jobstore.Failed)
-	if !e.inDLQ(id, scheduler.ReasonNoWorkers) {
+	if !e.inDLQ(id, string(reason.NoWorkers)) {
 		t.Fatal("not in the DLQ")
 	}
 	entries, err := e.client.DLQ(ctx, 10)
-	if err != nil || len(entries) != 1 || entries[0].GetJobId() != id || entries[0].GetReason() != scheduler.ReasonNoWorkers ||
+	if err != nil || len(entries) != 1 || entries[0].GetJobId() != id || entries[0].GetReason() != string(reason.NoWorkers) ||
 		entries[0].GetJob().GetState() != wardv1.JobState_JOB_STATE_FAILED {
 		t.Fatalf("dlq ls: %v %v", entries, err)
 	}
@@ -443,7 +444,7 @@ func TestHotReload(t *testing.T) {
 	e.addHost(hb("h", "a", "new"), nil)
 	e.waitWorkers("h")
 	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.new"})
-	if j := e.waitState(id, jobstore.Failed); j.Reason != scheduler.ReasonNoPoolMapping {
+	if j := e.waitState(id, jobstore.Failed); j.Reason != string(reason.NoPoolMapping) {
 		t.Fatalf("before the change: %s", j.Reason)
 	}
 	if err := os.WriteFile(e.files.Pools, []byte(testPools+"  new: {}\n"), 0o644); err != nil {
@@ -507,7 +508,7 @@ func TestRecovery(t *testing.T) {
 	if n, _ := h.got(); n != 2 {
 		t.Errorf("host got %d jobs, want 2 (the lost result is not run again)", n)
 	}
-	if !hasEvent(e.events("lost"), jobstore.Succeeded, "", "result recovered") || !hasEvent(e.events("scheduled"), jobstore.Pending, scheduler.ReasonRequeued, "") {
+	if !hasEvent(e.events("lost"), jobstore.Succeeded, "", "result recovered") || !hasEvent(e.events("scheduled"), jobstore.Pending, string(reason.Requeued), "") {
 		t.Errorf("events: %+v / %+v", e.events("lost"), e.events("scheduled"))
 	}
 }
@@ -523,14 +524,14 @@ func TestSafetyAndIdempotency(t *testing.T) {
 	e.safety.deny = map[string]string{"job.a": "job.a is off today"}
 	e.safety.mu.Unlock()
 	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
-	if j := e.waitState(id, jobstore.Denied); j.Reason != scheduler.ReasonSafetyDenied || !e.inDLQ(id, scheduler.ReasonSafetyDenied) {
+	if j := e.waitState(id, jobstore.Denied); j.Reason != string(reason.SafetyDenied) || !e.inDLQ(id, string(reason.SafetyDenied)) {
 		t.Fatalf("denied: %s", j.Reason)
 	}
 	e.safety.mu.Lock()
 	e.safety.deny, e.safety.unavailable = nil, true
 	e.safety.mu.Unlock()
 	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
-	if j := e.waitState(id, jobstore.Denied); j.Reason != scheduler.ReasonSafetyUnavailable {
+	if j := e.waitState(id, jobstore.Denied); j.Reason != string(reason.SafetyUnavailable) {
 		t.Fatalf("kernel down: %s", j.Reason)
 	}
 	e.safety.mu.Lock()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/jobstore"
@@ -113,12 +114,14 @@ const maxBounces = 2
 
 // bounced reports whether a host's error code says it did not start the
 // job because it no longer serves its pool or meets its requires.
-func bounced(code string) bool { return code == "module_unavailable" || code == "capability_missing" }
+func bounced(code string) bool {
+	return reason.Code(code) == reason.ModuleUnavailable || reason.Code(code) == reason.CapabilityMissing
+}
 
 // requeue puts a bounced job back to PENDING, to be placed again once the
 // heartbeats that prompted the bounce have arrived.
 func (s *Scheduler) requeue(ctx context.Context, job *jobstore.Job, msg string) error {
-	t := jobstore.Transition{To: jobstore.Pending, From: job.State, IfWorker: job.WorkerID, Reason: ReasonRequeued,
+	t := jobstore.Transition{To: jobstore.Pending, From: job.State, IfWorker: job.WorkerID, Reason: string(reason.Requeued),
 		Message: "host " + job.WorkerID + " did not start it (" + msg + "); placing it again",
 		Wait:    &jobstore.Wait{Until: time.Now().Add(bounceDelay)}}
 	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
@@ -158,7 +161,7 @@ func (s *Scheduler) countFailure(ctx context.Context, worker, zone string) {
 
 // retryOrEnd requeues a job whose attempt failed when its max_retries
 // allow another attempt and its deadline is not past, after an exponential
-// backoff with jitter; else it ends the job in to with reason (and the
+// backoff with jitter; else it ends the job in to with reason cause (and the
 // attempt's error code and message, if any) — or, when it had retries,
 // with reason max_retries_exceeded and a DLQ entry. msg describes the
 // failure for the event log.
@@ -167,12 +170,12 @@ func (s *Scheduler) countFailure(ctx context.Context, worker, zone string) {
 // ran names the module version of the attempt, as its host reported it.
 type ran struct{ module, digest string }
 
-func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobstore.State, reason, code, errMsg, msg string, ran ran) error {
+func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobstore.State, cause, code, errMsg, msg string, ran ran) error {
 	c := s.conf.Load()
 	from, worker := job.State, job.WorkerID
 	if job.Attempt <= job.MaxRetries && (job.Deadline.IsZero() || time.Now().Before(job.Deadline)) {
 		delay := c.sched.Retries.Delay(job.Attempt, rand.Float64())
-		t := jobstore.Transition{To: jobstore.Pending, From: from, IfWorker: worker, Reason: ReasonRetry,
+		t := jobstore.Transition{To: jobstore.Pending, From: from, IfWorker: worker, Reason: string(reason.Retry),
 			Message: fmt.Sprintf("attempt %d of %d failed (%s); retry in %s", job.Attempt, job.MaxRetries+1, msg, delay.Round(time.Millisecond)),
 			Wait:    &jobstore.Wait{Until: time.Now().Add(delay)}}
 		moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
@@ -180,17 +183,17 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 			s.late("retry", job.ID, err)
 			return err
 		}
-		retries.WithLabelValues(reason).Inc()
-		waits.WithLabelValues(ReasonRetry).Inc()
+		retries.WithLabelValues(cause).Inc()
+		waits.WithLabelValues(string(reason.Retry)).Inc()
 		s.hosts.SetHeld(worker, moved.WorkerJobs, time.Now())
 		s.moved(moved, t)
 		return nil
 	}
-	t := jobstore.Transition{To: to, From: from, IfWorker: worker, Reason: reason, ErrorCode: code, ErrorMessage: errMsg, Message: msg,
+	t := jobstore.Transition{To: to, From: from, IfWorker: worker, Reason: cause, ErrorCode: code, ErrorMessage: errMsg, Message: msg,
 		Module: ran.module, ModuleDigest: ran.digest}
 	dlq := job.MaxRetries > 0
 	if dlq {
-		t.Reason = ReasonMaxRetriesExceeded
+		t.Reason = string(reason.MaxRetriesExceeded)
 		t.Message = fmt.Sprintf("failed %d attempts, the last: %s", job.Attempt, msg)
 	}
 	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
@@ -245,7 +248,7 @@ func (s *Scheduler) handleCancel(ctx context.Context, msg *nats.Msg, cm *wardv1.
 		why = "cancelled on request"
 	}
 	reply := &wardv1.GetJobReply{}
-	t := jobstore.Transition{To: jobstore.Cancelled, Reason: ReasonCancelled, Message: why}
+	t := jobstore.Transition{To: jobstore.Cancelled, Reason: string(reason.Cancelled), Message: why}
 	job, err := s.cfg.Store.Transition(ctx, id, t)
 	switch {
 	case errors.Is(err, jobstore.ErrNotFound):

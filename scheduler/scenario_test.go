@@ -13,10 +13,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/jobstore"
-	"github.com/ward-run/ward/scheduler"
 )
 
 // TestRouting: a topic maps to a list of pools, tried in order; a job's
@@ -57,13 +57,13 @@ func TestRouting(t *testing.T) {
 	// A label constraint that no worker meets: no_workers, with the reason.
 	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.b", Labels: map[string]string{"team": "web"}})
 	j := e.waitState(id, jobstore.Failed)
-	if j.Reason != scheduler.ReasonNoWorkers || !e.inDLQ(id, scheduler.ReasonNoWorkers) ||
+	if j.Reason != string(reason.NoWorkers) || !e.inDLQ(id, string(reason.NoWorkers)) ||
 		!strings.Contains(lastEvent(e.events(id), jobstore.Failed).Message, "label_mismatch") {
 		t.Fatalf("unmet label: %s %s %q", j.State, j.Reason, lastEvent(e.events(id), jobstore.Failed).Message)
 	}
 	// Requires no pool of the topic offers: no_pool_mapping.
 	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.b", Requires: []string{"tpu"}})
-	if j := e.waitState(id, jobstore.Failed); j.Reason != scheduler.ReasonNoPoolMapping || !e.inDLQ(id, scheduler.ReasonNoPoolMapping) {
+	if j := e.waitState(id, jobstore.Failed); j.Reason != string(reason.NoPoolMapping) || !e.inDLQ(id, string(reason.NoPoolMapping)) {
 		t.Fatalf("requires tpu: %s %s", j.State, j.Reason)
 	}
 	// Requires only b1 offers: b1, on a worker that has it.
@@ -73,7 +73,7 @@ func TestRouting(t *testing.T) {
 	}
 	// Unmapped topic.
 	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.nope"})
-	if j := e.waitState(id, jobstore.Failed); j.Reason != scheduler.ReasonNoPoolMapping {
+	if j := e.waitState(id, jobstore.Failed); j.Reason != string(reason.NoPoolMapping) {
 		t.Fatalf("unmapped: %s %s", j.State, j.Reason)
 	}
 	// No live host at all.
@@ -81,7 +81,7 @@ func TestRouting(t *testing.T) {
 	fast.stop()
 	checkFor(t, 10*time.Second, "hosts gone", func() bool { return e.scheds[0].Hosts().Len() == 0 })
 	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
-	if j := e.waitState(id, jobstore.Failed); j.Reason != scheduler.ReasonNoWorkers || !e.inDLQ(id, scheduler.ReasonNoWorkers) {
+	if j := e.waitState(id, jobstore.Failed); j.Reason != string(reason.NoWorkers) || !e.inDLQ(id, string(reason.NoWorkers)) {
 		t.Fatalf("no hosts: %s %s", j.State, j.Reason)
 	}
 }
@@ -106,7 +106,7 @@ func TestOverloadedWorkersAreSkipped(t *testing.T) {
 	checkFor(t, 10*time.Second, "second job queued", func() bool { return e.job(second).Waiting == "queue:a" })
 	ev := lastEvent(e.events(second), jobstore.Pending)
 	for _, want := range []string{"full=at_capacity", "hot=cpu_over_threshold", "gpuhot=gpu_over_threshold"} {
-		if ev.Reason != scheduler.ReasonPoolOverloaded || !strings.Contains(ev.Message, want) {
+		if ev.Reason != string(reason.PoolOverloaded) || !strings.Contains(ev.Message, want) {
 			t.Errorf("queued event %+v lacks %q", ev, want)
 		}
 	}
@@ -180,12 +180,12 @@ func TestQueueCap(t *testing.T) {
 		checkFor(t, 10*time.Second, "queued", func() bool { return e.job(id).Waiting == "queue:a" })
 		queued = append(queued, id)
 	}
-	before := metric("ward_scheduler_submissions_refused_total", "reason", scheduler.ReasonQueueFull)
+	before := metric("ward_scheduler_submissions_refused_total", "reason", string(reason.QueueFull))
 	reply, err := e.submit(&wardv1.JobRequest{Topic: "job.a"})
-	if !errors.Is(err, client.ErrRefused) || reply.GetReason() != scheduler.ReasonQueueFull {
+	if !errors.Is(err, client.ErrRefused) || reply.GetReason() != string(reason.QueueFull) {
 		t.Fatalf("submission past the cap: %v %v", reply, err)
 	}
-	if got := metric("ward_scheduler_submissions_refused_total", "reason", scheduler.ReasonQueueFull); got != before+1 {
+	if got := metric("ward_scheduler_submissions_refused_total", "reason", string(reason.QueueFull)); got != before+1 {
 		t.Errorf("refusals counted %v, want %v", got, before+1)
 	}
 	if got := metric("ward_scheduler_queue_cap"); got != 2 {
@@ -194,7 +194,7 @@ func TestQueueCap(t *testing.T) {
 	checkFor(t, 10*time.Second, "queue depth gauge", func() bool { return metric("ward_scheduler_queue_depth", "pool", "a") == 2 })
 	// They wait past max_wait: pool_overloaded, in the DLQ.
 	for _, id := range queued {
-		if j := e.waitState(id, jobstore.Failed); j.Reason != scheduler.ReasonPoolOverloaded || !e.inDLQ(id, scheduler.ReasonPoolOverloaded) {
+		if j := e.waitState(id, jobstore.Failed); j.Reason != string(reason.PoolOverloaded) || !e.inDLQ(id, string(reason.PoolOverloaded)) {
 			t.Fatalf("waited too long: %s %s", j.State, j.Reason)
 		}
 	}
@@ -255,7 +255,7 @@ func TestTenantLimit(t *testing.T) {
 	}
 	waited := 0
 	for _, id := range ids {
-		if hasEvent(e.events(id), jobstore.Pending, scheduler.ReasonTenantLimit, "concurrent jobs") {
+		if hasEvent(e.events(id), jobstore.Pending, string(reason.TenantLimit), "concurrent jobs") {
 			waited++
 		}
 	}
@@ -271,7 +271,7 @@ func TestTenantLimit(t *testing.T) {
 	h2.stop()
 	e.waitState(e.mustSubmit(&wardv1.JobRequest{Topic: "job.a", TenantId: "solo"}), jobstore.Running)
 	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a", TenantId: "solo"})
-	if j := e.waitState(id, jobstore.Failed); j.Reason != scheduler.ReasonTenantLimit || !e.inDLQ(id, scheduler.ReasonTenantLimit) {
+	if j := e.waitState(id, jobstore.Failed); j.Reason != string(reason.TenantLimit) || !e.inDLQ(id, string(reason.TenantLimit)) {
 		t.Fatalf("over the wait budget: %s %s", j.State, j.Reason)
 	}
 	h1.releaseAll()
@@ -289,7 +289,7 @@ func TestRateLimit(t *testing.T) {
 		}
 	}
 	reply, err := e.submit(&wardv1.JobRequest{Topic: "job.a", TenantId: "slow"})
-	if !errors.Is(err, client.ErrRefused) || reply.GetReason() != scheduler.ReasonRateLimited || !strings.Contains(reply.GetMessage(), "1 jobs a second") {
+	if !errors.Is(err, client.ErrRefused) || reply.GetReason() != string(reason.RateLimited) || !strings.Contains(reply.GetMessage(), "1 jobs a second") {
 		t.Fatalf("over the rate: %v %v", reply, err)
 	}
 	if _, err := e.submit(&wardv1.JobRequest{Topic: "job.a", TenantId: "acme"}); err != nil {
