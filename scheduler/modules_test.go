@@ -10,6 +10,7 @@ import (
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/testing/poll"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/modreg"
 )
@@ -38,7 +39,7 @@ func TestDeployedModules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkFor(t, 10*time.Second, "the scheduler knows "+version, func() bool {
+		poll.Until(t, 10*time.Second, "the scheduler knows "+version, func() bool {
 			_, d, _ := s.ModuleVersion("hello")
 			return d == a.Digest
 		})
@@ -72,7 +73,7 @@ func TestDeployedModules(t *testing.T) {
 		}
 	}
 	pinned := e.mustSubmit(&wardv1.JobRequest{Topic: "job.hello", Labels: map[string]string{"machine": "two"}})
-	checkFor(t, 10*time.Second, "the pinned job waits for the rollout", func() bool {
+	poll.Until(t, 10*time.Second, "the pinned job waits for the rollout", func() bool {
 		return hasEvent(e.events(pinned), jobstore.Pending, string(reason.PoolOverloaded), "rolling out")
 	})
 	if j := e.job(pinned); j.State.Terminal() || j.WorkerID != "" {
@@ -95,7 +96,7 @@ func TestDeployedModules(t *testing.T) {
 		t.Fatal(err)
 	}
 	d3 := a3.Digest
-	checkFor(t, 10*time.Second, "the scheduler knows 3", func() bool {
+	poll.Until(t, 10*time.Second, "the scheduler knows 3", func() bool {
 		_, d, _ := s.ModuleVersion("hello")
 		return d == d3
 	})
@@ -104,7 +105,7 @@ func TestDeployedModules(t *testing.T) {
 		t.Fatal(err)
 	}
 	var onTwo string
-	checkFor(t, 10*time.Second, "a job on the host that refused v3", func() bool {
+	poll.Until(t, 10*time.Second, "a job on the host that refused v3", func() bool {
 		onTwo = e.mustSubmit(&wardv1.JobRequest{Topic: "job.hello", Labels: map[string]string{"machine": "two"}})
 		return e.waitEnd(onTwo).State == jobstore.Succeeded
 	})
@@ -150,7 +151,7 @@ func TestDeployedModules(t *testing.T) {
 	if _, err := reg.Remove(context.Background(), "hello"); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, "the scheduler knows hello is retired", func() bool {
+	poll.Until(t, 10*time.Second, "the scheduler knows hello is retired", func() bool {
 		_, _, ok := s.ModuleVersion("hello")
 		return !ok
 	})

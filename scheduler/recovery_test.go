@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/testing/poll"
+	"github.com/ward-run/ward/internal/testing/redistest"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/scheduler"
 )
@@ -35,7 +38,7 @@ failure_domains:
 	for range 5 {
 		e.waitState(e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"}), jobstore.Failed)
 	}
-	checkFor(t, 10*time.Second, "zone-a throttled", func() bool { return metric("ward_scheduler_zone_throttled", "zone", "zone-a") == 1 })
+	poll.Until(t, 10*time.Second, "zone-a throttled", func() bool { return metric("ward_scheduler_zone_throttled", "zone", "zone-a") == 1 })
 	if r := metric("ward_scheduler_zone_failure_rate", "zone", "zone-a"); r <= 0.3 {
 		t.Errorf("zone-a failure rate %v", r)
 	}
@@ -59,7 +62,7 @@ failure_domains:
 		t.Fatalf("the throttled zone's token: ran on %q", j.WorkerID)
 	}
 	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.b", Labels: b2})
-	checkFor(t, 10*time.Second, "job waits for the throttled zone", func() bool { return e.job(id).Waiting == "queue:b2" })
+	poll.Until(t, 10*time.Second, "job waits for the throttled zone", func() bool { return e.job(id).Waiting == "queue:b2" })
 	if !hasEvent(e.events(id), jobstore.Pending, string(reason.PoolOverloaded), "zone zone-a is throttled") {
 		t.Errorf("events %+v", e.events(id))
 	}
@@ -74,14 +77,14 @@ func TestQuarantine(t *testing.T) {
 	for range 3 {
 		e.waitState(e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"}), jobstore.Failed)
 	}
-	checkFor(t, 10*time.Second, "flaky quarantined", func() bool {
+	poll.Until(t, 10*time.Second, "flaky quarantined", func() bool {
 		q, _ := e.store.Quarantined(context.Background(), time.Now())
 		_, ok := q["flaky"]
 		return ok && metric("ward_scheduler_quarantined_workers") == 1
 	})
 	// A job now waits (the only worker cools down) ...
 	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
-	checkFor(t, 10*time.Second, "job waits", func() bool { return e.job(id).Waiting == "queue:a" })
+	poll.Until(t, 10*time.Second, "job waits", func() bool { return e.job(id).Waiting == "queue:a" })
 	if ev := lastEvent(e.events(id), jobstore.Pending); !strings.Contains(ev.Message, "flaky=quarantined") {
 		t.Errorf("queued event %q", ev.Message)
 	}
@@ -110,7 +113,7 @@ func TestModes(t *testing.T) {
 		if err != nil || got != m {
 			t.Fatalf("mode %s: %q %v", m, got, err)
 		}
-		checkFor(t, 10*time.Second, "every replica in "+m, func() bool {
+		poll.Until(t, 10*time.Second, "every replica in "+m, func() bool {
 			for _, s := range e.scheds {
 				if string(s.Mode()) != m {
 					return false
@@ -134,7 +137,7 @@ func TestModes(t *testing.T) {
 	running := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a", Priority: 5})
 	e.waitState(running, jobstore.Running)
 	waiting := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a", Priority: 0})
-	checkFor(t, 10*time.Second, "queued", func() bool { return e.job(waiting).Waiting == "queue:a" })
+	poll.Until(t, 10*time.Second, "queued", func() bool { return e.job(waiting).Waiting == "queue:a" })
 	setMode("READ_ONLY")
 	refused(0, string(reason.ModeReadOnly))
 	setMode("DRAINING")
@@ -231,14 +234,14 @@ topics:
 	if j.Reason != string(reason.RunningTimeout) {
 		t.Fatalf("running timeout: %s %s", j.State, j.Reason)
 	}
-	checkFor(t, 10*time.Second, "host told to stop", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.cancelsSeen[id] })
+	poll.Until(t, 10*time.Second, "host told to stop", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.cancelsSeen[id] })
 	// A deadline, relative to submission: the job ends TIMEOUT at it.
 	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.b", Labels: map[string]string{"preferred_pool": "b2"}, Budget: &wardv1.Budget{DeadlineMs: 300}})
 	j = e.waitState(id, jobstore.Timeout)
 	if j.Reason != string(reason.DeadlineExceeded) || j.Deadline.IsZero() {
 		t.Fatalf("deadline: %s %s %v", j.State, j.Reason, j.Deadline)
 	}
-	checkFor(t, 10*time.Second, "host told to stop", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.cancelsSeen[id] })
+	poll.Until(t, 10*time.Second, "host told to stop", func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.cancelsSeen[id] })
 	// An absolute deadline already past: ended before it runs.
 	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.b", Budget: &wardv1.Budget{DeadlineMs: time.Now().Add(-time.Second).UnixMilli()}})
 	if j := e.waitState(id, jobstore.Timeout); j.Reason != string(reason.DeadlineExceeded) || j.WorkerID != "" {
@@ -258,7 +261,7 @@ func TestCancel(t *testing.T) {
 	running := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
 	e.waitState(running, jobstore.Running)
 	waiting := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
-	checkFor(t, 10*time.Second, "queued", func() bool { return e.job(waiting).Waiting == "queue:a" })
+	poll.Until(t, 10*time.Second, "queued", func() bool { return e.job(waiting).Waiting == "queue:a" })
 
 	rec, err := e.client.Cancel(ctx, waiting, "not needed")
 	if err != nil || rec.GetState() != wardv1.JobState_JOB_STATE_CANCELLED {
@@ -269,7 +272,7 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("cancel running: %v %v", rec, err)
 	}
 	// The host stopped it (its result, cancelled, is late and ignored).
-	checkFor(t, 10*time.Second, "host stopped the job", func() bool { return len(h.runningNow()) == 0 })
+	poll.Until(t, 10*time.Second, "host stopped the job", func() bool { return len(h.runningNow()) == 0 })
 	if j := e.job(running); j.State != jobstore.Cancelled {
 		t.Fatalf("after the host's result: %s", j.State)
 	}
@@ -289,9 +292,21 @@ func TestCancel(t *testing.T) {
 
 // TestExactlyOnceAcrossReplicas: three replicas and three hosts, many
 // jobs: every job ends SUCCEEDED once, is dispatched once, and is received
-// by exactly one host once.
+// by exactly one host once. It runs against the in-memory store and, where
+// redis-server is installed, against Redis: the store's atomic checks are
+// what makes it hold across replicas.
 func TestExactlyOnceAcrossReplicas(t *testing.T) {
-	e := start(t, options{replicas: 3, sched: "placement: {prefetch_window: 0s}\n"})
+	t.Run("memory", func(t *testing.T) { exactlyOnce(t, "") })
+	t.Run("redis", func(t *testing.T) {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			t.Skip("redis-server is not on PATH; jobstore's conformance suite runs the Redis store where it is")
+		}
+		exactlyOnce(t, redistest.Start(t))
+	})
+}
+
+func exactlyOnce(t *testing.T, redis string) {
+	e := start(t, options{replicas: 3, sched: "placement: {prefetch_window: 0s}\n", redis: redis})
 	var hosts []*fakeHost
 	for i := range 3 {
 		hosts = append(hosts, e.addHost(&wardv1.Heartbeat{WorkerId: fmt.Sprintf("h%d", i), Pools: []string{"a"}, MaxParallelJobs: 4},
@@ -365,7 +380,7 @@ func TestReconcilerLease(t *testing.T) {
 		}
 		return out
 	}
-	checkFor(t, 10*time.Second, "one leader", func() bool { return len(leaders()) == 1 })
+	poll.Until(t, 10*time.Second, "one leader", func() bool { return len(leaders()) == 1 })
 	first := leaders()[0]
 	if ok, err := e.store.AcquireLease(context.Background(), "reconciler", "intruder", time.Minute); ok || err != nil {
 		t.Fatalf("a third owner took the held lease: %v %v", ok, err)
@@ -375,7 +390,7 @@ func TestReconcilerLease(t *testing.T) {
 	e.waitWorkers("ghost")
 	e.stopReplica(first)
 	other := 1 - first
-	checkFor(t, 5*time.Second, "the other replica leads", func() bool { return e.scheds[other].Leader() })
+	poll.Until(t, 5*time.Second, "the other replica leads", func() bool { return e.scheds[other].Leader() })
 	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
 	if j := e.waitEnd(id); j.State != jobstore.Timeout || j.Reason != string(reason.DispatchTimeout) {
 		t.Fatalf("job on a dead host ended %s %s, want TIMEOUT dispatch_timeout", j.State, j.Reason)
@@ -386,7 +401,7 @@ func TestReconcilerLease(t *testing.T) {
 // is killed) is replaced within the lease's ttl.
 func TestLeaseTakeover(t *testing.T) {
 	e := start(t, options{timeouts: fastTimeouts})
-	checkFor(t, 10*time.Second, "leader", func() bool { return e.scheds[0].Leader() })
+	poll.Until(t, 10*time.Second, "leader", func() bool { return e.scheds[0].Leader() })
 	// The dead replica's lease, as it would be left: held, not renewed.
 	ctx := context.Background()
 	e.stopReplica(0)
@@ -397,7 +412,7 @@ func TestLeaseTakeover(t *testing.T) {
 	if s.Leader() {
 		t.Fatal("a replica took a lease that another holds")
 	}
-	checkFor(t, 5*time.Second, "takeover after the ttl", s.Leader)
+	poll.Until(t, 5*time.Second, "takeover after the ttl", s.Leader)
 }
 
 // TestDLQ: dead-lettered jobs are listed with their reason and job, and
@@ -454,7 +469,7 @@ func TestHotReload(t *testing.T) {
 	if err := os.WriteFile(e.files.Pools, []byte(strings.Replace(testPools, "topics:\n", "topics:\n  job.new: new\n", 1)+"  new: {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, "job.new routed", func() bool {
+	poll.Until(t, 10*time.Second, "job.new routed", func() bool {
 		id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.new"})
 		return e.waitEnd(id).State == jobstore.Succeeded
 	})
@@ -462,7 +477,7 @@ func TestHotReload(t *testing.T) {
 	if err := os.WriteFile(e.files.Scheduler, []byte("queue: {cap: lots}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, "reload error counted", func() bool {
+	poll.Until(t, 10*time.Second, "reload error counted", func() bool {
 		return metric("ward_scheduler_config_reloads_total", "result", "error") > before
 	})
 	e.waitState(e.mustSubmit(&wardv1.JobRequest{Topic: "job.new"}), jobstore.Succeeded)

@@ -16,6 +16,7 @@ import (
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/testing/poll"
 	"github.com/ward-run/ward/jobstore"
 )
 
@@ -79,7 +80,7 @@ func TestRouting(t *testing.T) {
 	// No live host at all.
 	plain.stop()
 	fast.stop()
-	checkFor(t, 10*time.Second, "hosts gone", func() bool { return e.scheds[0].Hosts().Len() == 0 })
+	poll.Until(t, 10*time.Second, "hosts gone", func() bool { return e.scheds[0].Hosts().Len() == 0 })
 	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
 	if j := e.waitState(id, jobstore.Failed); j.Reason != string(reason.NoWorkers) || !e.inDLQ(id, string(reason.NoWorkers)) {
 		t.Fatalf("no hosts: %s %s", j.State, j.Reason)
@@ -103,7 +104,7 @@ func TestOverloadedWorkersAreSkipped(t *testing.T) {
 	}
 	second := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
 	j := e.waitState(second, jobstore.Pending)
-	checkFor(t, 10*time.Second, "second job queued", func() bool { return e.job(second).Waiting == "queue:a" })
+	poll.Until(t, 10*time.Second, "second job queued", func() bool { return e.job(second).Waiting == "queue:a" })
 	ev := lastEvent(e.events(second), jobstore.Pending)
 	for _, want := range []string{"full=at_capacity", "hot=cpu_over_threshold", "gpuhot=gpu_over_threshold"} {
 		if ev.Reason != string(reason.PoolOverloaded) || !strings.Contains(ev.Message, want) {
@@ -122,7 +123,7 @@ func TestOverloadedWorkersAreSkipped(t *testing.T) {
 	full.releaseAll()
 	e.waitState(first, jobstore.Succeeded)
 	_ = gpu
-	checkFor(t, 10*time.Second, "queue depth gauge back to 0", func() bool { return metric("ward_scheduler_queue_depth", "pool", "a") == 0 })
+	poll.Until(t, 10*time.Second, "queue depth gauge back to 0", func() bool { return metric("ward_scheduler_queue_depth", "pool", "a") == 0 })
 }
 
 // TestQueuePriorityAndAging: waiting jobs are placed highest effective
@@ -148,13 +149,13 @@ func TestQueuePriorityAndAging(t *testing.T) {
 			for _, p := range []int32{9, 5, 0} {
 				id := fmt.Sprintf("p%d", p)
 				e.mustSubmit(&wardv1.JobRequest{Topic: "job.a", JobId: id, Priority: p})
-				checkFor(t, 10*time.Second, id+" queued", func() bool { return e.job(id).Waiting == "queue:a" })
+				poll.Until(t, 10*time.Second, id+" queued", func() bool { return e.job(id).Waiting == "queue:a" })
 				time.Sleep(20 * time.Millisecond) // distinct submission times: the ordering under test depends on them
 			}
 			// Free the slot one job at a time and watch the order.
 			for want := 0; want < 3; want++ {
 				h.releaseAll()
-				checkFor(t, 10*time.Second, "next job runs", func() bool { n, _ := h.got(); return n == want+2 })
+				poll.Until(t, 10*time.Second, "next job runs", func() bool { n, _ := h.got(); return n == want+2 })
 			}
 			h.releaseAll()
 			_, order := h.got()
@@ -177,7 +178,7 @@ func TestQueueCap(t *testing.T) {
 	var queued []string
 	for range 2 {
 		id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
-		checkFor(t, 10*time.Second, "queued", func() bool { return e.job(id).Waiting == "queue:a" })
+		poll.Until(t, 10*time.Second, "queued", func() bool { return e.job(id).Waiting == "queue:a" })
 		queued = append(queued, id)
 	}
 	before := metric("ward_scheduler_submissions_refused_total", "reason", string(reason.QueueFull))
@@ -191,7 +192,7 @@ func TestQueueCap(t *testing.T) {
 	if got := metric("ward_scheduler_queue_cap"); got != 2 {
 		t.Errorf("queue cap gauge %v", got)
 	}
-	checkFor(t, 10*time.Second, "queue depth gauge", func() bool { return metric("ward_scheduler_queue_depth", "pool", "a") == 2 })
+	poll.Until(t, 10*time.Second, "queue depth gauge", func() bool { return metric("ward_scheduler_queue_depth", "pool", "a") == 2 })
 	// They wait past max_wait: pool_overloaded, in the DLQ.
 	for _, id := range queued {
 		if j := e.waitState(id, jobstore.Failed); j.Reason != string(reason.PoolOverloaded) || !e.inDLQ(id, string(reason.PoolOverloaded)) {
