@@ -105,7 +105,7 @@ type Scheduler struct {
 	snapshots sync.Pool            // *placement.Snapshot: the buffers placement reads
 	emptyMu   sync.Mutex           // guards empty
 	empty     map[string]time.Time // pool -> since when it has no live host (as the pump saw)
-	waitingMu sync.Mutex           // guards waiting
+	waitingMu sync.Mutex           // guards waiting; taken before Hosts.mu and emptyMu (the pump's tick)
 	waiting   map[string]bool      // pools known to hold waiting jobs
 	runMu     sync.Mutex           // guards run
 	run       map[string]float64   // pool -> its jobs' average running time, seconds
