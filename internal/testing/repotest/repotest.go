@@ -49,7 +49,7 @@ const (
 // Source is modules/testdata/repo in the source tree.
 func Source() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "modules", "testdata", "repo")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "modules", "testdata", "repo")
 }
 
 // Tree copies the demo repository into a new directory of t and returns
