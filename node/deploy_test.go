@@ -333,9 +333,15 @@ func TestRefusedVersionsKeepTheOldOneServing(t *testing.T) {
 				Manifest: helloManifest("2-wrong"), Signature: modreg.Sign(key, modreg.Digest(v2)), DeployedAt: time.Now()}
 			a := &modreg.Active{Name: "hello", Version: "2-wrong", Digest: modreg.Digest(variant(v2, "wrong")),
 				Route: modreg.Route{Topic: "job.hello", Pool: "hello"}, Signed: true, UpdatedAt: time.Now()}
-			for key, rec := range map[string]any{"mod.hello.v.2-wrong": v, "mod.hello.active": a} {
-				b, _ := json.Marshal(rec)
-				if _, err := kv.Put(ctx, key, b); err != nil {
+			// The version record first, as a deploy writes them: a host
+			// that hears of the active record before its version's refuses
+			// it as not found, which is not the refusal under test.
+			for _, r := range []struct {
+				key string
+				rec any
+			}{{"mod.hello.v.2-wrong", v}, {"mod.hello.active", a}} {
+				b, _ := json.Marshal(r.rec)
+				if _, err := kv.Put(ctx, r.key, b); err != nil {
 					t.Fatal(err)
 				}
 			}
