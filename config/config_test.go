@@ -275,7 +275,7 @@ func FuzzParseScheduler(f *testing.F) {
 			t.Fatalf("accepted invalid settings: %+v", s)
 		}
 		for pool := range s.Pools {
-			if !slices.Contains(Strategies, s.StrategyFor(pool)) {
+			if !slices.Contains(Strategies(), s.StrategyFor(pool)) {
 				t.Fatalf("pool %q has strategy %q", pool, s.StrategyFor(pool))
 			}
 		}

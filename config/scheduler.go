@@ -33,18 +33,20 @@ const (
 	StrategyResourceFit Strategy = "resource-fit"
 )
 
-// Strategies lists every strategy.
-var Strategies = []Strategy{StrategyLeastLoaded, StrategyRoundRobin, StrategyHash, StrategyAffinity, StrategyResourceFit}
+// Strategies returns every strategy.
+func Strategies() []Strategy {
+	return []Strategy{StrategyLeastLoaded, StrategyRoundRobin, StrategyHash, StrategyAffinity, StrategyResourceFit}
+}
 
 // strategyError says why st is not a strategy, or returns "".
 func strategyError(key string, st Strategy) string {
 	switch {
-	case slices.Contains(Strategies, st):
+	case slices.Contains(Strategies(), st):
 		return ""
 	case st == "random": // its former name
 		return fmt.Sprintf("%s %q is now called %q (deterministic rendezvous hashing of the job id, not random)", key, st, StrategyHash)
 	}
-	return fmt.Sprintf("%s %q is not one of %v", key, st, Strategies)
+	return fmt.Sprintf("%s %q is not one of %v", key, st, Strategies())
 }
 
 // Scheduler is scheduler.yaml: placement, admission and recovery settings.
