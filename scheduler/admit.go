@@ -298,8 +298,8 @@ func (lim *limits) first(t *jobstore.Transition) {
 // place runs placement over the job's pools in order, and dispatches the
 // job, parks it, or ends it.
 func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, lim limits, pools []string, queued map[string]int) {
-	snap := s.snapshots.Get().(*placement.Snapshot)
-	defer s.snapshots.Put(snap)
+	snap := s.placer.snapshot()
+	defer s.placer.release(snap)
 	now := time.Now()
 	hot := s.hotZones()
 	var (
@@ -314,7 +314,7 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 		for _, pool := range pools {
 			s.hosts.Snapshot(snap, pool, now)
 			snap.Module, snap.Throttled = c.versions[pool], hot
-			r := request(job, c.pools.Pools[pool], s.lastPick(pool))
+			r := request(job, c.pools.Pools[pool], s.placer.lastPick(pool))
 			p := s.policy(c.sched, pool)
 			o := placement.Place(snap, &r, &p, &d)
 			if d.Ranked {
@@ -323,7 +323,7 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 			switch o {
 			case placement.Placed:
 				if p.Strategy == placement.RoundRobin {
-					s.picked(pool, d.WorkerID)
+					s.placer.picked(pool, d.WorkerID)
 				}
 				w := &snap.Workers[d.Worker]
 				if d.Throttled && !s.domains.take(w.Zone, now, &c.sched.FailureDomains) {
@@ -418,7 +418,7 @@ func (s *Scheduler) policy(c *config.Scheduler, pool string) placement.Policy {
 	p := placement.Policy{Strategy: st, CPUThreshold: c.Placement.CPUThreshold,
 		GPUThreshold: c.Placement.GPUThreshold, Prefetch: c.PrefetchFor(pool)}
 	if w := c.PrefetchWindowFor(pool); w > 0 {
-		if run, ok := s.runTime(pool); ok {
+		if run, ok := s.runs.get(pool); ok {
 			p.PerSlot = int(min(maxPerSlot, w.Seconds()/max(run, minRunTime)))
 		}
 	}
@@ -431,43 +431,6 @@ const (
 	minRunTime = 0.0001 // seconds
 	maxPerSlot = 64
 )
-
-// observeRun folds a job's running time into its pool's average
-// (exponential, weight 1/16).
-func (s *Scheduler) observeRun(pool string, ms int64) {
-	if pool == "" {
-		return
-	}
-	v := float64(ms) / 1000
-	s.runMu.Lock()
-	defer s.runMu.Unlock()
-	if old, ok := s.run[pool]; ok {
-		v = old + (v-old)/16
-	}
-	s.run[pool] = v
-}
-
-// runTime returns pool's average running time in seconds, when known.
-func (s *Scheduler) runTime(pool string) (float64, bool) {
-	s.runMu.Lock()
-	defer s.runMu.Unlock()
-	v, ok := s.run[pool]
-	return v, ok
-}
-
-// lastPick returns the worker pool's round-robin strategy picked last.
-func (s *Scheduler) lastPick(pool string) string {
-	s.rrMu.Lock()
-	defer s.rrMu.Unlock()
-	return s.rr[pool]
-}
-
-// picked records a round-robin pick.
-func (s *Scheduler) picked(pool, worker string) {
-	s.rrMu.Lock()
-	defer s.rrMu.Unlock()
-	s.rr[pool] = worker
-}
 
 type scheduleResult int
 
@@ -579,7 +542,7 @@ func (s *Scheduler) park(ctx context.Context, c *settings, job *jobstore.Job, li
 	}
 	waits.WithLabelValues(string(reason.PoolOverloaded)).Inc()
 	s.moved(moved, t)
-	s.queuedIn(pool)
+	s.queues.queued(pool)
 	s.poke()
 }
 

@@ -112,25 +112,25 @@ func TestModes(t *testing.T) {
 // run within the window; a pool of long ones none; unknown, none.
 func TestPrefetchWindow(t *testing.T) {
 	c := config.DefaultScheduler()
-	s := &Scheduler{run: map[string]float64{}}
+	s := &Scheduler{runs: newRunTimes()}
 	if p := s.policy(c, "echo"); p.PerSlot != 0 || p.Prefetch != 1 {
 		t.Fatalf("before any result: %+v", p)
 	}
 	for range 50 {
-		s.observeRun("echo", 2)
+		s.runs.observe("echo", 2)
 	}
 	if p := s.policy(c, "echo"); p.PerSlot != 50 {
 		t.Errorf("2 ms jobs, 100 ms window: %d per slot, want 50", p.PerSlot)
 	}
-	s.observeRun("fast", 0)
+	s.runs.observe("fast", 0)
 	if p := s.policy(c, "fast"); p.PerSlot != maxPerSlot {
 		t.Errorf("0 ms jobs: %d per slot, want the cap %d", p.PerSlot, maxPerSlot)
 	}
-	s.observeRun("chat-advanced", 1)
+	s.runs.observe("chat-advanced", 1)
 	if p := s.policy(c, "chat-advanced"); p.PerSlot != 0 || p.Prefetch != 0 || p.Strategy != placement.Affinity {
 		t.Errorf("chat-advanced: %+v", p)
 	}
-	s.observeRun("slow", 30000)
+	s.runs.observe("slow", 30000)
 	if p := s.policy(c, "slow"); p.PerSlot != 0 {
 		t.Errorf("30 s jobs: %d per slot", p.PerSlot)
 	}

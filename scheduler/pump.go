@@ -67,31 +67,15 @@ func (s *Scheduler) pump(lctx, ctx context.Context, tick bool) {
 			s.storeFailed("queues", "", err)
 			return
 		}
-		s.waitingMu.Lock()
-		clear(s.waiting)
 		for i, pool := range all {
 			queueDepth.WithLabelValues(pool).Set(float64(lens[i]))
-			if s.hosts.Serves(pool, now) {
-				s.emptyMu.Lock()
-				delete(s.empty, pool)
-				s.emptyMu.Unlock()
-			}
-			if lens[i] > 0 {
-				s.waiting[pool] = true
-				pools = append(pools, pool)
-			}
 		}
-		s.waitingMu.Unlock()
+		pools = s.queues.recount(all, lens, func(pool string) bool { return s.hosts.Serves(pool, now) })
 	} else {
-		s.waitingMu.Lock()
-		for pool := range s.waiting {
-			pools = append(pools, pool)
-		}
-		s.waitingMu.Unlock()
-		slices.Sort(pools)
+		pools = s.queues.known()
 	}
-	snap := s.snapshots.Get().(*placement.Snapshot)
-	defer s.snapshots.Put(snap)
+	snap := s.placer.snapshot()
+	defer s.placer.release(snap)
 	for _, pool := range pools {
 		if lctx.Err() != nil {
 			return
@@ -117,9 +101,7 @@ func (s *Scheduler) pump(lctx, ctx context.Context, tick bool) {
 			continue
 		}
 		if len(heads) == 0 {
-			s.waitingMu.Lock()
-			delete(s.waiting, pool)
-			s.waitingMu.Unlock()
+			s.queues.drained(pool)
 		}
 		for _, job := range heads {
 			if lctx.Err() != nil {
@@ -134,22 +116,11 @@ func (s *Scheduler) pump(lctx, ctx context.Context, tick bool) {
 // time, this replica past its own: a host that restarts quickly does not
 // fail the jobs that wait for it.
 func (s *Scheduler) deserted(pool string, now time.Time) bool {
-	s.emptyMu.Lock()
-	defer s.emptyMu.Unlock()
-	since, ok := s.empty[pool]
+	since, ok := s.queues.emptySince(pool, now)
 	if !ok {
-		s.empty[pool] = now
 		return false
 	}
 	return !s.warming() && now.Sub(since) >= min(warmup, s.cfg.WorkerTTL)
-}
-
-// queuedIn notes that pool holds waiting jobs, so that the pump looks at
-// it when poked.
-func (s *Scheduler) queuedIn(pool string) {
-	s.waitingMu.Lock()
-	s.waiting[pool] = true
-	s.waitingMu.Unlock()
 }
 
 // handOut admits a waiting job on a submission worker, unless this

@@ -44,7 +44,7 @@ func (s *Scheduler) handleResult(ctx context.Context, _ *nats.Msg, r *wardv1.Job
 		return
 	}
 	s.domains.record(zone, false, time.Now(), &c.sched.FailureDomains)
-	s.observeRun(job.Pool, r.GetExecutionMs())
+	s.runs.observe(job.Pool, r.GetExecutionMs())
 	s.hosts.SetHeld(worker, job.WorkerJobs, time.Now())
 	jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
 	s.moved(job, t)

@@ -99,18 +99,12 @@ type Scheduler struct {
 	updates *bus.Workers // results, progress, cancels, queries
 	beats   *bus.Workers // heartbeats
 
-	started   time.Time            // when Start ran: the registry fills within a heartbeat
-	wake      chan struct{}        // capacity freed or a job queued: pump now
-	placing   sync.Map             // job id -> struct{}: being placed by this replica
-	snapshots sync.Pool            // *placement.Snapshot: the buffers placement reads
-	emptyMu   sync.Mutex           // guards empty
-	empty     map[string]time.Time // pool -> since when it has no live host (as the pump saw)
-	waitingMu sync.Mutex           // guards waiting; taken before Hosts.mu and emptyMu (the pump's tick)
-	waiting   map[string]bool      // pools known to hold waiting jobs
-	runMu     sync.Mutex           // guards run
-	run       map[string]float64   // pool -> its jobs' average running time, seconds
-	rrMu      sync.Mutex           // guards rr
-	rr        map[string]string    // pool -> the round-robin strategy's last pick
+	started time.Time     // when Start ran: the registry fills within a heartbeat
+	wake    chan struct{} // capacity freed or a job queued: pump now
+	placing sync.Map      // job id -> struct{}: being placed by this replica
+	placer  *placer       // snapshot buffers, round-robin picks
+	queues  *queueBook    // pools holding waiting jobs, pools with no live host
+	runs    *runTimes     // pool -> its jobs' average running time
 
 	mu        sync.Mutex // guards the 5 following fields
 	subs      []*bus.Subscription
@@ -166,13 +160,11 @@ func New(cfg Config) (*Scheduler, error) {
 		updates:  bus.NewWorkers(cfg.Concurrency),
 		beats:    bus.NewWorkers(4),
 		wake:     make(chan struct{}, 1),
-		rr:       make(map[string]string),
-		empty:    make(map[string]time.Time),
-		run:      make(map[string]float64),
-		waiting:  make(map[string]bool),
+		placer:   newPlacer(),
+		queues:   newQueueBook(),
+		runs:     newRunTimes(),
 		modsSeen: make(chan struct{}),
 	}
-	s.snapshots.New = func() any { return new(placement.Snapshot) }
 	s.conf.Store(&settings{pools: cfg.Pools, base: cfg.Pools, timeouts: cfg.Timeouts, sched: cfg.Settings})
 	normal := ModeNormal
 	s.mode.Store(&normal)
