@@ -71,7 +71,7 @@ func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1
 	if req.JobId == "" {
 		req.JobId = uuid.NewString()
 	}
-	c := s.conf.Load()
+	c := s.conf.load()
 	pools, _ := route(c.pools, req.Topic, req.Requires, req.Labels)
 	limits := c.sched.Tenants.For(req.TenantId)
 	now := time.Now()
@@ -166,7 +166,7 @@ type limits struct {
 // the queue lengths of its pools for a fresh submission (a job placed
 // while others wait would jump the queue), nil otherwise.
 func (s *Scheduler) admit(ctx context.Context, job *jobstore.Job, queued map[string]int) {
-	c := s.conf.Load()
+	c := s.conf.load()
 	if c.mods != nil && len(c.pools.PoolsFor(job.Topic)) == 0 {
 		// Perhaps a deploy this replica has not heard of yet declares it.
 		c = s.caughtUp(ctx)
@@ -458,7 +458,7 @@ func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits,
 		return full
 	case errors.As(err, &le):
 		s.hosts.Unreserve(w.ID, job.CPUMillicores, job.MemoryBytes)
-		s.deferTenant(ctx, s.conf.Load(), job, lim, le)
+		s.deferTenant(ctx, s.conf.load(), job, lim, le)
 		return gone
 	case err != nil:
 		s.hosts.Unreserve(w.ID, job.CPUMillicores, job.MemoryBytes)

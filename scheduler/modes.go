@@ -32,8 +32,8 @@ const (
 	ModeDraining Mode = "DRAINING"
 )
 
-// Modes lists the modes.
-var Modes = []Mode{ModeNormal, ModeDegraded, ModeReadOnly, ModeDraining}
+// Modes returns the modes, NORMAL first; the slice is the caller's.
+func Modes() []Mode { return []Mode{ModeNormal, ModeDegraded, ModeReadOnly, ModeDraining} }
 
 // ParseMode returns the mode s names (any case, '-' for '_'); NORMAL for
 // an empty or unknown s.
@@ -44,7 +44,7 @@ func ParseMode(s string) Mode {
 
 func parseMode(s string) (Mode, bool) {
 	s = strings.ToUpper(strings.ReplaceAll(strings.TrimSpace(s), "-", "_"))
-	for _, m := range Modes {
+	for _, m := range Modes() {
 		if string(m) == s {
 			return m, true
 		}
@@ -60,7 +60,7 @@ func (s *Scheduler) setMode(m Mode) {
 		s.log.Info("scheduler mode", "from", old, "to", m)
 	}
 	s.mode.Store(&m)
-	for _, x := range Modes {
+	for _, x := range Modes() {
 		v := 0.0
 		if x == m {
 			v = 1
@@ -78,7 +78,7 @@ func (s *Scheduler) refuseMode(priority int32) (code reason.Code, msg string) {
 	case ModeDraining:
 		return reason.ModeDraining, "the schedulers are DRAINING: no new jobs"
 	case ModeDegraded:
-		if cut := s.conf.Load().sched.Modes.DegradedMaxPriority; int(priority) > cut {
+		if cut := s.conf.load().sched.Modes.DegradedMaxPriority; int(priority) > cut {
 			return reason.ModeDegraded, fmt.Sprintf("the schedulers are DEGRADED: only priorities 0..%d are accepted, not %d", cut, priority)
 		}
 	}
@@ -92,7 +92,7 @@ func (s *Scheduler) handleMode(ctx context.Context, msg *nats.Msg, q *wardv1.Sch
 	if q.GetMode() != "" {
 		m, ok := parseMode(q.GetMode())
 		if !ok {
-			reply.Error = fmt.Sprintf("unknown mode %q: want one of %v", q.GetMode(), Modes)
+			reply.Error = fmt.Sprintf("unknown mode %q: want one of %v", q.GetMode(), Modes())
 		} else if err := s.cfg.Store.SetMode(ctx, string(m)); err != nil {
 			reply.Error = "job store unavailable"
 			s.storeFailed("mode", "", err)

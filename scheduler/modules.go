@@ -71,33 +71,6 @@ func (c *settings) retired(pools []string) ([]string, string) {
 	return live, ""
 }
 
-// followModules installs the registry's new state: the routes its
-// manifests declare join pools.yaml's, and placement follows the versions
-// in force.
-func (s *Scheduler) followModules(st *modreg.State) {
-	s.confMu.Lock()
-	defer s.confMu.Unlock()
-	c := *s.conf.Load()
-	now := time.Now()
-	m := &modules{state: st, since: make(map[string]time.Time, len(st.Actives))}
-	for name, a := range st.Actives {
-		if old := c.mods.active(name); old != nil && old.Digest == a.Digest && old.Retired == a.Retired {
-			m.since[name] = c.mods.since[name]
-		} else {
-			m.since[name] = now
-			if !a.Retired {
-				s.log.Info("module version in force", "module", name, "version", a.Version, "digest", a.Digest)
-			} else {
-				s.log.Info("module retired", "module", name)
-			}
-		}
-	}
-	c.mods = m
-	s.storeConf(&c)
-	close(s.modsSeen)
-	s.modsSeen = make(chan struct{})
-}
-
 // catchUpWithin bounds how long admission waits for the registry.
 const catchUpWithin = 2 * time.Second
 
@@ -110,12 +83,10 @@ func (s *Scheduler) caughtUp(ctx context.Context) *settings {
 	rev, err := s.cfg.Modules.Revision(ctx)
 	if err != nil {
 		s.log.Warn("module registry unreachable; routing on what this replica knows", "err", err)
-		return s.conf.Load()
+		return s.conf.load()
 	}
 	for {
-		s.confMu.Lock()
-		c, seen := s.conf.Load(), s.modsSeen
-		s.confMu.Unlock()
+		c, seen := s.conf.next()
 		if c.mods == nil || c.mods.state.Revision >= rev {
 			return c
 		}
@@ -127,34 +98,11 @@ func (s *Scheduler) caughtUp(ctx context.Context) *settings {
 	}
 }
 
-// storeConf derives the routing table from pools.yaml and the registry,
-// and the module version in force of each pool, and puts c in force.
-// confMu is held.
-func (s *Scheduler) storeConf(c *settings) {
-	c.pools, c.versions = c.base, nil
-	if c.mods != nil {
-		var conflicts []modreg.Conflict
-		c.pools, conflicts = modreg.Routes(c.base, c.mods.state.Actives)
-		// Each conflict is logged once, not at every registry change.
-		seen := make(map[modreg.Conflict]bool, len(conflicts))
-		for _, k := range conflicts {
-			seen[k] = true
-			if !s.conflicts[k] {
-				s.log.Warn("a deployed module's route is overridden by pools.yaml", "module", k.Module, "topic", k.Topic, "pool", k.Pool, "why", k.Why)
-			}
-		}
-		s.conflicts = seen
-		c.versions = c.mods.versions(c.pools, c.sched.Modules.RolloutGrace)
-	}
-	s.conf.Store(c)
-	s.poke()
-}
-
-// ModuleVersion returns the version of module name this replica holds in
+// moduleVersion returns the version of module name this replica holds in
 // force, and its digest; ok is false for a module the registry does not
 // hold (or a retired one).
-func (s *Scheduler) ModuleVersion(name string) (version, digest string, ok bool) {
-	a := s.conf.Load().mods.active(name)
+func (s *Scheduler) moduleVersion(name string) (version, digest string, ok bool) {
+	a := s.conf.load().mods.active(name)
 	if a == nil || a.Retired {
 		return "", "", false
 	}

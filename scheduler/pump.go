@@ -18,7 +18,7 @@ const pumpHeads = 32
 // queue.pump_interval, for what other replicas queued.
 func (s *Scheduler) pumpLoop(lctx, ctx context.Context) {
 	defer s.loops.Done()
-	interval := s.conf.Load().sched.Queue.PumpInterval
+	interval := s.conf.load().sched.Queue.PumpInterval
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -30,7 +30,7 @@ func (s *Scheduler) pumpLoop(lctx, ctx context.Context) {
 		case <-t.C:
 			tick = true
 		}
-		if iv := s.conf.Load().sched.Queue.PumpInterval; iv != interval {
+		if iv := s.conf.load().sched.Queue.PumpInterval; iv != interval {
 			interval = iv
 			t.Reset(interval)
 		}
@@ -48,7 +48,7 @@ func (s *Scheduler) pump(lctx, ctx context.Context, tick bool) {
 		return
 	}
 	now := time.Now()
-	c := s.conf.Load()
+	c := s.conf.load()
 	var pools []string
 	if tick {
 		due, err := s.cfg.Store.DueDeferred(ctx, now, pumpHeads)
@@ -163,7 +163,7 @@ func (s *Scheduler) houseLoop(lctx context.Context) {
 				s.hosts.SetQuarantined(q)
 				quarantinedWorkers.Set(float64(len(q)))
 			}
-			hot := s.domains.throttled(now, &s.conf.Load().sched.FailureDomains)
+			hot := s.domains.throttled(now, &s.conf.load().sched.FailureDomains)
 			s.hot.Store(&hot)
 			if n := s.hosts.Evict(now); n > 0 {
 				s.log.Info("evicted silent workers", "count", n)

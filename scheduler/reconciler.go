@@ -21,7 +21,7 @@ const reconcileBatch = 500
 // lease in the store, renewed every third of its ttl (at least every
 // second). When the holder dies, the lease lapses and another replica takes
 // over within lease_ttl. The holder ends jobs past their deadline every
-// tick, and runs Reconcile every scan_interval. On shutdown it gives the
+// tick, and runs reconcile every scan_interval. On shutdown it gives the
 // lease up, so that another takes over at once.
 func (s *Scheduler) leaseLoop(lctx, ctx context.Context) {
 	defer s.loops.Done()
@@ -46,7 +46,7 @@ func (s *Scheduler) leaseLoop(lctx, ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		r := s.conf.Load().timeouts.Reconciler
+		r := s.conf.load().timeouts.Reconciler
 		ok, err := s.cfg.Store.AcquireLease(lctx, leaseName, s.id, r.LeaseTTL)
 		if err != nil {
 			if lctx.Err() == nil {
@@ -69,7 +69,7 @@ func (s *Scheduler) leaseLoop(lctx, ctx context.Context) {
 			s.expire(lctx, now)
 			if now.Sub(lastScan) >= r.ScanInterval {
 				lastScan = now
-				s.Reconcile(lctx, ctx, now)
+				s.reconcile(lctx, ctx, now)
 			}
 		}
 		t.Reset(min(r.LeaseTTL/3, time.Second))
@@ -106,7 +106,7 @@ func (s *Scheduler) expire(ctx context.Context, now time.Time) int {
 	return n
 }
 
-// Reconcile runs one reconciler pass as of now and returns how many jobs it
+// reconcile runs one reconciler pass as of now and returns how many jobs it
 // acted on. Store calls use lctx; the jobs it hands back to admission run
 // under ctx. In order:
 //
@@ -122,8 +122,8 @@ func (s *Scheduler) expire(ctx context.Context, now time.Time) int {
 //     lost its replica while being admitted: it is admitted again;
 //   - a queued job that waited queue.max_wait ends FAILED pool_overloaded
 //     (no_workers when its pool has no live host).
-func (s *Scheduler) Reconcile(lctx, ctx context.Context, now time.Time) int {
-	c := s.conf.Load()
+func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
+	c := s.conf.load()
 	r := c.timeouts.Reconciler
 	n := 0
 	for _, state := range []jobstore.State{jobstore.Dispatched, jobstore.Running} {

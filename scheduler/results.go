@@ -26,7 +26,7 @@ func (s *Scheduler) handleResult(ctx context.Context, _ *nats.Msg, r *wardv1.Job
 		return
 	}
 	defer s.poke() // the worker has room again
-	c := s.conf.Load()
+	c := s.conf.load()
 	worker := r.GetWorkerId()
 	zone := ""
 	if w, ok := s.hosts.Get(worker); ok {
@@ -142,7 +142,7 @@ const bounceDelay = 250 * time.Millisecond
 // countFailure counts a failure against a worker (quarantining it after
 // failure_domains.quarantine_failures) and its zone.
 func (s *Scheduler) countFailure(ctx context.Context, worker, zone string) {
-	c := s.conf.Load().sched.FailureDomains
+	c := s.conf.load().sched.FailureDomains
 	now := time.Now()
 	s.domains.record(zone, true, now, &c)
 	till, err := s.cfg.Store.RecordFailure(ctx, worker, now, c.QuarantineWindow, c.QuarantineFailures, c.QuarantineCooldown)
@@ -171,7 +171,7 @@ func (s *Scheduler) countFailure(ctx context.Context, worker, zone string) {
 type ran struct{ module, digest string }
 
 func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobstore.State, cause, code, errMsg, msg string, ran ran) error {
-	c := s.conf.Load()
+	c := s.conf.load()
 	from, worker := job.State, job.WorkerID
 	if job.Attempt <= job.MaxRetries && (job.Deadline.IsZero() || time.Now().Before(job.Deadline)) {
 		delay := c.sched.Retries.Delay(job.Attempt, rand.Float64())

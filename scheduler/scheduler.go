@@ -85,15 +85,10 @@ type Scheduler struct {
 	hosts   *Hosts
 	domains *domains
 
-	conf   atomic.Pointer[settings]
-	confMu sync.Mutex // serializes changes of conf (reloads, the registry)
-	// modsSeen is closed, and replaced, at each registry change; conflicts
-	// are the route conflicts logged already (both guarded by confMu).
-	modsSeen  chan struct{}
-	conflicts map[modreg.Conflict]bool
-	mode      atomic.Pointer[Mode]
-	hot       atomic.Pointer[map[string]bool] // throttled zones
-	leader    atomic.Bool                     // this replica holds the reconciler lease
+	conf   *settingsHolder // the configuration in force
+	mode   atomic.Pointer[Mode]
+	hot    atomic.Pointer[map[string]bool] // throttled zones
+	leader atomic.Bool                     // this replica holds the reconciler lease
 
 	submits *bus.Workers // submissions, and the placements the pump hands out
 	updates *bus.Workers // results, progress, cancels, queries
@@ -151,21 +146,20 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg.ID = "scheduler-" + uuid.NewString()[:8]
 	}
 	s := &Scheduler{
-		cfg:      cfg,
-		id:       cfg.ID,
-		log:      cfg.Logger.With("component", "scheduler", "scheduler_id", cfg.ID),
-		hosts:    NewHosts(cfg.WorkerTTL),
-		domains:  newDomains(),
-		submits:  bus.NewWorkers(cfg.Concurrency),
-		updates:  bus.NewWorkers(cfg.Concurrency),
-		beats:    bus.NewWorkers(4),
-		wake:     make(chan struct{}, 1),
-		placer:   newPlacer(),
-		queues:   newQueueBook(),
-		runs:     newRunTimes(),
-		modsSeen: make(chan struct{}),
+		cfg:     cfg,
+		id:      cfg.ID,
+		log:     cfg.Logger.With("component", "scheduler", "scheduler_id", cfg.ID),
+		hosts:   NewHosts(cfg.WorkerTTL),
+		domains: newDomains(),
+		submits: bus.NewWorkers(cfg.Concurrency),
+		updates: bus.NewWorkers(cfg.Concurrency),
+		beats:   bus.NewWorkers(4),
+		wake:    make(chan struct{}, 1),
+		placer:  newPlacer(),
+		queues:  newQueueBook(),
+		runs:    newRunTimes(),
 	}
-	s.conf.Store(&settings{pools: cfg.Pools, base: cfg.Pools, timeouts: cfg.Timeouts, sched: cfg.Settings})
+	s.conf = newSettingsHolder(&settings{pools: cfg.Pools, base: cfg.Pools, timeouts: cfg.Timeouts, sched: cfg.Settings}, s.log, s.poke)
 	normal := ModeNormal
 	s.mode.Store(&normal)
 	return s, nil
@@ -182,9 +176,7 @@ func (s *Scheduler) Hosts() *Hosts { return s.hosts }
 
 // Reload swaps the configuration in force; the next decision uses it.
 func (s *Scheduler) Reload(b *config.Bundle) {
-	s.confMu.Lock()
-	s.storeConf(&settings{base: b.Pools, mods: s.conf.Load().mods, timeouts: b.Timeouts, sched: b.Scheduler})
-	s.confMu.Unlock()
+	s.conf.reload(b)
 	queueCap.Set(float64(b.Scheduler.Queue.Cap))
 	configReloads.WithLabelValues("ok").Inc()
 	for pool := range b.Scheduler.Pools {
@@ -211,7 +203,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	} else {
 		s.setMode(ParseMode(m))
 	}
-	queueCap.Set(float64(s.conf.Load().sched.Queue.Cap))
+	queueCap.Set(float64(s.conf.load().sched.Queue.Cap))
 
 	c, q := s.cfg.Bus, bus.SchedulerQueue
 	var subs []*bus.Subscription
@@ -259,7 +251,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.mu.Unlock()
 	}
 	if s.cfg.Modules != nil {
-		done, err := s.cfg.Modules.Follow(lctx, s.followModules)
+		done, err := s.cfg.Modules.Follow(lctx, s.conf.follow)
 		if err != nil {
 			_ = s.Shutdown(context.Background())
 			return fmt.Errorf("scheduler: %w", err)
@@ -343,7 +335,7 @@ func (s *Scheduler) handleHeartbeat(_ context.Context, _ *nats.Msg, hb *wardv1.H
 
 // topicLabel keeps metric cardinality bounded: only mapped topics are labels.
 func (s *Scheduler) topicLabel(topic string) string {
-	if len(s.conf.Load().pools.PoolsFor(topic)) == 0 {
+	if len(s.conf.load().pools.PoolsFor(topic)) == 0 {
 		return "unmapped"
 	}
 	return topic
