@@ -2,9 +2,14 @@ package scheduler
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
+	"github.com/ward-run/ward/api/reason"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/scheduler/placement"
 )
@@ -144,39 +149,133 @@ func sortedPools(c *settings) []string {
 	return pools
 }
 
-// houseLoop keeps this replica's view current, every second: the mode (in
-// case a notice was missed), the quarantined workers, the throttled zones,
-// and the silent workers to forget.
-func (s *Scheduler) houseLoop(lctx context.Context) {
-	defer s.loops.Done()
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-lctx.Done():
-			return
-		case now := <-t.C:
-			s.refreshMode(lctx)
-			if q, err := s.cfg.Store.Quarantined(lctx, now); err != nil {
-				s.storeFailed("quarantined", "", err)
-			} else {
-				s.hosts.SetQuarantined(q)
-				quarantinedWorkers.Set(float64(len(q)))
-			}
-			hot := s.domains.throttled(now, &s.conf.load().sched.FailureDomains)
-			s.hot.Store(&hot)
-			if n := s.hosts.Evict(now); n > 0 {
-				s.log.Info("evicted silent workers", "count", n)
-			}
-			liveWorkers.Set(float64(s.hosts.Len()))
-		}
+// park puts a PENDING job in pool's queue, ordered by its aged priority,
+// and wakes the pump. A full queue, or a job that waited queue.max_wait,
+// ends FAILED pool_overloaded.
+func (s *Scheduler) park(ctx context.Context, c *settings, job *jobstore.Job, lim limits, pool, why string) {
+	q := c.sched.Queue
+	// A retried job (Attempt > 0) is bounded by its retries, not by the
+	// time since its submission.
+	if job.Attempt == 0 && time.Since(job.CreatedAt) > q.MaxWait {
+		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.PoolOverloaded),
+			Message: fmt.Sprintf("waited %s (queue.max_wait %s): %s", time.Since(job.CreatedAt).Round(time.Second), q.MaxWait, why)}, true)
+		return
 	}
+	t := jobstore.Transition{To: jobstore.Pending, From: jobstore.Pending, Reason: string(reason.PoolOverloaded), Message: why,
+		Wait: &jobstore.Wait{Pool: pool, Score: jobstore.QueueScore(job.Priority, job.CreatedAt, q.AgingFactor), Cap: q.Cap}}
+	lim.first(&t)
+	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
+	switch {
+	case errors.Is(err, jobstore.ErrQueueFull):
+		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.PoolOverloaded),
+			Message: fmt.Sprintf("queue of pool %s is full (%d jobs): %s", pool, q.Cap, why)}, true)
+		return
+	case err != nil:
+		s.storeFailed("queue", job.ID, err)
+		return
+	}
+	waits.WithLabelValues(string(reason.PoolOverloaded)).Inc()
+	s.moved(moved, t)
+	s.queues.queued(pool)
+	s.poke()
 }
 
-// hotZones returns the zones whose dispatch is throttled now.
-func (s *Scheduler) hotZones() map[string]bool {
-	if p := s.hot.Load(); p != nil {
-		return *p
+// deferTenant puts back a job whose tenant is at its limit, to try again
+// after a backoff; past the tenant wait budget it ends FAILED tenant_limit.
+func (s *Scheduler) deferTenant(ctx context.Context, c *settings, job *jobstore.Job, lim limits, le *jobstore.LimitError) {
+	tc := c.sched.Tenants
+	if waited := time.Since(job.CreatedAt); job.Attempt == 0 && waited > tc.WaitBudget {
+		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.TenantLimit),
+			Message: fmt.Sprintf("tenant %q stayed at its limit of %d concurrent jobs for %s (tenants.wait_budget %s)",
+				job.Tenant, le.Limit, waited.Round(time.Second), tc.WaitBudget)}, true)
+		return
 	}
-	return nil
+	delay := tc.Backoff.Delay(job.Waits+1, rand.Float64())
+	t := jobstore.Transition{To: jobstore.Pending, From: jobstore.Pending, Reason: string(reason.TenantLimit), Waits: job.Waits + 1,
+		Message: fmt.Sprintf("tenant %q holds %d of its %d concurrent jobs; retry in %s", job.Tenant, le.Held, le.Limit, delay.Round(time.Millisecond)),
+		Wait:    &jobstore.Wait{Until: time.Now().Add(delay)}}
+	lim.first(&t)
+	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
+	if err != nil {
+		s.storeFailed("defer", job.ID, err)
+		return
+	}
+	waits.WithLabelValues(string(reason.TenantLimit)).Inc()
+	s.moved(moved, t)
+}
+
+// queueBook is the pump's bookkeeping of the pool queues: the pools known
+// to hold waiting jobs (so that a poke reads only those), and since when a
+// pool has had no live host (as the pump saw).
+type queueBook struct {
+	mu      sync.Mutex      // guards waiting; taken before Hosts.mu and emptyMu
+	waiting map[string]bool // pools known to hold waiting jobs
+
+	emptyMu sync.Mutex           // guards empty
+	empty   map[string]time.Time // pool -> since when it has no live host
+}
+
+func newQueueBook() *queueBook {
+	return &queueBook{waiting: make(map[string]bool), empty: make(map[string]time.Time)}
+}
+
+// queued notes that pool holds waiting jobs.
+func (q *queueBook) queued(pool string) {
+	q.mu.Lock()
+	q.waiting[pool] = true
+	q.mu.Unlock()
+}
+
+// drained notes that pool's queue was found empty.
+func (q *queueBook) drained(pool string) {
+	q.mu.Lock()
+	delete(q.waiting, pool)
+	q.mu.Unlock()
+}
+
+// known returns the pools known to hold waiting jobs, sorted.
+func (q *queueBook) known() []string {
+	var pools []string
+	q.mu.Lock()
+	for pool := range q.waiting {
+		pools = append(pools, pool)
+	}
+	q.mu.Unlock()
+	slices.Sort(pools)
+	return pools
+}
+
+// recount starts the book again from every pool's queue length (lens[i]
+// is all[i]'s): it returns the pools that hold waiting jobs, in all's
+// order, and forgets when the pools that serves says have a live host
+// became empty. serves is called with q.mu held (it takes Hosts.mu).
+func (q *queueBook) recount(all []string, lens []int, serves func(pool string) bool) []string {
+	var pools []string
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	clear(q.waiting)
+	for i, pool := range all {
+		if serves(pool) {
+			q.emptyMu.Lock()
+			delete(q.empty, pool)
+			q.emptyMu.Unlock()
+		}
+		if lens[i] > 0 {
+			q.waiting[pool] = true
+			pools = append(pools, pool)
+		}
+	}
+	return pools
+}
+
+// emptySince returns since when pool has had no live host; the first
+// call for a pool records now and returns ok false.
+func (q *queueBook) emptySince(pool string, now time.Time) (since time.Time, ok bool) {
+	q.emptyMu.Lock()
+	defer q.emptyMu.Unlock()
+	since, ok = q.empty[pool]
+	if !ok {
+		q.empty[pool] = now
+	}
+	return since, ok
 }

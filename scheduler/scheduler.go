@@ -77,7 +77,17 @@ type settings struct {
 	sched    *config.Scheduler
 }
 
-// Scheduler is one scheduler replica.
+// Scheduler is one scheduler replica. It keeps the lifecycle (New, Start,
+// Shutdown, the loops and their WaitGroup) and composes the parts that own
+// their state and its lock: settingsHolder (settings.go: the
+// configuration in force), queueBook (pump.go: the pools holding waiting
+// jobs, the pools with no live host), runTimes and placer (place.go: the
+// pools' running times; snapshot buffers and round-robin picks), Hosts
+// (hosts.go) and domains (domains.go).
+//
+// Lock order: queueBook.mu before Hosts.mu and queueBook.emptyMu (the
+// pump's tick, queueBook.recount). Every other lock, mu included, is taken
+// alone.
 type Scheduler struct {
 	cfg     Config
 	id      string
