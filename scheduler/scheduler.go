@@ -40,19 +40,27 @@ type SafetyChecker interface {
 // Config configures a Scheduler. Bus, Store, Safety and Pools are required.
 type Config struct {
 	// ID names this replica (lock and lease owner, logs); random when empty.
-	ID       string
-	Bus      *bus.Conn
-	Store    jobstore.Store
-	Safety   SafetyChecker
-	Pools    *config.Pools
-	Timeouts *config.Timeouts  // the defaults when nil
-	Settings *config.Scheduler // scheduler.yaml; the defaults when nil
+	ID string
+	// Bus is the connection to NATS: submissions, results, heartbeats.
+	Bus *bus.Conn
+	// Store is the job store, where every state that matters lives.
+	Store jobstore.Store
+	// Safety is the safety kernel, asked about each job at admission.
+	Safety SafetyChecker
+	// Pools is the routing table (pools.yaml).
+	Pools *config.Pools
+	// Timeouts are the per-topic timeouts (timeouts.yaml); the defaults
+	// when nil.
+	Timeouts *config.Timeouts
+	// Settings is scheduler.yaml; the defaults when nil.
+	Settings *config.Scheduler
 	// Files, where a path is set, are watched: when one changes, pools,
 	// timeouts and settings are loaded again and take effect for the next
 	// decision, without a restart. A file that does not parse is logged and
 	// the configuration in force stays.
-	Files  config.Files
-	Logger *slog.Logger // slog.Default() when nil
+	Files config.Files
+	// Logger logs the scheduler's events; slog.Default() when nil.
+	Logger *slog.Logger
 	// Modules, when set, is the module registry: the routes deployed
 	// manifests declare join Pools, a job goes only to hosts that hold
 	// its module's active version (waiting while it rolls out), and a
