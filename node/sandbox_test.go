@@ -30,7 +30,7 @@ func builtModules(t *testing.T, names ...string) (map[string][]byte, map[string]
 	wasm := map[string][]byte{}
 	manifests := map[string]*sandbox.Manifest{}
 	for _, name := range names {
-		raw, err := os.ReadFile(filepath.Join("..", "..", "modules", name, "manifest.yaml"))
+		raw, err := os.ReadFile(filepath.Join("..", "modules", name, "manifest.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
