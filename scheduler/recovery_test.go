@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,9 @@ import (
 // throttled and the other zone preferred; a worker that fails repeatedly
 // is quarantined and gets nothing during its cool-down.
 func TestFailureDomains(t *testing.T) {
+	// The zone gauges are the process's: a zone of its own per run keeps
+	// a run's (with -count) from seeing the last one's throttle.
+	za := fmt.Sprintf("zone-a%d", failureDomainRuns.Add(1))
 	e := start(t, options{sched: `
 failure_domains:
   threshold: 0.3
@@ -31,16 +35,16 @@ failure_domains:
   throttle_rate: 0.001
   quarantine_failures: 100
 `})
-	bad := e.addHost(&wardv1.Heartbeat{WorkerId: "a-bad", Zone: "zone-a", Pools: []string{"a", "b2"}, MaxParallelJobs: 50},
+	bad := e.addHost(&wardv1.Heartbeat{WorkerId: "a-bad", Zone: za, Pools: []string{"a", "b2"}, MaxParallelJobs: 50},
 		func(*wardv1.JobRequest, int) outcome { return outcome{fail: true, code: "exit"} })
 	e.waitWorkers("a-bad")
 	// Zone a fails everything: after a few failures it is throttled.
 	for range 5 {
 		e.waitState(e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"}), jobstore.Failed)
 	}
-	poll.Until(t, 10*time.Second, "zone-a throttled", func() bool { return metric("ward_scheduler_zone_throttled", "zone", "zone-a") == 1 })
-	if r := metric("ward_scheduler_zone_failure_rate", "zone", "zone-a"); r <= 0.3 {
-		t.Errorf("zone-a failure rate %v", r)
+	poll.Until(t, 10*time.Second, za+" throttled", func() bool { return metric("ward_scheduler_zone_throttled", "zone", za) == 1 })
+	if r := metric("ward_scheduler_zone_failure_rate", "zone", za); r <= 0.3 {
+		t.Errorf("%s failure rate %v", za, r)
 	}
 	// A healthy host in zone b, more loaded than a-bad: zone b is preferred.
 	e.addHost(&wardv1.Heartbeat{WorkerId: "b-good", Zone: "zone-b", Pools: []string{"a"}, MaxParallelJobs: 50, CpuLoad: 80}, nil)
@@ -48,7 +52,7 @@ failure_domains:
 	n, _ := bad.got()
 	for range 5 {
 		if j := e.waitEnd(e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})); j.State != jobstore.Succeeded || j.WorkerID != "b-good" {
-			t.Fatalf("with zone-a throttled: %s on %s", j.State, j.WorkerID)
+			t.Fatalf("with %s throttled: %s on %s", za, j.State, j.WorkerID)
 		}
 	}
 	if m, _ := bad.got(); m != n {
@@ -63,11 +67,14 @@ failure_domains:
 	}
 	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.b", Labels: b2})
 	poll.Until(t, 10*time.Second, "job waits for the throttled zone", func() bool { return e.job(id).Waiting == "queue:b2" })
-	if !hasEvent(e.events(id), jobstore.Pending, string(reason.PoolOverloaded), "zone zone-a is throttled") {
+	if !hasEvent(e.events(id), jobstore.Pending, string(reason.PoolOverloaded), "zone "+za+" is throttled") {
 		t.Errorf("events %+v", e.events(id))
 	}
 	_, _ = e.client.Cancel(context.Background(), id, "")
 }
+
+// failureDomainRuns numbers TestFailureDomains' runs.
+var failureDomainRuns atomic.Int32
 
 func TestQuarantine(t *testing.T) {
 	e := start(t, options{sched: "failure_domains: {quarantine_failures: 3, quarantine_cooldown: 1h, min_samples: 1000}\n"})
