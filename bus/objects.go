@@ -165,6 +165,29 @@ func (o *Objects) PutContext(ctx context.Context, tenant string, f io.ReadSeeker
 	return ObjectScheme + ContextBucket + "/" + name, nil
 }
 
+// Size returns the size in bytes of the object ptr names. A pointer to no
+// object is an error that wraps jetstream.ErrObjectNotFound.
+func (o *Objects) Size(ctx context.Context, ptr string) (int64, error) {
+	bucket, name, err := ParseObjectPtr(ptr)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	b, err := o.bucket(ctx, bucket, false)
+	if err != nil {
+		return 0, err
+	}
+	info, err := b.GetInfo(ctx, name)
+	if err == nil && info.Deleted {
+		err = jetstream.ErrObjectNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("bus: stat %s: %w", ptr, err)
+	}
+	return int64(info.Size), nil
+}
+
 // ErrTooLarge is returned by Get for an object over the size asked.
 var ErrTooLarge = errors.New("bus: object too large")
 

@@ -1,8 +1,10 @@
 package node_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -10,9 +12,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/internal/testing/natstest"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ward-run/ward/api/reason"
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
@@ -203,5 +207,49 @@ func putRaw(t testing.TB, nc *nats.Conn, pb *safetyv1.PolicyBundle) {
 	}
 	if _, err := kv.Put(ctx, "bundle", data); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPayloadCapHoldsOnEveryPath: tenant globex may send at most 64 KiB
+// (policies/data.yaml). The cap holds for a payload inside the submission
+// and for one the client stored in the object store because it is too
+// large for a message, which reaches the scheduler as a pointer; and a
+// pointer to another tenant's context is refused.
+func TestPayloadCapHoldsOnEveryPath(t *testing.T) {
+	e := start(t, node.Options{NATSURL: natstest.StartJetStream(t), Modules: echoModules(t)})
+	job := func(size int) *wardv1.JobRequest {
+		return &wardv1.JobRequest{Topic: "job.echo", TenantId: "globex", Payload: bytes.Repeat([]byte("x"), size)}
+	}
+	if _, rec := e.run(t, job(1000)); rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Fatalf("1 KB: %s/%s, want SUCCEEDED", rec.GetState(), rec.GetReason())
+	}
+	for _, size := range []int{100_000, 2 << 20} { // inline; by pointer
+		_, rec := e.run(t, job(size))
+		if rec.GetState() != wardv1.JobState_JOB_STATE_DENIED || rec.GetReason() != string(reason.SafetyDenied) ||
+			!strings.Contains(strings.Join(rec.GetSafety().GetReasons(), ";"), fmt.Sprintf("payload of %d bytes is over", size)) {
+			t.Errorf("%d bytes: %s/%s %v, want DENIED for its size", size, rec.GetState(), rec.GetReason(), rec.GetSafety().GetReasons())
+		}
+	}
+	// acme's 800 KB, over a message's share but within the default 1 MiB
+	// cap, travels by pointer and runs: the pointer path itself works.
+	big := job(800_000)
+	big.TenantId = "acme"
+	if _, rec := e.run(t, big); rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || len(rec.GetResult()) != 800_000 {
+		t.Fatalf("acme's 800 KB: %s/%s, %d bytes back", rec.GetState(), rec.GetReason(), len(rec.GetResult()))
+	}
+	// globex names acme's stored context: refused before anything is stored.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	objs, err := bus.NewObjects(e.client.Bus())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptr, err := objs.PutContext(ctx, "acme", bytes.NewReader(bytes.Repeat([]byte("y"), 1<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.client.Submit(ctx, &wardv1.JobRequest{Topic: "job.echo", TenantId: "globex", ContextPtr: ptr})
+	if !errors.Is(err, client.ErrRefused) || !strings.Contains(err.Error(), "another tenant") {
+		t.Fatalf("globex submitting acme's context: %v, want refused", err)
 	}
 }

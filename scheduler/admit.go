@@ -93,8 +93,13 @@ func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1
 	job.Deadline = deadline(job, nil)
 	if len(req.Payload) == 0 && strings.HasPrefix(req.ContextPtr, bus.ObjectScheme) {
 		// A context too large for a message, which the client stored in
-		// the object store (bus/README.md, "Context pointers").
-		job.ContextPtr = req.ContextPtr
+		// the object store (bus/README.md, "Context pointers"). The policy
+		// judges its true size, not the empty payload's.
+		size, why := s.contextSize(ctx, req.ContextPtr, req.TenantId)
+		if why != "" {
+			return refuse(reason.BadRequest, "%s", why), nil, nil
+		}
+		job.ContextPtr, job.PayloadSize = req.ContextPtr, size
 	}
 	res, err := s.cfg.Store.Submit(ctx, job, req.Payload, jobstore.Guard{
 		Rate: limits.Rate, Burst: limits.Burst, Queues: pools, QueueCap: c.sched.Queue.Cap,
@@ -321,4 +326,26 @@ func (s *Scheduler) deadLettered(ctx context.Context, job *jobstore.Job, t jobst
 	_ = s.cfg.Bus.Publish(bus.SubjectDLQ, &wardv1.DLQEntry{JobId: e.JobID, Topic: e.Topic, TenantId: e.Tenant,
 		Reason: e.Reason, Message: e.Message, AtUnixMs: e.At.UnixMilli(), Job: Record(job)})
 	s.moved(job, t)
+}
+
+// contextSize returns the size of the context ptr points to, or why the
+// submission is refused: a pointer that is not a context of tenant's, or
+// names no object.
+func (s *Scheduler) contextSize(ctx context.Context, ptr, tenant string) (int64, string) {
+	owner, err := bus.ContextOwner(ptr)
+	if err != nil {
+		return 0, err.Error()
+	}
+	if owner != tenant && !(owner == "_" && tenant == "") {
+		return 0, fmt.Sprintf("context %s belongs to another tenant", ptr)
+	}
+	s.objsOnce.Do(func() { s.objs, s.objsErr = bus.NewObjects(s.cfg.Bus) })
+	if s.objsErr != nil {
+		return 0, s.objsErr.Error()
+	}
+	size, err := s.objs.Size(ctx, ptr)
+	if err != nil {
+		return 0, fmt.Sprintf("context %s: %v", ptr, err)
+	}
+	return size, ""
 }

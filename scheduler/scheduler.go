@@ -103,7 +103,12 @@ type Scheduler struct {
 	hosts   *Hosts
 	domains *domains
 
-	conf   *settingsHolder // the configuration in force
+	conf *settingsHolder // the configuration in force
+
+	objsOnce sync.Once // opens objs, for the sizes of contexts submitted by pointer
+	objs     *bus.Objects
+	objsErr  error
+
 	mode   atomic.Pointer[Mode]
 	hot    atomic.Pointer[map[string]bool] // throttled zones
 	leader atomic.Bool                     // this replica holds the reconciler lease
