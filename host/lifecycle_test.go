@@ -34,19 +34,7 @@ func (noStore) PutResult(context.Context, string, []byte) (string, error) {
 // goroutine and no subscription behind; the Agent is stopped.
 func TestFailedStartLeaksNothing(t *testing.T) {
 	url := natstest.StartJetStream(t)
-	rt, err := sandbox.New(context.Background(), sandbox.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close(context.Background()) })
-	pools, err := config.ParsePools("test", []byte("topics:\n  job.sleep: sleep\npools:\n  sleep: {}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := rt.Load(context.Background(), tinyModule, &sandbox.Manifest{Name: "sleep"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, pools, mod := sleepHost(t)
 	connect := func(t *testing.T, name string) *bus.Conn {
 		t.Helper()
 		c, err := bus.Connect(url, name)
@@ -115,6 +103,26 @@ func TestFailedStartLeaksNothing(t *testing.T) {
 	}
 }
 
+// sleepHost returns what a host of one pool, sleep, served by tinyModule,
+// needs: a runtime, the pools and the compiled module.
+func sleepHost(t *testing.T) (*sandbox.Runtime, *config.Pools, *sandbox.Module) {
+	t.Helper()
+	rt, err := sandbox.New(context.Background(), sandbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	pools, err := config.ParsePools("test", []byte("topics:\n  job.sleep: sleep\npools:\n  sleep: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := rt.Load(context.Background(), tinyModule, &sandbox.Manifest{Name: "sleep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, pools, mod
+}
+
 // tinyModule is a WASI command that does nothing: (module (memory (export
 // "memory") 1) (func (export "_start"))). It compiles in a blink.
 var tinyModule = []byte{
@@ -131,19 +139,7 @@ var tinyModule = []byte{
 // left, Start failing or Shutdown undoing it.
 func TestShutdownDuringStart(t *testing.T) {
 	url := natstest.Start(t)
-	rt, err := sandbox.New(context.Background(), sandbox.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close(context.Background()) })
-	pools, err := config.ParsePools("test", []byte("topics:\n  job.sleep: sleep\npools:\n  sleep: {}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := rt.Load(context.Background(), tinyModule, &sandbox.Manifest{Name: "sleep"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, pools, mod := sleepHost(t)
 	hc, err := bus.Connect(url, "host")
 	if err != nil {
 		t.Fatal(err)

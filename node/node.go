@@ -101,14 +101,6 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 			return nil, err
 		}
 	}
-	if o.Timeouts == nil {
-		if o.Timeouts, err = config.ParseTimeouts("defaults", nil); err != nil {
-			return nil, err
-		}
-	}
-	if o.Settings == nil {
-		o.Settings = config.DefaultScheduler()
-	}
 	n := &Node{}
 	defer func() {
 		if err != nil {
