@@ -105,8 +105,12 @@ type Heartbeat struct {
 	// cpu_cores × 1000 × (1 − cpu_load/100). Resource-fit placement reads it,
 	// and memory.available_bytes.
 	CpuMillicoresFree int64 `protobuf:"varint,18,opt,name=cpu_millicores_free,json=cpuMillicoresFree,proto3" json:"cpu_millicores_free,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// credential is the host's NATS user JWT (public, no seed): schedulers
+	// check that it was issued by Ward's account for this worker_id, and
+	// accept only the pools and GPU claims its tags allow.
+	Credential    string `protobuf:"bytes,19,opt,name=credential,proto3" json:"credential,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Heartbeat) Reset() {
@@ -265,6 +269,13 @@ func (x *Heartbeat) GetCpuMillicoresFree() int64 {
 	return 0
 }
 
+func (x *Heartbeat) GetCredential() string {
+	if x != nil {
+		return x.Credential
+	}
+	return ""
+}
+
 var File_ward_v1_heartbeat_proto protoreflect.FileDescriptor
 
 const file_ward_v1_heartbeat_proto_rawDesc = "" +
@@ -273,7 +284,7 @@ const file_ward_v1_heartbeat_proto_rawDesc = "" +
 	"\x06Memory\x12\x1f\n" +
 	"\vtotal_bytes\x18\x01 \x01(\x04R\n" +
 	"totalBytes\x12'\n" +
-	"\x0favailable_bytes\x18\x02 \x01(\x04R\x0eavailableBytes\"\xe6\x05\n" +
+	"\x0favailable_bytes\x18\x02 \x01(\x04R\x0eavailableBytes\"\x86\x06\n" +
 	"\tHeartbeat\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x16\n" +
 	"\x06region\x18\x02 \x01(\tR\x06region\x12\x12\n" +
@@ -294,7 +305,10 @@ const file_ward_v1_heartbeat_proto_rawDesc = "" +
 	"\x06status\x18\x0f \x01(\tR\x06status\x12%\n" +
 	"\x0fsent_at_unix_ms\x18\x10 \x01(\x03R\fsentAtUnixMs\x12\x1b\n" +
 	"\tcpu_cores\x18\x11 \x01(\x05R\bcpuCores\x12.\n" +
-	"\x13cpu_millicores_free\x18\x12 \x01(\x03R\x11cpuMillicoresFree\x1a9\n" +
+	"\x13cpu_millicores_free\x18\x12 \x01(\x03R\x11cpuMillicoresFree\x12\x1e\n" +
+	"\n" +
+	"credential\x18\x13 \x01(\tR\n" +
+	"credential\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +

@@ -682,7 +682,7 @@ func (x *SubmitReply) GetDuplicate() bool {
 	return false
 }
 
-// JobResult is what a host publishes on sys.job.result when a job ends.
+// JobResult is what a host publishes on sys.job.result.<worker_id> when a job ends.
 type JobResult struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	JobId        string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
@@ -694,8 +694,11 @@ type JobResult struct {
 	ErrorMessage string                 `protobuf:"bytes,7,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
 	// module and module_digest name the module version that ran the job
 	// (empty when the host did not start it).
-	Module        string `protobuf:"bytes,8,opt,name=module,proto3" json:"module,omitempty"`
-	ModuleDigest  string `protobuf:"bytes,9,opt,name=module_digest,json=moduleDigest,proto3" json:"module_digest,omitempty"`
+	Module       string `protobuf:"bytes,8,opt,name=module,proto3" json:"module,omitempty"`
+	ModuleDigest string `protobuf:"bytes,9,opt,name=module_digest,json=moduleDigest,proto3" json:"module_digest,omitempty"`
+	// attempt is the dispatch this result answers (JobRequest.attempt): a
+	// result for an earlier attempt is refused, never applied.
+	Attempt       int32 `protobuf:"varint,10,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -791,6 +794,13 @@ func (x *JobResult) GetModuleDigest() string {
 		return x.ModuleDigest
 	}
 	return ""
+}
+
+func (x *JobResult) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
 }
 
 // JobProgress is what a host publishes on sys.job.progress while a job runs.
@@ -1789,7 +1799,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xad\x02\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xc7\x02\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x06status\x12\x1d\n" +
@@ -1801,7 +1811,9 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"error_code\x18\x06 \x01(\tR\terrorCode\x12#\n" +
 	"\rerror_message\x18\a \x01(\tR\ferrorMessage\x12\x16\n" +
 	"\x06module\x18\b \x01(\tR\x06module\x12#\n" +
-	"\rmodule_digest\x18\t \x01(\tR\fmoduleDigest\"\xe3\x02\n" +
+	"\rmodule_digest\x18\t \x01(\tR\fmoduleDigest\x12\x18\n" +
+	"\aattempt\x18\n" +
+	" \x01(\x05R\aattempt\"\xe3\x02\n" +
 	"\vJobProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12-\n" +
