@@ -307,6 +307,12 @@ func refused(id string, current State, t Transition) error {
 	return &TransitionError{ID: id, Current: current, Wanted: t.To, Required: t.From}
 }
 
+// attemptErr is the error for a move the IfAttempt guard refuses: the job
+// is in current, at attempt.
+func attemptErr(id string, current State, t Transition, attempt int) error {
+	return &TransitionError{ID: id, Current: current, Wanted: t.To, Required: t.From, IfAttempt: t.IfAttempt, Attempt: attempt}
+}
+
 // allowed reports whether t may move a job that is in current.
 func allowed(current State, t Transition) bool {
 	if t.From != "" && t.From != current {

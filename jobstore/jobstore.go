@@ -115,6 +115,10 @@ type TransitionError struct {
 	// IfWorker is the worker guard that did not match (Transition.IfWorker),
 	// and Worker the job's worker, empty when it has none.
 	IfWorker, Worker string
+	// IfAttempt is the attempt guard that did not match
+	// (Transition.IfAttempt), and Attempt the job's attempt (0: never
+	// dispatched). Current is set with them.
+	IfAttempt, Attempt int
 }
 
 // Error says which guard or table entry refused the move.
@@ -122,6 +126,8 @@ func (e *TransitionError) Error() string {
 	switch {
 	case e.IfWorker != "":
 		return fmt.Sprintf("jobstore: job %s is held by worker %q, not %q: cannot move to %s", e.ID, e.Worker, e.IfWorker, e.Wanted)
+	case e.IfAttempt > 0:
+		return fmt.Sprintf("jobstore: job %s is at attempt %d, not %d: cannot move to %s", e.ID, e.Attempt, e.IfAttempt, e.Wanted)
 	case e.Required != "" && e.Required != e.Current:
 		return fmt.Sprintf("jobstore: job %s is %s, not %s: cannot move to %s", e.ID, e.Current, e.Required, e.Wanted)
 	}
@@ -259,6 +265,18 @@ type Transition struct {
 	// worker the job was taken from changes nothing. Entering PENDING (a
 	// requeue) clears the job's worker.
 	IfWorker string
+	// IfAttempt, when > 0, refuses the move (a *TransitionError, with
+	// IfAttempt and Attempt set) unless the job's attempt is that one: a
+	// result or progress report carries the attempt it ran, and one from an
+	// earlier attempt changes nothing, even from the same worker. It is
+	// checked before the move sets Attempt, so a dispatch may guard on the
+	// attempt it read and set the next one.
+	IfAttempt int
+	// IfTenant, when set, refuses the move unless the job belongs to that
+	// tenant, with the very error a missing job gives (ErrNotFound): it is
+	// checked before every other guard, so that a tenant learns nothing of
+	// another tenant's job (not its state, worker, lock or limits).
+	IfTenant string
 	// TenantLimit, when > 0, refuses a move into SCHEDULED, DISPATCHED or
 	// RUNNING from another state (a *LimitError, ErrTenantLimit) if the
 	// job's tenant holds that many such jobs already, counted across every
@@ -366,10 +384,12 @@ type Store interface {
 	Events(ctx context.Context, id string) ([]Event, error)
 
 	// Transition moves a job atomically: it checks the move against the
-	// table (and t.From), sets the fields, moves the job between state
+	// table and t's guards (From, IfWorker, IfAttempt, IfTenant, the
+	// limits, Lock, Wait.Cap), sets the fields, moves the job between state
 	// indexes, updates the tenant's active set and appends an event. It
-	// returns the job as it is after the move. A refused move gives a
-	// *TransitionError and changes nothing.
+	// returns the job as it is after the move. A refused move changes
+	// nothing; the table, From, IfWorker and IfAttempt refuse it with a
+	// *TransitionError, IfTenant with ErrNotFound.
 	Transition(ctx context.Context, id string, t Transition) (*Job, error)
 
 	// Stale returns up to limit ids of jobs that entered state before the
@@ -452,6 +472,19 @@ func ContextPtr(id string) string { return ptrScheme + "ctx:" + id }
 
 // ResultPtr is the pointer to a job's result blob.
 func ResultPtr(id string) string { return ptrScheme + "res:" + id }
+
+// GetFor is Get on behalf of tenant: another tenant's job gives the very
+// error a missing one does (ErrNotFound), as Transition.IfTenant does.
+func GetFor(ctx context.Context, s Store, id, tenant string) (*Job, error) {
+	j, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if j.Tenant != tenant {
+		return nil, fmt.Errorf("jobstore: get %s: %w", id, ErrNotFound)
+	}
+	return j, nil
+}
 
 // blobKey returns the key a pointer names, or an error for a pointer that
 // is not a ctx: or res: key.

@@ -200,7 +200,7 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	h, ok := m.jobs[id]
-	if !ok {
+	if !ok || (t.IfTenant != "" && h[fTenant] != t.IfTenant) {
 		return nil, fmt.Errorf("jobstore: transition %s: %w", id, ErrNotFound)
 	}
 	cur := State(h[fState])
@@ -210,6 +210,11 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	oldw := h[fWorkerID]
 	if t.IfWorker != "" && oldw != t.IfWorker {
 		return nil, &TransitionError{ID: id, Wanted: t.To, Required: t.From, IfWorker: t.IfWorker, Worker: oldw}
+	}
+	if t.IfAttempt > 0 {
+		if n, _ := strconv.Atoi(h[fAttempt]); n != t.IfAttempt {
+			return nil, attemptErr(id, cur, t, n)
+		}
 	}
 	lockKey := keyLock(id)
 	if t.Lock != nil {

@@ -211,6 +211,9 @@ func (r *Redis) Transition(ctx context.Context, id string, t Transition) (*Job, 
 		return nil, refused(id, State(res[1]), t)
 	case res[0] == "worker" && len(res) == 2:
 		return nil, &TransitionError{ID: id, Wanted: t.To, Required: t.From, IfWorker: t.IfWorker, Worker: res[1]}
+	case res[0] == "attempt" && len(res) == 3:
+		attempt, _ := strconv.Atoi(res[1])
+		return nil, attemptErr(id, State(res[2]), t, attempt)
 	case res[0] == "locked" && len(res) == 2:
 		return nil, fmt.Errorf("jobstore: transition %s: %w (%s)", id, ErrLocked, res[1])
 	case res[0] == "tenant" && len(res) == 3:

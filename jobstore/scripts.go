@@ -166,10 +166,10 @@ func (c transitionCall) argv() []any {
 	if w := t.Wait; w != nil {
 		hasWait, waitPool, waitScore, waitCap, waitUntil = "1", w.Pool, w.Score, w.Cap, optMS(w.Until)
 	}
-	a := make([]any, 0, 17+len(c.fields))
+	a := make([]any, 0, 19+len(c.fields))
 	a = append(a, c.id, string(t.To), string(t.From), ms(c.when), c.event, t.IfWorker, t.TenantLimit, t.WorkerLimit,
 		lockOwner, lockTTL, waitPool, strconv.FormatFloat(waitScore, 'f', -1, 64), waitUntil, waitCap, hasWait,
-		t.WorkerID, optMS(t.Deadline))
+		t.WorkerID, optMS(t.Deadline), max(t.IfAttempt, 0), t.IfTenant)
 	return anys(a, c.fields)
 }
 

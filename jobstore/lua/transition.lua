@@ -1,5 +1,5 @@
 -- KEYS: [1] job hash job:<id>, [2] event list job:events:<id>
--- ARGV: [1] id, [2] to state, [3] required from state or '', [4] now ms, [5] event JSON, [6] if-worker or '', [7] tenant limit (0: none), [8] worker limit (0: none), [9] lock owner or '', [10] lock ttl ms, [11] wait pool or '', [12] wait score, [13] wait until ms or '', [14] wait cap (0: none), [15] '1' with a wait else '', [16] new worker or '', [17] deadline ms or '', [18..] job hash field/value pairs to set
+-- ARGV: [1] id, [2] to state, [3] required from state or '', [4] now ms, [5] event JSON, [6] if-worker or '', [7] tenant limit (0: none), [8] worker limit (0: none), [9] lock owner or '', [10] lock ttl ms, [11] wait pool or '', [12] wait score, [13] wait until ms or '', [14] wait cap (0: none), [15] '1' with a wait else '', [16] new worker or '', [17] deadline ms or '', [18] if-attempt (0: none), [19] if-tenant or '', [20..] job hash field/value pairs to set
 --
 -- Moves a job, with the checks of Transition (jobstore.go), and keeps the
 -- state indexes, the waiting sets, the tenant's and workers' active sets,
@@ -10,14 +10,20 @@
 -- transitions, State.Active and State.Terminal, the one place they are
 -- decided.
 --
--- Returns {'ok', worker jobs, hash pairs...}, {'notfound'}, {'refused',
--- current state}, {'worker', current worker}, {'locked', owner}, {'tenant',
--- held, tenant}, {'worker_full', held} or {'queue_full', held}.
+-- Returns {'ok', worker jobs, hash pairs...}, {'notfound'} (also for
+-- another tenant's job, so that the reply says nothing of it), {'refused',
+-- current state}, {'worker', current worker}, {'attempt', current attempt,
+-- current state}, {'locked', owner}, {'tenant', held, tenant},
+-- {'worker_full', held} or {'queue_full', held}.
 local id, to, from, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local h = KEYS[1]
-local f = redis.call('HMGET', h, 'state', 'worker_id', 'tenant', 'waiting', 'deadline')
+local ifAttempt = tonumber(ARGV[18])
+-- The attempt is read only when it is guarded, in the same HMGET.
+local read = {'state', 'worker_id', 'tenant', 'waiting', 'deadline', 'attempt'}
+local f = redis.call('HMGET', h, unpack(read, 1, ifAttempt > 0 and 6 or 5))
 local cur = f[1]
 if not cur then return {'notfound'} end
+if ARGV[19] ~= '' and f[3] ~= ARGV[19] then return {'notfound'} end
 local hasWait = ARGV[15] == '1'
 local ok
 if from ~= '' and cur ~= from then ok = false
@@ -26,6 +32,10 @@ else ok = allowed[cur] and allowed[cur][to] end
 if not ok then return {'refused', cur} end
 local oldw = f[2] or ''
 if ARGV[6] ~= '' and oldw ~= ARGV[6] then return {'worker', oldw} end
+if ifAttempt > 0 then
+  local attempt = tonumber(f[6]) or 0
+  if attempt ~= ifAttempt then return {'attempt', tostring(attempt), cur} end
+end
 local lockKey = 'job:lock:' .. id
 if ARGV[9] ~= '' then
   local holder = redis.call('GET', lockKey)
@@ -60,7 +70,7 @@ if hasWait then
     end
   end
 end
-redis.call('HSET', h, 'state', to, 'updated_at', now, unpack(ARGV, 18, #ARGV))
+redis.call('HSET', h, 'state', to, 'updated_at', now, unpack(ARGV, 20, #ARGV))
 local waiting = f[4]
 if waiting then
   redis.call('ZREM', 'job:' .. waiting, id)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,6 +52,11 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"SubmitQueueCap", testSubmitQueueCap},
 		{"Requeue", testRequeue},
 		{"IfWorker", testIfWorker},
+		{"IfAttempt", testIfAttempt},
+		{"IfAttemptGuards", testIfAttemptGuards},
+		{"IfTenant", testIfTenant},
+		{"IfTenantGuards", testIfTenantGuards},
+		{"GetFor", testGetFor},
 		{"Queue", testQueue},
 		{"Deferred", testDeferred},
 		{"TenantLimit", testTenantLimit},
@@ -1180,6 +1186,299 @@ func testIfWorker(t *testing.T, s jobstore.Store) {
 	move(t, s, "j1", jobstore.Transition{To: jobstore.Pending, From: jobstore.Running})
 	if _, err := s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Failed, IfWorker: "w1"}); !errors.As(err, &te) || te.Worker != "" {
 		t.Errorf("late result after a requeue: err = %v", err)
+	}
+}
+
+// indexedNow is checkIn for a job whose moves were made at the time
+// they happened (no Transition.At).
+func indexedNow(t *testing.T, s jobstore.Store, id string, state, notIn jobstore.State) {
+	t.Helper()
+	soon := time.Now().Add(time.Hour)
+	if !slices.Contains(stale(t, s, state, soon, 1000), id) {
+		t.Errorf("job %s not indexed under %s", id, state)
+	}
+	if slices.Contains(stale(t, s, notIn, soon, 1000), id) {
+		t.Errorf("job %s indexed under %s", id, notIn)
+	}
+}
+
+// unchanged checks that a refused move left job id as before was, with
+// as many events.
+func unchanged(t *testing.T, s jobstore.Store, id string, before *jobstore.Job, nev int) {
+	t.Helper()
+	sameJob(t, get(t, s, id), before)
+	if n := len(events(t, s, id)); n != nev {
+		t.Errorf("refused move appended events: %d, had %d", n, nev)
+	}
+}
+
+// attemptRefused checks that err is the IfAttempt guard's refusal: the job
+// is in state at attempt, and ifAttempt was asked for.
+func attemptRefused(t *testing.T, err error, state jobstore.State, attempt, ifAttempt int) {
+	t.Helper()
+	var te *jobstore.TransitionError
+	if !errors.As(err, &te) || !errors.Is(err, jobstore.ErrInvalidTransition) ||
+		te.IfAttempt != ifAttempt || te.Attempt != attempt || te.Current != state || te.IfWorker != "" {
+		t.Fatalf("move guarded on attempt %d of a job at %d: err = %v (%+v)", ifAttempt, attempt, err, te)
+	}
+	if want := fmt.Sprintf("at attempt %d, not %d: cannot move to %s", attempt, ifAttempt, te.Wanted); !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+}
+
+// testIfAttempt: a job retried on the same worker runs attempt 2; the
+// late result and progress of attempt 1 are refused (IfWorker alone lets
+// them through) and change nothing; attempt 2's pass.
+func testIfAttempt(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	create(t, s, job("j1"))
+	// A job never dispatched is at attempt 0.
+	_, err := s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Scheduled, IfAttempt: 1})
+	attemptRefused(t, err, jobstore.Pending, 0, 1)
+	// The dispatch guards on the attempt it read and sets the next.
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w1", Attempt: 1})
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Dispatched, IfWorker: "w1", IfAttempt: 1})
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Running, IfWorker: "w1", IfAttempt: 1})
+	// Attempt 1 fails and is retried, on the same worker, as attempt 2.
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Pending, From: jobstore.Running, IfWorker: "w1", IfAttempt: 1, Reason: "retry"})
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Scheduled, From: jobstore.Pending, IfAttempt: 1, WorkerID: "w1", Attempt: 2})
+	before := move(t, s, "j1", jobstore.Transition{To: jobstore.Dispatched, IfAttempt: 2})
+	before.WorkerJobs = 0
+	nev := len(events(t, s, "j1"))
+
+	// Attempt 1's late result, from the worker that holds attempt 2.
+	late := jobstore.Transition{To: jobstore.Succeeded, IfWorker: "w1", IfAttempt: 1, ResultPtr: jobstore.ResultPtr("j1"),
+		Reason: "late", Lock: &jobstore.Lock{Owner: "late", TTL: time.Minute}}
+	_, err = s.Transition(ctx, "j1", late)
+	attemptRefused(t, err, jobstore.Dispatched, 2, 1)
+	// ... and its late progress report.
+	_, err = s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Running, IfWorker: "w1", WorkerID: "w1", IfAttempt: 1})
+	attemptRefused(t, err, jobstore.Dispatched, 2, 1)
+	// A guard from the future is refused alike.
+	_, err = s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Failed, IfAttempt: 3})
+	attemptRefused(t, err, jobstore.Dispatched, 2, 3)
+
+	unchanged(t, s, "j1", before, nev)
+	if j := get(t, s, "j1"); j.State != jobstore.Dispatched || j.WorkerID != "w1" || j.Attempt != 2 || j.ResultPtr != "" {
+		t.Errorf("after the refused moves: state %s worker %q attempt %d result %q", j.State, j.WorkerID, j.Attempt, j.ResultPtr)
+	}
+	indexedNow(t, s, "j1", jobstore.Dispatched, jobstore.Succeeded)
+	if n := activeCount(t, s, "acme"); n != 1 {
+		t.Errorf("active after the refused moves = %d", n)
+	}
+	if !lock(t, s, "j1", "other", time.Minute) {
+		t.Error("a refused move took the dispatch lock")
+	}
+	unlock(t, s, "j1", "other")
+
+	// Attempt 2's reports pass.
+	if j := move(t, s, "j1", jobstore.Transition{To: jobstore.Running, IfWorker: "w1", IfAttempt: 2}); j.Attempt != 2 || j.WorkerJobs != 1 {
+		t.Errorf("attempt 2 running: attempt %d, worker jobs %d", j.Attempt, j.WorkerJobs)
+	}
+	if j := move(t, s, "j1", jobstore.Transition{To: jobstore.Succeeded, IfWorker: "w1", IfAttempt: 2, ResultPtr: jobstore.ResultPtr("j1")}); j.WorkerJobs != 0 || j.ResultPtr != jobstore.ResultPtr("j1") {
+		t.Errorf("attempt 2 result: worker jobs %d, result %q", j.WorkerJobs, j.ResultPtr)
+	}
+	if n := activeCount(t, s, "acme"); n != 0 {
+		t.Errorf("active after the result = %d", n)
+	}
+	// IfAttempt 0 (or below) guards nothing.
+	create(t, s, job("j2"))
+	move(t, s, "j2", jobstore.Transition{To: jobstore.Scheduled, Attempt: 4})
+	move(t, s, "j2", jobstore.Transition{To: jobstore.Dispatched, IfAttempt: 0})
+	move(t, s, "j2", jobstore.Transition{To: jobstore.Running, IfAttempt: -1})
+}
+
+// testIfAttemptGuards: IfAttempt with the other guards; each refusal
+// changes nothing, and a move passes only when every guard holds.
+func testIfAttemptGuards(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	create(t, s, job("j1"))
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w1", Attempt: 2})
+	before := move(t, s, "j1", jobstore.Transition{To: jobstore.Dispatched})
+	before.WorkerJobs = 0
+	nev := len(events(t, s, "j1"))
+	var te *jobstore.TransitionError
+
+	// Right attempt, wrong worker: the worker guard refuses.
+	_, err := s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Running, IfWorker: "w2", IfAttempt: 2})
+	if !errors.As(err, &te) || te.IfWorker != "w2" || te.Worker != "w1" || te.IfAttempt != 0 || !errors.Is(err, jobstore.ErrInvalidTransition) {
+		t.Errorf("right attempt, wrong worker: err = %v", err)
+	}
+	// Right worker, wrong attempt: the attempt guard refuses.
+	_, err = s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Running, IfWorker: "w1", IfAttempt: 1})
+	attemptRefused(t, err, jobstore.Dispatched, 2, 1)
+	// Both wrong: refused.
+	if _, err := s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Running, IfWorker: "w2", IfAttempt: 1}); !errors.Is(err, jobstore.ErrInvalidTransition) {
+		t.Errorf("wrong worker and attempt: err = %v", err)
+	}
+	// Right attempt, wrong From: the state guard refuses.
+	_, err = s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Running, From: jobstore.Scheduled, IfAttempt: 2})
+	if !errors.As(err, &te) || te.Current != jobstore.Dispatched || te.Required != jobstore.Scheduled || te.IfAttempt != 0 {
+		t.Errorf("right attempt, wrong From: err = %v", err)
+	}
+	// Wrong attempt under another owner's lock, or over a worker limit:
+	// the attempt is checked first, and nothing is taken.
+	if !lock(t, s, "j1", "a", time.Minute) {
+		t.Fatal("lock a")
+	}
+	_, err = s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Running, IfAttempt: 1, Lock: &jobstore.Lock{Owner: "b", TTL: time.Minute}})
+	attemptRefused(t, err, jobstore.Dispatched, 2, 1)
+	// Right attempt, another owner's lock: ErrLocked.
+	if _, err := s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Running, IfAttempt: 2, Lock: &jobstore.Lock{Owner: "b", TTL: time.Minute}}); !errors.Is(err, jobstore.ErrLocked) {
+		t.Errorf("right attempt, another owner's lock: err = %v", err)
+	}
+	unlock(t, s, "j1", "a")
+	_, err = s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Running, WorkerID: "w2", WorkerLimit: 1, IfAttempt: 1})
+	attemptRefused(t, err, jobstore.Dispatched, 2, 1)
+	unchanged(t, s, "j1", before, nev)
+
+	// A requeue guarded on the wrong attempt keeps the job's slot and worker.
+	create(t, s, job("j2"))
+	_, err = s.Transition(ctx, "j2", jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w1", TenantLimit: 5, IfAttempt: 1})
+	attemptRefused(t, err, jobstore.Pending, 0, 1)
+	if n := activeCount(t, s, "acme"); n != 1 {
+		t.Errorf("active after a refused admission = %d", n)
+	}
+	_, err = s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Pending, From: jobstore.Dispatched, IfWorker: "w1", IfAttempt: 1})
+	attemptRefused(t, err, jobstore.Dispatched, 2, 1)
+	unchanged(t, s, "j1", before, nev)
+	if n := activeCount(t, s, "acme"); n != 1 {
+		t.Errorf("active after a refused requeue = %d", n)
+	}
+
+	// Every guard holds: the move passes.
+	j := move(t, s, "j1", jobstore.Transition{To: jobstore.Running, From: jobstore.Dispatched, IfWorker: "w1", IfAttempt: 2,
+		IfTenant: "acme", WorkerLimit: 1, TenantLimit: 1, Lock: &jobstore.Lock{Owner: "b", TTL: time.Minute}})
+	if j.WorkerJobs != 1 || j.Attempt != 2 || j.WorkerID != "w1" {
+		t.Errorf("guarded move: %+v", j)
+	}
+}
+
+// testIfTenant: another tenant's move is refused exactly as a missing
+// job's is, whatever the job's state and its other guards would say, and
+// changes nothing; the job's own tenant passes.
+func testIfTenant(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	// The error a missing job gives, for the id "j1", before j1 exists.
+	_, missing := s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Cancelled})
+	if !errors.Is(missing, jobstore.ErrNotFound) {
+		t.Fatalf("missing job: err = %v", missing)
+	}
+	create(t, s, job("j1"))
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w1", Attempt: 1})
+	before := move(t, s, "j1", jobstore.Transition{To: jobstore.Dispatched})
+	before.WorkerJobs = 0
+	nev := len(events(t, s, "j1"))
+	if !lock(t, s, "j1", "a", time.Minute) {
+		t.Fatal("lock a")
+	}
+
+	// Whatever else would refuse it, the answer is the missing job's.
+	for name, tr := range map[string]jobstore.Transition{
+		"cancel":          {To: jobstore.Cancelled},
+		"allowed":         {To: jobstore.Running, WorkerID: "w9"},
+		"from wrong":      {To: jobstore.Cancelled, From: jobstore.Running},
+		"not in table":    {To: jobstore.Scheduled},
+		"worker wrong":    {To: jobstore.Cancelled, IfWorker: "w2"},
+		"attempt wrong":   {To: jobstore.Cancelled, IfAttempt: 7},
+		"locked":          {To: jobstore.Cancelled, Lock: &jobstore.Lock{Owner: "b", TTL: time.Minute}},
+		"worker limit":    {To: jobstore.Running, WorkerID: "w2", WorkerLimit: 1},
+		"all other right": {To: jobstore.Running, From: jobstore.Dispatched, IfWorker: "w1", IfAttempt: 1},
+		"requeue":         {To: jobstore.Pending, From: jobstore.Dispatched},
+		"requeue wait":    {To: jobstore.Pending, Wait: &jobstore.Wait{Pool: "p", Cap: 1}},
+	} {
+		for _, tenant := range []string{"beta", "acm", "acme "} {
+			tr.IfTenant = tenant
+			_, err := s.Transition(ctx, "j1", tr)
+			var te *jobstore.TransitionError
+			var le *jobstore.LimitError
+			if !errors.Is(err, jobstore.ErrNotFound) || errors.As(err, &te) || errors.As(err, &le) ||
+				errors.Is(err, jobstore.ErrLocked) || err.Error() != missing.Error() {
+				t.Errorf("%s as tenant %q: err = %v, want %v", name, tenant, err, missing)
+			}
+		}
+	}
+	unchanged(t, s, "j1", before, nev)
+	indexedNow(t, s, "j1", jobstore.Dispatched, jobstore.Cancelled)
+	if n := activeCount(t, s, "acme"); n != 1 {
+		t.Errorf("active after the refused moves = %d", n)
+	}
+	if ql := lens(t, s, "p"); ql[0] != 0 {
+		t.Errorf("a refused move queued the job: %v", ql)
+	}
+	unlock(t, s, "j1", "a")
+	if !lock(t, s, "j1", "b", time.Minute) {
+		t.Error("a refused move took the dispatch lock")
+	}
+	unlock(t, s, "j1", "b")
+
+	// A terminal job of another tenant is not found either.
+	create(t, s, job("done"))
+	move(t, s, "done", jobstore.Transition{To: jobstore.Failed})
+	if _, err := s.Transition(ctx, "done", jobstore.Transition{To: jobstore.Cancelled, IfTenant: "beta"}); !errors.Is(err, jobstore.ErrNotFound) {
+		t.Errorf("another tenant's finished job: err = %v", err)
+	}
+	// Its own tenant gets the table's answer.
+	if _, err := s.Transition(ctx, "done", jobstore.Transition{To: jobstore.Cancelled, IfTenant: "acme"}); !errors.Is(err, jobstore.ErrInvalidTransition) {
+		t.Errorf("own finished job: err = %v", err)
+	}
+
+	// The job's own tenant cancels it.
+	j := move(t, s, "j1", jobstore.Transition{To: jobstore.Cancelled, IfTenant: "acme", Reason: "user"})
+	if j.Tenant != "acme" || j.Reason != "user" || j.WorkerJobs != 0 {
+		t.Errorf("cancelled by its tenant: %+v", j)
+	}
+	if n := activeCount(t, s, "acme"); n != 0 {
+		t.Errorf("active after the cancel = %d", n)
+	}
+}
+
+// testIfTenantGuards: IfTenant with the other guards, the job's own
+// tenant asking: the other guards decide as they would alone.
+func testIfTenantGuards(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	b := job("j1")
+	b.Tenant = "beta"
+	create(t, s, b)
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w1", Attempt: 1})
+	before := move(t, s, "j1", jobstore.Transition{To: jobstore.Dispatched})
+	before.WorkerJobs = 0
+	nev := len(events(t, s, "j1"))
+	var te *jobstore.TransitionError
+	// Right tenant, wrong worker: the worker guard's refusal.
+	_, err := s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Running, IfTenant: "beta", IfWorker: "w2"})
+	if !errors.As(err, &te) || te.IfWorker != "w2" || te.Worker != "w1" || errors.Is(err, jobstore.ErrNotFound) {
+		t.Errorf("right tenant, wrong worker: err = %v", err)
+	}
+	// Right tenant, wrong attempt: the attempt guard's.
+	_, err = s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Running, IfTenant: "beta", IfWorker: "w1", IfAttempt: 2})
+	attemptRefused(t, err, jobstore.Dispatched, 1, 2)
+	// Right tenant, wrong From: the state guard's.
+	if _, err := s.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Running, IfTenant: "beta", From: jobstore.Running}); !errors.As(err, &te) || te.Current != jobstore.Dispatched {
+		t.Errorf("right tenant, wrong From: err = %v", err)
+	}
+	unchanged(t, s, "j1", before, nev)
+	// Everything right: it passes.
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Running, IfTenant: "beta", IfWorker: "w1", IfAttempt: 1, From: jobstore.Dispatched})
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Succeeded, IfTenant: "beta", IfWorker: "w1", IfAttempt: 1})
+	if n := activeCount(t, s, "beta"); n != 0 {
+		t.Errorf("active after the result = %d", n)
+	}
+}
+
+// testGetFor: another tenant's job reads as a missing one.
+func testGetFor(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	_, missing := s.Get(ctx, "j1")
+	create(t, s, job("j1"))
+	if _, err := jobstore.GetFor(ctx, s, "j1", "beta"); !errors.Is(err, jobstore.ErrNotFound) || err.Error() != missing.Error() {
+		t.Errorf("another tenant's job: err = %v, want %v", err, missing)
+	}
+	if _, err := jobstore.GetFor(ctx, s, "nope", "acme"); !errors.Is(err, jobstore.ErrNotFound) {
+		t.Errorf("missing job: err = %v", err)
+	}
+	if j, err := jobstore.GetFor(ctx, s, "j1", "acme"); err != nil || j.ID != "j1" || j.Tenant != "acme" {
+		t.Errorf("own job: %+v, %v", j, err)
 	}
 }
 
