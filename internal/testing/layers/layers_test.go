@@ -25,19 +25,21 @@ var layers = []struct {
 	{"config", 1},
 	{"policies", 1},
 	{"modules", 1}, // guest code: it imports only its own folder
+	{"audit", 2},
 	{"bus", 2},
 	{"jobstore", 2},
 	{"modreg", 2},
 	{"sandbox", 2},
-	{"scheduler", 3},
+	{"auth", 3}, // credentials and dispatch keys: above the bus whose subjects it permits
+	{"scheduler", 4},
 	{"scheduler/placement", 2}, // pure: below the scheduler it serves
-	{"host", 3},
-	{"safety", 3},
-	{"client", 3},
-	{"node", 4},
-	{"internal/bench", 4},
-	{"internal/testing", 4}, // test helpers: imported by tests only
-	{"cmd", 5},
+	{"host", 4},
+	{"safety", 4},
+	{"client", 4},
+	{"node", 5},
+	{"internal/bench", 5},
+	{"internal/testing", 5}, // test helpers: imported by tests only
+	{"cmd", 6},
 }
 
 // layerOf returns the layer of a package path inside the module, and the

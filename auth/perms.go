@@ -1,0 +1,159 @@
+package auth
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+
+	"github.com/ward-run/ward/bus"
+)
+
+// Streams whose writes only admins may make: the policy bundles, the
+// module registry (its KV and its Object Store) and the audit log.
+var guardedStreams = []string{"KV_ward_policy", "KV_ward_modules", "OBJ_ward_modules", "WARD_AUDIT"}
+
+// InboxPrefix is the reply inbox prefix a credential of role and name must
+// use (nats.CustomInboxPrefix): a tenant's and a host's replies come to an
+// inbox only they may subscribe to.
+func InboxPrefix(role Role, name string) string {
+	switch role {
+	case Tenant:
+		return "_INBOX.t." + name
+	case Host:
+		return "_INBOX.h." + name
+	}
+	return "_INBOX"
+}
+
+// Permissions are the subjects role may publish and subscribe to, as a
+// user JWT carries them; name is the tenant or the host id. These lists are
+// the bus contract's access rules (docs/ARCHITECTURE.md, "Trust on the
+// bus"), and the attack tests in node/ prove each refusal.
+func Permissions(role Role, name string) (jwt.Permissions, error) {
+	var p jwt.Permissions
+	// A reply to a request received: one message, within a minute.
+	resp := &jwt.ResponsePermission{MaxMsgs: 1, Expires: time.Minute}
+	switch role {
+	case Admin:
+		// Everything in the account: admins push policy, deploy modules,
+		// manage tenants and see every tenant's jobs.
+		p.Pub.Allow.Add(">")
+		p.Sub.Allow.Add(">")
+	case Scheduler:
+		p.Pub.Allow.Add(
+			bus.SubjectEvents,
+			bus.WorkerJobsSubject("*"),
+			bus.SubjectHostCancel,
+			bus.SubjectDLQ,
+			bus.SubjectModeChanged,
+			bus.SubjectWorkerPing,
+			"_INBOX.>", // replies to clients' requests
+			"$JS.API.>", "$JS.ACK.>", "$JS.FC.>",
+		)
+		p.Pub.Deny.Add(guardedWrites()...)
+		p.Sub.Allow.Add(
+			bus.TenantSubject(bus.SubjectSubmit, "*"),
+			bus.TenantSubject(bus.SubjectJobGet, "*"),
+			bus.TenantSubject(bus.SubjectJobList, "*"),
+			bus.TenantSubject(bus.SubjectCancel, "*"),
+			bus.SubjectDLQList, bus.SubjectDLQRetry,
+			bus.SubjectMode, bus.SubjectModeChanged,
+			bus.SubjectHeartbeats,
+			bus.ResultSubject("*"), bus.ProgressSubject("*"),
+			"_INBOX.>",
+		)
+	case Safety:
+		p.Pub.Allow.Add("sys.safety.>", "_INBOX.>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>")
+		p.Pub.Deny.Add(guardedWrites()...)
+		p.Sub.Allow.Add("sys.safety.>", "_INBOX.>")
+	case Host:
+		if err := ValidName("host", name); err != nil {
+			return p, err
+		}
+		p.Pub.Allow.Add(
+			bus.HeartbeatSubject(name),
+			bus.ResultSubject(name),
+			bus.ProgressSubject(name),
+			// What the host tells the module registry: the versions it
+			// compiled ahead and the ones it refused.
+			"$KV.ward_modules.mod.*.staged."+name,
+			"$KV.ward_modules.mod.*.event."+name,
+		)
+		// Reading the module registry and the inputs of the jobs it runs, of
+		// every tenant.
+		p.Pub.Allow.Add(jsRead("*")...)
+		p.Sub.Allow.Add(
+			bus.WorkerJobsSubject(name),
+			bus.SubjectHostCancel,
+			bus.SubjectWorkerPing,
+			InboxPrefix(Host, name)+".>",
+		)
+		p.Resp = resp
+	case Tenant:
+		if err := ValidName("tenant", name); err != nil {
+			return p, err
+		}
+		p.Pub.Allow.Add(
+			bus.TenantSubject(bus.SubjectSubmit, name),
+			bus.TenantSubject(bus.SubjectJobGet, name),
+			bus.TenantSubject(bus.SubjectJobList, name),
+			bus.TenantSubject(bus.SubjectCancel, name),
+		)
+		// Its own context bucket, and no other: it stores large inputs
+		// there and the scheduler and hosts read them.
+		obj := "OBJ_" + bus.ContextBucketOf(name)
+		p.Pub.Allow.Add(jsRead(obj)...)
+		p.Pub.Allow.Add(
+			"$JS.API.STREAM.CREATE."+obj,
+			"$JS.API.STREAM.UPDATE."+obj,
+			"$JS.API.STREAM.PURGE."+obj,
+			"$O."+bus.ContextBucketOf(name)+".>",
+		)
+		p.Sub.Allow.Add(
+			bus.EventSubject(name, ">"),
+			InboxPrefix(Tenant, name)+".>",
+		)
+		p.Resp = resp
+	default:
+		return p, fmt.Errorf("auth: unknown role %q", role)
+	}
+	return p, nil
+}
+
+// jsRead is the JetStream API a reader of streams needs: look them up,
+// fetch messages, and run the consumers that watch and read them.
+func jsRead(streams ...string) []string {
+	out := []string{"$JS.API.INFO"}
+	for _, s := range streams {
+		out = append(out,
+			"$JS.API.STREAM.INFO."+s,
+			"$JS.API.STREAM.MSG.GET."+s,
+			"$JS.API.DIRECT.GET."+s,
+			"$JS.API.DIRECT.GET."+s+".>",
+			"$JS.API.CONSUMER.CREATE."+s,
+			"$JS.API.CONSUMER.CREATE."+s+".>",
+			"$JS.API.CONSUMER.DELETE."+s+".>",
+			"$JS.API.CONSUMER.INFO."+s+".>",
+			"$JS.API.CONSUMER.MSG.NEXT."+s+".>",
+		)
+	}
+	return out
+}
+
+// guardedWrites are the subjects that change a guarded stream: its
+// messages and its configuration. Creating one that is missing stays
+// allowed, so a scheduler or a kernel that starts first can set it up;
+// only admins write what is in it.
+func guardedWrites() []string {
+	out := []string{"$KV.ward_policy.>", "$KV.ward_modules.>", "$O.ward_modules.>", "ward.audit.>"}
+	for _, s := range guardedStreams {
+		out = append(out,
+			"$JS.API.STREAM.UPDATE."+s,
+			"$JS.API.STREAM.DELETE."+s,
+			"$JS.API.STREAM.PURGE."+s,
+			"$JS.API.STREAM.MSG.DELETE."+s,
+		)
+	}
+	return out
+}

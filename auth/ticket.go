@@ -1,0 +1,168 @@
+package auth
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ward-run/ward/api/reason"
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+)
+
+// Signed dispatch. Schedulers share one secret; each host holds only its
+// own key, HMAC-SHA256(secret, host id), and a dispatch is the ticket's
+// bytes with their HMAC under the key of the host it is for. A host can
+// check a ticket addressed to it and cannot sign one for another host; one
+// HMAC over a few hundred bytes costs about a microsecond.
+
+// DefaultTicketTTL is how long a host accepts a ticket after it was issued.
+// A ticket is checked when the host takes the job from its queue, so this
+// covers the wait there.
+const DefaultTicketTTL = 5 * time.Minute
+
+// HostKey is host id's dispatch key, derived from the schedulers' secret.
+func HostKey(secret []byte, hostID string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("ward dispatch v1\x00"))
+	m.Write([]byte(hostID))
+	return m.Sum(nil)
+}
+
+// KeyID names a secret without revealing it: the first bytes of its hash.
+func KeyID(secret []byte) string {
+	sum := sha256.Sum256(secret)
+	return hex.EncodeToString(sum[:6])
+}
+
+// Signer signs tickets; schedulers hold one. It is safe for concurrent use.
+type Signer struct {
+	secret []byte
+	keyID  string
+	ttl    time.Duration
+	keys   sync.Map // host id → []byte
+}
+
+// NewSigner returns a Signer over the schedulers' secret; ttl 0 is
+// DefaultTicketTTL.
+func NewSigner(secret []byte, ttl time.Duration) *Signer {
+	if ttl <= 0 {
+		ttl = DefaultTicketTTL
+	}
+	return &Signer{secret: secret, keyID: KeyID(secret), ttl: ttl}
+}
+
+// Sign stamps t with its issue and expiry times and returns it signed for
+// t.HostId.
+func (s *Signer) Sign(t *wardv1.DispatchTicket, now time.Time) (*wardv1.Dispatch, error) {
+	t.IssuedUnixMs = now.UnixMilli()
+	t.ExpiresUnixMs = now.Add(s.ttl).UnixMilli()
+	b, err := proto.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("auth: ticket: %w", err)
+	}
+	key, ok := s.keys.Load(t.GetHostId())
+	if !ok {
+		key, _ = s.keys.LoadOrStore(t.GetHostId(), HostKey(s.secret, t.GetHostId()))
+	}
+	m := hmac.New(sha256.New, key.([]byte))
+	m.Write(b)
+	return &wardv1.Dispatch{Ticket: b, Signature: m.Sum(nil), KeyId: s.keyID}, nil
+}
+
+// Unsigned wraps t without a signature: the dispatch of a system run
+// --insecure, which hosts without a key accept.
+func Unsigned(t *wardv1.DispatchTicket, now time.Time) (*wardv1.Dispatch, error) {
+	t.IssuedUnixMs = now.UnixMilli()
+	t.ExpiresUnixMs = now.Add(DefaultTicketTTL).UnixMilli()
+	b, err := proto.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("auth: ticket: %w", err)
+	}
+	return &wardv1.Dispatch{Ticket: b}, nil
+}
+
+// TicketError is a refused dispatch, with its reason code.
+type TicketError struct {
+	Code   reason.Code
+	JobID  string
+	Detail string
+}
+
+func (e *TicketError) Error() string {
+	if e.JobID != "" {
+		return fmt.Sprintf("dispatch of job %s refused (%s): %s", e.JobID, e.Code, e.Detail)
+	}
+	return fmt.Sprintf("dispatch refused (%s): %s", e.Code, e.Detail)
+}
+
+// Verifier checks the dispatches a host receives; each host holds one. It
+// is safe for concurrent use.
+type Verifier struct {
+	hostID string
+	key    []byte // nil: unsigned dispatches are accepted (--insecure)
+
+	mu   sync.Mutex
+	seen map[string]int64 // job id + attempt → expiry, in ms
+	next int64            // when to prune seen, in ms
+}
+
+// NewVerifier returns the Verifier of host id with its dispatch key. A nil
+// key accepts unsigned dispatches (and still checks address, expiry and
+// replay): a system run --insecure.
+func NewVerifier(hostID string, key []byte) *Verifier {
+	return &Verifier{hostID: hostID, key: key, seen: map[string]int64{}}
+}
+
+// Open checks d and returns its ticket. It refuses, with a *TicketError,
+// a dispatch that is unsigned (when the host has a key), whose signature
+// does not verify, that is addressed to another host, expired, or that
+// repeats a job attempt it accepted before.
+func (v *Verifier) Open(d *wardv1.Dispatch, now time.Time) (*wardv1.DispatchTicket, error) {
+	if v.key != nil {
+		if len(d.GetSignature()) == 0 {
+			return nil, &TicketError{Code: reason.TicketUnsigned, Detail: "the dispatch carries no signature"}
+		}
+		m := hmac.New(sha256.New, v.key)
+		m.Write(d.GetTicket())
+		if !hmac.Equal(m.Sum(nil), d.GetSignature()) {
+			return nil, &TicketError{Code: reason.TicketForged, Detail: "the signature does not verify under this host's key (forged, altered, or signed for another host; key id " + d.GetKeyId() + ")"}
+		}
+	}
+	t := &wardv1.DispatchTicket{}
+	if err := proto.Unmarshal(d.GetTicket(), t); err != nil {
+		return nil, &TicketError{Code: reason.TicketForged, Detail: "the ticket does not decode: " + err.Error()}
+	}
+	id := t.GetJob().GetJobId()
+	if t.GetHostId() != v.hostID {
+		return nil, &TicketError{Code: reason.TicketMisaddressed, JobID: id, Detail: fmt.Sprintf("it is for host %q, this is %q", t.GetHostId(), v.hostID)}
+	}
+	if id == "" {
+		return nil, &TicketError{Code: reason.TicketForged, Detail: "the ticket names no job"}
+	}
+	ms := now.UnixMilli()
+	if t.GetExpiresUnixMs() <= ms {
+		return nil, &TicketError{Code: reason.TicketExpired, JobID: id, Detail: fmt.Sprintf("expired %s ago", time.Duration(ms-t.GetExpiresUnixMs())*time.Millisecond)}
+	}
+	key := fmt.Sprintf("%s/%d", id, t.GetJob().GetAttempt())
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, dup := v.seen[key]; dup {
+		return nil, &TicketError{Code: reason.TicketReplayed, JobID: id, Detail: fmt.Sprintf("attempt %d was dispatched here already", t.GetJob().GetAttempt())}
+	}
+	if ms >= v.next {
+		// A ticket cannot come back once expired, so neither need its entry.
+		for k, exp := range v.seen {
+			if exp <= ms {
+				delete(v.seen, k)
+			}
+		}
+		v.next = ms + time.Minute.Milliseconds()
+	}
+	v.seen[key] = t.GetExpiresUnixMs()
+	return t, nil
+}
