@@ -26,6 +26,11 @@ var (
 	}, []string{"subject"})
 )
 
+var refused = promauto.NewCounter(prometheus.CounterOpts{
+	Name: "ward_bus_refused_total",
+	Help: "Asynchronous errors the NATS server sent this process: permission violations of publishes and subscriptions, slow consumers.",
+})
+
 // Malformed returns the counter of undecodable messages for a subscription
 // subject: handlers that decode on their own count there too (Subscribe
 // counts its own), and tests read it.
@@ -39,15 +44,26 @@ type Conn struct {
 	nc *nats.Conn
 }
 
-// Connect dials url. name identifies the process in NATS monitoring.
-// The connection reconnects forever; a down server is not an error after
-// the first connect.
-func Connect(url, name string) (*Conn, error) {
-	nc, err := nats.Connect(url,
+// Connect dials url with opts (a credential: auth.Options). name
+// identifies the process in NATS monitoring. The connection reconnects
+// forever; a down server is not an error after the first connect. A
+// publish or subscription the server refuses (a permissions violation) is
+// logged and counted in ward_bus_refused_total, never fatal.
+func Connect(url, name string, opts ...nats.Option) (*Conn, error) {
+	opts = append([]nats.Option{
 		nats.Name(name),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
-	)
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			refused.Inc()
+			slog.Warn("nats: refused by the server", "conn", name, "subject", subject, "err", err)
+		}),
+	}, opts...)
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("bus: connect %s: %w", url, err)
 	}

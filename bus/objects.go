@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -21,8 +20,10 @@ import (
 // a JetStream Object Store bucket and submits a pointer instead. See
 // README.md, "Context pointers".
 const (
-	// ContextBucket is the Object Store bucket of job contexts.
-	ContextBucket = "WARD_CONTEXTS"
+	// ContextBucketPrefix starts the name of a tenant's Object Store bucket
+	// of job contexts (ContextBucketOf): one bucket per tenant, so that a
+	// tenant's credential may read and write its own only.
+	ContextBucketPrefix = "WARD_CTX_"
 	// ContextTTL is how long a stored context is kept.
 	ContextTTL = 24 * time.Hour
 	// ObjectScheme starts a pointer to an object:
@@ -49,18 +50,14 @@ func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 // pointer of the expected shape.
 var ErrBadPointer = errors.New("bus: bad object pointer")
 
-// ContextObjectName is the name under which tenant's context with the given
-// sha256 digest is stored: "<tenant, path-escaped>/sha256-<hex>". Naming by
-// content makes a re-submitted context an upload of nothing.
-func ContextObjectName(tenant string, sum [sha256.Size]byte) string {
-	return url.PathEscape(tenantOrUnderscore(tenant)) + "/sha256-" + hex.EncodeToString(sum[:])
-}
+// ContextBucketOf is tenant's bucket of job contexts.
+func ContextBucketOf(tenant string) string { return ContextBucketPrefix + tenant }
 
-func tenantOrUnderscore(tenant string) string {
-	if tenant == "" {
-		return "_"
-	}
-	return tenant
+// ContextObjectName is the name under which a context with the given
+// sha256 digest is stored in its tenant's bucket: "sha256-<hex>". Naming by
+// content makes a re-submitted context an upload of nothing.
+func ContextObjectName(sum [sha256.Size]byte) string {
+	return "sha256-" + hex.EncodeToString(sum[:])
 }
 
 // ParseObjectPtr splits nats-os://<bucket>/<name>.
@@ -77,19 +74,15 @@ func ParseObjectPtr(ptr string) (bucket, name string, err error) {
 }
 
 // ContextOwner returns the tenant a context pointer belongs to, checking
-// that it names an object of ContextBucket.
+// that it names an object of a tenant's context bucket.
 func ContextOwner(ptr string) (string, error) {
-	bucket, name, err := ParseObjectPtr(ptr)
+	bucket, _, err := ParseObjectPtr(ptr)
 	if err != nil {
 		return "", err
 	}
-	escaped, _, ok := strings.Cut(name, "/")
-	if bucket != ContextBucket || !ok {
-		return "", fmt.Errorf("%w: %q is not a context in %s", ErrBadPointer, ptr, ContextBucket)
-	}
-	tenant, err := url.PathUnescape(escaped)
-	if err != nil {
-		return "", fmt.Errorf("%w: %q: %v", ErrBadPointer, ptr, err)
+	tenant, ok := strings.CutPrefix(bucket, ContextBucketPrefix)
+	if !ok || tenant == "" {
+		return "", fmt.Errorf("%w: %q is not a context in a %s<tenant> bucket", ErrBadPointer, ptr, ContextBucketPrefix)
 	}
 	return tenant, nil
 }
@@ -151,18 +144,19 @@ func (o *Objects) PutContext(ctx context.Context, tenant string, f io.ReadSeeker
 	}
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
-	name := ContextObjectName(tenant, sum)
-	b, err := o.bucket(ctx, ContextBucket, true)
+	name, bucket := ContextObjectName(sum), ContextBucketOf(tenant)
+	b, err := o.bucket(ctx, bucket, true)
 	if err != nil {
 		return "", err
 	}
+	ptr := ObjectScheme + bucket + "/" + name
 	if info, err := b.GetInfo(ctx, name); err == nil && !info.Deleted {
-		return ObjectScheme + ContextBucket + "/" + name, nil
+		return ptr, nil
 	}
 	if _, err := b.Put(ctx, jetstream.ObjectMeta{Name: name}, f); err != nil {
-		return "", fmt.Errorf("bus: put context %s: %w", name, err)
+		return "", fmt.Errorf("bus: put context %s: %w", ptr, err)
 	}
-	return ObjectScheme + ContextBucket + "/" + name, nil
+	return ptr, nil
 }
 
 // Size returns the size in bytes of the object ptr names. A pointer to no

@@ -27,14 +27,14 @@ func TestContextObjects(t *testing.T) {
 	// Well over one message (max_payload is 1 MiB).
 	data := make([]byte, 3<<20+17)
 	_, _ = rand.Read(data)
-	ptr, err := objs.PutContext(ctx, "acme/eu", bytes.NewReader(data))
+	ptr, err := objs.PutContext(ctx, "acme-eu", bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(ptr, "nats-os://WARD_CONTEXTS/acme%2Feu/sha256-") {
+	if !strings.HasPrefix(ptr, "nats-os://WARD_CTX_acme-eu/sha256-") {
 		t.Fatalf("pointer %q", ptr)
 	}
-	if owner, err := bus.ContextOwner(ptr); err != nil || owner != "acme/eu" {
+	if owner, err := bus.ContextOwner(ptr); err != nil || owner != "acme-eu" {
 		t.Fatalf("owner %q, %v", owner, err)
 	}
 	got, err := objs.Get(ctx, ptr, int64(len(data)))
@@ -42,14 +42,14 @@ func TestContextObjects(t *testing.T) {
 		t.Fatalf("read back %d bytes, %v", len(got), err)
 	}
 	// The same context again is the same object.
-	again, err := objs.PutContext(ctx, "acme/eu", bytes.NewReader(data))
+	again, err := objs.PutContext(ctx, "acme-eu", bytes.NewReader(data))
 	if err != nil || again != ptr {
 		t.Fatalf("second put: %q, %v", again, err)
 	}
 	if _, err := objs.Get(ctx, ptr, 1<<20); !errors.Is(err, bus.ErrTooLarge) {
 		t.Fatalf("capped get: %v", err)
 	}
-	for _, bad := range []string{"redis://ctx:1", "nats-os://", "nats-os://WARD_CONTEXTS", "nats-os://OTHER/acme/x", "nats-os://WARD_CONTEXTS/noslash"} {
+	for _, bad := range []string{"redis://ctx:1", "nats-os://", "nats-os://WARD_CTX_acme", "nats-os://OTHER/x", "nats-os://WARD_CTX_/sha256-00"} {
 		if _, err := bus.ContextOwner(bad); !errors.Is(err, bus.ErrBadPointer) {
 			t.Errorf("ContextOwner(%q) = %v", bad, err)
 		}

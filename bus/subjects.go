@@ -6,27 +6,47 @@ package bus
 
 // Subjects of the bus contract.
 const (
-	// SubjectSubmit carries JobRequest from clients to schedulers. Sent as a
-	// request, it is answered with a SubmitReply.
+	// The subjects a client asks on end in its tenant's name
+	// (TenantSubject): a tenant's credential may publish only on its own,
+	// so the scheduler reads the tenant from the subject (TenantOf), never
+	// from the payload. AllTenants is the token of admins' queries.
+
+	// SubjectSubmit carries JobRequest from clients to schedulers, on
+	// sys.job.submit.<tenant>. Sent as a request, it is answered with a
+	// SubmitReply.
 	SubjectSubmit = "sys.job.submit"
-	// SubjectResult carries JobResult from hosts to schedulers.
-	SubjectResult = "sys.job.result"
-	// SubjectProgress carries JobProgress from hosts.
-	SubjectProgress = "sys.job.progress"
-	// SubjectCancel carries JobCancel to schedulers (queue group: one ends
-	// the job CANCELLED and, when asked as a request, answers GetJobReply)
-	// and to every host (fan-out: the one running the job stops it).
+	// SubjectJobGet is request/reply on sys.job.get.<tenant>: GetJobRequest
+	// → GetJobReply.
+	SubjectJobGet = "sys.job.get"
+	// SubjectJobList is request/reply on sys.job.list.<tenant>:
+	// ListJobsRequest → ListJobsReply.
+	SubjectJobList = "sys.job.list"
+	// SubjectCancel carries JobCancel to schedulers on
+	// sys.job.cancel.<tenant> (queue group: one ends the job CANCELLED and,
+	// when asked as a request, answers GetJobReply).
 	SubjectCancel = "sys.job.cancel"
-	// SubjectDLQ carries DLQEntry from schedulers to anyone.
+	// AllTenants is the tenant token of an admin's get, list and cancel:
+	// the job of any tenant. Tenant names never start with '_'.
+	AllTenants = "_all"
+
+	// SubjectHostCancel carries JobCancel from schedulers to every host
+	// (fan-out: the one running the job stops it). Only schedulers may
+	// publish there: a cancel is checked against the job's tenant first.
+	SubjectHostCancel = "sys.host.cancel"
+	// SubjectResult carries JobResult from hosts to schedulers, on
+	// sys.job.result.<worker_id> (ResultSubject): a host may publish only
+	// on its own, and its result is applied only to the attempt it was
+	// dispatched.
+	SubjectResult = "sys.job.result"
+	// SubjectProgress carries JobProgress from hosts, on
+	// sys.job.progress.<worker_id> (ProgressSubject).
+	SubjectProgress = "sys.job.progress"
+	// SubjectDLQ carries DLQEntry from schedulers to admins.
 	SubjectDLQ = "sys.job.dlq"
 	// SubjectHeartbeats matches every host's heartbeat subject.
-	SubjectHeartbeats = "sys.heartbeat.>"
+	SubjectHeartbeats = "sys.heartbeat.*"
 	// SubjectEvents matches every job's event subject.
 	SubjectEvents = "sys.job.event.>"
-	// SubjectJobGet is request/reply: GetJobRequest → GetJobReply.
-	SubjectJobGet = "sys.job.get"
-	// SubjectJobList is request/reply: ListJobsRequest → ListJobsReply.
-	SubjectJobList = "sys.job.list"
 
 	// SubjectDLQList is request/reply: DLQListRequest → DLQListReply.
 	SubjectDLQList = "sys.dlq.list"
@@ -48,14 +68,45 @@ const (
 	SchedulerQueue = "ward-scheduler"
 )
 
+// TenantSubject is base (SubjectSubmit, SubjectJobGet, SubjectJobList,
+// SubjectCancel) for tenant.
+func TenantSubject(base, tenant string) string { return base + "." + tenant }
+
+// TenantOf is the tenant a client subject names: its last token.
+func TenantOf(subject string) string { return lastToken(subject) }
+
+// WorkerOf is the worker a host subject (heartbeat, result, progress)
+// names: its last token.
+func WorkerOf(subject string) string { return lastToken(subject) }
+
+func lastToken(subject string) string {
+	for i := len(subject) - 1; i >= 0; i-- {
+		if subject[i] == '.' {
+			return subject[i+1:]
+		}
+	}
+	return subject
+}
+
+// ResultSubject is where worker id publishes its results.
+func ResultSubject(workerID string) string { return SubjectResult + "." + workerID }
+
+// ProgressSubject is where worker id publishes its progress reports.
+func ProgressSubject(workerID string) string { return SubjectProgress + "." + workerID }
+
 // HeartbeatSubject is where worker id publishes its heartbeats.
 func HeartbeatSubject(workerID string) string { return "sys.heartbeat." + workerID }
 
 // WorkerJobsSubject is worker id's direct dispatch subject.
 func WorkerJobsSubject(workerID string) string { return "worker." + workerID + ".jobs" }
 
-// EventSubject is where schedulers publish job id's state changes.
-func EventSubject(jobID string) string { return "sys.job.event." + jobID }
+// EventSubject is where schedulers publish the state changes of tenant's
+// job id: a tenant may subscribe to its own events only. An admin who does
+// not know a job's tenant follows EventSubject(AnyTenant, id).
+func EventSubject(tenant, jobID string) string { return "sys.job.event." + tenant + "." + jobID }
+
+// AnyTenant is the wildcard tenant token of an admin's subscription.
+const AnyTenant = "*"
 
 // PoolQueue is the queue group of the hosts serving pool.
 func PoolQueue(pool string) string { return "workers-" + pool }

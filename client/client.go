@@ -2,10 +2,12 @@
 // jobs, follow them, read them back and cancel them. The `ward` command's
 // client commands use it too. It talks to a running system only over NATS,
 // never by opening the job store, so it needs nothing but a NATS URL
-// (`ward dev` listens on DefaultNATSURL):
+// (`ward dev` listens on DefaultNATSURL) and a credential (`ward dev`
+// writes them; `ward auth tenant add` issues a tenant's). The tenant is the
+// credential's:
 //
-//	c, err := client.Dial(client.NATSURL(""))   // $NATS_URL, else ward dev's
-//	req := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "job.echo", TenantId: "acme", Payload: []byte("hi")}
+//	c, err := client.Dial(client.NATSURL(""), client.Options{Creds: "acme.creds"})
+//	req := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "job.echo", Payload: []byte("hi")}
 //	w, err := c.Watch(req.JobId)                // before Submit: no event is missed
 //	_, err = c.Submit(ctx, req)                 // ErrRefused wraps a refusal and its reason code
 //	last, err := c.Wait(ctx, req.JobId, w, nil) // the final event: SUCCEEDED, FAILED, DENIED ...
@@ -31,6 +33,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/bus"
 )
 
@@ -52,25 +55,90 @@ func NATSURL(flag string) string {
 // the reason code.
 var ErrRefused = errors.New("submission refused")
 
-// Client is a connection to a Ward system.
+// Client is a connection to a Ward system, as one tenant, or as an admin.
 type Client struct {
 	bus *bus.Conn
+	// tenant is the tenant this client submits for and whose jobs it sees;
+	// for an admin, the tenant it submits for by default.
+	tenant string
+	// admin sees every tenant's jobs.
+	admin bool
 
 	objsOnce sync.Once
 	objs     *bus.Objects
 	objsErr  error
 }
 
-// New wraps an existing bus connection.
-func New(c *bus.Conn) *Client { return &Client{bus: c} }
+// DefaultTenant is the tenant of a client that names none.
+const DefaultTenant = "default"
 
-// Dial connects to NATS at url.
-func Dial(url string) (*Client, error) {
-	c, err := bus.Connect(url, "ward-client")
+// Options say who a client is.
+type Options struct {
+	// Creds is the .creds file of a tenant or admin credential ($WARD_CREDS
+	// for the CLI). A tenant credential is the tenant: Tenant must be empty
+	// or the same. Empty: no credential (a system run --insecure).
+	Creds string
+	// Tenant is the tenant to submit for: an admin's default, or the
+	// tenant of a client without a credential. DefaultTenant when empty.
+	Tenant string
+	// Admin, without a credential, queries every tenant's jobs (with one,
+	// the credential decides).
+	Admin bool
+}
+
+// New wraps an existing bus connection, as o says.
+func New(c *bus.Conn, o Options) *Client {
+	t := o.Tenant
+	if t == "" {
+		t = DefaultTenant
+	}
+	return &Client{bus: c, tenant: t, admin: o.Admin}
+}
+
+// Dial connects to NATS at url as o says.
+func Dial(url string, o Options) (*Client, error) {
+	if o.Creds != "" {
+		id, _, err := auth.ReadIdentity(o.Creds)
+		if err != nil {
+			return nil, err
+		}
+		switch id.Role {
+		case auth.Tenant:
+			if o.Tenant != "" && o.Tenant != id.Name {
+				return nil, fmt.Errorf("the credential %s is tenant %q's; it cannot act for tenant %q", o.Creds, id.Name, o.Tenant)
+			}
+			o.Tenant, o.Admin = id.Name, false
+		case auth.Admin:
+			o.Admin = true
+		default:
+			return nil, fmt.Errorf("the credential %s is a %s's, not a tenant's or an admin's", o.Creds, id.Role)
+		}
+	}
+	if o.Tenant != "" {
+		if err := auth.ValidName("tenant", o.Tenant); err != nil {
+			return nil, err
+		}
+	}
+	opts, err := auth.Options(o.Creds)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{bus: c}, nil
+	c, err := bus.Connect(url, "ward-client", opts...)
+	if err != nil {
+		return nil, err
+	}
+	return New(c, o), nil
+}
+
+// Tenant is the tenant the client submits for.
+func (c *Client) Tenant() string { return c.tenant }
+
+// scope is the tenant token of the client's queries.
+func (c *Client) scope() string {
+	if c.admin {
+		return bus.AllTenants
+	}
+	return c.tenant
 }
 
 // Close closes the connection.
@@ -88,21 +156,31 @@ func (c *Client) Submit(ctx context.Context, req *wardv1.JobRequest) (*wardv1.Su
 	if req.JobId == "" {
 		req.JobId = uuid.NewString()
 	}
+	// A tenant client submits for its tenant: a request naming another is
+	// sent anyway, and refused by the scheduler (tenant_mismatch).
+	tenant := c.tenant
+	if c.admin && req.TenantId != "" {
+		tenant = req.TenantId
+	}
+	if req.TenantId == "" {
+		req.TenantId = tenant
+	}
 	if len(req.Payload) > bus.InlineContextMax {
 		c.objsOnce.Do(func() { c.objs, c.objsErr = bus.NewObjects(c.bus) })
 		if c.objsErr != nil {
 			return nil, c.objsErr
 		}
-		ptr, err := c.objs.PutContext(ctx, req.TenantId, bytes.NewReader(req.Payload))
+		ptr, err := c.objs.PutContext(ctx, tenant, bytes.NewReader(req.Payload))
 		if err != nil {
 			return nil, fmt.Errorf("the payload of %d bytes is too large for a message, and storing it failed: %w", len(req.Payload), err)
 		}
 		req.ContextPtr, req.Payload = ptr, nil
 	}
 	reply := &wardv1.SubmitReply{}
-	if err := c.bus.Request(ctx, bus.SubjectSubmit, req, reply); err != nil {
+	subject := bus.TenantSubject(bus.SubjectSubmit, tenant)
+	if err := c.bus.Request(ctx, subject, req, reply); err != nil {
 		if errors.Is(err, bus.ErrNoResponders) {
-			return nil, fmt.Errorf("no scheduler is listening on %s (is `ward dev` running?): %w", bus.SubjectSubmit, err)
+			return nil, fmt.Errorf("no scheduler is listening on %s (is `ward dev` running?): %w", subject, err)
 		}
 		return nil, err
 	}
@@ -128,7 +206,11 @@ const watchBuffer = 1024
 // that no event is missed; Close it when done.
 func (c *Client) Watch(id string) (*Watcher, error) {
 	ch := make(chan *nats.Msg, watchBuffer)
-	sub, err := c.bus.NATS().ChanSubscribe(bus.EventSubject(id), ch)
+	tenant := c.tenant
+	if c.admin {
+		tenant = bus.AnyTenant
+	}
+	sub, err := c.bus.NATS().ChanSubscribe(bus.EventSubject(tenant, id), ch)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", id, err)
 	}
@@ -177,7 +259,7 @@ func (w *Watcher) pending() []*wardv1.JobEvent {
 // includeResult is set.
 func (c *Client) Get(ctx context.Context, id string, includeResult bool) (*wardv1.JobRecord, error) {
 	reply := &wardv1.GetJobReply{}
-	if err := c.bus.Request(ctx, bus.SubjectJobGet, &wardv1.GetJobRequest{JobId: id, IncludeResult: includeResult}, reply); err != nil {
+	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectJobGet, c.scope()), &wardv1.GetJobRequest{JobId: id, IncludeResult: includeResult}, reply); err != nil {
 		return nil, err
 	}
 	if reply.GetError() != "" {
@@ -189,7 +271,7 @@ func (c *Client) Get(ctx context.Context, id string, includeResult bool) (*wardv
 // List returns recent jobs, newest first, optionally of one state.
 func (c *Client) List(ctx context.Context, limit int, state wardv1.JobState) ([]*wardv1.JobRecord, error) {
 	reply := &wardv1.ListJobsReply{}
-	if err := c.bus.Request(ctx, bus.SubjectJobList, &wardv1.ListJobsRequest{Limit: int32(limit), State: state}, reply); err != nil {
+	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectJobList, c.scope()), &wardv1.ListJobsRequest{Limit: int32(limit), State: state}, reply); err != nil {
 		return nil, err
 	}
 	if reply.GetError() != "" {
@@ -307,7 +389,7 @@ func (c *Client) Workers(ctx context.Context, window time.Duration) ([]*wardv1.H
 // ended already is returned with an error that says so.
 func (c *Client) Cancel(ctx context.Context, id, reason string) (*wardv1.JobRecord, error) {
 	reply := &wardv1.GetJobReply{}
-	if err := c.bus.Request(ctx, bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: reason}, reply); err != nil {
+	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectCancel, c.scope()), &wardv1.JobCancel{JobId: id, Reason: reason}, reply); err != nil {
 		return nil, err
 	}
 	if reply.GetError() != "" {

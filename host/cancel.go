@@ -27,7 +27,7 @@ type cancels struct {
 const (
 	cancelMemory  = 10 * time.Minute
 	cancelsKept   = 10000
-	cancelSubject = bus.SubjectCancel
+	cancelSubject = bus.SubjectHostCancel
 )
 
 // start subscribes to sys.job.cancel. The handler runs on the

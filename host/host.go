@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ward-run/ward/api/reason"
+	"github.com/ward-run/ward/auth"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -42,6 +43,10 @@ var (
 		Help:    "Wall time of one job in the sandbox, by module.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 	}, []string{"module"})
+	dispatchesRefused = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_host_dispatches_refused_total",
+		Help: "Dispatches this host refused to run, by reason code: unsigned, forged or altered, for another host, expired, replayed.",
+	}, []string{"reason"})
 	activeJobs = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "ward_host_active_jobs",
 		Help: "Jobs running now on this host.",
@@ -59,6 +64,14 @@ type BlobStore interface {
 type Config struct {
 	// ID is the worker id; a random one when empty.
 	ID string
+	// DispatchKey is this host's key of signed dispatch
+	// (auth.HostKey(secret, ID)): a dispatch whose signature does not
+	// verify under it is refused. Nil accepts unsigned dispatches: a system
+	// run --insecure.
+	DispatchKey []byte
+	// Credential is the host's NATS user JWT (public: no seed), sent in
+	// every heartbeat so that schedulers admit the host by it.
+	Credential string
 	// Bus is the host's NATS connection: jobs, results, heartbeats. The
 	// caller closes it after Shutdown.
 	Bus *bus.Conn
@@ -137,14 +150,14 @@ type Agent struct {
 	cancelJob context.CancelFunc
 
 	jobs    jobTable // the jobs running, to cancel one
-	cancels cancels  // sys.job.cancel (cancel.go)
+	cancels cancels  // sys.host.cancel (cancel.go)
+	tickets *auth.Verifier
 	objs    objectsOnce
 
-	mu        sync.Mutex // guards the 9 following fields
+	mu        sync.Mutex // guards the 8 following fields
 	watchStop context.CancelFunc
 	watchDone chan struct{}
-	direct    *bus.Subscription            // set once Start subscribed: from then on the topics follow the table
-	topicSubs map[string]*bus.Subscription // by "<topic> <pool>"
+	direct    *bus.Subscription // worker.<id>.jobs, set once Start subscribed
 	ping      *nats.Subscription
 	stopBeat  context.CancelFunc
 	starting  bool // Start was called
@@ -189,12 +202,12 @@ func New(cfg Config) (*Agent, error) {
 		cfg.MaxContextBytes = 256 << 20
 	}
 	a := &Agent{
-		cfg:       cfg,
-		log:       cfg.Logger.With("component", "host", "worker_id", cfg.ID),
-		table:     newTable(cfg.Pools, cfg.Modules),
-		work:      bus.NewWorkers(cfg.MaxParallel),
-		cpu:       cpuSampler{path: "/proc/stat"},
-		topicSubs: map[string]*bus.Subscription{},
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "host", "worker_id", cfg.ID),
+		table:   newTable(cfg.Pools, cfg.Modules),
+		tickets: auth.NewVerifier(cfg.ID, cfg.DispatchKey),
+		work:    bus.NewWorkers(cfg.MaxParallel),
+		cpu:     cpuSampler{path: "/proc/stat"},
 	}
 	a.jobCtx, a.cancelJob = context.WithCancel(context.Background())
 	return a, nil
@@ -245,17 +258,13 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	sub, err := bus.Subscribe(a.jobCtx, c, bus.WorkerJobsSubject(a.cfg.ID), "", a.work, a.log, a.handleJob)
+	sub, err := bus.Subscribe(a.jobCtx, c, bus.WorkerJobsSubject(a.cfg.ID), "", a.work, a.log, a.handleDispatch)
 	if err != nil {
 		return err
 	}
 	a.mu.Lock()
 	a.direct = sub
-	err = a.syncTopics()
 	a.mu.Unlock()
-	if err != nil {
-		return err
-	}
 	// `ward workers` asks every host at once; each answers with the
 	// heartbeat it last sent.
 	ping, err := c.NATS().Subscribe(bus.SubjectWorkerPing, func(m *nats.Msg) {
@@ -362,12 +371,12 @@ func (a *Agent) teardown(ctx context.Context) error {
 	a.stopWatch()
 	a.stopBeats()
 	a.mu.Lock()
-	subs := slices.Collect(maps.Values(a.topicSubs))
+	var subs []*bus.Subscription
 	if a.direct != nil {
 		subs = append(subs, a.direct)
 	}
 	ping := a.ping
-	a.direct, a.topicSubs, a.ping = nil, map[string]*bus.Subscription{}, nil
+	a.direct, a.ping = nil, nil
 	a.mu.Unlock()
 
 	if ping != nil {
@@ -420,6 +429,7 @@ func (a *Agent) heartbeat(status string) {
 		Modules:         served.digests,
 		Status:          status,
 		SentAtUnixMs:    time.Now().UnixMilli(),
+		Credential:      a.cfg.Credential,
 	}
 	if len(served.pools) > 0 {
 		hb.Pool = served.pools[0]
@@ -435,9 +445,30 @@ func (a *Agent) heartbeat(status string) {
 	}
 }
 
+// handleDispatch opens a dispatch and runs its job. A dispatch whose
+// ticket the host refuses (unsigned, forged or altered, for another host,
+// expired, replayed) is logged and counted in
+// ward_host_dispatches_refused_total, and nothing runs: it carries no
+// authority, so nothing is reported for its job either.
+func (a *Agent) handleDispatch(ctx context.Context, _ *nats.Msg, d *wardv1.Dispatch) {
+	t, err := a.tickets.Open(d, time.Now())
+	if err != nil {
+		var te *auth.TicketError
+		code := reason.TicketForged
+		if errors.As(err, &te) {
+			code = te.Code
+		}
+		dispatchesRefused.WithLabelValues(string(code)).Inc()
+		a.log.Warn("dispatch refused", "code", code, "err", err)
+		return
+	}
+	a.handleJob(ctx, t)
+}
+
 // handleJob runs one job and publishes its result. Every failure is a
 // FAILED result with a code; nothing here stops the host.
-func (a *Agent) handleJob(ctx context.Context, _ *nats.Msg, req *wardv1.JobRequest) {
+func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
+	req := t.GetJob()
 	if a.cancels.cancelled(req.GetJobId()) {
 		return // cancelled while it waited here: it ended CANCELLED already
 	}
@@ -446,11 +477,11 @@ func (a *Agent) handleJob(ctx context.Context, _ *nats.Msg, req *wardv1.JobReque
 	defer func() { a.active.Add(-1); activeJobs.Dec() }()
 
 	start := time.Now()
-	res := &wardv1.JobResult{JobId: req.GetJobId(), WorkerId: a.cfg.ID}
-	_ = a.cfg.Bus.Publish(bus.SubjectProgress, &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
-		Kind: wardv1.JobProgress_KIND_STARTED, SentAtUnixMs: start.UnixMilli()})
+	res := &wardv1.JobResult{JobId: req.GetJobId(), WorkerId: a.cfg.ID, Attempt: req.GetAttempt()}
+	_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
+		Kind: wardv1.JobProgress_KIND_STARTED, SentAtUnixMs: start.UnixMilli(), Attempt: req.GetAttempt()})
 
-	moduleName, err := a.run(ctx, req, res)
+	moduleName, err := a.run(ctx, t, res)
 	if err != nil {
 		res.Status = wardv1.JobState_JOB_STATE_FAILED
 		var re *sandbox.RunError
@@ -466,12 +497,13 @@ func (a *Agent) handleJob(ctx context.Context, _ *nats.Msg, req *wardv1.JobReque
 	res.ExecutionMs = time.Since(start).Milliseconds()
 	jobsRun.WithLabelValues(moduleName, strings.TrimPrefix(res.Status.String(), "JOB_STATE_")).Inc()
 	jobSeconds.WithLabelValues(moduleName).Observe(time.Since(start).Seconds())
-	if err := a.cfg.Bus.Publish(bus.SubjectResult, res); err != nil {
+	if err := a.cfg.Bus.Publish(bus.ResultSubject(a.cfg.ID), res); err != nil {
 		a.log.Error("result publish failed", "job_id", req.GetJobId(), "err", err)
 	}
 }
 
-func (a *Agent) run(ctx context.Context, req *wardv1.JobRequest, res *wardv1.JobResult) (string, error) {
+func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.JobResult) (string, error) {
+	req := t.GetJob()
 	served := a.table.load()
 	pool := req.GetPool()
 	if pool == "" {
@@ -483,6 +515,16 @@ func (a *Agent) run(ctx context.Context, req *wardv1.JobRequest, res *wardv1.Job
 	mod := served.modules[p.Module]
 	if !ok || mod == nil {
 		res.ErrorCode, res.ErrorMessage = string(reason.ModuleUnavailable), fmt.Sprintf("host %s does not serve pool %q", a.cfg.ID, pool)
+		return p.Module, errors.New(res.ErrorMessage)
+	}
+	if t.GetModule() != "" && t.GetModule() != p.Module {
+		res.ErrorCode, res.ErrorMessage = string(reason.ModuleUnavailable), fmt.Sprintf("the ticket is for module %s; pool %q runs %s here", t.GetModule(), pool, p.Module)
+		return p.Module, errors.New(res.ErrorMessage)
+	}
+	if d := t.GetModuleDigest(); d != "" && d != mod.Digest() {
+		// A version swapped in since the scheduler placed it: the job goes
+		// back to be placed again (a bounce costs it no retry).
+		res.ErrorCode, res.ErrorMessage = string(reason.ModuleUnavailable), fmt.Sprintf("the ticket is for %s %s; host %s holds %s", p.Module, d, a.cfg.ID, mod.Digest())
 		return p.Module, errors.New(res.ErrorMessage)
 	}
 	if caps := a.caps.Load(); caps != nil && !hasAll(*caps, p.Requires) {

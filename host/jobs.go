@@ -134,13 +134,14 @@ func (a *Agent) input(req *wardv1.JobRequest, payload []byte) sandbox.Input {
 		Job: sandbox.JobInfo{ID: req.GetJobId(), Topic: req.GetTopic(), Attempt: int(req.GetAttempt()),
 			Labels: maps.Clone(req.GetLabels())},
 		Progress: func(pct int, msg string) {
-			_ = a.cfg.Bus.Publish(bus.SubjectProgress, &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
-				Kind: wardv1.JobProgress_KIND_PROGRESS, Percent: int32(pct), Message: msg, SentAtUnixMs: time.Now().UnixMilli()})
+			_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
+				Kind: wardv1.JobProgress_KIND_PROGRESS, Percent: int32(pct), Message: msg, SentAtUnixMs: time.Now().UnixMilli(),
+				Attempt: req.GetAttempt()})
 		},
 		// The runtime numbers the chunks and bounds them (sandbox/stream.go);
 		// the attempt tells a watcher which run of the job they come from.
 		Stream: func(seq int, chunk []byte) {
-			_ = a.cfg.Bus.Publish(bus.SubjectProgress, &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
+			_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
 				Kind: wardv1.JobProgress_KIND_OUTPUT, Seq: int64(seq), Output: chunk, Attempt: req.GetAttempt(),
 				SentAtUnixMs: time.Now().UnixMilli()})
 		},

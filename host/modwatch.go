@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/sandbox"
 )
@@ -265,61 +264,16 @@ func (a *Agent) retire(act *modreg.Active) {
 	a.changed()
 }
 
-// changed follows a change of the modules held: the topic subscriptions
-// follow the pools served, and a heartbeat tells the schedulers at once
-// rather than at the next beat, since jobs wait for it during a rollout.
-//
-// Start subscribes to the topics after the watcher's first installs: from
-// its direct subscription on, the topics follow every change, and once it
-// has started, heartbeats do too.
+// changed follows a change of the modules held: once the host has started,
+// a heartbeat tells the schedulers at once rather than at the next beat,
+// since jobs wait for it during a rollout. (Hosts take jobs only on their
+// own subject, worker.<id>.jobs, as signed dispatches: there is no path
+// around the scheduler.)
 func (a *Agent) changed() {
 	a.mu.Lock()
-	follow := a.direct != nil && !a.stopped
 	beat := a.started && !a.stopped
-	var err error
-	if follow {
-		err = a.syncTopics()
-	}
 	a.mu.Unlock()
-	if err != nil {
-		a.log.Error("could not follow the pools served", "err", err)
-	}
 	if beat {
 		a.heartbeat("ready")
 	}
-}
-
-// syncTopics subscribes to the topics of the pools served, and
-// unsubscribes from the others. The topic subjects are the fallback path:
-// a job published there goes to one host of the pool, chosen by NATS.
-// a.mu is held.
-func (a *Agent) syncTopics() error {
-	served := a.table.load()
-	want := map[string][2]string{}
-	for _, pool := range served.pools {
-		for _, topic := range served.routes.TopicsFor(pool) {
-			want[topic+" "+pool] = [2]string{topic, pool}
-		}
-	}
-	var errs []error
-	for key, tp := range want {
-		if _, ok := a.topicSubs[key]; ok {
-			continue
-		}
-		sub, err := bus.Subscribe(a.jobCtx, a.cfg.Bus, tp[0], bus.PoolQueue(tp[1]), a.work, a.log, a.handleJob)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		a.topicSubs[key] = sub
-	}
-	for key, sub := range a.topicSubs {
-		if _, ok := want[key]; !ok {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			errs = append(errs, sub.Drain(ctx))
-			cancel()
-			delete(a.topicSubs, key)
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -134,19 +134,33 @@ type Registry struct {
 }
 
 // Open returns the registry on nc's JetStream, creating the buckets if
-// they do not exist.
+// they do not exist. It only looks up buckets that exist: the credentials
+// of schedulers and hosts may read the registry, and create it when it is
+// missing, but never change it (auth/perms.go).
 func Open(ctx context.Context, nc *nats.Conn) (*Registry, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("modreg: %w", err)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket, History: 8,
-		Description: "Ward module versions and the active version of each"})
+	kv, err := js.KeyValue(ctx, Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket, History: 8,
+			Description: "Ward module versions and the active version of each"})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, Bucket)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("modreg: kv bucket: %w (is JetStream enabled on the NATS server?)", err)
 	}
-	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: Bucket,
-		Description: "Ward module blobs by sha256"})
+	obs, err := js.ObjectStore(ctx, Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: Bucket,
+			Description: "Ward module blobs by sha256"})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			obs, err = js.ObjectStore(ctx, Bucket)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("modreg: object store: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
@@ -50,7 +51,14 @@ type HostConfig struct {
 	Probes            []host.Probe
 	MountRoots        []string
 	Env               map[string]string
-	Logger            *slog.Logger // slog.Default() when nil
+	// Creds is the host's .creds file (`ward auth host add`): it names the
+	// host and the pools it may serve. Empty connects without one
+	// (--insecure).
+	Creds string
+	// DispatchKey is the host's key of signed dispatch; nil accepts
+	// unsigned dispatches (--insecure).
+	DispatchKey []byte
+	Logger      *slog.Logger // slog.Default() when nil
 }
 
 // Host is a running host agent with its sandbox runtime and bus connection.
@@ -87,7 +95,27 @@ func StartHost(ctx context.Context, cfg HostConfig) (_ *Host, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.conn, err = bus.Connect(cfg.NATSURL, "ward-host"); err != nil {
+	opts, err := auth.Options(cfg.Creds)
+	if err != nil {
+		return nil, err
+	}
+	var credential string
+	if cfg.Creds != "" {
+		id, tok, err := auth.ReadIdentity(cfg.Creds)
+		if err != nil {
+			return nil, err
+		}
+		if id.Role != auth.Host {
+			return nil, fmt.Errorf("node: %s is a %s credential, not a host's", cfg.Creds, id.Role)
+		}
+		if cfg.ID == "" {
+			cfg.ID = id.Name
+		} else if cfg.ID != id.Name {
+			return nil, fmt.Errorf("node: the credential %s is host %q's, not %q's", cfg.Creds, id.Name, cfg.ID)
+		}
+		credential = tok
+	}
+	if h.conn, err = bus.Connect(cfg.NATSURL, "ward-host", opts...); err != nil {
 		return nil, err
 	}
 	reg, err := openRegistry(ctx, h.conn, cfg.ModuleRegistry)
@@ -97,7 +125,8 @@ func StartHost(ctx context.Context, cfg HostConfig) (_ *Host, err error) {
 	h.Agent, err = host.New(host.Config{ID: cfg.ID, Bus: h.conn, Store: cfg.Store, Runtime: h.rt, Modules: mods,
 		Pools: cfg.Pools, MaxParallel: cfg.MaxParallel, HeartbeatInterval: cfg.HeartbeatInterval,
 		Capabilities: cfg.Capabilities, Labels: cfg.Labels, Region: cfg.Region, Zone: cfg.Zone, Probes: cfg.Probes,
-		Logger: cfg.Logger, MountRoots: cfg.MountRoots, Env: cfg.Env, Registry: reg, Trusted: cfg.Trusted})
+		Logger: cfg.Logger, MountRoots: cfg.MountRoots, Env: cfg.Env, Registry: reg, Trusted: cfg.Trusted,
+		DispatchKey: cfg.DispatchKey, Credential: credential})
 	if err != nil {
 		return nil, err
 	}

@@ -80,6 +80,11 @@ type Options struct {
 	// Trusted, when not empty, makes the host refuse registry modules that
 	// are not signed by one of these keys.
 	Trusted []ed25519.PublicKey
+
+	// Creds, when set, are the parts' credentials (IssueDevCreds): each
+	// connects with its own, dispatches are signed and hosts admitted.
+	// Nil runs the parts --insecure.
+	Creds *DevCreds
 }
 
 // Node is a running set of parts in one process.
@@ -107,14 +112,22 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 			_ = n.Shutdown(context.Background())
 		}
 	}()
-	if n.Safety, err = StartSafety(ctx, SafetyConfig{NATSURL: o.NATSURL, Listen: o.SafetyAddr,
+	var cr DevCreds
+	if o.Creds != nil {
+		cr = *o.Creds
+		if o.HostID == "" {
+			o.HostID = cr.HostID
+		}
+	}
+	if n.Safety, err = StartSafety(ctx, SafetyConfig{NATSURL: o.NATSURL, Listen: o.SafetyAddr, Creds: cr.Safety,
 		PolicyDir: o.PolicyDir, Policies: o.Policies, Bucket: o.PolicyBucket, Logger: o.Logger}); err != nil {
 		return nil, err
 	}
 	if n.Scheduler, err = StartScheduler(ctx, SchedulerConfig{NATSURL: o.NATSURL, Store: o.Store,
 		SafetyAddr: n.Safety.Addr(), SafetyClient: o.SafetyClient,
 		Config: &config.Bundle{Pools: o.Pools, Timeouts: o.Timeouts, Scheduler: o.Settings},
-		Files:  o.ConfigFiles, ModuleRegistry: o.ModuleRegistry, Logger: o.Logger}); err != nil {
+		Files:  o.ConfigFiles, ModuleRegistry: o.ModuleRegistry, Logger: o.Logger,
+		Creds: cr.Scheduler, DispatchSecret: cr.DispatchSecret}); err != nil {
 		return nil, err
 	}
 	if len(o.Modules) == 0 && !o.ModuleRegistry {
@@ -124,7 +137,7 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 		Modules: o.Modules, Manifests: o.Manifests, ModuleRegistry: o.ModuleRegistry, Trusted: o.Trusted,
 		CacheDir: o.CacheDir, Pools: o.Pools, MaxParallel: o.MaxParallel, HeartbeatInterval: o.HeartbeatInterval,
 		Capabilities: o.Capabilities, Labels: o.Labels, Region: o.Region, Zone: o.Zone, Probes: o.Probes,
-		MountRoots: o.MountRoots, Env: o.Env, Logger: o.Logger})
+		MountRoots: o.MountRoots, Env: o.Env, Logger: o.Logger, Creds: cr.Host, DispatchKey: cr.HostKey})
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/jobstore"
 )
 
@@ -25,14 +26,22 @@ type EmbeddedNATS struct {
 }
 
 // StartNATS runs an embedded NATS server on host:port (port -1: a random
-// one) and waits until it takes connections.
-func StartNATS(host string, port int) (*EmbeddedNATS, error) {
+// one) and waits until it takes connections. With keys, it trusts Ward's
+// operator and accounts (auth.ServerKeys) and every client needs a
+// credential; without, anyone may connect (--insecure).
+func StartNATS(host string, port int, keys *auth.ServerKeys) (*EmbeddedNATS, error) {
 	dir, err := os.MkdirTemp("", "ward-dev-jetstream-")
 	if err != nil {
 		return nil, err
 	}
-	ns, err := server.NewServer(&server.Options{Host: host, Port: port, JetStream: true,
-		StoreDir: dir, NoSigs: true, ServerName: "ward-dev"})
+	opts := &server.Options{Host: host, Port: port, JetStream: true, StoreDir: dir, NoSigs: true, ServerName: "ward-dev"}
+	if keys != nil {
+		if err := keys.Apply(opts); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	ns, err := server.NewServer(opts)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("nats: %w", err)

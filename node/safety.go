@@ -11,6 +11,7 @@ import (
 	"time"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/policies"
 	"github.com/ward-run/ward/safety"
@@ -24,6 +25,9 @@ type SafetyConfig struct {
 	NATSURL string
 	// Listen is the gRPC listen address; "127.0.0.1:0" when empty.
 	Listen string
+	// Creds is the kernel's .creds file; empty connects without one
+	// (--insecure).
+	Creds string
 	// PolicyDir, when set, is the policy bundle, reloaded when it changes;
 	// otherwise Policies is.
 	PolicyDir string
@@ -33,6 +37,10 @@ type SafetyConfig struct {
 	// Bucket is the NATS KV bucket of pushed bundles; safety.DefaultBucket
 	// when empty.
 	Bucket string
+	// PolicyPubKey, when set, is the file of the public key that every
+	// bundle from Bucket must be signed with (safety.ReloaderConfig.VerifyKey);
+	// empty accepts them unsigned.
+	PolicyPubKey string
 	// ID names the kernel in decision logs and status; random when empty.
 	ID string
 	// CacheSize is the decisions cached per policy revision (see
@@ -76,7 +84,11 @@ func StartSafety(ctx context.Context, cfg SafetyConfig) (_ *Safety, err error) {
 	}()
 	kc := safety.Config{ID: cfg.ID, CacheSize: cfg.CacheSize}
 	if cfg.NATSURL != "" {
-		if s.conn, err = bus.Connect(cfg.NATSURL, "ward-safety"); err != nil {
+		opts, err := auth.Options(cfg.Creds)
+		if err != nil {
+			return nil, err
+		}
+		if s.conn, err = bus.Connect(cfg.NATSURL, "ward-safety", opts...); err != nil {
 			return nil, err
 		}
 		kc.Log = safety.PublishDecisions(s.conn)
@@ -85,13 +97,19 @@ func StartSafety(ctx context.Context, cfg SafetyConfig) (_ *Safety, err error) {
 	if err := s.load(ctx, cfg); err != nil {
 		return nil, err
 	}
+	var verify *safety.PolicyPublicKey
+	if cfg.PolicyPubKey != "" {
+		if verify, err = safety.LoadPolicyPublicKey(cfg.PolicyPubKey); err != nil {
+			return nil, err
+		}
+	}
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("safety kernel: %w", err)
 	}
 	s.addr = lis.Addr().String()
 	s.reloader, err = safety.NewReloader(safety.ReloaderConfig{Kernel: s.kernel, Dir: cfg.PolicyDir, Bus: s.conn,
-		Bucket: cfg.Bucket, Debounce: cfg.Debounce, Addr: s.addr, Logger: cfg.Logger})
+		Bucket: cfg.Bucket, Debounce: cfg.Debounce, Addr: s.addr, Logger: cfg.Logger, VerifyKey: verify})
 	if err == nil {
 		err = s.reloader.Start(ctx)
 	}

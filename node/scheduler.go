@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/jobstore"
@@ -34,6 +35,13 @@ type SchedulerConfig struct {
 	// bus's JetStream (`ward module deploy`): deployed routes, versions in
 	// force, retired modules.
 	ModuleRegistry bool
+	// Creds is the scheduler's .creds file; empty connects without one
+	// (--insecure).
+	Creds string
+	// DispatchSecret is the schedulers' secret of signed dispatch; nil
+	// sends unsigned dispatches (--insecure). With Creds, heartbeats are
+	// admitted by the host credentials they carry.
+	DispatchSecret []byte
 	Logger         *slog.Logger // slog.Default() when nil
 }
 
@@ -68,8 +76,28 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (_ *Scheduler, err
 	if s.kernel, err = safety.Dial(cfg.SafetyAddr, cfg.SafetyClient); err != nil {
 		return nil, err
 	}
-	if s.conn, err = bus.Connect(cfg.NATSURL, "ward-scheduler"); err != nil {
+	opts, err := auth.Options(cfg.Creds)
+	if err != nil {
 		return nil, err
+	}
+	if s.conn, err = bus.Connect(cfg.NATSURL, "ward-scheduler", opts...); err != nil {
+		return nil, err
+	}
+	var (
+		signer *auth.Signer
+		trust  *auth.HostTrust
+	)
+	if cfg.DispatchSecret != nil {
+		signer = auth.NewSigner(cfg.DispatchSecret, 0)
+	}
+	if cfg.Creds != "" {
+		_, own, err := auth.ReadIdentity(cfg.Creds)
+		if err != nil {
+			return nil, err
+		}
+		if trust, err = auth.NewHostTrust(own); err != nil {
+			return nil, err
+		}
 	}
 	reg, err := openRegistry(ctx, s.conn, cfg.ModuleRegistry)
 	if err != nil {
@@ -77,7 +105,7 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (_ *Scheduler, err
 	}
 	s.Scheduler, err = scheduler.New(scheduler.Config{ID: cfg.ID, Bus: s.conn, Store: cfg.Store, Safety: s.kernel,
 		Pools: cfg.Config.Pools, Timeouts: cfg.Config.Timeouts, Settings: cfg.Config.Scheduler, Files: cfg.Files,
-		Logger: cfg.Logger, Modules: reg})
+		Logger: cfg.Logger, Modules: reg, Signer: signer, HostTrust: trust})
 	if err != nil {
 		return nil, err
 	}

@@ -30,9 +30,25 @@ func refuse(code reason.Code, format string, args ...any) *wardv1.SubmitReply {
 	return &wardv1.SubmitReply{Reason: string(code), Message: fmt.Sprintf(format, args...)}
 }
 
-// handleSubmit stores a submission, acknowledges it, then admits it.
+// handleSubmit stores a submission, acknowledges it, then admits it. The
+// job's tenant is the one the subject names — the credential's, since a
+// tenant may publish on its own subject only — and a payload that names
+// another is refused.
 func (s *Scheduler) handleSubmit(ctx context.Context, msg *nats.Msg, req *wardv1.JobRequest) {
-	reply, job, queued := s.accept(ctx, req)
+	var (
+		reply  *wardv1.SubmitReply
+		job    *jobstore.Job
+		queued map[string]int
+	)
+	switch tenant := bus.TenantOf(msg.Subject); {
+	case tenant == bus.AllTenants:
+		reply = refuse(reason.BadRequest, "a job is submitted for a tenant: submit on %s", bus.TenantSubject(bus.SubjectSubmit, "<tenant>"))
+	case req.GetTenantId() != "" && req.GetTenantId() != tenant:
+		reply = refuse(reason.TenantMismatch, "the submission names tenant %q, its credential is tenant %q's", req.GetTenantId(), tenant)
+	default:
+		req.TenantId = tenant
+		reply, job, queued = s.accept(ctx, req)
+	}
 	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
 		s.log.Warn("submit reply failed", "job_id", reply.GetJobId(), "err", err)
 	}

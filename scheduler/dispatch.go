@@ -85,9 +85,19 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits)
 	if job.CPUMillicores > 0 || job.MemoryBytes > 0 {
 		out.Resources = &wardv1.Resources{CpuMillicores: job.CPUMillicores, MemoryBytes: job.MemoryBytes}
 	}
+	sf := job.Safety
+	if sf == nil {
+		sf = lim.safety
+	}
+	module, digest := s.moduleOf(job.Pool, worker)
+	d, err := s.ticket(out, worker, module, digest, sf, time.Now())
+	if err != nil {
+		s.log.Error("dispatch ticket failed", "job_id", id, "err", err)
+		return
+	}
 	// Watchers hear of DISPATCHED before the host can report RUNNING.
 	s.moved(job, t)
-	if err := s.cfg.Bus.Publish(bus.WorkerJobsSubject(worker), out); err != nil {
+	if err := s.cfg.Bus.Publish(bus.WorkerJobsSubject(worker), d); err != nil {
 		s.log.Error("dispatch publish failed", "job_id", id, "worker_id", worker, "err", err)
 		ft := jobstore.Transition{To: jobstore.Failed, From: jobstore.Dispatched, Reason: string(reason.DispatchFailed), Message: err.Error()}
 		if job, err := s.cfg.Store.Transition(ctx, id, ft); err == nil {

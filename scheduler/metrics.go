@@ -34,6 +34,14 @@ var (
 		Name: "ward_scheduler_late_updates_total",
 		Help: "Progress or results that arrived for a job already past that point, or from a worker it was taken from; ignored, never written.",
 	}, []string{"kind"})
+	reportsRefused = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_scheduler_refused_reports_total",
+		Help: "Host reports refused because they do not carry the authority they claim (a result or progress report of another host or of an earlier attempt, a heartbeat without its host's credential), by kind and reason code; logged, never applied.",
+	}, []string{"kind", "reason"})
+	jobFailures = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_scheduler_job_failures_total",
+		Help: "Attempts that failed on the job's own input or module (module_error, exit, trap, timeout, ...), by tenant, module and error code: counted against them, not against the host.",
+	}, []string{"tenant", "module", "code"})
 	timeouts = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_scheduler_timeouts_total",
 		Help: "Jobs the reconciler timed out (ended TIMEOUT or retried), by reason code.",

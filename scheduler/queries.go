@@ -11,10 +11,12 @@ import (
 	"github.com/ward-run/ward/jobstore"
 )
 
-// handleGet answers sys.job.get: clients never open the store themselves.
+// handleGet answers sys.job.get.<tenant>: clients never open the store
+// themselves, and a tenant sees its own jobs only (another's is "not
+// found").
 func (s *Scheduler) handleGet(ctx context.Context, msg *nats.Msg, q *wardv1.GetJobRequest) {
 	reply := &wardv1.GetJobReply{}
-	job, err := s.cfg.Store.Get(ctx, q.GetJobId())
+	job, err := jobstore.GetFor(ctx, s.cfg.Store, q.GetJobId(), tenantOf(msg))
 	switch {
 	case errors.Is(err, jobstore.ErrNotFound):
 		reply.Error = "job " + q.GetJobId() + " not found"
@@ -43,8 +45,10 @@ func (s *Scheduler) handleGet(ctx context.Context, msg *nats.Msg, q *wardv1.GetJ
 	}
 }
 
-// handleList answers sys.job.list with recent jobs, newest first.
+// handleList answers sys.job.list.<tenant> with the tenant's recent jobs
+// (every tenant's for an admin), newest first.
 func (s *Scheduler) handleList(ctx context.Context, msg *nats.Msg, q *wardv1.ListJobsRequest) {
+	tenant := tenantOf(msg)
 	limit := int(q.GetLimit())
 	if limit <= 0 || limit > 1000 {
 		limit = 50
@@ -60,6 +64,9 @@ func (s *Scheduler) handleList(ctx context.Context, msg *nats.Msg, q *wardv1.Lis
 			break
 		}
 		if q.GetState() != wardv1.JobState_JOB_STATE_UNSPECIFIED && stateEnum(j.State) != q.GetState() {
+			continue
+		}
+		if tenant != "" && j.Tenant != tenant {
 			continue
 		}
 		reply.Jobs = append(reply.Jobs, Record(j))

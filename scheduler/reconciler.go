@@ -99,7 +99,7 @@ func (s *Scheduler) expire(ctx context.Context, now time.Time) int {
 		if job.WorkerID != "" {
 			s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, now)
 			// The host running it stops it at once.
-			_ = s.cfg.Bus.Publish(bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: string(reason.DeadlineExceeded)})
+			_ = s.cfg.Bus.Publish(bus.SubjectHostCancel, &wardv1.JobCancel{JobId: id, Reason: string(reason.DeadlineExceeded)})
 		}
 		s.poke()
 	}
@@ -186,7 +186,7 @@ func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
 			s.retryOrEnd(lctx, job, jobstore.Timeout, string(k.code), "", "", msg, ran{})
 			if k.state == jobstore.Running && job.WorkerID != "" {
 				// Should the host still run it, it stops.
-				_ = s.cfg.Bus.Publish(bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: string(k.code)})
+				_ = s.cfg.Bus.Publish(bus.SubjectHostCancel, &wardv1.JobCancel{JobId: id, Reason: string(k.code)})
 			}
 		}
 	}

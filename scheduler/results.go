@@ -16,27 +16,33 @@ import (
 )
 
 // handleResult records a host's result. Results may come before RUNNING,
-// after the reconciler gave up, or from a worker the job was taken from:
-// the store decides which moves are valid (IfWorker refuses the last).
-func (s *Scheduler) handleResult(ctx context.Context, _ *nats.Msg, r *wardv1.JobResult) {
+// after the reconciler gave up, from a worker the job was taken from, or
+// for an earlier attempt: the store decides which moves are valid
+// (IfWorker and IfAttempt refuse the last two). The worker is the one the
+// subject names — a host may publish only on its own — whatever the
+// message says.
+func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.JobResult) {
 	to := stateOf(r.GetStatus())
 	if !to.Terminal() || to == jobstore.Denied {
 		s.log.Warn("result with a non-terminal status dropped", "job_id", r.GetJobId(), "status", r.GetStatus())
 		lateUpdates.WithLabelValues("bad_status").Inc()
 		return
 	}
+	worker := bus.WorkerOf(msg.Subject)
+	if !s.fromItsHost("result", msg.Subject, r.GetJobId(), r.GetWorkerId(), r.GetAttempt()) {
+		return
+	}
 	defer s.poke() // the worker has room again
 	c := s.conf.load()
-	worker := r.GetWorkerId()
 	zone := ""
 	if w, ok := s.hosts.Get(worker); ok {
 		zone = w.Zone
 	}
 	if to != jobstore.Succeeded {
-		s.failed(ctx, r, zone)
+		s.failed(ctx, r, worker, zone)
 		return
 	}
-	t := jobstore.Transition{To: to, IfWorker: worker, ResultPtr: r.GetResultPtr(), WorkerID: worker,
+	t := jobstore.Transition{To: to, IfWorker: worker, IfAttempt: int(r.GetAttempt()), ResultPtr: r.GetResultPtr(), WorkerID: worker,
 		Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(), Message: fmt.Sprintf("ran in %d ms", r.GetExecutionMs())}
 	job, err := s.cfg.Store.Transition(ctx, r.GetJobId(), t)
 	if err != nil {
@@ -50,8 +56,37 @@ func (s *Scheduler) handleResult(ctx context.Context, _ *nats.Msg, r *wardv1.Job
 	s.moved(job, t)
 }
 
+// fromItsHost checks what a host's report says of itself against what the
+// bus says: the worker in the message must be the subject's, and it must
+// name the attempt it ran. A report that fails is refused, logged and
+// counted (ward_scheduler_refused_reports_total), and changes nothing; the
+// store then refuses one for another worker or attempt (IfWorker,
+// IfAttempt).
+func (s *Scheduler) fromItsHost(kind, subject, jobID, claimed string, attempt int32) bool {
+	worker := bus.WorkerOf(subject)
+	why := ""
+	switch {
+	case claimed != "" && claimed != worker:
+		why = fmt.Sprintf("it says it is from %q, it came from %q", claimed, worker)
+	case attempt <= 0:
+		why = "it names no attempt"
+	default:
+		return true
+	}
+	reportsRefused.WithLabelValues(kind, string(reason.StaleResult)).Inc()
+	s.log.Warn("host report refused", "kind", kind, "job_id", jobID, "worker_id", worker, "code", reason.StaleResult, "why", why)
+	return false
+}
+
 // late counts a refused progress report or result, and logs store failures.
 func (s *Scheduler) late(kind, id string, err error) {
+	var te *jobstore.TransitionError
+	if errors.As(err, &te) && te.IfAttempt > 0 && te.Attempt != te.IfAttempt {
+		// A result or report of an attempt the job is past.
+		reportsRefused.WithLabelValues(kind, string(reason.StaleResult)).Inc()
+		s.log.Warn("host report refused", "kind", kind, "job_id", id, "code", reason.StaleResult, "err", err)
+		return
+	}
 	if errors.Is(err, jobstore.ErrInvalidTransition) || errors.Is(err, jobstore.ErrNotFound) {
 		lateUpdates.WithLabelValues(kind).Inc()
 		s.log.Debug("late update ignored", "kind", kind, "job_id", id, "err", err)
@@ -62,8 +97,7 @@ func (s *Scheduler) late(kind, id string, err error) {
 
 // failed handles a failed attempt: it counts it against the worker and its
 // zone, then retries the job or ends it.
-func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, zone string) {
-	worker := r.GetWorkerId()
+func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, worker, zone string) {
 	code := r.GetErrorCode()
 	if code == "" {
 		code = string(stateOf(r.GetStatus()))
@@ -86,6 +120,12 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, zone string
 			lateUpdates.WithLabelValues("result").Inc()
 			return
 		}
+		if job.Attempt != int(r.GetAttempt()) {
+			reportsRefused.WithLabelValues("result", string(reason.StaleResult)).Inc()
+			s.log.Warn("host report refused", "kind", "result", "job_id", job.ID, "worker_id", worker, "code", reason.StaleResult,
+				"why", fmt.Sprintf("it is for attempt %d, the job is at %d", r.GetAttempt(), job.Attempt))
+			return
+		}
 		if bounced(code) && job.Attempt <= job.MaxRetries+maxBounces {
 			// The host never ran it: this replica's view of the host was
 			// older than the host (a module swapped or retired, a probe
@@ -98,7 +138,15 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, zone string
 			continue
 		}
 		if !counted {
-			s.countFailure(ctx, worker, zone)
+			if hostAtFault(code) {
+				s.countFailure(ctx, worker, zone)
+			} else {
+				// The job's own input or module failed it: that is the
+				// tenant's and the module's record, not the host's, so
+				// one tenant's bad jobs cannot quarantine a host that
+				// others need.
+				jobFailures.WithLabelValues(s.tenantLabel(job.Tenant), r.GetModule(), code).Inc()
+			}
 			counted = true
 		}
 		ran := ran{module: r.GetModule(), digest: r.GetModuleDigest()}
@@ -106,6 +154,21 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, zone string
 			return
 		}
 	}
+}
+
+// hostAtFault reports whether a failed attempt's error code blames its
+// host (it could not read the input, store the result, mount a granted
+// directory, or failed on its own) rather than the job: a module that
+// returned an error, exited, trapped, ran out of time or memory, wrote too
+// much, or reached for what it was not granted failed on its input or its
+// code, and would fail on any host.
+func hostAtFault(code string) bool {
+	switch reason.Code(code) {
+	case reason.ModuleError, reason.Exit, reason.Trap, reason.Timeout, reason.MemoryLimit,
+		reason.OutputTooLarge, reason.NotGranted, reason.InputTooLarge, reason.Cancelled:
+		return false
+	}
+	return true
 }
 
 // maxBounces is how many times a job the host refused to start (bounced)
@@ -175,7 +238,7 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 	from, worker := job.State, job.WorkerID
 	if job.Attempt <= job.MaxRetries && (job.Deadline.IsZero() || time.Now().Before(job.Deadline)) {
 		delay := c.sched.Retries.Delay(job.Attempt, rand.Float64())
-		t := jobstore.Transition{To: jobstore.Pending, From: from, IfWorker: worker, Reason: string(reason.Retry),
+		t := jobstore.Transition{To: jobstore.Pending, From: from, IfWorker: worker, IfAttempt: job.Attempt, Reason: string(reason.Retry),
 			Message: fmt.Sprintf("attempt %d of %d failed (%s); retry in %s", job.Attempt, job.MaxRetries+1, msg, delay.Round(time.Millisecond)),
 			Wait:    &jobstore.Wait{Until: time.Now().Add(delay)}}
 		moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
@@ -189,7 +252,7 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 		s.moved(moved, t)
 		return nil
 	}
-	t := jobstore.Transition{To: to, From: from, IfWorker: worker, Reason: cause, ErrorCode: code, ErrorMessage: errMsg, Message: msg,
+	t := jobstore.Transition{To: to, From: from, IfWorker: worker, IfAttempt: job.Attempt, Reason: cause, ErrorCode: code, ErrorMessage: errMsg, Message: msg,
 		Module: ran.module, ModuleDigest: ran.digest}
 	dlq := job.MaxRetries > 0
 	if dlq {
@@ -217,11 +280,28 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 // states, and the result holds the whole output. Reports are handled
 // concurrently, here and across replicas, so forwarded chunks may overtake
 // each other: their seq puts them back in order (client.Wait does).
-func (s *Scheduler) handleProgress(ctx context.Context, _ *nats.Msg, p *wardv1.JobProgress) {
+func (s *Scheduler) handleProgress(ctx context.Context, msg *nats.Msg, p *wardv1.JobProgress) {
+	if !s.fromItsHost("progress", msg.Subject, p.GetJobId(), p.GetWorkerId(), p.GetAttempt()) {
+		return
+	}
+	worker := bus.WorkerOf(msg.Subject)
 	switch p.GetKind() {
 	case wardv1.JobProgress_KIND_PROGRESS, wardv1.JobProgress_KIND_OUTPUT:
-		ev := &wardv1.JobEvent{JobId: p.GetJobId(), AtUnixMs: p.GetSentAtUnixMs(), WorkerId: p.GetWorkerId(), Progress: p}
-		if err := s.cfg.Bus.Publish(bus.EventSubject(p.GetJobId()), ev); err != nil {
+		// Forwarded to the job's tenant only, and only from the host and
+		// attempt the job is at.
+		job, err := s.cfg.Store.Get(ctx, p.GetJobId())
+		if err != nil {
+			s.late("progress", p.GetJobId(), err)
+			return
+		}
+		if job.WorkerID != worker || job.Attempt != int(p.GetAttempt()) {
+			reportsRefused.WithLabelValues("progress", string(reason.StaleResult)).Inc()
+			s.log.Debug("progress of another host or attempt dropped", "job_id", job.ID, "worker_id", worker, "attempt", p.GetAttempt())
+			return
+		}
+		p.WorkerId = worker
+		ev := &wardv1.JobEvent{JobId: p.GetJobId(), AtUnixMs: p.GetSentAtUnixMs(), WorkerId: worker, Progress: p}
+		if err := s.cfg.Bus.Publish(bus.EventSubject(job.Tenant, job.ID), ev); err != nil {
 			s.log.Debug("progress forward failed", "job_id", p.GetJobId(), "err", err)
 		}
 		return
@@ -229,7 +309,7 @@ func (s *Scheduler) handleProgress(ctx context.Context, _ *nats.Msg, p *wardv1.J
 	default:
 		return
 	}
-	t := jobstore.Transition{To: jobstore.Running, IfWorker: p.GetWorkerId(), WorkerID: p.GetWorkerId()}
+	t := jobstore.Transition{To: jobstore.Running, IfWorker: worker, IfAttempt: int(p.GetAttempt()), WorkerID: worker}
 	job, err := s.cfg.Store.Transition(ctx, p.GetJobId(), t)
 	if err != nil {
 		s.late("progress", p.GetJobId(), err)
@@ -238,9 +318,10 @@ func (s *Scheduler) handleProgress(ctx context.Context, _ *nats.Msg, p *wardv1.J
 	s.moved(job, t)
 }
 
-// handleCancel ends a job CANCELLED. The host running it hears the same
-// message (fan-out) and stops it. Asked as a request, it answers with the
-// job as it is after the cancel.
+// handleCancel ends a job CANCELLED, if it is the asking tenant's (the
+// subject names the tenant; another tenant's job is "not found"), then
+// tells the hosts (sys.host.cancel, fan-out): the one running it stops it.
+// Asked as a request, it answers with the job as it is after the cancel.
 func (s *Scheduler) handleCancel(ctx context.Context, msg *nats.Msg, cm *wardv1.JobCancel) {
 	id := cm.GetJobId()
 	why := cm.GetReason()
@@ -248,13 +329,14 @@ func (s *Scheduler) handleCancel(ctx context.Context, msg *nats.Msg, cm *wardv1.
 		why = "cancelled on request"
 	}
 	reply := &wardv1.GetJobReply{}
-	t := jobstore.Transition{To: jobstore.Cancelled, Reason: string(reason.Cancelled), Message: why}
+	tenant := tenantOf(msg)
+	t := jobstore.Transition{To: jobstore.Cancelled, Reason: string(reason.Cancelled), Message: why, IfTenant: tenant}
 	job, err := s.cfg.Store.Transition(ctx, id, t)
 	switch {
 	case errors.Is(err, jobstore.ErrNotFound):
 		reply.Error = "job " + id + " not found"
 	case errors.Is(err, jobstore.ErrInvalidTransition):
-		if job, gerr := s.cfg.Store.Get(ctx, id); gerr == nil {
+		if job, gerr := jobstore.GetFor(ctx, s.cfg.Store, id, tenant); gerr == nil {
 			reply.Job = Record(job)
 			reply.Error = fmt.Sprintf("job %s has ended already (%s)", id, job.State)
 		}
@@ -266,10 +348,30 @@ func (s *Scheduler) handleCancel(ctx context.Context, msg *nats.Msg, cm *wardv1.
 		jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
 		s.moved(job, t)
 		s.poke()
+		_ = s.cfg.Bus.Publish(bus.SubjectHostCancel, &wardv1.JobCancel{JobId: id, Reason: why})
 		reply.Job = Record(job)
 		s.log.Info("job cancelled", "job_id", id, "reason", why)
 	}
 	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
 		s.log.Debug("cancel reply failed", "err", err)
 	}
+}
+
+// tenantOf is the tenant a client's subject names (sys.job.<verb>.<tenant>):
+// the credential's, since a tenant may publish only on its own. An admin's
+// AllTenants is "": no tenant guard.
+func tenantOf(msg *nats.Msg) string {
+	t := bus.TenantOf(msg.Subject)
+	if t == bus.AllTenants {
+		return ""
+	}
+	return t
+}
+
+// tenantLabel is a tenant as a metric label.
+func (s *Scheduler) tenantLabel(tenant string) string {
+	if tenant == "" {
+		return "_"
+	}
+	return tenant
 }

@@ -25,6 +25,7 @@ import (
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/jobstore"
@@ -71,6 +72,14 @@ type Config struct {
 	Concurrency int
 	// WorkerTTL is how long a silent worker stays eligible. Default 30 s.
 	WorkerTTL time.Duration
+
+	// Signer signs each dispatch for the one host it is for (signed
+	// dispatch, auth/ticket.go). Nil sends unsigned dispatches: a system
+	// run --insecure, whose hosts accept them.
+	Signer *auth.Signer
+	// HostTrust admits hosts by the credential their heartbeats carry. Nil
+	// admits any heartbeat: --insecure.
+	HostTrust *auth.HostTrust
 }
 
 // settings is one consistent set of configuration, swapped whole on reload.
@@ -239,15 +248,15 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	err := errors.Join(
 		add(bus.Subscribe(ctx, c, bus.SubjectHeartbeats, "", s.beats, s.log, s.handleHeartbeat)),
 		add(bus.Subscribe(ctx, c, bus.SubjectModeChanged, "", s.beats, s.log, s.handleModeChanged)),
-		add(bus.Subscribe(ctx, c, bus.SubjectResult, q, s.updates, s.log, s.handleResult)),
-		add(bus.Subscribe(ctx, c, bus.SubjectProgress, q, s.updates, s.log, s.handleProgress)),
-		add(bus.Subscribe(ctx, c, bus.SubjectCancel, q, s.updates, s.log, s.handleCancel)),
-		add(bus.Subscribe(ctx, c, bus.SubjectJobGet, q, s.updates, s.log, s.handleGet)),
-		add(bus.Subscribe(ctx, c, bus.SubjectJobList, q, s.updates, s.log, s.handleList)),
+		add(bus.Subscribe(ctx, c, bus.ResultSubject("*"), q, s.updates, s.log, s.handleResult)),
+		add(bus.Subscribe(ctx, c, bus.ProgressSubject("*"), q, s.updates, s.log, s.handleProgress)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectCancel, "*"), q, s.updates, s.log, s.handleCancel)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobGet, "*"), q, s.updates, s.log, s.handleGet)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobList, "*"), q, s.updates, s.log, s.handleList)),
 		add(bus.Subscribe(ctx, c, bus.SubjectDLQList, q, s.updates, s.log, s.handleDLQList)),
 		add(bus.Subscribe(ctx, c, bus.SubjectDLQRetry, q, s.submits, s.log, s.handleDLQRetry)),
 		add(bus.Subscribe(ctx, c, bus.SubjectMode, q, s.updates, s.log, s.handleMode)),
-		add(bus.Subscribe(ctx, c, bus.SubjectSubmit, q, s.submits, s.log, s.handleSubmit)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectSubmit, "*"), q, s.submits, s.log, s.handleSubmit)),
 	)
 	s.mu.Lock()
 	s.subs = subs
@@ -342,8 +351,15 @@ func (s *Scheduler) poke() {
 	}
 }
 
-func (s *Scheduler) handleHeartbeat(_ context.Context, _ *nats.Msg, hb *wardv1.Heartbeat) {
+// handleHeartbeat takes a host's heartbeat into the live hosts. The host id
+// is the subject's (a host may publish on its own only); with HostTrust
+// set, the heartbeat must carry that host's credential, and claims only
+// the pools and GPUs the credential allows (admit).
+func (s *Scheduler) handleHeartbeat(_ context.Context, msg *nats.Msg, hb *wardv1.Heartbeat) {
 	if hb.GetWorkerId() == "" {
+		return
+	}
+	if !s.admitHost(msg.Subject, hb) {
 		return
 	}
 	before, known := s.hosts.Get(hb.GetWorkerId())
@@ -378,7 +394,7 @@ func (s *Scheduler) storeFailed(op, id string, err error) {
 func (s *Scheduler) publishEvent(job *jobstore.Job, e jobstore.Event) {
 	ev := &wardv1.JobEvent{JobId: job.ID, State: stateEnum(e.State), AtUnixMs: e.At.UnixMilli(),
 		Reason: e.Reason, Message: e.Message, WorkerId: e.WorkerID}
-	if err := s.cfg.Bus.Publish(bus.EventSubject(job.ID), ev); err != nil {
+	if err := s.cfg.Bus.Publish(bus.EventSubject(job.Tenant, job.ID), ev); err != nil {
 		s.log.Debug("event publish failed", "job_id", job.ID, "err", err)
 	}
 }

@@ -83,6 +83,33 @@ const (
 	// ModeDegraded: the schedulers are DEGRADED and the job's priority is
 	// below the cut (modes.degraded_max_priority).
 	ModeDegraded Code = "mode_degraded"
+	// TenantMismatch: the submission names a tenant other than the one its
+	// credential is for; a tenant is who its credential says.
+	TenantMismatch Code = "tenant_mismatch"
+)
+
+// Trust refusals: a message on the bus refused because it does not carry
+// the authority it claims. Each is logged and counted, and changes nothing.
+const (
+	// TicketUnsigned: a dispatch without a signature reached a host that
+	// requires one.
+	TicketUnsigned Code = "ticket_unsigned"
+	// TicketForged: a dispatch whose signature does not verify under the
+	// host's key: forged, altered, or signed for another host.
+	TicketForged Code = "ticket_forged"
+	// TicketExpired: a dispatch past its expiry.
+	TicketExpired Code = "ticket_expired"
+	// TicketReplayed: a dispatch of a job attempt the host has run already.
+	TicketReplayed Code = "ticket_replayed"
+	// TicketMisaddressed: a dispatch for another host.
+	TicketMisaddressed Code = "ticket_misaddressed"
+	// StaleResult: a result or progress report for an attempt or a host
+	// the job is not at.
+	StaleResult Code = "stale_result"
+	// HostNotAdmitted: a heartbeat without a valid host credential for the
+	// host it names, or claiming pools or GPUs its credential does not
+	// allow.
+	HostNotAdmitted Code = "host_not_admitted"
 )
 
 // Host refusals: the error code of a result whose host did not run the job.
@@ -143,6 +170,9 @@ func All() []Code {
 		SafetyUnavailable, MaxRetriesExceeded, DispatchTimeout, RunningTimeout, DeadlineExceeded,
 		Cancelled, DispatchFailed, Retry, Requeued,
 		BadRequest, StoreError, RateLimited, QueueFull, ModeReadOnly, ModeDraining, ModeDegraded,
+		TenantMismatch,
+		TicketUnsigned, TicketForged, TicketExpired, TicketReplayed, TicketMisaddressed, StaleResult,
+		HostNotAdmitted,
 		ModuleUnavailable, CapabilityMissing, ContextUnavailable, ResultUnavailable, Internal,
 		OutputTooLarge, Timeout, MemoryLimit, NotGranted, ModuleError, Exit, Trap, InputTooLarge,
 		MountUnavailable,

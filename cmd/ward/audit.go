@@ -17,8 +17,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ward-run/ward/audit"
-	"github.com/ward-run/ward/bus"
-	"github.com/ward-run/ward/client"
 )
 
 func newAuditCmd(g *globals) *cobra.Command {
@@ -47,7 +45,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 			if since > 0 {
 				f.Since = time.Now().Add(-since)
 			}
-			conn, err := bus.Connect(client.NATSURL(g.natsURL), "ward-audit")
+			conn, err := g.connect("ward-audit")
 			if err != nil {
 				return err
 			}

@@ -4,20 +4,23 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/node"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
 	var (
-		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile string
-		natsPort                                                                       int
-		hf                                                                             hostFlags
-		safetyFlags                                                                    safetyClientFlags
+		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile, stateDir string
+		natsPort                                                                                 int
+		insecure                                                                                 bool
+		hf                                                                                       hostFlags
+		safetyFlags                                                                              safetyClientFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -28,7 +31,14 @@ loopback gRPC port, a scheduler and one host agent serving every module in
 --modules, and every module deployed with ` + "`ward module deploy`" + `. The parts
 are built as ` + "`ward safety`, `ward scheduler` and `ward host`" + ` build them, and the
 host takes the same flags. It stays up until Ctrl-C or SIGTERM, then shuts
-down cleanly.`,
+down cleanly.
+
+Security is on: dev creates an operator, the WARD account and a credential
+for each part, for the admin and for the tenant "default" in --state-dir
+(kept across runs), and NATS accepts nothing else. Every dispatch is signed
+for its host, and the host is admitted by its credential. The CLI uses the
+admin credential it finds there; WARD_CREDS=<state dir>/creds/tenant-default.creds
+acts as a tenant. --insecure turns all of it off, for comparisons.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := g.logger()
@@ -75,7 +85,28 @@ down cleanly.`,
 				return err
 			}
 			defer store.Close()
-			ns, err := node.StartNATS(natsHost, natsPort)
+			var (
+				keys  *auth.ServerKeys
+				creds *node.DevCreds
+			)
+			if insecure {
+				log.Warn("INSECURE: NATS accepts anyone, any client may submit as any tenant, dispatch to a host, write the policy and module buckets; hosts run unsigned dispatches. For comparisons only.")
+			} else {
+				a, err := auth.Init(filepath.Join(stateDir, "auth"))
+				if err != nil {
+					return err
+				}
+				k, err := a.ServerKeys()
+				if err != nil {
+					return err
+				}
+				c, err := node.IssueDevCreds(a, filepath.Join(stateDir, "creds"), hc.ID)
+				if err != nil {
+					return err
+				}
+				keys, creds = &k, &c
+			}
+			ns, err := node.StartNATS(natsHost, natsPort, keys)
 			if err != nil {
 				return err
 			}
@@ -92,13 +123,18 @@ down cleanly.`,
 				Modules: wasm, Manifests: manifests, ModuleRegistry: true,
 				HostID: hc.ID, CacheDir: hc.CacheDir, MaxParallel: hc.MaxParallel, HeartbeatInterval: hc.HeartbeatInterval,
 				Capabilities: hc.Capabilities, Labels: hc.Labels, Region: hc.Region, Zone: hc.Zone, Probes: hc.Probes,
-				MountRoots: hc.MountRoots, Env: hc.Env, Trusted: hc.Trusted, Logger: log})
+				MountRoots: hc.MountRoots, Env: hc.Env, Trusted: hc.Trusted, Logger: log, Creds: creds})
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "ward dev is up\n")
 			fmt.Fprintf(out, "  NATS:          %s\n", ns.ClientURL())
+			if creds != nil {
+				fmt.Fprintf(out, "  credentials:   %s (the CLI uses admin.creds; WARD_CREDS=%s acts as tenant %s)\n", creds.Dir, creds.Tenant, node.DevTenant)
+			} else {
+				fmt.Fprintf(out, "  credentials:   none: --insecure\n")
+			}
 			if metrics != "" {
 				fmt.Fprintf(out, "  metrics:       http://%s/metrics\n", metrics)
 			} else {
@@ -122,6 +158,8 @@ down cleanly.`,
 	f := cmd.Flags()
 	f.StringVar(&modulesDir, "modules", envOr("WARD_MODULES_DIR", "modules/build"), "directory of <name>.wasm modules ($WARD_MODULES_DIR)")
 	f.StringVar(&natsHost, "nats-host", "127.0.0.1", "embedded NATS listen host")
+	f.StringVar(&stateDir, "state-dir", envOr("WARD_STATE_DIR", defaultStateDir()), "where the keys and credentials are kept ($WARD_STATE_DIR)")
+	f.BoolVar(&insecure, "insecure", false, "run without credentials, permissions or signed dispatch (for comparisons only)")
 	f.IntVar(&natsPort, "nats-port", 4222, "embedded NATS port (-1 for a random one)")
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", "127.0.0.1:9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&safetyAddr, "safety-listen", "127.0.0.1:50051", "safety kernel gRPC listen address")

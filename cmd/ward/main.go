@@ -37,6 +37,8 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 type globals struct {
 	natsURL  string
 	logLevel string
+	creds    string
+	tenant   string
 }
 
 func newRoot() *cobra.Command {
@@ -48,11 +50,12 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.natsURL, "nats", "", "NATS URL (default $NATS_URL, else nats://127.0.0.1:4222)")
+	root.PersistentFlags().StringVar(&g.creds, "creds", os.Getenv("WARD_CREDS"), "NATS credential file (default $WARD_CREDS, else the admin credential `ward dev` wrote, if any)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("WARD_LOG_LEVEL", "info"), "log level: debug, info, warn, error ($WARD_LOG_LEVEL)")
 	root.AddCommand(
 		newDevCmd(g), newSchedulerCmd(g), newSafetyCmd(g), newHostCmd(g),
 		newSubmitCmd(g), newJobsCmd(g), newBenchCmd(g), newWorkersCmd(g), newModuleCmd(g), newDLQCmd(g), newPolicyCmd(g),
-		newAuditCmd(g),
+		newAuditCmd(g), newAuthCmd(g),
 	)
 	return root
 }
@@ -89,7 +92,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 // dial connects a client command to NATS and gives it a context that ends
 // after timeout; done closes both.
 func (g *globals) dial(timeout time.Duration) (*client.Client, context.Context, func(), error) {
-	c, err := client.Dial(client.NATSURL(g.natsURL))
+	c, err := client.Dial(client.NATSURL(g.natsURL), client.Options{Creds: g.credsFile(), Tenant: g.tenant})
 	if err != nil {
 		return nil, nil, nil, err
 	}

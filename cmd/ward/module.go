@@ -29,7 +29,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "module", Short: "Deploy, list, roll back and retire worker modules (registry in NATS JetStream)"}
 
 	open := func(ctx context.Context) (*client.Client, *modreg.Registry, error) {
-		c, err := client.Dial(client.NATSURL(g.natsURL))
+		c, err := client.Dial(client.NATSURL(g.natsURL), client.Options{Creds: g.credsFile(), Tenant: g.tenant})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -16,8 +17,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
-	"github.com/ward-run/ward/bus"
-	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/safety"
 )
 
@@ -32,7 +31,8 @@ func newPolicyCmd(g *globals) *cobra.Command {
 deny and constraints rules), their *_test.rego tests, and data.yaml or
 data.json beside them. policies/ is the default bundle: copy it to start.`,
 	}
-	cmd.AddCommand(newPolicyTestCmd(), newPolicyEvalCmd(), newPolicyPushCmd(g), newPolicyStatusCmd(g), newPolicyBenchCmd())
+	cmd.AddCommand(newPolicyTestCmd(), newPolicyEvalCmd(), newPolicyPushCmd(g), newPolicyKeygenCmd(),
+		newPolicyStatusCmd(g), newPolicyBenchCmd())
 	return cmd
 }
 
@@ -241,33 +241,69 @@ func printExplain(out io.Writer, resp *safetyv1.ExplainResponse) {
 	fmt.Fprintf(out, "input: %s\n", resp.GetInput())
 }
 
+// defaultPolicyKeyFile is the signing key `ward policy push` uses when
+// neither --signing-key nor $WARD_POLICY_KEY names one: none yet (a path
+// in the auth directory is to come here).
+func defaultPolicyKeyFile() string { return "" }
+
+// The files `ward policy keygen` writes.
+const (
+	policyKeyFile    = "policy.key"
+	policyPubKeyFile = "policy.pub"
+)
+
 func newPolicyPushCmd(g *globals) *cobra.Command {
 	var (
-		bucket string
-		wait   time.Duration
+		bucket, keyFile string
+		unsigned        bool
+		wait            time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "push [dir]",
-		Short: "Compile a bundle, run its tests, and publish it: every running safety kernel swaps to it",
+		Short: "Compile a bundle, run its tests, sign it and publish it: every running safety kernel swaps to it",
 		Long: `push checks the bundle as every kernel will (it compiles, and its tests
-pass) and publishes it to the NATS KV bucket the kernels watch, with its
-revision. A bundle that fails is refused with the errors, and the revision
-in force stays. push then waits until every kernel that answers on
-sys.safety.status enforces the new revision (or refused it).`,
+pass), signs it with --signing-key (OPA's bundle signature, a
+.signatures.json covering every file) and publishes it to the NATS KV
+bucket the kernels watch, with its revision. A bundle that fails is
+refused with the errors, and the revision in force stays. push then waits
+until every kernel that answers on sys.safety.status enforces the new
+revision (or refused it).
+
+A kernel started with --policy-pubkey refuses a bundle from the bucket
+that is not signed with that key's private half. ` + "`ward policy keygen`" + ` makes
+the pair. --unsigned pushes without a signature, which only kernels
+without --policy-pubkey accept.`,
+		Example: `  ward policy keygen --out ~/.ward
+  ward policy push --signing-key ~/.ward/policy.key policies/`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
+			opts := safety.PushOptions{By: pusher(), Unsigned: unsigned}
+			switch {
+			case unsigned && keyFile != "" && cmd.Flags().Changed("signing-key"):
+				return errors.New("--unsigned and --signing-key: choose one")
+			case unsigned:
+			case keyFile == "":
+				return errors.New("no signing key: pass --signing-key FILE or set $WARD_POLICY_KEY (ward policy keygen makes one); " +
+					"--unsigned pushes without a signature, which kernels run with --policy-pubkey refuse")
+			default:
+				key, err := safety.LoadPolicySigningKey(keyFile)
+				if err != nil {
+					return err
+				}
+				opts.SigningKey = key
+			}
 			b, err := safety.ReadBundleDir(dirArg(args))
 			if err != nil {
 				return err
 			}
-			conn, err := bus.Connect(client.NATSURL(g.natsURL), "ward-policy-push")
+			conn, err := g.connect("ward-policy-push")
 			if err != nil {
 				return err
 			}
 			defer conn.Close()
 			ctx := cmd.Context()
-			res, err := safety.Push(ctx, conn.NATS(), bucket, b, pusher())
+			res, err := safety.Push(ctx, conn.NATS(), bucket, b, opts)
 			var tf *safety.TestsFailedError
 			if errors.As(err, &tf) {
 				fmt.Fprintf(out, "refused: %d of %d tests failed; nothing was pushed\n", len(tf.Failed), tf.Total)
@@ -286,11 +322,15 @@ sys.safety.status enforces the new revision (or refused it).`,
 			if err != nil {
 				return err
 			}
+			signed := "unsigned"
+			if res.KeyID != "" {
+				signed = "signed with key " + res.KeyID
+			}
 			if res.Unchanged {
-				fmt.Fprintf(out, "revision %s (%d tests passed) is in the bucket already\n", res.Revision, res.Tests)
+				fmt.Fprintf(out, "revision %s (%d tests passed, %s) is in the bucket already\n", res.Revision, res.Tests, signed)
 			} else {
-				fmt.Fprintf(out, "pushed revision %s (%d tests passed) to %s, bucket revision %d\n",
-					res.Revision, res.Tests, res.Bucket, res.KVRevision)
+				fmt.Fprintf(out, "pushed revision %s (%d tests passed, %s) to %s, bucket revision %d\n",
+					res.Revision, res.Tests, signed, res.Bucket, res.KVRevision)
 			}
 			if wait <= 0 {
 				return nil
@@ -305,7 +345,71 @@ sys.safety.status enforces the new revision (or refused it).`,
 	f := cmd.Flags()
 	f.StringVar(&bucket, "bucket", safety.DefaultBucket, "NATS KV bucket the kernels watch")
 	f.DurationVar(&wait, "wait", 30*time.Second, "wait this long for every kernel to enforce the revision (exit 1 if one did not, or refused it); 0 does not wait")
+	f.StringVar(&keyFile, "signing-key", envOr("WARD_POLICY_KEY", defaultPolicyKeyFile()),
+		"private key file (PEM) the bundle is signed with; kernels check it with --policy-pubkey ($WARD_POLICY_KEY)")
+	f.BoolVar(&unsigned, "unsigned", false, "push without a signature (only kernels without --policy-pubkey accept it)")
 	return cmd
+}
+
+func newPolicyKeygenCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "keygen --out DIR",
+		Short: "Make a key pair for signing policy bundles: policy.key for push, policy.pub for the kernels",
+		Long: `keygen makes an ed25519 key pair in PEM files: DIR/` + policyKeyFile + ` (PKCS #8,
+mode 0600), the private key ` + "`ward policy push --signing-key`" + ` signs bundles
+with, and DIR/` + policyPubKeyFile + ` (PKIX), the public key ` + "`ward safety --policy-pubkey`" + `
+checks them with. It does not overwrite existing files.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return errors.New("--out is required")
+			}
+			priv, pub, err := safety.GeneratePolicyKey()
+			if err != nil {
+				return err
+			}
+			key, err := safety.ParsePolicySigningKey(priv)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
+			privPath, pubPath := filepath.Join(dir, policyKeyFile), filepath.Join(dir, policyPubKeyFile)
+			for _, p := range []string{privPath, pubPath} {
+				if _, err := os.Lstat(p); err == nil {
+					return fmt.Errorf("%s exists: not overwritten", p)
+				}
+			}
+			if err := writeNew(privPath, priv, 0o600); err != nil {
+				return err
+			}
+			if err := writeNew(pubPath, pub, 0o644); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "key %s (%s)\n  private: %s (ward policy push --signing-key)\n  public:  %s (ward safety --policy-pubkey)\n",
+				key.ID(), key.Public().Algorithm(), privPath, pubPath)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "out", "", "directory to write "+policyKeyFile+" and "+policyPubKeyFile+" to (made 0700 if missing)")
+	return cmd
+}
+
+// writeNew writes data to a new file path with mode perm; it fails if
+// path exists.
+func writeNew(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // pusher names who pushes, for the stored bundle.
@@ -352,7 +456,7 @@ func newPolicyStatusCmd(g *globals) *cobra.Command {
 		Short: "Show every running safety kernel: revision in force, its source, refusals, cache",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			conn, err := bus.Connect(client.NATSURL(g.natsURL), "ward-policy-status")
+			conn, err := g.connect("ward-policy-status")
 			if err != nil {
 				return err
 			}

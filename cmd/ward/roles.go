@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -22,7 +23,7 @@ import (
 const shutdownGrace = 30 * time.Second
 
 func newSchedulerCmd(g *globals) *cobra.Command {
-	var redisURL, safetyAddr, metricsAddr, id string
+	var redisURL, safetyAddr, metricsAddr, id, dispatchSecret string
 	var safetyFlags safetyClientFlags
 	var useRegistry bool
 	cmd := &cobra.Command{
@@ -49,9 +50,17 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			defer stopMetrics()
 			// POOL_CONFIG_PATH, TIMEOUT_CONFIG_PATH and SCHEDULER_CONFIG_PATH
 			// are watched: a change applies without a restart.
+			secret, err := readHexKey(dispatchSecret)
+			if err != nil {
+				return err
+			}
+			creds := g.credsFile()
+			if creds == "" || secret == nil {
+				log.Warn("INSECURE: no --creds or no --dispatch-secret: dispatches go unsigned and heartbeats are not checked against host credentials")
+			}
 			s, err := node.StartScheduler(ctx, node.SchedulerConfig{ID: id, NATSURL: client.NATSURL(g.natsURL),
 				Store: store, SafetyAddr: safetyAddr, SafetyClient: safetyCfg, Files: config.FilesFromEnv(),
-				ModuleRegistry: useRegistry, Logger: log})
+				ModuleRegistry: useRegistry, Logger: log, Creds: creds, DispatchSecret: secret})
 			if err != nil {
 				return err
 			}
@@ -67,6 +76,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 	safetyFlags.register(f)
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", ":9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&id, "id", "", "replica id (default: random)")
+	f.StringVar(&dispatchSecret, "dispatch-secret", os.Getenv("WARD_DISPATCH_SECRET"), "file of the schedulers' dispatch secret (ward auth init writes dispatch.secret) ($WARD_DISPATCH_SECRET)")
 	f.BoolVar(&useRegistry, "module-registry", true, "follow the module registry in NATS JetStream: deployed routes, versions in force")
 	cmd.AddCommand(newSchedulerModeCmd(g))
 	return cmd
@@ -95,7 +105,7 @@ sys.safety.status and publishes every decision on sys.safety.decision.
 			ctx, stop := signalContext()
 			defer stop()
 			if !standalone {
-				cfg.NATSURL = client.NATSURL(g.natsURL)
+				cfg.NATSURL, cfg.Creds = client.NATSURL(g.natsURL), g.credsFile()
 			}
 			_, stopMetrics, err := node.ServeMetrics(metricsAddr, cfg.Logger)
 			if err != nil {
@@ -122,6 +132,7 @@ sys.safety.status and publishes every decision on sys.safety.decision.
 	f.StringVar(&cfg.Listen, "listen", envOr("SAFETY_LISTEN_ADDR", "127.0.0.1:50051"), "gRPC listen address ($SAFETY_LISTEN_ADDR)")
 	f.StringVar(&cfg.PolicyDir, "policies", os.Getenv("WARD_POLICY_DIR"), "policy bundle directory, watched for changes (default: the embedded bundle) ($WARD_POLICY_DIR)")
 	f.StringVar(&cfg.Bucket, "bucket", envOr("WARD_POLICY_BUCKET", safety.DefaultBucket), "NATS KV bucket of pushed bundles ($WARD_POLICY_BUCKET)")
+	f.StringVar(&cfg.PolicyPubKey, "policy-pubkey", os.Getenv("WARD_POLICY_PUBKEY"), "public key file (PEM, ward policy keygen): bundles from the bucket must be signed with its private half, others are refused; without it they are not verified ($WARD_POLICY_PUBKEY)")
 	f.BoolVar(&standalone, "standalone", false, "run without NATS: no pushed bundles, no decision log, no status")
 	f.StringVar(&cfg.ID, "id", os.Getenv("WARD_KERNEL_ID"), "kernel id in decision logs and status (default: random) ($WARD_KERNEL_ID)")
 	f.IntVar(&cfg.CacheSize, "cache-size", safety.DefaultCacheSize, "decisions cached per policy revision; negative disables the cache")
@@ -183,9 +194,9 @@ func (h *hostFlags) config(log *slog.Logger) (node.HostConfig, error) {
 
 func newHostCmd(g *globals) *cobra.Command {
 	var (
-		redisURL, modulesDir, metricsAddr string
-		useRegistry                       bool
-		hf                                hostFlags
+		redisURL, modulesDir, metricsAddr, dispatchKey string
+		useRegistry                                    bool
+		hf                                             hostFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "host",
@@ -218,6 +229,13 @@ func newHostCmd(g *globals) *cobra.Command {
 			}
 			defer stopMetrics()
 			cfg.NATSURL, cfg.Store, cfg.ModuleRegistry = client.NATSURL(g.natsURL), store, useRegistry
+			cfg.Creds = g.credsFile()
+			if cfg.DispatchKey, err = readHexKey(dispatchKey); err != nil {
+				return err
+			}
+			if cfg.Creds == "" || cfg.DispatchKey == nil {
+				log.Warn("INSECURE: no --creds or no --dispatch-key: this host runs unsigned dispatches")
+			}
 			a, err := node.StartHost(ctx, cfg)
 			if err != nil {
 				return err
@@ -231,6 +249,7 @@ func newHostCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL ($REDIS_URL)")
 	f.StringVar(&modulesDir, "modules", envOr("WARD_MODULES_DIR", "modules/build"), "directory of <name>.wasm modules loaded at start, empty for none; the registry's versions replace them ($WARD_MODULES_DIR)")
+	f.StringVar(&dispatchKey, "dispatch-key", os.Getenv("WARD_DISPATCH_KEY"), "file of this host's dispatch key (ward auth host add writes host-NAME.key) ($WARD_DISPATCH_KEY)")
 	f.BoolVar(&useRegistry, "module-registry", true, "follow the module registry in NATS JetStream: load the active versions, swap them as they are deployed")
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", ":9092"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	hf.register(f, "")
@@ -271,4 +290,21 @@ func hostLabels(flags, environ []string) (map[string]string, error) {
 		return nil, nil
 	}
 	return out, nil
+}
+
+// readHexKey reads a hex key file (ward auth writes them); an empty path is
+// no key.
+func readHexKey(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	k, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(k) < 32 {
+		return nil, fmt.Errorf("%s: not a hex key of 32 bytes or more", path)
+	}
+	return k, nil
 }

@@ -1,0 +1,350 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/ward-run/ward/audit"
+	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/node"
+)
+
+// defaultStateDir is where `ward dev` keeps its keys and credentials:
+// $XDG_STATE_HOME/ward/dev, else ~/.local/state/ward/dev.
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "ward", "dev")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "ward", "dev")
+	}
+	return filepath.Join(os.TempDir(), "ward-dev")
+}
+
+// credsFile is the credential a client command connects with: --creds,
+// else $WARD_CREDS, else the admin credential `ward dev` wrote (so that the
+// tour works without flags), else none.
+func (g *globals) credsFile() string {
+	if g.creds != "" {
+		return g.creds
+	}
+	dir := envOr("WARD_STATE_DIR", defaultStateDir())
+	p := filepath.Join(dir, "creds", node.CredsFile(auth.Admin, "admin"))
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	return ""
+}
+
+// connect dials NATS for a command that speaks to the bus directly, with
+// the command's credential.
+func (g *globals) connect(name string) (*bus.Conn, error) {
+	opts, err := auth.Options(g.credsFile())
+	if err != nil {
+		return nil, err
+	}
+	return bus.Connect(client.NATSURL(g.natsURL), name, opts...)
+}
+
+// actor names who does an admin action, for the audit log: the
+// credential's name.
+func (g *globals) actor() string {
+	if f := g.credsFile(); f != "" {
+		if id, _, err := auth.ReadIdentity(f); err == nil {
+			return string(id.Role) + ":" + id.Name
+		}
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return "insecure:" + u
+	}
+	return "insecure"
+}
+
+func newAuthCmd(g *globals) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "auth",
+		Short: "Keys and credentials: the operator, tenants, hosts (see README, \"Security\")",
+		Long: `auth manages Ward's trust on the bus: an operator and the WARD account
+(NATS nkeys and JWTs), one credential per part and tenant with the subject
+permissions of its role, and the schedulers' secret of signed dispatch.
+Keys live in --dir (default $WARD_AUTH_DIR, else ./ward-auth).`,
+	}
+	cmd.PersistentFlags().StringVar(&dir, "dir", envOr("WARD_AUTH_DIR", "ward-auth"), "directory of the keys ($WARD_AUTH_DIR)")
+	load := func() (*auth.Authority, error) { return auth.Load(dir) }
+	cmd.AddCommand(newAuthInitCmd(&dir), newAuthTenantCmd(g, load), newAuthHostCmd(g, load))
+	return cmd
+}
+
+func newAuthInitCmd(dir *string) *cobra.Command {
+	var listen, storeDir string
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Create the keys, a nats-server configuration and the credentials of the control plane",
+		Long: `init creates (or, when they exist, keeps) the operator, the system and WARD
+accounts with a signing key, the schedulers' dispatch secret, and writes:
+
+  nats-server.conf   a configuration for a real nats-server that trusts them
+  admin.creds        the operator's credential (policy push, module deploy, every tenant)
+  scheduler.creds    for ward scheduler, with dispatch.secret (--dispatch-secret)
+  safety.creds       for ward safety
+
+Give each tenant and host its own: ward auth tenant add, ward auth host add.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := auth.Init(*dir)
+			if err != nil {
+				return err
+			}
+			conf, err := a.ServerConfig(listen, storeDir)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if err := os.WriteFile(filepath.Join(*dir, auth.FileServerConfig), []byte(conf), 0o600); err != nil {
+				return err
+			}
+			for _, it := range []struct {
+				role auth.Role
+				name string
+			}{{auth.Admin, "admin"}, {auth.Scheduler, "scheduler"}, {auth.Safety, "safety"}} {
+				p := filepath.Join(*dir, node.CredsFile(it.role, it.name))
+				if _, err := os.Stat(p); err == nil {
+					continue
+				}
+				b, err := a.Issue(it.role, it.name, auth.IssueOptions{})
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(p, b, 0o600); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(out, "keys in %s\n", *dir)
+			fmt.Fprintf(out, "  nats-server -c %s\n", filepath.Join(*dir, auth.FileServerConfig))
+			fmt.Fprintf(out, "  ward scheduler --creds %s --dispatch-secret %s\n", filepath.Join(*dir, "scheduler.creds"), filepath.Join(*dir, "dispatch.secret"))
+			fmt.Fprintf(out, "  ward safety --creds %s\n", filepath.Join(*dir, "safety.creds"))
+			fmt.Fprintf(out, "  WARD_CREDS=%s ward policy push ...\n", filepath.Join(*dir, "admin.creds"))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "0.0.0.0:4222", "client listen address written into nats-server.conf")
+	cmd.Flags().StringVar(&storeDir, "store-dir", "/var/lib/nats", "JetStream store directory written into nats-server.conf")
+	return cmd
+}
+
+func newAuthTenantCmd(g *globals, load func() (*auth.Authority, error)) *cobra.Command {
+	cmd := &cobra.Command{Use: "tenant", Short: "Add, list and revoke tenants' credentials"}
+	var out string
+	add := &cobra.Command{
+		Use:   "add NAME",
+		Short: "Write a tenant's .creds file; the servers accept it at once, without a restart",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := load()
+			if err != nil {
+				return err
+			}
+			b, err := a.Issue(auth.Tenant, args[0], auth.IssueOptions{})
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				out = node.CredsFile(auth.Tenant, args[0])
+			}
+			if err := os.WriteFile(out, b, 0o600); err != nil {
+				return err
+			}
+			g.audit(audit.TenantAdd, args[0], nil)
+			fmt.Fprintf(cmd.OutOrStdout(), "tenant %s: %s (give it to the tenant: WARD_CREDS=%s ward submit ...)\n", args[0], out, out)
+			return nil
+		},
+	}
+	add.Flags().StringVarP(&out, "output", "o", "", "file to write (default tenant-NAME.creds)")
+	revoke := &cobra.Command{
+		Use:   "revoke NAME",
+		Short: "Revoke every credential of a tenant and cut its connections at once",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.revoke(cmd, load, auth.Tenant, args[0], audit.TenantRevoke)
+		},
+	}
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List the tenants issued a credential here",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := load()
+			if err != nil {
+				return err
+			}
+			names, revoked, err := a.Issued(auth.Tenant)
+			if err != nil {
+				return err
+			}
+			for _, n := range names {
+				state := "active"
+				if revoked[n] {
+					state = "revoked"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\n", n, state)
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(add, revoke, ls)
+	return cmd
+}
+
+func newAuthHostCmd(g *globals, load func() (*auth.Authority, error)) *cobra.Command {
+	cmd := &cobra.Command{Use: "host", Short: "Admit hosts: a credential naming the host and its pools, and its dispatch key"}
+	var (
+		pools  []string
+		gpu    bool
+		outDir string
+	)
+	add := &cobra.Command{
+		Use:   "add NAME",
+		Short: "Write host-NAME.creds and host-NAME.key for `ward host --creds ... --dispatch-key ...`",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := load()
+			if err != nil {
+				return err
+			}
+			name := args[0]
+			b, err := a.Issue(auth.Host, name, auth.IssueOptions{Pools: pools, GPU: gpu})
+			if err != nil {
+				return err
+			}
+			creds := filepath.Join(outDir, node.CredsFile(auth.Host, name))
+			key := filepath.Join(outDir, "host-"+name+".key")
+			secret, _ := a.DispatchSecret()
+			if err := os.WriteFile(creds, b, 0o600); err != nil {
+				return err
+			}
+			if err := os.WriteFile(key, []byte(hex.EncodeToString(auth.HostKey(secret, name))+"\n"), 0o600); err != nil {
+				return err
+			}
+			g.audit(audit.HostAdd, name, map[string]string{"pools": strings.Join(pools, ","), "gpu": fmt.Sprint(gpu)})
+			fmt.Fprintf(cmd.OutOrStdout(), "host %s: ward host --id %s --creds %s --dispatch-key %s\n", name, name, creds, key)
+			return nil
+		},
+	}
+	add.Flags().StringSliceVar(&pools, "pools", nil, "pools the host may serve (default: any)")
+	add.Flags().BoolVar(&gpu, "gpu", false, "the host may claim GPU capabilities")
+	add.Flags().StringVarP(&outDir, "output-dir", "o", ".", "directory to write the files to")
+	revoke := &cobra.Command{
+		Use:   "revoke NAME",
+		Short: "Revoke a host's credentials and cut its connections at once",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.revoke(cmd, load, auth.Host, args[0], audit.TenantRevoke)
+		},
+	}
+	cmd.AddCommand(add, revoke)
+	return cmd
+}
+
+// revoke revokes role name's credentials, pushes the account to the
+// running servers with the system account's credential, and rewrites
+// nats-server.conf so that a restarted server keeps the revocation.
+func (g *globals) revoke(cmd *cobra.Command, load func() (*auth.Authority, error), role auth.Role, name, action string) error {
+	a, err := load()
+	if err != nil {
+		return err
+	}
+	n, accountJWT, err := a.Revoke(role, name)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "revoked %d credential(s) of %s %s\n", n, role, name)
+	if conf := filepath.Join(a.Dir(), auth.FileServerConfig); fileExists(conf) {
+		if err := rewriteServerConfig(a, conf); err != nil {
+			return err
+		}
+	}
+	sys, err := a.SystemCreds()
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp("", "ward-sys-*.creds")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, _ = f.Write(sys)
+	_ = f.Close()
+	nc, err := nats.Connect(client.NATSURL(g.natsURL), nats.UserCredentials(f.Name()), nats.Timeout(5*time.Second))
+	if err != nil {
+		fmt.Fprintf(out, "the servers were not told (%v): push it when they are up, or restart them with %s\n", err, auth.FileServerConfig)
+		return nil
+	}
+	defer nc.Close()
+	msg, err := nc.Request(auth.UpdateSubject(a.AccountKey()), []byte(accountJWT), 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("push the revocation: %w", err)
+	}
+	fmt.Fprintf(out, "servers: %s\n", strings.TrimSpace(string(msg.Data)))
+	g.audit(action, string(role)+":"+name, nil)
+	return nil
+}
+
+func rewriteServerConfig(a *auth.Authority, path string) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	listen, store := "0.0.0.0:4222", "/var/lib/nats"
+	for _, line := range strings.Split(string(old), "\n") {
+		if v, ok := strings.CutPrefix(line, "listen: "); ok {
+			listen = strings.Trim(v, `"`)
+		}
+		if v, ok := strings.CutPrefix(line, "jetstream { store_dir: "); ok {
+			store = strings.Trim(strings.TrimSuffix(v, " }"), `"`)
+		}
+	}
+	conf, err := a.ServerConfig(listen, store)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(conf), 0o600)
+}
+
+
+// audit records an admin action in the audit log, best effort: the action
+// happened, and a log that cannot be reached is reported, not fatal.
+func (g *globals) audit(action, target string, detail map[string]string) {
+	conn, err := g.connect("ward-audit")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "audit log not written: %v\n", err)
+		return
+	}
+	defer conn.Close()
+	js, err := jetstreamOf(conn)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err = audit.Ensure(ctx, js); err == nil {
+			err = audit.Record(ctx, js, audit.Entry{Actor: g.actor(), Action: action, Target: target, Detail: detail})
+		}
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(os.Stderr, "audit log not written: %v\n", err)
+	}
+}
+
+func jetstreamOf(c *bus.Conn) (jetstream.JetStream, error) { return jetstream.New(c.NATS()) }

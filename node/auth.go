@@ -1,0 +1,73 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ward-run/ward/auth"
+)
+
+// DevCreds are the credentials of the parts that run on one machine, as
+// .creds files in one directory (`ward dev`, the end-to-end tests).
+type DevCreds struct {
+	Dir string
+	// Admin is the operator's credential, which the CLI uses by default;
+	// Tenant is DefaultTenant's.
+	Admin, Tenant           string
+	Scheduler, Safety, Host string
+	HostID                  string
+	DispatchSecret, HostKey []byte
+}
+
+// DevTenant is the tenant `ward dev` issues a credential for.
+const DevTenant = "default"
+
+// IssueDevCreds writes into dir a credential for each part, for hostID
+// (which may serve any pool and claim GPUs), for the admin and for
+// DevTenant. A credential already there is kept.
+func IssueDevCreds(a *auth.Authority, dir, hostID string) (DevCreds, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return DevCreds{}, fmt.Errorf("node: %w", err)
+	}
+	secret, _ := a.DispatchSecret()
+	c := DevCreds{Dir: dir, HostID: hostID, DispatchSecret: secret, HostKey: auth.HostKey(secret, hostID)}
+	for _, it := range []struct {
+		path *string
+		role auth.Role
+		name string
+		o    auth.IssueOptions
+	}{
+		{&c.Admin, auth.Admin, "admin", auth.IssueOptions{}},
+		{&c.Tenant, auth.Tenant, DevTenant, auth.IssueOptions{}},
+		{&c.Scheduler, auth.Scheduler, "scheduler", auth.IssueOptions{}},
+		{&c.Safety, auth.Safety, "safety", auth.IssueOptions{}},
+		{&c.Host, auth.Host, hostID, auth.IssueOptions{GPU: true}},
+	} {
+		*it.path = filepath.Join(dir, CredsFile(it.role, it.name))
+		if _, _, err := auth.ReadIdentity(*it.path); err == nil {
+			continue
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return DevCreds{}, err
+		}
+		b, err := a.Issue(it.role, it.name, it.o)
+		if err != nil {
+			return DevCreds{}, err
+		}
+		if err := os.WriteFile(*it.path, b, 0o600); err != nil {
+			return DevCreds{}, fmt.Errorf("node: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// CredsFile is the file name of role name's credential: admin.creds,
+// tenant-<name>.creds, host-<name>.creds, scheduler.creds, safety.creds.
+func CredsFile(role auth.Role, name string) string {
+	switch role {
+	case auth.Tenant, auth.Host:
+		return string(role) + "-" + name + ".creds"
+	}
+	return string(role) + ".creds"
+}

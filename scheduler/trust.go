@@ -1,0 +1,98 @@
+package scheduler
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ward-run/ward/api/reason"
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/jobstore"
+)
+
+// admitHost checks a heartbeat against the bus and the host's credential.
+// The worker id must be the subject's. With HostTrust set, the heartbeat
+// must carry a credential issued for that host; pools the credential does
+// not allow are taken out of the heartbeat, and so are GPU claims
+// (capabilities gpu and gpu:*, type gpu) when it does not allow GPUs. A
+// refused heartbeat is logged and counted, and the host stays unknown.
+func (s *Scheduler) admitHost(subject string, hb *wardv1.Heartbeat) bool {
+	id := bus.WorkerOf(subject)
+	refuse := func(why string) bool {
+		reportsRefused.WithLabelValues("heartbeat", string(reason.HostNotAdmitted)).Inc()
+		s.log.Warn("heartbeat refused", "worker_id", id, "code", reason.HostNotAdmitted, "why", why)
+		return false
+	}
+	if hb.GetWorkerId() != id {
+		return refuse("it names worker " + hb.GetWorkerId())
+	}
+	if s.cfg.HostTrust == nil {
+		return true
+	}
+	ident, err := s.cfg.HostTrust.Admit(hb.GetCredential(), id, time.Now())
+	if err != nil {
+		return refuse(err.Error())
+	}
+	var dropped []string
+	keep := func(p string) bool {
+		if ident.AllowsPool(p) {
+			return true
+		}
+		dropped = append(dropped, p)
+		return false
+	}
+	if hb.Pool != "" && !keep(hb.Pool) {
+		hb.Pool = ""
+	}
+	hb.Pools = slices.DeleteFunc(hb.Pools, func(p string) bool { return !keep(p) })
+	if !ident.GPU {
+		hb.Capabilities = slices.DeleteFunc(hb.Capabilities, func(c string) bool {
+			if c == "gpu" || strings.HasPrefix(c, "gpu:") {
+				dropped = append(dropped, c)
+				return true
+			}
+			return false
+		})
+		if hb.Type == "gpu" {
+			hb.Type = "cpu"
+		}
+		hb.GpuUtilization = 0
+	}
+	if len(dropped) > 0 {
+		reportsRefused.WithLabelValues("heartbeat_claims", string(reason.HostNotAdmitted)).Inc()
+		s.log.Debug("heartbeat claims its credential does not allow dropped", "worker_id", id, "dropped", dropped)
+	}
+	return true
+}
+
+// ticket is the signed order to run job on its worker.
+func (s *Scheduler) ticket(out *wardv1.JobRequest, worker, module, digest string, sf *jobstore.Safety, now time.Time) (*wardv1.Dispatch, error) {
+	t := &wardv1.DispatchTicket{HostId: worker, Job: out, Module: module, ModuleDigest: digest, SchedulerId: s.id}
+	if sf != nil {
+		t.DecisionId, t.PolicyRevision = sf.DecisionID, sf.PolicyRevision
+	}
+	if s.cfg.Signer == nil {
+		return auth.Unsigned(t, now)
+	}
+	return s.cfg.Signer.Sign(t, now)
+}
+
+// moduleOf names the module pool runs and the digest of the version the
+// worker said it holds: the ticket binds them, and the host runs nothing
+// else (a version swapped in since bounces the job, which is placed again).
+func (s *Scheduler) moduleOf(pool, worker string) (module, digest string) {
+	p, ok := s.conf.load().pools.Pools[pool]
+	if !ok {
+		return "", ""
+	}
+	module = p.Module
+	if module == "" {
+		module = pool
+	}
+	if w, ok := s.hosts.Get(worker); ok {
+		digest = w.Modules[module]
+	}
+	return module, digest
+}
