@@ -84,7 +84,7 @@ func TestPolicyPushIsEnforcedLive(t *testing.T) {
 	}
 
 	good := defaultBundleWith(t, map[string]string{"blocked.rego": blockedRule, "blocked_test.rego": blockedTest})
-	res, err := safety.Push(ctx, nc, "", good, "test")
+	res, err := safety.Push(ctx, nc, "", good, safety.PushOptions{By: "test", Unsigned: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,13 +124,13 @@ func TestPolicyPushIsEnforcedLive(t *testing.T) {
 	}
 
 	syntax := defaultBundleWith(t, map[string]string{"blocked.rego": blockedRule + "\ndeny contains msg if {\n"})
-	if _, err := safety.Push(ctx, nc, "", syntax, "test"); !errors.Is(err, safety.ErrInvalidBundle) || !strings.Contains(err.Error(), "blocked.rego:") {
+	if _, err := safety.Push(ctx, nc, "", syntax, safety.PushOptions{By: "test", Unsigned: true}); !errors.Is(err, safety.ErrInvalidBundle) || !strings.Contains(err.Error(), "blocked.rego:") {
 		t.Errorf("push of a syntax error = %v, want ErrInvalidBundle naming the file", err)
 	}
 	failing := defaultBundleWith(t, map[string]string{"blocked.rego": strings.ReplaceAll(blockedRule, "suspended", "gone"),
 		"blocked_test.rego": blockedTest})
 	var tf *safety.TestsFailedError
-	if _, err := safety.Push(ctx, nc, "", failing, "test"); !errors.As(err, &tf) {
+	if _, err := safety.Push(ctx, nc, "", failing, safety.PushOptions{By: "test", Unsigned: true}); !errors.As(err, &tf) {
 		t.Errorf("push of a bundle whose tests fail = %v, want a TestsFailedError", err)
 	}
 	if got := e.n.Safety.Kernel().Revision(); got != res.Revision {

@@ -26,6 +26,12 @@ import (
 type Bundle struct {
 	// Files holds each file's contents, by slash-separated path.
 	Files map[string][]byte
+	// Signatures is the bundle's OPA signature, the contents of its
+	// .signatures.json (see Sign and VerifyBundle); nil when the bundle is
+	// not signed. It is not one of Files and does not count in Revision.
+	// A bundle read from a directory is not signed: its .signatures.json,
+	// a dot file, is skipped.
+	Signatures []byte
 }
 
 // ReadBundle reads the bundle in fsys.
@@ -91,19 +97,33 @@ func (b *Bundle) Revision() string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// Proto returns the bundle as `ward policy push` stores it.
+// Proto returns the bundle as `ward policy push` stores it: its
+// Signatures, when it has them, are the file .signatures.json, as in an
+// OPA bundle.
 func (b *Bundle) Proto() *safetyv1.PolicyBundle {
-	return &safetyv1.PolicyBundle{Files: maps.Clone(b.Files), Revision: b.Revision()}
+	files := maps.Clone(b.Files)
+	if b.Signatures != nil {
+		if files == nil {
+			files = map[string][]byte{}
+		}
+		files[SignaturesFile] = b.Signatures
+	}
+	return &safetyv1.PolicyBundle{Files: files, Revision: b.Revision()}
 }
 
 // errBundleFile is wrapped by errors about a file a bundle may not hold.
 var errBundleFile = errors.New("not a bundle file")
 
 // BundleFromProto returns the bundle in pb, checking its paths and
-// revision.
+// revision. Its file .signatures.json is the bundle's Signatures (which
+// BundleFromProto does not verify: VerifyBundle does).
 func BundleFromProto(pb *safetyv1.PolicyBundle) (*Bundle, error) {
 	b := &Bundle{Files: make(map[string][]byte, len(pb.GetFiles()))}
 	for name, data := range pb.GetFiles() {
+		if name == SignaturesFile {
+			b.Signatures = data
+			continue
+		}
 		if !fs.ValidPath(name) || name == "." || !bundleFile(name) || path.Clean(name) != name {
 			return nil, fmt.Errorf("safety: bundle file %q: %w", name, errBundleFile)
 		}

@@ -64,41 +64,72 @@ type PushResult struct {
 	Tests int
 	// KVRevision is the bucket revision written, 0 when Unchanged.
 	KVRevision uint64
-	// Unchanged is true when the bucket already held this revision: nothing
-	// was written.
+	// Unchanged is true when the bucket already held this revision (signed
+	// with the same key, for a signed push): nothing was written.
 	Unchanged bool
+	// KeyID is the id of the key the bundle was signed with; empty when
+	// it was pushed unsigned.
+	KeyID string
 }
 
+// PushOptions says who pushes a bundle and signs it.
+type PushOptions struct {
+	// By names the pusher in the stored bundle (user@host).
+	By string
+	// SigningKey signs the bundle (Bundle.Sign). A kernel with a
+	// ReloaderConfig.VerifyKey refuses a bundle that is not signed with
+	// that key's private half. Required unless Unsigned.
+	SigningKey *PolicySigningKey
+	// Unsigned pushes the bundle without a signature, which only kernels
+	// without a VerifyKey accept.
+	Unsigned bool
+}
+
+// ErrNoSigningKey is Push's error without PushOptions.SigningKey (and
+// without PushOptions.Unsigned).
+var ErrNoSigningKey = errors.New("safety: push: no signing key")
+
 // Push checks b as every kernel will (Prepare: it compiles and its tests
-// pass) and publishes it to the policy bucket, where every kernel watching
-// picks it up. A bundle that fails the checks is not published, and the
-// error says why (ErrInvalidBundle, or a *TestsFailedError). by names the
-// pusher in the stored bundle.
-func Push(ctx context.Context, nc *nats.Conn, bucket string, b *Bundle, by string) (PushResult, error) {
+// pass), signs it with opts.SigningKey (Bundle.Sign: OPA's bundle
+// signature over all its files) and publishes it to the policy bucket,
+// where every kernel watching picks it up. A bundle that fails the checks
+// is not published, and the error says why (ErrInvalidBundle, or a
+// *TestsFailedError). Without a signing key Push fails with
+// ErrNoSigningKey, unless opts.Unsigned.
+func Push(ctx context.Context, nc *nats.Conn, bucket string, b *Bundle, opts PushOptions) (PushResult, error) {
 	if bucket == "" {
 		bucket = DefaultBucket
+	}
+	if opts.SigningKey == nil && !opts.Unsigned {
+		return PushResult{Bucket: bucket}, ErrNoSigningKey
 	}
 	p, err := Prepare(ctx, b)
 	if err != nil {
 		return PushResult{Bucket: bucket}, err
 	}
 	res := PushResult{Bucket: bucket, Revision: p.Revision(), Tests: p.Tests()}
+	push := &Bundle{Files: b.Files} // any signature b came with is dropped
+	if opts.SigningKey != nil {
+		if push, err = b.Sign(opts.SigningKey); err != nil {
+			return res, err
+		}
+		res.KeyID = opts.SigningKey.ID()
+	}
 	kv, err := policyBucket(ctx, nc, bucket)
 	if err != nil {
 		return res, err
 	}
 	if cur, err := kv.Get(ctx, bundleKey); err == nil {
-		var pb safetyv1.PolicyBundle
-		if proto.Unmarshal(cur.Value(), &pb) == nil && pb.GetRevision() == res.Revision {
+		if inBucket(cur.Value(), res.Revision, opts.SigningKey) {
 			res.Unchanged = true
 			return res, nil
 		}
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return res, fmt.Errorf("safety: push: %w", err)
 	}
-	pb := b.Proto()
+	pb := push.Proto()
 	pb.PushedAtUnixMs = time.Now().UnixMilli()
-	pb.PushedBy = by
+	pb.PushedBy = opts.By
 	data, err := proto.Marshal(pb)
 	if err != nil {
 		return res, fmt.Errorf("safety: push: %w", err)
@@ -107,6 +138,21 @@ func Push(ctx context.Context, nc *nats.Conn, bucket string, b *Bundle, by strin
 		return res, fmt.Errorf("safety: push %s: %w", res.Revision, err)
 	}
 	return res, nil
+}
+
+// inBucket reports whether the bucket's value cur is the bundle of
+// revision rev, signed with key when key is not nil: then pushing it again
+// would change nothing.
+func inBucket(cur []byte, rev string, key *PolicySigningKey) bool {
+	var pb safetyv1.PolicyBundle
+	if proto.Unmarshal(cur, &pb) != nil || pb.GetRevision() != rev {
+		return false
+	}
+	if key == nil {
+		return true
+	}
+	b, err := BundleFromProto(&pb)
+	return err == nil && VerifyBundle(b, key.Public()) == nil
 }
 
 // Statuses asks every kernel for its status on sys.safety.status and

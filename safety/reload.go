@@ -33,11 +33,25 @@ var (
 		Name: "ward_safety_reloads_total",
 		Help: "Bundles the reloader read, by source (dir, kv) and result (loaded, unchanged, refused).",
 	}, []string{"source", "result"})
+	bundlesRefused = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_safety_bundles_refused_total",
+		Help: "Bundles the reloader refused, by source (dir, kv) and reason (signature: missing or not verified; invalid: unreadable, or does not compile; tests: its tests failed).",
+	}, []string{"source", "reason"})
 	decisionLogErrors = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ward_safety_decision_log_errors_total",
 		Help: "Decisions that could not be published on sys.safety.decision.",
 	})
 )
+
+func init() {
+	// The refusals a dashboard watches read 0 before the first one.
+	for _, source := range []string{"dir", "kv"} {
+		for _, reason := range []string{"invalid", "tests"} {
+			bundlesRefused.WithLabelValues(source, reason)
+		}
+	}
+	bundlesRefused.WithLabelValues("kv", "signature")
+}
 
 // PublishDecisions returns a Config.Log that publishes every decision on
 // sys.safety.decision. A publish does not block (NATS buffers it); one that
@@ -66,6 +80,14 @@ type ReloaderConfig struct {
 	Bucket string
 	// Debounce is DefaultDebounce when zero.
 	Debounce time.Duration
+	// VerifyKey, when set, is the key every bundle from the bucket must be
+	// signed with (Bundle.Sign, `ward policy push --signing-key`): one
+	// without a signature, or whose signature does not verify with
+	// VerifyKey or does not cover exactly its files (VerifyBundle), is
+	// refused like a bundle that does not compile. Nil accepts the
+	// bucket's bundles unsigned; Start logs a warning saying so. Bundles
+	// from Dir, the operator's own files, need no signature.
+	VerifyKey *PolicyPublicKey
 	// Addr is the kernel's gRPC address, reported in its status.
 	Addr   string
 	Logger *slog.Logger // slog.Default() when nil
@@ -73,8 +95,10 @@ type ReloaderConfig struct {
 
 // Reloader keeps a Kernel on the newest good bundle from its policy
 // directory and from the policy KV bucket, whichever changed last. A
-// bundle that does not compile or fails its tests is refused, logged and
-// reported in the status; the policy in force stays.
+// bundle that does not compile or fails its tests, or one from the bucket
+// that is not signed with ReloaderConfig.VerifyKey, is refused, logged,
+// counted (ward_safety_bundles_refused_total) and reported in the status;
+// the policy in force stays.
 type Reloader struct {
 	cfg ReloaderConfig
 	log *slog.Logger
@@ -186,6 +210,15 @@ func (r *Reloader) Start(ctx context.Context) error {
 	}
 	r.wg.Go(func() { r.loop(ctx, w) })
 	r.mu.Unlock()
+	switch {
+	case r.cfg.Bus == nil:
+	case r.cfg.VerifyKey == nil:
+		r.log.Warn("policy bundles from the bucket are not verified: whoever can write it sets the policy (ward safety --policy-pubkey requires them signed)",
+			"bucket", r.cfg.Bucket)
+	default:
+		r.log.Info("policy bundles from the bucket must be signed", "bucket", r.cfg.Bucket,
+			"key_id", r.cfg.VerifyKey.ID(), "algorithm", r.cfg.VerifyKey.Algorithm())
+	}
 	return nil
 }
 
@@ -321,6 +354,17 @@ func (r *Reloader) reloadKV(ctx context.Context, e jetstream.KeyValueEntry) {
 		r.refuse("kv", pb.GetRevision(), err)
 		return
 	}
+	if r.cfg.VerifyKey != nil {
+		// Before anything else reads the bundle: not even its tests run.
+		if err := VerifyBundle(b, r.cfg.VerifyKey); err != nil {
+			by := pb.GetPushedBy() // whoever wrote the bucket says so: shown, quoted and cut short
+			if len(by) > 64 {
+				by = by[:64] + "..."
+			}
+			r.refuse("kv", b.Revision(), fmt.Errorf("%w (bucket %s#%d, pushed by %q)", err, r.cfg.Bucket, e.Revision(), by))
+			return
+		}
+	}
 	r.load(ctx, "kv", fmt.Sprintf("kv %s#%d", r.cfg.Bucket, e.Revision()), b)
 }
 
@@ -352,12 +396,26 @@ func (r *Reloader) clearRefusal() {
 }
 
 func (r *Reloader) refuse(kind, rev string, err error) {
+	reason := refusalReason(err)
 	reloads.WithLabelValues(kind, "refused").Inc()
+	bundlesRefused.WithLabelValues(kind, reason).Inc()
 	r.mu.Lock()
 	r.refusedRev, r.lastErr = rev, err.Error()
 	r.mu.Unlock()
 	r.log.Error("policy bundle refused; the policy in force stays", "source", kind, "revision", rev,
-		"in_force", r.cfg.Kernel.Revision(), "err", err)
+		"reason", reason, "in_force", r.cfg.Kernel.Revision(), "err", err)
+}
+
+// refusalReason is the reason label of a refusal for err.
+func refusalReason(err error) string {
+	var tf *TestsFailedError
+	switch {
+	case errors.Is(err, ErrBundleSignature):
+		return "signature"
+	case errors.As(err, &tf):
+		return "tests"
+	}
+	return "invalid"
 }
 
 // watchKV follows the bucket's bundle key, reconnecting with backoff until

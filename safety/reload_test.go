@@ -187,7 +187,7 @@ func TestPushAndKVWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Push(ctx, conn.NATS(), "", b, "test")
+	res, err := Push(ctx, conn.NATS(), "", b, PushOptions{By: "test", Unsigned: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestPushAndKVWatch(t *testing.T) {
 	if st := r.Status(); !strings.HasPrefix(st.GetSource(), "kv ward_policy#") {
 		t.Errorf("source %q", st.GetSource())
 	}
-	again, err := Push(ctx, conn.NATS(), "", b, "test")
+	again, err := Push(ctx, conn.NATS(), "", b, PushOptions{By: "test", Unsigned: true})
 	if err != nil || !again.Unchanged {
 		t.Errorf("second Push of the same bundle = %+v, %v; want unchanged", again, err)
 	}
@@ -215,13 +215,13 @@ func TestPushAndKVWatch(t *testing.T) {
 	// Push refuses a bundle that does not compile, and one whose tests
 	// fail; neither reaches the bucket.
 	broken, _ := ReadBundle(bundle(t, map[string]string{"blocked.rego": "package ward.safety\n\ndeny contains msg if {\n"}))
-	if _, err := Push(ctx, conn.NATS(), "", broken, "test"); !errors.Is(err, ErrInvalidBundle) {
+	if _, err := Push(ctx, conn.NATS(), "", broken, PushOptions{By: "test", Unsigned: true}); !errors.Is(err, ErrInvalidBundle) {
 		t.Errorf("Push(syntax error) = %v, want ErrInvalidBundle", err)
 	}
 	failing, _ := ReadBundle(bundle(t, map[string]string{"blocked.rego": blockedRule,
 		"blocked_test.rego": strings.ReplaceAll(blockedTest, "suspended", "gone")}))
 	var tf *TestsFailedError
-	if _, err := Push(ctx, conn.NATS(), "", failing, "test"); !errors.As(err, &tf) || tf.Failed[0].Name != "data.ward.safety_test.test_blocked_denied" {
+	if _, err := Push(ctx, conn.NATS(), "", failing, PushOptions{By: "test", Unsigned: true}); !errors.As(err, &tf) || tf.Failed[0].Name != "data.ward.safety_test.test_blocked_denied" {
 		t.Errorf("Push(failing tests) = %v, want a TestsFailedError", err)
 	}
 
