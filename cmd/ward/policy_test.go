@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/poll"
 	"github.com/ward-run/ward/policies"
 	"github.com/ward-run/ward/safety"
@@ -162,7 +163,12 @@ func TestDevPolicyLive(t *testing.T) {
 	// Push another bundle: a second rule, and the kernel swaps to it.
 	pushed := policyDir(t, map[string]string{"blocked.rego": blockedRule, "blocked_test.rego": blockedTest,
 		"initech.rego": "package ward.safety\n\ndeny contains \"tenant initech is over budget\" if input.tenant_id == \"initech\"\n"})
-	out, code := ward(t, "", "policy", "push", "--nats", natsURL, "--wait", "90s", pushed)
+	keyDir := t.TempDir()
+	if out, code := ward(t, "", "policy", "keygen", "--out", keyDir); code != 0 {
+		t.Fatalf("policy keygen: exit %d\n%s", code, out)
+	}
+	key := filepath.Join(keyDir, "policy.key")
+	out, code := ward(t, "", "policy", "push", "--nats", natsURL, "--signing-key", key, "--wait", "90s", pushed)
 	if code != 0 || !strings.Contains(out, "pushed revision ") || !strings.Contains(out, "enforces it") {
 		t.Fatalf("policy push: exit %d\n%s", code, out)
 	}
@@ -172,13 +178,13 @@ func TestDevPolicyLive(t *testing.T) {
 
 	// Broken bundles are refused by push, with the errors.
 	broken := policyDir(t, map[string]string{"blocked.rego": "package ward.safety\n\ndeny contains msg if {\n"})
-	out, code = ward(t, "", "policy", "push", "--nats", natsURL, broken)
+	out, code = ward(t, "", "policy", "push", "--nats", natsURL, "--signing-key", key, broken)
 	if code != 1 || !strings.Contains(out, "refused: the bundle does not compile") || !strings.Contains(out, "blocked.rego:") {
 		t.Errorf("push of a syntax error: exit %d\n%s", code, out)
 	}
 	failing := policyDir(t, map[string]string{"blocked.rego": strings.ReplaceAll(blockedRule, "suspended", "gone"),
 		"blocked_test.rego": blockedTest})
-	out, code = ward(t, "", "policy", "push", "--nats", natsURL, failing)
+	out, code = ward(t, "", "policy", "push", "--nats", natsURL, "--signing-key", key, failing)
 	if code != 1 || !strings.Contains(out, "refused: 1 of ") || !strings.Contains(out, "test_blocked_tenant_denied") {
 		t.Errorf("push of a failing test: exit %d\n%s", code, out)
 	}
@@ -199,4 +205,88 @@ func TestDevPolicyLive(t *testing.T) {
 		}
 	}
 	dev.stop(t)
+}
+
+// wardEnv is ward with env added to the environment ($WARD_POLICY_KEY
+// emptied first, so that the machine's own does not count).
+func wardEnv(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(wardBin, args...)
+	cmd.Env = append(append(os.Environ(), "NATS_URL=nats://127.0.0.1:1", "WARD_POLICY_KEY="), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), exitCode(err)
+}
+
+// TestPolicySignedPush: `ward policy keygen` makes the pair; a kernel run
+// with --policy-pubkey enforces what `ward policy push --signing-key`
+// pushes, and refuses an unsigned push and one signed with another key
+// (push and `ward policy status` say so), the rules in force staying.
+func TestPolicySignedPush(t *testing.T) {
+	keys, other := t.TempDir(), t.TempDir()
+	out, code := ward(t, "", "policy", "keygen", "--out", keys)
+	if code != 0 || !strings.Contains(out, "(EdDSA)") || !strings.Contains(out, "policy.key") {
+		t.Fatalf("policy keygen: exit %d\n%s", code, out)
+	}
+	key, pub := filepath.Join(keys, "policy.key"), filepath.Join(keys, "policy.pub")
+	if fi, err := os.Stat(key); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("policy.key: %v, %v; want mode 0600", fi, err)
+	}
+	if out, code := ward(t, "", "policy", "keygen", "--out", keys); code == 0 || !strings.Contains(out, "exists") {
+		t.Errorf("keygen over existing keys: exit %d\n%s", code, out)
+	}
+	if out, code := ward(t, "", "policy", "keygen", "--out", other); code != 0 {
+		t.Fatalf("policy keygen: exit %d\n%s", code, out)
+	}
+
+	natsURL := natstest.StartJetStream(t)
+	addr := freeAddr(t)
+	kernel := startWard(t, "safety", []string{"NATS_URL=" + natsURL}, "safety", "--listen", addr, "--metrics", "",
+		"--policy-pubkey", pub)
+	poll.Until(t, 60*time.Second, "the kernel answers", func() bool {
+		_, code := ward(t, "", "policy", "status", "--nats", natsURL)
+		return code == 0
+	})
+	destroy := `{"topic": "sys.destroy", "tenant_id": "acme"}`
+	denied := func(what, job string) {
+		t.Helper()
+		out, code := ward(t, job, "policy", "eval", "--kernel", addr, "--input", "-")
+		if code != 0 || !strings.Contains(out, "decision:  DENY") {
+			t.Errorf("%s: exit %d\n%s", what, code, out)
+		}
+	}
+
+	allowAll := t.TempDir()
+	writeFile(t, filepath.Join(allowAll, "ward.rego"), "package ward.safety\n")
+	out, code = wardEnv(t, nil, "policy", "push", "--nats", natsURL, allowAll)
+	if code == 0 || !strings.Contains(out, "no signing key") {
+		t.Errorf("push without a key: exit %d\n%s", code, out)
+	}
+	out, code = wardEnv(t, nil, "policy", "push", "--nats", natsURL, "--unsigned", "--wait", "60s", allowAll)
+	if code != 1 || !strings.Contains(out, "unsigned") || !strings.Contains(out, "REFUSED it") || !strings.Contains(out, "not signed") {
+		t.Errorf("unsigned push: exit %d\n%s", code, out)
+	}
+	denied("after the unsigned push", destroy)
+	out, code = wardEnv(t, nil, "policy", "status", "--nats", natsURL)
+	if code != 0 || !strings.Contains(out, "safety: bundle signature: the bundle is not signed") {
+		t.Errorf("policy status after the unsigned push: exit %d\n%s", code, out)
+	}
+	out, code = wardEnv(t, []string{"WARD_POLICY_KEY=" + filepath.Join(other, "policy.key")}, "policy", "push", "--nats", natsURL,
+		"--wait", "60s", allowAll)
+	if code != 1 || !strings.Contains(out, "REFUSED it") || !strings.Contains(out, "this kernel trusts key") {
+		t.Errorf("push signed with another key ($WARD_POLICY_KEY): exit %d\n%s", code, out)
+	}
+	denied("after the push signed with another key", destroy)
+
+	// The legitimate path.
+	blocked := policyDir(t, map[string]string{"blocked.rego": blockedRule, "blocked_test.rego": blockedTest})
+	out, code = wardEnv(t, nil, "policy", "push", "--nats", natsURL, "--signing-key", key, "--wait", "60s", blocked)
+	if code != 0 || !strings.Contains(out, "signed with key ") || !strings.Contains(out, "enforces it") {
+		t.Fatalf("signed push: exit %d\n%s", code, out)
+	}
+	denied("the signed bundle's rule", `{"topic": "job.echo", "tenant_id": "blocked"}`)
+	out, code = wardEnv(t, nil, "policy", "status", "--nats", natsURL)
+	if code != 0 || !strings.Contains(out, "kv ward_policy#") || strings.Contains(out, "bundle signature") {
+		t.Errorf("policy status after the signed push: exit %d\n%s", code, out)
+	}
+	kernel.stop(t)
 }
