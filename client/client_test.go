@@ -10,6 +10,7 @@ import (
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
@@ -17,15 +18,21 @@ import (
 	"github.com/ward-run/ward/node"
 )
 
-// TestClient drives a running system (a real NATS server, the safety
-// kernel, a scheduler and a host running echo) through the public client
-// only, as a program importing it would.
+// TestClient drives a running system (a real NATS server with auth on, the
+// safety kernel, a scheduler and a host running echo) through the public
+// client only, as a program importing it would, with a tenant's
+// credential.
 func TestClient(t *testing.T) {
-	url := natstest.StartJetStream(t)
+	sec := natstest.StartSecure(t)
+	url := sec.URL
 	store := jobstore.NewMemory()
 	t.Cleanup(func() { store.Close() })
+	creds, err := node.IssueDevCreds(sec.Auth, t.TempDir(), "h1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	n, err := node.Start(context.Background(), node.Options{NATSURL: url, Store: store, CacheDir: wasmtest.CacheDir(t),
-		Modules: map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")}})
+		Modules: map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")}, Creds: &creds})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,15 +43,23 @@ func TestClient(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	c, err := client.Dial(url)
+	admin, err := client.Dial(url, client.Options{Creds: creds.Admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	c, err := client.Dial(url, client.Options{Creds: sec.Creds(auth.Tenant, "acme")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
+	if c.Tenant() != "acme" {
+		t.Fatalf("the client is tenant %q", c.Tenant())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
-		if ws, err := c.Workers(ctx, 200*time.Millisecond); err == nil && len(ws) == 1 {
+		if ws, err := admin.Workers(ctx, 200*time.Millisecond); err == nil && len(ws) == 1 {
 			break
 		}
 		if ctx.Err() != nil {
@@ -53,7 +68,7 @@ func TestClient(t *testing.T) {
 	}
 
 	// Submit, watch and wait: every state in order, the result stored.
-	req := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "job.echo", TenantId: "acme", Payload: []byte("hi there")}
+	req := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "job.echo", Payload: []byte("hi there")}
 	w, err := c.Watch(req.JobId)
 	if err != nil {
 		t.Fatal(err)
@@ -92,10 +107,30 @@ func TestClient(t *testing.T) {
 
 	// A malformed submission is refused with its reason code; a denied
 	// one is stored DENIED with the policy's reason.
-	if _, err := c.Submit(ctx, &wardv1.JobRequest{TenantId: "acme"}); !errors.Is(err, client.ErrRefused) {
+	if _, err := c.Submit(ctx, &wardv1.JobRequest{}); !errors.Is(err, client.ErrRefused) {
 		t.Fatalf("a submission without a topic: %v, want ErrRefused", err)
 	}
-	denied := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "job.echo"} // no tenant
+	// A tenant cannot submit for another: the tenant is its credential's.
+	if reply, err := c.Submit(ctx, &wardv1.JobRequest{Topic: "job.echo", TenantId: "globex"}); !errors.Is(err, client.ErrRefused) ||
+		reply.GetReason() != string(reason.TenantMismatch) {
+		t.Fatalf("a submission for another tenant: %v, want %s", err, reason.TenantMismatch)
+	}
+	// The admin sees acme's job; another tenant does not.
+	if job, err := admin.Get(ctx, req.JobId, false); err != nil || job.GetTenantId() != "acme" {
+		t.Fatalf("the admin's Get: %v %v", job, err)
+	}
+	globex, err := client.Dial(url, client.Options{Creds: sec.Creds(auth.Tenant, "globex")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer globex.Close()
+	if _, err := globex.Get(ctx, req.JobId, false); err == nil {
+		t.Fatal("tenant globex read acme's job")
+	}
+	if jobs, err := globex.List(ctx, 10, wardv1.JobState_JOB_STATE_UNSPECIFIED); err != nil || len(jobs) != 0 {
+		t.Fatalf("tenant globex lists %d jobs (%v)", len(jobs), err)
+	}
+	denied := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "sys.destroy"} // the default policy forbids it
 	dw, err := c.Watch(denied.JobId)
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +141,6 @@ func TestClient(t *testing.T) {
 	}
 	if last, err := c.Wait(ctx, denied.JobId, dw, nil); err != nil || last.GetState() != wardv1.JobState_JOB_STATE_DENIED ||
 		last.GetReason() != string(reason.SafetyDenied) {
-		t.Fatalf("a job without a tenant ended %s/%s (%v)", last.GetState(), last.GetReason(), err)
+		t.Fatalf("a sys.destroy job ended %s/%s (%v)", last.GetState(), last.GetReason(), err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,10 +14,10 @@ import (
 	"github.com/ward-run/ward/client"
 )
 
-// Submit an echo job to the system at $NATS_URL (or `ward dev`), follow it
-// to its end and print its result.
+// Submit an echo job to the system at $NATS_URL (or `ward dev`) as the
+// tenant of $WARD_CREDS, follow it to its end and print its result.
 func Example() {
-	c, err := client.Dial(client.NATSURL(""))
+	c, err := client.Dial(client.NATSURL(""), client.Options{Creds: os.Getenv("WARD_CREDS")})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -24,7 +25,7 @@ func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	req := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "job.echo", TenantId: "acme", Payload: []byte(`{"hello":"world"}`)}
+	req := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "job.echo", Payload: []byte(`{"hello":"world"}`)}
 	w, err := c.Watch(req.JobId) // before Submit, so that no event is missed
 	if err != nil {
 		log.Fatal(err)

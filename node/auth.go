@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/safety"
 )
 
 // DevCreds are the credentials of the parts that run on one machine, as
@@ -70,4 +72,47 @@ func CredsFile(role auth.Role, name string) string {
 		return string(role) + "-" + name + ".creds"
 	}
 	return string(role) + ".creds"
+}
+
+// SigningKeys are the files of the keys that sign what admins push: module
+// versions (ed25519, modreg) and policy bundles (OPA bundle signing).
+// Hosts trust ModulePub, kernels PolicyPub.
+type SigningKeys struct {
+	ModuleKey, ModulePub string
+	PolicyKey, PolicyPub string
+}
+
+// Names of the signing key files in an authority's directory.
+const (
+	ModuleKeyFile = "module.key"
+	ModulePubFile = "module.pub"
+	PolicyKeyFile = "policy.key"
+	PolicyPubFile = "policy.pub"
+)
+
+// EnsureSigningKeys creates the signing keys in dir unless they are there.
+func EnsureSigningKeys(dir string) (SigningKeys, error) {
+	k := SigningKeys{
+		ModuleKey: filepath.Join(dir, ModuleKeyFile), ModulePub: filepath.Join(dir, ModulePubFile),
+		PolicyKey: filepath.Join(dir, PolicyKeyFile), PolicyPub: filepath.Join(dir, PolicyPubFile),
+	}
+	for _, pair := range []struct {
+		priv, pub string
+		gen       func() ([]byte, []byte, error)
+	}{{k.ModuleKey, k.ModulePub, modreg.GenerateKey}, {k.PolicyKey, k.PolicyPub, safety.GeneratePolicyKey}} {
+		if _, err := os.Stat(pair.priv); err == nil {
+			continue
+		}
+		priv, pub, err := pair.gen()
+		if err != nil {
+			return k, err
+		}
+		if err := os.WriteFile(pair.priv, priv, 0o600); err != nil {
+			return k, fmt.Errorf("node: %w", err)
+		}
+		if err := os.WriteFile(pair.pub, pub, 0o644); err != nil {
+			return k, fmt.Errorf("node: %w", err)
+		}
+	}
+	return k, nil
 }

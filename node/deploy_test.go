@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/node"
@@ -55,7 +54,6 @@ type deployEnv struct {
 
 func startDeploy(t testing.TB, o node.Options) *deployEnv {
 	t.Helper()
-	o.NATSURL = natstest.StartJetStream(t)
 	o.ModuleRegistry = true
 	o.HostID = "host-one"
 	o.Labels = map[string]string{"machine": o.HostID} // jobs may ask for a host by label
@@ -66,11 +64,9 @@ func startDeploy(t testing.TB, o node.Options) *deployEnv {
 		o.Modules = echoModules(t)
 	}
 	e := start(t, o)
-	nc, err := nats.Connect(o.NATSURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	// Deploying is an admin's: the hosts' and schedulers' credentials may
+	// not write the registry.
+	nc := e.client.Bus().NATS()
 	reg, err := modreg.Open(context.Background(), nc)
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/safety"
@@ -49,8 +48,7 @@ func TestHTTPGrantsFollowThePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	natsURL := natstest.StartJetStream(t)
-	e := start(t, node.Options{NATSURL: natsURL,
+	e := start(t, node.Options{
 		Modules:      map[string][]byte{"chat-advanced": wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/chat-advanced")},
 		Manifests:    map[string]*sandbox.Manifest{"chat-advanced": manifest},
 		Capabilities: []string{"ollama"},

@@ -40,6 +40,9 @@ type Options struct {
 	// PolicyBucket is the NATS KV bucket the kernel watches for pushed
 	// bundles; safety.DefaultBucket when empty.
 	PolicyBucket string
+	// PolicyPubKey, when set, is the file of the key every bundle pushed to
+	// PolicyBucket must be signed with (SafetyConfig.PolicyPubKey).
+	PolicyPubKey string
 	// SafetyClient configures the scheduler's safety client: timeout,
 	// circuit breaker, fail mode.
 	SafetyClient safety.ClientConfig
@@ -120,7 +123,7 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 		}
 	}
 	if n.Safety, err = StartSafety(ctx, SafetyConfig{NATSURL: o.NATSURL, Listen: o.SafetyAddr, Creds: cr.Safety,
-		PolicyDir: o.PolicyDir, Policies: o.Policies, Bucket: o.PolicyBucket, Logger: o.Logger}); err != nil {
+		PolicyDir: o.PolicyDir, Policies: o.Policies, Bucket: o.PolicyBucket, PolicyPubKey: o.PolicyPubKey, Logger: o.Logger}); err != nil {
 		return nil, err
 	}
 	if n.Scheduler, err = StartScheduler(ctx, SchedulerConfig{NATSURL: o.NATSURL, Store: o.Store,

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/internal/testing/natstest"
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
@@ -31,8 +32,12 @@ type env struct {
 	natsURL string
 	store   jobstore.Store
 	n       *node.Node
-	client  *client.Client
+	client  *client.Client // the admin's
 	opts    node.Options
+	// sec is the NATS server with auth on, and creds the parts'
+	// credentials: every test runs the way `ward dev` does.
+	sec   *natstest.Secure
+	creds node.DevCreds
 }
 
 // cacheDir is the compilation cache every test's host shares, as the
@@ -62,9 +67,17 @@ func openRedis(t testing.TB) jobstore.Store {
 
 func start(t testing.TB, o node.Options) *env {
 	t.Helper()
-	if o.NATSURL == "" {
-		o.NATSURL = natstest.Start(t)
+	sec := natstest.StartSecure(t)
+	o.NATSURL = sec.URL
+	hostID := o.HostID
+	if hostID == "" {
+		hostID = "test-host"
 	}
+	creds, err := node.IssueDevCreds(sec.Auth, t.TempDir(), hostID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Creds = &creds
 	if o.Store == nil {
 		o.Store = openRedis(t)
 	}
@@ -85,12 +98,12 @@ func start(t testing.TB, o node.Options) *env {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	c, err := client.Dial(o.NATSURL)
+	c, err := client.Dial(o.NATSURL, client.Options{Creds: creds.Admin})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	e := &env{natsURL: o.NATSURL, store: o.Store, n: st, client: c, opts: o}
+	e := &env{natsURL: o.NATSURL, store: o.Store, n: st, client: c, opts: o, sec: sec, creds: creds}
 	if st.Host != nil {
 		e.waitWorkers(t, 1)
 	}
@@ -105,6 +118,10 @@ func start(t testing.TB, o node.Options) *env {
 func (e *env) addHost(t testing.TB, cfg node.HostConfig, wasm map[string][]byte, mans map[string]*sandbox.Manifest, registry bool) *node.Host {
 	t.Helper()
 	cfg.NATSURL, cfg.Store, cfg.CacheDir = e.natsURL, e.store, wasmtest.CacheDir(t)
+	if cfg.Creds == "" {
+		cfg.Creds = e.sec.Creds(auth.Host, cfg.ID, auth.IssueOptions{GPU: true})
+		cfg.DispatchKey = auth.HostKey(e.creds.DispatchSecret, cfg.ID)
+	}
 	cfg.Modules, cfg.Manifests, cfg.ModuleRegistry = wasm, mans, registry
 	if cfg.MaxParallel == 0 {
 		cfg.MaxParallel = 2
@@ -141,12 +158,39 @@ func (e *env) stopSafety(t testing.TB) {
 // stopSafety stopped, as a restarted `ward safety` process would.
 func (e *env) startSafety(t testing.TB) {
 	t.Helper()
-	s, err := node.StartSafety(context.Background(), node.SafetyConfig{NATSURL: e.natsURL,
+	s, err := node.StartSafety(context.Background(), node.SafetyConfig{NATSURL: e.natsURL, Creds: e.creds.Safety,
 		Listen: e.n.Safety.Addr(), PolicyDir: e.opts.PolicyDir, Policies: e.opts.Policies, Bucket: e.opts.PolicyBucket})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.n.Safety = s
+}
+
+// conn connects to e's NATS with a credential of role and name, as
+// another process would.
+func (e *env) conn(t testing.TB, role auth.Role, name string) *bus.Conn {
+	t.Helper()
+	opts, err := auth.Options(e.sec.Creds(role, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := bus.Connect(e.natsURL, string(role)+"-"+name, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// clientAs is a client of e with a credential of role and name.
+func (e *env) clientAs(t testing.TB, role auth.Role, name string) *client.Client {
+	t.Helper()
+	c, err := client.Dial(e.natsURL, client.Options{Creds: e.sec.Creds(role, name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }
 
 func echoModules(t testing.TB) map[string][]byte {
@@ -289,14 +333,17 @@ func TestDeadHostTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := start(t, node.Options{Timeouts: to})
-	ghost, err := bus.Connect(e.natsURL, "ghost")
+	ghostCreds := e.sec.Creds(auth.Host, "ghost")
+	_, ghostJWT, _ := auth.ReadIdentity(ghostCreds)
+	opts, _ := auth.Options(ghostCreds)
+	ghost, err := bus.Connect(e.natsURL, "ghost", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ghost.Close()
 	// The host's last heartbeat: it is still live for the registry.
 	if err := ghost.Publish(bus.HeartbeatSubject("ghost"), &wardv1.Heartbeat{WorkerId: "ghost", Pools: []string{"echo"},
-		MaxParallelJobs: 4, SentAtUnixMs: time.Now().UnixMilli()}); err != nil {
+		MaxParallelJobs: 4, SentAtUnixMs: time.Now().UnixMilli(), Credential: ghostJWT}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitWorkers(t, 1)
@@ -307,10 +354,15 @@ func TestDeadHostTimesOut(t *testing.T) {
 	}
 
 	// This time the host takes the job, says it started, and dies.
+	tickets := auth.NewVerifier("ghost", auth.HostKey(e.creds.DispatchSecret, "ghost"))
 	sub, err := ghost.NATS().Subscribe(bus.WorkerJobsSubject("ghost"), func(m *nats.Msg) {
-		var req wardv1.JobRequest
-		if proto.Unmarshal(m.Data, &req) == nil {
-			_ = ghost.Publish(bus.SubjectProgress, &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: "ghost", Kind: wardv1.JobProgress_KIND_STARTED})
+		var d wardv1.Dispatch
+		if proto.Unmarshal(m.Data, &d) != nil {
+			return
+		}
+		if tk, err := tickets.Open(&d, time.Now()); err == nil {
+			_ = ghost.Publish(bus.ProgressSubject("ghost"), &wardv1.JobProgress{JobId: tk.GetJob().GetJobId(), WorkerId: "ghost",
+				Kind: wardv1.JobProgress_KIND_STARTED, Attempt: tk.GetJob().GetAttempt()})
 		}
 	})
 	if err != nil {
@@ -323,7 +375,8 @@ func TestDeadHostTimesOut(t *testing.T) {
 		t.Fatalf("ended %s/%s (states %v), want TIMEOUT/running_timeout", rec.GetState(), rec.GetReason(), states)
 	}
 	// A result that comes after the timeout is ignored: the job stays TIMEOUT.
-	_ = ghost.Publish(bus.SubjectResult, &wardv1.JobResult{JobId: rec.GetJobId(), Status: wardv1.JobState_JOB_STATE_SUCCEEDED, WorkerId: "ghost"})
+	_ = ghost.Publish(bus.ResultSubject("ghost"), &wardv1.JobResult{JobId: rec.GetJobId(), Status: wardv1.JobState_JOB_STATE_SUCCEEDED,
+		WorkerId: "ghost", Attempt: rec.GetAttempt()})
 	_ = ghost.Flush()
 	time.Sleep(100 * time.Millisecond) // let the late result reach the scheduler; the assertion is on state, not time
 	got, err := e.client.Get(context.Background(), rec.GetJobId(), false)
@@ -336,18 +389,22 @@ func TestDeadHostTimesOut(t *testing.T) {
 // reads is counted and dropped, and the system goes on serving.
 func TestMalformedMessagesAreCounted(t *testing.T) {
 	e := start(t, node.Options{Modules: echoModules(t)})
-	nc := e.client.Bus().NATS()
+	// Garbage from clients that may publish there: a tenant, a host, and
+	// the admin (who may publish anywhere).
+	tenant, host, admin := e.conn(t, auth.Tenant, "acme").NATS(), e.conn(t, auth.Host, "x").NATS(), e.client.Bus().NATS()
 	garbage := []byte{0xff, 0xff, 0xff, 0x01, 0x02}
-	for _, tc := range []struct{ publish, counted string }{
-		{bus.SubjectSubmit, bus.SubjectSubmit},
-		{bus.SubjectResult, bus.SubjectResult},
-		{bus.SubjectProgress, bus.SubjectProgress},
-		{"sys.heartbeat.x", bus.SubjectHeartbeats},
-		{bus.WorkerJobsSubject(e.n.Host.ID()), bus.WorkerJobsSubject(e.n.Host.ID())},
-		{"job.echo", "job.echo"},
+	for _, tc := range []struct {
+		nc               *nats.Conn
+		publish, counted string
+	}{
+		{tenant, bus.TenantSubject(bus.SubjectSubmit, "acme"), bus.TenantSubject(bus.SubjectSubmit, "*")},
+		{host, bus.ResultSubject("x"), bus.ResultSubject("*")},
+		{host, bus.ProgressSubject("x"), bus.ProgressSubject("*")},
+		{host, "sys.heartbeat.x", bus.SubjectHeartbeats},
+		{admin, bus.WorkerJobsSubject(e.n.Host.ID()), bus.WorkerJobsSubject(e.n.Host.ID())},
 	} {
 		before := testutil.ToFloat64(bus.Malformed(tc.counted))
-		if err := nc.Publish(tc.publish, garbage); err != nil {
+		if err := tc.nc.Publish(tc.publish, garbage); err != nil {
 			t.Fatal(err)
 		}
 		checkFor(t, 5*time.Second, func() bool { return testutil.ToFloat64(bus.Malformed(tc.counted)) > before })

@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/ward-run/ward/client"
-	"github.com/ward-run/ward/internal/testing/natstest"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ward-run/ward/api/reason"
@@ -69,8 +68,7 @@ func echoJob(tenant string) *wardv1.JobRequest {
 // restarted; then a bundle that does not compile and one whose tests fail
 // are both refused, and the rule stays enforced.
 func TestPolicyPushIsEnforcedLive(t *testing.T) {
-	natsURL := natstest.StartJetStream(t)
-	e := start(t, node.Options{NATSURL: natsURL, Modules: echoModules(t)})
+	e := start(t, node.Options{Modules: echoModules(t)})
 	nc := e.client.Bus().NATS()
 	decisions, err := nc.SubscribeSync(bus.SubjectSafetyDecision)
 	if err != nil {
@@ -216,7 +214,7 @@ func putRaw(t testing.TB, nc *nats.Conn, pb *safetyv1.PolicyBundle) {
 // large for a message, which reaches the scheduler as a pointer; and a
 // pointer to another tenant's context is refused.
 func TestPayloadCapHoldsOnEveryPath(t *testing.T) {
-	e := start(t, node.Options{NATSURL: natstest.StartJetStream(t), Modules: echoModules(t)})
+	e := start(t, node.Options{Modules: echoModules(t)})
 	job := func(size int) *wardv1.JobRequest {
 		return &wardv1.JobRequest{Topic: "job.echo", TenantId: "globex", Payload: bytes.Repeat([]byte("x"), size)}
 	}

@@ -13,8 +13,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ward-run/ward/internal/testing/natstest"
-
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/internal/testing/repotest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
@@ -48,7 +46,7 @@ func builtModules(t *testing.T, names ...string) (map[string][]byte, map[string]
 func TestSandboxThroughEveryPart(t *testing.T) {
 	wasm, manifests := builtModules(t, "echo", "repo-scan")
 	// The cache the module tests filled: the same bytes compile once.
-	e := start(t, node.Options{NATSURL: natstest.StartJetStream(t), Modules: wasm, Manifests: manifests, CacheDir: wasmtest.CacheDir(t)})
+	e := start(t, node.Options{Modules: wasm, Manifests: manifests, CacheDir: wasmtest.CacheDir(t)})
 
 	for i := range 3 {
 		_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte("pooled")})

@@ -48,6 +48,20 @@ func (g *globals) credsFile() string {
 	return ""
 }
 
+// defaultKeyFile is name in $WARD_AUTH_DIR if it is there, else in the
+// auth directory of `ward dev`'s state, else "".
+func defaultKeyFile(name string) string {
+	for _, dir := range []string{os.Getenv("WARD_AUTH_DIR"), filepath.Join(envOr("WARD_STATE_DIR", defaultStateDir()), "auth")} {
+		if dir == "" {
+			continue
+		}
+		if p := filepath.Join(dir, name); fileExists(p) {
+			return p
+		}
+	}
+	return ""
+}
+
 // connect dials NATS for a command that speaks to the bus directly, with
 // the command's credential.
 func (g *globals) connect(name string) (*bus.Conn, error) {
@@ -97,6 +111,8 @@ func newAuthInitCmd(dir *string) *cobra.Command {
 accounts with a signing key, the schedulers' dispatch secret, and writes:
 
   nats-server.conf   a configuration for a real nats-server that trusts them
+  module.key/.pub    the key ward module deploy signs with; hosts trust module.pub
+  policy.key/.pub    the key ward policy push signs with; kernels trust policy.pub
   admin.creds        the operator's credential (policy push, module deploy, every tenant)
   scheduler.creds    for ward scheduler, with dispatch.secret (--dispatch-secret)
   safety.creds       for ward safety
@@ -105,6 +121,10 @@ Give each tenant and host its own: ward auth tenant add, ward auth host add.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a, err := auth.Init(*dir)
+			if err != nil {
+				return err
+			}
+			signing, err := node.EnsureSigningKeys(a.Dir())
 			if err != nil {
 				return err
 			}
@@ -136,7 +156,10 @@ Give each tenant and host its own: ward auth tenant add, ward auth host add.`,
 			fmt.Fprintf(out, "  nats-server -c %s\n", filepath.Join(*dir, auth.FileServerConfig))
 			fmt.Fprintf(out, "  ward scheduler --creds %s --dispatch-secret %s\n", filepath.Join(*dir, "scheduler.creds"), filepath.Join(*dir, "dispatch.secret"))
 			fmt.Fprintf(out, "  ward safety --creds %s\n", filepath.Join(*dir, "safety.creds"))
-			fmt.Fprintf(out, "  WARD_CREDS=%s ward policy push ...\n", filepath.Join(*dir, "admin.creds"))
+			fmt.Fprintf(out, "  ward host --creds host-NAME.creds --dispatch-key host-NAME.key --trusted-key %s   (ward auth host add NAME)\n", signing.ModulePub)
+			fmt.Fprintf(out, "  ward safety --policy-pubkey %s\n", signing.PolicyPub)
+			fmt.Fprintf(out, "  WARD_AUTH_DIR=%s WARD_CREDS=%s ward policy push | ward module deploy ...   (signed with %s, %s)\n",
+				*dir, filepath.Join(*dir, "admin.creds"), node.PolicyKeyFile, node.ModuleKeyFile)
 			return nil
 		},
 	}
@@ -323,7 +346,6 @@ func rewriteServerConfig(a *auth.Authority, path string) error {
 	}
 	return os.WriteFile(path, []byte(conf), 0o600)
 }
-
 
 // audit records an admin action in the audit log, best effort: the action
 // happened, and a log that cannot be reached is reported, not fatal.

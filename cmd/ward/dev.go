@@ -11,6 +11,7 @@ import (
 
 	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/node"
 )
 
@@ -86,8 +87,9 @@ acts as a tenant. --insecure turns all of it off, for comparisons.`,
 			}
 			defer store.Close()
 			var (
-				keys  *auth.ServerKeys
-				creds *node.DevCreds
+				keys    *auth.ServerKeys
+				creds   *node.DevCreds
+				signing node.SigningKeys
 			)
 			if insecure {
 				log.Warn("INSECURE: NATS accepts anyone, any client may submit as any tenant, dispatch to a host, write the policy and module buckets; hosts run unsigned dispatches. For comparisons only.")
@@ -105,6 +107,21 @@ acts as a tenant. --insecure turns all of it off, for comparisons.`,
 					return err
 				}
 				keys, creds = &k, &c
+				// Module versions and policy bundles are signed: hosts and
+				// the kernel trust the keys here, and ward module deploy and
+				// ward policy push sign with them by default.
+				if signing, err = node.EnsureSigningKeys(a.Dir()); err != nil {
+					return err
+				}
+				pub, err := os.ReadFile(signing.ModulePub)
+				if err != nil {
+					return err
+				}
+				mk, err := modreg.ParsePublicKey(pub)
+				if err != nil {
+					return err
+				}
+				hc.Trusted = append(hc.Trusted, mk)
 			}
 			ns, err := node.StartNATS(natsHost, natsPort, keys)
 			if err != nil {
@@ -123,7 +140,7 @@ acts as a tenant. --insecure turns all of it off, for comparisons.`,
 				Modules: wasm, Manifests: manifests, ModuleRegistry: true,
 				HostID: hc.ID, CacheDir: hc.CacheDir, MaxParallel: hc.MaxParallel, HeartbeatInterval: hc.HeartbeatInterval,
 				Capabilities: hc.Capabilities, Labels: hc.Labels, Region: hc.Region, Zone: hc.Zone, Probes: hc.Probes,
-				MountRoots: hc.MountRoots, Env: hc.Env, Trusted: hc.Trusted, Logger: log, Creds: creds})
+				MountRoots: hc.MountRoots, Env: hc.Env, Trusted: hc.Trusted, Logger: log, Creds: creds, PolicyPubKey: signing.PolicyPub})
 			if err != nil {
 				return err
 			}
@@ -132,6 +149,7 @@ acts as a tenant. --insecure turns all of it off, for comparisons.`,
 			fmt.Fprintf(out, "  NATS:          %s\n", ns.ClientURL())
 			if creds != nil {
 				fmt.Fprintf(out, "  credentials:   %s (the CLI uses admin.creds; WARD_CREDS=%s acts as tenant %s)\n", creds.Dir, creds.Tenant, node.DevTenant)
+				fmt.Fprintf(out, "  signing keys:  %s, %s (module deploy and policy push sign with them)\n", signing.ModuleKey, signing.PolicyKey)
 			} else {
 				fmt.Fprintf(out, "  credentials:   none: --insecure\n")
 			}

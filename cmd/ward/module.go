@@ -22,6 +22,7 @@ import (
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/sandbox"
 )
 
@@ -93,6 +94,10 @@ func newModuleCmd(g *globals) *cobra.Command {
 					MemoryLimitBytes: int64(m.Limits.Memory), TimeLimitMS: time.Duration(m.Limits.Time).Milliseconds()}
 			}
 			switch {
+			case sigPath != "":
+				if v.Signature, err = readSignature(sigPath); err != nil {
+					return err
+				}
 			case keyPath != "":
 				kb, err := os.ReadFile(keyPath)
 				if err != nil {
@@ -103,10 +108,6 @@ func newModuleCmd(g *globals) *cobra.Command {
 					return err
 				}
 				v.Signature = modreg.Sign(key, digest)
-			case sigPath != "":
-				if v.Signature, err = readSignature(sigPath); err != nil {
-					return err
-				}
 			default:
 				if p := args[0] + ".sig"; fileExists(p) {
 					if v.Signature, err = readSignature(p); err != nil {
@@ -157,7 +158,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 	deploy.Flags().StringVar(&manifestPath, "manifest", "", "module manifest (YAML); default: <module>.yaml beside the .wasm if present")
 	deploy.Flags().StringVar(&name, "name", "", "module name (default: the manifest's, else the file name)")
 	deploy.Flags().StringVar(&version, "version", "", "version (default: the manifest's, else sha-<digest prefix>)")
-	deploy.Flags().StringVar(&keyPath, "sign-key", "", "sign with this ed25519 private key (PEM)")
+	deploy.Flags().StringVar(&keyPath, "sign-key", envOr("WARD_MODULE_KEY", defaultKeyFile(node.ModuleKeyFile)), "sign with this ed25519 private key (PEM) ($WARD_MODULE_KEY, else module.key of $WARD_AUTH_DIR or of ward dev's state)")
 	deploy.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version (or refused it), and say how long it took")
 	deploy.Flags().DurationVar(&stageTimeout, "stage-timeout", 30*time.Second, "before activating, wait up to this long for every live host to compile the version ahead (0: activate at once, hosts compile on activation)")
 	deploy.Flags().BoolVar(&force, "force", false, "activate even when a host refused the version while staging it")

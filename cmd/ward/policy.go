@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
+	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/safety"
 )
 
@@ -242,9 +243,9 @@ func printExplain(out io.Writer, resp *safetyv1.ExplainResponse) {
 }
 
 // defaultPolicyKeyFile is the signing key `ward policy push` uses when
-// neither --signing-key nor $WARD_POLICY_KEY names one: none yet (a path
-// in the auth directory is to come here).
-func defaultPolicyKeyFile() string { return "" }
+// neither --signing-key nor $WARD_POLICY_KEY names one: the one in the
+// auth directory ($WARD_AUTH_DIR, then `ward dev`'s), if any.
+func defaultPolicyKeyFile() string { return defaultKeyFile(node.PolicyKeyFile) }
 
 // The files `ward policy keygen` writes.
 const (
