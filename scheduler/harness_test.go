@@ -19,6 +19,7 @@ import (
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/config"
@@ -33,8 +34,13 @@ import (
 // against a real nats-server in the test's process and the in-memory job
 // store (the Redis store passes the same conformance suite in jobstore/;
 // TestExactlyOnceAcrossReplicas also runs against a real redis-server).
-// They need nothing installed. Hosts are fakes that
-// speak the bus contract (heartbeats, worker.<id>.jobs, progress, results,
+// They need nothing installed. The server runs with auth on, as `ward dev`
+// does (natstest.StartSecure): the replicas hold a scheduler credential,
+// sign their dispatches and admit hosts by credential; each fake host holds
+// a host credential, checks its tickets and sends its credential in its
+// heartbeats; clients hold a tenant's (or the admin's) credential.
+// options.insecure runs the same without auth. Hosts are fakes that speak
+// the bus contract (heartbeats, worker.<id>.jobs, progress, results,
 // cancels) so that each test controls exactly how they behave; the stack
 // and cmd/ward tests run the real host with wasm.
 
@@ -95,15 +101,28 @@ func (f *fakeSafety) set(tenant string, c *wardv1.Constraints) {
 
 // env is a running system for one scenario.
 type env struct {
-	t        *testing.T
-	natsURL  string
-	store    jobstore.Store
-	safety   *fakeSafety
+	t       *testing.T
+	natsURL string
+	store   jobstore.Store
+	safety  *fakeSafety
+	// client is tenant acme's; admin is the admin's (DLQ, modes, every
+	// tenant's jobs).
 	client   *client.Client
+	admin    *client.Client
 	dir      string // where the configuration files are
 	files    config.Files
 	scheds   []*scheduler.Scheduler
 	registry bool
+
+	// secure is the server's authority; nil when the scenario runs
+	// insecure. schedCreds is the replicas' credential, secret the
+	// schedulers' dispatch secret.
+	secure     *natstest.Secure
+	schedCreds string
+	secret     []byte
+
+	mu      sync.Mutex                // guards tenants
+	tenants map[string]*client.Client // tenant -> its client
 }
 
 // options of a scenario: the three configuration files (empty: embedded
@@ -116,6 +135,10 @@ type options struct {
 	// redis is a redis:// URL: the replicas share that Redis store rather
 	// than an in-memory one.
 	redis string
+	// insecure runs the server without auth, as --insecure: no
+	// credentials, unsigned dispatches, heartbeats not checked against
+	// credentials.
+	insecure bool
 }
 
 // testPools maps job.a to pool a, job.b to pools b1 then b2.
@@ -143,11 +166,19 @@ reconciler:
 
 func start(t *testing.T, o options) *env {
 	t.Helper()
-	url := natstest.Start(t)
-	if o.registry {
-		url = natstest.StartJetStream(t)
+	e := &env{t: t, store: jobstore.NewMemory(), safety: &fakeSafety{}, dir: t.TempDir(), registry: o.registry,
+		tenants: map[string]*client.Client{}}
+	switch {
+	case !o.insecure:
+		e.secure = natstest.StartSecure(t)
+		e.natsURL = e.secure.URL
+		e.secret, _ = e.secure.Auth.DispatchSecret()
+		e.schedCreds = e.secure.Creds(auth.Scheduler, "scheduler")
+	case o.registry:
+		e.natsURL = natstest.StartJetStream(t)
+	default:
+		e.natsURL = natstest.Start(t)
 	}
-	e := &env{t: t, natsURL: url, store: jobstore.NewMemory(), safety: &fakeSafety{}, dir: t.TempDir(), registry: o.registry}
 	if o.redis != "" {
 		store, err := jobstore.OpenRedis(o.redis)
 		if err != nil {
@@ -168,16 +199,68 @@ func start(t *testing.T, o options) *env {
 	}
 	e.files = config.Files{Pools: write("pools.yaml", o.pools), Timeouts: write("timeouts.yaml", o.timeouts),
 		Scheduler: write("scheduler.yaml", o.sched)}
-	c, err := client.Dial(e.natsURL)
+	c, err := e.tenant("acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
 	e.client = c
+	ao := client.Options{Admin: true}
+	if e.secure != nil {
+		ao = client.Options{Creds: e.secure.Creds(auth.Admin, "admin")}
+	}
+	if e.admin, err = client.Dial(e.natsURL, ao); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.admin.Close)
 	for range max(1, o.replicas) {
 		e.addReplica(o.watch)
 	}
 	return e
+}
+
+// tenant returns tenant's client, connected with a credential of its own
+// (issued at the first call) when the scenario runs secure. It is safe
+// for concurrent use.
+func (e *env) tenant(name string) (*client.Client, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c, ok := e.tenants[name]; ok {
+		return c, nil
+	}
+	o := client.Options{Tenant: name}
+	if e.secure != nil {
+		creds, err := e.issue(auth.Tenant, name, auth.IssueOptions{})
+		if err != nil {
+			return nil, err
+		}
+		o = client.Options{Creds: creds}
+	}
+	c, err := client.Dial(e.natsURL, o)
+	if err != nil {
+		return nil, err
+	}
+	e.t.Cleanup(c.Close)
+	e.tenants[name] = c
+	return c, nil
+}
+
+// issue writes a credential for role and name into the test's directory
+// and returns its path (natstest.Secure.Creds, without t.Fatal, for
+// callers on other goroutines).
+func (e *env) issue(role auth.Role, name string, o auth.IssueOptions) (string, error) {
+	b, err := e.secure.Auth.Issue(role, name, o)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(e.dir, string(role)+"-"+name+"-*.creds")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := f.Write(b); err != nil {
+		return "", err
+	}
+	return f.Name(), nil
 }
 
 // addReplica starts one more scheduler replica.
@@ -188,12 +271,26 @@ func (e *env) addReplica(watch bool) *scheduler.Scheduler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := bus.Connect(e.natsURL, "scheduler")
+	opts, err := auth.Options(e.schedCreds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := bus.Connect(e.natsURL, "scheduler", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := scheduler.Config{ID: fmt.Sprintf("s%d", len(e.scheds)+1), Bus: conn, Store: e.store, Safety: e.safety,
 		Pools: b.Pools, Timeouts: b.Timeouts, Settings: b.Scheduler, Logger: quiet(), WorkerTTL: 3 * time.Second}
+	if e.secure != nil {
+		_, own, err := auth.ReadIdentity(e.schedCreds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.HostTrust, err = auth.NewHostTrust(own); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Signer = auth.NewSigner(e.secret, 0)
+	}
 	if watch {
 		cfg.Files = e.files
 	}
@@ -249,15 +346,20 @@ func (e *env) waitWorkers(ids ...string) {
 	})
 }
 
-// submit submits req (a new id when it has none) and returns the reply.
+// submit submits req (a new id when it has none) with the client of its
+// tenant (acme when it names none) and returns the reply. It is safe for
+// concurrent use.
 func (e *env) submit(req *wardv1.JobRequest) (*wardv1.SubmitReply, error) {
-	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if req.TenantId == "" {
 		req.TenantId = "acme"
 	}
-	return e.client.Submit(ctx, req)
+	c, err := e.tenant(req.TenantId)
+	if err != nil {
+		return nil, err
+	}
+	return c.Submit(ctx, req)
 }
 
 // mustSubmit submits req and returns the job id.
@@ -345,21 +447,27 @@ type outcome struct {
 	silent bool
 }
 
-// fakeHost is a host agent that speaks the bus contract without wasm.
+// fakeHost is a host agent that speaks the bus contract without wasm: it
+// heartbeats on its own subject with its credential, takes only the
+// dispatches whose tickets verify under its key, and reports progress and
+// results on its own subjects with the attempt it was dispatched.
 type fakeHost struct {
-	t     *testing.T
-	id    string
-	conn  *bus.Conn
-	store jobstore.Store
+	t        *testing.T
+	id       string
+	conn     *bus.Conn
+	store    jobstore.Store
+	verifier *auth.Verifier
 
 	mu          sync.Mutex // guards the fields below
 	hb          *wardv1.Heartbeat
+	mangle      func(hb *wardv1.Heartbeat) // applied to each heartbeat sent, after the credential
 	behave      func(req *wardv1.JobRequest, attempt int) outcome
 	running     map[string]chan struct{} // job id -> closed to end it
 	closed      map[string]bool          // job id -> its channel is closed
 	cancelled   map[string]bool
-	received    map[string]int // job id -> times received
-	order       []string       // job ids in the order they arrived
+	received    map[string]int   // job id -> times received
+	attempts    map[string]int32 // job id -> the attempt last dispatched here
+	order       []string         // job ids in the order they arrived
 	maxRunning  int
 	tenantNow   map[string]int
 	tenantMax   map[string]int
@@ -370,28 +478,67 @@ type fakeHost struct {
 	done chan struct{}
 }
 
-// addHost starts a fake host; hb sets its heartbeat (worker id, pools,
-// capabilities, labels, zone, max_parallel_jobs, loads).
+// hostSpec is a fake host to start.
+type hostSpec struct {
+	// hb is its heartbeat (worker id, pools, capabilities, labels, zone,
+	// max_parallel_jobs, loads); the worker id is the host's id.
+	hb     *wardv1.Heartbeat
+	behave func(req *wardv1.JobRequest, attempt int) outcome
+	// cred is what its credential allows (when the scenario runs secure).
+	cred auth.IssueOptions
+	// mangle changes each heartbeat it sends (tests of refused heartbeats).
+	mangle func(hb *wardv1.Heartbeat)
+}
+
+// addHost starts a fake host whose credential allows any pool and GPUs;
+// hb sets its heartbeat (worker id, pools, capabilities, labels, zone,
+// max_parallel_jobs, loads).
 func (e *env) addHost(hb *wardv1.Heartbeat, behave func(req *wardv1.JobRequest, attempt int) outcome) *fakeHost {
+	e.t.Helper()
+	return e.startHost(hostSpec{hb: hb, behave: behave, cred: auth.IssueOptions{GPU: true}})
+}
+
+// startHost starts the fake host spec describes.
+func (e *env) startHost(spec hostSpec) *fakeHost {
 	t := e.t
 	t.Helper()
-	conn, err := bus.Connect(e.natsURL, "host-"+hb.GetWorkerId())
+	hb, behave := spec.hb, spec.behave
+	id := hb.GetWorkerId()
+	var (
+		opts []nats.Option
+		key  []byte // nil: unsigned dispatches (insecure)
+	)
+	if e.secure != nil {
+		creds := e.secure.Creds(auth.Host, id, spec.cred)
+		var err error
+		if opts, err = auth.Options(creds); err != nil {
+			t.Fatal(err)
+		}
+		_, jwt, err := auth.ReadIdentity(creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb.Credential = jwt
+		key = auth.HostKey(e.secret, id)
+	}
+	conn, err := bus.Connect(e.natsURL, "host-"+id, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if behave == nil {
 		behave = func(*wardv1.JobRequest, int) outcome { return outcome{} }
 	}
-	h := &fakeHost{t: t, id: hb.GetWorkerId(), conn: conn, store: e.store, hb: hb, behave: behave,
+	h := &fakeHost{t: t, id: id, conn: conn, store: e.store, verifier: auth.NewVerifier(id, key), hb: hb, mangle: spec.mangle, behave: behave,
 		running: map[string]chan struct{}{}, closed: map[string]bool{}, cancelled: map[string]bool{}, received: map[string]int{},
-		tenantNow: map[string]int{}, tenantMax: map[string]int{}, cancelsSeen: map[string]bool{}, done: make(chan struct{})}
+		attempts: map[string]int32{}, tenantNow: map[string]int{}, tenantMax: map[string]int{}, cancelsSeen: map[string]bool{},
+		done: make(chan struct{})}
 	nc := conn.NATS()
 	sub, err := nc.Subscribe(bus.WorkerJobsSubject(h.id), h.onJob)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.subs = append(h.subs, sub)
-	sub, err = nc.Subscribe(bus.SubjectCancel, h.onCancel)
+	sub, err = nc.Subscribe(bus.SubjectHostCancel, h.onCancel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,6 +570,9 @@ func (h *fakeHost) beat() {
 	h.mu.Lock()
 	hb := proto.Clone(h.hb).(*wardv1.Heartbeat)
 	hb.ActiveJobs = int32(len(h.running))
+	if h.mangle != nil {
+		h.mangle(hb)
+	}
 	h.mu.Unlock()
 	hb.SentAtUnixMs = time.Now().UnixMilli()
 	_ = h.conn.Publish(bus.HeartbeatSubject(h.id), hb)
@@ -434,6 +584,37 @@ func (h *fakeHost) update(f func(hb *wardv1.Heartbeat)) {
 	f(h.hb)
 	h.mu.Unlock()
 	h.beat()
+}
+
+// setMangle replaces the change made to each heartbeat sent (nil: none).
+func (h *fakeHost) setMangle(f func(hb *wardv1.Heartbeat)) {
+	h.mu.Lock()
+	h.mangle = f
+	h.mu.Unlock()
+	h.beat()
+}
+
+// publish sends a report on the host's own subject for it (a result or a
+// progress report), as it is: the tests of refused reports forge them.
+func (h *fakeHost) publish(m proto.Message) {
+	h.t.Helper()
+	subject := bus.ResultSubject(h.id)
+	if _, ok := m.(*wardv1.JobProgress); ok {
+		subject = bus.ProgressSubject(h.id)
+	}
+	if err := h.conn.Publish(subject, m); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.conn.Flush(); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// attempt is the attempt of job id last dispatched to the host (0: none).
+func (h *fakeHost) attempt(id string) int32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.attempts[id]
 }
 
 // stop drains the host: its last heartbeat says draining, held jobs are released.
@@ -477,22 +658,31 @@ func (h *fakeHost) end(id string) {
 }
 
 func (h *fakeHost) onJob(m *nats.Msg) {
-	req := &wardv1.JobRequest{}
-	if proto.Unmarshal(m.Data, req) != nil {
-		h.t.Errorf("host %s: undecodable job", h.id)
+	d := &wardv1.Dispatch{}
+	if proto.Unmarshal(m.Data, d) != nil {
+		h.t.Errorf("host %s: undecodable dispatch", h.id)
 		return
 	}
-	id := req.GetJobId()
+	ticket, err := h.verifier.Open(d, time.Now())
+	if err != nil {
+		h.t.Errorf("host %s: %v", h.id, err)
+		return
+	}
+	req := ticket.GetJob()
+	id, attempt := req.GetJobId(), req.GetAttempt()
 	h.mu.Lock()
 	h.received[id]++
+	h.attempts[id] = attempt
 	h.order = append(h.order, id)
 	rel := make(chan struct{})
 	h.running[id] = rel
+	h.closed[id] = false
+	h.cancelled[id] = false
 	h.maxRunning = max(h.maxRunning, len(h.running))
 	tn := req.GetTenantId()
 	h.tenantNow[tn]++
 	h.tenantMax[tn] = max(h.tenantMax[tn], h.tenantNow[tn])
-	out := h.behave(req, int(req.GetAttempt()))
+	out := h.behave(req, int(attempt))
 	if out.silent {
 		delete(h.running, id)
 		h.tenantNow[tn]--
@@ -500,7 +690,7 @@ func (h *fakeHost) onJob(m *nats.Msg) {
 		return
 	}
 	h.mu.Unlock()
-	_ = h.conn.Publish(bus.SubjectProgress, &wardv1.JobProgress{JobId: id, WorkerId: h.id, Kind: wardv1.JobProgress_KIND_STARTED})
+	_ = h.conn.Publish(bus.ProgressSubject(h.id), &wardv1.JobProgress{JobId: id, WorkerId: h.id, Attempt: attempt, Kind: wardv1.JobProgress_KIND_STARTED})
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
@@ -517,7 +707,8 @@ func (h *fakeHost) onJob(m *nats.Msg) {
 		h.tenantNow[tn]--
 		cancelled := h.cancelled[id]
 		h.mu.Unlock()
-		res := &wardv1.JobResult{JobId: id, WorkerId: h.id, Status: wardv1.JobState_JOB_STATE_SUCCEEDED}
+		res := &wardv1.JobResult{JobId: id, WorkerId: h.id, Attempt: attempt, Status: wardv1.JobState_JOB_STATE_SUCCEEDED,
+			Module: ticket.GetModule(), ModuleDigest: ticket.GetModuleDigest()}
 		if cancelled {
 			// The scenario is a cancel that ends the job, then the host's
 			// late result. (A result handled before the cancel ends the job
@@ -537,7 +728,7 @@ func (h *fakeHost) onJob(m *nats.Msg) {
 			}
 			res.ResultPtr = ptr
 		}
-		_ = h.conn.Publish(bus.SubjectResult, res)
+		_ = h.conn.Publish(bus.ResultSubject(h.id), res)
 	}()
 }
 

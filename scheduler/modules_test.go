@@ -9,7 +9,6 @@ import (
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/internal/testing/poll"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/modreg"
@@ -22,12 +21,8 @@ import (
 // routes over a manifest's, and dead-letters a retired module's jobs.
 func TestDeployedModules(t *testing.T) {
 	e := start(t, options{registry: true})
-	conn, err := bus.Connect(e.natsURL, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	reg, err := modreg.Open(context.Background(), conn.NATS())
+	// Deploying is an admin's.
+	reg, err := modreg.Open(context.Background(), e.admin.Bus().NATS())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,8 +35,10 @@ failure_domains:
   throttle_rate: 0.001
   quarantine_failures: 100
 `})
+	// It fails on its own (internal): a failure on the job's input
+	// (exit, trap, module_error ...) would not count against it.
 	bad := e.addHost(&wardv1.Heartbeat{WorkerId: "a-bad", Zone: za, Pools: []string{"a", "b2"}, MaxParallelJobs: 50},
-		func(*wardv1.JobRequest, int) outcome { return outcome{fail: true, code: "exit"} })
+		func(*wardv1.JobRequest, int) outcome { return outcome{fail: true, code: string(reason.Internal)} })
 	e.waitWorkers("a-bad")
 	// Zone a fails everything: after a few failures it is throttled.
 	for range 5 {
@@ -79,7 +81,7 @@ var failureDomainRuns atomic.Int32
 func TestQuarantine(t *testing.T) {
 	e := start(t, options{sched: "failure_domains: {quarantine_failures: 3, quarantine_cooldown: 1h, min_samples: 1000}\n"})
 	flaky := e.addHost(&wardv1.Heartbeat{WorkerId: "flaky", Pools: []string{"a"}, MaxParallelJobs: 50},
-		func(*wardv1.JobRequest, int) outcome { return outcome{fail: true, code: "trap"} })
+		func(*wardv1.JobRequest, int) outcome { return outcome{fail: true, code: string(reason.Internal)} })
 	e.waitWorkers("flaky")
 	for range 3 {
 		e.waitState(e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"}), jobstore.Failed)
@@ -116,7 +118,7 @@ func TestModes(t *testing.T) {
 	ctx := context.Background()
 	setMode := func(m string) {
 		t.Helper()
-		got, err := e.client.SchedulerMode(ctx, m)
+		got, err := e.admin.SchedulerMode(ctx, m)
 		if err != nil || got != m {
 			t.Fatalf("mode %s: %q %v", m, got, err)
 		}
@@ -136,7 +138,7 @@ func TestModes(t *testing.T) {
 			t.Fatalf("priority %d: %v %v, want %s", priority, reply, err, reason)
 		}
 	}
-	if _, err := e.client.SchedulerMode(ctx, "sideways"); err == nil {
+	if _, err := e.admin.SchedulerMode(ctx, "sideways"); err == nil {
 		t.Fatal("an unknown mode was accepted")
 	}
 	setMode("DEGRADED")
@@ -432,14 +434,14 @@ func TestDLQ(t *testing.T) {
 	if !e.inDLQ(id, string(reason.NoWorkers)) {
 		t.Fatal("not in the DLQ")
 	}
-	entries, err := e.client.DLQ(ctx, 10)
+	entries, err := e.admin.DLQ(ctx, 10)
 	if err != nil || len(entries) != 1 || entries[0].GetJobId() != id || entries[0].GetReason() != string(reason.NoWorkers) ||
 		entries[0].GetJob().GetState() != wardv1.JobState_JOB_STATE_FAILED {
 		t.Fatalf("dlq ls: %v %v", entries, err)
 	}
 	e.addHost(hb("h", "a"), nil)
 	e.waitWorkers("h")
-	reply, err := e.client.RetryDLQ(ctx, id)
+	reply, err := e.admin.RetryDLQ(ctx, id)
 	if err != nil || reply.GetJobId() == id {
 		t.Fatalf("dlq retry: %v %v", reply, err)
 	}
@@ -447,14 +449,14 @@ func TestDLQ(t *testing.T) {
 	if b, _ := e.store.Blob(ctx, j.ContextPtr); string(b) != "again" {
 		t.Errorf("retried job's input %q", b)
 	}
-	if entries, _ := e.client.DLQ(ctx, 10); len(entries) != 0 {
+	if entries, _ := e.admin.DLQ(ctx, 10); len(entries) != 0 {
 		t.Errorf("entry left after the retry: %v", entries)
 	}
-	again, err := e.client.RetryDLQ(ctx, id)
+	again, err := e.admin.RetryDLQ(ctx, id)
 	if err != nil || !again.GetDuplicate() || again.GetJobId() != reply.GetJobId() {
 		t.Errorf("second retry: %v %v", again, err)
 	}
-	if _, err := e.client.RetryDLQ(ctx, "nope"); err == nil {
+	if _, err := e.admin.RetryDLQ(ctx, "nope"); err == nil {
 		t.Error("retry of an unknown job succeeded")
 	}
 }

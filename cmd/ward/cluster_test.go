@@ -12,19 +12,22 @@ import (
 	"testing"
 	"time"
 
-	natstest "github.com/nats-io/nats-server/v2/test"
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
+	securenats "github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/redistest"
 	"github.com/ward-run/ward/jobstore"
 )
 
 // TestClusterKillAScheduler runs three `ward scheduler` processes, a
-// `ward safety` process and four hosts against one NATS and one Redis, and
+// `ward safety` process and four hosts against one NATS (auth on, as in
+// production: each part holds its credential, dispatches are signed) and
+// one Redis, and
 // puts 10,000 jobs (1,000 with -short) of four tenants through them, 64 in
 // flight. A third of the way, one scheduler is killed (SIGKILL: no
 // draining, no lease given up). Then:
@@ -50,12 +53,9 @@ func TestClusterKillAScheduler(t *testing.T) {
 		limit    = 8
 		inFlight = 64
 	)
-	nopts := natstest.DefaultTestOptions
-	nopts.Port = -1
-	nopts.JetStream = true // the module registry
-	nopts.StoreDir = t.TempDir()
-	ns := natstest.RunServer(&nopts)
-	defer ns.Shutdown()
+	// JetStream is on: the module registry.
+	ns := securenats.StartSecure(t)
+	secret, _ := ns.Auth.DispatchSecret()
 	redisURL := redistest.Start(t)
 	store, err := jobstore.OpenRedis(redisURL)
 	if err != nil {
@@ -76,21 +76,26 @@ func TestClusterKillAScheduler(t *testing.T) {
 	timeouts := "reconciler:\n  scan_interval: 500ms\n  lease_ttl: 2s\n  pending_timeout: 3s\n  result_grace: 2s\n  dispatch_timeout: 20s\n" +
 		"topics:\n  job.echo: {max_retries: 2}\n"
 	safetyAddr := freeAddr(t)
-	env := []string{"NATS_URL=" + ns.ClientURL(), "REDIS_URL=" + redisURL, "SAFETY_KERNEL_ADDR=" + safetyAddr, "METRICS_ADDR=",
+	env := []string{"NATS_URL=" + ns.URL, "REDIS_URL=" + redisURL, "WARD_STATE_DIR=" + t.TempDir(), "SAFETY_KERNEL_ADDR=" + safetyAddr, "METRICS_ADDR=",
 		"SCHEDULER_CONFIG_PATH=" + write("scheduler.yaml", sched), "TIMEOUT_CONFIG_PATH=" + write("timeouts.yaml", timeouts),
 		"WARD_LOG_LEVEL=warn"}
-	startWard(t, "safety", env, "safety", "--listen", safetyAddr, "--metrics", "")
+	startWard(t, "safety", env, "safety", "--creds", ns.Creds(auth.Safety, "safety"), "--listen", safetyAddr, "--metrics", "")
 	checkReachable(t, safetyAddr)
 	var scheds []*proc
+	schedCreds := ns.Creds(auth.Scheduler, "scheduler")
+	dispatchSecret := filepath.Join(ns.Auth.Dir(), "dispatch.secret")
 	for i := range 3 {
-		scheds = append(scheds, startWard(t, fmt.Sprintf("scheduler-%d", i), env, "scheduler", "--id", fmt.Sprintf("s%d", i), "--metrics", ""))
+		scheds = append(scheds, startWard(t, fmt.Sprintf("scheduler-%d", i), env, "scheduler", "--id", fmt.Sprintf("s%d", i), "--metrics", "",
+			"--creds", schedCreds, "--dispatch-secret", dispatchSecret))
 	}
 
 	hosts := make([]*clusterHost, 4)
 	for i := range hosts {
-		hosts[i] = startClusterHost(t, ns.ClientURL(), store, fmt.Sprintf("h%d", i))
+		id := fmt.Sprintf("h%d", i)
+		hosts[i] = startClusterHost(t, ns.URL, ns.Creds(auth.Host, id, auth.IssueOptions{Pools: []string{"echo"}}), auth.HostKey(secret, id), store, id)
 	}
-	c, err := client.Dial(ns.ClientURL())
+	// The admin submits for the four tenants.
+	c, err := client.Dial(ns.URL, client.Options{Creds: ns.Creds(auth.Admin, "admin")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,11 +297,14 @@ func checkReachable(t *testing.T, addr string) {
 	}
 }
 
-// clusterHost is a fast fake host: it heartbeats, and answers each job at
-// once (STARTED, the result stored, SUCCEEDED), on 8 workers.
+// clusterHost is a fast fake host: it heartbeats with its credential,
+// checks each dispatch's ticket, and answers each job at once (STARTED,
+// the result stored, SUCCEEDED, for the attempt dispatched), on 8 workers.
 type clusterHost struct {
-	id   string
-	conn *bus.Conn
+	t        *testing.T
+	id       string
+	conn     *bus.Conn
+	verifier *auth.Verifier
 
 	mu        sync.Mutex // guards the 4 following fields
 	received  map[string]int
@@ -305,13 +313,21 @@ type clusterHost struct {
 	tenantMax int
 }
 
-func startClusterHost(t *testing.T, url string, store jobstore.Store, id string) *clusterHost {
+func startClusterHost(t *testing.T, url, creds string, key []byte, store jobstore.Store, id string) *clusterHost {
 	t.Helper()
-	conn, err := bus.Connect(url, id)
+	opts, err := auth.Options(creds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &clusterHost{id: id, conn: conn, received: map[string]int{}, tenantNow: map[string]int{}}
+	_, credential, err := auth.ReadIdentity(creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := bus.Connect(url, id, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &clusterHost{t: t, id: id, conn: conn, verifier: auth.NewVerifier(id, key), received: map[string]int{}, tenantNow: map[string]int{}}
 	jobs := make(chan *wardv1.JobRequest, 1024)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -323,13 +339,21 @@ func startClusterHost(t *testing.T, url string, store jobstore.Store, id string)
 		})
 	}
 	sub, err := conn.NATS().Subscribe(bus.WorkerJobsSubject(id), func(m *nats.Msg) {
-		req := &wardv1.JobRequest{}
-		if proto.Unmarshal(m.Data, req) == nil {
-			h.mu.Lock()
-			h.received[req.GetJobId()]++
-			h.mu.Unlock()
-			jobs <- req
+		d := &wardv1.Dispatch{}
+		if err := proto.Unmarshal(m.Data, d); err != nil {
+			t.Errorf("host %s: undecodable dispatch: %v", id, err)
+			return
 		}
+		ticket, err := h.verifier.Open(d, time.Now())
+		if err != nil {
+			t.Errorf("host %s: %v", id, err)
+			return
+		}
+		req := ticket.GetJob()
+		h.mu.Lock()
+		h.received[req.GetJobId()]++
+		h.mu.Unlock()
+		jobs <- req
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -340,7 +364,7 @@ func startClusterHost(t *testing.T, url string, store jobstore.Store, id string)
 		n := h.running
 		h.mu.Unlock()
 		_ = conn.Publish(bus.HeartbeatSubject(id), &wardv1.Heartbeat{WorkerId: id, Pools: []string{"echo"}, MaxParallelJobs: 8,
-			ActiveJobs: int32(n), Status: status, SentAtUnixMs: time.Now().UnixMilli()})
+			ActiveJobs: int32(n), Status: status, SentAtUnixMs: time.Now().UnixMilli(), Credential: credential})
 	}
 	beat("ready")
 	wg.Go(func() {
@@ -367,14 +391,14 @@ func startClusterHost(t *testing.T, url string, store jobstore.Store, id string)
 }
 
 func (h *clusterHost) run(store jobstore.Store, req *wardv1.JobRequest) {
-	id, tenant := req.GetJobId(), req.GetTenantId()
+	id, tenant, attempt := req.GetJobId(), req.GetTenantId(), req.GetAttempt()
 	h.mu.Lock()
 	h.running++
 	h.tenantNow[tenant]++
 	h.tenantMax = max(h.tenantMax, h.tenantNow[tenant])
 	h.mu.Unlock()
-	_ = h.conn.Publish(bus.SubjectProgress, &wardv1.JobProgress{JobId: id, WorkerId: h.id, Kind: wardv1.JobProgress_KIND_STARTED})
-	res := &wardv1.JobResult{JobId: id, WorkerId: h.id, Status: wardv1.JobState_JOB_STATE_SUCCEEDED}
+	_ = h.conn.Publish(bus.ProgressSubject(h.id), &wardv1.JobProgress{JobId: id, WorkerId: h.id, Attempt: attempt, Kind: wardv1.JobProgress_KIND_STARTED})
+	res := &wardv1.JobResult{JobId: id, WorkerId: h.id, Attempt: attempt, Status: wardv1.JobState_JOB_STATE_SUCCEEDED}
 	payload, err := store.Blob(context.Background(), req.GetContextPtr())
 	if err == nil {
 		res.ResultPtr, err = store.PutResult(context.Background(), id, payload)
@@ -386,5 +410,5 @@ func (h *clusterHost) run(store jobstore.Store, req *wardv1.JobRequest) {
 	h.running--
 	h.tenantNow[tenant]--
 	h.mu.Unlock()
-	_ = h.conn.Publish(bus.SubjectResult, res)
+	_ = h.conn.Publish(bus.ResultSubject(h.id), res)
 }
