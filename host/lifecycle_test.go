@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
@@ -33,16 +34,16 @@ func (noStore) PutResult(context.Context, string, []byte) (string, error) {
 // flush with every subscription made) returns the error and leaves no
 // goroutine and no subscription behind; the Agent is stopped.
 func TestFailedStartLeaksNothing(t *testing.T) {
-	url := natstest.StartJetStream(t)
+	s := natstest.StartSecure(t)
 	rt, pools, mod := sleepHost(t)
+	// The registry is an admin's connection (it may create the buckets),
+	// the host's its host credential's.
 	connect := func(t *testing.T, name string) *bus.Conn {
 		t.Helper()
-		c, err := bus.Connect(url, name)
-		if err != nil {
-			t.Fatal(err)
+		if name == "registry" {
+			return connectAs(t, s, auth.Admin, "registry")
 		}
-		t.Cleanup(c.Close)
-		return c
+		return connectAs(t, s, auth.Host, "h1")
 	}
 	registry := func(t *testing.T, c *bus.Conn) *modreg.Registry {
 		t.Helper()
@@ -79,8 +80,8 @@ func TestFailedStartLeaksNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hc, reg, ctx := tc.setup(t)
-			a, err := host.New(host.Config{ID: "h1", Bus: hc, Store: noStore{}, Runtime: rt, Pools: pools,
-				Modules: map[string]*sandbox.Module{"sleep": mod}, Registry: reg})
+			a, err := host.New(host.Config{ID: "h1", DispatchKey: auth.HostKey(dispatchSecret, "h1"), Bus: hc,
+				Store: noStore{}, Runtime: rt, Pools: pools, Modules: map[string]*sandbox.Module{"sleep": mod}, Registry: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,17 +139,12 @@ var tinyModule = []byte{
 // with nothing running whichever wins: no goroutine and no subscription
 // left, Start failing or Shutdown undoing it.
 func TestShutdownDuringStart(t *testing.T) {
-	url := natstest.Start(t)
 	rt, pools, mod := sleepHost(t)
-	hc, err := bus.Connect(url, "host")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(hc.Close)
+	hc := connectAs(t, natstest.StartSecure(t), auth.Host, "h1")
 	before := goleak.IgnoreCurrent()
 	for range 20 {
-		a, err := host.New(host.Config{ID: "h1", Bus: hc, Store: noStore{}, Runtime: rt, Pools: pools,
-			Modules: map[string]*sandbox.Module{"sleep": mod}, HeartbeatInterval: time.Millisecond})
+		a, err := host.New(host.Config{ID: "h1", DispatchKey: auth.HostKey(dispatchSecret, "h1"), Bus: hc,
+			Store: noStore{}, Runtime: rt, Pools: pools, Modules: map[string]*sandbox.Module{"sleep": mod}, HeartbeatInterval: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

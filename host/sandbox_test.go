@@ -17,10 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"google.golang.org/protobuf/proto"
-
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
@@ -33,23 +31,24 @@ import (
 )
 
 // sandboxHost is a host agent serving the hostile test module (pooled) on
-// real NATS (JetStream on) and Redis, and what a test needs to send it jobs
-// and see their results.
+// real NATS (JetStream and auth on: the host has a host credential, the
+// test a scheduler's) and Redis, and what a test needs to send it jobs and
+// see their results.
 type sandboxHost struct {
-	t       *testing.T
-	agent   *host.Agent
-	store   *jobstore.Redis
-	conn    *bus.Conn
-	mount   string     // under the host's MountRoots
-	mu      sync.Mutex // guards the 3 following fields
-	results map[string]*wardv1.JobResult
-	started map[string]bool // the jobs that started
-	n       int
+	t      *testing.T
+	agent  *host.Agent
+	store  *jobstore.Redis
+	nats   *natstest.Secure
+	conn   *bus.Conn // the test's, with a scheduler's credential
+	events *watcher
+	mount  string     // under the host's MountRoots
+	mu     sync.Mutex // guards n
+	n      int
 }
 
 func newSandboxHost(t *testing.T) *sandboxHost {
 	t.Helper()
-	url := natstest.StartJetStream(t)
+	s := natstest.StartSecure(t)
 	store, err := jobstore.OpenRedis(redistest.Start(t))
 	if err != nil {
 		t.Fatal(err)
@@ -88,45 +87,16 @@ func newSandboxHost(t *testing.T) *sandboxHost {
 		t.Fatal(err)
 	}
 
-	hc, err := bus.Connect(url, "host")
+	hc := connectAs(t, s, auth.Host, "h1")
+	a, err := host.New(host.Config{ID: "h1", DispatchKey: auth.HostKey(dispatchSecret, "h1"), Bus: hc, Store: store,
+		Runtime: rt, Pools: pools, Modules: map[string]*sandbox.Module{"hostile": mod}, MaxParallel: 2,
+		HeartbeatInterval: time.Second, MountRoots: []string{mount},
+		Env: map[string]string{"OLLAMA_MODEL": "llama3", "HOST_SECRET": "no"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(hc.Close)
-	a, err := host.New(host.Config{ID: "h1", Bus: hc, Store: store, Runtime: rt, Pools: pools,
-		Modules: map[string]*sandbox.Module{"hostile": mod}, MaxParallel: 2, HeartbeatInterval: time.Second,
-		MountRoots: []string{mount}, Env: map[string]string{"OLLAMA_MODEL": "llama3", "HOST_SECRET": "no"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := bus.Connect(url, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	h := &sandboxHost{t: t, agent: a, store: store, conn: c, mount: mount, results: map[string]*wardv1.JobResult{},
-		started: map[string]bool{}}
-	sub, err := c.NATS().Subscribe("sys.job.*", func(m *nats.Msg) {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		switch m.Subject {
-		case bus.SubjectResult:
-			r := &wardv1.JobResult{}
-			if proto.Unmarshal(m.Data, r) == nil {
-				h.results[r.GetJobId()] = r
-			}
-		case bus.SubjectProgress:
-			p := &wardv1.JobProgress{}
-			if proto.Unmarshal(m.Data, p) == nil && p.GetKind() == wardv1.JobProgress_KIND_STARTED {
-				h.started[p.GetJobId()] = true
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	_ = c.Flush()
+	c := connectAs(t, s, auth.Scheduler, "test")
+	h := &sandboxHost{t: t, agent: a, store: store, nats: s, conn: c, events: watch(t, c), mount: mount}
 	if err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +117,8 @@ type job struct {
 	ptr     string // the context pointer, when not the job's own blob
 }
 
-// send stores j's context and dispatches it to the host; it returns the
-// job id.
+// send stores j's context and dispatches it to the host, signed; it
+// returns the job id.
 func (h *sandboxHost) send(j job) string {
 	h.t.Helper()
 	h.mu.Lock()
@@ -166,25 +136,15 @@ func (h *sandboxHost) send(j job) string {
 	if j.ptr != "" {
 		ptr = j.ptr
 	}
-	req := &wardv1.JobRequest{JobId: id, Topic: "job.hostile", TenantId: j.tenant, ContextPtr: ptr, Pool: "hostile",
-		Env: j.env, Attempt: 1, Constraints: &wardv1.Constraints{Grants: j.grants}}
-	if err := h.conn.Publish(bus.WorkerJobsSubject("h1"), req); err != nil {
-		h.t.Fatal(err)
-	}
+	dispatch(h.t, h.conn, "h1", &wardv1.JobRequest{JobId: id, Topic: "job.hostile", TenantId: j.tenant, ContextPtr: ptr,
+		Pool: "hostile", Env: j.env, Attempt: 1, Constraints: &wardv1.Constraints{Grants: j.grants}})
 	return id
 }
 
 // wait returns job id's result, polling until it comes.
 func (h *sandboxHost) wait(id string) *wardv1.JobResult {
 	h.t.Helper()
-	var r *wardv1.JobResult
-	poll.Until(h.t, 60*time.Second, "the result of "+id, func() bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		r = h.results[id]
-		return r != nil
-	})
-	return r
+	return h.events.wait(h.t, id)
 }
 
 // output returns a succeeded job's result blob.
@@ -274,7 +234,9 @@ func TestLargeContext(t *testing.T) {
 	h := newSandboxHost(t)
 	data := make([]byte, 8<<20)
 	_, _ = rand.Read(data)
-	objs, err := bus.NewObjects(h.conn)
+	// The tenant stores its context in its own bucket; the host reads it
+	// with its host credential.
+	objs, err := bus.NewObjects(connectAs(t, h.nats, auth.Tenant, "acme"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,28 +254,18 @@ func TestLargeContext(t *testing.T) {
 	}
 }
 
-// TestCancelJob: a cancel on sys.job.cancel stops a running CPU-bound
+// TestCancelJob: a cancel on sys.host.cancel stops a running CPU-bound
 // guest's sandbox; the job ends FAILED cancelled, a cancel for the ended
 // job changes nothing, and the host goes on.
 func TestCancelJob(t *testing.T) {
 	h := newSandboxHost(t)
 	id := h.send(job{payload: ask("loop", ""), grants: &wardv1.Grants{TimeLimitMs: 60_000}})
-	poll.Until(t, 30*time.Second, id+" started", func() bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.started[id]
-	})
-	cancel := func() {
-		t.Helper()
-		if err := h.conn.Publish(bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: "test"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cancel()
+	poll.Until(t, 30*time.Second, id+" started", func() bool { return h.events.started(id) })
+	cancelJob(t, h.conn, id)
 	if r := h.wait(id); r.GetErrorCode() != "cancelled" {
 		t.Fatalf("cancelled job: %s %s", r.GetErrorCode(), r.GetErrorMessage())
 	}
-	cancel()
+	cancelJob(t, h.conn, id)
 	if got := h.output(h.wait(h.send(job{payload: ask("echo", "after")}))); got != "after" {
 		t.Fatalf("next job: %q", got)
 	}

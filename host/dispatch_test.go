@@ -1,0 +1,388 @@
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ward-run/ward/api/reason"
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/host"
+	"github.com/ward-run/ward/internal/testing/poll"
+	"github.com/ward-run/ward/jobstore"
+)
+
+// The host's side of signed dispatch, on a running Agent: what it refuses
+// never runs and is never reported, each refusal is counted by its reason,
+// and the same job signed right runs, so that a refusal cannot come from a
+// mistake in the test's job.
+
+// ticketCodes are the reasons a host refuses a dispatch.
+var ticketCodes = []reason.Code{reason.TicketUnsigned, reason.TicketForged, reason.TicketMisaddressed,
+	reason.TicketExpired, reason.TicketReplayed}
+
+// refusals reads ward_host_dispatches_refused_total by reason.
+func refusals() map[reason.Code]float64 {
+	n := map[reason.Code]float64{}
+	for _, c := range ticketCodes {
+		n[c] = testutil.ToFloat64(host.DispatchesRefused.WithLabelValues(string(c)))
+	}
+	return n
+}
+
+// ran reads ward_host_jobs_total of the sleep module ending in status.
+func ran(status string) float64 {
+	return testutil.ToFloat64(host.JobsRun.WithLabelValues("sleep", status))
+}
+
+// ticket is req's ticket for host id, as a scheduler fills it in; each
+// call gives a new one (signing stamps it).
+func ticket(id string, req *wardv1.JobRequest) *wardv1.DispatchTicket {
+	return &wardv1.DispatchTicket{HostId: id, Job: proto.Clone(req).(*wardv1.JobRequest), Module: "sleep",
+		SchedulerId: "test", DecisionId: "d-" + req.GetJobId()}
+}
+
+// publish sends d to h1 as it is.
+func (f *fixture) publish(t *testing.T, d *wardv1.Dispatch) {
+	t.Helper()
+	if err := f.conn.Publish(bus.WorkerJobsSubject("h1"), d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refuse sends d for job id to h1, waits until the host counted a refusal,
+// and checks that it counted it under code and published nothing for the
+// job.
+func (f *fixture) refuse(t *testing.T, d *wardv1.Dispatch, id string, code reason.Code) {
+	t.Helper()
+	before := refusals()
+	results, started := f.events.of(id)
+	f.publish(t, d)
+	total := func(n map[reason.Code]float64) (sum float64) {
+		for _, v := range n {
+			sum += v
+		}
+		return sum
+	}
+	var after map[reason.Code]float64
+	poll.Until(t, 30*time.Second, "the host refused a dispatch of "+id, func() bool {
+		after = refusals()
+		return total(after) > total(before)
+	})
+	for _, c := range ticketCodes {
+		want := 0.0
+		if c == code {
+			want = 1
+		}
+		if got := after[c] - before[c]; got != want {
+			t.Errorf("ward_host_dispatches_refused_total{reason=%q} rose by %v, want %v", c, got, want)
+		}
+	}
+	if r, s := f.events.of(id); len(r) != len(results) || len(s) != len(started) {
+		t.Errorf("a refused dispatch of %s ran: %d results and %d starts, were %d and %d", id, len(r), len(s), len(results), len(started))
+	}
+}
+
+// runs waits for the n-th result of req's job and checks that it ran, for
+// req's attempt, and that the job ran n times in all.
+func (f *fixture) runs(t *testing.T, req *wardv1.JobRequest, n int, payload string) {
+	t.Helper()
+	id := req.GetJobId()
+	r := f.events.waitN(t, id, n)[n-1]
+	if r.GetStatus() != wardv1.JobState_JOB_STATE_SUCCEEDED || r.GetWorkerId() != "h1" || r.GetAttempt() != req.GetAttempt() {
+		t.Fatalf("%s: result %v, want SUCCEEDED on h1 for attempt %d", id, r, req.GetAttempt())
+	}
+	if out, err := f.store.Blob(context.Background(), r.GetResultPtr()); err != nil || string(out) != payload {
+		t.Errorf("%s: output %q %v", id, out, err)
+	}
+	results, started := f.events.of(id)
+	if len(results) != n || len(started) != n {
+		t.Fatalf("%s: %d results and %d starts, want %d of each", id, len(results), len(started), n)
+	}
+	if a := started[n-1].GetAttempt(); a != req.GetAttempt() {
+		t.Errorf("%s: started for attempt %d, want %d", id, a, req.GetAttempt())
+	}
+}
+
+// signWith signs t under key, whatever host it names.
+func signWith(t *testing.T, tk *wardv1.DispatchTicket, key []byte, now time.Time) *wardv1.Dispatch {
+	t.Helper()
+	tk.IssuedUnixMs, tk.ExpiresUnixMs = now.UnixMilli(), now.Add(auth.DefaultTicketTTL).UnixMilli()
+	b, err := proto.Marshal(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(b)
+	return &wardv1.Dispatch{Ticket: b, Signature: m.Sum(nil), KeyId: auth.KeyID(dispatchSecret)}
+}
+
+// TestRefusedDispatches: a host with its dispatch key refuses a dispatch
+// signed for another host, one addressed to another host, an unsigned
+// one, one signed under another secret, one altered after it was signed
+// (its memory grant raised), an expired one and a replayed one (the same
+// job attempt again, as sent or signed anew): none runs, nothing is
+// published for it, and each is counted by its reason. Right after each,
+// the same job signed right runs and its result carries its attempt; a new
+// attempt of a job run already runs too.
+func TestRefusedDispatches(t *testing.T) {
+	f := newFixture(t, 1) // one at a time: a dispatch is handled once the one before it was
+	if err := f.agent.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	succeeded, failed := ran("SUCCEEDED"), ran("FAILED")
+	good := 0
+	now := time.Now()
+	for _, tc := range []struct {
+		name  string
+		code  reason.Code
+		forge func(t *testing.T, req *wardv1.JobRequest) *wardv1.Dispatch
+	}{
+		{"signed for another host", reason.TicketForged, func(t *testing.T, req *wardv1.JobRequest) *wardv1.Dispatch {
+			d, err := signer.Sign(ticket("h2", req), now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}},
+		{"addressed to another host under this host's key", reason.TicketMisaddressed, func(t *testing.T, req *wardv1.JobRequest) *wardv1.Dispatch {
+			return signWith(t, ticket("h2", req), auth.HostKey(dispatchSecret, "h1"), now)
+		}},
+		{"unsigned", reason.TicketUnsigned, func(t *testing.T, req *wardv1.JobRequest) *wardv1.Dispatch {
+			d, err := auth.Unsigned(ticket("h1", req), now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}},
+		{"signed under another secret", reason.TicketForged, func(t *testing.T, req *wardv1.JobRequest) *wardv1.Dispatch {
+			d, err := auth.NewSigner([]byte("not the schedulers' secret"), 0).Sign(ticket("h1", req), now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}},
+		{"altered after signing", reason.TicketForged, func(t *testing.T, req *wardv1.JobRequest) *wardv1.Dispatch {
+			d, err := signer.Sign(ticket("h1", req), now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk := &wardv1.DispatchTicket{}
+			if err := proto.Unmarshal(d.GetTicket(), tk); err != nil {
+				t.Fatal(err)
+			}
+			tk.GetJob().GetConstraints().GetGrants().MemoryLimitBytes = 8 << 30
+			b, err := proto.Marshal(tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Equal(b, d.GetTicket()) {
+				t.Fatal("the ticket is unchanged")
+			}
+			d.Ticket = b
+			return d
+		}},
+		{"expired", reason.TicketExpired, func(t *testing.T, req *wardv1.JobRequest) *wardv1.Dispatch {
+			d, err := signer.Sign(ticket("h1", req), now.Add(-time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := f.create(t, "refused-"+strings.ReplaceAll(tc.name, " ", "-"), "1ms")
+			req.Attempt = 2
+			req.Constraints = &wardv1.Constraints{Grants: &wardv1.Grants{MemoryLimitBytes: 256 << 20}}
+			f.refuse(t, tc.forge(t, req), req.GetJobId(), tc.code)
+			// The same job attempt, signed right for this host: the refusal
+			// was the ticket's, and a refused ticket is not one seen.
+			f.publish(t, signed(t, "h1", req))
+			f.runs(t, req, 1, "1ms")
+		})
+		good++
+	}
+
+	t.Run("replayed", func(t *testing.T) {
+		req := f.create(t, "replayed", "1ms")
+		req.Attempt = 2
+		d := signed(t, "h1", req)
+		f.publish(t, d)
+		f.runs(t, req, 1, "1ms")
+		f.refuse(t, d, req.GetJobId(), reason.TicketReplayed)                    // the very dispatch again
+		f.refuse(t, signed(t, "h1", req), req.GetJobId(), reason.TicketReplayed) // the attempt signed anew
+		// The job's next attempt is a new ticket.
+		req.Attempt = 3
+		f.publish(t, signed(t, "h1", req))
+		f.runs(t, req, 2, "1ms")
+	})
+	good += 2
+
+	if got := ran("SUCCEEDED") - succeeded; got != float64(good) {
+		t.Errorf("the module ran %v jobs, want %d: a refused dispatch ran", got, good)
+	}
+	if got := ran("FAILED") - failed; got != 0 {
+		t.Errorf("%v jobs failed", got)
+	}
+}
+
+// TestDispatchForAnotherModule: a signed ticket for a version of the
+// module other than the one the host holds (swapped in since the scheduler
+// placed the job), or for another module, does not run: its result is
+// FAILED module_unavailable, for its attempt, with no output. The ticket
+// for the version held runs.
+func TestDispatchForAnotherModule(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := context.Background()
+	if err := f.agent.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	digest := f.agent.Modules()["sleep"]
+	if digest == "" {
+		t.Fatalf("the host holds %v", f.agent.Modules())
+	}
+	succeeded := ran("SUCCEEDED")
+	req := f.create(t, "versioned", "1ms")
+	for i, tc := range []struct {
+		name, module, digest string
+		code                 reason.Code
+	}{
+		{"another version", "sleep", "sha256:" + strings.Repeat("0", 64), reason.ModuleUnavailable},
+		{"another module", "echo", "", reason.ModuleUnavailable},
+		{"the version held", "sleep", digest, ""},
+	} {
+		req.Attempt = int32(i + 1)
+		tk := ticket("h1", req)
+		tk.Module, tk.ModuleDigest = tc.module, tc.digest
+		d, err := signer.Sign(tk, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.publish(t, d)
+		r := f.events.waitN(t, req.GetJobId(), i+1)[i]
+		if r.GetAttempt() != req.GetAttempt() || r.GetErrorCode() != string(tc.code) {
+			t.Fatalf("%s: result for attempt %d, code %q (%s); want attempt %d, code %q",
+				tc.name, r.GetAttempt(), r.GetErrorCode(), r.GetErrorMessage(), req.GetAttempt(), tc.code)
+		}
+		if tc.code != "" {
+			if r.GetStatus() != wardv1.JobState_JOB_STATE_FAILED || r.GetResultPtr() != "" {
+				t.Fatalf("%s: %v", tc.name, r)
+			}
+			if out, err := f.store.Blob(ctx, jobstore.ResultPtr(req.GetJobId())); err == nil {
+				t.Fatalf("%s: the module ran, its output %q", tc.name, out)
+			}
+			continue
+		}
+		f.runs(t, req, i+1, "1ms")
+		if r.GetModuleDigest() != digest {
+			t.Errorf("ran %s %s, want %s", r.GetModule(), r.GetModuleDigest(), digest)
+		}
+	}
+	if got := ran("SUCCEEDED") - succeeded; got != 1 {
+		t.Errorf("the module ran %v times, want once", got)
+	}
+}
+
+// TestInsecureHost: a host without a dispatch key (a system run
+// --insecure) runs an unsigned dispatch, and still refuses one addressed
+// to another host, an expired one and a replayed one.
+func TestInsecureHost(t *testing.T) {
+	f := newFixtureKey(t, 1, nil)
+	if err := f.agent.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	unsigned := func(t *testing.T, host string, req *wardv1.JobRequest, now time.Time) *wardv1.Dispatch {
+		t.Helper()
+		d, err := auth.Unsigned(ticket(host, req), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	req := f.create(t, "insecure", "1ms")
+	f.refuse(t, unsigned(t, "h2", req, time.Now()), req.GetJobId(), reason.TicketMisaddressed)
+	f.refuse(t, unsigned(t, "h1", req, time.Now().Add(-time.Hour)), req.GetJobId(), reason.TicketExpired)
+	d := unsigned(t, "h1", req, time.Now())
+	f.publish(t, d)
+	f.runs(t, req, 1, "1ms")
+	f.refuse(t, d, req.GetJobId(), reason.TicketReplayed)
+}
+
+// TestHostSubjects: a host subscribes to its own subjects only (its
+// dispatches, the hosts' cancels, worker pings: no topic, since jobs reach
+// it only as signed dispatches), its host credential allows all it does (a
+// job run, a cancel heard, a ping answered, heartbeats) with no refusal
+// from the server, and its heartbeats carry that credential.
+func TestHostSubjects(t *testing.T) {
+	f := newFixture(t, 1)
+	refused := func() float64 {
+		mfs, err := prometheus.DefaultGatherer.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "ward_bus_refused_total" {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		return 0
+	}
+	before := refused()
+	if err := f.agent.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req := f.create(t, "subjects", "1ms")
+	dispatch(t, f.conn, "h1", req)
+	f.runs(t, req, 1, "1ms")
+	cancelJob(t, f.conn, "nobody")
+	m, err := f.conn.NATS().Request(bus.SubjectWorkerPing, nil, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := &wardv1.Heartbeat{}
+	if err := proto.Unmarshal(m.Data, hb); err != nil || hb.GetWorkerId() != "h1" {
+		t.Fatalf("ping answered %v %v", hb, err)
+	}
+	// The heartbeat carries the host's credential, by which schedulers
+	// admit it.
+	if id, err := auth.ParseIdentity(hb.GetCredential()); err != nil || hb.GetCredential() != f.cred || id.Role != auth.Host || id.Name != "h1" {
+		t.Errorf("the heartbeat's credential is %+v (%v)", id, err)
+	}
+
+	cz, err := f.nats.Server.Connz(&server.ConnzOptions{Subscriptions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subs []string
+	found := false
+	for _, c := range cz.Conns {
+		if c.Name == "host:h1" {
+			found = true
+			subs = append(subs, c.Subs...)
+		}
+	}
+	if !found {
+		t.Fatalf("no connection host:h1 among %d", len(cz.Conns))
+	}
+	slices.Sort(subs)
+	want := []string{bus.SubjectHostCancel, bus.SubjectWorkerPing, bus.WorkerJobsSubject("h1")}
+	slices.Sort(want)
+	if !slices.Equal(subs, want) {
+		t.Errorf("the host subscribes to %v, want %v", subs, want)
+	}
+	if got := refused() - before; got != 0 {
+		t.Errorf("the server refused %v publishes or subscriptions", got)
+	}
+}

@@ -1,0 +1,7 @@
+package host
+
+// The counters the external tests (package host_test) read.
+var (
+	DispatchesRefused = dispatchesRefused
+	JobsRun           = jobsRun
+)
