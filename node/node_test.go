@@ -296,7 +296,6 @@ func TestJobsThatCannotRun(t *testing.T) {
 	}{
 		{"sys.destroy", &wardv1.JobRequest{Topic: "sys.destroy", TenantId: "acme"}, wardv1.JobState_JOB_STATE_DENIED, "safety_denied", "sys.destroy"},
 		{"outside job.*", &wardv1.JobRequest{Topic: "admin.reboot", TenantId: "acme"}, wardv1.JobState_JOB_STATE_DENIED, "safety_denied", "admin.reboot"},
-		{"no tenant", &wardv1.JobRequest{Topic: "job.echo"}, wardv1.JobState_JOB_STATE_DENIED, "safety_denied", "tenant"},
 		{"no pool", &wardv1.JobRequest{Topic: "job.unknown", TenantId: "acme"}, wardv1.JobState_JOB_STATE_FAILED, "no_pool_mapping", "job.unknown"},
 		{"no live host", &wardv1.JobRequest{Topic: "job.chat.simple", TenantId: "acme"}, wardv1.JobState_JOB_STATE_FAILED, "no_workers", "chat-simple"},
 	} {

@@ -69,7 +69,7 @@ func TestSubmitPrintsStreamedTokens(t *testing.T) {
 
 	dev, natsURL := startDev(t, []string{"REDIS_URL=", "OLLAMA_URL=" + o.URL, "OLLAMA_MODEL=llama3"}, "--modules", mods, "--policies", pols)
 	// Wait for the host to report Ollama, as `ward workers` shows it.
-	c, err := client.Dial(natsURL)
+	c, err := client.Dial(natsURL, client.Options{Creds: devAdminCreds()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	natstest "github.com/nats-io/nats-server/v2/test"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
@@ -34,6 +35,10 @@ func TestMain(m *testing.M) {
 	}
 	wardBin = filepath.Join(dir, "ward")
 	cacheDir = filepath.Join(dir, "cache")
+	// Every ward process of these tests, `ward dev` and the CLI, keeps and
+	// finds its keys and credentials here, not in the user's home.
+	os.Setenv("WARD_STATE_DIR", filepath.Join(dir, "state"))
+	os.Unsetenv("WARD_CREDS")
 	build := exec.Command("go", "build", "-race", "-o", wardBin, ".")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
@@ -181,11 +186,25 @@ func waitSucceeded(t *testing.T, c *client.Client, payload string) {
 // scheduler and a host as separate ward processes over NATS and Redis, and
 // stops each with SIGTERM.
 func TestSeparateProcesses(t *testing.T) {
-	opts := natstest.DefaultTestOptions
-	opts.Port = -1
-	opts.JetStream = true // the module registry
-	opts.StoreDir = t.TempDir()
-	ns := natstest.RunServer(&opts)
+	// The production path, with auth on: `ward auth init` writes the keys
+	// and a nats-server configuration, which the server here runs with;
+	// each part gets its own credential, each host `ward auth host add`'s.
+	keys := t.TempDir()
+	auth := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(wardBin, append([]string{"auth", "--dir", keys}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ward auth %v: %v\n%s", args, err, out)
+		}
+	}
+	auth("init")
+	auth("host", "add", "host-1", "-o", keys)
+	auth("host", "add", "host-2", "-o", keys)
+	opts, err := server.ProcessConfigFile(filepath.Join(keys, "nats-server.conf"))
+	if err != nil {
+		t.Fatalf("the nats-server.conf ward auth init wrote: %v", err)
+	}
+	opts.Host, opts.Port, opts.StoreDir, opts.NoSigs = "127.0.0.1", -1, t.TempDir(), true
+	ns := natstest.RunServer(opts)
 	defer ns.Shutdown()
 	redisURL := redistest.Start(t)
 	safetyAddr := freeAddr(t)
@@ -196,18 +215,22 @@ func TestSeparateProcesses(t *testing.T) {
 	if err := os.WriteFile(schedCfg, []byte("placement: {cpu_threshold: 100}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	k := func(f string) string { return filepath.Join(keys, f) }
 	env := []string{"NATS_URL=" + ns.ClientURL(), "REDIS_URL=" + redisURL, "SAFETY_KERNEL_ADDR=" + safetyAddr, "METRICS_ADDR=",
-		"SCHEDULER_CONFIG_PATH=" + schedCfg}
+		"SCHEDULER_CONFIG_PATH=" + schedCfg, "WARD_AUTH_DIR=" + keys}
 
 	// --metrics "": METRICS_ADDR= in env does not disable them (an empty
 	// variable reads as unset), and the default ports may be taken.
-	safety := startWard(t, "safety", env, "safety", "--listen", safetyAddr, "--metrics", "")
-	sched := startWard(t, "scheduler", env, "scheduler", "--metrics", "")
-	host := startWard(t, "host", env, "host", "--modules", echoDir(t), "--heartbeat", "200ms", "--cache-dir", cacheDir, "--metrics", "")
+	safety := startWard(t, "safety", env, "safety", "--listen", safetyAddr, "--metrics", "",
+		"--creds", k("safety.creds"), "--policy-pubkey", k("policy.pub"))
+	sched := startWard(t, "scheduler", env, "scheduler", "--metrics", "", "--creds", k("scheduler.creds"), "--dispatch-secret", k("dispatch.secret"))
+	host := startWard(t, "host", env, "host", "--id", "host-1", "--modules", echoDir(t), "--heartbeat", "200ms", "--cache-dir", cacheDir, "--metrics", "",
+		"--creds", k("host-host-1.creds"), "--dispatch-key", k("host-host-1.key"), "--trusted-key", k("module.pub"))
 	// A second host with no modules of its own: the registry's only.
-	host2 := startWard(t, "host2", env, "host", "--modules", "", "--heartbeat", "200ms", "--cache-dir", cacheDir, "--metrics", "")
+	host2 := startWard(t, "host2", env, "host", "--id", "host-2", "--modules", "", "--heartbeat", "200ms", "--cache-dir", cacheDir, "--metrics", "",
+		"--creds", k("host-host-2.creds"), "--dispatch-key", k("host-host-2.key"), "--trusted-key", k("module.pub"))
 
-	c, err := client.Dial(ns.ClientURL())
+	c, err := client.Dial(ns.ClientURL(), client.Options{Creds: k("admin.creds")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +258,11 @@ func TestSeparateProcesses(t *testing.T) {
 		return path
 	}
 	ward := func(args ...string) (string, error) {
-		out, err := exec.Command(wardBin, append(args, "--nats", ns.ClientURL())...).CombinedOutput()
+		cmd := exec.Command(wardBin, append(args, "--nats", ns.ClientURL())...)
+		// The admin's credential; deploys sign with the module key of
+		// WARD_AUTH_DIR, which the hosts trust.
+		cmd.Env = append(os.Environ(), "WARD_CREDS="+k("admin.creds"), "WARD_AUTH_DIR="+keys)
+		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
 	mustWard := func(want string, args ...string) string {
@@ -381,4 +408,9 @@ func TestHostLabels(t *testing.T) {
 	if _, err := hostLabels([]string{"novalue"}, nil); err == nil {
 		t.Fatal("a label without = accepted")
 	}
+}
+
+// devAdminCreds is the admin credential `ward dev` writes in its state.
+func devAdminCreds() string {
+	return filepath.Join(os.Getenv("WARD_STATE_DIR"), "creds", "admin.creds")
 }
