@@ -51,12 +51,13 @@ const (
 	TenantAdd      = "tenant.add"
 	TenantRevoke   = "tenant.revoke"
 	HostAdd        = "host.add"
+	HostRevoke     = "host.revoke"
 	DLQRetry       = "dlq.retry"
 	SchedulerMode  = "scheduler.mode"
 )
 
 var actions = []string{PolicyPush, ModuleDeploy, ModuleRollback, ModuleRm,
-	TenantAdd, TenantRevoke, HostAdd, DLQRetry, SchedulerMode}
+	TenantAdd, TenantRevoke, HostAdd, HostRevoke, DLQRetry, SchedulerMode}
 
 // Errors.
 var (

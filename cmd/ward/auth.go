@@ -274,7 +274,7 @@ func newAuthHostCmd(g *globals, load func() (*auth.Authority, error)) *cobra.Com
 		Short: "Revoke a host's credentials and cut its connections at once",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.revoke(cmd, load, auth.Host, args[0], audit.TenantRevoke)
+			return g.revoke(cmd, load, auth.Host, args[0], audit.HostRevoke)
 		},
 	}
 	cmd.AddCommand(add, revoke)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/ward-run/ward/audit"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -65,6 +66,7 @@ func newDLQCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "job %s\n", reply.GetJobId())
+			g.audit(audit.DLQRetry, args[0], map[string]string{"new_job": reply.GetJobId()})
 			if reply.GetDuplicate() {
 				fmt.Fprintf(cmd.OutOrStdout(), "(job %s was retried already: this is that retry)\n", args[0])
 			}
@@ -125,6 +127,9 @@ replica follows it, or shows it when given none:
 			m, err := c.SchedulerMode(ctx, mode)
 			if err != nil {
 				return err
+			}
+			if mode != "" {
+				g.audit(audit.SchedulerMode, m, nil)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), m)
 			return nil

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/modreg"
@@ -149,6 +150,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 				}
 			}
 			fmt.Fprintf(out, "deployed %s %s (%s, %d bytes%s)\n", a.Name, a.Version, a.Digest, len(wasm), signedNote(v.Signature))
+			g.audit(audit.ModuleDeploy, a.Name, map[string]string{"version": a.Version, "digest": a.Digest, "signed": fmt.Sprint(len(v.Signature) > 0)})
 			if a.Route.Topic != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "route: %s → pool %s\n", a.Route.Topic, orDefault(a.Route.Pool, a.Name))
 			}
@@ -239,6 +241,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s) is active\n", a.Name, a.Version, a.Digest)
+			g.audit(audit.ModuleRollback, a.Name, map[string]string{"version": a.Version, "digest": a.Digest})
 			return waitFor(wait, &modreg.Rollout{Registry: r, Hosts: natsHosts{c}}, a, cmd.OutOrStdout())
 		},
 	}
@@ -260,6 +263,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s retired (`ward module rollback %s` brings it back)\n", args[0], args[0])
+			g.audit(audit.ModuleRm, args[0], nil)
 			return waitFor(wait, &modreg.Rollout{Registry: r, Hosts: natsHosts{c}}, a, cmd.OutOrStdout())
 		},
 	}

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
+	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/safety"
 )
@@ -332,6 +333,7 @@ without --policy-pubkey accept.`,
 			} else {
 				fmt.Fprintf(out, "pushed revision %s (%d tests passed, %s) to %s, bucket revision %d\n",
 					res.Revision, res.Tests, signed, res.Bucket, res.KVRevision)
+				g.audit(audit.PolicyPush, res.Bucket, map[string]string{"revision": res.Revision, "signed": signed})
 			}
 			if wait <= 0 {
 				return nil

@@ -296,6 +296,13 @@ func TestSeparateProcesses(t *testing.T) {
 		!strings.Contains(out, "module_retired") {
 		t.Errorf("a job for a retired module: %v\n%s", err, out)
 	}
+	// Every admin action of the run is in the audit log, with who did it.
+	audit := mustWard("module.deploy", "audit", "ls")
+	for _, want := range []string{"admin:admin", "module.rollback", "module.rm", "hello"} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("ward audit ls does not show %q:\n%s", want, audit)
+		}
+	}
 	for i, p := range procs {
 		select {
 		case err := <-p.done:
