@@ -87,6 +87,31 @@ func ContextOwner(ptr string) (string, error) {
 	return tenant, nil
 }
 
+// ContextDigest is the digest a context pointer names: "sha256:<hex>". The
+// name is the client's claim; whoever reads the bytes checks them against
+// it (ContentDigest).
+func ContextDigest(ptr string) (string, error) {
+	if _, err := ContextOwner(ptr); err != nil {
+		return "", err
+	}
+	_, name, _ := ParseObjectPtr(ptr)
+	hexsum, ok := strings.CutPrefix(name, "sha256-")
+	if !ok || len(hexsum) != 2*sha256.Size {
+		return "", fmt.Errorf("%w: %q does not name a sha256 digest", ErrBadPointer, ptr)
+	}
+	if _, err := hex.DecodeString(hexsum); err != nil {
+		return "", fmt.Errorf("%w: %q: %v", ErrBadPointer, ptr, err)
+	}
+	return "sha256:" + hexsum, nil
+}
+
+// ContentDigest is "sha256:<hex>" of data: the payload digest the safety
+// kernel sees.
+func ContentDigest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
 // Objects reads and writes objects of JetStream Object Store buckets on a
 // connection. It is safe for concurrent use; buckets are opened once.
 type Objects struct {

@@ -97,7 +97,9 @@ func ProgressSubject(workerID string) string { return SubjectProgress + "." + wo
 // HeartbeatSubject is where worker id publishes its heartbeats.
 func HeartbeatSubject(workerID string) string { return "sys.heartbeat." + workerID }
 
-// WorkerJobsSubject is worker id's direct dispatch subject.
+// WorkerJobsSubject is worker id's dispatch subject, the only one a host
+// takes jobs on: schedulers publish a Dispatch there (a DispatchTicket
+// signed for that host, auth/ticket.go), and only that host may subscribe.
 func WorkerJobsSubject(workerID string) string { return "worker." + workerID + ".jobs" }
 
 // EventSubject is where schedulers publish the state changes of tenant's
@@ -107,6 +109,3 @@ func EventSubject(tenant, jobID string) string { return "sys.job.event." + tenan
 
 // AnyTenant is the wildcard tenant token of an admin's subscription.
 const AnyTenant = "*"
-
-// PoolQueue is the queue group of the hosts serving pool.
-func PoolQueue(pool string) string { return "workers-" + pool }

@@ -11,11 +11,15 @@ import (
 	"github.com/ward-run/ward/bus"
 )
 
-// cancels is the host's side of sys.job.cancel: every host hears every
-// cancel (fan-out). The host running the job stops its sandbox at once
-// (jobTable.cancel); a cancel for a job not running here is remembered for a
-// while, so that the job is dropped should it still arrive (a job waiting
-// on the host behind its running ones, say).
+// cancels is the host's side of sys.host.cancel. Clients cancel on
+// sys.job.cancel.<tenant>, which only schedulers hear; a scheduler ends the
+// job CANCELLED (once it has checked the job is the asking tenant's), or
+// the reconciler times it out, and then publishes the JobCancel on
+// sys.host.cancel, where only schedulers may publish. Every host hears it
+// (fan-out): the one running the job stops its sandbox at once
+// (jobTable.cancel); a cancel for a job not running here is remembered for
+// a while, so that the job is dropped should its dispatch still arrive (a
+// job waiting on the host behind its running ones, say).
 type cancels struct {
 	mu     sync.Mutex // guards the 3 following fields
 	sub    *nats.Subscription
@@ -30,7 +34,7 @@ const (
 	cancelSubject = bus.SubjectHostCancel
 )
 
-// start subscribes to sys.job.cancel. The handler runs on the
+// start subscribes to sys.host.cancel. The handler runs on the
 // subscription's own goroutine: it only looks up a map and cancels a
 // context, so it ends with the subscription.
 func (c *cancels) start(a *Agent) error {

@@ -1,7 +1,11 @@
-// Package host is Ward's host agent. It announces itself with heartbeats,
-// takes jobs from its direct subject and from its pools' queue groups, runs
-// each in the wasm sandbox with the limits the safety decision granted, and
-// reports progress and results. It never runs more than MaxParallel jobs.
+// Package host is Ward's host agent. It announces itself with heartbeats
+// (carrying its credential, by which schedulers admit it), takes jobs only
+// as signed dispatches on its own subject, worker.<id>.jobs, refusing a
+// ticket that is unsigned, forged or altered, for another host, expired or
+// replayed (auth/ticket.go), runs each job in the wasm sandbox with the
+// limits the safety decision granted, and reports progress and results on
+// its own subjects, with the attempt it ran. It never runs more than
+// MaxParallel jobs.
 package host
 
 import (
@@ -232,8 +236,9 @@ func (a *Agent) Pools() []string { return slices.Clone(a.table.load().pools) }
 func (a *Agent) Modules() map[string]string { return maps.Clone(a.table.load().digests) }
 
 // Start loads the registry's active modules (when it has a registry),
-// subscribes to the host's direct subject, its pools' topics, worker pings
-// and job cancels, and sends the first heartbeat before it returns. It
+// subscribes to the host's dispatch subject (worker.<id>.jobs), worker
+// pings (sys.worker.ping) and cancels (sys.host.cancel), and sends the
+// first heartbeat before it returns. It
 // fails when ctx ends before the NATS server confirmed the subscriptions.
 // A Start that fails undoes what it started (the module watcher, the
 // subscriptions, the jobs they took) and leaves the Agent stopped: a later
@@ -317,9 +322,10 @@ func flush(ctx context.Context, nc *nats.Conn) error {
 	return nc.FlushWithContext(ctx)
 }
 
-// abort undoes a Start that failed. It waits for the jobs the
-// subscriptions took meanwhile (a pool's topic may deliver one before the
-// host announced itself) for a while, then cancels them.
+// abort undoes a Start that failed. It waits for the jobs the dispatch
+// subscription took meanwhile (a scheduler that still counts an earlier run
+// of this host id as live may dispatch to it before it announced itself)
+// for a while, then cancels them.
 func (a *Agent) abort() {
 	a.mu.Lock()
 	a.stopped = true

@@ -110,11 +110,24 @@ func (a *Agent) readContext(ctx context.Context, req *wardv1.JobRequest) ([]byte
 		if owner != req.GetTenantId() {
 			return nil, fmt.Errorf("context %s belongs to another tenant", ptr)
 		}
+		want, err := bus.ContextDigest(ptr)
+		if err != nil {
+			return nil, err
+		}
 		objs, err := a.objs.get(a.cfg.Bus)
 		if err != nil {
 			return nil, err
 		}
-		return objs.Get(ctx, ptr, a.cfg.MaxContextBytes)
+		data, err := objs.Get(ctx, ptr, a.cfg.MaxContextBytes)
+		if err != nil {
+			return nil, err
+		}
+		// The policy judged the digest the pointer names: run those bytes
+		// or nothing.
+		if got := bus.ContentDigest(data); got != want {
+			return nil, fmt.Errorf("context %s holds %s, not the %s its name says", ptr, got, want)
+		}
+		return data, nil
 	}
 	if ptr != jobstore.ContextPtr(req.GetJobId()) {
 		return nil, fmt.Errorf("context pointer %q is not job %s's", ptr, req.GetJobId())

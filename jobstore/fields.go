@@ -48,6 +48,7 @@ const (
 	fWaiting        = "waiting" // the scripts spell it too
 	fWaits          = "waits"
 	fPayloadSize    = "payload_size"
+	fPayloadDigest  = "payload_digest"
 )
 
 // recentCap is how many jobs job:recent keeps.
@@ -144,6 +145,7 @@ func jobFields(j *Job) ([]string, error) {
 	}
 	p = num(p, fWaits, int64(j.Waits))
 	p = num(p, fPayloadSize, j.PayloadSize)
+	p = pairs(p, fPayloadDigest, j.PayloadDigest)
 	// Waiting is the store's own: Create never sets it.
 	return p, nil
 }
@@ -238,6 +240,7 @@ func decodeJob(h map[string]string) (*Job, error) {
 	j.MemoryBytes = num(fMemory)
 	j.Waits = int(num(fWaits))
 	j.PayloadSize = num(fPayloadSize)
+	j.PayloadDigest = h[fPayloadDigest]
 	if h[fDeadline] != "" {
 		j.Deadline = fromMS(num(fDeadline))
 	}

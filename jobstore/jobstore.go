@@ -202,6 +202,7 @@ type Job struct {
 	CPUMillicores  int64             `json:"cpu_millicores,omitempty"` // requested
 	MemoryBytes    int64             `json:"memory_bytes,omitempty"`   // requested
 	PayloadSize    int64             `json:"payload_size,omitempty"`   // the context blob's size, for the safety kernel
+	PayloadDigest  string            `json:"payload_digest,omitempty"` // "sha256:<hex>" of the context, for the safety kernel
 	// Deadline is when the job times out whatever its state (zero: never).
 	// It is indexed for PastDeadline.
 	Deadline time.Time `json:"deadline,omitzero"`

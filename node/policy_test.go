@@ -3,9 +3,11 @@ package node_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -249,5 +251,57 @@ func TestPayloadCapHoldsOnEveryPath(t *testing.T) {
 	_, err = e.client.Submit(ctx, &wardv1.JobRequest{Topic: "job.echo", TenantId: "globex", ContextPtr: ptr})
 	if !errors.Is(err, client.ErrRefused) || !strings.Contains(err.Error(), "another tenant") {
 		t.Fatalf("globex submitting acme's context: %v, want refused", err)
+	}
+}
+
+// TestPayloadDigestOnEveryPath: a rule on the payload's digest holds for
+// an inline payload and for one stored by pointer, and a stored object
+// whose bytes are not those its name (the digest the policy judged) says
+// does not run.
+func TestPayloadDigestOnEveryPath(t *testing.T) {
+	e := start(t, node.Options{Modules: echoModules(t)})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	small, big := []byte("forbidden words"), bytes.Repeat([]byte("forbidden "), 60_000) // inline; by pointer
+	rule := fmt.Sprintf("package ward.safety\n\ndeny contains \"payload is blocked\" if input.payload_digest in {%q, %q}\n",
+		bus.ContentDigest(small), bus.ContentDigest(big))
+	res, err := safety.Push(ctx, e.client.Bus().NATS(), "", defaultBundleWith(t, map[string]string{"blocked_payloads.rego": rule}),
+		safety.PushOptions{By: "test", Unsigned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 30*time.Second, func() bool { return e.n.Safety.Kernel().Revision() == res.Revision })
+	for _, p := range [][]byte{small, big} {
+		_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: p})
+		if rec.GetState() != wardv1.JobState_JOB_STATE_DENIED || !slices.Contains(rec.GetSafety().GetReasons(), "payload is blocked") {
+			t.Errorf("%d bytes: %s/%s %v, want DENIED for its digest", len(p), rec.GetState(), rec.GetReason(), rec.GetSafety().GetReasons())
+		}
+	}
+	// Other payloads, on both paths, run.
+	for _, p := range [][]byte{[]byte("fine words"), bytes.Repeat([]byte("fine "), 120_000)} {
+		if _, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: p}); rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+			t.Errorf("%d allowed bytes: %s/%s", len(p), rec.GetState(), rec.GetReason())
+		}
+	}
+	// The blocked bytes stored under the name of allowed ones: the policy
+	// sees the name's digest, and the host refuses the bytes.
+	allowed := bytes.Repeat([]byte("fine "), 130_000)
+	js, err := jetstream.New(e.client.Bus().NATS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: bus.ContextBucketOf("acme")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(allowed)
+	if _, err := store.PutBytes(ctx, bus.ContextObjectName(sum), big); err != nil {
+		t.Fatal(err)
+	}
+	ptr := bus.ObjectScheme + bus.ContextBucketOf("acme") + "/" + bus.ContextObjectName(sum)
+	_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", ContextPtr: ptr})
+	if rec.GetState() != wardv1.JobState_JOB_STATE_FAILED || rec.GetErrorCode() != string(reason.ContextUnavailable) ||
+		!strings.Contains(rec.GetErrorMessage(), "not the sha256:") {
+		t.Fatalf("a mislabelled object: %s/%s %q, want FAILED context_unavailable", rec.GetState(), rec.GetErrorCode(), rec.GetErrorMessage())
 	}
 }

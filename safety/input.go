@@ -32,20 +32,22 @@ const (
 	fPayloadSize
 	fModule
 	fPool
+	fPayloadDigest
 	numFields
 )
 
 // fieldNames are the input's keys, by field.
 var fieldNames = [numFields]string{
-	fJobID:       "job_id",
-	fTopic:       "topic",
-	fTenantID:    "tenant_id",
-	fLabels:      "labels",
-	fRequires:    "requires",
-	fPriority:    "priority",
-	fPayloadSize: "payload_size",
-	fModule:      "module",
-	fPool:        "pool",
+	fJobID:         "job_id",
+	fTopic:         "topic",
+	fTenantID:      "tenant_id",
+	fLabels:        "labels",
+	fRequires:      "requires",
+	fPriority:      "priority",
+	fPayloadSize:   "payload_size",
+	fModule:        "module",
+	fPool:          "pool",
+	fPayloadDigest: "payload_digest",
 }
 
 // fieldSet is a set of fields, one bit each.
@@ -164,6 +166,8 @@ func inputValue(req *safetyv1.CheckRequest, set fieldSet, enc *encoded, terms *t
 			v = terms.get(enc.field(fModule), req.GetModule())
 		case fPool:
 			v = ast.StringTerm(req.GetPool())
+		case fPayloadDigest:
+			v = ast.StringTerm(req.GetPayloadDigest())
 		}
 		items = append(items, ast.Item(fieldKeys[f], v))
 	}
@@ -343,6 +347,8 @@ func (e *encoded) encode(req *safetyv1.CheckRequest) {
 			e.int(g.GetTimeLimitMs())
 		case fPool:
 			e.str(req.GetPool())
+		case fPayloadDigest:
+			e.str(req.GetPayloadDigest())
 		}
 		e.ends[f] = len(e.buf)
 	}

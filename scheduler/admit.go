@@ -104,6 +104,7 @@ func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1
 		CPUMillicores:  req.GetResources().GetCpuMillicores(),
 		MemoryBytes:    req.GetResources().GetMemoryBytes(),
 		PayloadSize:    int64(len(req.Payload)),
+		PayloadDigest:  bus.ContentDigest(req.Payload),
 		CreatedAt:      now,
 	}
 	job.Deadline = deadline(job, nil)
@@ -115,7 +116,11 @@ func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1
 		if why != "" {
 			return refuse(reason.BadRequest, "%s", why), nil, nil
 		}
-		job.ContextPtr, job.PayloadSize = req.ContextPtr, size
+		digest, err := bus.ContextDigest(req.ContextPtr)
+		if err != nil {
+			return refuse(reason.BadRequest, "%v", err), nil, nil
+		}
+		job.ContextPtr, job.PayloadSize, job.PayloadDigest = req.ContextPtr, size, digest
 	}
 	res, err := s.cfg.Store.Submit(ctx, job, req.Payload, jobstore.Guard{
 		Rate: limits.Rate, Burst: limits.Burst, Queues: pools, QueueCap: c.sched.Queue.Cap,
@@ -227,15 +232,16 @@ func (s *Scheduler) decide(ctx context.Context, c *settings, job *jobstore.Job) 
 			}
 		}
 		decision, err := s.cfg.Safety.Check(ctx, &safetyv1.CheckRequest{
-			JobId:       job.ID,
-			Topic:       job.Topic,
-			TenantId:    job.Tenant,
-			Labels:      job.Labels,
-			Requires:    job.Requires,
-			Priority:    int32(job.Priority),
-			PayloadSize: job.PayloadSize,
-			Pool:        poolName,
-			Module:      module,
+			JobId:         job.ID,
+			Topic:         job.Topic,
+			TenantId:      job.Tenant,
+			Labels:        job.Labels,
+			Requires:      job.Requires,
+			Priority:      int32(job.Priority),
+			PayloadSize:   job.PayloadSize,
+			PayloadDigest: job.PayloadDigest,
+			Pool:          poolName,
+			Module:        module,
 		})
 		if err != nil {
 			s.log.Warn("safety kernel unavailable; failing closed", "job_id", job.ID, "err", err)

@@ -155,16 +155,20 @@ func (x *ModuleRequest) GetSigned() bool {
 
 // CheckRequest is the policy input: the job as the scheduler sees it.
 type CheckRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Topic         string                 `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
-	TenantId      string                 `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
-	Labels        map[string]string      `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Requires      []string               `protobuf:"bytes,5,rep,name=requires,proto3" json:"requires,omitempty"`
-	Priority      int32                  `protobuf:"varint,6,opt,name=priority,proto3" json:"priority,omitempty"`
-	PayloadSize   int64                  `protobuf:"varint,7,opt,name=payload_size,json=payloadSize,proto3" json:"payload_size,omitempty"`
-	Module        *ModuleRequest         `protobuf:"bytes,8,opt,name=module,proto3" json:"module,omitempty"`
-	Pool          string                 `protobuf:"bytes,9,opt,name=pool,proto3" json:"pool,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	JobId       string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Topic       string                 `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	TenantId    string                 `protobuf:"bytes,3,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	Labels      map[string]string      `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Requires    []string               `protobuf:"bytes,5,rep,name=requires,proto3" json:"requires,omitempty"`
+	Priority    int32                  `protobuf:"varint,6,opt,name=priority,proto3" json:"priority,omitempty"`
+	PayloadSize int64                  `protobuf:"varint,7,opt,name=payload_size,json=payloadSize,proto3" json:"payload_size,omitempty"`
+	Module      *ModuleRequest         `protobuf:"bytes,8,opt,name=module,proto3" json:"module,omitempty"`
+	Pool        string                 `protobuf:"bytes,9,opt,name=pool,proto3" json:"pool,omitempty"`
+	// payload_digest is "sha256:" and the hex SHA-256 of the payload, whatever
+	// path it took (inline, or by pointer from the object store, whose host
+	// checks the bytes against it before the job runs).
+	PayloadDigest string `protobuf:"bytes,10,opt,name=payload_digest,json=payloadDigest,proto3" json:"payload_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -258,6 +262,13 @@ func (x *CheckRequest) GetModule() *ModuleRequest {
 func (x *CheckRequest) GetPool() string {
 	if x != nil {
 		return x.Pool
+	}
+	return ""
+}
+
+func (x *CheckRequest) GetPayloadDigest() string {
+	if x != nil {
+		return x.PayloadDigest
 	}
 	return ""
 }
@@ -873,7 +884,7 @@ const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\tR\x06digest\x12-\n" +
 	"\trequested\x18\x03 \x01(\v2\x0f.ward.v1.GrantsR\trequested\x12\x16\n" +
-	"\x06signed\x18\x04 \x01(\bR\x06signed\"\xfb\x02\n" +
+	"\x06signed\x18\x04 \x01(\bR\x06signed\"\xa2\x03\n" +
 	"\fCheckRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +
@@ -883,7 +894,9 @@ const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"\bpriority\x18\x06 \x01(\x05R\bpriority\x12!\n" +
 	"\fpayload_size\x18\a \x01(\x03R\vpayloadSize\x125\n" +
 	"\x06module\x18\b \x01(\v2\x1d.ward.safety.v1.ModuleRequestR\x06module\x12\x12\n" +
-	"\x04pool\x18\t \x01(\tR\x04pool\x1a9\n" +
+	"\x04pool\x18\t \x01(\tR\x04pool\x12%\n" +
+	"\x0epayload_digest\x18\n" +
+	" \x01(\tR\rpayloadDigest\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb5\x02\n" +
