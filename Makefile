@@ -8,7 +8,7 @@ WASM      := $(addprefix $(WASM_DIR)/,$(addsuffix .wasm,$(MODULES)))
 MANIFESTS := $(addprefix $(WASM_DIR)/,$(addsuffix .yaml,$(MODULES)))
 MODULE_GO := $(shell find modules -name '*.go' -not -path '*/testdata/*' -not -name '*_test.go' 2>/dev/null)
 
-.PHONY: all build modules run test proto bench clean
+.PHONY: all build modules run test proto bench bench-auth clean
 
 all: build modules
 
@@ -46,6 +46,11 @@ proto:
 
 bench: build
 	./bin/ward bench -n 5000 -c 32
+
+# bench-auth compares ward dev with auth on and --insecure, alternating
+# rounds: jobs/s and CPU per job of each (internal/bench/auth-vs-insecure.sh).
+bench-auth: build modules
+	./internal/bench/auth-vs-insecure.sh
 
 clean:
 	rm -rf bin $(WASM_DIR)

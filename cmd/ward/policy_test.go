@@ -163,12 +163,9 @@ func TestDevPolicyLive(t *testing.T) {
 	// Push another bundle: a second rule, and the kernel swaps to it.
 	pushed := policyDir(t, map[string]string{"blocked.rego": blockedRule, "blocked_test.rego": blockedTest,
 		"initech.rego": "package ward.safety\n\ndeny contains \"tenant initech is over budget\" if input.tenant_id == \"initech\"\n"})
-	keyDir := t.TempDir()
-	if out, code := ward(t, "", "policy", "keygen", "--out", keyDir); code != 0 {
-		t.Fatalf("policy keygen: exit %d\n%s", code, out)
-	}
-	key := filepath.Join(keyDir, "policy.key")
-	out, code := ward(t, "", "policy", "push", "--nats", natsURL, "--signing-key", key, "--wait", "90s", pushed)
+	// ward dev's kernel takes bundles signed with the key in its state,
+	// which push finds there without a flag.
+	out, code := ward(t, "", "policy", "push", "--nats", natsURL, "--wait", "90s", pushed)
 	if code != 0 || !strings.Contains(out, "pushed revision ") || !strings.Contains(out, "enforces it") {
 		t.Fatalf("policy push: exit %d\n%s", code, out)
 	}
@@ -178,13 +175,13 @@ func TestDevPolicyLive(t *testing.T) {
 
 	// Broken bundles are refused by push, with the errors.
 	broken := policyDir(t, map[string]string{"blocked.rego": "package ward.safety\n\ndeny contains msg if {\n"})
-	out, code = ward(t, "", "policy", "push", "--nats", natsURL, "--signing-key", key, broken)
+	out, code = ward(t, "", "policy", "push", "--nats", natsURL, broken)
 	if code != 1 || !strings.Contains(out, "refused: the bundle does not compile") || !strings.Contains(out, "blocked.rego:") {
 		t.Errorf("push of a syntax error: exit %d\n%s", code, out)
 	}
 	failing := policyDir(t, map[string]string{"blocked.rego": strings.ReplaceAll(blockedRule, "suspended", "gone"),
 		"blocked_test.rego": blockedTest})
-	out, code = ward(t, "", "policy", "push", "--nats", natsURL, "--signing-key", key, failing)
+	out, code = ward(t, "", "policy", "push", "--nats", natsURL, failing)
 	if code != 1 || !strings.Contains(out, "refused: 1 of ") || !strings.Contains(out, "test_blocked_tenant_denied") {
 		t.Errorf("push of a failing test: exit %d\n%s", code, out)
 	}
@@ -208,11 +205,13 @@ func TestDevPolicyLive(t *testing.T) {
 }
 
 // wardEnv is ward with env added to the environment ($WARD_POLICY_KEY
-// emptied first, so that the machine's own does not count).
+// emptied first, and a state directory of its own, so that neither the
+// machine's key nor ward dev's keys and credentials count).
 func wardEnv(t *testing.T, env []string, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(wardBin, args...)
-	cmd.Env = append(append(os.Environ(), "NATS_URL=nats://127.0.0.1:1", "WARD_POLICY_KEY="), env...)
+	cmd.Env = append(append(os.Environ(), "NATS_URL=nats://127.0.0.1:1", "WARD_POLICY_KEY=", "WARD_AUTH_DIR=",
+		"WARD_STATE_DIR="+t.TempDir()), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), exitCode(err)
 }
