@@ -238,11 +238,11 @@ func (a *Agent) Modules() map[string]string { return maps.Clone(a.table.load().d
 // Start loads the registry's active modules (when it has a registry),
 // subscribes to the host's dispatch subject (worker.<id>.jobs), worker
 // pings (sys.worker.ping) and cancels (sys.host.cancel), and sends the
-// first heartbeat before it returns. It
-// fails when ctx ends before the NATS server confirmed the subscriptions.
-// A Start that fails undoes what it started (the module watcher, the
-// subscriptions, the jobs they took) and leaves the Agent stopped: a later
-// Shutdown returns nil. An Agent starts once.
+// first heartbeat before it returns. It fails when ctx ends before the
+// NATS server confirmed the subscriptions. A Start that fails undoes what
+// it started (the module watcher, the subscriptions, the jobs they took)
+// and leaves the Agent stopped: a later Shutdown returns nil. An Agent
+// starts once.
 func (a *Agent) Start(ctx context.Context) (err error) {
 	a.mu.Lock()
 	if a.starting || a.stopped {

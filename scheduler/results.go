@@ -276,10 +276,11 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 
 // handleProgress moves a job to RUNNING when its host reports the start,
 // and forwards its other reports — percent progress, streamed output — to
-// the job's watchers on sys.job.event.<job_id>, unstored: the store keeps
-// states, and the result holds the whole output. Reports are handled
-// concurrently, here and across replicas, so forwarded chunks may overtake
-// each other: their seq puts them back in order (client.Wait does).
+// the job's watchers on sys.job.event.<tenant>.<job_id>, unstored: the
+// store keeps states, and the result holds the whole output. Reports are
+// handled concurrently, here and across replicas, so forwarded chunks may
+// overtake each other: their seq puts them back in order (client.Wait
+// does).
 func (s *Scheduler) handleProgress(ctx context.Context, msg *nats.Msg, p *wardv1.JobProgress) {
 	if !s.fromItsHost("progress", msg.Subject, p.GetJobId(), p.GetWorkerId(), p.GetAttempt()) {
 		return
