@@ -258,11 +258,21 @@ func (a *Authority) ServerKeys() (ServerKeys, error) {
 		Accounts: map[string]string{spub: a.systemJWT, a.AccountKey(): acc}}, nil
 }
 
+// NATSServerTLS is the tls block of a nats-server configuration
+// (ServerConfig): the server's certificate and key, and the CA of the
+// clients' certificates. Verify makes it mutual: a client without a
+// certificate from CA is refused before it can show a credential.
+type NATSServerTLS struct {
+	Cert, Key, CA string
+	Verify        bool
+}
+
 // ServerConfig is a nats-server configuration that trusts the authority:
-// operator mode with a memory resolver preloaded with the accounts.
+// operator mode with a memory resolver preloaded with the accounts, and,
+// with tls, clients must speak TLS (EnsureTLS makes the files).
 // Revocations are pushed to running servers (Revoke); write the file again
 // after one so that a restarted server keeps it.
-func (a *Authority) ServerConfig(listen, storeDir string) (string, error) {
+func (a *Authority) ServerConfig(listen, storeDir string, tls *NATSServerTLS) (string, error) {
 	k, err := a.ServerKeys()
 	if err != nil {
 		return "", err
@@ -271,6 +281,9 @@ func (a *Authority) ServerConfig(listen, storeDir string) (string, error) {
 	fmt.Fprintf(&b, "# Written by `ward auth`: it trusts Ward's operator and accounts.\n")
 	fmt.Fprintf(&b, "listen: %q\n", listen)
 	fmt.Fprintf(&b, "jetstream { store_dir: %q }\n", storeDir)
+	if tls != nil {
+		fmt.Fprintf(&b, "tls {\n  cert_file: %q\n  key_file: %q\n  ca_file: %q\n  verify: %t\n}\n", tls.Cert, tls.Key, tls.CA, tls.Verify)
+	}
 	fmt.Fprintf(&b, "operator: %s\n", k.OperatorJWT)
 	fmt.Fprintf(&b, "system_account: %s\n", k.SystemAccount)
 	fmt.Fprintf(&b, "resolver: MEMORY\nresolver_preload: {\n")

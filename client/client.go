@@ -84,6 +84,11 @@ type Options struct {
 	// Admin, without a credential, queries every tenant's jobs (with one,
 	// the credential decides).
 	Admin bool
+	// TLS, when set, makes the client speak TLS to NATS: CA verifies the
+	// server (empty: the system's roots), Cert and Key are the client's
+	// own for a server that requires one ($WARD_TLS_CA, $WARD_TLS_CERT,
+	// $WARD_TLS_KEY for the CLI).
+	TLS auth.TLSFiles
 }
 
 // New wraps an existing bus connection, as o says.
@@ -123,7 +128,11 @@ func Dial(url string, o Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := bus.Connect(url, "ward-client", opts...)
+	tlsOpts, err := o.TLS.NATSOptions()
+	if err != nil {
+		return nil, err
+	}
+	c, err := bus.Connect(url, "ward-client", append(opts, tlsOpts...)...)
 	if err != nil {
 		return nil, err
 	}

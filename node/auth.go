@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/safety"
@@ -62,6 +64,27 @@ func IssueDevCreds(a *auth.Authority, dir, hostID string) (DevCreds, error) {
 		}
 	}
 	return c, nil
+}
+
+// natsOptions are a part's NATS options: its credential and its TLS.
+func natsOptions(creds string, tls auth.TLSFiles) ([]nats.Option, error) {
+	opts, err := auth.Options(creds)
+	if err != nil {
+		return nil, err
+	}
+	t, err := tls.NATSOptions()
+	return append(opts, t...), err
+}
+
+// tlsMode says how a server's TLS files secure it, for its log.
+func tlsMode(f auth.TLSFiles) string {
+	switch {
+	case f.IsZero():
+		return "off"
+	case f.CA != "":
+		return "mutual"
+	}
+	return "on"
 }
 
 // CredsFile is the file name of role name's credential: admin.creds,

@@ -55,6 +55,10 @@ type HostConfig struct {
 	// host and the pools it may serve. Empty connects without one
 	// (--insecure).
 	Creds string
+	// NATSTLS, when set, makes the part speak TLS to NATS: CA verifies the
+	// server, Cert and Key are the part's for a server that requires one
+	// (ward auth init's ca.pem, client.pem, client-key.pem).
+	NATSTLS auth.TLSFiles
 	// DispatchKey is the host's key of signed dispatch; nil accepts
 	// unsigned dispatches (--insecure).
 	DispatchKey []byte
@@ -95,7 +99,7 @@ func StartHost(ctx context.Context, cfg HostConfig) (_ *Host, err error) {
 	if err != nil {
 		return nil, err
 	}
-	opts, err := auth.Options(cfg.Creds)
+	opts, err := natsOptions(cfg.Creds, cfg.NATSTLS)
 	if err != nil {
 		return nil, err
 	}

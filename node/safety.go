@@ -28,6 +28,15 @@ type SafetyConfig struct {
 	// Creds is the kernel's .creds file; empty connects without one
 	// (--insecure).
 	Creds string
+	// NATSTLS, when set, makes the part speak TLS to NATS: CA verifies the
+	// server, Cert and Key are the part's for a server that requires one
+	// (ward auth init's ca.pem, client.pem, client-key.pem).
+	NATSTLS auth.TLSFiles
+	// TLS, when set, serves gRPC over TLS with Cert and Key (ward auth
+	// init's safety.pem, safety-key.pem); with CA too, it is mutual: only
+	// clients with a certificate from CA get an answer. Zero serves
+	// plaintext, to anyone who reaches Listen.
+	TLS auth.TLSFiles
 	// PolicyDir, when set, is the policy bundle, reloaded when it changes;
 	// otherwise Policies is.
 	PolicyDir string
@@ -84,7 +93,7 @@ func StartSafety(ctx context.Context, cfg SafetyConfig) (_ *Safety, err error) {
 	}()
 	kc := safety.Config{ID: cfg.ID, CacheSize: cfg.CacheSize}
 	if cfg.NATSURL != "" {
-		opts, err := auth.Options(cfg.Creds)
+		opts, err := natsOptions(cfg.Creds, cfg.NATSTLS)
 		if err != nil {
 			return nil, err
 		}
@@ -95,6 +104,10 @@ func StartSafety(ctx context.Context, cfg SafetyConfig) (_ *Safety, err error) {
 	}
 	s.kernel = safety.NewKernel(kc)
 	if err := s.load(ctx, cfg); err != nil {
+		return nil, err
+	}
+	serverTLS, err := cfg.TLS.Server()
+	if err != nil {
 		return nil, err
 	}
 	var verify *safety.PolicyPublicKey
@@ -118,13 +131,13 @@ func StartSafety(ctx context.Context, cfg SafetyConfig) (_ *Safety, err error) {
 		lis.Close()
 		return nil, err
 	}
-	s.srv = safety.NewServer(s.kernel)
+	s.srv = safety.NewServerTLS(s.kernel, serverTLS)
 	go func() {
 		s.serving <- s.srv.Serve(lis)
 		close(s.done)
 	}()
 	cfg.Logger.Info("safety kernel serving", "addr", s.addr, "kernel_id", s.kernel.ID(),
-		"revision", s.kernel.Revision(), "source", s.source)
+		"revision", s.kernel.Revision(), "source", s.source, "tls", tlsMode(cfg.TLS))
 	return s, nil
 }
 

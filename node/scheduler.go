@@ -22,7 +22,7 @@ type SchedulerConfig struct {
 	NATSURL string
 	Store   jobstore.Store
 	// SafetyAddr is the safety kernel's gRPC address; SafetyClient says
-	// how to ask it (timeout, circuit breaker, fail mode).
+	// how to ask it (timeout, circuit breaker, fail mode, TLS).
 	SafetyAddr   string
 	SafetyClient safety.ClientConfig
 	// Config is pools.yaml, timeouts.yaml and scheduler.yaml; the embedded
@@ -38,6 +38,10 @@ type SchedulerConfig struct {
 	// Creds is the scheduler's .creds file; empty connects without one
 	// (--insecure).
 	Creds string
+	// NATSTLS, when set, makes the part speak TLS to NATS: CA verifies the
+	// server, Cert and Key are the part's for a server that requires one
+	// (ward auth init's ca.pem, client.pem, client-key.pem).
+	NATSTLS auth.TLSFiles
 	// DispatchSecret is the schedulers' secret of signed dispatch; nil
 	// sends unsigned dispatches (--insecure). With Creds, heartbeats are
 	// admitted by the host credentials they carry.
@@ -76,7 +80,7 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (_ *Scheduler, err
 	if s.kernel, err = safety.Dial(cfg.SafetyAddr, cfg.SafetyClient); err != nil {
 		return nil, err
 	}
-	opts, err := auth.Options(cfg.Creds)
+	opts, err := natsOptions(cfg.Creds, cfg.NATSTLS)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package safety
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -86,6 +88,11 @@ type ClientConfig struct {
 	// kernel answers with are still errors. The default, fail closed, is
 	// the safe one.
 	FailOpen bool
+	// TLS, when set, makes the Client speak TLS to the kernel (a kernel
+	// served with NewServerTLS): RootCAs verify the kernel's certificate,
+	// Certificates are the client's own for a kernel that requires one
+	// (auth.ClientTLS). Nil speaks plaintext.
+	TLS *tls.Config
 }
 
 // Client calls a remote safety kernel. It is safe for concurrent use.
@@ -114,8 +121,12 @@ func Dial(addr string, cfg ClientConfig) (*Client, error) {
 	if cfg.BreakerCooldown == 0 {
 		cfg.BreakerCooldown = DefaultBreakerCooldown
 	}
+	creds := insecure.NewCredentials()
+	if cfg.TLS != nil {
+		creds = credentials.NewTLS(cfg.TLS)
+	}
 	conn, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithSharedWriteBuffer(true),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},

@@ -2,6 +2,7 @@ package safety
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -25,19 +27,27 @@ type Server struct {
 	health *health.Server
 }
 
-// NewServer returns a Server for k. Call Serve to accept connections.
-func NewServer(k *Kernel) *Server {
-	s := &Server{
-		grpc: grpc.NewServer(
-			grpc.ChainUnaryInterceptor(recoverUnary),
-			// A pool of stream workers instead of a goroutine per Check,
-			// and one write buffer per connection shared across writes:
-			// both cut the CPU each Check costs.
-			grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
-			grpc.SharedWriteBuffer(true),
-		),
-		health: health.NewServer(),
+// NewServer returns a Server for k that speaks plaintext: anyone who
+// reaches its port may call it. Call Serve to accept connections.
+func NewServer(k *Kernel) *Server { return NewServerTLS(k, nil) }
+
+// NewServerTLS returns a Server for k that speaks TLS with cfg
+// (auth.ServerTLS); with cfg.ClientAuth tls.RequireAndVerifyClientCert,
+// only clients with a certificate from cfg.ClientCAs get past the
+// handshake. A nil cfg is plaintext, as NewServer.
+func NewServerTLS(k *Kernel, cfg *tls.Config) *Server {
+	opts := []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(recoverUnary),
+		// A pool of stream workers instead of a goroutine per Check,
+		// and one write buffer per connection shared across writes:
+		// both cut the CPU each Check costs.
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
+		grpc.SharedWriteBuffer(true),
 	}
+	if cfg != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg)))
+	}
+	s := &Server{grpc: grpc.NewServer(opts...), health: health.NewServer()}
 	safetyv1.RegisterSafetyKernelServer(s.grpc, handler{k: k})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,11 +66,22 @@ func defaultKeyFile(name string) string {
 // connect dials NATS for a command that speaks to the bus directly, with
 // the command's credential.
 func (g *globals) connect(name string) (*bus.Conn, error) {
-	opts, err := auth.Options(g.credsFile())
+	opts, err := g.natsOptions(g.credsFile())
 	if err != nil {
 		return nil, err
 	}
 	return bus.Connect(client.NATSURL(g.natsURL), name, opts...)
+}
+
+// natsOptions are the NATS options of a connection with creds, over TLS
+// as the global flags say.
+func (g *globals) natsOptions(creds string) ([]nats.Option, error) {
+	opts, err := auth.Options(creds)
+	if err != nil {
+		return nil, err
+	}
+	tls, err := g.tls.NATSOptions()
+	return append(opts, tls...), err
 }
 
 // actor names who does an admin action, for the audit log: the
@@ -103,7 +115,11 @@ Keys live in --dir (default $WARD_AUTH_DIR, else ./ward-auth).`,
 }
 
 func newAuthInitCmd(dir *string) *cobra.Command {
-	var listen, storeDir string
+	var (
+		listen, storeDir  string
+		tlsHosts          []string
+		useTLS, tlsVerify bool
+	)
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Create the keys, a nats-server configuration and the credentials of the control plane",
@@ -116,6 +132,18 @@ accounts with a signing key, the schedulers' dispatch secret, and writes:
   admin.creds        the operator's credential (policy push, module deploy, every tenant)
   scheduler.creds    for ward scheduler, with dispatch.secret (--dispatch-secret)
   safety.creds       for ward safety
+  ca.pem             a CA (its key ca-key.pem) that signed the TLS certificates:
+  nats-server.pem    the NATS servers' (key nats-server-key.pem),
+  safety.pem         the safety kernels' (key safety-key.pem), both for
+                     localhost, 127.0.0.1, ::1 and every --tls-host,
+  client.pem         and the parts' and the CLI's as clients (key client-key.pem)
+
+nats-server.conf speaks TLS with --tls, and requires client certificates
+from ca.pem (mutual TLS) with --tls-verify; every part and command then
+connects with --tls-ca ca.pem (and --tls-cert client.pem --tls-key
+client-key.pem). The kernel's gRPC speaks TLS as ward safety's --grpc-tls-*
+flags say, whatever --tls is. Certificates are kept across runs unless they
+lack a --tls-host, expire within 30 days or were not signed by ca.pem.
 
 Give each tenant and host its own: ward auth tenant add, ward auth host add.`,
 		Args: cobra.NoArgs,
@@ -128,7 +156,19 @@ Give each tenant and host its own: ward auth tenant add, ward auth host add.`,
 			if err != nil {
 				return err
 			}
-			conf, err := a.ServerConfig(listen, storeDir)
+			paths, err := auth.EnsureTLS(a.Dir(), tlsHosts)
+			if err != nil {
+				return err
+			}
+			var serverTLS *auth.NATSServerTLS
+			if useTLS || tlsVerify {
+				abs, err := absTLS(paths.NATSServer)
+				if err != nil {
+					return err
+				}
+				serverTLS = &auth.NATSServerTLS{Cert: abs.Cert, Key: abs.Key, CA: abs.CA, Verify: tlsVerify}
+			}
+			conf, err := a.ServerConfig(listen, storeDir, serverTLS)
 			if err != nil {
 				return err
 			}
@@ -160,11 +200,25 @@ Give each tenant and host its own: ward auth tenant add, ward auth host add.`,
 			fmt.Fprintf(out, "  ward safety --policy-pubkey %s\n", signing.PolicyPub)
 			fmt.Fprintf(out, "  WARD_AUTH_DIR=%s WARD_CREDS=%s ward policy push | ward module deploy ...   (signed with %s, %s)\n",
 				*dir, filepath.Join(*dir, "admin.creds"), node.PolicyKeyFile, node.ModuleKeyFile)
+			c := paths.Client
+			if serverTLS != nil {
+				fmt.Fprintf(out, "NATS speaks TLS: every part and command with --tls-ca %s", c.CA)
+				if tlsVerify {
+					fmt.Fprintf(out, " --tls-cert %s --tls-key %s", c.Cert, c.Key)
+				}
+				fmt.Fprintln(out)
+			}
+			fmt.Fprintf(out, "the kernel's gRPC over mutual TLS:\n")
+			fmt.Fprintf(out, "  ward safety --grpc-tls-cert %s --grpc-tls-key %s --grpc-tls-client-ca %s\n", paths.Safety.Cert, paths.Safety.Key, paths.Safety.CA)
+			fmt.Fprintf(out, "  ward scheduler --safety-tls-ca %s --safety-tls-cert %s --safety-tls-key %s\n", c.CA, c.Cert, c.Key)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "0.0.0.0:4222", "client listen address written into nats-server.conf")
 	cmd.Flags().StringVar(&storeDir, "store-dir", "/var/lib/nats", "JetStream store directory written into nats-server.conf")
+	cmd.Flags().BoolVar(&useTLS, "tls", false, "nats-server.conf requires TLS, with nats-server.pem (clients: --tls-ca ca.pem)")
+	cmd.Flags().BoolVar(&tlsVerify, "tls-verify", false, "nats-server.conf requires TLS and a client certificate from ca.pem (mutual TLS; clients: --tls-cert client.pem --tls-key client-key.pem too)")
+	cmd.Flags().StringSliceVar(&tlsHosts, "tls-host", nil, "host names and addresses the NATS servers and safety kernels are reached by, put in their certificates beside localhost, 127.0.0.1 and ::1 (comma-separated, repeatable)")
 	return cmd
 }
 
@@ -311,7 +365,11 @@ func (g *globals) revoke(cmd *cobra.Command, load func() (*auth.Authority, error
 	defer os.Remove(f.Name())
 	_, _ = f.Write(sys)
 	_ = f.Close()
-	nc, err := nats.Connect(client.NATSURL(g.natsURL), nats.UserCredentials(f.Name()), nats.Timeout(5*time.Second))
+	tlsOpts, err := g.tls.NATSOptions()
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(client.NATSURL(g.natsURL), append(tlsOpts, nats.UserCredentials(f.Name()), nats.Timeout(5*time.Second))...)
 	if err != nil {
 		fmt.Fprintf(out, "the servers were not told (%v): push it when they are up, or restart them with %s\n", err, auth.FileServerConfig)
 		return nil
@@ -326,12 +384,26 @@ func (g *globals) revoke(cmd *cobra.Command, load func() (*auth.Authority, error
 	return nil
 }
 
+// absTLS is f with absolute paths, for a configuration read from
+// elsewhere.
+func absTLS(f auth.TLSFiles) (auth.TLSFiles, error) {
+	var err error
+	for _, p := range []*string{&f.CA, &f.Cert, &f.Key} {
+		if *p != "" && err == nil {
+			*p, err = filepath.Abs(*p)
+		}
+	}
+	return f, err
+}
+
 func rewriteServerConfig(a *auth.Authority, path string) error {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	listen, store := "0.0.0.0:4222", "/var/lib/nats"
+	var tls *auth.NATSServerTLS // kept as it was: the block ServerConfig writes
+	inTLS := false
 	for _, line := range strings.Split(string(old), "\n") {
 		if v, ok := strings.CutPrefix(line, "listen: "); ok {
 			listen = strings.Trim(v, `"`)
@@ -339,8 +411,31 @@ func rewriteServerConfig(a *auth.Authority, path string) error {
 		if v, ok := strings.CutPrefix(line, "jetstream { store_dir: "); ok {
 			store = strings.Trim(strings.TrimSuffix(v, " }"), `"`)
 		}
+		switch {
+		case line == "tls {":
+			tls, inTLS = &auth.NATSServerTLS{}, true
+		case line == "}":
+			inTLS = false
+		}
+		if !inTLS {
+			continue
+		}
+		key, v, _ := strings.Cut(strings.TrimSpace(line), ": ")
+		if u, err := strconv.Unquote(v); err == nil {
+			v = u
+		}
+		switch key {
+		case "cert_file":
+			tls.Cert = v
+		case "key_file":
+			tls.Key = v
+		case "ca_file":
+			tls.CA = v
+		case "verify":
+			tls.Verify = v == "true"
+		}
 	}
-	conf, err := a.ServerConfig(listen, store)
+	conf, err := a.ServerConfig(listen, store, tls)
 	if err != nil {
 		return err
 	}

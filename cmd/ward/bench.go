@@ -20,7 +20,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 		Example: `  ward bench -n 5000 -c 32`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client.Dial(client.NATSURL(g.natsURL), client.Options{Creds: g.credsFile(), Tenant: g.tenant})
+			c, err := client.Dial(client.NATSURL(g.natsURL), g.clientOptions())
 			if err != nil {
 				return err
 			}

@@ -39,7 +39,12 @@ for each part, for the admin and for the tenant "default" in --state-dir
 (kept across runs), and NATS accepts nothing else. Every dispatch is signed
 for its host, and the host is admitted by its credential. The CLI uses the
 admin credential it finds there; WARD_CREDS=<state dir>/creds/tenant-default.creds
-acts as a tenant. --insecure turns all of it off, for comparisons.`,
+acts as a tenant. --insecure turns all of it off, for comparisons.
+
+Its links are plaintext, NATS and the kernel's gRPC both: they listen on
+loopback (--nats-host, --safety-listen) and never leave the machine, and
+the --tls-* flags do not apply to them. TLS is for the parts run
+separately (ward auth init --tls, ward safety --grpc-tls-*).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := g.logger()
@@ -175,12 +180,12 @@ acts as a tenant. --insecure turns all of it off, for comparisons.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&modulesDir, "modules", envOr("WARD_MODULES_DIR", "modules/build"), "directory of <name>.wasm modules ($WARD_MODULES_DIR)")
-	f.StringVar(&natsHost, "nats-host", "127.0.0.1", "embedded NATS listen host")
+	f.StringVar(&natsHost, "nats-host", "127.0.0.1", "embedded NATS listen host (plaintext: keep it on loopback)")
 	f.StringVar(&stateDir, "state-dir", envOr("WARD_STATE_DIR", defaultStateDir()), "where the keys and credentials are kept ($WARD_STATE_DIR)")
 	f.BoolVar(&insecure, "insecure", false, "run without credentials, permissions or signed dispatch (for comparisons only)")
 	f.IntVar(&natsPort, "nats-port", 4222, "embedded NATS port (-1 for a random one)")
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", "127.0.0.1:9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
-	f.StringVar(&safetyAddr, "safety-listen", "127.0.0.1:50051", "safety kernel gRPC listen address")
+	f.StringVar(&safetyAddr, "safety-listen", "127.0.0.1:50051", "safety kernel gRPC listen address (plaintext: keep it on loopback)")
 	f.StringVar(&policyDir, "policies", os.Getenv("WARD_POLICY_DIR"), "policy bundle directory, watched for changes (default: the embedded bundle) ($WARD_POLICY_DIR)")
 	safetyFlags.register(f)
 	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL; the in-memory store when empty ($REDIS_URL)")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/client"
 )
 
@@ -39,6 +40,9 @@ type globals struct {
 	logLevel string
 	creds    string
 	tenant   string
+	// tls is how every connection to NATS speaks TLS (--tls-ca,
+	// --tls-cert, --tls-key); zero: plaintext.
+	tls auth.TLSFiles
 }
 
 func newRoot() *cobra.Command {
@@ -51,6 +55,9 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.natsURL, "nats", "", "NATS URL (default $NATS_URL, else nats://127.0.0.1:4222)")
 	root.PersistentFlags().StringVar(&g.creds, "creds", os.Getenv("WARD_CREDS"), "NATS credential file (default $WARD_CREDS, else the admin credential `ward dev` wrote, if any)")
+	root.PersistentFlags().StringVar(&g.tls.CA, "tls-ca", os.Getenv("WARD_TLS_CA"), "speak TLS to NATS: the CA file its certificate must chain to (ward auth init's ca.pem) ($WARD_TLS_CA)")
+	root.PersistentFlags().StringVar(&g.tls.Cert, "tls-cert", os.Getenv("WARD_TLS_CERT"), "client certificate for a NATS server that requires one (mutual TLS; ward auth init's client.pem) ($WARD_TLS_CERT)")
+	root.PersistentFlags().StringVar(&g.tls.Key, "tls-key", os.Getenv("WARD_TLS_KEY"), "the key of --tls-cert (ward auth init's client-key.pem) ($WARD_TLS_KEY)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("WARD_LOG_LEVEL", "info"), "log level: debug, info, warn, error ($WARD_LOG_LEVEL)")
 	root.AddCommand(
 		newDevCmd(g), newSchedulerCmd(g), newSafetyCmd(g), newHostCmd(g),
@@ -92,10 +99,15 @@ func signalContext() (context.Context, context.CancelFunc) {
 // dial connects a client command to NATS and gives it a context that ends
 // after timeout; done closes both.
 func (g *globals) dial(timeout time.Duration) (*client.Client, context.Context, func(), error) {
-	c, err := client.Dial(client.NATSURL(g.natsURL), client.Options{Creds: g.credsFile(), Tenant: g.tenant})
+	c, err := client.Dial(client.NATSURL(g.natsURL), g.clientOptions())
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	return c, ctx, func() { cancel(); c.Close() }, nil
+}
+
+// clientOptions say who a client command is, and how it reaches NATS.
+func (g *globals) clientOptions() client.Options {
+	return client.Options{Creds: g.credsFile(), Tenant: g.tenant, TLS: g.tls}
 }

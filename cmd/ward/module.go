@@ -31,7 +31,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "module", Short: "Deploy, list, roll back and retire worker modules (registry in NATS JetStream)"}
 
 	open := func(ctx context.Context) (*client.Client, *modreg.Registry, error) {
-		c, err := client.Dial(client.NATSURL(g.natsURL), client.Options{Creds: g.credsFile(), Tenant: g.tenant})
+		c, err := client.Dial(client.NATSURL(g.natsURL), g.clientOptions())
 		if err != nil {
 			return nil, nil, err
 		}

@@ -145,6 +145,7 @@ func newPolicyEvalCmd() *cobra.Command {
 	var (
 		input, kernelAddr string
 		asJSON            bool
+		kernelTLS         safetyTLSFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "eval --input job.json [dir]",
@@ -176,7 +177,11 @@ a running kernel instead (gRPC Explain), under the policy in force there.`,
 			}
 			var resp *safetyv1.ExplainResponse
 			if kernelAddr != "" {
-				c, err := safety.Dial(kernelAddr, safety.ClientConfig{})
+				tls, err := kernelTLS.config()
+				if err != nil {
+					return err
+				}
+				c, err := safety.Dial(kernelAddr, safety.ClientConfig{TLS: tls})
 				if err != nil {
 					return err
 				}
@@ -215,6 +220,7 @@ a running kernel instead (gRPC Explain), under the policy in force there.`,
 	f.StringVar(&input, "input", "", "the job: a JSON file, or - for standard input")
 	f.StringVar(&kernelAddr, "kernel", "", "ask the kernel at this address instead of evaluating [dir]")
 	f.BoolVar(&asJSON, "json", false, "print the ExplainResponse as JSON")
+	kernelTLS.register(f)
 	return cmd
 }
 
@@ -501,8 +507,9 @@ func firstLine(s string) string {
 
 func newPolicyBenchCmd() *cobra.Command {
 	var (
-		addr string
-		cfg  safety.LoadConfig
+		addr      string
+		cfg       safety.LoadConfig
+		kernelTLS safetyTLSFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -513,7 +520,11 @@ func newPolicyBenchCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// A breaker would turn a struggling kernel's errors into
 			// instant failures, flattering the figures.
-			c, err := safety.Dial(addr, safety.ClientConfig{BreakerFailures: -1})
+			tls, err := kernelTLS.config()
+			if err != nil {
+				return err
+			}
+			c, err := safety.Dial(addr, safety.ClientConfig{BreakerFailures: -1, TLS: tls})
 			if err != nil {
 				return err
 			}
@@ -535,6 +546,7 @@ func newPolicyBenchCmd() *cobra.Command {
 	f.IntVarP(&cfg.Callers, "callers", "c", 64, "concurrent callers")
 	f.DurationVar(&cfg.Duration, "duration", 5*time.Second, "how long to run")
 	f.Float64Var(&cfg.Rate, "rate", 0, "Checks per second in all (open loop); 0: as fast as the callers go")
+	kernelTLS.register(f)
 	f.IntVar(&cfg.Distinct, "distinct", 1, "distinct inputs to cycle through (1: every Check after the first hits the cache)")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ const shutdownGrace = 30 * time.Second
 func newSchedulerCmd(g *globals) *cobra.Command {
 	var redisURL, safetyAddr, metricsAddr, id, dispatchSecret string
 	var safetyFlags safetyClientFlags
+	var safetyTLS safetyTLSFlags
 	var useRegistry bool
 	cmd := &cobra.Command{
 		Use:   "scheduler",
@@ -41,6 +43,9 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			defer store.Close()
 			safetyCfg, err := safetyFlags.config()
 			if err != nil {
+				return err
+			}
+			if safetyCfg.TLS, err = safetyTLS.config(); err != nil {
 				return err
 			}
 			_, stopMetrics, err := node.ServeMetrics(metricsAddr, log)
@@ -60,7 +65,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			}
 			s, err := node.StartScheduler(ctx, node.SchedulerConfig{ID: id, NATSURL: client.NATSURL(g.natsURL),
 				Store: store, SafetyAddr: safetyAddr, SafetyClient: safetyCfg, Files: config.FilesFromEnv(),
-				ModuleRegistry: useRegistry, Logger: log, Creds: creds, DispatchSecret: secret})
+				ModuleRegistry: useRegistry, Logger: log, Creds: creds, NATSTLS: g.tls, DispatchSecret: secret})
 			if err != nil {
 				return err
 			}
@@ -74,6 +79,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL ($REDIS_URL)")
 	f.StringVar(&safetyAddr, "safety", envOr("SAFETY_KERNEL_ADDR", "127.0.0.1:50051"), "safety kernel address ($SAFETY_KERNEL_ADDR)")
 	safetyFlags.register(f)
+	safetyTLS.register(f)
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", ":9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&id, "id", "", "replica id (default: random)")
 	f.StringVar(&dispatchSecret, "dispatch-secret", os.Getenv("WARD_DISPATCH_SECRET"), "file of the schedulers' dispatch secret (ward auth init writes dispatch.secret) ($WARD_DISPATCH_SECRET)")
@@ -98,14 +104,23 @@ before it is put in force, atomically, and a bundle that fails stays out.
 The newest change wins, from either source; at start the bucket's bundle,
 if there is one, replaces the directory's. The kernel answers on
 sys.safety.status and publishes every decision on sys.safety.decision.
---standalone runs it without NATS: no bucket, no decision log.`,
+--standalone runs it without NATS: no bucket, no decision log.
+
+Its gRPC is plaintext unless --grpc-tls-cert and --grpc-tls-key are set;
+with --grpc-tls-client-ca too it is mutual TLS, and only clients with a
+certificate from that CA (ward auth init's client.pem) are answered.
+Without it, anyone who can reach --listen may ask for decisions: keep the
+default loopback address then.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Logger = g.logger()
 			ctx, stop := signalContext()
 			defer stop()
 			if !standalone {
-				cfg.NATSURL, cfg.Creds = client.NATSURL(g.natsURL), g.credsFile()
+				cfg.NATSURL, cfg.Creds, cfg.NATSTLS = client.NATSURL(g.natsURL), g.credsFile(), g.tls
+			}
+			if cfg.TLS.IsZero() && !loopback(cfg.Listen) {
+				cfg.Logger.Warn("INSECURE: the kernel's gRPC is plaintext on a non-loopback address: anyone who reaches it may ask for decisions (--grpc-tls-cert, --grpc-tls-key, --grpc-tls-client-ca)", "listen", cfg.Listen)
 			}
 			_, stopMetrics, err := node.ServeMetrics(metricsAddr, cfg.Logger)
 			if err != nil {
@@ -133,6 +148,9 @@ sys.safety.status and publishes every decision on sys.safety.decision.
 	f.StringVar(&cfg.PolicyDir, "policies", os.Getenv("WARD_POLICY_DIR"), "policy bundle directory, watched for changes (default: the embedded bundle) ($WARD_POLICY_DIR)")
 	f.StringVar(&cfg.Bucket, "bucket", envOr("WARD_POLICY_BUCKET", safety.DefaultBucket), "NATS KV bucket of pushed bundles ($WARD_POLICY_BUCKET)")
 	f.StringVar(&cfg.PolicyPubKey, "policy-pubkey", os.Getenv("WARD_POLICY_PUBKEY"), "public key file (PEM, ward policy keygen): bundles from the bucket must be signed with its private half, others are refused; without it they are not verified ($WARD_POLICY_PUBKEY)")
+	f.StringVar(&cfg.TLS.Cert, "grpc-tls-cert", os.Getenv("SAFETY_TLS_CERT"), "serve gRPC over TLS with this certificate (ward auth init's safety.pem) ($SAFETY_TLS_CERT)")
+	f.StringVar(&cfg.TLS.Key, "grpc-tls-key", os.Getenv("SAFETY_TLS_KEY"), "the key of --grpc-tls-cert (ward auth init's safety-key.pem) ($SAFETY_TLS_KEY)")
+	f.StringVar(&cfg.TLS.CA, "grpc-tls-client-ca", os.Getenv("SAFETY_TLS_CLIENT_CA"), "mutual TLS: answer only clients with a certificate from this CA (ward auth init's ca.pem) ($SAFETY_TLS_CLIENT_CA)")
 	f.BoolVar(&standalone, "standalone", false, "run without NATS: no pushed bundles, no decision log, no status")
 	f.StringVar(&cfg.ID, "id", os.Getenv("WARD_KERNEL_ID"), "kernel id in decision logs and status (default: random) ($WARD_KERNEL_ID)")
 	f.IntVar(&cfg.CacheSize, "cache-size", safety.DefaultCacheSize, "decisions cached per policy revision; negative disables the cache")
@@ -229,7 +247,7 @@ func newHostCmd(g *globals) *cobra.Command {
 			}
 			defer stopMetrics()
 			cfg.NATSURL, cfg.Store, cfg.ModuleRegistry = client.NATSURL(g.natsURL), store, useRegistry
-			cfg.Creds = g.credsFile()
+			cfg.Creds, cfg.NATSTLS = g.credsFile(), g.tls
 			if cfg.DispatchKey, err = readHexKey(dispatchKey); err != nil {
 				return err
 			}
@@ -307,4 +325,18 @@ func readHexKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: not a hex key of 32 bytes or more", path)
 	}
 	return k, nil
+}
+
+// loopback reports whether a listen address is on the loopback interface
+// only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

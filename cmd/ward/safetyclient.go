@@ -1,11 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/safety"
 )
 
@@ -43,3 +46,21 @@ func (s *safetyClientFlags) config() (safety.ClientConfig, error) {
 	}
 	return cfg, nil
 }
+
+// safetyTLSFlags are the client side of TLS to the safety kernel (`ward
+// scheduler`, `ward policy eval --kernel`, `ward policy bench`). Without
+// them the client speaks plaintext, as `ward dev`'s scheduler always does
+// to its loopback kernel.
+type safetyTLSFlags struct{ files auth.TLSFiles }
+
+func (s *safetyTLSFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&s.files.CA, "safety-tls-ca", os.Getenv("SAFETY_TLS_CA"),
+		"speak TLS to the safety kernel: the CA file its certificate must chain to (ward auth init's ca.pem) ($SAFETY_TLS_CA)")
+	f.StringVar(&s.files.Cert, "safety-tls-cert", os.Getenv("SAFETY_TLS_CLIENT_CERT"),
+		"client certificate for a kernel that requires one (--grpc-tls-client-ca; ward auth init's client.pem) ($SAFETY_TLS_CLIENT_CERT)")
+	f.StringVar(&s.files.Key, "safety-tls-key", os.Getenv("SAFETY_TLS_CLIENT_KEY"),
+		"the key of --safety-tls-cert (ward auth init's client-key.pem) ($SAFETY_TLS_CLIENT_KEY)")
+}
+
+// config is the client's TLS configuration; nil (plaintext) without flags.
+func (s *safetyTLSFlags) config() (*tls.Config, error) { return s.files.Client() }
