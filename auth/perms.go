@@ -15,7 +15,9 @@ var guardedStreams = []string{"KV_ward_policy", "KV_ward_modules", "OBJ_ward_mod
 
 // InboxPrefix is the reply inbox prefix a credential of role and name must
 // use (nats.CustomInboxPrefix): a tenant's and a host's replies come to an
-// inbox only they may subscribe to.
+// inbox no other tenant or host may subscribe to. The control plane
+// (schedulers, kernels, admins) subscribes to _INBOX.> and is trusted with
+// them.
 func InboxPrefix(role Role, name string) string {
 	switch role {
 	case Tenant:

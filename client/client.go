@@ -63,6 +63,10 @@ type Client struct {
 	tenant string
 	// admin sees every tenant's jobs.
 	admin bool
+	// bound: the tenant is a tenant credential's, and a request naming
+	// another is sent on its subject anyway (and refused); otherwise (an
+	// admin, or no credential) the request's tenant picks the subject.
+	bound bool
 
 	objsOnce sync.Once
 	objs     *bus.Objects
@@ -102,13 +106,19 @@ func New(c *bus.Conn, o Options) *Client {
 
 // Dial connects to NATS at url as o says.
 func Dial(url string, o Options) (*Client, error) {
-	if o.Creds != "" {
+	bound := false
+	if o.Creds == "" {
+		// No credential: a system run --insecure, where nothing tells
+		// tenants apart; queries see every tenant's jobs, as an admin's.
+		o.Admin = true
+	} else {
 		id, _, err := auth.ReadIdentity(o.Creds)
 		if err != nil {
 			return nil, err
 		}
 		switch id.Role {
 		case auth.Tenant:
+			bound = true
 			if o.Tenant != "" && o.Tenant != id.Name {
 				return nil, fmt.Errorf("the credential %s is tenant %q's; it cannot act for tenant %q", o.Creds, id.Name, o.Tenant)
 			}
@@ -136,7 +146,9 @@ func Dial(url string, o Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(c, o), nil
+	cl := New(c, o)
+	cl.bound = bound
+	return cl, nil
 }
 
 // Tenant is the tenant the client submits for.
@@ -168,11 +180,14 @@ func (c *Client) Submit(ctx context.Context, req *wardv1.JobRequest) (*wardv1.Su
 	// A tenant client submits for its tenant: a request naming another is
 	// sent anyway, and refused by the scheduler (tenant_mismatch).
 	tenant := c.tenant
-	if c.admin && req.TenantId != "" {
+	if !c.bound && req.TenantId != "" {
 		tenant = req.TenantId
 	}
 	if req.TenantId == "" {
 		req.TenantId = tenant
+	}
+	if err := auth.ValidName("tenant", tenant); err != nil {
+		return nil, err
 	}
 	if len(req.Payload) > bus.InlineContextMax {
 		c.objsOnce.Do(func() { c.objs, c.objsErr = bus.NewObjects(c.bus) })

@@ -126,6 +126,11 @@ type Config struct {
 	// Env holds the values this host gives a job's granted environment
 	// keys (OLLAMA_URL, ...); the job's own env overrides them.
 	Env map[string]string
+	// Services are the named services of this host a policy may grant
+	// (Grants.services), by name: base URLs, e.g. "ollama" →
+	// "http://127.0.0.1:11434". A job granted one may reach its host:port,
+	// and finds the URL in its environment (ServiceEnv).
+	Services map[string]string
 	// MaxContextBytes caps a job context read from the object store
 	// (256 MiB if zero).
 	MaxContextBytes int64
@@ -539,7 +544,11 @@ func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.J
 	}
 	payload, err := a.readContext(ctx, req)
 	if err != nil {
-		res.ErrorCode, res.ErrorMessage = string(reason.ContextUnavailable), err.Error()
+		code := reason.ContextUnavailable
+		if ie := (*inputError)(nil); errors.As(err, &ie) {
+			code = reason.InputUnavailable
+		}
+		res.ErrorCode, res.ErrorMessage = string(code), err.Error()
 		return p.Module, err
 	}
 	in := a.input(req, payload)
@@ -557,6 +566,7 @@ func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.J
 	}
 	res.Module, res.ModuleDigest = p.Module, mod.Digest()
 	if out != nil {
+		res.Warnings = warnings(out.Log)
 		instanceRuns.WithLabelValues(p.Module, instanceKind(mod, out)).Inc()
 	}
 	if err != nil {

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
@@ -119,13 +121,16 @@ func (a *Agent) readContext(ctx context.Context, req *wardv1.JobRequest) ([]byte
 			return nil, err
 		}
 		data, err := objs.Get(ctx, ptr, a.cfg.MaxContextBytes)
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			return nil, &inputError{fmt.Errorf("context %s is gone (its tenant deleted it, or it expired)", ptr)}
+		}
 		if err != nil {
 			return nil, err
 		}
 		// The policy judged the digest the pointer names: run those bytes
 		// or nothing.
 		if got := bus.ContentDigest(data); got != want {
-			return nil, fmt.Errorf("context %s holds %s, not the %s its name says", ptr, got, want)
+			return nil, &inputError{fmt.Errorf("context %s holds %s, not the %s its name says", ptr, got, want)}
 		}
 		return data, nil
 	}
@@ -173,6 +178,22 @@ func (a *Agent) input(req *wardv1.JobRequest, payload []byte) sandbox.Input {
 			in.Grants.Env = setEnv(in.Grants.Env, key, v)
 		}
 	}
+	// Services last: a job's own environment cannot point a granted name
+	// elsewhere. A service this host does not have is left out; the module
+	// finds no URL and says so (its warnings reach the job's events).
+	for _, name := range g.GetServices() {
+		u, ok := a.cfg.Services[name]
+		if !ok {
+			continue
+		}
+		hostport, err := serviceHost(u)
+		if err != nil {
+			a.log.Warn("service not granted: bad URL", "service", name, "url", u, "err", err)
+			continue
+		}
+		in.Grants.HTTPHosts = append(in.Grants.HTTPHosts, hostport)
+		in.Grants.Env = setEnv(in.Grants.Env, ServiceEnv(name), u)
+	}
 	for _, dir := range g.GetReadOnlyDirs() {
 		m, err := a.mount(dir)
 		if err != nil {
@@ -217,3 +238,63 @@ func (a *Agent) mount(dir string) (sandbox.Mount, error) {
 	}
 	return sandbox.Mount{}, fmt.Errorf("granted directory %s is outside the directories host %s may mount (%v)", dir, a.cfg.ID, a.cfg.MountRoots)
 }
+
+// ServiceEnv is the environment variable a granted service's URL is in:
+// OLLAMA_URL for ollama (what the LLM modules read), else
+// WARD_SERVICE_<NAME>_URL.
+func ServiceEnv(name string) string {
+	if name == "ollama" {
+		return "OLLAMA_URL"
+	}
+	return "WARD_SERVICE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_URL"
+}
+
+// serviceHost is the host:port a service URL is reached at.
+func serviceHost(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("%q has no host", raw)
+	}
+	if u.Port() != "" {
+		return u.Host, nil
+	}
+	switch u.Scheme {
+	case "https":
+		return u.Host + ":443", nil
+	case "http":
+		return u.Host + ":80", nil
+	}
+	return u.Host, nil
+}
+
+// warnings are the module's warn-level log lines of a run, a few and
+// shortened: what the job's result and last event say of a fallback.
+func warnings(log []byte) []string {
+	const maxLines, maxLen = 5, 300
+	var out []string
+	for _, line := range strings.Split(string(log), "\n") {
+		msg, ok := strings.CutPrefix(line, "warn: ")
+		if !ok {
+			continue
+		}
+		if len(msg) > maxLen {
+			msg = msg[:maxLen] + "…"
+		}
+		out = append(out, msg)
+		if len(out) == maxLines {
+			break
+		}
+	}
+	return out
+}
+
+// inputError is a job input that is missing or not what its pointer
+// names: the job's fault (reason.InputUnavailable), which does not count
+// against the host.
+type inputError struct{ err error }
+
+func (e *inputError) Error() string { return e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }

@@ -73,6 +73,7 @@ type Requested struct {
 	HTTPHosts        []string `json:"http_hosts,omitempty"`
 	ReadOnlyDirs     []string `json:"read_only_dirs,omitempty"`
 	EnvKeys          []string `json:"env_keys,omitempty"`
+	Services         []string `json:"services,omitempty"`
 	MemoryLimitBytes int64    `json:"memory_limit_bytes,omitempty"`
 	TimeLimitMS      int64    `json:"time_limit_ms,omitempty"`
 }

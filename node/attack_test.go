@@ -504,4 +504,3 @@ func TestAttackGuardedBuckets(t *testing.T) {
 		t.Fatalf("the signed bundle is not enforced: %s", rec.GetState())
 	}
 }
-

@@ -3,14 +3,12 @@ package node_test
 import (
 	"context"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,29 +38,6 @@ func chatModules(t *testing.T) (map[string][]byte, map[string]*sandbox.Manifest)
 			"echo":          wasmtest.Build(t, "github.com/ward-run/ward/modules/echo"),
 		},
 		map[string]*sandbox.Manifest{"chat-advanced": man}
-}
-
-// policiesGranting is the default policy bundle with chat-advanced granted
-// ollamaHost instead of the default Ollama address. The default tests
-// check the default address, so they go, as a user's copy would change them.
-func policiesGranting(t *testing.T, ollamaHost string) fs.FS {
-	t.Helper()
-	b := defaultBundleWith(t, nil)
-	fsys := fstest.MapFS{}
-	for name, src := range b.Files {
-		switch name {
-		case "ward_test.rego":
-			continue
-		case "data.yaml":
-			granted := strings.Replace(string(src), `http_hosts: ["localhost:11434", "127.0.0.1:11434"]`, `http_hosts: ["`+ollamaHost+`"]`, 1)
-			if granted == string(src) {
-				t.Fatal("data.yaml no longer grants chat-advanced the default Ollama: update this test")
-			}
-			src = []byte(granted)
-		}
-		fsys[name] = &fstest.MapFile{Data: src}
-	}
-	return fsys
 }
 
 // fakeNvidiaSMI puts on PATH an nvidia-smi that reports one H100, 37% busy,
@@ -124,8 +99,7 @@ func TestChatAdvancedStreamsTokens(t *testing.T) {
 	})
 
 	mods, mans := chatModules(t)
-	e := start(t, node.Options{Modules: mods, Manifests: mans, Policies: policiesGranting(t, o.Host()),
-		Env:    map[string]string{"OLLAMA_URL": o.URL, "OLLAMA_MODEL": "llama3"},
+	e := start(t, node.Options{Modules: mods, Manifests: mans, Env: map[string]string{"OLLAMA_MODEL": "llama3"}, Services: map[string]string{"ollama": o.URL},
 		Probes: []host.Probe{host.NewOllamaProbe(o.URL, time.Second, nil)}})
 	e.waitCapability(t, e.n.Host.ID(), "ollama", true)
 
@@ -233,13 +207,13 @@ func TestGPUHostTakesTheChatJobs(t *testing.T) {
 	mods, mans := chatModules(t)
 	gpuProbe := host.NewGPUProbe(nil)
 	defer gpuProbe.Close()
-	env := map[string]string{"OLLAMA_URL": o.URL, "OLLAMA_MODEL": "llama3"}
-	e := start(t, node.Options{HostID: "gpu-1", Modules: mods, Manifests: mans, Policies: policiesGranting(t, o.Host()),
-		MaxParallel: 2, Env: env, Probes: []host.Probe{gpuProbe, host.NewOllamaProbe(o.URL, time.Second, nil)}})
+	env := map[string]string{"OLLAMA_MODEL": "llama3"}
+	services := map[string]string{"ollama": o.URL}
+	e := start(t, node.Options{HostID: "gpu-1", Modules: mods, Manifests: mans, MaxParallel: 2, Env: env, Services: services, Probes: []host.Probe{gpuProbe, host.NewOllamaProbe(o.URL, time.Second, nil)}})
 
 	// The plain host: the same modules, and Ollama's address too, but no
 	// Ollama probe and no GPU probe.
-	e.addHost(t, node.HostConfig{ID: "cpu-1", Env: env}, mods, mans, false)
+	e.addHost(t, node.HostConfig{ID: "cpu-1", Env: env, Services: services}, mods, mans, false)
 	e.waitCapability(t, "gpu-1", "ollama", true)
 	e.waitCapability(t, "gpu-1", "gpu", true)
 	e.waitWorkers(t, 2)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -18,12 +17,13 @@ import (
 	"github.com/ward-run/ward/sandbox"
 )
 
-// TestHTTPGrantsFollowThePolicy: chat-advanced's manifest asks for any
-// host; the policy grants only the ones data.modules lists. An Ollama the
-// policy does not grant cannot be reached (the module answers with its
-// fallback, and says why); once a pushed policy grants its host, the next
-// job reaches it. Policy, scheduler, host and sandbox are all real.
-func TestHTTPGrantsFollowThePolicy(t *testing.T) {
+// TestServiceGrantsFollowThePolicy: the policy grants chat-advanced the
+// host's "ollama" service, by name; the host resolves it to its own Ollama
+// (here on a random port, not the usual one) and the job reaches it. A
+// policy without the grant leaves the module unable to reach it: it
+// answers with its fallback, and the job's last event says so. Policy,
+// scheduler, host and sandbox are all real.
+func TestServiceGrantsFollowThePolicy(t *testing.T) {
 	ollama := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Model, Prompt string
@@ -35,10 +35,6 @@ func TestHTTPGrantsFollowThePolicy(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "response": "ollama says hi to " + req.Prompt, "done": true})
 	}))
 	defer ollama.Close()
-	u, err := url.Parse(ollama.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	src, err := os.ReadFile("../modules/chat-advanced/manifest.yaml")
 	if err != nil {
@@ -52,7 +48,8 @@ func TestHTTPGrantsFollowThePolicy(t *testing.T) {
 		Modules:      map[string][]byte{"chat-advanced": wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/chat-advanced")},
 		Manifests:    map[string]*sandbox.Manifest{"chat-advanced": manifest},
 		Capabilities: []string{"ollama"},
-		Env:          map[string]string{"OLLAMA_URL": ollama.URL, "OLLAMA_MODEL": "llama3"},
+		Env:          map[string]string{"OLLAMA_MODEL": "llama3"},
+		Services:     map[string]string{"ollama": ollama.URL},
 	})
 	chat := func() (*wardv1.JobRecord, map[string]any) {
 		t.Helper()
@@ -67,23 +64,27 @@ func TestHTTPGrantsFollowThePolicy(t *testing.T) {
 		return rec, reply
 	}
 
-	// The default policy grants chat-advanced the Ollama on its usual
-	// port only: not this one.
+	// The default policy grants the service, whatever port it is on.
 	rec, reply := chat()
-	if reply["fallback"] != true || !strings.Contains(reply["error"].(string), "not granted") {
-		t.Fatalf("an ungranted host was reached: %v", reply)
+	if reply["fallback"] == true || reply["reply"] != "ollama says hi to ward" {
+		t.Fatalf("the host's Ollama was not reached: %v", reply)
 	}
-	if g := rec.GetSafety().GetConstraints().GetGrants(); strings.Contains(strings.Join(g.GetHttpHosts(), ","), u.Host) {
-		t.Fatalf("grants %v", g)
+	g := rec.GetSafety().GetConstraints().GetGrants()
+	if strings.Join(g.GetServices(), ",") != "ollama" || len(g.GetHttpHosts()) != 0 {
+		t.Fatalf("grants %v, want the ollama service and no address", g)
+	}
+	last := rec.GetEvents()[len(rec.GetEvents())-1]
+	if strings.Contains(last.GetMessage(), "warned") {
+		t.Errorf("a real answer's last event: %q", last.GetMessage())
 	}
 
-	// A policy that grants this host: the next job reaches it.
+	// A policy that does not grant it: the module cannot reach it, answers
+	// with its fallback, and the job's last event says so.
 	b := defaultBundleWith(t, nil)
-	data := strings.Replace(string(b.Files["data.yaml"]), `http_hosts: ["localhost:11434", "127.0.0.1:11434"]`,
-		`http_hosts: ["`+u.Host+`"]`, 1)
+	data := strings.Replace(string(b.Files["data.yaml"]), `services: [ollama]`, `services: []`, 1)
 	b.Files["data.yaml"] = []byte(data)
-	// The default tests check the default Ollama host; these data grant
-	// another, so they go, as a user's copy would change them.
+	// The default tests check the default grants; these data take one
+	// away, so they go, as a user's copy would change them.
 	delete(b.Files, "ward_test.rego")
 	res, err := safety.Push(context.Background(), e.client.Bus().NATS(), "", b, safety.PushOptions{By: "test", Unsigned: true})
 	if err != nil {
@@ -91,10 +92,11 @@ func TestHTTPGrantsFollowThePolicy(t *testing.T) {
 	}
 	checkFor(t, 30*time.Second, func() bool { return e.n.Safety.Kernel().Revision() == res.Revision })
 	rec, reply = chat()
-	if reply["fallback"] == true || reply["reply"] != "ollama says hi to ward" {
-		t.Fatalf("the granted host was not reached: %v", reply)
+	if reply["fallback"] != true {
+		t.Fatalf("an ungranted service was reached: %v", reply)
 	}
-	if g := rec.GetSafety().GetConstraints().GetGrants(); strings.Join(g.GetHttpHosts(), ",") != u.Host {
-		t.Errorf("grants %v, want only %s", g, u.Host)
+	last = rec.GetEvents()[len(rec.GetEvents())-1]
+	if !strings.Contains(last.GetMessage(), "the module warned") || !strings.Contains(last.GetMessage(), "fallback") {
+		t.Errorf("the fallback answer's last event does not say so: %q", last.GetMessage())
 	}
 }

@@ -51,6 +51,7 @@ type HostConfig struct {
 	Probes            []host.Probe
 	MountRoots        []string
 	Env               map[string]string
+	Services          map[string]string // the host's named services (host.Config.Services)
 	// Creds is the host's .creds file (`ward auth host add`): it names the
 	// host and the pools it may serve. Empty connects without one
 	// (--insecure).
@@ -130,7 +131,7 @@ func StartHost(ctx context.Context, cfg HostConfig) (_ *Host, err error) {
 		Pools: cfg.Pools, MaxParallel: cfg.MaxParallel, HeartbeatInterval: cfg.HeartbeatInterval,
 		Capabilities: cfg.Capabilities, Labels: cfg.Labels, Region: cfg.Region, Zone: cfg.Zone, Probes: cfg.Probes,
 		Logger: cfg.Logger, MountRoots: cfg.MountRoots, Env: cfg.Env, Registry: reg, Trusted: cfg.Trusted,
-		DispatchKey: cfg.DispatchKey, Credential: credential})
+		DispatchKey: cfg.DispatchKey, Credential: credential, Services: cfg.Services})
 	if err != nil {
 		return nil, err
 	}

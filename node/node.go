@@ -65,6 +65,8 @@ type Options struct {
 	// Env holds the values the host gives jobs' granted environment keys
 	// (host.Config.Env).
 	Env map[string]string
+	// Services are the host's named services (host.Config.Services).
+	Services map[string]string
 	// CacheDir is the host's compilation cache; in memory when empty.
 	CacheDir          string
 	HostID            string
@@ -140,7 +142,7 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 		Modules: o.Modules, Manifests: o.Manifests, ModuleRegistry: o.ModuleRegistry, Trusted: o.Trusted,
 		CacheDir: o.CacheDir, Pools: o.Pools, MaxParallel: o.MaxParallel, HeartbeatInterval: o.HeartbeatInterval,
 		Capabilities: o.Capabilities, Labels: o.Labels, Region: o.Region, Zone: o.Zone, Probes: o.Probes,
-		MountRoots: o.MountRoots, Env: o.Env, Logger: o.Logger, Creds: cr.Host, DispatchKey: cr.HostKey})
+		MountRoots: o.MountRoots, Env: o.Env, Services: o.Services, Logger: o.Logger, Creds: cr.Host, DispatchKey: cr.HostKey})
 	if err != nil {
 		return nil, err
 	}

@@ -300,8 +300,8 @@ func TestPayloadDigestOnEveryPath(t *testing.T) {
 	}
 	ptr := bus.ObjectScheme + bus.ContextBucketOf("acme") + "/" + bus.ContextObjectName(sum)
 	_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", ContextPtr: ptr})
-	if rec.GetState() != wardv1.JobState_JOB_STATE_FAILED || rec.GetErrorCode() != string(reason.ContextUnavailable) ||
+	if rec.GetState() != wardv1.JobState_JOB_STATE_FAILED || rec.GetErrorCode() != string(reason.InputUnavailable) ||
 		!strings.Contains(rec.GetErrorMessage(), "not the sha256:") {
-		t.Fatalf("a mislabelled object: %s/%s %q, want FAILED context_unavailable", rec.GetState(), rec.GetErrorCode(), rec.GetErrorMessage())
+		t.Fatalf("a mislabelled object: %s/%s %q, want FAILED input_unavailable", rec.GetState(), rec.GetErrorCode(), rec.GetErrorMessage())
 	}
 }

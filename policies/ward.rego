@@ -124,11 +124,11 @@ module_settings := data.modules[input.module.name]
 # still runs the module with nothing beyond the grants.
 requested := input.module.requested if {
 	input.module.requested != null
-} else := {"http_hosts": ["*"], "read_only_dirs": ["*"], "env_keys": ["*"], "memory_limit_bytes": 0, "time_limit_ms": 0}
+} else := {"http_hosts": ["*"], "read_only_dirs": ["*"], "env_keys": ["*"], "services": ["*"], "memory_limit_bytes": 0, "time_limit_ms": 0}
 
 # Outbound HTTP: the module entry's http_hosts that the manifest asks for
-# by name, by "*.domain", or all of them with "*". In the default data,
-# chat-advanced and code-llm may reach the Ollama host only.
+# by name, by "*.domain", or all of them with "*". The default data grant no
+# module a host by address: the LLM modules get the ollama service instead.
 grants["http_hosts"] := sort(hosts) if {
 	hosts := {h |
 		some asked in requested.http_hosts
@@ -163,6 +163,16 @@ granted_dirs(asked) := {root |
 	asked == "*"
 } else := {asked} if {
 	under_allowed_root(asked)
+}
+
+# Named services of the host (ollama): the module entry's services that the
+# manifest asks for, by name or with "*". A grant names a service, never an
+# address: each host resolves it to its own (ward host --ollama-url), so the
+# same grant holds wherever its Ollama listens.
+grants["services"] := sort(svcs) if {
+	allowed := object.get(module_settings, "services", [])
+	svcs := {s | some asked in object.get(requested, "services", []); some s in allowed; asked in {"*", s}}
+	count(svcs) > 0
 }
 
 grants["env_keys"] := sort(keys) if {

@@ -185,14 +185,20 @@ test_grants_are_not_a_tenant_limit if {
 
 # ------------------------------------------------------------------ grants: HTTP hosts
 
-test_chat_advanced_granted_only_the_ollama_host if {
-	inp := with_module("chat-advanced", {"http_hosts": ["localhost:11434", "evil.example:443"]})
-	safety.constraints == {"grants": {"http_hosts": ["localhost:11434"]}} with input as inp
+test_chat_advanced_granted_the_ollama_service_not_hosts if {
+	inp := with_module("chat-advanced", {"services": ["ollama", "postgres"], "http_hosts": ["localhost:11434", "evil.example:443"]})
+	safety.constraints == {"grants": {"services": ["ollama"]}} with input as inp
 }
 
-test_code_llm_granted_the_ollama_host if {
-	inp := with_module("code-llm", {"http_hosts": ["127.0.0.1:11434"]})
-	safety.constraints == {"grants": {"http_hosts": ["127.0.0.1:11434"]}} with input as inp
+test_code_llm_granted_the_ollama_service if {
+	inp := with_module("code-llm", {"services": ["ollama"]})
+	safety.constraints == {"grants": {"services": ["ollama"]}} with input as inp
+}
+
+test_http_hosts_still_granted_by_data if {
+	inp := with_module("chat-advanced", {"http_hosts": ["localhost:11434", "evil.example:443"]})
+	safety.constraints == {"grants": {"http_hosts": ["localhost:11434"]}} with input as inp
+		with data.modules as {"chat-advanced": {"http_hosts": ["localhost:11434"]}}
 }
 
 test_nothing_asked_nothing_granted if {
@@ -280,11 +286,17 @@ test_denied_job_gets_constraints_too_but_deny_wins if {
 # ------------------------------------------------------------------ manifests with "*", or none
 
 test_star_host_gets_the_module_hosts if {
-	inp := with_module("chat-advanced", {"http_hosts": ["*"], "env_keys": ["OLLAMA_URL", "OLLAMA_MODEL", "HOME"]})
+	inp := with_module("chat-advanced", {"http_hosts": ["*"], "services": ["*"], "env_keys": ["OLLAMA_URL", "OLLAMA_MODEL", "HOME"]})
 	safety.constraints == {"grants": {
-		"http_hosts": ["127.0.0.1:11434", "localhost:11434"],
-		"env_keys": ["OLLAMA_MODEL", "OLLAMA_URL"],
+		"services": ["ollama"],
+		"env_keys": ["OLLAMA_MODEL"],
 	}} with input as inp
+}
+
+test_star_host_gets_every_listed_host if {
+	inp := with_module("chat-advanced", {"http_hosts": ["*"]})
+	safety.constraints == {"grants": {"http_hosts": ["a.example", "b.example:8080"]}} with input as inp
+		with data.modules as {"chat-advanced": {"http_hosts": ["a.example", "b.example:8080"]}}
 }
 
 test_star_domain_host if {
@@ -307,8 +319,8 @@ test_unclean_root_never_granted if {
 test_unknown_manifest_asks_for_everything_allowed if {
 	inp := object.union(job, {"module": {"name": "chat-advanced", "digest": "", "requested": null}})
 	safety.constraints == {"grants": {
-		"http_hosts": ["127.0.0.1:11434", "localhost:11434"],
-		"env_keys": ["OLLAMA_MODEL", "OLLAMA_URL"],
+		"services": ["ollama"],
+		"env_keys": ["OLLAMA_MODEL"],
 	}} with input as inp
 }
 

@@ -47,12 +47,12 @@ func TestExplainConstraints(t *testing.T) {
 	k := newDefaultKernel(t)
 	req := echoJob()
 	req.Topic = "job.chat.advanced"
-	req.Module = &safetyv1.ModuleRequest{Name: "chat-advanced", Requested: &wardv1.Grants{HttpHosts: []string{"localhost:11434"}}}
+	req.Module = &safetyv1.ModuleRequest{Name: "chat-advanced", Requested: &wardv1.Grants{Services: []string{"ollama"}}}
 	resp, err := k.Explain(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &wardv1.Constraints{Grants: &wardv1.Grants{HttpHosts: []string{"localhost:11434"}}}
+	want := &wardv1.Constraints{Grants: &wardv1.Grants{Services: []string{"ollama"}}}
 	if !proto.Equal(resp.GetResult().GetConstraints(), want) {
 		t.Errorf("constraints %v", resp.GetResult().GetConstraints())
 	}
@@ -61,8 +61,8 @@ func TestExplainConstraints(t *testing.T) {
 		rules = append(rules, f.GetRule()+" = "+f.GetValue())
 	}
 	for _, w := range []string{
-		`data.ward.safety.grants.http_hosts = ["localhost:11434"]`,
-		`data.ward.safety.constraints.grants = {"http_hosts":["localhost:11434"]}`,
+		`data.ward.safety.grants.services = ["ollama"]`,
+		`data.ward.safety.constraints.grants = {"services":["ollama"]}`,
 		`data.ward.safety.topic_allowed = true`,
 	} {
 		if !slices.Contains(rules, w) {

@@ -115,6 +115,7 @@ var (
 	keyHTTPHosts        = ast.StringTerm("http_hosts")
 	keyReadOnlyDirs     = ast.StringTerm("read_only_dirs")
 	keyEnvKeys          = ast.StringTerm("env_keys")
+	keyServices         = ast.StringTerm("services")
 	keyMemoryLimitBytes = ast.StringTerm("memory_limit_bytes")
 	keyTimeLimitMS      = ast.StringTerm("time_limit_ms")
 )
@@ -209,6 +210,7 @@ func moduleTerm(mod *safetyv1.ModuleRequest) *ast.Term {
 			ast.Item(keyHTTPHosts, stringsTerm(g.GetHttpHosts())),
 			ast.Item(keyReadOnlyDirs, stringsTerm(g.GetReadOnlyDirs())),
 			ast.Item(keyEnvKeys, stringsTerm(g.GetEnvKeys())),
+			ast.Item(keyServices, stringsTerm(g.GetServices())),
 			ast.Item(keyMemoryLimitBytes, numberTerm(g.GetMemoryLimitBytes())),
 			ast.Item(keyTimeLimitMS, numberTerm(g.GetTimeLimitMs())),
 		)),
@@ -343,6 +345,7 @@ func (e *encoded) encode(req *safetyv1.CheckRequest) {
 			e.strs(g.GetHttpHosts())
 			e.strs(g.GetReadOnlyDirs())
 			e.strs(g.GetEnvKeys())
+			e.strs(g.GetServices())
 			e.int(g.GetMemoryLimitBytes())
 			e.int(g.GetTimeLimitMs())
 		case fPool:

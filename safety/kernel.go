@@ -495,6 +495,8 @@ func grants(v ast.Value) (*wardv1.Grants, error) {
 			g.ReadOnlyDirs, err = stringsField(name, val.Value)
 		case "env_keys":
 			g.EnvKeys, err = stringsField(name, val.Value)
+		case "services":
+			g.Services, err = stringsField(name, val.Value)
 		case "memory_limit_bytes":
 			g.MemoryLimitBytes, err = int64Field(name, val.Value)
 		case "time_limit_ms":

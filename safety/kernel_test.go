@@ -159,14 +159,14 @@ func TestKernelDefaultBundle(t *testing.T) {
 			cons: &wardv1.Constraints{MaxConcurrentJobs: 4, MaxRetries: 2, DeadlineMs: 60000},
 		},
 		{
-			name: "chat-advanced granted the Ollama host only",
+			name: "chat-advanced granted the Ollama service only, no address",
 			edit: func(r *safetyv1.CheckRequest) {
 				r.Topic = "job.chat.advanced"
 				r.Module = &safetyv1.ModuleRequest{Name: "chat-advanced", Requested: &wardv1.Grants{
-					HttpHosts: []string{"evil.example:443", "localhost:11434"}, MemoryLimitBytes: 1 << 40}}
+					HttpHosts: []string{"evil.example:443", "localhost:11434"}, Services: []string{"ollama", "postgres"}, MemoryLimitBytes: 1 << 40}}
 			},
 			want: safetyv1.Decision_DECISION_ALLOW_WITH_CONSTRAINTS,
-			cons: &wardv1.Constraints{Grants: &wardv1.Grants{HttpHosts: []string{"localhost:11434"}, MemoryLimitBytes: 512 << 20}},
+			cons: &wardv1.Constraints{Grants: &wardv1.Grants{Services: []string{"ollama"}, MemoryLimitBytes: 512 << 20}},
 		},
 		{
 			name: "chat-advanced without a known manifest",
@@ -175,8 +175,7 @@ func TestKernelDefaultBundle(t *testing.T) {
 				r.Module = &safetyv1.ModuleRequest{Name: "chat-advanced"}
 			},
 			want: safetyv1.Decision_DECISION_ALLOW_WITH_CONSTRAINTS,
-			cons: &wardv1.Constraints{Grants: &wardv1.Grants{HttpHosts: []string{"127.0.0.1:11434", "localhost:11434"},
-				EnvKeys: []string{"OLLAMA_MODEL", "OLLAMA_URL"}}},
+			cons: &wardv1.Constraints{Grants: &wardv1.Grants{Services: []string{"ollama"}, EnvKeys: []string{"OLLAMA_MODEL"}}},
 		},
 		{
 			name: "repo module granted read-only dirs under the root",

@@ -78,6 +78,9 @@ type Capabilities struct {
 	ReadOnlyDirs []string `yaml:"read_only_dirs"`
 	// EnvKeys are the environment variables it reads.
 	EnvKeys []string `yaml:"env_keys"`
+	// Services are the host's named services it calls ("ollama"): the
+	// policy grants names, and each host resolves them to its own.
+	Services []string `yaml:"services"`
 }
 
 // Limits bound one job's run of the module. Input's limits, from the safety

@@ -226,7 +226,7 @@ func (s *Scheduler) decide(ctx context.Context, c *settings, job *jobstore.Job) 
 			if a := c.mods.active(module.Name); a != nil {
 				module.Digest, module.Signed = a.Digest, a.Signed
 				if r := a.Requested; r != nil {
-					module.Requested = &wardv1.Grants{HttpHosts: r.HTTPHosts, ReadOnlyDirs: r.ReadOnlyDirs, EnvKeys: r.EnvKeys,
+					module.Requested = &wardv1.Grants{HttpHosts: r.HTTPHosts, ReadOnlyDirs: r.ReadOnlyDirs, EnvKeys: r.EnvKeys, Services: r.Services,
 						MemoryLimitBytes: r.MemoryLimitBytes, TimeLimitMs: r.TimeLimitMS}
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,8 +43,13 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 		s.failed(ctx, r, worker, zone)
 		return
 	}
+	ranMsg := fmt.Sprintf("ran in %d ms", r.GetExecutionMs())
+	if w := r.GetWarnings(); len(w) > 0 {
+		// A fallback answer says so where the user looks: the last event.
+		ranMsg += "; the module warned: " + strings.Join(w, "; ")
+	}
 	t := jobstore.Transition{To: to, IfWorker: worker, IfAttempt: int(r.GetAttempt()), ResultPtr: r.GetResultPtr(), WorkerID: worker,
-		Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(), Message: fmt.Sprintf("ran in %d ms", r.GetExecutionMs())}
+		Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(), Message: ranMsg}
 	job, err := s.cfg.Store.Transition(ctx, r.GetJobId(), t)
 	if err != nil {
 		s.late("result", r.GetJobId(), err)
@@ -165,7 +171,7 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, worker, zon
 func hostAtFault(code string) bool {
 	switch reason.Code(code) {
 	case reason.ModuleError, reason.Exit, reason.Trap, reason.Timeout, reason.MemoryLimit,
-		reason.OutputTooLarge, reason.NotGranted, reason.InputTooLarge, reason.Cancelled:
+		reason.OutputTooLarge, reason.NotGranted, reason.InputTooLarge, reason.Cancelled, reason.InputUnavailable:
 		return false
 	}
 	return true

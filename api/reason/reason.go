@@ -119,6 +119,10 @@ const (
 	ModuleUnavailable Code = "module_unavailable"
 	// CapabilityMissing: the host lacks a capability the job's pool requires.
 	CapabilityMissing Code = "capability_missing"
+	// InputUnavailable: the job's stored input is gone, or its bytes are
+	// not those its pointer names (its tenant deleted or replaced them):
+	// the job's fault, not the host's.
+	InputUnavailable Code = "input_unavailable"
 	// ContextUnavailable: the host could not read the job's payload from
 	// its pointer.
 	ContextUnavailable Code = "context_unavailable"
@@ -173,7 +177,7 @@ func All() []Code {
 		TenantMismatch,
 		TicketUnsigned, TicketForged, TicketExpired, TicketReplayed, TicketMisaddressed, StaleResult,
 		HostNotAdmitted,
-		ModuleUnavailable, CapabilityMissing, ContextUnavailable, ResultUnavailable, Internal,
+		ModuleUnavailable, CapabilityMissing, InputUnavailable, ContextUnavailable, ResultUnavailable, Internal,
 		OutputTooLarge, Timeout, MemoryLimit, NotGranted, ModuleError, Exit, Trap, InputTooLarge,
 		MountUnavailable,
 	}

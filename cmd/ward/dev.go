@@ -145,7 +145,7 @@ separately (ward auth init --tls, ward safety --grpc-tls-*).`,
 				Modules: wasm, Manifests: manifests, ModuleRegistry: true,
 				HostID: hc.ID, CacheDir: hc.CacheDir, MaxParallel: hc.MaxParallel, HeartbeatInterval: hc.HeartbeatInterval,
 				Capabilities: hc.Capabilities, Labels: hc.Labels, Region: hc.Region, Zone: hc.Zone, Probes: hc.Probes,
-				MountRoots: hc.MountRoots, Env: hc.Env, Trusted: hc.Trusted, Logger: log, Creds: creds, PolicyPubKey: signing.PolicyPub})
+				MountRoots: hc.MountRoots, Env: hc.Env, Services: hc.Services, Trusted: hc.Trusted, Logger: log, Creds: creds, PolicyPubKey: signing.PolicyPub})
 			if err != nil {
 				return err
 			}

@@ -91,7 +91,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 			if raw != nil {
 				// What the policy is asked to grant each of its jobs.
 				c := m.Capabilities
-				v.Requested = &modreg.Requested{HTTPHosts: c.HTTPHosts, ReadOnlyDirs: c.ReadOnlyDirs, EnvKeys: c.EnvKeys,
+				v.Requested = &modreg.Requested{HTTPHosts: c.HTTPHosts, ReadOnlyDirs: c.ReadOnlyDirs, EnvKeys: c.EnvKeys, Services: c.Services,
 					MemoryLimitBytes: int64(m.Limits.Memory), TimeLimitMS: time.Duration(m.Limits.Time).Milliseconds()}
 			}
 			switch {

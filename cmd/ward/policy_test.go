@@ -109,8 +109,8 @@ func TestPolicyEval(t *testing.T) {
 	out, code = ward(t, strings.ReplaceAll(job, "blocked", "acme"), "policy", "eval", "--input", "-", dir)
 	for _, want := range []string{
 		"decision:  ALLOW_WITH_CONSTRAINTS",
-		`constraints: {"grants":{"env_keys":["OLLAMA_MODEL","OLLAMA_URL"],"http_hosts":["127.0.0.1:11434","localhost:11434"]}}`,
-		`data.ward.safety.grants.http_hosts`,
+		`constraints: {"grants":{"env_keys":["OLLAMA_MODEL"],"services":["ollama"]}}`,
+		`data.ward.safety.grants.services`,
 	} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("policy eval: exit %d, output lacks %q:\n%s", code, want, out)

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -59,7 +61,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			creds := g.credsFile()
+			creds := g.creds // explicit only: a part never falls back to ward dev's admin credential
 			if creds == "" || secret == nil {
 				log.Warn("INSECURE: no --creds or no --dispatch-secret: dispatches go unsigned and heartbeats are not checked against host credentials")
 			}
@@ -117,7 +119,7 @@ default loopback address then.`,
 			ctx, stop := signalContext()
 			defer stop()
 			if !standalone {
-				cfg.NATSURL, cfg.Creds, cfg.NATSTLS = client.NATSURL(g.natsURL), g.credsFile(), g.tls
+				cfg.NATSURL, cfg.Creds, cfg.NATSTLS = client.NATSURL(g.natsURL), g.creds, g.tls
 			}
 			if cfg.TLS.IsZero() && !loopback(cfg.Listen) {
 				cfg.Logger.Warn("INSECURE: the kernel's gRPC is plaintext on a non-loopback address: anyone who reaches it may ask for decisions (--grpc-tls-cert, --grpc-tls-key, --grpc-tls-client-ca)", "listen", cfg.Listen)
@@ -169,6 +171,7 @@ type hostFlags struct {
 	ollamaURL, gpuMode         string
 	sb                         sandboxFlags
 	trustedKeys                []string
+	services                   []string
 }
 
 func (h *hostFlags) register(f *pflag.FlagSet, defaultID string) {
@@ -181,6 +184,7 @@ func (h *hostFlags) register(f *pflag.FlagSet, defaultID string) {
 	f.IntVar(&h.maxParallel, "max-parallel", 0, "jobs run at once (default: number of CPUs)")
 	f.StringVar(&h.ollamaURL, "ollama-url", os.Getenv("OLLAMA_URL"), "Ollama beside this host: probed every heartbeat interval; capability ollama while it answers ($OLLAMA_URL)")
 	f.StringVar(&h.gpuMode, "gpu", "auto", "GPU probe: auto (NVML, then nvidia-smi) or off")
+	f.StringSliceVar(&h.services, "service", envList("WARD_SERVICES"), "a named service of this host a policy may grant, NAME=URL (repeatable; $WARD_SERVICES); ollama is --ollama-url's, else http://127.0.0.1:11434")
 	f.DurationVar(&h.heartbeat, "heartbeat", 2*time.Second, "heartbeat interval")
 	f.StringSliceVar(&h.trustedKeys, "trusted-key", envList("WARD_TRUSTED_KEYS"), "ed25519 public key file (PEM, `ward module keygen`); with any, registry modules must be signed by one ($WARD_TRUSTED_KEYS, comma-separated)")
 	h.sb.register(f)
@@ -205,9 +209,36 @@ func (h *hostFlags) config(log *slog.Logger) (node.HostConfig, error) {
 	if err != nil {
 		return node.HostConfig{}, err
 	}
+	services, err := hostServices(h.services, h.ollamaURL)
+	if err != nil {
+		return node.HostConfig{}, err
+	}
 	return node.HostConfig{ID: h.id, CacheDir: h.cacheDir, Region: h.region, Zone: h.zone, Capabilities: h.caps,
 		Labels: lbls, MaxParallel: h.maxParallel, HeartbeatInterval: h.heartbeat, Probes: probes,
-		Trusted: trusted, MountRoots: h.sb.mountRoots, Env: env, Logger: log}, nil
+		Trusted: trusted, MountRoots: h.sb.mountRoots, Env: env, Services: services, Logger: log}, nil
+}
+
+// defaultOllamaURL is where a host's ollama service is when neither
+// --ollama-url nor --service ollama=URL says.
+const defaultOllamaURL = "http://127.0.0.1:11434"
+
+// hostServices resolves --service NAME=URL and the ollama service.
+func hostServices(flags []string, ollamaURL string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range flags {
+		name, u, ok := strings.Cut(kv, "=")
+		if !ok || name == "" || u == "" {
+			return nil, fmt.Errorf("--service %q: want NAME=URL", kv)
+		}
+		if _, err := url.Parse(u); err != nil {
+			return nil, fmt.Errorf("--service %s: %w", name, err)
+		}
+		out[name] = u
+	}
+	if _, set := out["ollama"]; !set {
+		out["ollama"] = cmp.Or(ollamaURL, defaultOllamaURL)
+	}
+	return out, nil
 }
 
 func newHostCmd(g *globals) *cobra.Command {
@@ -247,7 +278,7 @@ func newHostCmd(g *globals) *cobra.Command {
 			}
 			defer stopMetrics()
 			cfg.NATSURL, cfg.Store, cfg.ModuleRegistry = client.NATSURL(g.natsURL), store, useRegistry
-			cfg.Creds, cfg.NATSTLS = g.credsFile(), g.tls
+			cfg.Creds, cfg.NATSTLS = g.creds, g.tls
 			if cfg.DispatchKey, err = readHexKey(dispatchKey); err != nil {
 				return err
 			}

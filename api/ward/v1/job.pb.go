@@ -274,7 +274,13 @@ type Grants struct {
 	// memory_limit_bytes caps the module's linear memory; 0 means the host default.
 	MemoryLimitBytes int64 `protobuf:"varint,4,opt,name=memory_limit_bytes,json=memoryLimitBytes,proto3" json:"memory_limit_bytes,omitempty"`
 	// time_limit_ms caps one run's wall time; 0 means the host default.
-	TimeLimitMs   int64 `protobuf:"varint,5,opt,name=time_limit_ms,json=timeLimitMs,proto3" json:"time_limit_ms,omitempty"`
+	TimeLimitMs int64 `protobuf:"varint,5,opt,name=time_limit_ms,json=timeLimitMs,proto3" json:"time_limit_ms,omitempty"`
+	// services are named services of the host the module may call (e.g.
+	// "ollama"): each host resolves a name to its own address (ward host
+	// --ollama-url, --service), lets the module reach it and tells it where
+	// (OLLAMA_URL, WARD_SERVICE_<NAME>_URL). A grant names a service, never
+	// an address.
+	Services      []string `protobuf:"bytes,6,rep,name=services,proto3" json:"services,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -342,6 +348,13 @@ func (x *Grants) GetTimeLimitMs() int64 {
 		return x.TimeLimitMs
 	}
 	return 0
+}
+
+func (x *Grants) GetServices() []string {
+	if x != nil {
+		return x.Services
+	}
+	return nil
 }
 
 // Constraints are the limits a safety decision puts on a job.
@@ -698,7 +711,11 @@ type JobResult struct {
 	ModuleDigest string `protobuf:"bytes,9,opt,name=module_digest,json=moduleDigest,proto3" json:"module_digest,omitempty"`
 	// attempt is the dispatch this result answers (JobRequest.attempt): a
 	// result for an earlier attempt is refused, never applied.
-	Attempt       int32 `protobuf:"varint,10,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt int32 `protobuf:"varint,10,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// warnings are the module's own warnings of the run (its warn-level log
+	// lines, a few, shortened): a fallback answer says so here, and the
+	// job's last event shows them.
+	Warnings      []string `protobuf:"bytes,11,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -801,6 +818,13 @@ func (x *JobResult) GetAttempt() int32 {
 		return x.Attempt
 	}
 	return 0
+}
+
+func (x *JobResult) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
 }
 
 // JobProgress is what a host publishes on sys.job.progress while a job runs.
@@ -1750,14 +1774,15 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"maxRetries\"U\n" +
 	"\tResources\x12%\n" +
 	"\x0ecpu_millicores\x18\x01 \x01(\x03R\rcpuMillicores\x12!\n" +
-	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\xba\x01\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\xd6\x01\n" +
 	"\x06Grants\x12\x1d\n" +
 	"\n" +
 	"http_hosts\x18\x01 \x03(\tR\thttpHosts\x12$\n" +
 	"\x0eread_only_dirs\x18\x02 \x03(\tR\freadOnlyDirs\x12\x19\n" +
 	"\benv_keys\x18\x03 \x03(\tR\aenvKeys\x12,\n" +
 	"\x12memory_limit_bytes\x18\x04 \x01(\x03R\x10memoryLimitBytes\x12\"\n" +
-	"\rtime_limit_ms\x18\x05 \x01(\x03R\vtimeLimitMs\"\xa8\x01\n" +
+	"\rtime_limit_ms\x18\x05 \x01(\x03R\vtimeLimitMs\x12\x1a\n" +
+	"\bservices\x18\x06 \x03(\tR\bservices\"\xa8\x01\n" +
 	"\vConstraints\x12.\n" +
 	"\x13max_concurrent_jobs\x18\x01 \x01(\x05R\x11maxConcurrentJobs\x12\x1f\n" +
 	"\vmax_retries\x18\x02 \x01(\x05R\n" +
@@ -1799,7 +1824,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xc7\x02\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xe3\x02\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x06status\x12\x1d\n" +
@@ -1813,7 +1838,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x06module\x18\b \x01(\tR\x06module\x12#\n" +
 	"\rmodule_digest\x18\t \x01(\tR\fmoduleDigest\x12\x18\n" +
 	"\aattempt\x18\n" +
-	" \x01(\x05R\aattempt\"\xe3\x02\n" +
+	" \x01(\x05R\aattempt\x12\x1a\n" +
+	"\bwarnings\x18\v \x03(\tR\bwarnings\"\xe3\x02\n" +
 	"\vJobProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12-\n" +
