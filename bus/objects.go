@@ -30,7 +30,7 @@ const (
 	// nats-os://<bucket>/<object name>.
 	ObjectScheme = "nats-os://"
 	// InlineContextMax is the largest context a client sends inside its
-	// submission; a larger one goes to ContextBucket.
+	// submission; a larger one goes to its tenant's bucket (ContextBucketOf).
 	InlineContextMax = 512 << 10
 	// objectTimeout bounds a whole put or get when the caller's context has
 	// no deadline: JetStream's own default (5 s) is too short for a 64 MiB
@@ -155,7 +155,7 @@ func (o *Objects) bucket(ctx context.Context, name string, create bool) (jetstre
 }
 
 // PutContext stores tenant's context, read from f (rewound to its start
-// after hashing), in ContextBucket unless it is there already, and returns
+// after hashing), in the tenant's bucket unless it is there already, and returns
 // its pointer.
 func (o *Objects) PutContext(ctx context.Context, tenant string, f io.ReadSeeker) (string, error) {
 	ctx, cancel := withTimeout(ctx)

@@ -99,7 +99,8 @@ func (o *objectsOnce) get(c *bus.Conn) (*bus.Objects, error) {
 
 // readContext reads the job's context: its own blob in the job store
 // (redis://ctx:<job id>), or a context object of its tenant in JetStream
-// (nats-os://WARD_CONTEXTS/<tenant>/...). A pointer to anything else — some
+// (nats-os://WARD_CTX_<tenant>/sha256-<hex>), whose bytes must have the
+// digest its name says (the one the policy judged). A pointer to anything else — some
 // other job's blob, another tenant's object — is refused: a client chooses
 // the pointer it submits.
 func (a *Agent) readContext(ctx context.Context, req *wardv1.JobRequest) ([]byte, error) {

@@ -285,6 +285,18 @@ func newHostCmd(g *globals) *cobra.Command {
 			if cfg.Creds == "" || cfg.DispatchKey == nil {
 				log.Warn("INSECURE: no --creds or no --dispatch-key: this host runs unsigned dispatches")
 			}
+			// Module signing is on by default: a host with a credential
+			// and no --trusted-key trusts the module key of $WARD_AUTH_DIR.
+			if len(cfg.Trusted) == 0 && cfg.Creds != "" {
+				if p := defaultKeyFile(node.ModulePubFile); p != "" {
+					if cfg.Trusted, err = readTrustedKeys([]string{p}); err != nil {
+						return err
+					}
+				}
+			}
+			if len(cfg.Trusted) == 0 {
+				log.Warn("INSECURE: no --trusted-key: registry modules are loaded unsigned (ward auth init writes module.pub)")
+			}
 			a, err := node.StartHost(ctx, cfg)
 			if err != nil {
 				return err

@@ -2006,7 +2006,7 @@ func testRaceDueDeferred(t *testing.T, s jobstore.Store) {
 // testExternalContext: a context the client stored in the object store
 // keeps its nats-os:// pointer.
 func testExternalContext(t *testing.T, s jobstore.Store) {
-	const ptr = "nats-os://WARD_CONTEXTS/acme/sha256-00ff"
+	const ptr = "nats-os://WARD_CTX_acme/sha256-00ff"
 	j := &jobstore.Job{ID: "ext", Tenant: "acme", ContextPtr: ptr}
 	create(t, s, j)
 	if j.ContextPtr != ptr || get(t, s, "ext").ContextPtr != ptr {
