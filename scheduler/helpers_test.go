@@ -14,9 +14,3 @@ func mustPools(t testing.TB, yaml string) *config.Pools {
 	}
 	return p
 }
-
-// ModuleVersion lets the external tests read the module version in force
-// (moduleVersion).
-func (s *Scheduler) ModuleVersion(name string) (version, digest string, ok bool) {
-	return s.moduleVersion(name)
-}

@@ -98,6 +98,14 @@ func (s *Scheduler) caughtUp(ctx context.Context) *settings {
 	}
 }
 
+// ModuleVersion is the version of module name in force as this replica
+// has heard of it, and its digest; ok is false for a module the registry
+// does not hold, or a retired one. A deploy reaches each replica a moment
+// after it is stored.
+func (s *Scheduler) ModuleVersion(name string) (version, digest string, ok bool) {
+	return s.moduleVersion(name)
+}
+
 // moduleVersion returns the version of module name this replica holds in
 // force, and its digest; ok is false for a module the registry does not
 // hold (or a retired one).
