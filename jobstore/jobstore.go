@@ -49,6 +49,9 @@ func (s State) Terminal() bool {
 	return false
 }
 
+// terminalStates are the states no transition leaves.
+func terminalStates() []State { return []State{Succeeded, Failed, Cancelled, Timeout, Denied} }
+
 // Active reports whether a job in s holds a tenant slot (it has been
 // admitted and has not ended).
 func (s State) Active() bool {
@@ -440,6 +443,15 @@ type Store interface {
 	DLQ(ctx context.Context, limit int) ([]DLQEntry, error)
 	// RemoveDLQ removes a job's entry and reports whether there was one.
 	RemoveDLQ(ctx context.Context, id string) (bool, error)
+
+	// Retention: with SetRetention(d) on the store (d > 0), a job that
+	// ended — its hash, events, blobs and idempotency key — is kept for d
+	// and then goes; a dead-lettered job is kept while its DLQ entry is.
+	// Sweep removes from the ended states' indexes what ended before now
+	// less d (the memory store drops the jobs themselves there), and
+	// returns how many; the reconciler calls it. Without a retention it
+	// does nothing.
+	Sweep(ctx context.Context, now time.Time) (int, error)
 
 	// AcquireLease takes the named lease for owner, or renews it when owner
 	// holds it, for ttl. It reports false when another owner holds it.

@@ -29,6 +29,7 @@ type Memory struct {
 	blobs      map[string][]byte              // ctx:<id>, res:<id>
 	dlq        zset                           // job ids scored by dead-letter time
 	dlqs       map[string]DLQEntry            // job id -> entry
+	retention  time.Duration                  // how long an ended job is kept; 0: for ever
 	waits      map[string]zset                // job:queue:<pool>, job:deferred -> ids
 	deadlines  zset                           // ids scored by deadline
 	rates      map[string]bucket              // tenant -> submission bucket
@@ -729,4 +730,47 @@ func (z zset) first() string {
 		}
 	}
 	return lo
+}
+
+// SetRetention makes jobs that ended go after d (0: never), at the next
+// Sweep after that; see Store.Sweep. Call it before the store is used.
+func (m *Memory) SetRetention(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.retention = d
+}
+
+// Sweep drops the jobs that ended before now less the retention, unless
+// they are dead-lettered: their hash, events, blobs, idempotency key and
+// index entries.
+func (m *Memory) Sweep(ctx context.Context, now time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.retention <= 0 {
+		return 0, nil
+	}
+	cutoff := float64(ms(now.Add(-m.retention)))
+	n := 0
+	for _, s := range terminalStates() {
+		idx := m.index[s]
+		for _, id := range idx.below(cutoff, false, len(idx)) {
+			if _, held := m.dlqs[id]; held {
+				continue // kept while its DLQ entry is
+			}
+			delete(idx, id)
+			n++
+			if h, ok := m.jobs[id]; ok && h[fIdempotencyKey] != "" {
+				delete(m.idem, idemKey(h[fTenant], h[fIdempotencyKey]))
+			}
+			delete(m.jobs, id)
+			delete(m.events, id)
+			delete(m.recent, id)
+			delete(m.blobs, "ctx:"+id)
+			delete(m.blobs, "res:"+id)
+		}
+	}
+	return n, nil
 }

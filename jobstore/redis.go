@@ -42,7 +42,8 @@ import (
 // they read, so the store needs a single Redis (with replicas if wanted),
 // not a cluster.
 type Redis struct {
-	c redis.UniversalClient
+	c         redis.UniversalClient
+	retention time.Duration
 }
 
 var _ Store = (*Redis)(nil)
@@ -189,7 +190,7 @@ func (r *Redis) Transition(ctx context.Context, id string, t Transition) (*Job, 
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
 	}
-	res, err := eval(ctx, r, transitionCall{id: id, t: t, when: when, event: ev, fields: fields}).StringSlice()
+	res, err := eval(ctx, r, transitionCall{id: id, t: t, when: when, event: ev, fields: fields, retention: r.retention}).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
 	}
@@ -450,6 +451,10 @@ func (r *Redis) AddDLQ(ctx context.Context, e DLQEntry) error {
 	if _, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, keyDLQEntry(e.JobID), b, 0)
 		p.ZAdd(ctx, keyDLQ, redis.Z{Score: float64(ms(e.At)), Member: e.JobID})
+		// A dead-lettered job is kept while its entry is: retry reads it.
+		for _, k := range retainedKeys(e.JobID) {
+			p.Persist(ctx, k)
+		}
 		return nil
 	}); err != nil {
 		return fmt.Errorf("jobstore: dlq %s: %w", e.JobID, err)
@@ -487,13 +492,57 @@ func (r *Redis) DLQ(ctx context.Context, limit int) ([]DLQEntry, error) {
 	return out, nil
 }
 
-// RemoveDLQ removes a job's DLQ entry.
+// RemoveDLQ removes a job's DLQ entry; the job is then kept for the
+// retention, as any ended job.
 func (r *Redis) RemoveDLQ(ctx context.Context, id string) (bool, error) {
 	n, err := eval(ctx, r, removeDLQCall{id: id}).Int()
 	if err != nil {
 		return false, fmt.Errorf("jobstore: remove dlq %s: %w", id, err)
 	}
+	if n == 1 && r.retention > 0 {
+		if _, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range retainedKeys(id) {
+				p.PExpire(ctx, k, r.retention)
+			}
+			return nil
+		}); err != nil {
+			return true, fmt.Errorf("jobstore: remove dlq %s: %w", id, err)
+		}
+	}
 	return n == 1, nil
+}
+
+// retainedKeys are the keys of a job that expire with it (its
+// idempotency key aside, which transition.lua expires too).
+func retainedKeys(id string) []string {
+	return []string{keyJob(id), keyEvents(id), "ctx:" + id, "res:" + id}
+}
+
+// SetRetention makes jobs that ended expire after d (0: never); see
+// Store.Sweep. Call it before the store is used.
+func (r *Redis) SetRetention(d time.Duration) { r.retention = d }
+
+// Sweep trims from the ended states' indexes the jobs that ended before
+// now less the retention: their keys have expired, or will with their TTL.
+func (r *Redis) Sweep(ctx context.Context, now time.Time) (int, error) {
+	if r.retention <= 0 {
+		return 0, nil
+	}
+	cutoff := strconv.FormatInt(ms(now.Add(-r.retention)), 10)
+	var cmds []*redis.IntCmd
+	if _, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, s := range terminalStates() {
+			cmds = append(cmds, p.ZRemRangeByScore(ctx, keyIndex(s), "-inf", "("+cutoff))
+		}
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("jobstore: sweep: %w", err)
+	}
+	n := 0
+	for _, c := range cmds {
+		n += int(c.Val())
+	}
+	return n, nil
 }
 
 // AcquireLease takes or renews the named lease; see Store.

@@ -142,11 +142,12 @@ func (c createCall) argv() []any {
 
 // transitionCall runs transition.lua: job id moves as t says.
 type transitionCall struct {
-	id     string
-	t      Transition
-	when   time.Time // t.At, or now
-	event  []byte    // the move's event JSON
-	fields []string  // the hash fields t sets, from transitionFields
+	id        string
+	t         Transition
+	when      time.Time     // t.At, or now
+	event     []byte        // the move's event JSON
+	fields    []string      // the hash fields t sets, from transitionFields
+	retention time.Duration // how long an ended job is kept; 0: for ever
 }
 
 func (transitionCall) script() *redis.Script { return transitionScript }
@@ -166,10 +167,10 @@ func (c transitionCall) argv() []any {
 	if w := t.Wait; w != nil {
 		hasWait, waitPool, waitScore, waitCap, waitUntil = "1", w.Pool, w.Score, w.Cap, optMS(w.Until)
 	}
-	a := make([]any, 0, 19+len(c.fields))
+	a := make([]any, 0, 20+len(c.fields))
 	a = append(a, c.id, string(t.To), string(t.From), ms(c.when), c.event, t.IfWorker, t.TenantLimit, t.WorkerLimit,
 		lockOwner, lockTTL, waitPool, strconv.FormatFloat(waitScore, 'f', -1, 64), waitUntil, waitCap, hasWait,
-		t.WorkerID, optMS(t.Deadline), max(t.IfAttempt, 0), t.IfTenant)
+		t.WorkerID, optMS(t.Deadline), max(t.IfAttempt, 0), t.IfTenant, c.retention.Milliseconds())
 	return anys(a, c.fields)
 }
 

@@ -116,3 +116,15 @@ func redactURL(u string) string {
 	}
 	return u
 }
+
+// DefaultRetention is how long an ended job is kept in the store by
+// default (`--retention`).
+const DefaultRetention = 24 * time.Hour
+
+// SetRetention makes s keep ended jobs for d, then drop them (0: keep them
+// for ever); see jobstore.Store.Sweep, which the reconciler runs.
+func SetRetention(s jobstore.Store, d time.Duration) {
+	if r, ok := s.(interface{ SetRetention(time.Duration) }); ok {
+		r.SetRetention(d)
+	}
+}

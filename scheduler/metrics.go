@@ -42,6 +42,10 @@ var (
 		Name: "ward_scheduler_job_failures_total",
 		Help: "Attempts that failed on the job's own input or module (module_error, exit, trap, timeout, ...), by tenant, module and error code: counted against them, not against the host.",
 	}, []string{"tenant", "module", "code"})
+	jobsSwept = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ward_scheduler_jobs_swept_total",
+		Help: "Ended jobs past the store's retention, dropped from its indexes (their keys expire with it).",
+	})
 	timeouts = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_scheduler_timeouts_total",
 		Help: "Jobs the reconciler timed out (ended TIMEOUT or retried), by reason code.",

@@ -70,6 +70,12 @@ func (s *Scheduler) leaseLoop(lctx, ctx context.Context) {
 			if now.Sub(lastScan) >= r.ScanInterval {
 				lastScan = now
 				s.reconcile(lctx, ctx, now)
+				// Jobs past the store's retention leave its indexes.
+				if n, err := s.cfg.Store.Sweep(lctx, now); err != nil {
+					s.storeFailed("sweep", "", err)
+				} else if n > 0 {
+					jobsSwept.Add(float64(n))
+				}
 			}
 		}
 		t.Reset(min(r.LeaseTTL/3, time.Second))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,7 @@ func newDevCmd(g *globals) *cobra.Command {
 		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile, stateDir string
 		natsPort                                                                                 int
 		insecure                                                                                 bool
+		retention                                                                                time.Duration
 		hf                                                                                       hostFlags
 		safetyFlags                                                                              safetyClientFlags
 	)
@@ -90,6 +92,7 @@ separately (ward auth init --tls, ward safety --grpc-tls-*).`,
 			if err != nil {
 				return err
 			}
+			node.SetRetention(store, retention)
 			defer store.Close()
 			var (
 				keys    *auth.ServerKeys
@@ -182,6 +185,7 @@ separately (ward auth init --tls, ward safety --grpc-tls-*).`,
 	f.StringVar(&modulesDir, "modules", envOr("WARD_MODULES_DIR", "modules/build"), "directory of <name>.wasm modules ($WARD_MODULES_DIR)")
 	f.StringVar(&natsHost, "nats-host", "127.0.0.1", "embedded NATS listen host (plaintext: keep it on loopback)")
 	f.StringVar(&stateDir, "state-dir", envOr("WARD_STATE_DIR", defaultStateDir()), "where the keys and credentials are kept ($WARD_STATE_DIR)")
+	f.DurationVar(&retention, "retention", envDuration("WARD_RETENTION", node.DefaultRetention), "how long an ended job (its record, events, input and result) is kept, then dropped; 0 keeps them for ever ($WARD_RETENTION)")
 	f.BoolVar(&insecure, "insecure", false, "run without credentials, permissions or signed dispatch (for comparisons only)")
 	f.IntVar(&natsPort, "nats-port", 4222, "embedded NATS port (-1 for a random one)")
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", "127.0.0.1:9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")

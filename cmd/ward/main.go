@@ -111,3 +111,14 @@ func (g *globals) dial(timeout time.Duration) (*client.Client, context.Context, 
 func (g *globals) clientOptions() client.Options {
 	return client.Options{Creds: g.credsFile(), Tenant: g.tenant, TLS: g.tls}
 }
+
+// envDuration is the duration in key, else def; a value that does not
+// parse is def too (the flag's help names the variable).
+func envDuration(key string, def time.Duration) time.Duration {
+	if v := os.Getenv(key); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}

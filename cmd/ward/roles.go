@@ -27,6 +27,7 @@ const shutdownGrace = 30 * time.Second
 
 func newSchedulerCmd(g *globals) *cobra.Command {
 	var redisURL, safetyAddr, metricsAddr, id, dispatchSecret string
+	var retention time.Duration
 	var safetyFlags safetyClientFlags
 	var safetyTLS safetyTLSFlags
 	var useRegistry bool
@@ -42,6 +43,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			node.SetRetention(store, retention)
 			defer store.Close()
 			safetyCfg, err := safetyFlags.config()
 			if err != nil {
@@ -84,6 +86,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 	safetyTLS.register(f)
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", ":9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&id, "id", "", "replica id (default: random)")
+	f.DurationVar(&retention, "retention", envDuration("WARD_RETENTION", node.DefaultRetention), "how long an ended job (its record, events, input and result) is kept in Redis, then dropped; 0 keeps them for ever ($WARD_RETENTION)")
 	f.StringVar(&dispatchSecret, "dispatch-secret", os.Getenv("WARD_DISPATCH_SECRET"), "file of the schedulers' dispatch secret (ward auth init writes dispatch.secret) ($WARD_DISPATCH_SECRET)")
 	f.BoolVar(&useRegistry, "module-registry", true, "follow the module registry in NATS JetStream: deployed routes, versions in force")
 	cmd.AddCommand(newSchedulerModeCmd(g))

@@ -1,5 +1,5 @@
 -- KEYS: [1] job hash job:<id>, [2] event list job:events:<id>
--- ARGV: [1] id, [2] to state, [3] required from state or '', [4] now ms, [5] event JSON, [6] if-worker or '', [7] tenant limit (0: none), [8] worker limit (0: none), [9] lock owner or '', [10] lock ttl ms, [11] wait pool or '', [12] wait score, [13] wait until ms or '', [14] wait cap (0: none), [15] '1' with a wait else '', [16] new worker or '', [17] deadline ms or '', [18] if-attempt (0: none), [19] if-tenant or '', [20..] job hash field/value pairs to set
+-- ARGV: [1] id, [2] to state, [3] required from state or '', [4] now ms, [5] event JSON, [6] if-worker or '', [7] tenant limit (0: none), [8] worker limit (0: none), [9] lock owner or '', [10] lock ttl ms, [11] wait pool or '', [12] wait score, [13] wait until ms or '', [14] wait cap (0: none), [15] '1' with a wait else '', [16] new worker or '', [17] deadline ms or '', [18] if-attempt (0: none), [19] if-tenant or '', [20] retention ms (0: keep for ever), [21..] job hash field/value pairs to set
 --
 -- Moves a job, with the checks of Transition (jobstore.go), and keeps the
 -- state indexes, the waiting sets, the tenant's and workers' active sets,
@@ -70,7 +70,7 @@ if hasWait then
     end
   end
 end
-redis.call('HSET', h, 'state', to, 'updated_at', now, unpack(ARGV, 20, #ARGV))
+redis.call('HSET', h, 'state', to, 'updated_at', now, unpack(ARGV, 21, #ARGV))
 local waiting = f[4]
 if waiting then
   redis.call('ZREM', 'job:' .. waiting, id)
@@ -109,6 +109,17 @@ if ARGV[17] ~= '' then redis.call('ZADD', 'job:deadlines', ARGV[17], id) end
 if terminal[to] and (f[5] or ARGV[17] ~= '') then redis.call('ZREM', 'job:deadlines', id) end
 if ARGV[9] ~= '' then redis.call('SET', lockKey, ARGV[9], 'PX', ARGV[10]) end
 redis.call('RPUSH', KEYS[2], ARGV[5])
+-- A job that ended is kept for the retention, then its keys expire (the
+-- state indexes are trimmed by Sweep).
+local retention = tonumber(ARGV[20])
+if terminal[to] and retention > 0 then
+  redis.call('PEXPIRE', h, retention)
+  redis.call('PEXPIRE', KEYS[2], retention)
+  redis.call('PEXPIRE', 'ctx:' .. id, retention)
+  redis.call('PEXPIRE', 'res:' .. id, retention)
+  local idem = redis.call('HGET', h, 'idempotency_key')
+  if idem and idem ~= '' then redis.call('PEXPIRE', 'job:idem:' .. tenant .. ':' .. idem, retention) end
+end
 local out = redis.call('HGETALL', h)
 table.insert(out, 1, tostring(held))
 table.insert(out, 1, 'ok')

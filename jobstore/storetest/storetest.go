@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"IfAttempt", testIfAttempt},
 		{"IfAttemptGuards", testIfAttemptGuards},
 		{"IfTenant", testIfTenant},
+		{"Retention", testRetention},
 		{"IfTenantGuards", testIfTenantGuards},
 		{"GetFor", testGetFor},
 		{"Queue", testQueue},
@@ -2011,5 +2012,102 @@ func testExternalContext(t *testing.T, s jobstore.Store) {
 	create(t, s, j)
 	if j.ContextPtr != ptr || get(t, s, "ext").ContextPtr != ptr {
 		t.Fatalf("ContextPtr %q (stored %q), want %q", j.ContextPtr, get(t, s, "ext").ContextPtr, ptr)
+	}
+}
+
+// testRetention: with a retention, a job that ended goes after it — hash,
+// events, blobs, idempotency key, index entry — while an unfinished one
+// and a dead-lettered one stay; Sweep trims the ended states' indexes.
+// Redis expires keys on its own clock, so this test runs on real time.
+func testRetention(t *testing.T, s jobstore.Store) {
+	r, ok := s.(interface{ SetRetention(time.Duration) })
+	if !ok {
+		t.Fatal("the store has no SetRetention")
+	}
+	const keep = 300 * time.Millisecond
+	r.SetRetention(keep)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	mk := func(id, idem string) {
+		j := job(id)
+		j.CreatedAt, j.IdempotencyKey = now, idem
+		if _, _, err := s.Create(ctx, j, []byte("payload of "+id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("done", "k1")
+	mk("dead", "")
+	mk("running", "")
+	// The host stores the result before its report ends the job.
+	if _, err := s.PutResult(ctx, "done", []byte("result")); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"done", "dead"} {
+		if _, err := s.Transition(ctx, id, jobstore.Transition{To: jobstore.Failed, At: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AddDLQ(ctx, jobstore.DLQEntry{JobID: "dead", Reason: "x", At: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Transition(ctx, "running", jobstore.Transition{To: jobstore.Scheduled, At: now, WorkerID: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing goes before the retention.
+	if n, err := s.Sweep(ctx, now); err != nil || n != 0 {
+		t.Fatalf("an early sweep removed %d (%v)", n, err)
+	}
+	get(t, s, "done")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := s.Sweep(ctx, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Get(ctx, "done")
+		if errors.Is(err, jobstore.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ended job is still there after the retention: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if evs, err := s.Events(ctx, "done"); (err != nil && !errors.Is(err, jobstore.ErrNotFound)) || len(evs) != 0 {
+		t.Errorf("its events: %d, %v", len(evs), err)
+	}
+	for _, ptr := range []string{jobstore.ContextPtr("done"), jobstore.ResultPtr("done")} {
+		if _, err := s.Blob(ctx, ptr); err == nil {
+			t.Errorf("%s is still there", ptr)
+		}
+	}
+	if ids, err := s.Stale(ctx, jobstore.Failed, far, 10); err != nil || slices.Contains(ids, "done") {
+		t.Errorf("the FAILED index still holds it: %v %v", ids, err)
+	}
+	// Its idempotency key is free again.
+	j := job("again")
+	j.CreatedAt, j.IdempotencyKey = time.Now().UTC(), "k1"
+	if id, created, err := s.Create(ctx, j, nil); err != nil || !created || id != "again" {
+		t.Errorf("the key after the retention: %s %v %v", id, created, err)
+	}
+	// The dead-lettered and the unfinished jobs stay.
+	if got := get(t, s, "dead"); got.State != jobstore.Failed {
+		t.Errorf("the dead-lettered job: %s", got.State)
+	}
+	if got := get(t, s, "running"); got.State != jobstore.Scheduled {
+		t.Errorf("the unfinished job: %s", got.State)
+	}
+	// Out of the DLQ, the dead-lettered job goes too.
+	if ok, err := s.RemoveDLQ(ctx, "dead"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	for {
+		_, _ = s.Sweep(ctx, time.Now())
+		if _, err := s.Get(ctx, "dead"); errors.Is(err, jobstore.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			t.Fatal("the job out of the DLQ stayed")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
