@@ -8,7 +8,7 @@ WASM      := $(addprefix $(WASM_DIR)/,$(addsuffix .wasm,$(MODULES)))
 MANIFESTS := $(addprefix $(WASM_DIR)/,$(addsuffix .yaml,$(MODULES)))
 MODULE_GO := $(shell find modules -name '*.go' -not -path '*/testdata/*' -not -name '*_test.go' 2>/dev/null)
 
-.PHONY: all build modules run test proto bench bench-auth clean
+.PHONY: all build modules run test proto bench bench-auth bench-peers clean
 
 all: build modules
 
@@ -51,6 +51,13 @@ bench: build
 # rounds: jobs/s and CPU per job of each (internal/bench/auth-vs-insecure.sh).
 bench-auth: build modules
 	./internal/bench/auth-vs-insecure.sh
+
+# bench-peers runs `ward bench` on `ward dev --redis` and the same closed
+# loop on asynq (bench/asynq, its own module) against one fresh redis-server:
+# jobs/s, p50/p99 and CPU per job of each process, and the ratios
+# (bench/peers.sh; N and C override 10000 and 64).
+bench-peers: build modules
+	./bench/peers.sh
 
 clean:
 	rm -rf bin $(WASM_DIR)

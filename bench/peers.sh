@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Ward beside asynq on one fresh redis-server: the same closed loop (N jobs,
+# C submitters each waiting for its job, 64-byte payloads) through
+# `ward dev --redis` + `ward bench`, then through asynq with a no-op handler
+# (bench/asynq). Prints jobs/s, p50/p99 submit→done latency and the CPU per
+# job of every process involved, and the ratios. `make bench-peers` runs it
+# from the repository root after `make build modules`; N and C override the
+# defaults, ASYNQ_FLAGS adds flags to the asynq program.
+#
+# CPU: ward dev and redis-server from /proc/<pid>/stat (utime+stime) before
+# and after `ward bench`; the bench client with /usr/bin/time. The asynq
+# program reports its own CPU (getrusage) and redis-server's (/proc) over
+# its measured run, after its warm-up.
+set -euo pipefail
+N=${N:-10000} C=${C:-64}
+WARD=${WARD:-bin/ward}
+MODULES=${MODULES:-modules/build}
+REDIS_SERVER=${REDIS_SERVER:-redis-server}
+REDIS_CLI=${REDIS_CLI:-redis-cli}
+TICK=$(getconf CLK_TCK)
+here=$(cd "$(dirname "$0")" && pwd)
+
+for tool in "$REDIS_SERVER" "$REDIS_CLI" /usr/bin/time; do
+	command -v "$tool" >/dev/null || { echo "bench-peers: $tool not found (apt-get install redis-server time)" >&2; exit 1; }
+done
+[ -x "$WARD" ] || { echo "bench-peers: $WARD not built (make build modules)" >&2; exit 1; }
+
+state=$(mktemp -d)
+dev='' redis=''
+cleanup() {
+	[ -n "$dev" ] && kill -TERM "$dev" 2>/dev/null && wait "$dev" 2>/dev/null
+	[ -n "$redis" ] && kill -TERM "$redis" 2>/dev/null && wait "$redis" 2>/dev/null
+	rm -rf "$state"
+}
+trap cleanup EXIT
+
+cpu() { awk '{print $14+$15}' "/proc/$1/stat"; } # clock ticks
+free_port() {
+	local p
+	for _ in $(seq 100); do
+		p=$((20000 + RANDOM % 30000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+	done
+	echo "bench-peers: no free port" >&2; return 1
+}
+# dur_ms 10.38ms | 950µs | 1.2s → milliseconds
+dur_ms() { awk -v d="$1" 'BEGIN{ if (d ~ /µs$/) { sub(/µs$/,"",d); print d/1000 } else if (d ~ /ms$/) { sub(/ms$/,"",d); print d+0 } else if (d ~ /s$/) { sub(/s$/,"",d); print d*1000 } else print "?" }'; }
+# redis_top LABEL: the commands redis-server spent most time on since the
+# last CONFIG RESETSTAT, per job (commands a Lua script calls count too).
+redis_top() {
+	"$REDIS_CLI" -p "$rport" info commandstats | tr -d '\r' | awk -F'[:,=]' -v n="$N" -v l="$1" '
+		/^cmdstat_/ { sub(/^cmdstat_/, "", $1); printf "%.1f %s %.2f\n", $5/n, $1, $3/n }' |
+		sort -rn | head -6 | awk -v l="$1" 'BEGIN{printf "   %s redis commands, per job:", l} {printf "  %s %s× %sµs;", $2, $3, $1} END{print ""}'
+}
+jget() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; } # one numeric field of a JSON line
+
+echo "== building bench/asynq"
+(cd "$here" && go build -o "$state/asynq-bench" ./asynq)
+
+echo "== machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(awk '/^MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+rport=$(free_port)
+"$REDIS_SERVER" --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+	--logfile "$state/redis.log" &
+redis=$!
+for _ in $(seq 100); do [ "$("$REDIS_CLI" -p "$rport" ping 2>/dev/null)" = PONG ] && break; sleep 0.05; done
+[ "$("$REDIS_CLI" -p "$rport" ping 2>/dev/null)" = PONG ] || { echo "bench-peers: redis-server did not start" >&2; cat "$state/redis.log" >&2; exit 1; }
+echo "== redis-server $("$REDIS_SERVER" --version | grep -oE 'v=[^ ]+' | cut -d= -f2) on 127.0.0.1:$rport (no persistence), pid $redis"
+
+# --- Ward ---------------------------------------------------------------
+nport=$(free_port)
+WARD_STATE_DIR="$state/ward" "$WARD" dev --redis "redis://127.0.0.1:$rport" --modules "$MODULES" \
+	--nats-port "$nport" --metrics "" --safety-listen 127.0.0.1:0 --log-level warn \
+	${WARD_DEV_FLAGS:-} >"$state/dev.log" 2>&1 &
+dev=$!
+for _ in $(seq 600); do
+	grep -q "^try:" "$state/dev.log" && break
+	kill -0 "$dev" 2>/dev/null || break
+	sleep 0.1
+done
+grep -q "^try:" "$state/dev.log" || { echo "bench-peers: ward dev did not start" >&2; cat "$state/dev.log" >&2; exit 1; }
+echo "== ward dev up (pid $dev, NATS :$nport, job store redis://127.0.0.1:$rport); ward bench -n $N -c $C"
+
+"$REDIS_CLI" -p "$rport" config resetstat >/dev/null
+w_dev0=$(cpu "$dev") w_red0=$(cpu "$redis")
+set +e
+/usr/bin/time -o "$state/client.time" -f "%U %S" \
+	"$WARD" bench --nats "nats://127.0.0.1:$nport" --creds "$state/ward/creds/admin.creds" -n "$N" -c "$C" \
+	>"$state/ward.out" 2>"$state/ward.err"
+wrc=$?
+set -e
+w_dev1=$(cpu "$dev") w_red1=$(cpu "$redis")
+cat "$state/ward.out"
+if [ "$wrc" -ne 0 ]; then
+	echo "bench-peers: ward bench failed (exit $wrc)" >&2; tail -5 "$state/ward.err" >&2; tail -20 "$state/dev.log" >&2; exit 1
+fi
+redis_top ward
+kill -TERM "$dev"; wait "$dev" 2>/dev/null || true; dev=''
+
+w_rate=$(grep -oE '^throughput: +[0-9.]+' "$state/ward.out" | grep -oE '[0-9.]+$')
+read -r w_p50 w_p99 < <(awk '/^latency:/{for(i=1;i<=NF;i++){if($i=="p50")a=$(i+1); if($i=="p99")b=$(i+1)}; print a, b}' "$state/ward.out")
+w_p50=$(dur_ms "$w_p50") w_p99=$(dur_ms "$w_p99")
+w_dev_us=$(( (w_dev1 - w_dev0) * 1000000 / TICK / N ))
+w_red_us=$(( (w_red1 - w_red0) * 1000000 / TICK / N ))
+w_cli_us=$(awk -v n="$N" '{printf "%d", ($1+$2)*1000000/n}' "$state/client.time")
+w_tot_us=$(( w_dev_us + w_red_us + w_cli_us ))
+
+# --- asynq --------------------------------------------------------------
+"$REDIS_CLI" -p "$rport" flushall >/dev/null
+"$REDIS_CLI" -p "$rport" config resetstat >/dev/null
+echo "== asynq on the same redis-server (flushed): -n $N -c $C"
+set +e
+"$state/asynq-bench" -redis "redis://127.0.0.1:$rport" -n "$N" -c "$C" -redis-pid "$redis" ${ASYNQ_FLAGS:-} \
+	>"$state/asynq.out" 2>"$state/asynq.err"
+arc=$?
+set -e
+grep -v '^{' "$state/asynq.out" || true
+if [ "$arc" -ne 0 ]; then
+	echo "bench-peers: asynq bench failed (exit $arc)" >&2; tail -5 "$state/asynq.err" >&2; exit 1
+fi
+redis_top asynq # warm-up included
+json=$(grep '^{' "$state/asynq.out")
+a_rate=$(jget jobs_per_s <<<"$json") a_p50=$(jget p50_ms <<<"$json") a_p99=$(jget p99_ms <<<"$json")
+a_proc_us=$(jget cpu_us_per_job <<<"$json") a_red_us=$(jget redis_cpu_us_per_job <<<"$json")
+a_tot_us=$(awk -v a="$a_proc_us" -v b="$a_red_us" 'BEGIN{printf "%d", a+b}')
+
+# --- table --------------------------------------------------------------
+echo
+echo "closed loop, $N jobs, $C in flight, 64-byte payload, one redis-server"
+awk -v wr="$w_rate" -v w50="$w_p50" -v w99="$w_p99" -v wd="$w_dev_us" -v wre="$w_red_us" -v wc="$w_cli_us" -v wt="$w_tot_us" \
+	-v ar="$a_rate" -v a50="$a_p50" -v a99="$a_p99" -v ap="$a_proc_us" -v are="$a_red_us" -v at="$a_tot_us" 'BEGIN{
+	printf "| system | jobs/s | p50 | p99 | CPU µs/job: system | redis-server | bench client | total |\n"
+	printf "|---|---:|---:|---:|---:|---:|---:|---:|\n"
+	printf "| ward (ward dev + ward bench) | %.0f | %.2f ms | %.2f ms | %d (ward dev) | %d | %d | %d |\n", wr, w50, w99, wd, wre, wc, wt
+	printf "| asynq (no-op handler) | %.0f | %.2f ms | %.2f ms | %.0f (server + client, one process) | %.0f | (in process) | %d |\n", ar, a50, a99, ap, are, at
+	printf "| ward / asynq | %.2f× | %.2f× | %.2f× | | %.2f× | | %.2f× |\n", wr/ar, w50/a50, w99/a99, (are>0?wre/are:0), wt/at
+}'
