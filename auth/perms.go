@@ -85,6 +85,17 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 		// Reading the module registry and the inputs of the jobs it runs, of
 		// every tenant.
 		p.Pub.Allow.Add(jsRead("*")...)
+		// Writing the results too large for a message in the job's
+		// tenant's result bucket (bus.ResultBucketOf), of every tenant: a
+		// subject cannot name the buckets by their prefix, so a host may
+		// write objects of every bucket but the module registry's. The
+		// others are the tenants' context and result buckets: a host runs
+		// any tenant's jobs already, and a context it rewrote fails its
+		// digest check (host.readContext). It may not create, update,
+		// purge or delete a stream: the schedulers create the result
+		// buckets.
+		p.Pub.Allow.Add("$O.>")
+		p.Pub.Deny.Add("$O.ward_modules.>")
 		p.Sub.Allow.Add(
 			bus.WorkerJobsSubject(name),
 			bus.SubjectHostCancel,
@@ -103,9 +114,10 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.TenantSubject(bus.SubjectCancel, name),
 		)
 		// Its own context bucket, and no other: it stores large inputs
-		// there and the scheduler and hosts read them.
+		// there and the scheduler and hosts read them. Its own result
+		// bucket, to read: hosts store large results there.
 		obj := "OBJ_" + bus.ContextBucketOf(name)
-		p.Pub.Allow.Add(jsRead(obj)...)
+		p.Pub.Allow.Add(jsRead(obj, "OBJ_"+bus.ResultBucketOf(name))...)
 		p.Pub.Allow.Add(
 			"$JS.API.STREAM.CREATE."+obj,
 			"$JS.API.STREAM.UPDATE."+obj,

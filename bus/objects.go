@@ -32,6 +32,17 @@ const (
 	// InlineContextMax is the largest context a client sends inside its
 	// submission; a larger one goes to its tenant's bucket (ContextBucketOf).
 	InlineContextMax = 512 << 10
+	// ResultBucketPrefix starts the name of a tenant's Object Store bucket
+	// of job results too large for a message (ResultBucketOf): one bucket
+	// per tenant, so that a tenant's credential may read its own only.
+	ResultBucketPrefix = "WARD_RES_"
+	// ResultTTL is how long a result stored by pointer is kept.
+	ResultTTL = ContextTTL
+	// InlineResultMax is the largest result a host writes to the job store,
+	// from which the schedulers send it inside their replies; a larger one
+	// goes to its tenant's result bucket (PutResult), and clients read it
+	// from there.
+	InlineResultMax = 512 << 10
 	// objectTimeout bounds a whole put or get when the caller's context has
 	// no deadline: JetStream's own default (5 s) is too short for a 64 MiB
 	// object on a busy host.
@@ -52,6 +63,38 @@ var ErrBadPointer = errors.New("bus: bad object pointer")
 
 // ContextBucketOf is tenant's bucket of job contexts.
 func ContextBucketOf(tenant string) string { return ContextBucketPrefix + tenant }
+
+// ResultBucketOf is tenant's bucket of job results.
+func ResultBucketOf(tenant string) string { return ResultBucketPrefix + tenant }
+
+// ResultObjectName is the name of the result of a job's attempt in its
+// tenant's result bucket: "<job id>-<attempt>". A host runs an attempt
+// once, so no result is ever written over.
+func ResultObjectName(jobID string, attempt int) string { return fmt.Sprintf("%s-%d", jobID, attempt) }
+
+// ResultObjectPtr is the pointer to the result of a job's attempt stored in
+// its tenant's result bucket: nats-os://WARD_RES_<tenant>/<job id>-<attempt>.
+func ResultObjectPtr(tenant, jobID string, attempt int) string {
+	return ObjectScheme + ResultBucketOf(tenant) + "/" + ResultObjectName(jobID, attempt)
+}
+
+// IsObjectPtr reports whether ptr points into the object store
+// (nats-os://), rather than into the job store.
+func IsObjectPtr(ptr string) bool { return strings.HasPrefix(ptr, ObjectScheme) }
+
+// ResultOwner returns the tenant a result pointer belongs to, checking that
+// it names an object of a tenant's result bucket.
+func ResultOwner(ptr string) (string, error) {
+	bucket, _, err := ParseObjectPtr(ptr)
+	if err != nil {
+		return "", err
+	}
+	tenant, ok := strings.CutPrefix(bucket, ResultBucketPrefix)
+	if !ok || tenant == "" {
+		return "", fmt.Errorf("%w: %q is not a result in a %s<tenant> bucket", ErrBadPointer, ptr, ResultBucketPrefix)
+	}
+	return tenant, nil
+}
 
 // ContextObjectName is the name under which a context with the given
 // sha256 digest is stored in its tenant's bucket: "sha256-<hex>". Naming by
@@ -130,8 +173,20 @@ func NewObjects(c *Conn) (*Objects, error) {
 	return &Objects{js: js, buckets: map[string]jetstream.ObjectStore{}}, nil
 }
 
-// bucket opens name, creating it when create is set.
-func (o *Objects) bucket(ctx context.Context, name string, create bool) (jetstream.ObjectStore, error) {
+// contextBucket and resultBucket are the configurations of a tenant's
+// buckets.
+func contextBucket(tenant string) *jetstream.ObjectStoreConfig {
+	return &jetstream.ObjectStoreConfig{Bucket: ContextBucketOf(tenant), TTL: ContextTTL,
+		Storage: jetstream.FileStorage, Description: "Ward job contexts too large for a message"}
+}
+
+func resultBucket(tenant string) *jetstream.ObjectStoreConfig {
+	return &jetstream.ObjectStoreConfig{Bucket: ResultBucketOf(tenant), TTL: ResultTTL,
+		Storage: jetstream.FileStorage, Description: "Ward job results too large for a message"}
+}
+
+// bucket opens name, creating it as create says when create is not nil.
+func (o *Objects) bucket(ctx context.Context, name string, create *jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if b, ok := o.buckets[name]; ok {
@@ -141,9 +196,8 @@ func (o *Objects) bucket(ctx context.Context, name string, create bool) (jetstre
 		b   jetstream.ObjectStore
 		err error
 	)
-	if create {
-		b, err = o.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: name, TTL: ContextTTL,
-			Storage: jetstream.FileStorage, Description: "Ward job contexts too large for a message"})
+	if create != nil {
+		b, err = o.js.CreateOrUpdateObjectStore(ctx, *create)
 	} else {
 		b, err = o.js.ObjectStore(ctx, name)
 	}
@@ -170,7 +224,7 @@ func (o *Objects) PutContext(ctx context.Context, tenant string, f io.ReadSeeker
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	name, bucket := ContextObjectName(sum), ContextBucketOf(tenant)
-	b, err := o.bucket(ctx, bucket, true)
+	b, err := o.bucket(ctx, bucket, contextBucket(tenant))
 	if err != nil {
 		return "", err
 	}
@@ -184,6 +238,69 @@ func (o *Objects) PutContext(ctx context.Context, tenant string, f io.ReadSeeker
 	return ptr, nil
 }
 
+// ErrNoResultBucket is returned by PutResult when the tenant's result
+// bucket does not exist: the schedulers create it (CreateResultBucket)
+// when they admit the tenant's jobs, and hosts may not create streams.
+var ErrNoResultBucket = errors.New("bus: no result bucket")
+
+// CreateResultBucket creates tenant's result bucket unless it exists. The
+// schedulers call it before a tenant's first job runs: hosts write in the
+// bucket but may not create it.
+func (o *Objects) CreateResultBucket(ctx context.Context, tenant string) error {
+	if tenant == "" {
+		return errors.New("bus: create result bucket: no tenant")
+	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	o.mu.Lock()
+	_, ok := o.buckets[ResultBucketOf(tenant)]
+	o.mu.Unlock()
+	if ok {
+		return nil
+	}
+	_, err := o.bucket(ctx, ResultBucketOf(tenant), resultBucket(tenant))
+	return err
+}
+
+// PutResult stores the result of attempt of tenant's job jobID in the
+// tenant's result bucket, which must exist (ErrNoResultBucket), and returns
+// its pointer (ResultObjectPtr).
+func (o *Objects) PutResult(ctx context.Context, tenant, jobID string, attempt int, data []byte) (string, error) {
+	if tenant == "" || jobID == "" {
+		return "", fmt.Errorf("bus: put result: tenant %q, job %q: both are required", tenant, jobID)
+	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	bucket, name := ResultBucketOf(tenant), ResultObjectName(jobID, attempt)
+	ptr := ObjectScheme + bucket + "/" + name
+	b, err := o.bucket(ctx, bucket, nil)
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return "", fmt.Errorf("%w: %s does not exist (a scheduler creates it when it admits the tenant's jobs)", ErrNoResultBucket, bucket)
+	}
+	if err != nil {
+		return "", err
+	}
+	if _, err := b.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(data)); err != nil {
+		return "", fmt.Errorf("bus: put result %s: %w", ptr, err)
+	}
+	return ptr, nil
+}
+
+// GetResult reads the result ptr names for tenant, refusing a pointer into
+// another tenant's bucket (ResultOwner) and a result over max bytes
+// (ErrTooLarge). A result that is gone (expired after ResultTTL) is an
+// error that wraps jetstream.ErrObjectNotFound.
+func (o *Objects) GetResult(ctx context.Context, tenant, ptr string, max int64) ([]byte, error) {
+	owner, err := ResultOwner(ptr)
+	if err != nil {
+		return nil, err
+	}
+	if owner != tenant {
+		return nil, fmt.Errorf("%w: result %s is not tenant %q's", ErrBadPointer, ptr, tenant)
+	}
+	return o.Get(ctx, ptr, max)
+}
+
 // Size returns the size in bytes of the object ptr names. A pointer to no
 // object is an error that wraps jetstream.ErrObjectNotFound.
 func (o *Objects) Size(ctx context.Context, ptr string) (int64, error) {
@@ -193,7 +310,7 @@ func (o *Objects) Size(ctx context.Context, ptr string) (int64, error) {
 	}
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	b, err := o.bucket(ctx, bucket, false)
+	b, err := o.bucket(ctx, bucket, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -218,7 +335,7 @@ func (o *Objects) Get(ctx context.Context, ptr string, max int64) ([]byte, error
 	}
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	b, err := o.bucket(ctx, bucket, false)
+	b, err := o.bucket(ctx, bucket, nil)
 	if err != nil {
 		return nil, err
 	}

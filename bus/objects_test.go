@@ -55,3 +55,61 @@ func TestContextObjects(t *testing.T) {
 		}
 	}
 }
+
+func TestResultObjects(t *testing.T) {
+	c, err := bus.Connect(natstest.StartJetStream(t), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	objs, err := bus.NewObjects(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	data := make([]byte, 3<<20+5)
+	_, _ = rand.Read(data)
+
+	// Hosts may not create the bucket: until a scheduler did, a put fails.
+	if _, err := objs.PutResult(ctx, "acme", "job-1", 1, data); !errors.Is(err, bus.ErrNoResultBucket) {
+		t.Fatalf("put without a bucket: %v", err)
+	}
+	if err := objs.CreateResultBucket(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if err := objs.CreateResultBucket(ctx, "acme"); err != nil {
+		t.Fatalf("second create: %v", err)
+	}
+	ptr, err := objs.PutResult(ctx, "acme", "job-1", 1, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "nats-os://WARD_RES_acme/job-1-1"; ptr != want || bus.ResultObjectPtr("acme", "job-1", 1) != want {
+		t.Fatalf("pointer %q, want %q", ptr, want)
+	}
+	if owner, err := bus.ResultOwner(ptr); err != nil || owner != "acme" {
+		t.Fatalf("owner %q, %v", owner, err)
+	}
+	got, err := objs.GetResult(ctx, "acme", ptr, int64(len(data)))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes, %v", len(got), err)
+	}
+	if _, err := objs.GetResult(ctx, "globex", ptr, 1<<30); !errors.Is(err, bus.ErrBadPointer) {
+		t.Fatalf("another tenant's read: %v", err)
+	}
+	if _, err := objs.GetResult(ctx, "acme", ptr, 1<<20); !errors.Is(err, bus.ErrTooLarge) {
+		t.Fatalf("capped get: %v", err)
+	}
+	ctxPtr, err := objs.PutContext(ctx, "acme", bytes.NewReader([]byte("x")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"redis://res:1", "nats-os://WARD_RES_/x", "nats-os://WARD_RES_acme", ctxPtr} {
+		if _, err := bus.ResultOwner(bad); !errors.Is(err, bus.ErrBadPointer) {
+			t.Errorf("ResultOwner(%q) = %v", bad, err)
+		}
+	}
+	if !bus.IsObjectPtr(ptr) || bus.IsObjectPtr("redis://res:1") {
+		t.Error("IsObjectPtr")
+	}
+}

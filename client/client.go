@@ -11,7 +11,7 @@
 //	w, err := c.Watch(req.JobId)                // before Submit: no event is missed
 //	_, err = c.Submit(ctx, req)                 // ErrRefused wraps a refusal and its reason code
 //	last, err := c.Wait(ctx, req.JobId, w, nil) // the final event: SUCCEEDED, FAILED, DENIED ...
-//	job, err := c.Get(ctx, req.JobId, true)     // the stored job, its events, decision and result
+//	job, err := c.Get(ctx, req.JobId, true)     // the stored job, its events, decision and result (read by pointer when large)
 //
 // Reason codes (a refusal's, a job's end) are those of package
 // github.com/ward-run/ward/api/reason.
@@ -30,6 +30,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
@@ -279,17 +280,49 @@ func (w *Watcher) pending() []*wardv1.JobEvent {
 	}
 }
 
+// MaxResultBytes caps a result Get reads from the object store.
+const MaxResultBytes = 256 << 20
+
 // Get returns a stored job with its event log, and its result when
-// includeResult is set.
+// includeResult is set. A result too large for a message
+// (bus.InlineResultMax) does not come in the scheduler's reply: its
+// record points into the tenant's result bucket (nats-os://WARD_RES_<tenant>/...),
+// and Get reads it from there into the record's Result.
 func (c *Client) Get(ctx context.Context, id string, includeResult bool) (*wardv1.JobRecord, error) {
 	reply := &wardv1.GetJobReply{}
 	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectJobGet, c.scope()), &wardv1.GetJobRequest{JobId: id, IncludeResult: includeResult}, reply); err != nil {
 		return nil, err
 	}
+	rec := reply.GetJob()
 	if reply.GetError() != "" {
-		return reply.GetJob(), errors.New(reply.GetError())
+		return rec, errors.New(reply.GetError())
 	}
-	return reply.GetJob(), nil
+	if includeResult && len(rec.GetResult()) == 0 && bus.IsObjectPtr(rec.GetResultPtr()) {
+		data, err := c.objectResult(ctx, rec)
+		if err != nil {
+			return rec, err
+		}
+		rec.Result = data
+	}
+	return rec, nil
+}
+
+// objectResult reads a result stored by pointer, in the job's tenant's
+// result bucket: a tenant's credential may read its own bucket only.
+func (c *Client) objectResult(ctx context.Context, rec *wardv1.JobRecord) ([]byte, error) {
+	ptr := rec.GetResultPtr()
+	c.objsOnce.Do(func() { c.objs, c.objsErr = bus.NewObjects(c.bus) })
+	if c.objsErr != nil {
+		return nil, fmt.Errorf("job %s: reading its result %s: %w", rec.GetJobId(), ptr, c.objsErr)
+	}
+	data, err := c.objs.GetResult(ctx, rec.GetTenantId(), ptr, MaxResultBytes)
+	switch {
+	case errors.Is(err, jetstream.ErrObjectNotFound):
+		return nil, fmt.Errorf("job %s: its result %s is gone (results stored by pointer are kept %s)", rec.GetJobId(), ptr, bus.ResultTTL)
+	case err != nil:
+		return nil, fmt.Errorf("job %s: reading its result %s: %w", rec.GetJobId(), ptr, err)
+	}
+	return data, nil
 }
 
 // List returns recent jobs, newest first, optionally of one state.

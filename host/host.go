@@ -58,7 +58,8 @@ var (
 )
 
 // BlobStore is what a host needs of the job store: read a job's context,
-// write its result.
+// write its result (one of up to bus.InlineResultMax bytes: a larger one
+// goes to the tenant's result bucket in JetStream).
 type BlobStore interface {
 	Blob(ctx context.Context, ptr string) ([]byte, error)
 	PutResult(ctx context.Context, id string, data []byte) (string, error)
@@ -572,7 +573,7 @@ func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.J
 	if err != nil {
 		return p.Module, err
 	}
-	ptr, err := a.cfg.Store.PutResult(ctx, req.GetJobId(), out.Data)
+	ptr, err := a.putResult(ctx, req, out.Data)
 	if err != nil {
 		res.ErrorCode, res.ErrorMessage = string(reason.ResultUnavailable), err.Error()
 		return p.Module, err

@@ -97,6 +97,23 @@ func (o *objectsOnce) get(c *bus.Conn) (*bus.Objects, error) {
 	return o.objs, nil
 }
 
+// putResult stores a job's result and returns its pointer: in the job
+// store (redis://res:<job id>), from which the schedulers send it inside
+// their replies, or, over bus.InlineResultMax, in the job's tenant's result
+// bucket (nats-os://WARD_RES_<tenant>/<job id>-<attempt>), from which the
+// tenant's clients read it themselves: a reply carrying it would be over
+// NATS's max_payload, and refused.
+func (a *Agent) putResult(ctx context.Context, req *wardv1.JobRequest, data []byte) (string, error) {
+	if len(data) <= bus.InlineResultMax {
+		return a.cfg.Store.PutResult(ctx, req.GetJobId(), data)
+	}
+	objs, err := a.objs.get(a.cfg.Bus)
+	if err != nil {
+		return "", err
+	}
+	return objs.PutResult(ctx, req.GetTenantId(), req.GetJobId(), int(req.GetAttempt()), data)
+}
+
 // readContext reads the job's context: its own blob in the job store
 // (redis://ctx:<job id>), or a context object of its tenant in JetStream
 // (nats-os://WARD_CTX_<tenant>/sha256-<hex>), whose bytes must have the

@@ -188,6 +188,9 @@ type limits struct {
 // the queue lengths of its pools for a fresh submission (a job placed
 // while others wait would jump the queue), nil otherwise.
 func (s *Scheduler) admit(ctx context.Context, job *jobstore.Job, queued map[string]int) {
+	// Before any of the tenant's jobs runs, its host may need the bucket
+	// of large results (bigresults.go): once per tenant.
+	s.ensureResultBucket(ctx, job.Tenant)
 	c := s.conf.load()
 	if c.mods != nil && len(c.pools.PoolsFor(job.Topic)) == 0 {
 		// Perhaps a deploy this replica has not heard of yet declares it.

@@ -3,9 +3,11 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/jobstore"
@@ -33,15 +35,50 @@ func (s *Scheduler) handleGet(ctx context.Context, msg *nats.Msg, q *wardv1.GetJ
 			rec.Events = append(rec.Events, &wardv1.JobEvent{JobId: job.ID, State: stateEnum(e.State),
 				AtUnixMs: e.At.UnixMilli(), Reason: e.Reason, Message: e.Message, WorkerId: e.WorkerID})
 		}
-		if q.GetIncludeResult() && job.ResultPtr != "" {
+		// A result in the tenant's result bucket (one too large for a
+		// message) is not read here: the client reads it by its pointer.
+		if q.GetIncludeResult() && job.ResultPtr != "" && !isObjectResult(job) {
 			if rec.Result, err = s.cfg.Store.Blob(ctx, job.ResultPtr); err != nil {
 				reply.Error = "result unavailable: " + err.Error()
 			}
 		}
 		reply.Job = rec
+		s.fitReply(reply)
 	}
 	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Debug("get reply failed", "err", err)
+		// The client waits for an answer that will not come: say why.
+		s.log.Warn("get reply failed", "job_id", q.GetJobId(), "bytes", proto.Size(reply), "err", err)
+	}
+}
+
+// fitReply keeps a reply within what the NATS server accepts in a message
+// (max_payload): a publish over it fails, and the client would wait for
+// nothing. A result too large leaves the reply with an error that says so
+// (hosts store results over bus.InlineResultMax by pointer, so only one
+// written before they did, or by a host that does not, comes here); the
+// event log goes too if the record is still too large.
+func (s *Scheduler) fitReply(reply *wardv1.GetJobReply) {
+	limit := s.cfg.Bus.NATS().MaxPayload()
+	if limit <= 0 || int64(proto.Size(reply)) <= limit {
+		return
+	}
+	rec := reply.GetJob()
+	if n := len(rec.GetResult()); n > 0 {
+		rec.Result = nil
+		reply.Error = fmt.Sprintf("the result of job %s, %d bytes in the job store (%s), is too large for a reply (the NATS server takes messages of %d bytes at most)",
+			rec.GetJobId(), n, rec.GetResultPtr(), limit)
+		s.log.Warn("result too large for a reply", "job_id", rec.GetJobId(), "bytes", n, "max_payload", limit)
+		if int64(proto.Size(reply)) <= limit {
+			return
+		}
+	}
+	if n := len(rec.GetEvents()); n > 0 {
+		rec.Events = nil
+		msg := fmt.Sprintf("the event log of job %s (%d events) is too large for a reply", rec.GetJobId(), n)
+		if reply.Error != "" {
+			msg = reply.Error + "; " + msg
+		}
+		reply.Error = msg
 	}
 }
 
@@ -72,7 +109,7 @@ func (s *Scheduler) handleList(ctx context.Context, msg *nats.Msg, q *wardv1.Lis
 		reply.Jobs = append(reply.Jobs, Record(j))
 	}
 	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Debug("list reply failed", "err", err)
+		s.log.Warn("list reply failed", "bytes", proto.Size(reply), "err", err)
 	}
 }
 

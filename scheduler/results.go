@@ -39,6 +39,17 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 	if w, ok := s.hosts.Get(worker); ok {
 		zone = w.Zone
 	}
+	if to == jobstore.Succeeded && bus.IsObjectPtr(r.GetResultPtr()) {
+		if why := s.resultPtrProblem(ctx, r); why != "" {
+			// A result stored where this job's result does not go: the
+			// host's fault, and the job has no result to show.
+			s.log.Warn("host result refused", "job_id", r.GetJobId(), "worker_id", worker, "why", why)
+			r = &wardv1.JobResult{JobId: r.GetJobId(), WorkerId: r.GetWorkerId(), Attempt: r.GetAttempt(),
+				Status: wardv1.JobState_JOB_STATE_FAILED, ErrorCode: string(reason.ResultUnavailable), ErrorMessage: why,
+				ExecutionMs: r.GetExecutionMs(), Module: r.GetModule(), ModuleDigest: r.GetModuleDigest()}
+			to = jobstore.Failed
+		}
+	}
 	if to != jobstore.Succeeded {
 		s.failed(ctx, r, worker, zone)
 		return

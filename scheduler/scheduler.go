@@ -114,9 +114,11 @@ type Scheduler struct {
 
 	conf *settingsHolder // the configuration in force
 
-	objsOnce sync.Once // opens objs, for the sizes of contexts submitted by pointer
+	objsOnce sync.Once // opens objs: the sizes of contexts submitted by pointer, the tenants' result buckets
 	objs     *bus.Objects
 	objsErr  error
+
+	resBuckets resultBuckets // the tenants whose result bucket exists (bigresults.go)
 
 	mode   atomic.Pointer[Mode]
 	hot    atomic.Pointer[map[string]bool] // throttled zones

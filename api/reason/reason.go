@@ -127,7 +127,9 @@ const (
 	// its pointer.
 	ContextUnavailable Code = "context_unavailable"
 	// ResultUnavailable: the host ran the job but could not store its
-	// result in the job store.
+	// result (in the job store, or a large one in the tenant's result
+	// bucket), or reported a pointer that is not where this job's result
+	// goes.
 	ResultUnavailable Code = "result_unavailable"
 	// Internal: the host failed for a reason of its own.
 	Internal Code = "internal"

@@ -1,0 +1,92 @@
+package auth_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/testing/natstest"
+	"github.com/ward-run/ward/internal/testing/poll"
+)
+
+// objectsAs is the object stores of a connection with creds, its refusals
+// collected in v.
+func objectsAs(t *testing.T, s *natstest.Secure, creds string, v *violations) (*bus.Objects, *bus.Conn) {
+	t.Helper()
+	opts, err := auth.Options(creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != nil {
+		opts = append(opts, nats.ErrorHandler(v.handler))
+	}
+	c, err := bus.Connect(s.URL, "test", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	objs, err := bus.NewObjects(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs, c
+}
+
+// Large results: a scheduler creates a tenant's result bucket, any host
+// writes in it, and only that tenant (and admins) read it. A host may
+// neither create a bucket nor write the module registry's objects.
+func TestResultBucketsAccess(t *testing.T) {
+	s := natstest.StartSecure(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	data := bytes.Repeat([]byte("r"), 2<<20)
+
+	var hv violations
+	host, hc := objectsAs(t, s, s.Creds(auth.Host, "h1"), &hv)
+	if _, err := host.PutResult(ctx, "acme", "j1", 1, data); !errors.Is(err, bus.ErrNoResultBucket) {
+		t.Fatalf("a put before the bucket exists: %v", err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, time.Second)
+	if err := host.CreateResultBucket(short, "acme"); err == nil {
+		t.Fatal("a host created a result bucket")
+	}
+	cancelShort()
+
+	sched, _ := objectsAs(t, s, s.Creds(auth.Scheduler, "s1"), nil)
+	if err := sched.CreateResultBucket(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	ptr, err := host.PutResult(ctx, "acme", "j1", 1, data)
+	if err != nil {
+		t.Fatalf("the host's put: %v", err)
+	}
+	acme, _ := objectsAs(t, s, s.Creds(auth.Tenant, "acme"), nil)
+	if got, err := acme.GetResult(ctx, "acme", ptr, 1<<30); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("acme reads %d bytes, %v", len(got), err)
+	}
+	admin, _ := objectsAs(t, s, s.Creds(auth.Admin, "admin"), nil)
+	if got, err := admin.Get(ctx, ptr, 1<<30); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("an admin reads %d bytes, %v", len(got), err)
+	}
+	// Another tenant: the server refuses the JetStream API requests, no
+	// answer comes.
+	globex, _ := objectsAs(t, s, s.Creds(auth.Tenant, "globex"), nil)
+	short, cancelShort = context.WithTimeout(ctx, time.Second)
+	defer cancelShort()
+	if _, err := globex.Get(short, ptr, 1<<30); err == nil {
+		t.Fatal("globex read acme's result")
+	}
+
+	// The module registry's objects stay the admins'.
+	_ = hc.NATS().Publish("$O.ward_modules.C.x", []byte("x"))
+	_ = hc.NATS().Flush()
+	poll.Until(t, 5*time.Second, "the host's refused writes reported", func() bool {
+		return hv.has(`Publish to "$O.ward_modules.C.x"`) && hv.has(`Publish to "$JS.API.STREAM.`)
+	})
+}

@@ -1,0 +1,56 @@
+package scheduler_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ward-run/ward/api/reason"
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/jobstore"
+)
+
+// TestLargeResultPointers: the scheduler creates a tenant's result bucket
+// when it admits the tenant's job (hosts may not), keeps a result pointer
+// that is the attempt's in the job's tenant's bucket, and fails the
+// attempt (result_unavailable) of a host that points elsewhere: another
+// tenant's bucket, another job's object.
+func TestLargeResultPointers(t *testing.T) {
+	e := start(t, options{sched: "failure_domains: {quarantine_failures: 100, min_samples: 1000}\n"})
+	h := e.addHost(hb("h", "a"), func(*wardv1.JobRequest, int) outcome { return outcome{hold: true} })
+	e.waitWorkers("h")
+
+	ok := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
+	e.waitState(ok, jobstore.Running)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js, err := jetstream.New(e.client.Bus().NATS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.ObjectStore(ctx, bus.ResultBucketOf("acme")); err != nil {
+		t.Fatalf("acme's result bucket after its job was admitted: %v", err)
+	}
+	ptr := bus.ResultObjectPtr("acme", ok, 1)
+	h.publish(&wardv1.JobResult{JobId: ok, WorkerId: "h", Attempt: 1, Status: wardv1.JobState_JOB_STATE_SUCCEEDED, ResultPtr: ptr})
+	if j := e.waitState(ok, jobstore.Succeeded); j.ResultPtr != ptr {
+		t.Fatalf("result pointer %q, want %q", j.ResultPtr, ptr)
+	}
+
+	for name, forged := range map[string]func(id string) string{
+		"another tenant's bucket": func(id string) string { return bus.ResultObjectPtr("globex", id, 1) },
+		"another job's object":    func(string) string { return ptr },
+		"another attempt's":       func(id string) string { return bus.ResultObjectPtr("acme", id, 2) },
+		"not a result bucket":     func(id string) string { return bus.ObjectScheme + bus.ContextBucketOf("acme") + "/" + id + "-1" },
+	} {
+		id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
+		e.waitState(id, jobstore.Running)
+		h.publish(&wardv1.JobResult{JobId: id, WorkerId: "h", Attempt: 1, Status: wardv1.JobState_JOB_STATE_SUCCEEDED, ResultPtr: forged(id)})
+		if j := e.waitState(id, jobstore.Failed); j.ErrorCode != string(reason.ResultUnavailable) || j.ResultPtr != "" {
+			t.Errorf("%s: %s %q, result %q", name, j.State, j.ErrorCode, j.ResultPtr)
+		}
+	}
+}
