@@ -123,7 +123,7 @@ func StartHost(ctx context.Context, cfg HostConfig) (_ *Host, err error) {
 	if h.conn, err = bus.Connect(cfg.NATSURL, "ward-host", opts...); err != nil {
 		return nil, err
 	}
-	reg, err := openRegistry(ctx, h.conn, cfg.ModuleRegistry)
+	reg, err := openRegistryWaiting(ctx, h.conn, cfg.ModuleRegistry, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}

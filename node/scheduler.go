@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/bus"
@@ -139,6 +140,31 @@ func (s *Scheduler) close() {
 
 // openRegistry opens the module registry in conn's JetStream when use is
 // set; nil otherwise.
+// registryWait bounds how long a host waits for the module registry to be
+// created.
+const registryWait = 2 * time.Minute
+
+// openRegistryWaiting is openRegistry for a host, whose credential may
+// read the registry but not create it: a host started before any scheduler
+// (or admin) has created the buckets waits for them, up to registryWait.
+func openRegistryWaiting(ctx context.Context, conn *bus.Conn, use bool, log *slog.Logger) (*modreg.Registry, error) {
+	deadline := time.Now().Add(registryWait)
+	for logged := false; ; logged = true {
+		reg, err := openRegistry(ctx, conn, use)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return reg, err
+		}
+		if !logged {
+			log.Info("waiting for the module registry: a scheduler or an admin creates it", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 func openRegistry(ctx context.Context, conn *bus.Conn, use bool) (*modreg.Registry, error) {
 	if !use {
 		return nil, nil
