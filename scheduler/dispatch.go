@@ -105,5 +105,6 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits)
 		}
 		return
 	}
+	s.owners.set(id, owner{tenant: job.Tenant, worker: worker, attempt: job.Attempt})
 	jobsDispatched.WithLabelValues(s.topicLabel(job.Topic)).Inc()
 }

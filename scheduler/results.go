@@ -306,20 +306,28 @@ func (s *Scheduler) handleProgress(ctx context.Context, msg *nats.Msg, p *wardv1
 	switch p.GetKind() {
 	case wardv1.JobProgress_KIND_PROGRESS, wardv1.JobProgress_KIND_OUTPUT:
 		// Forwarded to the job's tenant only, and only from the host and
-		// attempt the job is at.
-		job, err := s.cfg.Store.Get(ctx, p.GetJobId())
-		if err != nil {
-			s.late("progress", p.GetJobId(), err)
-			return
+		// attempt the job is at: this replica knows the jobs it
+		// dispatched; another's it reads once from the store.
+		o, ok := s.owners.get(p.GetJobId())
+		if !ok {
+			job, err := s.cfg.Store.Get(ctx, p.GetJobId())
+			if err != nil {
+				s.late("progress", p.GetJobId(), err)
+				return
+			}
+			o = owner{tenant: job.Tenant, worker: job.WorkerID, attempt: job.Attempt}
+			if !job.State.Terminal() {
+				s.owners.set(job.ID, o)
+			}
 		}
-		if job.WorkerID != worker || job.Attempt != int(p.GetAttempt()) {
+		if o.worker != worker || o.attempt != int(p.GetAttempt()) {
 			reportsRefused.WithLabelValues("progress", string(reason.StaleResult)).Inc()
-			s.log.Debug("progress of another host or attempt dropped", "job_id", job.ID, "worker_id", worker, "attempt", p.GetAttempt())
+			s.log.Debug("progress of another host or attempt dropped", "job_id", p.GetJobId(), "worker_id", worker, "attempt", p.GetAttempt())
 			return
 		}
 		p.WorkerId = worker
 		ev := &wardv1.JobEvent{JobId: p.GetJobId(), AtUnixMs: p.GetSentAtUnixMs(), WorkerId: worker, Progress: p}
-		if err := s.cfg.Bus.Publish(bus.EventSubject(job.Tenant, job.ID), ev); err != nil {
+		if err := s.cfg.Bus.Publish(bus.EventSubject(o.tenant, p.GetJobId()), ev); err != nil {
 			s.log.Debug("progress forward failed", "job_id", p.GetJobId(), "err", err)
 		}
 		return

@@ -114,6 +114,8 @@ type Scheduler struct {
 
 	conf *settingsHolder // the configuration in force
 
+	owners owners // who runs each dispatched job, for forwarding its progress
+
 	objsOnce sync.Once // opens objs: the sizes of contexts submitted by pointer, the tenants' result buckets
 	objs     *bus.Objects
 	objsErr  error
@@ -403,6 +405,9 @@ func (s *Scheduler) publishEvent(job *jobstore.Job, e jobstore.Event) {
 
 // moved publishes the event of a transition the store made.
 func (s *Scheduler) moved(job *jobstore.Job, t jobstore.Transition) {
+	if job.State.Terminal() {
+		s.owners.forget(job.ID)
+	}
 	s.publishEvent(job, jobstore.Event{At: job.UpdatedAt, State: job.State, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID})
 }
 

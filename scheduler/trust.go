@@ -3,6 +3,7 @@ package scheduler
 import (
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ward-run/ward/api/reason"
@@ -95,4 +96,44 @@ func (s *Scheduler) moduleOf(pool, worker string) (module, digest string) {
 		digest = w.Modules[module]
 	}
 	return module, digest
+}
+
+// owner is who runs a dispatched job: its tenant, worker and attempt.
+type owner struct {
+	tenant, worker string
+	attempt        int
+}
+
+// owners remembers the owner of the jobs a replica dispatched (and of
+// others' whose progress it forwarded), so that forwarding a streamed
+// chunk reads nothing from the store. An entry goes when its job ends here;
+// the map is emptied when it grows past ownersMax (jobs that ended on other
+// replicas), and a miss reads the store again.
+type owners struct {
+	mu sync.Mutex
+	m  map[string]owner
+}
+
+const ownersMax = 100_000
+
+func (o *owners) set(id string, v owner) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil || len(o.m) >= ownersMax {
+		o.m = make(map[string]owner)
+	}
+	o.m[id] = v
+}
+
+func (o *owners) get(id string) (owner, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	v, ok := o.m[id]
+	return v, ok
+}
+
+func (o *owners) forget(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.m, id)
 }
