@@ -14,6 +14,7 @@ import (
 func newBenchCmd(g *globals) *cobra.Command {
 	var o bench.Options
 	var timeout time.Duration
+	var output string
 	cmd := &cobra.Command{
 		Use:     "bench",
 		Short:   "Submit N jobs at concurrency C through a running system; print jobs/s and latency percentiles",
@@ -29,10 +30,23 @@ func newBenchCmd(g *globals) *cobra.Command {
 			defer stop()
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
+			switch output {
+			case "table", "json":
+			default:
+				return fmt.Errorf("-o %q: want table or json", output)
+			}
 			o.Progress = cmd.ErrOrStderr()
-			fmt.Fprintf(cmd.OutOrStdout(), "bench: %d %s jobs, concurrency %d, %d-byte payload\n", o.Jobs, o.Topic, o.Concurrency, o.PayloadSize)
+			if output == "table" {
+				fmt.Fprintf(cmd.OutOrStdout(), "bench: %d %s jobs, concurrency %d, %d-byte payload\n", o.Jobs, o.Topic, o.Concurrency, o.PayloadSize)
+			}
 			r, err := bench.Run(ctx, c, o)
-			if r != nil {
+			if r != nil && output == "json" {
+				b, jerr := r.JSON()
+				if jerr != nil {
+					return jerr
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+			} else if r != nil {
 				fmt.Fprint(cmd.OutOrStdout(), r.String())
 			}
 			if err != nil {
@@ -51,5 +65,6 @@ func newBenchCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.Tenant, "tenant", "bench", "tenant")
 	f.IntVar(&o.PayloadSize, "payload-size", 64, "payload bytes")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after")
+	f.StringVarP(&output, "output", "o", "table", "table, or json (one object: jobs_per_second, p50_ms ... max_ms, client_cpu_us_per_job)")
 	return cmd
 }

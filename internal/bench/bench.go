@@ -6,11 +6,13 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -39,8 +41,39 @@ type Report struct {
 	Jobs, Succeeded int
 	Ended           map[string]int // final state → count, for the ones that did not succeed
 	Elapsed         time.Duration
-	P50, P95, P99   time.Duration
-	Max             time.Duration
+	P50, P90, P95   time.Duration
+	P99, Max        time.Duration
+	// ClientCPU is the CPU time (user and system) this process spent in
+	// the run: the client's share of the cost of a job.
+	ClientCPU time.Duration
+}
+
+// reportJSON is Report for scripts (`ward bench -o json`): durations in
+// milliseconds, CPU in microseconds per job.
+type reportJSON struct {
+	Jobs              int            `json:"jobs"`
+	Succeeded         int            `json:"succeeded"`
+	Ended             map[string]int `json:"ended,omitempty"`
+	ElapsedMS         float64        `json:"elapsed_ms"`
+	JobsPerSecond     float64        `json:"jobs_per_second"`
+	P50MS             float64        `json:"p50_ms"`
+	P90MS             float64        `json:"p90_ms"`
+	P95MS             float64        `json:"p95_ms"`
+	P99MS             float64        `json:"p99_ms"`
+	MaxMS             float64        `json:"max_ms"`
+	ClientCPUUSPerJob float64        `json:"client_cpu_us_per_job"`
+}
+
+// JSON is the report as one JSON object.
+func (r *Report) JSON() ([]byte, error) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	perJob := 0.0
+	if r.Jobs > 0 {
+		perJob = float64(r.ClientCPU.Microseconds()) / float64(r.Jobs)
+	}
+	return json.Marshal(reportJSON{Jobs: r.Jobs, Succeeded: r.Succeeded, Ended: r.Ended, ElapsedMS: ms(r.Elapsed),
+		JobsPerSecond: r.Throughput(), P50MS: ms(r.P50), P90MS: ms(r.P90), P95MS: ms(r.P95), P99MS: ms(r.P99), MaxMS: ms(r.Max),
+		ClientCPUUSPerJob: perJob})
 }
 
 // Throughput is jobs ended per second.
@@ -55,8 +88,12 @@ func (r *Report) String() string {
 	}
 	fmt.Fprintf(&b, "elapsed:     %s\n", r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(&b, "throughput:  %.0f jobs/s\n", r.Throughput())
-	fmt.Fprintf(&b, "latency:     p50 %s  p95 %s  p99 %s  max %s (submit to result)\n",
-		r.P50.Round(10*time.Microsecond), r.P95.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond))
+	fmt.Fprintf(&b, "latency:     p50 %s  p90 %s  p95 %s  p99 %s  max %s (submit to result)\n",
+		r.P50.Round(10*time.Microsecond), r.P90.Round(10*time.Microsecond), r.P95.Round(10*time.Microsecond),
+		r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond))
+	if r.Jobs > 0 {
+		fmt.Fprintf(&b, "client CPU:  %.0f µs/job\n", float64(r.ClientCPU.Microseconds())/float64(r.Jobs))
+	}
 	return b.String()
 }
 
@@ -111,7 +148,7 @@ func Run(ctx context.Context, c *client.Client, o Options) (*Report, error) {
 		firstErr   error
 		wg         sync.WaitGroup
 	)
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	stopProgress := make(chan struct{})
 	if o.Progress != nil {
 		go func() {
@@ -167,14 +204,24 @@ func Run(ctx context.Context, c *client.Client, o Options) (*Report, error) {
 	}
 	wg.Wait()
 	close(stopProgress)
-	r := &Report{Jobs: int(done.Load()), Succeeded: len(latencies), Ended: ended, Elapsed: time.Since(start)}
+	r := &Report{Jobs: int(done.Load()), Succeeded: len(latencies), Ended: ended, Elapsed: time.Since(start),
+		ClientCPU: processCPU() - cpu0}
 	if len(latencies) > 0 {
 		slices.Sort(latencies)
 		pct := func(p float64) time.Duration { return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))] }
-		r.P50, r.P95, r.P99, r.Max = pct(0.50), pct(0.95), pct(0.99), latencies[len(latencies)-1]
+		r.P50, r.P90, r.P95, r.P99, r.Max = pct(0.50), pct(0.90), pct(0.95), pct(0.99), latencies[len(latencies)-1]
 	}
 	if r.Succeeded == 0 && firstErr != nil {
 		return r, firstErr
 	}
 	return r, ctx.Err()
+}
+
+// processCPU is the CPU time, user and system, this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
