@@ -49,6 +49,12 @@ func (s State) Terminal() bool {
 	return false
 }
 
+// releasesLock reports whether a move into s, made without a Lock, drops
+// the job's dispatch lock: past DISPATCHED (RUNNING, an end) or back to
+// PENDING nobody is dispatching it, so the next replica to place it need
+// not wait for the lock's TTL, and the dispatcher need not unlock it.
+func releasesLock(s State) bool { return s != Scheduled && s != Dispatched }
+
 // terminalStates are the states no transition leaves.
 func terminalStates() []State { return []State{Succeeded, Failed, Cancelled, Timeout, Denied} }
 
@@ -291,7 +297,9 @@ type Transition struct {
 	WorkerLimit int
 	// Lock, when set, takes the job's dispatch lock with the move (or
 	// extends it, when Lock.Owner holds it); another owner's lock refuses
-	// the move with ErrLocked.
+	// the move with ErrLocked. A move without Lock into RUNNING, an end or
+	// PENDING drops the lock (releasesLock): the dispatcher need not
+	// unlock, and whoever places the job next need not wait for the TTL.
 	Lock *Lock
 	// Wait, when set, parks the job, whose To must be PENDING, in a pool
 	// queue or the deferred set. It is the only way to move PENDING →

@@ -308,6 +308,8 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	}
 	if t.Lock != nil {
 		m.locks[lockKey] = memLock{owner: t.Lock.Owner, expires: now.Add(t.Lock.TTL.Truncate(time.Millisecond))}
+	} else if releasesLock(t.To) {
+		delete(m.locks, lockKey)
 	}
 	m.events[id] = append(m.events[id], Event{
 		At: when, State: t.To, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID,

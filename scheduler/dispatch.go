@@ -62,11 +62,9 @@ func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits,
 // publishes: a fast host's result may otherwise arrive first.
 func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits) {
 	id, worker := job.ID, job.WorkerID
-	defer func() {
-		if err := s.cfg.Store.UnlockDispatch(context.WithoutCancel(ctx), id, s.id); err != nil {
-			storeErrors.WithLabelValues("unlock").Inc()
-		}
-	}()
+	// The lock is not released here: the host's report (RUNNING, or the
+	// result) drops it in the same move, and so does a requeue
+	// (jobstore.Transition.Lock). One store round trip fewer per job.
 	t := jobstore.Transition{To: jobstore.Dispatched, From: jobstore.Scheduled, Attempt: job.Attempt + 1,
 		Lock: &jobstore.Lock{Owner: s.id, TTL: dispatchLockTTL}, WorkerID: worker}
 	job, err := s.cfg.Store.Transition(ctx, id, t)

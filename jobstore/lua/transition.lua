@@ -107,7 +107,13 @@ else
 end
 if ARGV[17] ~= '' then redis.call('ZADD', 'job:deadlines', ARGV[17], id) end
 if terminal[to] and (f[5] or ARGV[17] ~= '') then redis.call('ZREM', 'job:deadlines', id) end
-if ARGV[9] ~= '' then redis.call('SET', lockKey, ARGV[9], 'PX', ARGV[10]) end
+if ARGV[9] ~= '' then
+  redis.call('SET', lockKey, ARGV[9], 'PX', ARGV[10])
+elseif to ~= 'SCHEDULED' and to ~= 'DISPATCHED' then
+  -- Past DISPATCHED, or back to PENDING, nobody is dispatching the job
+  -- (jobstore.releasesLock).
+  redis.call('DEL', lockKey)
+end
 redis.call('RPUSH', KEYS[2], ARGV[5])
 -- A job that ended is kept for the retention, then its keys expire (the
 -- state indexes are trimmed by Sweep).

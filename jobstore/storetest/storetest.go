@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"IfAttemptGuards", testIfAttemptGuards},
 		{"IfTenant", testIfTenant},
 		{"Retention", testRetention},
+		{"LockDroppedPastDispatch", testLockDroppedPastDispatch},
 		{"IfTenantGuards", testIfTenantGuards},
 		{"GetFor", testGetFor},
 		{"Queue", testQueue},
@@ -2109,5 +2110,47 @@ func testRetention(t *testing.T, s jobstore.Store) {
 			t.Fatal("the job out of the DLQ stayed")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// testLockDroppedPastDispatch: the dispatch lock taken with SCHEDULED and
+// DISPATCHED goes with the move past them (RUNNING, an end) or back to
+// PENDING, so no unlock is needed; another owner may lock the job then.
+func testLockDroppedPastDispatch(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	for _, to := range []jobstore.State{jobstore.Running, jobstore.Succeeded, jobstore.Pending} {
+		id := "lock-" + string(to)
+		create(t, s, job(id))
+		lock := &jobstore.Lock{Owner: "a", TTL: time.Minute}
+		for _, st := range []jobstore.State{jobstore.Scheduled, jobstore.Dispatched} {
+			if _, err := s.Transition(ctx, id, jobstore.Transition{To: st, WorkerID: "w", Lock: lock, At: t0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ok, err := s.LockDispatch(ctx, id, "b", time.Minute); err != nil || ok {
+			t.Fatalf("%s: b locked a job a is dispatching: %v %v", to, ok, err)
+		}
+		tr := jobstore.Transition{To: to, At: t0}
+		if to == jobstore.Pending {
+			tr.Wait = &jobstore.Wait{Until: t0.Add(time.Second)}
+		}
+		if _, err := s.Transition(ctx, id, tr); err != nil {
+			t.Fatal(to, err)
+		}
+		if ok, err := s.LockDispatch(ctx, id, "b", time.Minute); err != nil || !ok {
+			t.Errorf("after the move to %s, the lock was not dropped: %v %v", to, ok, err)
+		}
+	}
+	// A move into SCHEDULED or DISPATCHED without a Lock keeps the lock.
+	create(t, s, job("kept"))
+	if _, err := s.Transition(ctx, "kept", jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w", At: t0,
+		Lock: &jobstore.Lock{Owner: "a", TTL: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Transition(ctx, "kept", jobstore.Transition{To: jobstore.Dispatched, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.LockDispatch(ctx, "kept", "b", time.Minute); err != nil || ok {
+		t.Errorf("the lock went with a move into DISPATCHED: %v %v", ok, err)
 	}
 }
