@@ -49,7 +49,6 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.SubjectHostCancel,
 			bus.SubjectDLQ,
 			bus.SubjectModeChanged,
-			bus.SubjectWorkerPing,
 			"_INBOX.>", // replies to clients' requests
 			"$JS.API.>", "$JS.ACK.>", "$JS.FC.>",
 		)
