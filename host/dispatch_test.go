@@ -347,7 +347,9 @@ func TestHostSubjects(t *testing.T) {
 	dispatch(t, f.conn, "h1", req)
 	f.runs(t, req, 1, "1ms")
 	cancelJob(t, f.conn, "nobody")
-	m, err := f.conn.NATS().Request(bus.SubjectWorkerPing, nil, 10*time.Second)
+	// `ward workers` is an admin's.
+	admin := connectAs(t, f.nats, auth.Admin, "admin")
+	m, err := admin.NATS().Request(bus.SubjectWorkerPing, nil, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
