@@ -366,11 +366,25 @@ func (c *Client) Wait(ctx context.Context, id string, w *Watcher, each func(*war
 	}
 	end := func(last *wardv1.JobEvent) *wardv1.JobEvent {
 		// Output the host sent before its result may be forwarded after
-		// the final event: what has arrived goes out first.
+		// the final event: what has arrived goes out first, and the chunks
+		// the final event counts that have not are waited for, a while.
 		for _, ev := range w.pending() {
 			if ev.GetProgress() != nil {
 				deliver(ev)
 			}
+		}
+		if n := last.GetOutputChunks(); n > 0 && !out.Has(n) {
+			wctx, cancel := context.WithTimeout(ctx, lateChunks)
+			for !out.Has(n) {
+				ev, err := w.Next(wctx)
+				if err != nil {
+					break
+				}
+				if ev.GetProgress() != nil {
+					deliver(ev)
+				}
+			}
+			cancel()
 		}
 		for _, e := range out.Flush() {
 			each(e)
@@ -536,6 +550,13 @@ func (o *Output) Add(ev *wardv1.JobEvent) []*wardv1.JobEvent {
 	}
 	return o.due()
 }
+
+// Has reports whether every chunk up to seq n has been delivered.
+func (o *Output) Has(n int64) bool { return o.next > n }
+
+// lateChunks bounds how long Wait waits, after a job's final event, for
+// streamed chunks that event counts and that have not arrived.
+const lateChunks = 2 * time.Second
 
 // Flush returns every chunk held, in order, skipping those that never came.
 func (o *Output) Flush() []*wardv1.JobEvent {

@@ -96,3 +96,21 @@ func TestOutputGapsAndAttempts(t *testing.T) {
 		t.Fatalf("with 2 missing and %d held: %d out, from %v", maxHeld, len(got), got[:min(3, len(got))])
 	}
 }
+
+// TestOutputHas: Has is what Wait asks after a job's final event, which
+// counts the chunks streamed: true only once every chunk up to it is out.
+func TestOutputHas(t *testing.T) {
+	var o Output
+	if o.Has(1) || !o.Has(0) {
+		t.Fatal("an empty Output")
+	}
+	o.Add(chunk(1, 1))
+	o.Add(chunk(1, 3)) // 2 is still on its way
+	if !o.Has(1) || o.Has(3) {
+		t.Fatalf("with 1 and 3: Has(1) %v, Has(3) %v", o.Has(1), o.Has(3))
+	}
+	o.Add(chunk(1, 2))
+	if !o.Has(3) || o.Has(4) {
+		t.Fatalf("with 1..3: Has(3) %v, Has(4) %v", o.Has(3), o.Has(4))
+	}
+}

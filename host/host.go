@@ -553,6 +553,17 @@ func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.J
 		return p.Module, err
 	}
 	in := a.input(req, payload)
+	// The result says how many chunks were streamed, so that watchers
+	// wait for any still on their way.
+	var streamed atomic.Int64
+	if stream := in.Stream; stream != nil {
+		in.Stream = func(seq int, chunk []byte) {
+			stream(seq, chunk)
+			for cur := streamed.Load(); int64(seq) > cur && !streamed.CompareAndSwap(cur, int64(seq)); cur = streamed.Load() {
+			}
+		}
+	}
+	defer func() { res.OutputChunks = streamed.Load() }()
 	ctx, done := a.jobs.add(ctx, req.GetJobId())
 	defer done()
 	out, err := a.cfg.Runtime.Run(ctx, mod, in)

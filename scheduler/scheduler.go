@@ -396,8 +396,14 @@ func (s *Scheduler) storeFailed(op, id string, err error) {
 
 // publishEvent tells watchers (ward submit --wait, the gateway) of a state change.
 func (s *Scheduler) publishEvent(job *jobstore.Job, e jobstore.Event) {
+	s.publishEventChunks(job, e, 0)
+}
+
+// publishEventChunks is publishEvent for the event that ends a job whose
+// run streamed chunks of output: the watchers wait for them all.
+func (s *Scheduler) publishEventChunks(job *jobstore.Job, e jobstore.Event, chunks int64) {
 	ev := &wardv1.JobEvent{JobId: job.ID, State: stateEnum(e.State), AtUnixMs: e.At.UnixMilli(),
-		Reason: e.Reason, Message: e.Message, WorkerId: e.WorkerID}
+		Reason: e.Reason, Message: e.Message, WorkerId: e.WorkerID, OutputChunks: chunks}
 	if err := s.cfg.Bus.Publish(bus.EventSubject(job.Tenant, job.ID), ev); err != nil {
 		s.log.Debug("event publish failed", "job_id", job.ID, "err", err)
 	}

@@ -715,7 +715,11 @@ type JobResult struct {
 	// warnings are the module's own warnings of the run (its warn-level log
 	// lines, a few, shortened): a fallback answer says so here, and the
 	// job's last event shows them.
-	Warnings      []string `protobuf:"bytes,11,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	Warnings []string `protobuf:"bytes,11,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// output_chunks is how many chunks of output the run streamed (the last
+	// one's seq): the job's final event carries it, so that a watcher waits
+	// for chunks still on their way.
+	OutputChunks  int64 `protobuf:"varint,12,opt,name=output_chunks,json=outputChunks,proto3" json:"output_chunks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -825,6 +829,13 @@ func (x *JobResult) GetWarnings() []string {
 		return x.Warnings
 	}
 	return nil
+}
+
+func (x *JobResult) GetOutputChunks() int64 {
+	if x != nil {
+		return x.OutputChunks
+	}
+	return 0
 }
 
 // JobProgress is what a host publishes on sys.job.progress while a job runs.
@@ -1010,7 +1021,11 @@ type JobEvent struct {
 	// progress is set on an event that forwards a host's PROGRESS or OUTPUT
 	// report; state is then JOB_STATE_UNSPECIFIED and the event is not
 	// stored in the job's log.
-	Progress      *JobProgress `protobuf:"bytes,7,opt,name=progress,proto3" json:"progress,omitempty"`
+	Progress *JobProgress `protobuf:"bytes,7,opt,name=progress,proto3" json:"progress,omitempty"`
+	// output_chunks, on the event that ends the job, is how many chunks of
+	// output its last attempt streamed (JobResult.output_chunks): forwarded
+	// chunks may arrive after this event, and a watcher waits for them.
+	OutputChunks  int64 `protobuf:"varint,8,opt,name=output_chunks,json=outputChunks,proto3" json:"output_chunks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1092,6 +1107,13 @@ func (x *JobEvent) GetProgress() *JobProgress {
 		return x.Progress
 	}
 	return nil
+}
+
+func (x *JobEvent) GetOutputChunks() int64 {
+	if x != nil {
+		return x.OutputChunks
+	}
+	return 0
 }
 
 // SafetyRecord is the safety decision stored with a job.
@@ -1824,7 +1846,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xe3\x02\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\x88\x03\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x06status\x12\x1d\n" +
@@ -1839,7 +1861,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\rmodule_digest\x18\t \x01(\tR\fmoduleDigest\x12\x18\n" +
 	"\aattempt\x18\n" +
 	" \x01(\x05R\aattempt\x12\x1a\n" +
-	"\bwarnings\x18\v \x03(\tR\bwarnings\"\xe3\x02\n" +
+	"\bwarnings\x18\v \x03(\tR\bwarnings\x12#\n" +
+	"\routput_chunks\x18\f \x01(\x03R\foutputChunks\"\xe3\x02\n" +
 	"\vJobProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12-\n" +
@@ -1857,7 +1880,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\vKIND_OUTPUT\x10\x03\":\n" +
 	"\tJobCancel\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xe9\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x8e\x02\n" +
 	"\bJobEvent\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12'\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x05state\x12\x1c\n" +
@@ -1866,7 +1889,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12\x1b\n" +
 	"\tworker_id\x18\x06 \x01(\tR\bworkerId\x120\n" +
-	"\bprogress\x18\a \x01(\v2\x14.ward.v1.JobProgressR\bprogress\"\xc7\x02\n" +
+	"\bprogress\x18\a \x01(\v2\x14.ward.v1.JobProgressR\bprogress\x12#\n" +
+	"\routput_chunks\x18\b \x01(\x03R\foutputChunks\"\xc7\x02\n" +
 	"\fSafetyRecord\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x18\n" +
 	"\areasons\x18\x02 \x03(\tR\areasons\x12'\n" +
