@@ -552,7 +552,7 @@ func (o *Output) Add(ev *wardv1.JobEvent) []*wardv1.JobEvent {
 }
 
 // Has reports whether every chunk up to seq n has been delivered.
-func (o *Output) Has(n int64) bool { return o.next > n }
+func (o *Output) Has(n int64) bool { return n <= 0 || o.next > n }
 
 // lateChunks bounds how long Wait waits, after a job's final event, for
 // streamed chunks that event counts and that have not arrived.
