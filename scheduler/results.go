@@ -59,9 +59,20 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 		// A fallback answer says so where the user looks: the last event.
 		ranMsg += "; the module warned: " + strings.Join(w, "; ")
 	}
-	t := jobstore.Transition{To: to, IfWorker: worker, IfAttempt: int(r.GetAttempt()), ResultPtr: r.GetResultPtr(), WorkerID: worker,
-		Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(), Message: ranMsg}
+	t := jobstore.Transition{To: to, From: jobstore.Running, IfWorker: worker, IfAttempt: int(r.GetAttempt()), ResultPtr: r.GetResultPtr(),
+		WorkerID: worker, Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(), Message: ranMsg}
 	job, err := s.cfg.Store.Transition(ctx, r.GetJobId(), t)
+	var te *jobstore.TransitionError
+	if errors.As(err, &te) && te.Current == jobstore.Dispatched && te.IfWorker == "" && te.IfAttempt == 0 {
+		// The result overtook the host's STARTED report (they travel
+		// separately): record RUNNING first, so that the job's log says it
+		// ran, then the result. The late report is then refused.
+		rt := jobstore.Transition{To: jobstore.Running, From: jobstore.Dispatched, IfWorker: worker, IfAttempt: int(r.GetAttempt()), WorkerID: worker}
+		if running, rerr := s.cfg.Store.Transition(ctx, r.GetJobId(), rt); rerr == nil {
+			s.moved(running, rt)
+		}
+		job, err = s.cfg.Store.Transition(ctx, r.GetJobId(), t)
+	}
 	if err != nil {
 		s.late("result", r.GetJobId(), err)
 		return
