@@ -1,0 +1,68 @@
+package node_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/node"
+)
+
+// BenchmarkEndToEnd is one job through every part in one process, with
+// auth on, the policy checked and echo run in wasm: submit, follow, end.
+// Allocations per op are the whole process's per job (issue 14's budget:
+// 200). Jobs run 16 at a time, as a closed loop.
+//
+//	go test -run XXX -bench EndToEnd -benchtime 2000x ./node
+func BenchmarkEndToEnd(b *testing.B) {
+	for _, store := range []string{"memory", "redis"} {
+		b.Run(store, func(b *testing.B) {
+			var s jobstore.Store = jobstore.NewMemory()
+			if store == "redis" {
+				s = openRedis(b)
+			}
+			e := start(b, node.Options{Modules: echoModules(b), Store: s, MaxParallel: 16})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			run := func() {
+				req := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "job.echo", TenantId: "bench", Payload: []byte(`{"n":1}`)}
+				w, err := e.client.Watch(req.JobId)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				defer w.Close()
+				if _, err := e.client.Submit(ctx, req); err != nil {
+					b.Error(err)
+					return
+				}
+				if last, err := e.client.Wait(ctx, req.JobId, w, nil); err != nil || last.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+					b.Errorf("%v %v", last.GetState(), err)
+				}
+			}
+			run() // warm: compiled, connected, cached
+			const c = 16
+			b.ReportAllocs()
+			b.ResetTimer()
+			jobs := make(chan struct{})
+			var wg sync.WaitGroup
+			for range c {
+				wg.Go(func() {
+					for range jobs {
+						run()
+					}
+				})
+			}
+			for b.Loop() {
+				jobs <- struct{}{}
+			}
+			close(jobs)
+			wg.Wait()
+		})
+	}
+}
