@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -9,8 +10,10 @@ import (
 	"github.com/google/uuid"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/node"
+	"github.com/ward-run/ward/sandbox"
 )
 
 // BenchmarkEndToEnd is one job through every part in one process, with
@@ -26,7 +29,18 @@ func BenchmarkEndToEnd(b *testing.B) {
 			if store == "redis" {
 				s = openRedis(b)
 			}
-			e := start(b, node.Options{Modules: echoModules(b), Store: s, MaxParallel: 16})
+			// echo as ward dev runs it: a reactor, pooled, with its manifest.
+			src, err := os.ReadFile("../modules/echo/manifest.yaml")
+			if err != nil {
+				b.Fatal(err)
+			}
+			man, err := sandbox.ParseManifest(src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := start(b, node.Options{Store: s, MaxParallel: 16,
+				Modules:   map[string][]byte{"echo": wasmtest.BuildReactor(b, "github.com/ward-run/ward/modules/echo")},
+				Manifests: map[string]*sandbox.Manifest{"echo": man}})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			run := func() {
