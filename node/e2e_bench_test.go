@@ -21,7 +21,7 @@ import (
 // Allocations per op are the whole process's per job (issue 14's budget:
 // 200). Jobs run 16 at a time, as a closed loop.
 //
-//	go test -run XXX -bench EndToEnd -benchtime 2000x ./node
+//	go test -run '^$' -bench EndToEnd -benchtime 2000x ./node
 func BenchmarkEndToEnd(b *testing.B) {
 	for _, store := range []string{"memory", "redis"} {
 		b.Run(store, func(b *testing.B) {

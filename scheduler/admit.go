@@ -142,7 +142,7 @@ func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1
 		return &wardv1.SubmitReply{JobId: res.ID, Accepted: true, Duplicate: true}, nil, nil
 	}
 	jobsReceived.WithLabelValues(s.topicLabel(req.Topic)).Inc()
-	s.publishEvent(job, jobstore.Event{At: job.CreatedAt, State: jobstore.Pending})
+	s.publishEvent(job, jobstore.Event{At: job.CreatedAt, State: jobstore.Pending}, 0)
 	queued := make(map[string]int, len(pools))
 	for i, p := range pools {
 		queued[p] = res.Queued[i]

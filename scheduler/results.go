@@ -81,9 +81,7 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 	s.runs.observe(job.Pool, r.GetExecutionMs())
 	s.hosts.SetHeld(worker, job.WorkerJobs, time.Now())
 	jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
-	s.owners.forget(job.ID)
-	s.publishEventChunks(job, jobstore.Event{At: job.UpdatedAt, State: job.State, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID},
-		r.GetOutputChunks())
+	s.movedStreamed(job, t, r.GetOutputChunks())
 }
 
 // fromItsHost checks what a host's report says of itself against what the

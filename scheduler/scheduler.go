@@ -394,14 +394,10 @@ func (s *Scheduler) storeFailed(op, id string, err error) {
 	s.log.Error("job store failed", "op", op, "job_id", id, "err", err)
 }
 
-// publishEvent tells watchers (ward submit --wait, the gateway) of a state change.
-func (s *Scheduler) publishEvent(job *jobstore.Job, e jobstore.Event) {
-	s.publishEventChunks(job, e, 0)
-}
-
-// publishEventChunks is publishEvent for the event that ends a job whose
-// run streamed chunks of output: the watchers wait for them all.
-func (s *Scheduler) publishEventChunks(job *jobstore.Job, e jobstore.Event, chunks int64) {
+// publishEvent tells watchers (ward submit --wait, the gateway) of a state
+// change. chunks, on the event that ends a job whose run streamed output,
+// is how many chunks it streamed: the watchers wait for them all.
+func (s *Scheduler) publishEvent(job *jobstore.Job, e jobstore.Event, chunks int64) {
 	ev := &wardv1.JobEvent{JobId: job.ID, State: stateEnum(e.State), AtUnixMs: e.At.UnixMilli(),
 		Reason: e.Reason, Message: e.Message, WorkerId: e.WorkerID, OutputChunks: chunks}
 	if err := s.cfg.Bus.Publish(bus.EventSubject(job.Tenant, job.ID), ev); err != nil {
@@ -410,11 +406,15 @@ func (s *Scheduler) publishEventChunks(job *jobstore.Job, e jobstore.Event, chun
 }
 
 // moved publishes the event of a transition the store made.
-func (s *Scheduler) moved(job *jobstore.Job, t jobstore.Transition) {
+func (s *Scheduler) moved(job *jobstore.Job, t jobstore.Transition) { s.movedStreamed(job, t, 0) }
+
+// movedStreamed is moved for a move that ends a job whose run streamed
+// chunks of output (JobEvent.output_chunks).
+func (s *Scheduler) movedStreamed(job *jobstore.Job, t jobstore.Transition, chunks int64) {
 	if job.State.Terminal() {
 		s.owners.forget(job.ID)
 	}
-	s.publishEvent(job, jobstore.Event{At: job.UpdatedAt, State: job.State, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID})
+	s.publishEvent(job, jobstore.Event{At: job.UpdatedAt, State: job.State, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID}, chunks)
 }
 
 func safetyRecord(d *safetyv1.CheckResponse) *jobstore.Safety {
