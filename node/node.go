@@ -43,11 +43,14 @@ type Options struct {
 	// PolicyPubKey, when set, is the file of the key every bundle pushed to
 	// PolicyBucket must be signed with (SafetyConfig.PolicyPubKey).
 	PolicyPubKey string
-	// SafetyClient configures the scheduler's safety client: timeout,
-	// circuit breaker, fail mode.
-	SafetyClient safety.ClientConfig
-	Pools        *config.Pools    // the embedded default when nil
-	Timeouts     *config.Timeouts // the embedded default when nil
+	// SafetyOverGRPC makes the scheduler ask the kernel over its gRPC
+	// address, as a separate `ward scheduler` does, with SafetyClient's
+	// timeout, circuit breaker and fail mode. Otherwise it asks the kernel
+	// directly: the same Check, without the round trip.
+	SafetyOverGRPC bool
+	SafetyClient   safety.ClientConfig
+	Pools          *config.Pools    // the embedded default when nil
+	Timeouts       *config.Timeouts // the embedded default when nil
 	// Settings is scheduler.yaml; the embedded default when nil.
 	Settings *config.Scheduler
 	// ConfigFiles, where set, are watched by the scheduler and reloaded on
@@ -99,8 +102,8 @@ type Node struct {
 	Host      *Host // nil without modules or registry
 }
 
-// Start starts the safety kernel, a scheduler that asks it over gRPC, and a
-// host agent (when there are modules to serve), each through its own
+// Start starts the safety kernel, a scheduler that asks it directly (the
+// kernel also serves gRPC, for the CLI and other replicas), and a host agent (when there are modules to serve), each through its own
 // constructor. On error, what was started is stopped.
 func Start(ctx context.Context, o Options) (_ *Node, err error) {
 	if o.Logger == nil {
@@ -128,8 +131,12 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 		PolicyDir: o.PolicyDir, Policies: o.Policies, Bucket: o.PolicyBucket, PolicyPubKey: o.PolicyPubKey, Logger: o.Logger}); err != nil {
 		return nil, err
 	}
+	kernel := n.Safety.Kernel()
+	if o.SafetyOverGRPC {
+		kernel = nil
+	}
 	if n.Scheduler, err = StartScheduler(ctx, SchedulerConfig{NATSURL: o.NATSURL, Store: o.Store,
-		SafetyAddr: n.Safety.Addr(), SafetyClient: o.SafetyClient,
+		SafetyAddr: n.Safety.Addr(), SafetyClient: o.SafetyClient, Kernel: kernel,
 		Config: &config.Bundle{Pools: o.Pools, Timeouts: o.Timeouts, Scheduler: o.Settings},
 		Files:  o.ConfigFiles, ModuleRegistry: o.ModuleRegistry, Logger: o.Logger,
 		Creds: cr.Scheduler, DispatchSecret: cr.DispatchSecret}); err != nil {

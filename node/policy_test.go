@@ -154,7 +154,7 @@ func TestPolicyPushIsEnforcedLive(t *testing.T) {
 // nobody touched the scheduler.
 func TestSafetyKernelDownFailsClosedThenRecovers(t *testing.T) {
 	e := start(t, node.Options{Modules: echoModules(t),
-		SafetyClient: safety.ClientConfig{Timeout: time.Second, BreakerFailures: 2, BreakerCooldown: 100 * time.Millisecond}})
+		SafetyOverGRPC: true, SafetyClient: safety.ClientConfig{Timeout: time.Second, BreakerFailures: 2, BreakerCooldown: 100 * time.Millisecond}})
 	e.stopSafety(t)
 	for range 3 { // the last ones fail at once: the breaker is open
 		_, rec := e.run(t, echoJob("acme"))
@@ -172,7 +172,7 @@ func TestSafetyKernelDownFailsClosedThenRecovers(t *testing.T) {
 // TestSafetyFailOpen: a scheduler configured to fail open runs jobs
 // unchecked while the kernel is down, and says so in the stored decision.
 func TestSafetyFailOpen(t *testing.T) {
-	e := start(t, node.Options{Modules: echoModules(t), SafetyClient: safety.ClientConfig{Timeout: time.Second, FailOpen: true}})
+	e := start(t, node.Options{Modules: echoModules(t), SafetyOverGRPC: true, SafetyClient: safety.ClientConfig{Timeout: time.Second, FailOpen: true}})
 	e.stopSafety(t)
 	_, rec := e.run(t, echoJob("acme"))
 	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || rec.GetSafety().GetDecision() != "ALLOW_UNCHECKED" ||

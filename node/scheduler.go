@@ -17,7 +17,7 @@ import (
 )
 
 // SchedulerConfig configures a scheduler replica part (`ward scheduler`).
-// NATSURL, Store and SafetyAddr are required.
+// NATSURL, Store and SafetyAddr (or Kernel) are required.
 type SchedulerConfig struct {
 	ID      string // the replica's id; random when empty
 	NATSURL string
@@ -26,6 +26,11 @@ type SchedulerConfig struct {
 	// how to ask it (timeout, circuit breaker, fail mode, TLS).
 	SafetyAddr   string
 	SafetyClient safety.ClientConfig
+	// Kernel, when set, is a safety kernel in this process (`ward dev`,
+	// node.Start): the scheduler asks it directly, the same Check that its
+	// gRPC server answers, without the round trip, and SafetyAddr and
+	// SafetyClient are not used.
+	Kernel *safety.Kernel
 	// Config is pools.yaml, timeouts.yaml and scheduler.yaml; the embedded
 	// defaults, or the Files, when nil.
 	Config *config.Bundle
@@ -55,7 +60,7 @@ type SchedulerConfig struct {
 type Scheduler struct {
 	*scheduler.Scheduler
 	conn   *bus.Conn
-	kernel *safety.Client
+	kernel *safety.Client // nil with SchedulerConfig.Kernel
 }
 
 // StartScheduler connects a scheduler replica to the bus, the store and the
@@ -78,8 +83,12 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (_ *Scheduler, err
 			s.close()
 		}
 	}()
-	if s.kernel, err = safety.Dial(cfg.SafetyAddr, cfg.SafetyClient); err != nil {
-		return nil, err
+	var checker scheduler.SafetyChecker = cfg.Kernel
+	if cfg.Kernel == nil {
+		if s.kernel, err = safety.Dial(cfg.SafetyAddr, cfg.SafetyClient); err != nil {
+			return nil, err
+		}
+		checker = s.kernel
 	}
 	opts, err := natsOptions(cfg.Creds, cfg.NATSTLS)
 	if err != nil {
@@ -108,7 +117,7 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (_ *Scheduler, err
 	if err != nil {
 		return nil, err
 	}
-	s.Scheduler, err = scheduler.New(scheduler.Config{ID: cfg.ID, Bus: s.conn, Store: cfg.Store, Safety: s.kernel,
+	s.Scheduler, err = scheduler.New(scheduler.Config{ID: cfg.ID, Bus: s.conn, Store: cfg.Store, Safety: checker,
 		Pools: cfg.Config.Pools, Timeouts: cfg.Config.Timeouts, Settings: cfg.Config.Scheduler, Files: cfg.Files,
 		Logger: cfg.Logger, Modules: reg, Signer: signer, HostTrust: trust})
 	if err != nil {

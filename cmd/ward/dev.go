@@ -23,14 +23,14 @@ func newDevCmd(g *globals) *cobra.Command {
 		insecure                                                                                 bool
 		retention                                                                                time.Duration
 		hf                                                                                       hostFlags
-		safetyFlags                                                                              safetyClientFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run every part in one process: embedded NATS, job store, safety kernel, scheduler, host",
 		Long: `dev runs Ward on one machine: an embedded NATS server (JetStream on), the
-in-memory job store (Redis when REDIS_URL is set), the safety kernel on a
-loopback gRPC port, a scheduler and one host agent serving every module in
+in-memory job store (Redis when REDIS_URL is set), the safety kernel (also
+served on a loopback gRPC port, for ward policy eval --kernel), a scheduler
+that asks it directly, and one host agent serving every module in
 --modules, and every module deployed with ` + "`ward module deploy`" + `. The parts
 are built as ` + "`ward safety`, `ward scheduler` and `ward host`" + ` build them, and the
 host takes the same flags. It stays up until Ctrl-C or SIGTERM, then shuts
@@ -83,10 +83,6 @@ separately (ward auth init --tls, ward safety --grpc-tls-*).`,
 				// host would only stall it. A scheduler.yaml of one's own
 				// (SCHEDULER_CONFIG_PATH) sets the threshold again.
 				conf.Scheduler.Placement.CPUThreshold = 100
-			}
-			safetyCfg, err := safetyFlags.config()
-			if err != nil {
-				return err
 			}
 			store, storeName, err := node.OpenStore(redisURL, true)
 			if err != nil {
@@ -143,7 +139,7 @@ separately (ward auth init --tls, ward safety --grpc-tls-*).`,
 			defer stopMetrics()
 
 			n, err := node.Start(ctx, node.Options{NATSURL: ns.ClientURL(), Store: store,
-				SafetyAddr: safetyAddr, PolicyDir: policyDir, SafetyClient: safetyCfg,
+				SafetyAddr: safetyAddr, PolicyDir: policyDir,
 				Pools: conf.Pools, Timeouts: conf.Timeouts, Settings: conf.Scheduler, ConfigFiles: files,
 				Modules: wasm, Manifests: manifests, ModuleRegistry: true,
 				HostID: hc.ID, CacheDir: hc.CacheDir, MaxParallel: hc.MaxParallel, HeartbeatInterval: hc.HeartbeatInterval,
@@ -191,7 +187,6 @@ separately (ward auth init --tls, ward safety --grpc-tls-*).`,
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", "127.0.0.1:9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&safetyAddr, "safety-listen", "127.0.0.1:50051", "safety kernel gRPC listen address (plaintext: keep it on loopback)")
 	f.StringVar(&policyDir, "policies", os.Getenv("WARD_POLICY_DIR"), "policy bundle directory, watched for changes (default: the embedded bundle) ($WARD_POLICY_DIR)")
-	safetyFlags.register(f)
 	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL; the in-memory store when empty ($REDIS_URL)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	hf.register(f, "dev-host")
