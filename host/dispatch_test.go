@@ -108,11 +108,20 @@ func (f *fixture) runs(t *testing.T, req *wardv1.JobRequest, n int, payload stri
 		t.Errorf("%s: output %q %v", id, out, err)
 	}
 	results, started := f.events.of(id)
-	if len(results) != n || len(started) != n {
-		t.Fatalf("%s: %d results and %d starts, want %d of each", id, len(results), len(started), n)
+	reported := 0 // results that say a STARTED report went before them
+	for _, r := range results {
+		if r.GetStartedReported() {
+			reported++
+		}
 	}
-	if a := started[n-1].GetAttempt(); a != req.GetAttempt() {
-		t.Errorf("%s: started for attempt %d, want %d", id, a, req.GetAttempt())
+	if len(results) != n || len(started) != reported {
+		t.Fatalf("%s: %d results (%d of which say a start was reported) and %d starts, want %d results and a start for each that says so",
+			id, len(results), reported, len(started), n)
+	}
+	if r.GetStartedReported() {
+		if a := started[len(started)-1].GetAttempt(); a != req.GetAttempt() {
+			t.Errorf("%s: started for attempt %d, want %d", id, a, req.GetAttempt())
+		}
 	}
 }
 
@@ -386,5 +395,33 @@ func TestHostSubjects(t *testing.T) {
 	}
 	if got := refused() - before; got != 0 {
 		t.Errorf("the server refused %v publishes or subscriptions", got)
+	}
+}
+
+// TestStartedReport: a job that ends within the started delay sends no
+// STARTED report, and its result says so; a longer one reports its start
+// while it runs, before its result, which says that too.
+func TestStartedReport(t *testing.T) {
+	f := newFixture(t, 2)
+	if err := f.agent.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	quick := f.create(t, "quick", "1ms")
+	dispatch(t, f.conn, "h1", quick)
+	if r := f.events.wait(t, quick.GetJobId()); r.GetStartedReported() {
+		t.Errorf("a 1 ms job's result says its start was reported")
+	}
+	if _, started := f.events.of(quick.GetJobId()); len(started) != 0 {
+		t.Errorf("a 1 ms job sent %d STARTED reports, want none", len(started))
+	}
+
+	slow := f.create(t, "slow", "400ms")
+	dispatch(t, f.conn, "h1", slow)
+	poll.Until(t, 30*time.Second, "the 400 ms job reports its start", func() bool { return f.events.started(slow.GetJobId()) })
+	if results, _ := f.events.of(slow.GetJobId()); len(results) != 0 {
+		t.Fatalf("the 400 ms job's result came before its STARTED report")
+	}
+	if r := f.events.wait(t, slow.GetJobId()); !r.GetStartedReported() {
+		t.Errorf("a 400 ms job's result says no start was reported")
 	}
 }

@@ -135,7 +135,17 @@ type Config struct {
 	// MaxContextBytes caps a job context read from the object store
 	// (256 MiB if zero).
 	MaxContextBytes int64
+	// StartedDelay is how long a job runs before the host reports its
+	// start (RUNNING): a job that ends sooner sends no STARTED report, and
+	// its result says so (JobResult.started_reported), so that the
+	// scheduler records RUNNING and the end in one step. DefaultStartedDelay
+	// if zero; negative reports every start at once.
+	StartedDelay time.Duration
 }
+
+// DefaultStartedDelay is Config.StartedDelay's default: short beside any
+// timeout, long beside the run of a small job.
+const DefaultStartedDelay = 50 * time.Millisecond
 
 // Probe observes something about the machine for heartbeats.
 type Probe interface {
@@ -198,6 +208,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.MaxParallel <= 0 {
 		cfg.MaxParallel = goruntime.NumCPU()
+	}
+	if cfg.StartedDelay == 0 {
+		cfg.StartedDelay = DefaultStartedDelay
 	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = 2 * time.Second
@@ -490,10 +503,22 @@ func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 
 	start := time.Now()
 	res := &wardv1.JobResult{JobId: req.GetJobId(), WorkerId: a.cfg.ID, Attempt: req.GetAttempt()}
-	_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
-		Kind: wardv1.JobProgress_KIND_STARTED, SentAtUnixMs: start.UnixMilli(), Attempt: req.GetAttempt()})
+	started := func() {
+		_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
+			Kind: wardv1.JobProgress_KIND_STARTED, SentAtUnixMs: start.UnixMilli(), Attempt: req.GetAttempt()})
+	}
+	var report *time.Timer
+	if a.cfg.StartedDelay < 0 {
+		started()
+		res.StartedReported = true
+	} else {
+		report = time.AfterFunc(a.cfg.StartedDelay, started)
+	}
 
 	moduleName, err := a.run(ctx, t, res)
+	if report != nil && !report.Stop() {
+		res.StartedReported = true // it fired, or is firing
+	}
 	if err != nil {
 		res.Status = wardv1.JobState_JOB_STATE_FAILED
 		var re *sandbox.RunError

@@ -324,6 +324,9 @@ func allowed(current State, t Transition) bool {
 	if current == Pending && t.To == Pending {
 		return t.Wait != nil
 	}
+	if t.Via != "" {
+		return CanTransition(current, t.Via) && CanTransition(t.Via, t.To)
+	}
 	return CanTransition(current, t.To)
 }
 
@@ -338,6 +341,8 @@ func checkTransition(id string, t Transition) error {
 		return fmt.Errorf("jobstore: transition %s: a Wait needs a Pool or an Until, not both", id)
 	case t.Lock != nil && (t.Lock.Owner == "" || t.Lock.TTL < time.Millisecond):
 		return fmt.Errorf("jobstore: transition %s: a Lock needs an owner and a ttl of at least 1ms", id)
+	case t.Via != "" && (t.Via == Pending || t.Via.Terminal() || t.Via == t.To || t.Wait != nil):
+		return fmt.Errorf("jobstore: transition %s: via %s to %s: Via may not be PENDING, terminal or To, nor go with a Wait", id, t.Via, t.To)
 	}
 	return nil
 }

@@ -311,6 +311,16 @@ type Transition struct {
 	Message string
 	// At is when it happened; zero means now.
 	At time.Time
+
+	// Via, when set, takes the job through that state on its way to To in
+	// the same step: the move is checked as current → Via → To (From
+	// guards the current state), and the log gets Via's event, with
+	// ViaMessage, just before To's, at the same time. A dispatch records
+	// SCHEDULED and DISPATCHED in one round trip, and a result that
+	// overtook its STARTED report records RUNNING and the end. Via may not
+	// be PENDING, a terminal state or To, and goes with no Wait.
+	Via        State
+	ViaMessage string
 }
 
 // Lock names a dispatch lock's owner and how long it holds at most.

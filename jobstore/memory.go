@@ -311,6 +311,9 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	} else if releasesLock(t.To) {
 		delete(m.locks, lockKey)
 	}
+	if t.Via != "" {
+		m.events[id] = append(m.events[id], Event{At: when, State: t.Via, Message: t.ViaMessage, WorkerID: t.WorkerID})
+	}
 	m.events[id] = append(m.events[id], Event{
 		At: when, State: t.To, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID,
 	})

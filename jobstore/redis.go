@@ -190,7 +190,13 @@ func (r *Redis) Transition(ctx context.Context, id string, t Transition) (*Job, 
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
 	}
-	res, err := eval(ctx, r, transitionCall{id: id, t: t, when: when, event: ev, fields: fields, retention: r.retention}).StringSlice()
+	var via []byte
+	if t.Via != "" {
+		if via, err = json.Marshal(Event{At: when, State: t.Via, Message: t.ViaMessage, WorkerID: t.WorkerID}); err != nil {
+			return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
+		}
+	}
+	res, err := eval(ctx, r, transitionCall{id: id, t: t, when: when, event: ev, via: via, fields: fields, retention: r.retention}).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
 	}

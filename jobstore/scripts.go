@@ -146,6 +146,7 @@ type transitionCall struct {
 	t         Transition
 	when      time.Time     // t.At, or now
 	event     []byte        // the move's event JSON
+	via       []byte        // the event JSON of t.Via, nil without
 	fields    []string      // the hash fields t sets, from transitionFields
 	retention time.Duration // how long an ended job is kept; 0: for ever
 }
@@ -167,10 +168,10 @@ func (c transitionCall) argv() []any {
 	if w := t.Wait; w != nil {
 		hasWait, waitPool, waitScore, waitCap, waitUntil = "1", w.Pool, w.Score, w.Cap, optMS(w.Until)
 	}
-	a := make([]any, 0, 20+len(c.fields))
+	a := make([]any, 0, 22+len(c.fields))
 	a = append(a, c.id, string(t.To), string(t.From), ms(c.when), c.event, t.IfWorker, t.TenantLimit, t.WorkerLimit,
 		lockOwner, lockTTL, waitPool, strconv.FormatFloat(waitScore, 'f', -1, 64), waitUntil, waitCap, hasWait,
-		t.WorkerID, optMS(t.Deadline), max(t.IfAttempt, 0), t.IfTenant, c.retention.Milliseconds())
+		t.WorkerID, optMS(t.Deadline), max(t.IfAttempt, 0), t.IfTenant, c.retention.Milliseconds(), string(t.Via), c.via)
 	return anys(a, c.fields)
 }
 

@@ -23,13 +23,19 @@ const (
 	gone                            // another replica has it, it waits, or it ended
 )
 
-// schedule moves a placed job to SCHEDULED, with the store checking the
-// tenant's and the worker's limits and taking the dispatch lock in the
-// same step, then dispatches it.
+// schedule moves a placed job to DISPATCHED, through SCHEDULED, in one
+// store step (Transition.Via): the store checks the tenant's and the
+// worker's limits, takes the dispatch lock and counts the attempt with
+// the move, and logs both states with the placement's reasoning. Then it
+// publishes the dispatch. DISPATCHED is written before the publish: a
+// fast host's result may otherwise arrive first.
 func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits, pool string, p *placement.Policy, d *placement.Decision, w *Worker) scheduleResult {
-	t := jobstore.Transition{To: jobstore.Scheduled, From: jobstore.Pending, Pool: pool, WorkerID: w.ID,
-		TenantLimit: lim.tenant, WorkerLimit: p.Capacity(w), Lock: &jobstore.Lock{Owner: s.id, TTL: dispatchLockTTL},
-		Message: d.Reasoning()}
+	// The lock is not released here: the host's report (RUNNING, or the
+	// result) drops it in the same move, and so does a requeue
+	// (jobstore.Transition.Lock).
+	t := jobstore.Transition{To: jobstore.Dispatched, From: jobstore.Pending, Via: jobstore.Scheduled, ViaMessage: d.Reasoning(),
+		Pool: pool, WorkerID: w.ID, Attempt: job.Attempt + 1, TenantLimit: lim.tenant, WorkerLimit: p.Capacity(w),
+		Lock: &jobstore.Lock{Owner: s.id, TTL: dispatchLockTTL}}
 	lim.first(&t)
 	s.hosts.Reserve(w.ID, job.CPUMillicores, job.MemoryBytes)
 	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
@@ -48,30 +54,19 @@ func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits,
 		if errors.Is(err, jobstore.ErrLocked) {
 			s.log.Debug("another replica is dispatching the job", "job_id", job.ID)
 		} else {
-			s.storeFailed("schedule", job.ID, err)
+			s.storeFailed("dispatch", job.ID, err)
 		}
 		return gone
 	}
 	s.hosts.SetHeld(w.ID, moved.WorkerJobs, time.Now())
-	s.moved(moved, t)
-	s.dispatch(ctx, moved, lim)
+	s.dispatch(ctx, moved, lim, t)
 	return scheduled
 }
 
-// dispatch writes DISPATCHED, under the job's dispatch lock, before it
-// publishes: a fast host's result may otherwise arrive first.
-func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits) {
+// dispatch publishes the dispatch of a job the store moved to DISPATCHED
+// with t: a ticket signed for its host.
+func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits, t jobstore.Transition) {
 	id, worker := job.ID, job.WorkerID
-	// The lock is not released here: the host's report (RUNNING, or the
-	// result) drops it in the same move, and so does a requeue
-	// (jobstore.Transition.Lock). One store round trip fewer per job.
-	t := jobstore.Transition{To: jobstore.Dispatched, From: jobstore.Scheduled, Attempt: job.Attempt + 1,
-		Lock: &jobstore.Lock{Owner: s.id, TTL: dispatchLockTTL}, WorkerID: worker}
-	job, err := s.cfg.Store.Transition(ctx, id, t)
-	if err != nil {
-		s.storeFailed("dispatch", id, err)
-		return
-	}
 	cons := lim.constraints
 	out := &wardv1.JobRequest{
 		JobId: id, Topic: job.Topic, Priority: int32(job.Priority), TenantId: job.Tenant,
@@ -93,7 +88,8 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits)
 		s.log.Error("dispatch ticket failed", "job_id", id, "err", err)
 		return
 	}
-	// Watchers hear of DISPATCHED before the host can report RUNNING.
+	// Watchers hear of SCHEDULED and DISPATCHED before the host can
+	// report RUNNING.
 	s.moved(job, t)
 	if err := s.cfg.Bus.Publish(bus.WorkerJobsSubject(worker), d); err != nil {
 		s.log.Error("dispatch publish failed", "job_id", id, "worker_id", worker, "err", err)

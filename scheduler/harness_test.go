@@ -445,6 +445,9 @@ type outcome struct {
 	delay time.Duration
 	// silent: the host takes the job and says nothing, ever (it died).
 	silent bool
+	// quick: the job ends before the host reports its start, as a real
+	// host's quick jobs do: no STARTED report, and the result says so.
+	quick bool
 }
 
 // fakeHost is a host agent that speaks the bus contract without wasm: it
@@ -690,7 +693,9 @@ func (h *fakeHost) onJob(m *nats.Msg) {
 		return
 	}
 	h.mu.Unlock()
-	_ = h.conn.Publish(bus.ProgressSubject(h.id), &wardv1.JobProgress{JobId: id, WorkerId: h.id, Attempt: attempt, Kind: wardv1.JobProgress_KIND_STARTED})
+	if !out.quick {
+		_ = h.conn.Publish(bus.ProgressSubject(h.id), &wardv1.JobProgress{JobId: id, WorkerId: h.id, Attempt: attempt, Kind: wardv1.JobProgress_KIND_STARTED})
+	}
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
@@ -708,7 +713,7 @@ func (h *fakeHost) onJob(m *nats.Msg) {
 		cancelled := h.cancelled[id]
 		h.mu.Unlock()
 		res := &wardv1.JobResult{JobId: id, WorkerId: h.id, Attempt: attempt, Status: wardv1.JobState_JOB_STATE_SUCCEEDED,
-			Module: ticket.GetModule(), ModuleDigest: ticket.GetModuleDigest()}
+			Module: ticket.GetModule(), ModuleDigest: ticket.GetModuleDigest(), StartedReported: !out.quick}
 		if cancelled {
 			// The scenario is a cancel that ends the job, then the host's
 			// late result. (A result handled before the cancel ends the job

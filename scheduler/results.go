@@ -22,6 +22,9 @@ import (
 // (IfWorker and IfAttempt refuse the last two). The worker is the one the
 // subject names — a host may publish only on its own — whatever the
 // message says.
+// startedMsg is the message of a RUNNING recorded with the job's result.
+const startedMsg = "started (reported with the result)"
+
 func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.JobResult) {
 	to := stateOf(r.GetStatus())
 	if !to.Terminal() || to == jobstore.Denied {
@@ -61,17 +64,35 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 	}
 	t := jobstore.Transition{To: to, From: jobstore.Running, IfWorker: worker, IfAttempt: int(r.GetAttempt()), ResultPtr: r.GetResultPtr(),
 		WorkerID: worker, Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(), Message: ranMsg}
-	job, err := s.cfg.Store.Transition(ctx, r.GetJobId(), t)
-	var te *jobstore.TransitionError
-	if errors.As(err, &te) && te.Current == jobstore.Dispatched && te.IfWorker == "" && te.IfAttempt == 0 {
-		// The result overtook the host's STARTED report (they travel
-		// separately): record RUNNING first, so that the job's log says it
-		// ran, then the result. The late report is then refused.
-		rt := jobstore.Transition{To: jobstore.Running, From: jobstore.Dispatched, IfWorker: worker, IfAttempt: int(r.GetAttempt()), WorkerID: worker}
-		if running, rerr := s.cfg.Store.Transition(ctx, r.GetJobId(), rt); rerr == nil {
-			s.moved(running, rt)
-		}
+	if !r.GetStartedReported() {
+		// A job that ended before its host reported the start: the log
+		// says it ran, then how it ended, in one step.
+		t.From, t.Via, t.ViaMessage = jobstore.Dispatched, jobstore.Running, startedMsg
+	}
+	var (
+		job *jobstore.Job
+		err error
+	)
+	for range 3 {
 		job, err = s.cfg.Store.Transition(ctx, r.GetJobId(), t)
+		var te *jobstore.TransitionError
+		if !errors.As(err, &te) || te.IfWorker != "" || te.IfAttempt != 0 {
+			break
+		}
+		switch {
+		case te.Current == jobstore.Dispatched && t.Via == "":
+			// The result overtook the host's STARTED report (they travel
+			// separately): RUNNING and the result in one step. The late
+			// report is then refused.
+			t.From, t.Via, t.ViaMessage = jobstore.Dispatched, jobstore.Running, startedMsg
+			continue
+		case te.Current == jobstore.Running && t.Via != "":
+			// The start was recorded meanwhile, here or at another
+			// replica: the result alone.
+			t.From, t.Via, t.ViaMessage = jobstore.Running, "", ""
+			continue
+		}
+		break
 	}
 	if err != nil {
 		s.late("result", r.GetJobId(), err)

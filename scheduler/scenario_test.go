@@ -20,6 +20,36 @@ import (
 	"github.com/ward-run/ward/jobstore"
 )
 
+// TestLifecycleLog: every job's log holds each state it passed, in order,
+// with the placement's reasoning on SCHEDULED: for a job whose host
+// reported its start, and for a quick one whose result came first with no
+// start reported (RUNNING is then recorded with the end, in one step).
+func TestLifecycleLog(t *testing.T) {
+	e := start(t, options{})
+	e.addHost(hb("slow", "b2"), nil)
+	e.waitWorkers("slow")
+	want := []jobstore.State{jobstore.Pending, jobstore.Scheduled, jobstore.Dispatched, jobstore.Running, jobstore.Succeeded}
+	check := func(host string) {
+		t.Helper()
+		id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.b", Labels: map[string]string{"preferred_worker_id": host}})
+		j := e.waitState(id, jobstore.Succeeded)
+		var got []jobstore.State
+		for _, ev := range e.events(id) {
+			got = append(got, ev.State)
+		}
+		if j.WorkerID != host || !slices.Equal(got, want) {
+			t.Errorf("a job on %s logged %v, want %v", j.WorkerID, got, want)
+		}
+		if ev := lastEvent(e.events(id), jobstore.Scheduled); !strings.Contains(ev.Message, "worker="+host) {
+			t.Errorf("SCHEDULED says %q, not the placement on %s", ev.Message, host)
+		}
+	}
+	check("slow")
+	e.addHost(hb("quick", "b2"), func(*wardv1.JobRequest, int) outcome { return outcome{quick: true} })
+	e.waitWorkers("quick")
+	check("quick")
+}
+
 // TestRouting: a topic maps to a list of pools, tried in order; a job's
 // requires narrow the pools; preferred_pool and preferred_worker_id steer;
 // other labels constrain; no eligible pool is no_pool_mapping, no live

@@ -405,7 +405,8 @@ func (s *Scheduler) publishEvent(job *jobstore.Job, e jobstore.Event, chunks int
 	}
 }
 
-// moved publishes the event of a transition the store made.
+// moved publishes the events of a transition the store made: its Via's,
+// then its own.
 func (s *Scheduler) moved(job *jobstore.Job, t jobstore.Transition) { s.movedStreamed(job, t, 0) }
 
 // movedStreamed is moved for a move that ends a job whose run streamed
@@ -413,6 +414,9 @@ func (s *Scheduler) moved(job *jobstore.Job, t jobstore.Transition) { s.movedStr
 func (s *Scheduler) movedStreamed(job *jobstore.Job, t jobstore.Transition, chunks int64) {
 	if job.State.Terminal() {
 		s.owners.forget(job.ID)
+	}
+	if t.Via != "" {
+		s.publishEvent(job, jobstore.Event{At: job.UpdatedAt, State: t.Via, Message: t.ViaMessage, WorkerID: t.WorkerID}, 0)
 	}
 	s.publishEvent(job, jobstore.Event{At: job.UpdatedAt, State: job.State, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID}, chunks)
 }

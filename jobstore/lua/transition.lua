@@ -1,5 +1,5 @@
 -- KEYS: [1] job hash job:<id>, [2] event list job:events:<id>
--- ARGV: [1] id, [2] to state, [3] required from state or '', [4] now ms, [5] event JSON, [6] if-worker or '', [7] tenant limit (0: none), [8] worker limit (0: none), [9] lock owner or '', [10] lock ttl ms, [11] wait pool or '', [12] wait score, [13] wait until ms or '', [14] wait cap (0: none), [15] '1' with a wait else '', [16] new worker or '', [17] deadline ms or '', [18] if-attempt (0: none), [19] if-tenant or '', [20] retention ms (0: keep for ever), [21..] job hash field/value pairs to set
+-- ARGV: [1] id, [2] to state, [3] required from state or '', [4] now ms, [5] event JSON, [6] if-worker or '', [7] tenant limit (0: none), [8] worker limit (0: none), [9] lock owner or '', [10] lock ttl ms, [11] wait pool or '', [12] wait score, [13] wait until ms or '', [14] wait cap (0: none), [15] '1' with a wait else '', [16] new worker or '', [17] deadline ms or '', [18] if-attempt (0: none), [19] if-tenant or '', [20] retention ms (0: keep for ever), [21] via state or '', [22] via event JSON or '', [23..] job hash field/value pairs to set
 --
 -- Moves a job, with the checks of Transition (jobstore.go), and keeps the
 -- state indexes, the waiting sets, the tenant's and workers' active sets,
@@ -16,6 +16,9 @@
 -- current state}, {'locked', owner}, {'tenant', held, tenant},
 -- {'worker_full', held} or {'queue_full', held}.
 local id, to, from, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+-- A move via another state (Transition.Via) is checked through it, and
+-- logs its event first.
+local via = ARGV[21]
 local h = KEYS[1]
 local ifAttempt = tonumber(ARGV[18])
 -- The attempt is read only when it is guarded, in the same HMGET.
@@ -28,6 +31,7 @@ local hasWait = ARGV[15] == '1'
 local ok
 if from ~= '' and cur ~= from then ok = false
 elseif cur == 'PENDING' and to == 'PENDING' then ok = hasWait
+elseif via ~= '' then ok = allowed[cur] and allowed[cur][via] and allowed[via][to]
 else ok = allowed[cur] and allowed[cur][to] end
 if not ok then return {'refused', cur} end
 local oldw = f[2] or ''
@@ -70,7 +74,7 @@ if hasWait then
     end
   end
 end
-redis.call('HSET', h, 'state', to, 'updated_at', now, unpack(ARGV, 21, #ARGV))
+redis.call('HSET', h, 'state', to, 'updated_at', now, unpack(ARGV, 23, #ARGV))
 local waiting = f[4]
 if waiting then
   redis.call('ZREM', 'job:' .. waiting, id)
@@ -114,7 +118,11 @@ elseif to ~= 'SCHEDULED' and to ~= 'DISPATCHED' then
   -- (jobstore.releasesLock).
   redis.call('DEL', lockKey)
 end
-redis.call('RPUSH', KEYS[2], ARGV[5])
+if via ~= '' then
+  redis.call('RPUSH', KEYS[2], ARGV[22], ARGV[5])
+else
+  redis.call('RPUSH', KEYS[2], ARGV[5])
+end
 -- A job that ended is kept for the retention, then its keys expire (the
 -- state indexes are trimmed by Sweep).
 local retention = tonumber(ARGV[20])

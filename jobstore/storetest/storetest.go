@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"FromGuard", testFromGuard},
 		{"TransitionFields", testTransitionFields},
 		{"Events", testEvents},
+		{"Via", testVia},
 		{"Stale", testStale},
 		{"Recent", testRecent},
 		{"RecentCap", testRecentCap},
@@ -587,6 +588,78 @@ func testEvents(t *testing.T, s jobstore.Store) {
 	if last := ev[len(ev)-1].At; last.Before(before) || last.After(time.Now().Add(time.Second)) {
 		t.Errorf("zero At recorded as %v, want about now", last)
 	}
+}
+
+// testVia: a move via a state is checked through it, logs both events,
+// and leaves the job indexed, counted and locked as the move to To alone
+// would; one that is not allowed through it changes nothing.
+func testVia(t *testing.T, s jobstore.Store) {
+	create(t, s, job("v1"))
+	at := t0.Add(time.Second)
+	held := &jobstore.Lock{Owner: "r1", TTL: time.Minute}
+	got := move(t, s, "v1", jobstore.Transition{To: jobstore.Dispatched, From: jobstore.Pending, Via: jobstore.Scheduled,
+		ViaMessage: "placed on w1", Pool: "gpu", WorkerID: "w1", Attempt: 1, TenantLimit: 5, WorkerLimit: 2, Lock: held, At: at})
+	if got.State != jobstore.Dispatched || got.WorkerID != "w1" || got.Attempt != 1 || got.Pool != "gpu" || got.WorkerJobs != 1 {
+		t.Errorf("after PENDING → SCHEDULED → DISPATCHED: %+v", got)
+	}
+	ev := events(t, s, "v1")
+	want := []jobstore.Event{{State: jobstore.Pending}, {At: at, State: jobstore.Scheduled, Message: "placed on w1", WorkerID: "w1"},
+		{At: at, State: jobstore.Dispatched, WorkerID: "w1"}}
+	if len(ev) != len(want) {
+		t.Fatalf("events = %+v, want %+v", ev, want)
+	}
+	for i := 1; i < len(want); i++ {
+		if !ev[i].At.Equal(want[i].At) {
+			t.Errorf("event %d at %v, want %v", i, ev[i].At, want[i].At)
+		}
+		ev[i].At, want[i].At = time.Time{}, time.Time{}
+		if ev[i] != want[i] {
+			t.Errorf("event %d = %+v, want %+v", i, ev[i], want[i])
+		}
+	}
+	indexedNow(t, s, "v1", jobstore.Dispatched, jobstore.Scheduled)
+	if n := activeCount(t, s, "acme"); n != 1 {
+		t.Errorf("tenant active = %d after the move, want 1", n)
+	}
+	if lock(t, s, "v1", "r2", time.Minute) {
+		t.Error("another replica took the lock the move took")
+	}
+
+	// The result that overtook STARTED: DISPATCHED → RUNNING → SUCCEEDED.
+	got = move(t, s, "v1", jobstore.Transition{To: jobstore.Succeeded, Via: jobstore.Running, IfWorker: "w1", IfAttempt: 1,
+		ViaMessage: "started", Message: "ran in 1 ms"})
+	ev = events(t, s, "v1")
+	if got.State != jobstore.Succeeded || len(ev) != 5 || ev[3].State != jobstore.Running || ev[3].Message != "started" ||
+		ev[4].State != jobstore.Succeeded || !ev[3].At.Equal(ev[4].At) {
+		t.Errorf("after DISPATCHED → RUNNING → SUCCEEDED: %s, events %+v", got.State, ev)
+	}
+	if n := activeCount(t, s, "acme"); n != 0 {
+		t.Errorf("tenant active = %d after the end, want 0", n)
+	}
+
+	// Not allowed through Via: nothing changes.
+	create(t, s, job("v2"))
+	before := get(t, s, "v2")
+	for _, tr := range []jobstore.Transition{
+		{To: jobstore.Succeeded, Via: jobstore.Running},                            // PENDING → RUNNING is not a move
+		{To: jobstore.Dispatched, Via: jobstore.Scheduled, From: jobstore.Running}, // From guards the current state
+	} {
+		_, err := s.Transition(context.Background(), "v2", tr)
+		if !errors.Is(err, jobstore.ErrInvalidTransition) {
+			t.Errorf("%s via %s from PENDING: err = %v, want ErrInvalidTransition", tr.To, tr.Via, err)
+		}
+	}
+	unchanged(t, s, "v2", before, 1)
+	for _, tr := range []jobstore.Transition{
+		{To: jobstore.Dispatched, Via: jobstore.Pending},
+		{To: jobstore.Succeeded, Via: jobstore.Failed},
+		{To: jobstore.Running, Via: jobstore.Running},
+	} {
+		if _, err := s.Transition(context.Background(), "v2", tr); err == nil || errors.Is(err, jobstore.ErrInvalidTransition) {
+			t.Errorf("%s via %s: err = %v, want a malformed-transition error", tr.To, tr.Via, err)
+		}
+	}
+	unchanged(t, s, "v2", before, 1)
 }
 
 func testStale(t *testing.T, s jobstore.Store) {

@@ -719,9 +719,14 @@ type JobResult struct {
 	// output_chunks is how many chunks of output the run streamed (the last
 	// one's seq): the job's final event carries it, so that a watcher waits
 	// for chunks still on their way.
-	OutputChunks  int64 `protobuf:"varint,12,opt,name=output_chunks,json=outputChunks,proto3" json:"output_chunks,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	OutputChunks int64 `protobuf:"varint,12,opt,name=output_chunks,json=outputChunks,proto3" json:"output_chunks,omitempty"`
+	// started_reported is true when the host published a STARTED report for
+	// this attempt. A job that ends quickly (within the host's started
+	// delay) sends none: the scheduler then records RUNNING with the end, in
+	// one step.
+	StartedReported bool `protobuf:"varint,13,opt,name=started_reported,json=startedReported,proto3" json:"started_reported,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *JobResult) Reset() {
@@ -836,6 +841,13 @@ func (x *JobResult) GetOutputChunks() int64 {
 		return x.OutputChunks
 	}
 	return 0
+}
+
+func (x *JobResult) GetStartedReported() bool {
+	if x != nil {
+		return x.StartedReported
+	}
+	return false
 }
 
 // JobProgress is what a host publishes on sys.job.progress while a job runs.
@@ -1846,7 +1858,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\x88\x03\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xb3\x03\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x06status\x12\x1d\n" +
@@ -1862,7 +1874,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\aattempt\x18\n" +
 	" \x01(\x05R\aattempt\x12\x1a\n" +
 	"\bwarnings\x18\v \x03(\tR\bwarnings\x12#\n" +
-	"\routput_chunks\x18\f \x01(\x03R\foutputChunks\"\xe3\x02\n" +
+	"\routput_chunks\x18\f \x01(\x03R\foutputChunks\x12)\n" +
+	"\x10started_reported\x18\r \x01(\bR\x0fstartedReported\"\xe3\x02\n" +
 	"\vJobProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12-\n" +
