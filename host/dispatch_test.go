@@ -425,3 +425,23 @@ func TestStartedReport(t *testing.T) {
 		t.Errorf("a 400 ms job's result says no start was reported")
 	}
 }
+
+// TestInlineContext: a ticket that carries the job's context is run on
+// those bytes, without reading the store; one that carries none is run on
+// the job's stored context.
+func TestInlineContext(t *testing.T) {
+	f := newFixture(t, 1)
+	if err := f.agent.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req := f.create(t, "inline", "1ms")
+	req.Payload = []byte("2ms") // what the submission carried
+	// A pointer the host would refuse to read: the ticket's bytes are used.
+	req.ContextPtr = jobstore.ContextPtr("someone-else")
+	dispatch(t, f.conn, "h1", req)
+	f.runs(t, req, 1, "2ms")
+
+	stored := f.create(t, "stored", "3ms")
+	dispatch(t, f.conn, "h1", stored)
+	f.runs(t, stored, 1, "3ms")
+}

@@ -114,13 +114,19 @@ func (a *Agent) putResult(ctx context.Context, req *wardv1.JobRequest, data []by
 	return objs.PutResult(ctx, req.GetTenantId(), req.GetJobId(), int(req.GetAttempt()), data)
 }
 
-// readContext reads the job's context: its own blob in the job store
+// readContext reads the job's context: the payload its ticket carries (a
+// fresh submission's), else its own blob in the job store
 // (redis://ctx:<job id>), or a context object of its tenant in JetStream
 // (nats-os://WARD_CTX_<tenant>/sha256-<hex>), whose bytes must have the
-// digest its name says (the one the policy judged). A pointer to anything else — some
-// other job's blob, another tenant's object — is refused: a client chooses
-// the pointer it submits.
+// digest its name says (the one the policy judged). A pointer to anything
+// else — some other job's blob, another tenant's object — is refused: a
+// client chooses the pointer it submits.
 func (a *Agent) readContext(ctx context.Context, req *wardv1.JobRequest) ([]byte, error) {
+	if p := req.GetPayload(); len(p) > 0 {
+		// The context came in the ticket, which the scheduler signed:
+		// the bytes the client submitted and the policy judged.
+		return p, nil
+	}
 	ptr := req.GetContextPtr()
 	if strings.HasPrefix(ptr, bus.ObjectScheme) {
 		owner, err := bus.ContextOwner(ptr)

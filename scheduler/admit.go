@@ -55,7 +55,7 @@ func (s *Scheduler) handleSubmit(ctx context.Context, msg *nats.Msg, req *wardv1
 	if job == nil {
 		return
 	}
-	s.admit(ctx, job, queued)
+	s.admit(ctx, job, queued, req.Payload)
 }
 
 // accept checks a submission and stores it: one store round trip, which
@@ -181,13 +181,18 @@ type limits struct {
 	tenant      int // max concurrent jobs, 0: none
 	maxRetries  int
 	deadline    time.Time
+	// payload is the job's context when admission has it at hand (a fresh
+	// submission that carried it): the dispatch carries it, signed, and
+	// the host need not read it from the store. Nil otherwise.
+	payload []byte
 }
 
 // admit takes a PENDING job through safety, routing and placement, and
 // dispatches it, parks it in a queue, defers it, or ends it. queued holds
 // the queue lengths of its pools for a fresh submission (a job placed
-// while others wait would jump the queue), nil otherwise.
-func (s *Scheduler) admit(ctx context.Context, job *jobstore.Job, queued map[string]int) {
+// while others wait would jump the queue), nil otherwise; payload is its
+// context when the submission carried it, nil otherwise.
+func (s *Scheduler) admit(ctx context.Context, job *jobstore.Job, queued map[string]int, payload []byte) {
 	// Before any of the tenant's jobs runs, its host may need the bucket
 	// of large results (bigresults.go): once per tenant.
 	s.ensureResultBucket(ctx, job.Tenant)
@@ -200,6 +205,7 @@ func (s *Scheduler) admit(ctx context.Context, job *jobstore.Job, queued map[str
 	if !ok {
 		return
 	}
+	lim.payload = payload
 	now := time.Now()
 	if !lim.deadline.IsZero() && !now.Before(lim.deadline) {
 		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Timeout, Reason: string(reason.DeadlineExceeded),

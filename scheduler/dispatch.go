@@ -74,6 +74,9 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits,
 		Budget:  &wardv1.Budget{DeadlineMs: job.DeadlineMS, MaxRetries: int32(job.MaxRetries)},
 		TraceId: job.TraceID, ParentJobId: job.ParentJobID, WorkflowId: job.WorkflowID,
 		Constraints: cons, Pool: job.Pool, Attempt: int32(job.Attempt),
+		// The context, when at hand, travels in the signed ticket; the
+		// host reads ContextPtr otherwise.
+		Payload: lim.payload,
 	}
 	if job.CPUMillicores > 0 || job.MemoryBytes > 0 {
 		out.Resources = &wardv1.Resources{CpuMillicores: job.CPUMillicores, MemoryBytes: job.MemoryBytes}

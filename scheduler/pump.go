@@ -136,7 +136,7 @@ func (s *Scheduler) handOut(ctx context.Context, job *jobstore.Job) {
 	}
 	s.submits.Go(func() {
 		defer s.placing.Delete(job.ID)
-		s.admit(ctx, job, nil)
+		s.admit(ctx, job, nil, nil)
 	})
 }
 

@@ -446,7 +446,9 @@ type JobRequest struct {
 	WorkflowId     string            `protobuf:"bytes,12,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
 	TraceId        string            `protobuf:"bytes,13,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
 	// payload is the job's input on submission. The scheduler stores it as
-	// ctx:<job_id> and dispatches the pointer, never the bytes.
+	// ctx:<job_id>; a dispatch made as the submission is admitted carries it
+	// too, inside the signed ticket, so that the host need not read it back
+	// (one made later — from a queue, a retry — carries only the pointer).
 	Payload []byte `protobuf:"bytes,14,opt,name=payload,proto3" json:"payload,omitempty"`
 	// constraints are set by the scheduler from the safety decision before dispatch.
 	Constraints *Constraints `protobuf:"bytes,15,opt,name=constraints,proto3" json:"constraints,omitempty"`
