@@ -514,11 +514,17 @@ func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 	} else {
 		report = time.AfterFunc(a.cfg.StartedDelay, started)
 	}
-
-	moduleName, err := a.run(ctx, t, res)
-	if report != nil && !report.Stop() {
-		res.StartedReported = true // it fired, or is firing
+	// ended stops the start report, once the run is over: a job that
+	// ends first reports none, and says so in its result.
+	ended := func() {
+		if report != nil && !report.Stop() {
+			res.StartedReported = true // it fired, or is firing
+		}
+		report = nil
 	}
+
+	moduleName, err := a.run(ctx, t, res, ended)
+	ended()
 	if err != nil {
 		res.Status = wardv1.JobState_JOB_STATE_FAILED
 		var re *sandbox.RunError
@@ -539,7 +545,9 @@ func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 	}
 }
 
-func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.JobResult) (string, error) {
+// run runs the job of t and fills res; it calls ended when the module
+// returns, before it stores the result.
+func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.JobResult, ended func()) (string, error) {
 	req := t.GetJob()
 	served := a.table.load()
 	pool := req.GetPool()
@@ -601,6 +609,7 @@ func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.J
 		}
 		out, err = a.cfg.Runtime.Run(ctx, mod, in)
 	}
+	ended()
 	res.Module, res.ModuleDigest = p.Module, mod.Digest()
 	if out != nil {
 		res.Warnings = warnings(out.Log)
@@ -608,6 +617,12 @@ func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.J
 	}
 	if err != nil {
 		return p.Module, err
+	}
+	if !res.StartedReported && len(out.Data) <= bus.InlineResultMax {
+		// A quick job's result travels in its message, and the
+		// scheduler stores it with the move that ends the job.
+		res.ResultInline, res.Result = true, out.Data
+		return p.Module, nil
 	}
 	ptr, err := a.putResult(ctx, req, out.Data)
 	if err != nil {
