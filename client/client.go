@@ -217,8 +217,30 @@ func (c *Client) Submit(ctx context.Context, req *wardv1.JobRequest) (*wardv1.Su
 
 // Watcher delivers one job's events as the schedulers publish them.
 type Watcher struct {
-	sub *nats.Subscription
-	ch  chan *nats.Msg
+	sub  *nats.Subscription
+	ch   chan *nats.Msg
+	next *wardv1.JobEvent // the second half of an event with a via state
+}
+
+// split turns an event that tells of a move through another state (its
+// via) into that state's event, returned, and its own, kept for the next
+// read.
+func (w *Watcher) split(ev *wardv1.JobEvent) *wardv1.JobEvent {
+	if ev.GetVia() == wardv1.JobState_JOB_STATE_UNSPECIFIED {
+		return ev
+	}
+	first := &wardv1.JobEvent{JobId: ev.GetJobId(), State: ev.GetVia(), AtUnixMs: ev.GetAtUnixMs(), Message: ev.GetViaMessage(),
+		WorkerId: ev.GetWorkerId()}
+	ev.Via, ev.ViaMessage = wardv1.JobState_JOB_STATE_UNSPECIFIED, ""
+	w.next = ev
+	return first
+}
+
+// queued returns the event split kept, if any.
+func (w *Watcher) queued() *wardv1.JobEvent {
+	ev := w.next
+	w.next = nil
+	return ev
 }
 
 // watchBuffer is how many events a Watcher holds unread: a message that
@@ -246,8 +268,14 @@ func (c *Client) Watch(id string) (*Watcher, error) {
 	return &Watcher{sub: sub, ch: ch}, nil
 }
 
-// Next returns the next event, or ctx's error. A malformed event is skipped.
+// Next returns the next event, or ctx's error. A malformed event is
+// skipped. An event published for a move through another state in one
+// store step (JobEvent.via) comes as two: the state passed, then the one
+// reached.
 func (w *Watcher) Next(ctx context.Context) (*wardv1.JobEvent, error) {
+	if ev := w.queued(); ev != nil {
+		return ev, nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -255,7 +283,7 @@ func (w *Watcher) Next(ctx context.Context) (*wardv1.JobEvent, error) {
 		case msg := <-w.ch:
 			ev := &wardv1.JobEvent{}
 			if proto.Unmarshal(msg.Data, ev) == nil {
-				return ev, nil
+				return w.split(ev), nil
 			}
 		}
 	}
@@ -267,12 +295,18 @@ func (w *Watcher) Close() { _ = w.sub.Unsubscribe() }
 // pending returns the events already received and not yet read.
 func (w *Watcher) pending() []*wardv1.JobEvent {
 	var out []*wardv1.JobEvent
+	if ev := w.queued(); ev != nil {
+		out = append(out, ev)
+	}
 	for {
 		select {
 		case msg := <-w.ch:
 			ev := &wardv1.JobEvent{}
 			if proto.Unmarshal(msg.Data, ev) == nil {
-				out = append(out, ev)
+				out = append(out, w.split(ev))
+				if ev := w.queued(); ev != nil {
+					out = append(out, ev)
+				}
 			}
 		default:
 			return out

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -91,6 +92,15 @@ func TestClient(t *testing.T) {
 	}
 	if string(job.GetResult()) != "hi there" || job.GetTenantId() != "acme" || len(job.GetEvents()) < 5 {
 		t.Fatalf("stored job: result %q tenant %q, %d events", job.GetResult(), job.GetTenantId(), len(job.GetEvents()))
+	}
+	// Wait showed the states the job's log holds, in its order (a move
+	// through a state in one step is one event on the bus, two here).
+	var logged []wardv1.JobState
+	for _, ev := range job.GetEvents() {
+		logged = append(logged, ev.GetState())
+	}
+	if !slices.Equal(states, logged) {
+		t.Fatalf("Wait showed %v, the log holds %v", states, logged)
 	}
 	jobs, err := c.List(ctx, 10, wardv1.JobState_JOB_STATE_SUCCEEDED)
 	if err != nil || len(jobs) != 1 || jobs[0].GetJobId() != req.JobId {

@@ -398,15 +398,24 @@ func (s *Scheduler) storeFailed(op, id string, err error) {
 // change. chunks, on the event that ends a job whose run streamed output,
 // is how many chunks it streamed: the watchers wait for them all.
 func (s *Scheduler) publishEvent(job *jobstore.Job, e jobstore.Event, chunks int64) {
+	s.publishVia(job, e, chunks, "", "")
+}
+
+// publishVia publishes e, which passed through state via (with its
+// message) in the same step, when via is set: one event tells both.
+func (s *Scheduler) publishVia(job *jobstore.Job, e jobstore.Event, chunks int64, via jobstore.State, viaMsg string) {
 	ev := &wardv1.JobEvent{JobId: job.ID, State: stateEnum(e.State), AtUnixMs: e.At.UnixMilli(),
 		Reason: e.Reason, Message: e.Message, WorkerId: e.WorkerID, OutputChunks: chunks}
+	if via != "" {
+		ev.Via, ev.ViaMessage = stateEnum(via), viaMsg
+	}
 	if err := s.cfg.Bus.Publish(bus.EventSubject(job.Tenant, job.ID), ev); err != nil {
 		s.log.Debug("event publish failed", "job_id", job.ID, "err", err)
 	}
 }
 
-// moved publishes the events of a transition the store made: its Via's,
-// then its own.
+// moved publishes the event of a transition the store made (with its Via,
+// when it passed through one).
 func (s *Scheduler) moved(job *jobstore.Job, t jobstore.Transition) { s.movedStreamed(job, t, 0) }
 
 // movedStreamed is moved for a move that ends a job whose run streamed
@@ -415,10 +424,8 @@ func (s *Scheduler) movedStreamed(job *jobstore.Job, t jobstore.Transition, chun
 	if job.State.Terminal() {
 		s.owners.forget(job.ID)
 	}
-	if t.Via != "" {
-		s.publishEvent(job, jobstore.Event{At: job.UpdatedAt, State: t.Via, Message: t.ViaMessage, WorkerID: t.WorkerID}, 0)
-	}
-	s.publishEvent(job, jobstore.Event{At: job.UpdatedAt, State: job.State, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID}, chunks)
+	s.publishVia(job, jobstore.Event{At: job.UpdatedAt, State: job.State, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID},
+		chunks, t.Via, t.ViaMessage)
 }
 
 func safetyRecord(d *safetyv1.CheckResponse) *jobstore.Safety {

@@ -1061,7 +1061,13 @@ type JobEvent struct {
 	// output_chunks, on the event that ends the job, is how many chunks of
 	// output its last attempt streamed (JobResult.output_chunks): forwarded
 	// chunks may arrive after this event, and a watcher waits for them.
-	OutputChunks  int64 `protobuf:"varint,8,opt,name=output_chunks,json=outputChunks,proto3" json:"output_chunks,omitempty"`
+	OutputChunks int64 `protobuf:"varint,8,opt,name=output_chunks,json=outputChunks,proto3" json:"output_chunks,omitempty"`
+	// via is the state a move passed through in the same store step, with
+	// its message: SCHEDULED on the way to DISPATCHED, RUNNING on the way to
+	// an end. One event tells both; the job's log holds both
+	// (client.Watcher delivers them as two events, via first).
+	Via           JobState `protobuf:"varint,9,opt,name=via,proto3,enum=ward.v1.JobState" json:"via,omitempty"`
+	ViaMessage    string   `protobuf:"bytes,10,opt,name=via_message,json=viaMessage,proto3" json:"via_message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1150,6 +1156,20 @@ func (x *JobEvent) GetOutputChunks() int64 {
 		return x.OutputChunks
 	}
 	return 0
+}
+
+func (x *JobEvent) GetVia() JobState {
+	if x != nil {
+		return x.Via
+	}
+	return JobState_JOB_STATE_UNSPECIFIED
+}
+
+func (x *JobEvent) GetViaMessage() string {
+	if x != nil {
+		return x.ViaMessage
+	}
+	return ""
 }
 
 // SafetyRecord is the safety decision stored with a job.
@@ -1919,7 +1939,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\vKIND_OUTPUT\x10\x03\":\n" +
 	"\tJobCancel\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x8e\x02\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xd4\x02\n" +
 	"\bJobEvent\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12'\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x05state\x12\x1c\n" +
@@ -1929,7 +1949,11 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12\x1b\n" +
 	"\tworker_id\x18\x06 \x01(\tR\bworkerId\x120\n" +
 	"\bprogress\x18\a \x01(\v2\x14.ward.v1.JobProgressR\bprogress\x12#\n" +
-	"\routput_chunks\x18\b \x01(\x03R\foutputChunks\"\xc7\x02\n" +
+	"\routput_chunks\x18\b \x01(\x03R\foutputChunks\x12#\n" +
+	"\x03via\x18\t \x01(\x0e2\x11.ward.v1.JobStateR\x03via\x12\x1f\n" +
+	"\vvia_message\x18\n" +
+	" \x01(\tR\n" +
+	"viaMessage\"\xc7\x02\n" +
 	"\fSafetyRecord\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x18\n" +
 	"\areasons\x18\x02 \x03(\tR\areasons\x12'\n" +
@@ -2058,21 +2082,22 @@ var file_ward_v1_job_proto_depIdxs = []int32{
 	1,  // 7: ward.v1.JobProgress.kind:type_name -> ward.v1.JobProgress.Kind
 	0,  // 8: ward.v1.JobEvent.state:type_name -> ward.v1.JobState
 	9,  // 9: ward.v1.JobEvent.progress:type_name -> ward.v1.JobProgress
-	5,  // 10: ward.v1.SafetyRecord.constraints:type_name -> ward.v1.Constraints
-	0,  // 11: ward.v1.JobRecord.state:type_name -> ward.v1.JobState
-	12, // 12: ward.v1.JobRecord.safety:type_name -> ward.v1.SafetyRecord
-	11, // 13: ward.v1.JobRecord.events:type_name -> ward.v1.JobEvent
-	21, // 14: ward.v1.JobRecord.labels:type_name -> ward.v1.JobRecord.LabelsEntry
-	3,  // 15: ward.v1.JobRecord.resources:type_name -> ward.v1.Resources
-	13, // 16: ward.v1.GetJobReply.job:type_name -> ward.v1.JobRecord
-	0,  // 17: ward.v1.ListJobsRequest.state:type_name -> ward.v1.JobState
-	13, // 18: ward.v1.ListJobsReply.jobs:type_name -> ward.v1.JobRecord
-	13, // 19: ward.v1.DLQEntry.job:type_name -> ward.v1.JobRecord
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	0,  // 10: ward.v1.JobEvent.via:type_name -> ward.v1.JobState
+	5,  // 11: ward.v1.SafetyRecord.constraints:type_name -> ward.v1.Constraints
+	0,  // 12: ward.v1.JobRecord.state:type_name -> ward.v1.JobState
+	12, // 13: ward.v1.JobRecord.safety:type_name -> ward.v1.SafetyRecord
+	11, // 14: ward.v1.JobRecord.events:type_name -> ward.v1.JobEvent
+	21, // 15: ward.v1.JobRecord.labels:type_name -> ward.v1.JobRecord.LabelsEntry
+	3,  // 16: ward.v1.JobRecord.resources:type_name -> ward.v1.Resources
+	13, // 17: ward.v1.GetJobReply.job:type_name -> ward.v1.JobRecord
+	0,  // 18: ward.v1.ListJobsRequest.state:type_name -> ward.v1.JobState
+	13, // 19: ward.v1.ListJobsReply.jobs:type_name -> ward.v1.JobRecord
+	13, // 20: ward.v1.DLQEntry.job:type_name -> ward.v1.JobRecord
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_ward_v1_job_proto_init() }
