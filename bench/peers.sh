@@ -50,7 +50,7 @@ dur_ms() { awk -v d="$1" 'BEGIN{ if (d ~ /µs$/) { sub(/µs$/,"",d); print d/100
 redis_top() {
 	"$REDIS_CLI" -p "$rport" info commandstats | tr -d '\r' | awk -F'[:,=]' -v n="$N" -v l="$1" '
 		/^cmdstat_/ { sub(/^cmdstat_/, "", $1); printf "%.1f %s %.2f\n", $5/n, $1, $3/n }' |
-		sort -rn | head -6 | awk -v l="$1" 'BEGIN{printf "   %s redis commands, per job:", l} {printf "  %s %s× %sµs;", $2, $3, $1} END{print ""}'
+		sort -rn | head -"${REDIS_TOP:-6}" | awk -v l="$1" 'BEGIN{printf "   %s redis commands, per job:", l} {printf "  %s %s× %sµs;", $2, $3, $1} END{print ""}'
 }
 jget() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; } # one numeric field of a JSON line
 

@@ -142,8 +142,12 @@ func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 	m.blobs[keyCtx(n.ID)] = slices.Clone(payload)
 	m.zadd(Pending, n.ID, float64(ms(n.CreatedAt)))
 	m.recent[n.ID] = float64(ms(n.CreatedAt))
-	for len(m.recent) > recentCap {
-		delete(m.recent, m.recent.first())
+	if len(m.recent) >= 2*recentCap {
+		// Trimmed to the newest recentCap in one sort when twice that
+		// many, not one scan per job; Recent reads the newest only.
+		for _, id := range m.recent.ascending()[:len(m.recent)-recentCap] {
+			delete(m.recent, id)
+		}
 	}
 	m.events[n.ID] = []Event{{At: n.CreatedAt, State: Pending}}
 	if n.IdempotencyKey != "" {
@@ -362,7 +366,7 @@ func (m *Memory) Recent(ctx context.Context, limit int) ([]*Job, error) {
 	defer m.mu.Unlock()
 	ids := m.recent.ascending()
 	slices.Reverse(ids)
-	return m.decode(ids[:min(limit, len(ids))])
+	return m.decode(ids[:min(limit, recentCap, len(ids))])
 }
 
 // decode decodes the jobs ids names, skipping missing ones. Lock should be held.

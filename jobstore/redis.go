@@ -43,13 +43,16 @@ import (
 // not a cluster.
 type Redis struct {
 	c         redis.UniversalClient
+	scripts   *batcher // runs the scripts, group-committed (batch.go)
 	retention time.Duration
 }
 
 var _ Store = (*Redis)(nil)
 
 // NewRedis returns a store on client. Close closes client.
-func NewRedis(client redis.UniversalClient) *Redis { return &Redis{c: client} }
+func NewRedis(client redis.UniversalClient) *Redis {
+	return &Redis{c: client, scripts: newBatcher(client)}
+}
 
 // OpenRedis connects to a redis:// URL and checks that the server answers.
 func OpenRedis(url string) (*Redis, error) {
@@ -623,4 +626,7 @@ func (r *Redis) Quarantined(ctx context.Context, now time.Time) (map[string]time
 }
 
 // Close closes the client.
-func (r *Redis) Close() error { return r.c.Close() }
+func (r *Redis) Close() error {
+	r.scripts.close()
+	return r.c.Close()
+}

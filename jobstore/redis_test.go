@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -52,6 +55,106 @@ func TestOpenRedisErrors(t *testing.T) {
 	l.Close()
 	if _, err := jobstore.OpenRedis("redis://" + addr); err == nil {
 		t.Errorf("OpenRedis of %s (nothing listening) succeeded", addr)
+	}
+}
+
+// TestRedisScriptsFlushed: calls sent together in a pipeline when the
+// server has lost its scripts (a restart, SCRIPT FLUSH) are each sent
+// again with their source, and every one of them runs.
+func TestRedisScriptsFlushed(t *testing.T) {
+	url := redistest.Start(t)
+	s, err := jobstore.OpenRedis(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	opt, _ := redis.ParseURL(url)
+	admin := redis.NewClient(opt)
+	defer admin.Close()
+	ctx := context.Background()
+	for round := range 3 {
+		if err := admin.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 64)
+		var wg sync.WaitGroup
+		for i := range 64 {
+			wg.Go(func() {
+				_, _, err := s.Create(ctx, &jobstore.Job{ID: fmt.Sprintf("r%d-%d", round, i), Topic: "t", Tenant: "acme"}, nil)
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, after SCRIPT FLUSH: %v", round, err)
+			}
+		}
+	}
+	if jobs, err := s.Recent(ctx, 1000); err != nil || len(jobs) != 3*64 {
+		t.Fatalf("%d jobs stored, want %d (%v)", len(jobs), 3*64, err)
+	}
+}
+
+// hotPath is a job's life as the scheduler writes it: created, then
+// dispatched through SCHEDULED in one step, then ended through RUNNING with
+// its result in one step: three store round trips.
+func hotPath(ctx context.Context, s jobstore.Store, id string) error {
+	j := &jobstore.Job{ID: id, Topic: "job.echo", Tenant: "acme", Labels: map[string]string{"team": "ml"}}
+	if _, err := s.Submit(ctx, j, []byte(`{"prompt":"hello"}`), jobstore.Guard{Rate: 1e9, Burst: 1 << 30, Queues: []string{"echo"}, QueueCap: 10000}); err != nil {
+		return err
+	}
+	if _, err := s.Transition(ctx, id, jobstore.Transition{To: jobstore.Dispatched, From: jobstore.Pending, Via: jobstore.Scheduled,
+		ViaMessage: "worker=w1 reason=LeastLoaded", Pool: "echo", WorkerID: "w1", Attempt: 1, TenantLimit: 1 << 20, WorkerLimit: 1 << 20,
+		Lock: &jobstore.Lock{Owner: "s1", TTL: 10 * time.Second}}); err != nil {
+		return err
+	}
+	_, err := s.Transition(ctx, id, jobstore.Transition{To: jobstore.Succeeded, From: jobstore.Dispatched, Via: jobstore.Running,
+		IfWorker: "w1", IfAttempt: 1, WorkerID: "w1", Result: []byte("hello"), Message: "ran in 1 ms"})
+	return err
+}
+
+// BenchmarkStoreHotPath measures hotPath on each store, one job at a time
+// and with 64 at once (as `ward bench -c 64` drives it).
+func BenchmarkStoreHotPath(b *testing.B) {
+	stores := map[string]func(b *testing.B) jobstore.Store{
+		"memory": func(*testing.B) jobstore.Store { return jobstore.NewMemory() },
+		"redis": func(b *testing.B) jobstore.Store {
+			s, err := jobstore.OpenRedis(redistest.Start(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		},
+	}
+	for _, name := range []string{"memory", "redis"} {
+		for _, par := range []int{1, 64} {
+			b.Run(fmt.Sprintf("%s/c%d", name, par), func(b *testing.B) {
+				s := stores[name](b)
+				defer s.Close()
+				ctx := context.Background()
+				var n atomic.Int64
+				b.ReportAllocs()
+				b.SetParallelism(par) // par × GOMAXPROCS goroutines
+				if par == 1 {
+					for b.Loop() {
+						if err := hotPath(ctx, s, fmt.Sprintf("j%d", n.Add(1))); err != nil {
+							b.Fatal(err)
+						}
+					}
+					return
+				}
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := hotPath(ctx, s, fmt.Sprintf("j%d", n.Add(1))); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
 	}
 }
 

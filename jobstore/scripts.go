@@ -87,7 +87,7 @@ type luaCall interface {
 // eval runs c's script on r. It is generic, not a method taking a
 // luaCall, so that c is not boxed into an interface on every call.
 func eval[C luaCall](ctx context.Context, r *Redis, c C) *redis.Cmd {
-	return c.script().Run(ctx, r.c, c.keys(), c.argv()...)
+	return r.scripts.run(ctx, c.script(), c.keys(), c.argv())
 }
 
 // optMS is t in Unix milliseconds, or "" when t is zero.

@@ -1,0 +1,143 @@
+package jobstore
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Script calls are group-committed: each of a few senders takes the calls
+// that are waiting when it is free and sends them in one pipeline, one
+// write and one read for them all, on both sides of the connection. A
+// call that finds a sender idle goes alone, at once; under load the calls
+// that arrive while the senders' round trips are in flight go together.
+// Every script still runs atomically on its own: a pipeline only shares
+// the trip.
+const (
+	batchSenders = 4  // round trips in flight at most
+	batchMax     = 64 // calls in one pipeline at most
+)
+
+// call is one script run waiting for a sender.
+type call struct {
+	ctx    context.Context
+	script *redis.Script
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
+	done   chan struct{}
+}
+
+// batcher sends script calls in pipelines.
+type batcher struct {
+	c     redis.UniversalClient
+	calls chan *call
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once // starts the senders
+	ended sync.Once // stops them
+}
+
+func newBatcher(c redis.UniversalClient) *batcher {
+	return &batcher{c: c, calls: make(chan *call), stop: make(chan struct{})}
+}
+
+// run runs script with keys and args: in a pipeline with others when they
+// wait together. A call whose ctx ends before it is sent is not sent.
+func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, args []any) *redis.Cmd {
+	b.once.Do(func() {
+		for range batchSenders {
+			b.wg.Add(1)
+			go b.send()
+		}
+	})
+	c := &call{ctx: ctx, script: script, keys: keys, args: args, done: make(chan struct{})}
+	select {
+	case b.calls <- c:
+	case <-ctx.Done():
+		return failed(ctx, ctx.Err())
+	case <-b.stop:
+		return failed(ctx, redis.ErrClosed)
+	}
+	// Once taken, a call is sent whatever its ctx does, and its answer
+	// awaited: the caller learns whether the script ran.
+	<-c.done
+	return c.cmd
+}
+
+// failed is a Cmd that failed with err before it was sent.
+func failed(ctx context.Context, err error) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(err)
+	return cmd
+}
+
+// send is a sender: it takes a call, then every call waiting, and sends
+// them.
+func (b *batcher) send() {
+	defer b.wg.Done()
+	batch := make([]*call, 0, batchMax)
+	for {
+		select {
+		case c := <-b.calls:
+			batch = append(batch[:0], c)
+		case <-b.stop:
+			return
+		}
+	more:
+		for len(batch) < batchMax {
+			select {
+			case c := <-b.calls:
+				batch = append(batch, c)
+			default:
+				break more
+			}
+		}
+		b.flush(batch)
+	}
+}
+
+// flush sends batch: one call on its own (EVALSHA, then EVAL if the
+// server lacks the script), several in a pipeline of EVALSHAs, in which
+// a call the server lacks the script for is sent again on its own.
+func (b *batcher) flush(batch []*call) {
+	live := batch[:0:0]
+	for _, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			c.cmd = failed(c.ctx, err)
+			close(c.done)
+			continue
+		}
+		live = append(live, c)
+	}
+	if len(live) == 1 {
+		c := live[0]
+		c.cmd = c.script.Run(c.ctx, b.c, c.keys, c.args...)
+		close(c.done)
+		return
+	}
+	if len(live) == 0 {
+		return
+	}
+	pipe := b.c.Pipeline()
+	cmds := make([]*redis.Cmd, len(live))
+	for i, c := range live {
+		cmds[i] = pipe.EvalSha(context.WithoutCancel(c.ctx), c.script.Hash(), c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(context.Background())
+	for i, c := range live {
+		c.cmd = cmds[i]
+		if err := c.cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			c.cmd = c.script.Run(context.WithoutCancel(c.ctx), b.c, c.keys, c.args...)
+		}
+		close(c.done)
+	}
+}
+
+// close stops the senders; calls still waiting get redis.ErrClosed.
+func (b *batcher) close() {
+	b.ended.Do(func() { close(b.stop) })
+	b.wg.Wait()
+}
