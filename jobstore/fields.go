@@ -51,6 +51,21 @@ const (
 	fPayloadDigest  = "payload_digest"
 )
 
+// briefFields are the fields a Brief transition returns (transition.lua
+// spells them too).
+var briefFields = []string{fID, fTopic, fTenant, fState, fPool, fWorkerID, fAttempt, fResultPtr, fUpdatedAt}
+
+// brief is the part of hash h a Brief transition returns.
+func brief(h map[string]string) map[string]string {
+	b := make(map[string]string, len(briefFields))
+	for _, f := range briefFields {
+		if v, ok := h[f]; ok {
+			b[f] = v
+		}
+	}
+	return b
+}
+
 // recentCap is how many jobs job:recent keeps.
 const recentCap = 1000
 

@@ -325,6 +325,12 @@ type Transition struct {
 	// be PENDING, a terminal state or To, and goes with no Wait.
 	Via        State
 	ViaMessage string
+
+	// Brief makes Transition return the job with only the fields the hot
+	// path reads after a move — ID, Topic, Tenant, State, Pool, WorkerID,
+	// Attempt, ResultPtr, UpdatedAt and WorkerJobs — the others zero: the
+	// store need not read, send and decode the whole job.
+	Brief bool
 }
 
 // Lock names a dispatch lock's owner and how long it holds at most.

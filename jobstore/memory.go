@@ -327,6 +327,9 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	m.events[id] = append(m.events[id], Event{
 		At: when, State: t.To, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID,
 	})
+	if t.Brief {
+		h = brief(h)
+	}
 	j, err := decodeJob(h)
 	if err != nil {
 		return nil, err

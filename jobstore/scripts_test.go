@@ -119,3 +119,20 @@ func TestTransitionTablesFromGo(t *testing.T) {
 		}
 	}
 }
+
+// TestBriefFieldsInScript: transition.lua returns, for a Brief move, the
+// fields briefFields names, in its order.
+func TestBriefFieldsInScript(t *testing.T) {
+	src, err := luaFiles.ReadFile("lua/transition.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var quoted []string
+	for _, f := range briefFields {
+		quoted = append(quoted, "'"+f+"'")
+	}
+	want := "local names = {" + strings.Join(quoted, ", ") + "}"
+	if !strings.Contains(string(src), want) {
+		t.Errorf("transition.lua does not say %s", want)
+	}
+}

@@ -35,7 +35,7 @@ func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits,
 	// (jobstore.Transition.Lock).
 	t := jobstore.Transition{To: jobstore.Dispatched, From: jobstore.Pending, Via: jobstore.Scheduled, ViaMessage: d.Reasoning(),
 		Pool: pool, WorkerID: w.ID, Attempt: job.Attempt + 1, TenantLimit: lim.tenant, WorkerLimit: p.Capacity(w),
-		Lock: &jobstore.Lock{Owner: s.id, TTL: dispatchLockTTL}}
+		Lock: &jobstore.Lock{Owner: s.id, TTL: dispatchLockTTL}, Brief: true}
 	lim.first(&t)
 	s.hosts.Reserve(w.ID, job.CPUMillicores, job.MemoryBytes)
 	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
@@ -59,8 +59,26 @@ func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits,
 		return gone
 	}
 	s.hosts.SetHeld(w.ID, moved.WorkerJobs, time.Now())
-	s.dispatch(ctx, moved, lim, t)
+	s.dispatch(ctx, after(job, moved, t), lim, t)
 	return scheduled
+}
+
+// after is job as a Brief move t left it: what the move changed, from the
+// brief job moved, over the rest of job, which the move did not touch.
+func after(job, moved *jobstore.Job, t jobstore.Transition) *jobstore.Job {
+	j := *job
+	j.State, j.Pool, j.WorkerID, j.Attempt, j.UpdatedAt, j.WorkerJobs = moved.State, moved.Pool, moved.WorkerID, moved.Attempt, moved.UpdatedAt, moved.WorkerJobs
+	j.Waiting = ""
+	if t.MaxRetries != nil {
+		j.MaxRetries = *t.MaxRetries
+	}
+	if !t.Deadline.IsZero() {
+		j.Deadline = t.Deadline
+	}
+	if t.Safety != nil {
+		j.Safety = t.Safety
+	}
+	return &j
 }
 
 // dispatch publishes the dispatch of a job the store moved to DISPATCHED

@@ -63,7 +63,7 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 		ranMsg += "; the module warned: " + strings.Join(w, "; ")
 	}
 	t := jobstore.Transition{To: to, From: jobstore.Running, IfWorker: worker, IfAttempt: int(r.GetAttempt()), ResultPtr: r.GetResultPtr(),
-		WorkerID: worker, Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(), Message: ranMsg}
+		WorkerID: worker, Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(), Message: ranMsg, Brief: true}
 	if r.GetResultInline() {
 		// The result came in the message: stored with the move.
 		t.ResultPtr, t.Result = "", r.GetResult()

@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"TransitionFields", testTransitionFields},
 		{"Events", testEvents},
 		{"Via", testVia},
+		{"Brief", testBrief},
 		{"Stale", testStale},
 		{"Recent", testRecent},
 		{"RecentCap", testRecentCap},
@@ -661,6 +662,30 @@ func testVia(t *testing.T, s jobstore.Store) {
 		}
 	}
 	unchanged(t, s, "v2", before, 1)
+}
+
+// testBrief: a Brief move returns the fields the hot path reads, as a
+// full one would, and no others; the stored job is whole.
+func testBrief(t *testing.T, s jobstore.Store) {
+	j := full("b1")
+	create(t, s, j)
+	got := move(t, s, "b1", jobstore.Transition{To: jobstore.Dispatched, Via: jobstore.Scheduled, Pool: "gpu", WorkerID: "w1",
+		Attempt: 1, Brief: true, At: t0.Add(time.Second)})
+	want := get(t, s, "b1")
+	if got.ID != "b1" || got.Topic != want.Topic || got.Tenant != want.Tenant || got.State != jobstore.Dispatched ||
+		got.Pool != "gpu" || got.WorkerID != "w1" || got.Attempt != 1 || !got.UpdatedAt.Equal(want.UpdatedAt) || got.WorkerJobs != 1 {
+		t.Errorf("brief job %+v; stored %+v", got, want)
+	}
+	if len(got.Labels) != 0 || got.Safety != nil || got.CreatedAt.After(time.UnixMilli(0)) || got.Priority != 0 || got.ContextPtr != "" {
+		t.Errorf("a brief move returned more than the brief fields: %+v", got)
+	}
+	if want.Labels == nil || want.ContextPtr == "" || want.Priority == 0 {
+		t.Errorf("the stored job lost fields: %+v", want)
+	}
+	got = move(t, s, "b1", jobstore.Transition{To: jobstore.Succeeded, Via: jobstore.Running, Result: []byte("r"), Brief: true})
+	if got.State != jobstore.Succeeded || got.ResultPtr != jobstore.ResultPtr("b1") || got.WorkerID != "w1" || got.WorkerJobs != 0 {
+		t.Errorf("brief end %+v", got)
+	}
 }
 
 func testStale(t *testing.T, s jobstore.Store) {
