@@ -8,7 +8,7 @@ WASM      := $(addprefix $(WASM_DIR)/,$(addsuffix .wasm,$(MODULES)))
 MANIFESTS := $(addprefix $(WASM_DIR)/,$(addsuffix .yaml,$(MODULES)))
 MODULE_GO := $(shell find modules -name '*.go' -not -path '*/testdata/*' -not -name '*_test.go' 2>/dev/null)
 
-.PHONY: all build modules run test proto bench bench-auth bench-peers clean
+.PHONY: all build modules run test proto bench bench-auth bench-peers bench-scale bench-soak clean
 
 all: build modules
 
@@ -58,6 +58,19 @@ bench-auth: build modules
 # (bench/peers.sh; N and C override 10000 and 64).
 bench-peers: build modules
 	./bench/peers.sh
+
+# bench-scale runs `ward bench` on one redis-server through ward dev, then
+# with a second `ward host`, then a second `ward scheduler` too: jobs/s,
+# p50/p99 and CPU per job at each concurrency (bench/scale.sh; N, CS and
+# CS_MULTI override the sizes).
+bench-scale: build modules
+	./bench/scale.sh
+
+# bench-soak puts TOTAL jobs (100000) through ward dev --redis --retention
+# 30s in batches and prints ward dev's RSS and Redis's memory and keys after
+# each, then after the retention: do they stay flat? (bench/soak.sh)
+bench-soak: build modules
+	./bench/soak.sh
 
 clean:
 	rm -rf bin $(WASM_DIR)

@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# Ward's scaling curve on one fresh redis-server (no persistence): the
+# closed loop of `ward bench` (C submitters each waiting for its echo job,
+# 64-byte payloads) through three setups, each the one before plus a part:
+#
+#   1. `ward dev --redis` alone: one scheduler, one host (in one process);
+#      C in $CS (default 1 8 64 256);
+#   2. plus a second host, `ward host --id h2` (its credential and dispatch
+#      key from `ward auth host add h2`); C in $CS_MULTI (default 64 256);
+#   3. plus a second scheduler replica, `ward scheduler`, asking ward dev's
+#      safety kernel over gRPC; C in $CS_MULTI.
+#
+# N jobs a run: 2000 at C=1, 10000 otherwise; N overrides them all. Each
+# setup starts with an unrecorded warm-up of $WARMUP jobs (default 500; 0:
+# none). SETUPS picks the setups (default "1 2 3"). Prints a row per run:
+# jobs/s, p50/p99 submit→done latency, and CPU µs per job of the Ward
+# processes (/proc/<pid>/stat, utime+stime, around the run; their sum and
+# each), of redis-server, and of the bench client (its own getrusage);
+# after each setup, the jobs in the store by the host that ran them.
+# WARD_DEV_FLAGS, WARD_HOST_FLAGS and WARD_SCHEDULER_FLAGS add flags to
+# the parts; KEEP=1 keeps their logs (the temporary directory).
+#
+# Every scheduler reads one scheduler.yaml: the embedded defaults, but
+# placement.cpu_threshold 100 (what ward dev sets on its own: one machine's
+# CPU load is its clients' too) and the bench tenant's max_concurrent_jobs
+# $BENCH_MAX_CONCURRENT (default 0, unlimited; the default of 100 would make
+# C=256 measure the tenant cap). `make bench-scale` runs it after
+# `make build modules`.
+set -euo pipefail
+CS=${CS:-1 8 64 256}
+CS_MULTI=${CS_MULTI:-64 256}
+SETUPS=${SETUPS:-1 2 3}
+WARMUP=${WARMUP:-500}
+BENCH_MAX_CONCURRENT=${BENCH_MAX_CONCURRENT:-0}
+WARD=${WARD:-bin/ward}
+MODULES=${MODULES:-modules/build}
+REDIS_SERVER=${REDIS_SERVER:-redis-server}
+REDIS_CLI=${REDIS_CLI:-redis-cli}
+TICK=$(getconf CLK_TCK)
+
+for tool in "$REDIS_SERVER" "$REDIS_CLI"; do
+	command -v "$tool" >/dev/null || { echo "bench-scale: $tool not found (apt-get install redis-server)" >&2; exit 1; }
+done
+[ -x "$WARD" ] || { echo "bench-scale: $WARD not built (make build)" >&2; exit 1; }
+compgen -G "$MODULES/*.wasm" >/dev/null || { echo "bench-scale: no modules in $MODULES (make modules)" >&2; exit 1; }
+
+state=$(mktemp -d)
+dev='' host2='' sched2='' redis=''
+stop() { # stop PID: SIGTERM, then wait for it
+	[ -n "$1" ] && kill -TERM "$1" 2>/dev/null && wait "$1" 2>/dev/null
+	return 0
+}
+cleanup() {
+	stop "$sched2"; stop "$host2"; stop "$dev"; stop "$redis"
+	if [ -n "${KEEP:-}" ]; then echo "== logs kept in $state" >&2; else rm -rf "$state"; fi
+}
+trap cleanup EXIT
+
+cpu() { awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null || echo 0; } # clock ticks
+free_port() {
+	local p
+	for _ in $(seq 100); do
+		p=$((20000 + RANDOM % 30000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+	done
+	echo "bench-scale: no free port" >&2; return 1
+}
+running() { local s; s=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [ "$s" != Z ]; } # not exited
+jget() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; } # one numeric field of a JSON line
+die() { # die MESSAGE LOG...: the message, the logs' tails, exit 1
+	echo "bench-scale: $1" >&2; shift
+	for f in "$@"; do echo "--- $f" >&2; tail -20 "$f" >&2; done
+	exit 1
+}
+
+echo "== machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(awk '/^MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+rport=$(free_port)
+"$REDIS_SERVER" --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+	--logfile "$state/redis.log" &
+redis=$!
+for _ in $(seq 100); do [ "$("$REDIS_CLI" -p "$rport" ping 2>/dev/null)" = PONG ] && break; sleep 0.05; done
+[ "$("$REDIS_CLI" -p "$rport" ping 2>/dev/null)" = PONG ] || die "redis-server did not start" "$state/redis.log"
+redis_url="redis://127.0.0.1:$rport"
+echo "== redis-server $("$REDIS_SERVER" --version | grep -oE 'v=[^ ]+' | cut -d= -f2) on 127.0.0.1:$rport (no persistence), pid $redis"
+
+cat >"$state/scheduler.yaml" <<EOF
+# bench/scale.sh: the defaults, as ward dev runs them, for every replica.
+placement:
+  cpu_threshold: 100
+tenants:
+  overrides:
+    bench:
+      rate: 0
+      max_concurrent_jobs: $BENCH_MAX_CONCURRENT
+EOF
+export SCHEDULER_CONFIG_PATH="$state/scheduler.yaml"
+
+nport=$(free_port)
+sport=$(free_port)
+while [ "$sport" = "$nport" ]; do sport=$(free_port); done
+nats="nats://127.0.0.1:$nport"
+WARD_STATE_DIR="$state/ward" "$WARD" dev --redis "$redis_url" --modules "$MODULES" \
+	--nats-port "$nport" --metrics "" --safety-listen "127.0.0.1:$sport" --log-level warn \
+	${WARD_DEV_FLAGS:-} >"$state/dev.log" 2>&1 &
+dev=$!
+for _ in $(seq 600); do
+	grep -q "^try:" "$state/dev.log" && break
+	running "$dev" || break
+	sleep 0.1
+done
+grep -q "^try:" "$state/dev.log" || die "ward dev did not start" "$state/dev.log"
+admin="$state/ward/creds/admin.creds"
+echo "== ward dev up (pid $dev, NATS :$nport, safety kernel 127.0.0.1:$sport, job store $redis_url)"
+
+# The processes whose CPU counts as Ward's: ward dev, then h2, then the
+# second scheduler.
+ward_pids() { echo $dev $host2 $sched2; }
+ward_cpu() { local p; for p in $(ward_pids); do cpu "$p"; done | tr '\n' ' '; } # ticks of each
+
+# alive: every process still runs, else its log and exit.
+alive() {
+	running "$redis" || die "redis-server exited" "$state/redis.log"
+	running "$dev" || die "ward dev exited" "$state/dev.log"
+	[ -z "$host2" ] || running "$host2" || die "ward host h2 exited" "$state/host2.log"
+	[ -z "$sched2" ] || running "$sched2" || die "ward scheduler scale-2 exited" "$state/sched2.log"
+}
+
+rows=()
+failed=0
+# bench SETUP C: one recorded run.
+bench() {
+	local setup=$1 c=$2 n rc w0 w1 r0 r1 json rate p50 p99 cli ok split
+	if [ -n "${N:-}" ]; then n=$N; elif [ "$c" -eq 1 ]; then n=2000; else n=10000; fi
+	w0=$(ward_cpu) r0=$(cpu "$redis")
+	set +e
+	"$WARD" bench --nats "$nats" --creds "$admin" -n "$n" -c "$c" -o json >"$state/bench.out" 2>"$state/bench.err"
+	rc=$?
+	set -e
+	w1=$(ward_cpu) r1=$(cpu "$redis")
+	alive
+	json=$(grep '^{' "$state/bench.out" || true)
+	rate=$(jget jobs_per_second <<<"$json") p50=$(jget p50_ms <<<"$json") p99=$(jget p99_ms <<<"$json")
+	cli=$(jget client_cpu_us_per_job <<<"$json") ok=$(jget succeeded <<<"$json")
+	if [ "$rc" -ne 0 ]; then
+		failed=$((failed + 1))
+		echo "bench-scale: ward bench -n $n -c $c failed (exit $rc; ${ok:-?} of $n succeeded):" >&2
+		tail -3 "$state/bench.err" >&2
+		rows+=("| $setup | $c | FAILED (${ok:-?}/$n succeeded) | | | $n | | | | |")
+		return 0
+	fi
+	# µs per job of each Ward process, their sum, and redis-server's
+	split=$(awk -v a="$w0" -v b="$w1" -v t="$TICK" -v n="$n" 'BEGIN{
+		k = split(a, x, " "); split(b, y, " "); split("ward-dev h2 scheduler-2", name, " ")
+		for (i = 1; i <= k; i++) { u = (y[i] - x[i]) * 1000000 / t / n; sum += u; out = out (i > 1 ? ", " : "") name[i] " " int(u + 0.5) }
+		printf "%d|%s", sum + 0.5, out }')
+	rows+=("$(awk -v s="$setup" -v c="$c" -v n="$n" -v r="$rate" -v a="$p50" -v b="$p99" -v cli="$cli" \
+		-v w="${split%%|*}" -v ws="${split#*|}" -v re=$(((r1 - r0) * 1000000 / TICK / n)) \
+		'BEGIN{printf "| %s | %d | %.0f | %.2f ms | %.2f ms | %d | %d | %d | %.0f | %s |", s, c, r, a, b, n, w, re, cli, ws}')")
+	echo "${rows[-1]}"
+}
+warmup() {
+	[ "$WARMUP" -gt 0 ] || return 0
+	"$WARD" bench --nats "$nats" --creds "$admin" -n "$WARMUP" -c 32 -o json >/dev/null 2>"$state/bench.err" ||
+		{ echo "bench-scale: warm-up failed:" >&2; tail -3 "$state/bench.err" >&2; }
+}
+# by_host: the jobs in the store by the host that ran them, so far.
+by_host() {
+	"$REDIS_CLI" -p "$rport" --scan --pattern 'job:*' | grep -E '^job:[0-9a-f-]{36}$' | sed 's/.*/HGET & worker_id/' |
+		"$REDIS_CLI" -p "$rport" | sort | uniq -c | sort -rn |
+		awk '{printf "%s%s %d", (NR>1?", ":""), ($2==""?"(none)":$2), $1} END{print ""}' || true
+}
+hosts() { "$WARD" workers --nats "$nats" --creds "$admin" --json 2>/dev/null | grep -c '"worker_id"' || true; }
+has() { case " $SETUPS " in *" $1 "*) return 0;; esac; return 1; }
+
+# --- 1: ward dev ------------------------------------------------------------
+if has 1; then
+	setup="1 scheduler, 1 host"
+	echo "== $setup: C in $CS"
+	warmup
+	for c in $CS; do bench "$setup" "$c"; done
+	echo "   jobs in the store by host: $(by_host)"
+fi
+
+# --- 2: a second host ---------------------------------------------------------
+if has 2 || has 3; then
+	"$WARD" auth host add h2 --dir "$state/ward/auth" -o "$state" --nats "$nats" --creds "$admin" >"$state/auth.log" 2>&1 ||
+		die "ward auth host add h2 failed" "$state/auth.log"
+	[ -f "$state/host-h2.creds" ] && [ -f "$state/host-h2.key" ] || die "ward auth host add wrote no host-h2.creds/.key" "$state/auth.log"
+	"$WARD" host --nats "$nats" --creds "$state/host-h2.creds" --dispatch-key "$state/host-h2.key" --id h2 \
+		--trusted-key "$state/ward/auth/module.pub" --modules "$MODULES" --redis "$redis_url" --metrics "" \
+		--cache-dir "$state/h2-cache" --gpu off --log-level info ${WARD_HOST_FLAGS:-} >"$state/host2.log" 2>&1 &
+	host2=$!
+	for _ in $(seq 300); do
+		[ "$(hosts)" -ge 2 ] && break
+		running "$host2" || break
+		sleep 0.2
+	done
+	[ "$(hosts)" -ge 2 ] || die "the second host did not join ($(hosts) host(s) answer)" "$state/host2.log"
+	echo "== host h2 up (pid $host2): $(hosts) hosts answer ward workers"
+fi
+if has 2; then
+	setup="1 scheduler, 2 hosts"
+	echo "== $setup: C in $CS_MULTI"
+	warmup
+	for c in $CS_MULTI; do bench "$setup" "$c"; done
+	echo "   jobs in the store by host: $(by_host)"
+fi
+
+# --- 3: a second scheduler ----------------------------------------------------
+if has 3; then
+	"$WARD" scheduler --nats "$nats" --creds "$state/ward/creds/scheduler.creds" --redis "$redis_url" \
+		--safety "127.0.0.1:$sport" --dispatch-secret "$state/ward/auth/dispatch.secret" --metrics "" \
+		--id scale-2 --log-level info ${WARD_SCHEDULER_FLAGS:-} >"$state/sched2.log" 2>&1 &
+	sched2=$!
+	for _ in $(seq 300); do
+		grep -q "scheduler started" "$state/sched2.log" && break
+		running "$sched2" || break
+		sleep 0.1
+	done
+	grep -q "scheduler started" "$state/sched2.log" || die "the second scheduler did not start" "$state/sched2.log"
+	echo "== scheduler scale-2 up (pid $sched2)"
+	setup="2 schedulers, 2 hosts"
+	echo "== $setup: C in $CS_MULTI"
+	warmup
+	for c in $CS_MULTI; do bench "$setup" "$c"; done
+	echo "   jobs in the store by host: $(by_host)"
+fi
+
+# --- table --------------------------------------------------------------------
+echo
+echo "closed loop, echo jobs, 64-byte payload, one redis-server; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| setup | C | jobs/s | p50 | p99 | N | CPU µs/job: ward | redis-server | bench client | ward, by process |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+printf '%s\n' "${rows[@]}"
+# Warnings and errors the parts logged (a refused report, a lost kernel...).
+for f in dev host2 sched2; do
+	[ -s "$state/$f.log" ] || continue
+	w=$(grep -cE 'level=(WARN|ERROR)' "$state/$f.log" || true)
+	[ "$w" -eq 0 ] || { echo "$f.log: $w warnings/errors, the last:"; grep -E 'level=(WARN|ERROR)' "$state/$f.log" | tail -3 | cut -c1-300; }
+done
+if [ "$failed" -gt 0 ]; then
+	echo "bench-scale: $failed run(s) failed" >&2
+	for f in "$state/dev.log" "$state/host2.log" "$state/sched2.log"; do
+		[ -s "$f" ] && { echo "--- $f" >&2; tail -10 "$f" >&2; }
+	done
+	exit 1
+fi
