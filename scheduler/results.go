@@ -16,15 +16,15 @@ import (
 	"github.com/ward-run/ward/jobstore"
 )
 
+// startedMsg is the message of a RUNNING recorded with the job's result.
+const startedMsg = "started (reported with the result)"
+
 // handleResult records a host's result. Results may come before RUNNING,
 // after the reconciler gave up, from a worker the job was taken from, or
 // for an earlier attempt: the store decides which moves are valid
 // (IfWorker and IfAttempt refuse the last two). The worker is the one the
 // subject names — a host may publish only on its own — whatever the
 // message says.
-// startedMsg is the message of a RUNNING recorded with the job's result.
-const startedMsg = "started (reported with the result)"
-
 func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.JobResult) {
 	to := stateOf(r.GetStatus())
 	if !to.Terminal() || to == jobstore.Denied {
