@@ -13,9 +13,9 @@ import (
 
 // Memory is a Store held in process memory, for `ward dev` and tests. It
 // keeps the same structures as the Redis store (state indexes scored by
-// when the job entered the state, a recent list (the newest 1000 read; trimmed to them every 1000 jobs), tenant and
-// worker active sets, pool queues, ...) so that both behave alike, down to
-// the order of ties. One mutex makes every call atomic, as a script is.
+// when the job entered the state, a recent list whose newest 1000 are
+// read, trimmed to them every 1000 jobs, tenant and worker active sets,
+// pool queues, ...) so that both behave alike, down to the order of ties. One mutex makes every call atomic, as a script is.
 type Memory struct {
 	mu         sync.Mutex                     // guards the fields below
 	jobs       map[string]map[string]string   // id -> hash, encoded as in Redis
