@@ -310,6 +310,11 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 	}
 	t := jobstore.Transition{To: to, From: from, IfWorker: worker, IfAttempt: job.Attempt, Reason: cause, ErrorCode: code, ErrorMessage: errMsg, Message: msg,
 		Module: ran.module, ModuleDigest: ran.digest}
+	if from == jobstore.Dispatched && ran.module != "" {
+		// The module ran and failed before its host reported the start:
+		// the log says it ran, then how it ended, in one step.
+		t.Via, t.ViaMessage = jobstore.Running, startedMsg
+	}
 	dlq := job.MaxRetries > 0
 	if dlq {
 		t.Reason = string(reason.MaxRetriesExceeded)

@@ -45,9 +45,22 @@ func TestLifecycleLog(t *testing.T) {
 		}
 	}
 	check("slow")
-	e.addHost(hb("quick", "b2"), func(*wardv1.JobRequest, int) outcome { return outcome{quick: true} })
+	e.addHost(hb("quick", "b2"), func(req *wardv1.JobRequest, _ int) outcome {
+		return outcome{quick: true, fail: string(req.GetPayload()) == "fail", code: "module_error"}
+	})
 	e.waitWorkers("quick")
 	check("quick")
+
+	// A quick job whose module failed: it ran, then failed.
+	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.b", Labels: map[string]string{"preferred_worker_id": "quick"}, Payload: []byte("fail")})
+	e.waitState(id, jobstore.Failed)
+	var got []jobstore.State
+	for _, ev := range e.events(id) {
+		got = append(got, ev.State)
+	}
+	if want := []jobstore.State{jobstore.Pending, jobstore.Scheduled, jobstore.Dispatched, jobstore.Running, jobstore.Failed}; !slices.Equal(got, want) {
+		t.Errorf("a quick job that failed logged %v, want %v", got, want)
+	}
 }
 
 // TestRouting: a topic maps to a list of pools, tried in order; a job's
