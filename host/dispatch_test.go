@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -105,7 +104,7 @@ func (f *fixture) runs(t *testing.T, req *wardv1.JobRequest, n int, payload stri
 	if r.GetStatus() != wardv1.JobState_JOB_STATE_SUCCEEDED || r.GetWorkerId() != "h1" || r.GetAttempt() != req.GetAttempt() {
 		t.Fatalf("%s: result %v, want SUCCEEDED on h1 for attempt %d", id, r, req.GetAttempt())
 	}
-	if out, err := output(context.Background(), f.store, r); err != nil || string(out) != payload {
+	if out, err := f.store.Blob(context.Background(), r.GetResultPtr()); err != nil || string(out) != payload {
 		t.Errorf("%s: output %q %v", id, out, err)
 	}
 	results, started := f.events.of(id)
@@ -400,43 +399,35 @@ func TestHostSubjects(t *testing.T) {
 }
 
 // TestStartedReport: a job that ends within the started delay sends no
-// STARTED report, and its result says so and carries its output, which the
-// host stores nowhere; a longer one reports its start while it runs,
-// before its result, which says that too and points at the output the host
-// stored (a lost result message is then recovered from the store).
+// STARTED report, and its result says so; a longer one reports its start
+// while it runs, before its result, which says that too. Either stores its
+// output before announcing it (a lost result message is recovered from
+// the store).
 func TestStartedReport(t *testing.T) {
 	f := newFixture(t, 2)
 	if err := f.agent.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	quick := f.create(t, "quick", "1ms")
-	dispatch(t, f.conn, "h1", quick)
-	r := f.events.wait(t, quick.GetJobId())
-	if r.GetStartedReported() || !r.GetResultInline() || string(r.GetResult()) != "1ms" || r.GetResultPtr() != "" {
-		t.Errorf("a 1 ms job's result: started reported %v, inline %v %q, pointer %q; want no start reported, its output inline",
-			r.GetStartedReported(), r.GetResultInline(), r.GetResult(), r.GetResultPtr())
-	}
-	if _, err := f.store.Blob(ctx, jobstore.ResultPtr(quick.GetJobId())); !errors.Is(err, jobstore.ErrNotFound) {
-		t.Errorf("the host stored a quick job's result: %v", err)
-	}
-	if _, started := f.events.of(quick.GetJobId()); len(started) != 0 {
-		t.Errorf("a 1 ms job sent %d STARTED reports, want none", len(started))
-	}
-
-	slow := f.create(t, "slow", "400ms")
-	dispatch(t, f.conn, "h1", slow)
-	poll.Until(t, 30*time.Second, "the 400 ms job reports its start", func() bool { return f.events.started(slow.GetJobId()) })
-	if results, _ := f.events.of(slow.GetJobId()); len(results) != 0 {
-		t.Fatalf("the 400 ms job's result came before its STARTED report")
-	}
-	r = f.events.wait(t, slow.GetJobId())
-	if !r.GetStartedReported() || r.GetResultInline() || r.GetResultPtr() != jobstore.ResultPtr(slow.GetJobId()) {
-		t.Errorf("a 400 ms job's result: started reported %v, inline %v, pointer %q; want its start reported and its output stored",
-			r.GetStartedReported(), r.GetResultInline(), r.GetResultPtr())
-	}
-	if b, err := f.store.Blob(ctx, r.GetResultPtr()); err != nil || string(b) != "400ms" {
-		t.Errorf("the 400 ms job's stored output: %q, %v", b, err)
+	for _, tc := range []struct {
+		id, payload string
+		reported    bool
+	}{{"quick", "1ms", false}, {"slow", "400ms", true}} {
+		req := f.create(t, tc.id, tc.payload)
+		dispatch(t, f.conn, "h1", req)
+		if tc.reported {
+			poll.Until(t, 30*time.Second, "the 400 ms job reports its start", func() bool { return f.events.started(req.GetJobId()) })
+			if results, _ := f.events.of(req.GetJobId()); len(results) != 0 {
+				t.Fatalf("the 400 ms job's result came before its STARTED report")
+			}
+		}
+		r := f.events.wait(t, req.GetJobId())
+		if _, started := f.events.of(req.GetJobId()); r.GetStartedReported() != tc.reported || len(started) != map[bool]int{false: 0, true: 1}[tc.reported] {
+			t.Errorf("%s job: started reported %v with %d STARTED reports; want %v", tc.payload, r.GetStartedReported(), len(started), tc.reported)
+		}
+		if b, err := f.store.Blob(ctx, r.GetResultPtr()); err != nil || string(b) != tc.payload || r.GetResultPtr() != jobstore.ResultPtr(req.GetJobId()) {
+			t.Errorf("%s job: stored output %q at %q, %v", tc.payload, b, r.GetResultPtr(), err)
+		}
 	}
 }
 

@@ -169,10 +169,11 @@ type Agent struct {
 	jobCtx    context.Context // cancelled when Shutdown gives up waiting
 	cancelJob context.CancelFunc
 
-	jobs    jobTable // the jobs running, to cancel one
-	cancels cancels  // sys.host.cancel (cancel.go)
-	tickets *auth.Verifier
-	objs    objectsOnce
+	jobs       jobTable       // the jobs running, to cancel one
+	announcing sync.WaitGroup // results being stored and published (announce)
+	cancels    cancels        // sys.host.cancel (cancel.go)
+	tickets    *auth.Verifier
+	objs       objectsOnce
 
 	mu        sync.Mutex // guards the 8 following fields
 	watchStop context.CancelFunc
@@ -416,6 +417,7 @@ func (a *Agent) teardown(ctx context.Context) error {
 		a.cancelJob()
 		errs = append(errs, a.work.Wait(context.Background()))
 	}
+	a.announcing.Wait() // each a store write and a publish, each with its timeout
 	a.cancelJob()
 	_ = a.cfg.Bus.Flush()
 	return errors.Join(errs...)
@@ -523,8 +525,27 @@ func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 		report = nil
 	}
 
-	moduleName, err := a.run(ctx, t, res, ended)
+	moduleName, data, err := a.run(ctx, t, res, ended)
 	ended()
+	res.ExecutionMs = time.Since(start).Milliseconds()
+	jobSeconds.WithLabelValues(moduleName).Observe(time.Since(start).Seconds())
+	// The slot is for running: the result is stored and announced after
+	// it is freed, so that the next job need not wait for the store.
+	a.announcing.Go(func() { a.announce(ctx, req, res, moduleName, data, err) })
+}
+
+// announce stores the output of a job that succeeded, then publishes its
+// result: stored before it is announced, so that a result message lost
+// (no scheduler listening, say) is recovered from the store. A result
+// that cannot be stored fails the job (result_unavailable).
+func (a *Agent) announce(ctx context.Context, req *wardv1.JobRequest, res *wardv1.JobResult, moduleName string, data []byte, err error) {
+	if err == nil {
+		ptr, perr := a.putResult(context.WithoutCancel(ctx), req, data)
+		if perr != nil {
+			res.ErrorCode, res.ErrorMessage, err = string(reason.ResultUnavailable), perr.Error(), perr
+		}
+		res.ResultPtr = ptr
+	}
 	if err != nil {
 		res.Status = wardv1.JobState_JOB_STATE_FAILED
 		var re *sandbox.RunError
@@ -537,17 +558,15 @@ func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 	} else {
 		res.Status = wardv1.JobState_JOB_STATE_SUCCEEDED
 	}
-	res.ExecutionMs = time.Since(start).Milliseconds()
 	jobsRun.WithLabelValues(moduleName, strings.TrimPrefix(res.Status.String(), "JOB_STATE_")).Inc()
-	jobSeconds.WithLabelValues(moduleName).Observe(time.Since(start).Seconds())
 	if err := a.cfg.Bus.Publish(bus.ResultSubject(a.cfg.ID), res); err != nil {
 		a.log.Error("result publish failed", "job_id", req.GetJobId(), "err", err)
 	}
 }
 
-// run runs the job of t and fills res; it calls ended when the module
-// returns, before it stores the result.
-func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.JobResult, ended func()) (string, error) {
+// run runs the job of t, fills res, and returns the module's name and,
+// when it succeeded, its output; it calls ended when the module returns.
+func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.JobResult, ended func()) (string, []byte, error) {
 	req := t.GetJob()
 	served := a.table.load()
 	pool := req.GetPool()
@@ -560,21 +579,21 @@ func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.J
 	mod := served.modules[p.Module]
 	if !ok || mod == nil {
 		res.ErrorCode, res.ErrorMessage = string(reason.ModuleUnavailable), fmt.Sprintf("host %s does not serve pool %q", a.cfg.ID, pool)
-		return p.Module, errors.New(res.ErrorMessage)
+		return p.Module, nil, errors.New(res.ErrorMessage)
 	}
 	if t.GetModule() != "" && t.GetModule() != p.Module {
 		res.ErrorCode, res.ErrorMessage = string(reason.ModuleUnavailable), fmt.Sprintf("the ticket is for module %s; pool %q runs %s here", t.GetModule(), pool, p.Module)
-		return p.Module, errors.New(res.ErrorMessage)
+		return p.Module, nil, errors.New(res.ErrorMessage)
 	}
 	if d := t.GetModuleDigest(); d != "" && d != mod.Digest() {
 		// A version swapped in since the scheduler placed it: the job goes
 		// back to be placed again (a bounce costs it no retry).
 		res.ErrorCode, res.ErrorMessage = string(reason.ModuleUnavailable), fmt.Sprintf("the ticket is for %s %s; host %s holds %s", p.Module, d, a.cfg.ID, mod.Digest())
-		return p.Module, errors.New(res.ErrorMessage)
+		return p.Module, nil, errors.New(res.ErrorMessage)
 	}
 	if caps := a.caps.Load(); caps != nil && !hasAll(*caps, p.Requires) {
 		res.ErrorCode, res.ErrorMessage = string(reason.CapabilityMissing), fmt.Sprintf("host %s lacks %v, which pool %q requires", a.cfg.ID, p.Requires, pool)
-		return p.Module, errors.New(res.ErrorMessage)
+		return p.Module, nil, errors.New(res.ErrorMessage)
 	}
 	payload, err := a.readContext(ctx, req)
 	if err != nil {
@@ -583,7 +602,7 @@ func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.J
 			code = reason.InputUnavailable
 		}
 		res.ErrorCode, res.ErrorMessage = string(code), err.Error()
-		return p.Module, err
+		return p.Module, nil, err
 	}
 	in := a.input(req, payload)
 	// The result says how many chunks were streamed, so that watchers
@@ -605,7 +624,7 @@ func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.J
 		// the job has not run, so it runs on the version in force.
 		if mod = a.table.load().modules[p.Module]; mod == nil {
 			res.ErrorCode, res.ErrorMessage = string(reason.ModuleUnavailable), fmt.Sprintf("module %s was retired on host %s", p.Module, a.cfg.ID)
-			return p.Module, errors.New(res.ErrorMessage)
+			return p.Module, nil, errors.New(res.ErrorMessage)
 		}
 		out, err = a.cfg.Runtime.Run(ctx, mod, in)
 	}
@@ -616,19 +635,7 @@ func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.J
 		instanceRuns.WithLabelValues(p.Module, instanceKind(mod, out)).Inc()
 	}
 	if err != nil {
-		return p.Module, err
+		return p.Module, nil, err
 	}
-	if !res.StartedReported && len(out.Data) <= bus.InlineResultMax {
-		// A quick job's result travels in its message, and the
-		// scheduler stores it with the move that ends the job.
-		res.ResultInline, res.Result = true, out.Data
-		return p.Module, nil
-	}
-	ptr, err := a.putResult(ctx, req, out.Data)
-	if err != nil {
-		res.ErrorCode, res.ErrorMessage = string(reason.ResultUnavailable), err.Error()
-		return p.Module, err
-	}
-	res.ResultPtr = ptr
-	return p.Module, nil
+	return p.Module, out.Data, nil
 }

@@ -262,15 +262,6 @@ func newFixtureKey(t *testing.T, maxParallel int, key []byte) *fixture {
 	return &fixture{agent: a, cred: cred, store: store, nats: s, conn: c, events: watch(t, c)}
 }
 
-// output returns the output of a result: in the message (a quick job's),
-// else at its pointer in store.
-func output(ctx context.Context, store host.BlobStore, r *wardv1.JobResult) ([]byte, error) {
-	if r.GetResultInline() {
-		return r.GetResult(), nil
-	}
-	return store.Blob(ctx, r.GetResultPtr())
-}
-
 // create stores job id of job.sleep for tenant t with payload, and returns
 // its request as a scheduler would send it.
 func (f *fixture) create(t *testing.T, id, payload string) *wardv1.JobRequest {
@@ -346,7 +337,7 @@ func TestMaxParallel(t *testing.T) {
 			t.Errorf("%s: %v", id, r)
 			continue
 		}
-		if data, err := output(ctx, f.store, r); err != nil || string(data) != "100ms" {
+		if data, err := f.store.Blob(ctx, r.GetResultPtr()); err != nil || string(data) != "100ms" {
 			t.Errorf("%s: result %q %v", id, data, err)
 		}
 	}

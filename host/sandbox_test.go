@@ -153,7 +153,7 @@ func (h *sandboxHost) output(r *wardv1.JobResult) string {
 	if r.GetStatus() != wardv1.JobState_JOB_STATE_SUCCEEDED {
 		h.t.Fatalf("job %s: %s %s: %s", r.GetJobId(), r.GetStatus(), r.GetErrorCode(), r.GetErrorMessage())
 	}
-	b, err := output(context.Background(), h.store, r)
+	b, err := h.store.Blob(context.Background(), r.GetResultPtr())
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -254,10 +254,6 @@ type Transition struct {
 	Pool      string
 	WorkerID  string
 	ResultPtr string
-	// Result, when not nil, is stored as the job's result blob (res:<id>)
-	// with the move, and ResultPtr is set to it: a result that came in its
-	// host's message is kept in the same step that ends the job.
-	Result []byte
 	// Module and ModuleDigest: the module version that ran the attempt.
 	Module, ModuleDigest string
 	// Reason goes into the event; the job keeps it, with ErrorCode and

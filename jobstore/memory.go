@@ -196,9 +196,6 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	if err := checkTransition(id, t); err != nil {
 		return nil, err
 	}
-	if t.Result != nil {
-		t.ResultPtr = ResultPtr(id)
-	}
 	fields, err := transitionFields(t)
 	if err != nil {
 		return nil, err
@@ -265,9 +262,6 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	}
 
 	setPairs(h, fields)
-	if t.Result != nil {
-		m.blobs[keyRes(id)] = slices.Clone(t.Result)
-	}
 	h[fState] = string(t.To)
 	h[fUpdatedAt] = strconv.FormatInt(ms(when), 10)
 	if w, ok := h[fWaiting]; ok {

@@ -184,9 +184,6 @@ func (r *Redis) Transition(ctx context.Context, id string, t Transition) (*Job, 
 	if err := checkTransition(id, t); err != nil {
 		return nil, err
 	}
-	if t.Result != nil {
-		t.ResultPtr = ResultPtr(id)
-	}
 	fields, err := transitionFields(t)
 	if err != nil {
 		return nil, err

@@ -168,18 +168,14 @@ func (c transitionCall) argv() []any {
 	if w := t.Wait; w != nil {
 		hasWait, waitPool, waitScore, waitCap, waitUntil = "1", w.Pool, w.Score, w.Cap, optMS(w.Until)
 	}
-	hasResult := ""
-	if t.Result != nil {
-		hasResult = "1"
-	}
 	briefArg := ""
 	if t.Brief {
 		briefArg = "1"
 	}
-	a := make([]any, 0, 25+len(c.fields))
+	a := make([]any, 0, 23+len(c.fields))
 	a = append(a, c.id, string(t.To), string(t.From), ms(c.when), c.event, t.IfWorker, t.TenantLimit, t.WorkerLimit,
 		lockOwner, lockTTL, waitPool, strconv.FormatFloat(waitScore, 'f', -1, 64), waitUntil, waitCap, hasWait,
-		t.WorkerID, optMS(t.Deadline), max(t.IfAttempt, 0), t.IfTenant, c.retention.Milliseconds(), string(t.Via), c.via, hasResult, t.Result, briefArg)
+		t.WorkerID, optMS(t.Deadline), max(t.IfAttempt, 0), t.IfTenant, c.retention.Milliseconds(), string(t.Via), c.via, briefArg)
 	return anys(a, c.fields)
 }
 

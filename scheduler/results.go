@@ -64,13 +64,6 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 	}
 	t := jobstore.Transition{To: to, From: jobstore.Running, IfWorker: worker, IfAttempt: int(r.GetAttempt()), ResultPtr: r.GetResultPtr(),
 		WorkerID: worker, Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(), Message: ranMsg, Brief: true}
-	if r.GetResultInline() {
-		// The result came in the message: stored with the move.
-		t.ResultPtr, t.Result = "", r.GetResult()
-		if t.Result == nil {
-			t.Result = []byte{}
-		}
-	}
 	if !r.GetStartedReported() {
 		// A job that ended before its host reported the start: the log
 		// says it ran, then how it ended, in one step.

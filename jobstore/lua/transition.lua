@@ -1,5 +1,5 @@
 -- KEYS: [1] job hash job:<id>, [2] event list job:events:<id>
--- ARGV: [1] id, [2] to state, [3] required from state or '', [4] now ms, [5] event JSON, [6] if-worker or '', [7] tenant limit (0: none), [8] worker limit (0: none), [9] lock owner or '', [10] lock ttl ms, [11] wait pool or '', [12] wait score, [13] wait until ms or '', [14] wait cap (0: none), [15] '1' with a wait else '', [16] new worker or '', [17] deadline ms or '', [18] if-attempt (0: none), [19] if-tenant or '', [20] retention ms (0: keep for ever), [21] via state or '', [22] via event JSON or '', [23] '1' with a result blob else '', [24] the result blob, [25] '1' to return the brief fields only else '', [26..] job hash field/value pairs to set
+-- ARGV: [1] id, [2] to state, [3] required from state or '', [4] now ms, [5] event JSON, [6] if-worker or '', [7] tenant limit (0: none), [8] worker limit (0: none), [9] lock owner or '', [10] lock ttl ms, [11] wait pool or '', [12] wait score, [13] wait until ms or '', [14] wait cap (0: none), [15] '1' with a wait else '', [16] new worker or '', [17] deadline ms or '', [18] if-attempt (0: none), [19] if-tenant or '', [20] retention ms (0: keep for ever), [21] via state or '', [22] via event JSON or '', [23] '1' to return the brief fields only else '', [24..] job hash field/value pairs to set
 --
 -- Moves a job, with the checks of Transition (jobstore.go), and keeps the
 -- state indexes, the waiting sets, the tenant's and workers' active sets,
@@ -11,7 +11,7 @@
 -- decided.
 --
 -- Returns {'ok', worker jobs, hash pairs...} (only the brief fields with
--- ARGV[25]), {'notfound'} (also for
+-- ARGV[23]), {'notfound'} (also for
 -- another tenant's job, so that the reply says nothing of it), {'refused',
 -- current state}, {'worker', current worker}, {'attempt', current attempt,
 -- current state}, {'locked', owner}, {'tenant', held, tenant},
@@ -75,8 +75,7 @@ if hasWait then
     end
   end
 end
-redis.call('HSET', h, 'state', to, 'updated_at', now, unpack(ARGV, 26, #ARGV))
-if ARGV[23] == '1' then redis.call('SET', 'res:' .. id, ARGV[24]) end
+redis.call('HSET', h, 'state', to, 'updated_at', now, unpack(ARGV, 24, #ARGV))
 local waiting = f[4]
 if waiting then
   redis.call('ZREM', 'job:' .. waiting, id)
@@ -136,7 +135,7 @@ if terminal[to] and retention > 0 then
   local idem = redis.call('HGET', h, 'idempotency_key')
   if idem and idem ~= '' then redis.call('PEXPIRE', 'job:idem:' .. tenant .. ':' .. idem, retention) end
 end
-if ARGV[25] == '1' then
+if ARGV[23] == '1' then
   -- Transition.Brief: jobstore.briefFields.
   local names = {'id', 'topic', 'tenant', 'state', 'pool', 'worker_id', 'attempt', 'result_ptr', 'updated_at'}
   local v = redis.call('HMGET', h, unpack(names))

@@ -46,7 +46,6 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"DispatchLock", testDispatchLock},
 		{"DispatchLockExpiry", testDispatchLockExpiry},
 		{"Result", testResult},
-		{"TransitionResult", testTransitionResult},
 		{"DLQ", testDLQ},
 		{"RaceTransition", testRaceTransition},
 		{"RaceTerminal", testRaceTerminal},
@@ -682,7 +681,7 @@ func testBrief(t *testing.T, s jobstore.Store) {
 	if want.Labels == nil || want.ContextPtr == "" || want.Priority == 0 {
 		t.Errorf("the stored job lost fields: %+v", want)
 	}
-	got = move(t, s, "b1", jobstore.Transition{To: jobstore.Succeeded, Via: jobstore.Running, Result: []byte("r"), Brief: true})
+	got = move(t, s, "b1", jobstore.Transition{To: jobstore.Succeeded, Via: jobstore.Running, ResultPtr: jobstore.ResultPtr("b1"), Brief: true})
 	if got.State != jobstore.Succeeded || got.ResultPtr != jobstore.ResultPtr("b1") || got.WorkerID != "w1" || got.WorkerJobs != 0 {
 		t.Errorf("brief end %+v", got)
 	}
@@ -943,32 +942,6 @@ func testResult(t *testing.T, s jobstore.Store) {
 	}
 	if _, err := s.PutResult(ctx, "", []byte("x")); err == nil {
 		t.Error("PutResult with no id succeeded")
-	}
-}
-
-// testTransitionResult: a move with a Result stores it as the job's
-// result blob and points the job at it, in the same step; a refused move
-// stores nothing; an empty result is a result.
-func testTransitionResult(t *testing.T, s jobstore.Store) {
-	ctx := context.Background()
-	toDispatched(t, s, "r1")
-	if _, err := s.Transition(ctx, "r1", jobstore.Transition{To: jobstore.Succeeded, From: jobstore.Running, Result: []byte("early")}); err == nil {
-		t.Fatal("a move From RUNNING of a DISPATCHED job succeeded")
-	}
-	if _, err := s.Blob(ctx, jobstore.ResultPtr("r1")); !errors.Is(err, jobstore.ErrNotFound) {
-		t.Errorf("a refused move stored its result: err = %v", err)
-	}
-	got := move(t, s, "r1", jobstore.Transition{To: jobstore.Succeeded, Via: jobstore.Running, Result: []byte("out-r1")})
-	if got.ResultPtr != jobstore.ResultPtr("r1") || get(t, s, "r1").ResultPtr != got.ResultPtr {
-		t.Errorf("result pointer %q, want %q", got.ResultPtr, jobstore.ResultPtr("r1"))
-	}
-	if b, err := s.Blob(ctx, got.ResultPtr); err != nil || string(b) != "out-r1" {
-		t.Errorf("Blob(%s) = %q, %v", got.ResultPtr, b, err)
-	}
-	toDispatched(t, s, "r2")
-	got = move(t, s, "r2", jobstore.Transition{To: jobstore.Succeeded, Result: []byte{}})
-	if b, err := s.Blob(ctx, got.ResultPtr); err != nil || len(b) != 0 || got.ResultPtr == "" {
-		t.Errorf("empty result: pointer %q, Blob = %q, %v", got.ResultPtr, b, err)
 	}
 }
 

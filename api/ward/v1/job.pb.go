@@ -727,16 +727,8 @@ type JobResult struct {
 	// delay) sends none: the scheduler then records RUNNING with the end, in
 	// one step.
 	StartedReported bool `protobuf:"varint,13,opt,name=started_reported,json=startedReported,proto3" json:"started_reported,omitempty"`
-	// result_inline is true when the result travels in this message, in
-	// result (empty for an empty result), rather than at result_ptr: the
-	// host does so for a job that ended before it reported its start, and
-	// whose output is at most 512 KiB. The scheduler stores it with the move
-	// that ends the job. A job that ran longer has its host store the result
-	// first, so that a lost result message is recovered from the store.
-	ResultInline  bool   `protobuf:"varint,14,opt,name=result_inline,json=resultInline,proto3" json:"result_inline,omitempty"`
-	Result        []byte `protobuf:"bytes,15,opt,name=result,proto3" json:"result,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *JobResult) Reset() {
@@ -858,20 +850,6 @@ func (x *JobResult) GetStartedReported() bool {
 		return x.StartedReported
 	}
 	return false
-}
-
-func (x *JobResult) GetResultInline() bool {
-	if x != nil {
-		return x.ResultInline
-	}
-	return false
-}
-
-func (x *JobResult) GetResult() []byte {
-	if x != nil {
-		return x.Result
-	}
-	return nil
 }
 
 // JobProgress is what a host publishes on sys.job.progress while a job runs.
@@ -1902,7 +1880,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xf0\x03\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xbf\x03\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x06status\x12\x1d\n" +
@@ -1919,9 +1897,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	" \x01(\x05R\aattempt\x12\x1a\n" +
 	"\bwarnings\x18\v \x03(\tR\bwarnings\x12#\n" +
 	"\routput_chunks\x18\f \x01(\x03R\foutputChunks\x12)\n" +
-	"\x10started_reported\x18\r \x01(\bR\x0fstartedReported\x12#\n" +
-	"\rresult_inline\x18\x0e \x01(\bR\fresultInline\x12\x16\n" +
-	"\x06result\x18\x0f \x01(\fR\x06result\"\xe3\x02\n" +
+	"\x10started_reported\x18\r \x01(\bR\x0fstartedReportedJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xe3\x02\n" +
 	"\vJobProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12-\n" +
