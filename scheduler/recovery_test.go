@@ -524,7 +524,17 @@ func TestRecovery(t *testing.T) {
 	if _, err := e.store.PutResult(ctx, "lost", []byte("done")); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"orphan", "scheduled", "lost"} {
+	// A quick job: it ended before its host reported the start, so it is
+	// DISPATCHED; its host stored the result, the message was lost.
+	create("lost-quick")
+	if _, err := e.store.Transition(ctx, "lost-quick", jobstore.Transition{To: jobstore.Dispatched, Via: jobstore.Scheduled,
+		WorkerID: "h", Pool: "a", Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.PutResult(ctx, "lost-quick", []byte("done")); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"orphan", "scheduled", "lost", "lost-quick"} {
 		if j := e.waitState(id, jobstore.Succeeded); j.ResultPtr == "" {
 			t.Errorf("%s: no result", id)
 		}
@@ -532,7 +542,7 @@ func TestRecovery(t *testing.T) {
 	if n, _ := h.got(); n != 2 {
 		t.Errorf("host got %d jobs, want 2 (the lost result is not run again)", n)
 	}
-	if !hasEvent(e.events("lost"), jobstore.Succeeded, "", "result recovered") || !hasEvent(e.events("scheduled"), jobstore.Pending, string(reason.Requeued), "") {
+	if !hasEvent(e.events("lost"), jobstore.Succeeded, "", "result recovered") || !hasEvent(e.events("lost-quick"), jobstore.Succeeded, "", "result recovered") || !hasEvent(e.events("scheduled"), jobstore.Pending, string(reason.Requeued), "") {
 		t.Errorf("events: %+v / %+v", e.events("lost"), e.events("scheduled"))
 	}
 }
