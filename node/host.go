@@ -41,10 +41,12 @@ type HostConfig struct {
 	CacheDir string
 	// Pools is pools.yaml; the embedded default when nil.
 	Pools *config.Pools
-	// MaxParallel, HeartbeatInterval, Capabilities, Labels, Region, Zone,
-	// Probes, MountRoots and Env are the host's (see host.Config).
+	// MaxParallel, HeartbeatInterval, StartedDelay, Capabilities, Labels,
+	// Region, Zone, Probes, MountRoots and Env are the host's (see
+	// host.Config).
 	MaxParallel       int
 	HeartbeatInterval time.Duration
+	StartedDelay      time.Duration
 	Capabilities      []string
 	Labels            map[string]string
 	Region, Zone      string
@@ -128,7 +130,7 @@ func StartHost(ctx context.Context, cfg HostConfig) (_ *Host, err error) {
 		return nil, err
 	}
 	h.Agent, err = host.New(host.Config{ID: cfg.ID, Bus: h.conn, Store: cfg.Store, Runtime: h.rt, Modules: mods,
-		Pools: cfg.Pools, MaxParallel: cfg.MaxParallel, HeartbeatInterval: cfg.HeartbeatInterval,
+		Pools: cfg.Pools, MaxParallel: cfg.MaxParallel, HeartbeatInterval: cfg.HeartbeatInterval, StartedDelay: cfg.StartedDelay,
 		Capabilities: cfg.Capabilities, Labels: cfg.Labels, Region: cfg.Region, Zone: cfg.Zone, Probes: cfg.Probes,
 		Logger: cfg.Logger, MountRoots: cfg.MountRoots, Env: cfg.Env, Registry: reg, Trusted: cfg.Trusted,
 		DispatchKey: cfg.DispatchKey, Credential: credential, Services: cfg.Services})

@@ -75,6 +75,7 @@ type Options struct {
 	HostID            string
 	MaxParallel       int
 	HeartbeatInterval time.Duration
+	StartedDelay      time.Duration // host.Config.StartedDelay
 	Capabilities      []string
 	Labels            map[string]string
 	Region, Zone      string
@@ -147,7 +148,7 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 	}
 	n.Host, err = StartHost(ctx, HostConfig{ID: o.HostID, NATSURL: o.NATSURL, Store: o.Store,
 		Modules: o.Modules, Manifests: o.Manifests, ModuleRegistry: o.ModuleRegistry, Trusted: o.Trusted,
-		CacheDir: o.CacheDir, Pools: o.Pools, MaxParallel: o.MaxParallel, HeartbeatInterval: o.HeartbeatInterval,
+		CacheDir: o.CacheDir, Pools: o.Pools, MaxParallel: o.MaxParallel, HeartbeatInterval: o.HeartbeatInterval, StartedDelay: o.StartedDelay,
 		Capabilities: o.Capabilities, Labels: o.Labels, Region: o.Region, Zone: o.Zone, Probes: o.Probes,
 		MountRoots: o.MountRoots, Env: o.Env, Services: o.Services, Logger: o.Logger, Creds: cr.Host, DispatchKey: cr.HostKey})
 	if err != nil {

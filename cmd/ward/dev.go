@@ -142,7 +142,7 @@ separately (ward auth init --tls, ward safety --grpc-tls-*).`,
 				SafetyAddr: safetyAddr, PolicyDir: policyDir,
 				Pools: conf.Pools, Timeouts: conf.Timeouts, Settings: conf.Scheduler, ConfigFiles: files,
 				Modules: wasm, Manifests: manifests, ModuleRegistry: true,
-				HostID: hc.ID, CacheDir: hc.CacheDir, MaxParallel: hc.MaxParallel, HeartbeatInterval: hc.HeartbeatInterval,
+				HostID: hc.ID, CacheDir: hc.CacheDir, MaxParallel: hc.MaxParallel, HeartbeatInterval: hc.HeartbeatInterval, StartedDelay: hc.StartedDelay,
 				Capabilities: hc.Capabilities, Labels: hc.Labels, Region: hc.Region, Zone: hc.Zone, Probes: hc.Probes,
 				MountRoots: hc.MountRoots, Env: hc.Env, Services: hc.Services, Trusted: hc.Trusted, Logger: log, Creds: creds, PolicyPubKey: signing.PolicyPub})
 			if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/host"
 	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/safety"
 )
@@ -170,7 +171,7 @@ type hostFlags struct {
 	id, cacheDir, region, zone string
 	caps, labels               []string
 	maxParallel                int
-	heartbeat                  time.Duration
+	heartbeat, startedDelay    time.Duration
 	ollamaURL, gpuMode         string
 	sb                         sandboxFlags
 	trustedKeys                []string
@@ -189,6 +190,8 @@ func (h *hostFlags) register(f *pflag.FlagSet, defaultID string) {
 	f.StringVar(&h.gpuMode, "gpu", "auto", "GPU probe: auto (NVML, then nvidia-smi) or off")
 	f.StringSliceVar(&h.services, "service", envList("WARD_SERVICES"), "a named service of this host a policy may grant, NAME=URL (repeatable; $WARD_SERVICES); ollama is --ollama-url's, else http://127.0.0.1:11434")
 	f.DurationVar(&h.heartbeat, "heartbeat", 2*time.Second, "heartbeat interval")
+	f.DurationVar(&h.startedDelay, "started-delay", host.DefaultStartedDelay,
+		"report a job's start (RUNNING) once it has run this long; a job that ends sooner reports it with its result, in one store step (negative: every start at once)")
 	f.StringSliceVar(&h.trustedKeys, "trusted-key", envList("WARD_TRUSTED_KEYS"), "ed25519 public key file (PEM, `ward module keygen`); with any, registry modules must be signed by one ($WARD_TRUSTED_KEYS, comma-separated)")
 	h.sb.register(f)
 }
@@ -217,7 +220,7 @@ func (h *hostFlags) config(log *slog.Logger) (node.HostConfig, error) {
 		return node.HostConfig{}, err
 	}
 	return node.HostConfig{ID: h.id, CacheDir: h.cacheDir, Region: h.region, Zone: h.zone, Capabilities: h.caps,
-		Labels: lbls, MaxParallel: h.maxParallel, HeartbeatInterval: h.heartbeat, Probes: probes,
+		Labels: lbls, MaxParallel: h.maxParallel, HeartbeatInterval: h.heartbeat, StartedDelay: h.startedDelay, Probes: probes,
 		Trusted: trusted, MountRoots: h.sb.mountRoots, Env: env, Services: services, Logger: log}, nil
 }
 
