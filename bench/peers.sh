@@ -13,36 +13,17 @@
 # its measured run, after its warm-up.
 set -euo pipefail
 N=${N:-10000} C=${C:-64}
-WARD=${WARD:-bin/ward}
-MODULES=${MODULES:-modules/build}
-REDIS_SERVER=${REDIS_SERVER:-redis-server}
-REDIS_CLI=${REDIS_CLI:-redis-cli}
-TICK=$(getconf CLK_TCK)
+NAME=bench-peers
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # WARD, MODULES, REDIS_SERVER, REDIS_CLI; die, stop, cpu...
 
-for tool in "$REDIS_SERVER" "$REDIS_CLI" /usr/bin/time; do
-	command -v "$tool" >/dev/null || { echo "bench-peers: $tool not found (apt-get install redis-server time)" >&2; exit 1; }
-done
-[ -x "$WARD" ] || { echo "bench-peers: $WARD not built (make build modules)" >&2; exit 1; }
+need "apt-get install redis-server time" "$REDIS_SERVER" "$REDIS_CLI" /usr/bin/time
+[ -x "$WARD" ] || die "$WARD not built (make build modules)"
 
 state=$(mktemp -d)
-dev='' redis=''
-cleanup() {
-	[ -n "$dev" ] && kill -TERM "$dev" 2>/dev/null && wait "$dev" 2>/dev/null
-	[ -n "$redis" ] && kill -TERM "$redis" 2>/dev/null && wait "$redis" 2>/dev/null
-	rm -rf "$state"
-}
+dev='' redis='' procs='dev redis' # stopped on exit, in this order
 trap cleanup EXIT
 
-cpu() { awk '{print $14+$15}' "/proc/$1/stat"; } # clock ticks
-free_port() {
-	local p
-	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 30000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-	done
-	echo "bench-peers: no free port" >&2; return 1
-}
 # dur_ms 10.38ms | 950µs | 1.2s → milliseconds
 dur_ms() { awk -v d="$1" 'BEGIN{ if (d ~ /µs$/) { sub(/µs$/,"",d); print d/1000 } else if (d ~ /ms$/) { sub(/ms$/,"",d); print d+0 } else if (d ~ /s$/) { sub(/s$/,"",d); print d*1000 } else print "?" }'; }
 # redis_top LABEL: the commands redis-server spent most time on since the
@@ -52,33 +33,18 @@ redis_top() {
 		/^cmdstat_/ { sub(/^cmdstat_/, "", $1); printf "%.1f %s %.2f\n", $5/n, $1, $3/n }' |
 		sort -rn | head -"${REDIS_TOP:-6}" | awk -v l="$1" 'BEGIN{printf "   %s redis commands, per job:", l} {printf "  %s %s× %sµs;", $2, $3, $1} END{print ""}'
 }
-jget() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; } # one numeric field of a JSON line
 
 echo "== building bench/asynq"
 (cd "$here" && go build -o "$state/asynq-bench" ./asynq)
 
-echo "== machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(awk '/^MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
+machine
 
-rport=$(free_port)
-"$REDIS_SERVER" --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-	--logfile "$state/redis.log" &
-redis=$!
-for _ in $(seq 100); do [ "$("$REDIS_CLI" -p "$rport" ping 2>/dev/null)" = PONG ] && break; sleep 0.05; done
-[ "$("$REDIS_CLI" -p "$rport" ping 2>/dev/null)" = PONG ] || { echo "bench-peers: redis-server did not start" >&2; cat "$state/redis.log" >&2; exit 1; }
-echo "== redis-server $("$REDIS_SERVER" --version | grep -oE 'v=[^ ]+' | cut -d= -f2) on 127.0.0.1:$rport (no persistence), pid $redis"
+start_redis || { echo "bench-peers: redis-server did not start" >&2; cat "$state/redis.log" >&2; exit 1; }
 
 # --- Ward ---------------------------------------------------------------
 nport=$(free_port)
-WARD_STATE_DIR="$state/ward" "$WARD" dev --redis "redis://127.0.0.1:$rport" --modules "$MODULES" \
-	--nats-port "$nport" --metrics "" --safety-listen 127.0.0.1:0 --log-level warn \
-	${WARD_DEV_FLAGS:-} >"$state/dev.log" 2>&1 &
-dev=$!
-for _ in $(seq 600); do
-	grep -q "^try:" "$state/dev.log" && break
-	kill -0 "$dev" 2>/dev/null || break
-	sleep 0.1
-done
-grep -q "^try:" "$state/dev.log" || { echo "bench-peers: ward dev did not start" >&2; cat "$state/dev.log" >&2; exit 1; }
+start_dev --safety-listen 127.0.0.1:0 ||
+	{ echo "bench-peers: ward dev did not start" >&2; cat "$state/dev.log" >&2; exit 1; }
 echo "== ward dev up (pid $dev, NATS :$nport, job store redis://127.0.0.1:$rport); ward bench -n $N -c $C"
 
 "$REDIS_CLI" -p "$rport" config resetstat >/dev/null
@@ -95,7 +61,7 @@ if [ "$wrc" -ne 0 ]; then
 	echo "bench-peers: ward bench failed (exit $wrc)" >&2; tail -5 "$state/ward.err" >&2; tail -20 "$state/dev.log" >&2; exit 1
 fi
 redis_top ward
-kill -TERM "$dev"; wait "$dev" 2>/dev/null || true; dev=''
+stop "$dev"; dev=''
 
 w_rate=$(grep -oE '^throughput: +[0-9.]+' "$state/ward.out" | grep -oE '[0-9.]+$')
 read -r w_p50 w_p99 < <(awk '/^latency:/{for(i=1;i<=NF;i++){if($i=="p50")a=$(i+1); if($i=="p99")b=$(i+1)}; print a, b}' "$state/ward.out")

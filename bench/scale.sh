@@ -32,57 +32,19 @@ CS_MULTI=${CS_MULTI:-64 256}
 SETUPS=${SETUPS:-1 2 3}
 WARMUP=${WARMUP:-500}
 BENCH_MAX_CONCURRENT=${BENCH_MAX_CONCURRENT:-0}
-WARD=${WARD:-bin/ward}
-MODULES=${MODULES:-modules/build}
-REDIS_SERVER=${REDIS_SERVER:-redis-server}
-REDIS_CLI=${REDIS_CLI:-redis-cli}
-TICK=$(getconf CLK_TCK)
+NAME=bench-scale
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # WARD, MODULES, REDIS_SERVER, REDIS_CLI; die, stop, cpu...
 
-for tool in "$REDIS_SERVER" "$REDIS_CLI"; do
-	command -v "$tool" >/dev/null || { echo "bench-scale: $tool not found (apt-get install redis-server)" >&2; exit 1; }
-done
-[ -x "$WARD" ] || { echo "bench-scale: $WARD not built (make build)" >&2; exit 1; }
-compgen -G "$MODULES/*.wasm" >/dev/null || { echo "bench-scale: no modules in $MODULES (make modules)" >&2; exit 1; }
+need_build
 
 state=$(mktemp -d)
-dev='' host2='' sched2='' redis=''
-stop() { # stop PID: SIGTERM, then wait for it
-	[ -n "$1" ] && kill -TERM "$1" 2>/dev/null && wait "$1" 2>/dev/null
-	return 0
-}
-cleanup() {
-	stop "$sched2"; stop "$host2"; stop "$dev"; stop "$redis"
-	if [ -n "${KEEP:-}" ]; then echo "== logs kept in $state" >&2; else rm -rf "$state"; fi
-}
-trap cleanup EXIT
+dev='' host2='' sched2='' redis='' procs='sched2 host2 dev redis' # stopped on exit, in this order
+trap 'cleanup keep' EXIT
 
-cpu() { awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null || echo 0; } # clock ticks
-free_port() {
-	local p
-	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 30000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-	done
-	echo "bench-scale: no free port" >&2; return 1
-}
-running() { local s; s=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [ "$s" != Z ]; } # not exited
-jget() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; } # one numeric field of a JSON line
-die() { # die MESSAGE LOG...: the message, the logs' tails, exit 1
-	echo "bench-scale: $1" >&2; shift
-	for f in "$@"; do echo "--- $f" >&2; tail -20 "$f" >&2; done
-	exit 1
-}
+machine
 
-echo "== machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(awk '/^MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
-
-rport=$(free_port)
-"$REDIS_SERVER" --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-	--logfile "$state/redis.log" &
-redis=$!
-for _ in $(seq 100); do [ "$("$REDIS_CLI" -p "$rport" ping 2>/dev/null)" = PONG ] && break; sleep 0.05; done
-[ "$("$REDIS_CLI" -p "$rport" ping 2>/dev/null)" = PONG ] || die "redis-server did not start" "$state/redis.log"
-redis_url="redis://127.0.0.1:$rport"
-echo "== redis-server $("$REDIS_SERVER" --version | grep -oE 'v=[^ ]+' | cut -d= -f2) on 127.0.0.1:$rport (no persistence), pid $redis"
+start_redis || die "redis-server did not start" "$state/redis.log"
 
 cat >"$state/scheduler.yaml" <<EOF
 # bench/scale.sh: the defaults, as ward dev runs them, for every replica.
@@ -100,16 +62,7 @@ nport=$(free_port)
 sport=$(free_port)
 while [ "$sport" = "$nport" ]; do sport=$(free_port); done
 nats="nats://127.0.0.1:$nport"
-WARD_STATE_DIR="$state/ward" "$WARD" dev --redis "$redis_url" --modules "$MODULES" \
-	--nats-port "$nport" --metrics "" --safety-listen "127.0.0.1:$sport" --log-level warn \
-	${WARD_DEV_FLAGS:-} >"$state/dev.log" 2>&1 &
-dev=$!
-for _ in $(seq 600); do
-	grep -q "^try:" "$state/dev.log" && break
-	running "$dev" || break
-	sleep 0.1
-done
-grep -q "^try:" "$state/dev.log" || die "ward dev did not start" "$state/dev.log"
+start_dev --safety-listen "127.0.0.1:$sport" || die "ward dev did not start" "$state/dev.log"
 admin="$state/ward/creds/admin.creds"
 echo "== ward dev up (pid $dev, NATS :$nport, safety kernel 127.0.0.1:$sport, job store $redis_url)"
 
@@ -173,13 +126,18 @@ by_host() {
 hosts() { "$WARD" workers --nats "$nats" --creds "$admin" --json 2>/dev/null | grep -c '"worker_id"' || true; }
 has() { case " $SETUPS " in *" $1 "*) return 0;; esac; return 1; }
 
+# runs SETUP "C...": the warm-up, a recorded run at each C, the jobs by host.
+runs() {
+	local c
+	echo "== $1: C in $2"
+	warmup
+	for c in $2; do bench "$1" "$c"; done
+	echo "   jobs in the store by host: $(by_host)"
+}
+
 # --- 1: ward dev ------------------------------------------------------------
 if has 1; then
-	setup="1 scheduler, 1 host"
-	echo "== $setup: C in $CS"
-	warmup
-	for c in $CS; do bench "$setup" "$c"; done
-	echo "   jobs in the store by host: $(by_host)"
+	runs "1 scheduler, 1 host" "$CS"
 fi
 
 # --- 2: a second host ---------------------------------------------------------
@@ -200,11 +158,7 @@ if has 2 || has 3; then
 	echo "== host h2 up (pid $host2): $(hosts) hosts answer ward workers"
 fi
 if has 2; then
-	setup="1 scheduler, 2 hosts"
-	echo "== $setup: C in $CS_MULTI"
-	warmup
-	for c in $CS_MULTI; do bench "$setup" "$c"; done
-	echo "   jobs in the store by host: $(by_host)"
+	runs "1 scheduler, 2 hosts" "$CS_MULTI"
 fi
 
 # --- 3: a second scheduler ----------------------------------------------------
@@ -213,18 +167,9 @@ if has 3; then
 		--safety "127.0.0.1:$sport" --dispatch-secret "$state/ward/auth/dispatch.secret" --metrics "" \
 		--id scale-2 --log-level info ${WARD_SCHEDULER_FLAGS:-} >"$state/sched2.log" 2>&1 &
 	sched2=$!
-	for _ in $(seq 300); do
-		grep -q "scheduler started" "$state/sched2.log" && break
-		running "$sched2" || break
-		sleep 0.1
-	done
-	grep -q "scheduler started" "$state/sched2.log" || die "the second scheduler did not start" "$state/sched2.log"
+	wait_for "$sched2" "$state/sched2.log" "scheduler started" 300 || die "the second scheduler did not start" "$state/sched2.log"
 	echo "== scheduler scale-2 up (pid $sched2)"
-	setup="2 schedulers, 2 hosts"
-	echo "== $setup: C in $CS_MULTI"
-	warmup
-	for c in $CS_MULTI; do bench "$setup" "$c"; done
-	echo "   jobs in the store by host: $(by_host)"
+	runs "2 schedulers, 2 hosts" "$CS_MULTI"
 fi
 
 # --- table --------------------------------------------------------------------

@@ -19,47 +19,18 @@
 set -euo pipefail
 TOTAL=${TOTAL:-100000} BATCH=${BATCH:-10000} C=${C:-64}
 RETENTION=${RETENTION:-30s} SCAN=${SCAN:-2s} PAUSE=${PAUSE:-0}
-WARD=${WARD:-bin/ward}
-MODULES=${MODULES:-modules/build}
-REDIS_SERVER=${REDIS_SERVER:-redis-server}
-REDIS_CLI=${REDIS_CLI:-redis-cli}
+NAME=bench-soak
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # WARD, MODULES, REDIS_SERVER, REDIS_CLI; die, stop, cpu...
 
-for tool in "$REDIS_SERVER" "$REDIS_CLI"; do
-	command -v "$tool" >/dev/null || { echo "bench-soak: $tool not found (apt-get install redis-server)" >&2; exit 1; }
-done
-[ -x "$WARD" ] || { echo "bench-soak: $WARD not built (make build)" >&2; exit 1; }
-compgen -G "$MODULES/*.wasm" >/dev/null || { echo "bench-soak: no modules in $MODULES (make modules)" >&2; exit 1; }
-[ -f "$here/../config/timeouts.yaml" ] || { echo "bench-soak: $here/../config/timeouts.yaml not found" >&2; exit 1; }
-[ "$BATCH" -gt 0 ] && [ "$TOTAL" -ge "$BATCH" ] || { echo "bench-soak: want TOTAL >= BATCH > 0" >&2; exit 1; }
+need_build
+[ -f "$here/../config/timeouts.yaml" ] || die "$here/../config/timeouts.yaml not found"
+[ "$BATCH" -gt 0 ] && [ "$TOTAL" -ge "$BATCH" ] || die "want TOTAL >= BATCH > 0"
 
 state=$(mktemp -d)
-dev='' redis=''
-stop() { # stop PID: SIGTERM, then wait for it
-	[ -n "$1" ] && kill -TERM "$1" 2>/dev/null && wait "$1" 2>/dev/null
-	return 0
-}
-cleanup() {
-	stop "$dev"; stop "$redis"
-	if [ -n "${KEEP:-}" ]; then echo "== logs kept in $state" >&2; else rm -rf "$state"; fi
-}
-trap cleanup EXIT
+dev='' redis='' procs='dev redis' # stopped on exit, in this order
+trap 'cleanup keep' EXIT
 
-free_port() {
-	local p
-	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 30000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-	done
-	echo "bench-soak: no free port" >&2; return 1
-}
-running() { local s; s=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [ "$s" != Z ]; } # not exited
-jget() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; } # one numeric field of a JSON line
-die() { # die MESSAGE LOG...: the message, the logs' tails, exit 1
-	echo "bench-soak: $1" >&2; shift
-	for f in "$@"; do echo "--- $f" >&2; tail -20 "$f" >&2; done
-	exit 1
-}
 # secs 30s | 1m30s | 500ms | 1h → seconds (a Go duration, h/m/s/ms parts)
 secs() {
 	awk -v d="$1" 'BEGIN{ t=0; if (d == "0") d = "0s"; while (match(d, /^[0-9.]+(ms|h|m|s)/)) { u=substr(d,RSTART,RLENGTH); d=substr(d,RLENGTH+1)
@@ -67,18 +38,11 @@ secs() {
 		if (d != "") { print "bad"; exit } printf "%.3f\n", t }'
 }
 ret_s=$(secs "$RETENTION") scan_s=$(secs "$SCAN")
-[ "$ret_s" != bad ] && [ "$scan_s" != bad ] || { echo "bench-soak: RETENTION and SCAN want Go durations (30s, 2m, 500ms)" >&2; exit 1; }
+[ "$ret_s" != bad ] && [ "$scan_s" != bad ] || die "RETENTION and SCAN want Go durations (30s, 2m, 500ms)"
 
-echo "== machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(awk '/^MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo); load $(cut -d' ' -f1-3 /proc/loadavg)"
+machine
 
-rport=$(free_port)
-"$REDIS_SERVER" --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-	--logfile "$state/redis.log" &
-redis=$!
-for _ in $(seq 100); do [ "$("$REDIS_CLI" -p "$rport" ping 2>/dev/null)" = PONG ] && break; sleep 0.05; done
-[ "$("$REDIS_CLI" -p "$rport" ping 2>/dev/null)" = PONG ] || die "redis-server did not start" "$state/redis.log"
-redis_url="redis://127.0.0.1:$rport"
-echo "== redis-server $("$REDIS_SERVER" --version | grep -oE 'v=[^ ]+' | cut -d= -f2) on 127.0.0.1:$rport (no persistence), pid $redis"
+start_redis || die "redis-server did not start" "$state/redis.log"
 
 # The shipped timeouts.yaml, but the reconciler (and its sweep) every $SCAN.
 sed "s/^\([[:space:]]*scan_interval:\).*/\1 $SCAN/" "$here/../config/timeouts.yaml" >"$state/timeouts.yaml"
@@ -86,16 +50,8 @@ grep -q "scan_interval: $SCAN\$" "$state/timeouts.yaml" || die "no scan_interval
 
 nport=$(free_port)
 nats="nats://127.0.0.1:$nport"
-TIMEOUT_CONFIG_PATH="$state/timeouts.yaml" WARD_STATE_DIR="$state/ward" "$WARD" dev --redis "$redis_url" \
-	--modules "$MODULES" --retention "$RETENTION" --nats-port "$nport" --metrics "" --safety-listen 127.0.0.1:0 \
-	--log-level warn ${WARD_DEV_FLAGS:-} >"$state/dev.log" 2>&1 &
-dev=$!
-for _ in $(seq 600); do
-	grep -q "^try:" "$state/dev.log" && break
-	running "$dev" || break
-	sleep 0.1
-done
-grep -q "^try:" "$state/dev.log" || die "ward dev did not start" "$state/dev.log"
+TIMEOUT_CONFIG_PATH="$state/timeouts.yaml" start_dev --retention "$RETENTION" --safety-listen 127.0.0.1:0 ||
+	die "ward dev did not start" "$state/dev.log"
 echo "== ward dev up (pid $dev, NATS :$nport, job store $redis_url, --retention $RETENTION, scan_interval $SCAN)"
 
 # sample: "RSS_MiB USED_MiB REDIS_RSS_MiB KEYS" now.
