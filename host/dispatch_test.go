@@ -431,6 +431,21 @@ func TestStartedReport(t *testing.T) {
 	}
 }
 
+// TestStartedAtOnce: with a negative started delay, every job reports
+// its start before it runs, however short, and its result says so.
+func TestStartedAtOnce(t *testing.T) {
+	f := newFixtureWith(t, 1, auth.HostKey(dispatchSecret, "h1"), func(c *host.Config) { c.StartedDelay = -1 })
+	if err := f.agent.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req := f.create(t, "at-once", "1ms")
+	dispatch(t, f.conn, "h1", req)
+	r := f.events.wait(t, req.GetJobId())
+	if _, started := f.events.of(req.GetJobId()); !r.GetStartedReported() || len(started) != 1 {
+		t.Errorf("a 1 ms job with StartedDelay < 0: started reported %v, %d STARTED reports; want both", r.GetStartedReported(), len(started))
+	}
+}
+
 // TestInlineContext: a ticket that carries the job's context is run on
 // those bytes, without reading the store; one that carries none is run on
 // the job's stored context.

@@ -220,6 +220,13 @@ func newFixture(t *testing.T, maxParallel int) *fixture {
 // a system run --insecure.
 func newFixtureKey(t *testing.T, maxParallel int, key []byte) *fixture {
 	t.Helper()
+	return newFixtureWith(t, maxParallel, key, nil)
+}
+
+// newFixtureWith is newFixtureKey with edit applied to the host's Config
+// (nil: none).
+func newFixtureWith(t *testing.T, maxParallel int, key []byte, edit func(*host.Config)) *fixture {
+	t.Helper()
 	s := natstest.StartSecure(t)
 	store, err := jobstore.OpenRedis(redistest.Start(t))
 	if err != nil {
@@ -246,9 +253,13 @@ func newFixtureKey(t *testing.T, maxParallel int, key []byte) *fixture {
 		t.Fatal(err)
 	}
 	hc := connectWith(t, s, creds, "host:h1")
-	a, err := host.New(host.Config{ID: "h1", DispatchKey: key, Credential: cred, Bus: hc, Store: store,
+	cfg := host.Config{ID: "h1", DispatchKey: key, Credential: cred, Bus: hc, Store: store,
 		Runtime: rt, Pools: pools, Modules: map[string]*sandbox.Module{"sleep": mod}, MaxParallel: maxParallel,
-		HeartbeatInterval: 50 * time.Millisecond})
+		HeartbeatInterval: 50 * time.Millisecond}
+	if edit != nil {
+		edit(&cfg)
+	}
+	a, err := host.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
