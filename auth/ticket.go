@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"sync"
 	"time"
 
@@ -44,7 +45,27 @@ type Signer struct {
 	secret []byte
 	keyID  string
 	ttl    time.Duration
-	keys   sync.Map // host id → []byte
+	macs   sync.Map // host id → *macPool under its key
+}
+
+// macPool holds HMAC-SHA256 states under one key, reset and reused: a
+// dispatch signed or checked allocates none.
+type macPool struct{ sync.Pool }
+
+func newMACPool(key []byte) *macPool {
+	p := &macPool{}
+	p.New = func() any { return hmac.New(sha256.New, key) }
+	return p
+}
+
+// sum appends the HMAC of b to out.
+func (p *macPool) sum(out, b []byte) []byte {
+	m := p.Get().(hash.Hash)
+	m.Reset()
+	m.Write(b)
+	out = m.Sum(out)
+	p.Put(m)
+	return out
 }
 
 // NewSigner returns a Signer over the schedulers' secret; ttl 0 is
@@ -65,13 +86,11 @@ func (s *Signer) Sign(t *wardv1.DispatchTicket, now time.Time) (*wardv1.Dispatch
 	if err != nil {
 		return nil, fmt.Errorf("auth: ticket: %w", err)
 	}
-	key, ok := s.keys.Load(t.GetHostId())
+	macs, ok := s.macs.Load(t.GetHostId())
 	if !ok {
-		key, _ = s.keys.LoadOrStore(t.GetHostId(), HostKey(s.secret, t.GetHostId()))
+		macs, _ = s.macs.LoadOrStore(t.GetHostId(), newMACPool(HostKey(s.secret, t.GetHostId())))
 	}
-	m := hmac.New(sha256.New, key.([]byte))
-	m.Write(b)
-	return &wardv1.Dispatch{Ticket: b, Signature: m.Sum(nil), KeyId: s.keyID}, nil
+	return &wardv1.Dispatch{Ticket: b, Signature: macs.(*macPool).sum(nil, b), KeyId: s.keyID}, nil
 }
 
 // Unsigned wraps t without a signature: the dispatch of a system run
@@ -104,7 +123,8 @@ func (e *TicketError) Error() string {
 // is safe for concurrent use.
 type Verifier struct {
 	hostID string
-	key    []byte // nil: unsigned dispatches are accepted (--insecure)
+	key    []byte   // nil: unsigned dispatches are accepted (--insecure)
+	macs   *macPool // under key
 
 	mu   sync.Mutex
 	seen map[string]int64 // job id + attempt → expiry, in ms
@@ -115,7 +135,11 @@ type Verifier struct {
 // key accepts unsigned dispatches (and still checks address, expiry and
 // replay): a system run --insecure.
 func NewVerifier(hostID string, key []byte) *Verifier {
-	return &Verifier{hostID: hostID, key: key, seen: map[string]int64{}}
+	v := &Verifier{hostID: hostID, key: key, seen: map[string]int64{}}
+	if key != nil {
+		v.macs = newMACPool(key)
+	}
+	return v
 }
 
 // Open checks d and returns its ticket. It refuses, with a *TicketError,
@@ -127,9 +151,8 @@ func (v *Verifier) Open(d *wardv1.Dispatch, now time.Time) (*wardv1.DispatchTick
 		if len(d.GetSignature()) == 0 {
 			return nil, &TicketError{Code: reason.TicketUnsigned, Detail: "the dispatch carries no signature"}
 		}
-		m := hmac.New(sha256.New, v.key)
-		m.Write(d.GetTicket())
-		if !hmac.Equal(m.Sum(nil), d.GetSignature()) {
+		var buf [sha256.Size]byte
+		if !hmac.Equal(v.macs.sum(buf[:0], d.GetTicket()), d.GetSignature()) {
 			return nil, &TicketError{Code: reason.TicketForged, Detail: "the signature does not verify under this host's key (forged, altered, or signed for another host; key id " + d.GetKeyId() + ")"}
 		}
 	}

@@ -273,6 +273,14 @@ func (c *Client) Watch(id string) (*Watcher, error) {
 // store step (JobEvent.via) comes as two: the state passed, then the one
 // reached.
 func (w *Watcher) Next(ctx context.Context) (*wardv1.JobEvent, error) {
+	return w.nextUntil(ctx, nil)
+}
+
+// errQuiet: no event came before the timer nextUntil was given fired.
+var errQuiet = errors.New("client: no event yet")
+
+// nextUntil is Next, which also gives up with errQuiet when quiet fires.
+func (w *Watcher) nextUntil(ctx context.Context, quiet <-chan time.Time) (*wardv1.JobEvent, error) {
 	if ev := w.queued(); ev != nil {
 		return ev, nil
 	}
@@ -280,6 +288,8 @@ func (w *Watcher) Next(ctx context.Context) (*wardv1.JobEvent, error) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-quiet:
+			return nil, errQuiet
 		case msg := <-w.ch:
 			ev := &wardv1.JobEvent{}
 			if proto.Unmarshal(msg.Data, ev) == nil {
@@ -426,10 +436,11 @@ func (c *Client) Wait(ctx context.Context, id string, w *Watcher, each func(*war
 		each(last)
 		return last
 	}
+	quiet := time.NewTimer(poll)
+	defer quiet.Stop()
 	for {
-		nctx, cancel := context.WithTimeout(ctx, poll)
-		ev, err := w.Next(nctx)
-		cancel()
+		ev, err := w.nextUntil(ctx, quiet.C)
+		quiet.Reset(poll)
 		if err == nil {
 			if Terminal(ev.GetState()) {
 				return end(ev), nil
