@@ -55,15 +55,27 @@ const (
 // spells them too).
 var briefFields = []string{fID, fTopic, fTenant, fState, fPool, fWorkerID, fAttempt, fResultPtr, fUpdatedAt}
 
-// brief is the part of hash h a Brief transition returns.
-func brief(h map[string]string) map[string]string {
-	b := make(map[string]string, len(briefFields))
-	for _, f := range briefFields {
-		if v, ok := h[f]; ok {
-			b[f] = v
+// decodeBrief decodes the briefFields of hash h: the job a Brief
+// transition returns.
+func decodeBrief(h map[string]string) (*Job, error) {
+	j := &Job{ID: h[fID], Topic: h[fTopic], Tenant: h[fTenant], State: State(h[fState]), Pool: h[fPool],
+		WorkerID: h[fWorkerID], ResultPtr: h[fResultPtr]}
+	for _, f := range []string{fAttempt, fUpdatedAt} {
+		s := h[f]
+		if s == "" {
+			continue
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("jobstore: job %s: field %s: %w", j.ID, f, err)
+		}
+		if f == fAttempt {
+			j.Attempt = int(v)
+		} else {
+			j.UpdatedAt = fromMS(v)
 		}
 	}
-	return b
+	return j, nil
 }
 
 // recentCap is how many jobs job:recent keeps.

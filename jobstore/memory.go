@@ -321,10 +321,11 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	m.events[id] = append(m.events[id], Event{
 		At: when, State: t.To, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID,
 	})
+	decode := decodeJob
 	if t.Brief {
-		h = brief(h)
+		decode = decodeBrief
 	}
-	j, err := decodeJob(h)
+	j, err := decode(h)
 	if err != nil {
 		return nil, err
 	}

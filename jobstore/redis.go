@@ -209,7 +209,11 @@ func (r *Redis) Transition(ctx context.Context, id string, t Transition) (*Job, 
 	}
 	switch {
 	case res[0] == "ok" && len(res) >= 2:
-		j, err := decodeJob(hashOf(res[2:]))
+		decode := decodeJob
+		if t.Brief {
+			decode = decodeBrief
+		}
+		j, err := decode(hashOf(res[2:]))
 		if err != nil {
 			return nil, err
 		}
