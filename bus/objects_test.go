@@ -12,16 +12,24 @@ import (
 	"github.com/ward-run/ward/internal/testing/natstest"
 )
 
-func TestContextObjects(t *testing.T) {
+// newObjects connects to a fresh JetStream server and returns its object
+// stores.
+func newObjects(t *testing.T) *bus.Objects {
+	t.Helper()
 	c, err := bus.Connect(natstest.StartJetStream(t), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
 	objs, err := bus.NewObjects(c)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return objs
+}
+
+func TestContextObjects(t *testing.T) {
+	objs := newObjects(t)
 	ctx := context.Background()
 
 	// Well over one message (max_payload is 1 MiB).
@@ -57,15 +65,7 @@ func TestContextObjects(t *testing.T) {
 }
 
 func TestResultObjects(t *testing.T) {
-	c, err := bus.Connect(natstest.StartJetStream(t), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	objs, err := bus.NewObjects(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := newObjects(t)
 	ctx := context.Background()
 	data := make([]byte, 3<<20+5)
 	_, _ = rand.Read(data)

@@ -203,6 +203,25 @@ func TestRefusedDispatches(t *testing.T) {
 			d.Ticket = b
 			return d
 		}},
+		{"input swapped after signing", reason.TicketForged, func(t *testing.T, req *wardv1.JobRequest) *wardv1.Dispatch {
+			// The context a dispatch carries is the submitted one, under
+			// the signature: other bytes are refused, not run.
+			req = proto.Clone(req).(*wardv1.JobRequest)
+			req.Payload = []byte("1ms")
+			d, err := signer.Sign(ticket("h1", req), now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk := &wardv1.DispatchTicket{}
+			if err := proto.Unmarshal(d.GetTicket(), tk); err != nil {
+				t.Fatal(err)
+			}
+			tk.GetJob().Payload = []byte("9s")
+			if d.Ticket, err = proto.Marshal(tk); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}},
 		{"expired", reason.TicketExpired, func(t *testing.T, req *wardv1.JobRequest) *wardv1.Dispatch {
 			d, err := signer.Sign(ticket("h1", req), now.Add(-time.Hour))
 			if err != nil {

@@ -516,17 +516,13 @@ func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 	} else {
 		report = time.AfterFunc(a.cfg.StartedDelay, started)
 	}
-	// ended stops the start report, once the run is over: a job that
-	// ends first reports none, and says so in its result.
-	ended := func() {
-		if report != nil && !report.Stop() {
-			res.StartedReported = true // it fired, or is firing
-		}
-		report = nil
-	}
 
-	moduleName, data, err := a.run(ctx, t, res, ended)
-	ended()
+	moduleName, data, err := a.run(ctx, t, res)
+	// The run is over: a job that ended before its start was reported
+	// reports none, and says so in its result.
+	if report != nil && !report.Stop() {
+		res.StartedReported = true // it fired, or is firing
+	}
 	res.ExecutionMs = time.Since(start).Milliseconds()
 	jobSeconds.WithLabelValues(moduleName).Observe(time.Since(start).Seconds())
 	// The slot is for running: the result is stored and announced after
@@ -565,8 +561,8 @@ func (a *Agent) announce(ctx context.Context, req *wardv1.JobRequest, res *wardv
 }
 
 // run runs the job of t, fills res, and returns the module's name and,
-// when it succeeded, its output; it calls ended when the module returns.
-func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.JobResult, ended func()) (string, []byte, error) {
+// when it succeeded, its output.
+func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.JobResult) (string, []byte, error) {
 	req := t.GetJob()
 	served := a.table.load()
 	pool := req.GetPool()
@@ -628,7 +624,6 @@ func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.J
 		}
 		out, err = a.cfg.Runtime.Run(ctx, mod, in)
 	}
-	ended()
 	res.Module, res.ModuleDigest = p.Module, mod.Digest()
 	if out != nil {
 		res.Warnings = warnings(out.Log)
