@@ -8,7 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Script calls are group-committed: each of a few senders takes the calls
+// Script calls, and the hot path's plain commands (a host's SET of a
+// result), are group-committed: each of a few senders takes the calls
 // that are waiting when it is free and sends them in one pipeline, one
 // write and one read for them all, on both sides of the connection. A
 // call that finds a sender idle goes alone, at once; under load the calls
@@ -20,7 +21,8 @@ const (
 	batchMax     = 64 // calls in one pipeline at most
 )
 
-// call is one script run waiting for a sender.
+// call is one script run, or one plain command (script nil, cmd made
+// beforehand), waiting for a sender.
 type call struct {
 	ctx    context.Context
 	script *redis.Script
@@ -47,13 +49,24 @@ func newBatcher(c redis.UniversalClient) *batcher {
 // run runs script with keys and args: in a pipeline with others when they
 // wait together. A call whose ctx ends before it is sent is not sent.
 func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, args []any) *redis.Cmd {
+	return b.wait(&call{ctx: ctx, script: script, keys: keys, args: args, done: make(chan struct{})})
+}
+
+// do sends the command args (its name first), in a pipeline with others
+// when they wait together.
+func (b *batcher) do(ctx context.Context, args ...any) *redis.Cmd {
+	return b.wait(&call{ctx: ctx, cmd: redis.NewCmd(context.WithoutCancel(ctx), args...), done: make(chan struct{})})
+}
+
+// wait hands c to a sender and waits for its answer.
+func (b *batcher) wait(c *call) *redis.Cmd {
+	ctx := c.ctx
 	b.once.Do(func() {
 		for range batchSenders {
 			b.wg.Add(1)
 			go b.send()
 		}
 	})
-	c := &call{ctx: ctx, script: script, keys: keys, args: args, done: make(chan struct{})}
 	select {
 	case b.calls <- c:
 	case <-ctx.Done():
@@ -100,8 +113,9 @@ func (b *batcher) send() {
 }
 
 // flush sends batch: one call on its own (EVALSHA, then EVAL if the
-// server lacks the script), several in a pipeline of EVALSHAs, in which
-// a call the server lacks the script for is sent again on its own.
+// server lacks the script), several in a pipeline of EVALSHAs and
+// commands, in which a call the server lacks the script for is sent again
+// on its own.
 func (b *batcher) flush(batch []*call) {
 	live := batch[:0:0]
 	for _, c := range batch {
@@ -114,7 +128,11 @@ func (b *batcher) flush(batch []*call) {
 	}
 	if len(live) == 1 {
 		c := live[0]
-		c.cmd = c.script.Run(c.ctx, b.c, c.keys, c.args...)
+		if c.script == nil {
+			_ = b.c.Process(context.WithoutCancel(c.ctx), c.cmd)
+		} else {
+			c.cmd = c.script.Run(c.ctx, b.c, c.keys, c.args...)
+		}
 		close(c.done)
 		return
 	}
@@ -124,12 +142,17 @@ func (b *batcher) flush(batch []*call) {
 	pipe := b.c.Pipeline()
 	cmds := make([]*redis.Cmd, len(live))
 	for i, c := range live {
+		if c.script == nil {
+			cmds[i] = c.cmd
+			_ = pipe.Process(context.WithoutCancel(c.ctx), c.cmd)
+			continue
+		}
 		cmds[i] = pipe.EvalSha(context.WithoutCancel(c.ctx), c.script.Hash(), c.keys, c.args...)
 	}
 	_, _ = pipe.Exec(context.Background())
 	for i, c := range live {
 		c.cmd = cmds[i]
-		if err := c.cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		if err := c.cmd.Err(); err != nil && c.script != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			c.cmd = c.script.Run(context.WithoutCancel(c.ctx), b.c, c.keys, c.args...)
 		}
 		close(c.done)

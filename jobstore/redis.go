@@ -361,7 +361,8 @@ func (r *Redis) PutResult(ctx context.Context, id string, data []byte) (string, 
 	if id == "" {
 		return "", fmt.Errorf("jobstore: put result: no job id")
 	}
-	if err := r.c.Set(ctx, keyRes(id), data, 0).Err(); err != nil {
+	// Through the batcher: a host's results share the scripts' pipelines.
+	if err := r.scripts.do(ctx, "set", keyRes(id), data).Err(); err != nil {
 		return "", fmt.Errorf("jobstore: put result %s: %w", id, err)
 	}
 	return ResultPtr(id), nil

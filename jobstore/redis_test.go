@@ -60,7 +60,8 @@ func TestOpenRedisErrors(t *testing.T) {
 
 // TestRedisScriptsFlushed: calls sent together in a pipeline when the
 // server has lost its scripts (a restart, SCRIPT FLUSH) are each sent
-// again with their source, and every one of them runs.
+// again with their source, and every one of them runs; results SET in
+// the same pipelines are stored.
 func TestRedisScriptsFlushed(t *testing.T) {
 	url := redistest.Start(t)
 	s, err := jobstore.OpenRedis(url)
@@ -76,11 +77,23 @@ func TestRedisScriptsFlushed(t *testing.T) {
 		if err := admin.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
-		errs := make(chan error, 64)
+		errs := make(chan error, 128)
 		var wg sync.WaitGroup
 		for i := range 64 {
+			id := fmt.Sprintf("r%d-%d", round, i)
 			wg.Go(func() {
-				_, _, err := s.Create(ctx, &jobstore.Job{ID: fmt.Sprintf("r%d-%d", round, i), Topic: "t", Tenant: "acme"}, nil)
+				_, _, err := s.Create(ctx, &jobstore.Job{ID: id, Topic: "t", Tenant: "acme"}, nil)
+				errs <- err
+			})
+			// Results are plain SETs sent in the same pipelines.
+			wg.Go(func() {
+				ptr, err := s.PutResult(ctx, id, []byte("result of "+id))
+				if err == nil {
+					var got []byte
+					if got, err = s.Blob(ctx, ptr); err == nil && string(got) != "result of "+id {
+						err = fmt.Errorf("result of %s reads %q", id, got)
+					}
+				}
 				errs <- err
 			})
 		}
