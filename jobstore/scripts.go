@@ -50,7 +50,8 @@ func loadScript(name, prelude string) *redis.Script {
 // transitionTables renders the tables transition.lua reads and does not
 // define, from the Go ones, so that the state table stays the one source
 // of truth: allowed[from][to] (transitions), active[state] (State.Active)
-// and terminal[state] (State.Terminal).
+// and terminal[state] (State.Terminal); and briefNames and brief, the
+// fields of a Brief reply (briefFields).
 func transitionTables() string {
 	var b strings.Builder
 	b.WriteString("local allowed = {")
@@ -62,6 +63,16 @@ func transitionTables() string {
 	b.WriteString("}\n")
 	b.WriteString("local active = " + luaSet(slices.DeleteFunc(States(), func(s State) bool { return !s.Active() })) + "\n")
 	b.WriteString("local terminal = " + luaSet(slices.DeleteFunc(States(), func(s State) bool { return !s.Terminal() })) + "\n")
+	// briefNames (in order) and brief (a set): the fields of a Brief reply.
+	b.WriteString("local briefNames = {")
+	for _, f := range briefFields {
+		fmt.Fprintf(&b, "%q,", f)
+	}
+	b.WriteString("}\nlocal brief = {")
+	for _, f := range briefFields {
+		fmt.Fprintf(&b, "[%q]=true,", f)
+	}
+	b.WriteString("}\n")
 	return b.String()
 }
 

@@ -12,9 +12,6 @@ import (
 	"github.com/ward-run/ward/scheduler/placement"
 )
 
-// dispatchLockTTL bounds how long a dead replica's dispatch lock blocks a job.
-const dispatchLockTTL = 10 * time.Second
-
 type scheduleResult int
 
 const (
@@ -25,17 +22,18 @@ const (
 
 // schedule moves a placed job to DISPATCHED, through SCHEDULED, in one
 // store step (Transition.Via): the store checks the tenant's and the
-// worker's limits, takes the dispatch lock and counts the attempt with
-// the move, and logs both states with the placement's reasoning. Then it
-// publishes the dispatch. DISPATCHED is written before the publish: a
-// fast host's result may otherwise arrive first.
+// worker's limits and counts the attempt with the move, and logs both
+// states with the placement's reasoning. Then it publishes the dispatch.
+// DISPATCHED is written before the publish: a fast host's result may
+// otherwise arrive first.
+//
+// The move takes no dispatch lock (Transition.Lock): it is one atomic
+// step from PENDING, so of two replicas placing the same job one moves it
+// and the other's move is refused, the state checked before any lock
+// would be.
 func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits, pool string, p *placement.Policy, d *placement.Decision, w *Worker) scheduleResult {
-	// The lock is not released here: the host's report (RUNNING, or the
-	// result) drops it in the same move, and so does a requeue
-	// (jobstore.Transition.Lock).
 	t := jobstore.Transition{To: jobstore.Dispatched, From: jobstore.Pending, Via: jobstore.Scheduled, ViaMessage: d.Reasoning(),
-		Pool: pool, WorkerID: w.ID, Attempt: job.Attempt + 1, TenantLimit: lim.tenant, WorkerLimit: p.Capacity(w),
-		Lock: &jobstore.Lock{Owner: s.id, TTL: dispatchLockTTL}, Brief: true}
+		Pool: pool, WorkerID: w.ID, Attempt: job.Attempt + 1, TenantLimit: lim.tenant, WorkerLimit: p.Capacity(w), Brief: true}
 	lim.first(&t)
 	s.hosts.Reserve(w.ID, job.CPUMillicores, job.MemoryBytes)
 	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
@@ -51,11 +49,7 @@ func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits,
 		return gone
 	case err != nil:
 		s.hosts.Unreserve(w.ID, job.CPUMillicores, job.MemoryBytes)
-		if errors.Is(err, jobstore.ErrLocked) {
-			s.log.Debug("another replica is dispatching the job", "job_id", job.ID)
-		} else {
-			s.storeFailed("dispatch", job.ID, err)
-		}
+		s.storeFailed("dispatch", job.ID, err) // refused: another replica moved it
 		return gone
 	}
 	s.hosts.SetHeld(w.ID, moved.WorkerJobs, time.Now())

@@ -22,9 +22,11 @@ local id, to, from, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local via = ARGV[21]
 local h = KEYS[1]
 local ifAttempt = tonumber(ARGV[18])
--- The attempt is read only when it is guarded, in the same HMGET.
-local read = {'state', 'worker_id', 'tenant', 'waiting', 'deadline', 'attempt'}
-local f = redis.call('HMGET', h, unpack(read, 1, ifAttempt > 0 and 6 or 5))
+-- One HMGET reads what the checks need and what the reply reports: a
+-- Brief reply is these fields with the move's writes laid over them
+-- (jobstore.briefFields), so the job is not read again.
+local f = redis.call('HMGET', h, 'state', 'worker_id', 'tenant', 'waiting', 'deadline', 'attempt', 'locked',
+  'idempotency_key', 'id', 'topic', 'pool', 'result_ptr')
 local cur = f[1]
 if not cur then return {'notfound'} end
 if ARGV[19] ~= '' and f[3] ~= ARGV[19] then return {'notfound'} end
@@ -112,12 +114,16 @@ else
 end
 if ARGV[17] ~= '' then redis.call('ZADD', 'job:deadlines', ARGV[17], id) end
 if terminal[to] and (f[5] or ARGV[17] ~= '') then redis.call('ZREM', 'job:deadlines', id) end
+-- The hash's 'locked' says a lock was taken, so that a job never locked
+-- costs no DEL.
 if ARGV[9] ~= '' then
   redis.call('SET', lockKey, ARGV[9], 'PX', ARGV[10])
-elseif to ~= 'SCHEDULED' and to ~= 'DISPATCHED' then
+  if not f[7] then redis.call('HSET', h, 'locked', '1') end
+elseif f[7] and to ~= 'SCHEDULED' and to ~= 'DISPATCHED' then
   -- Past DISPATCHED, or back to PENDING, nobody is dispatching the job
   -- (jobstore.releasesLock).
   redis.call('DEL', lockKey)
+  redis.call('HDEL', h, 'locked')
 end
 if via ~= '' then
   redis.call('RPUSH', KEYS[2], ARGV[22], ARGV[5])
@@ -132,18 +138,23 @@ if terminal[to] and retention > 0 then
   redis.call('PEXPIRE', KEYS[2], retention)
   redis.call('PEXPIRE', 'ctx:' .. id, retention)
   redis.call('PEXPIRE', 'res:' .. id, retention)
-  local idem = redis.call('HGET', h, 'idempotency_key')
+  local idem = f[8]
   if idem and idem ~= '' then redis.call('PEXPIRE', 'job:idem:' .. tenant .. ':' .. idem, retention) end
 end
 if ARGV[23] == '1' then
-  -- Transition.Brief: jobstore.briefFields.
-  local names = {'id', 'topic', 'tenant', 'state', 'pool', 'worker_id', 'attempt', 'result_ptr', 'updated_at'}
-  local v = redis.call('HMGET', h, unpack(names))
+  -- Transition.Brief: jobstore.briefFields, as read above, with this
+  -- move's writes over them.
+  local v = {id = f[9], topic = f[10], tenant = f[3], state = to, pool = f[11], worker_id = f[2],
+    attempt = f[6], result_ptr = f[12], updated_at = now}
+  for i = 24, #ARGV - 1, 2 do
+    if brief[ARGV[i]] then v[ARGV[i]] = ARGV[i + 1] end
+  end
+  if to == 'PENDING' then v.worker_id = nil end
   local out = {'ok', tostring(held)}
-  for i, name in ipairs(names) do
-    if v[i] then
+  for _, name in ipairs(briefNames) do
+    if v[name] then
       out[#out + 1] = name
-      out[#out + 1] = v[i]
+      out[#out + 1] = v[name]
     end
   end
   return out
