@@ -217,7 +217,7 @@ func (c *Client) Submit(ctx context.Context, req *wardv1.JobRequest) (*wardv1.Su
 
 // Watcher delivers one job's events as the schedulers publish them.
 type Watcher struct {
-	sub  *nats.Subscription
+	stop func() // ends the watch: its subscription, or its Follower entry
 	ch   chan *nats.Msg
 	next *wardv1.JobEvent // the second half of an event with a via state
 }
@@ -265,8 +265,91 @@ func (c *Client) Watch(id string) (*Watcher, error) {
 		_ = sub.Unsubscribe()
 		return nil, err
 	}
-	return &Watcher{sub: sub, ch: ch}, nil
+	return &Watcher{stop: func() { _ = sub.Unsubscribe() }, ch: ch}, nil
 }
+
+// Follower follows many jobs over one subscription to every event of the
+// client's tenant (an admin's: of every tenant), handing each job's events
+// to its Watcher. A client that keeps many jobs in flight (`ward bench`, a
+// gateway) uses one instead of a Watch per job, which costs a subscription
+// and a round trip to the server for each job.
+type Follower struct {
+	sub    *nats.Subscription
+	prefix string // the event subjects' prefix; the job id follows it
+	mu     sync.Mutex
+	jobs   map[string]chan *nats.Msg
+}
+
+// Follow subscribes to the tenant's events; Close the Follower when done.
+func (c *Client) Follow() (*Follower, error) {
+	tenant := c.tenant
+	if c.admin {
+		tenant = bus.AnyTenant
+	}
+	f := &Follower{prefix: bus.EventSubject(tenant, ""), jobs: map[string]chan *nats.Msg{}}
+	if c.admin {
+		f.prefix = "" // the tenant token varies: the id is the subject's tail
+	}
+	sub, err := c.bus.NATS().Subscribe(bus.EventSubject(tenant, ">"), f.route)
+	if err != nil {
+		return nil, fmt.Errorf("follow: %w", err)
+	}
+	// Events come in bursts of many jobs: the Watchers' buffers bound them.
+	_ = sub.SetPendingLimits(-1, -1)
+	if err := c.bus.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	f.sub = sub
+	return f, nil
+}
+
+// route hands an event to its job's Watcher; events of jobs nobody
+// watches are dropped, and so is one that finds its Watcher's buffer full.
+func (f *Follower) route(m *nats.Msg) {
+	id := strings.TrimPrefix(m.Subject, f.prefix)
+	if f.prefix == "" {
+		// sys.job.event.<tenant>.<id>: the id is what follows the fourth dot.
+		for range 4 {
+			_, id, _ = strings.Cut(id, ".")
+		}
+	}
+	f.mu.Lock()
+	ch := f.jobs[id]
+	f.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case ch <- m:
+	default:
+	}
+}
+
+// followBuffer is how many events a Follower's Watcher holds unread. It is
+// smaller than a Watch's (watchBuffer), as a Follower serves many jobs at
+// once: a job that streams output faster than it is read loses what
+// overflows, as it would with a full Watch.
+const followBuffer = 64
+
+// Watch returns job id's Watcher, as Client.Watch does, fed by f. Call it
+// before Submit so that no event is missed; Close it when done.
+func (f *Follower) Watch(id string) *Watcher {
+	ch := make(chan *nats.Msg, followBuffer)
+	f.mu.Lock()
+	f.jobs[id] = ch
+	f.mu.Unlock()
+	return &Watcher{ch: ch, stop: func() {
+		f.mu.Lock()
+		if f.jobs[id] == ch {
+			delete(f.jobs, id)
+		}
+		f.mu.Unlock()
+	}}
+}
+
+// Close ends the subscription; the Watchers get no more events.
+func (f *Follower) Close() { _ = f.sub.Unsubscribe() }
 
 // Next returns the next event, or ctx's error. A malformed event is
 // skipped. An event published for a move through another state in one
@@ -300,7 +383,7 @@ func (w *Watcher) nextUntil(ctx context.Context, quiet <-chan time.Time) (*wardv
 }
 
 // Close stops the watch.
-func (w *Watcher) Close() { _ = w.sub.Unsubscribe() }
+func (w *Watcher) Close() { w.stop() }
 
 // pending returns the events already received and not yet read.
 func (w *Watcher) pending() []*wardv1.JobEvent {

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -152,5 +153,89 @@ func TestClient(t *testing.T) {
 	if last, err := c.Wait(ctx, denied.JobId, dw, nil); err != nil || last.GetState() != wardv1.JobState_JOB_STATE_DENIED ||
 		last.GetReason() != string(reason.SafetyDenied) {
 		t.Fatalf("a sys.destroy job ended %s/%s (%v)", last.GetState(), last.GetReason(), err)
+	}
+
+	// Many jobs over one Follower (one subscription): each Watcher gets
+	// its own job's events, the states its log holds; the admin's
+	// Follower sees every tenant's, another tenant's none of them.
+	f, err := c.Follow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	af, err := admin.Follow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer af.Close()
+	gf, err := globex.Follow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gf.Close()
+	const many = 24
+	ids := make([]string, many)
+	errs := make(chan error, many)
+	for i := range ids {
+		ids[i] = uuid.NewString()
+	}
+	adminWatch, globexWatch := af.Watch(ids[0]), gf.Watch(ids[0])
+	defer adminWatch.Close()
+	defer globexWatch.Close()
+	for _, id := range ids {
+		go func() {
+			w := f.Watch(id)
+			defer w.Close()
+			if _, err := c.Submit(ctx, &wardv1.JobRequest{JobId: id, Topic: "job.echo", Payload: []byte(id)}); err != nil {
+				errs <- err
+				return
+			}
+			var states []wardv1.JobState
+			last, err := c.Wait(ctx, id, w, func(ev *wardv1.JobEvent) {
+				if ev.GetJobId() != id {
+					t.Errorf("job %s's Watcher got job %s's event", id, ev.GetJobId())
+				}
+				states = append(states, ev.GetState())
+			})
+			if err == nil && last.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+				err = fmt.Errorf("job %s ended %s", id, last.GetState())
+			}
+			if err == nil {
+				var job *wardv1.JobRecord
+				if job, err = c.Get(ctx, id, false); err == nil {
+					var logged []wardv1.JobState
+					for _, ev := range job.GetEvents() {
+						logged = append(logged, ev.GetState())
+					}
+					if !slices.Equal(states, logged) {
+						err = fmt.Errorf("job %s: the Follower showed %v, the log holds %v", id, states, logged)
+					}
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range many {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// (Next, not Wait: Wait would ask the scheduler after a quiet while.)
+	for {
+		ev, err := adminWatch.Next(ctx)
+		if err != nil {
+			t.Fatalf("the admin's Follower: %v", err)
+		}
+		if ev.GetJobId() != ids[0] {
+			t.Fatalf("the admin's Watcher of %s got job %s's event", ids[0], ev.GetJobId())
+		}
+		if client.Terminal(ev.GetState()) {
+			break
+		}
+	}
+	quiet, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer stop()
+	if ev, err := globexWatch.Next(quiet); err == nil {
+		t.Fatalf("tenant globex's Follower got acme's event %v", ev)
 	}
 }

@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/node"
@@ -19,12 +21,16 @@ import (
 // BenchmarkEndToEnd is one job through every part in one process, with
 // auth on, the policy checked and echo run in wasm: submit, follow, end.
 // Allocations per op are the whole process's per job (issue 14's budget:
-// 200). Jobs run 16 at a time, as a closed loop.
+// 200). Jobs run 16 at a time, as a closed loop. The client follows its
+// jobs over one subscription (client.Follower, as `ward bench` does), or,
+// in the */watch runs, with a subscription a job (client.Watch, as `ward
+// submit --wait` does).
 //
 //	go test -run '^$' -bench EndToEnd -benchtime 2000x ./node
 func BenchmarkEndToEnd(b *testing.B) {
-	for _, store := range []string{"memory", "redis"} {
-		b.Run(store, func(b *testing.B) {
+	for _, name := range []string{"memory", "memory/watch", "redis", "redis/watch"} {
+		store, watchEach := strings.CutSuffix(name, "/watch")
+		b.Run(name, func(b *testing.B) {
 			var s jobstore.Store = jobstore.NewMemory()
 			if store == "redis" {
 				s = openRedis(b)
@@ -43,12 +49,21 @@ func BenchmarkEndToEnd(b *testing.B) {
 				Manifests: map[string]*sandbox.Manifest{"echo": man}})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
+			f, err := e.client.Follow()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
 			run := func() {
 				req := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "job.echo", TenantId: "bench", Payload: []byte(`{"n":1}`)}
-				w, err := e.client.Watch(req.JobId)
-				if err != nil {
-					b.Error(err)
-					return
+				var w *client.Watcher
+				if watchEach {
+					if w, err = e.client.Watch(req.JobId); err != nil {
+						b.Error(err)
+						return
+					}
+				} else {
+					w = f.Watch(req.JobId)
 				}
 				defer w.Close()
 				if _, err := e.client.Submit(ctx, req); err != nil {

@@ -16,11 +16,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
-	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
 )
 
@@ -121,24 +118,11 @@ func Run(ctx context.Context, c *client.Client, o Options) (*Report, error) {
 	payload := bytes.Repeat([]byte("x"), o.PayloadSize)
 
 	// One subscription for every job's events, rather than one per job.
-	var waiting sync.Map // job id → chan wardv1.JobState
-	sub, err := c.Bus().NATS().Subscribe(bus.SubjectEvents, func(m *nats.Msg) {
-		var ev wardv1.JobEvent
-		if proto.Unmarshal(m.Data, &ev) != nil || !client.Terminal(ev.GetState()) {
-			return
-		}
-		if ch, ok := waiting.LoadAndDelete(ev.GetJobId()); ok {
-			ch.(chan wardv1.JobState) <- ev.GetState()
-		}
-	})
+	f, err := c.Follow()
 	if err != nil {
 		return nil, err
 	}
-	defer sub.Unsubscribe()
-	_ = sub.SetPendingLimits(-1, -1)
-	if err := c.Bus().Flush(); err != nil {
-		return nil, err
-	}
+	defer f.Close()
 
 	var (
 		next, done atomic.Int64
@@ -171,22 +155,14 @@ func Run(ctx context.Context, c *client.Client, o Options) (*Report, error) {
 			defer wg.Done()
 			for next.Add(1) <= int64(o.Jobs) && ctx.Err() == nil {
 				id := uuid.NewString()
-				ch := make(chan wardv1.JobState, 1)
-				waiting.Store(id, ch)
+				w := f.Watch(id)
 				t0 := time.Now()
 				_, err := c.Submit(ctx, &wardv1.JobRequest{JobId: id, Topic: o.Topic, TenantId: o.Tenant, Payload: payload})
 				state := "SUBMIT_ERROR"
 				if err == nil {
-					select {
-					case s := <-ch:
-						state = s.String()[len("JOB_STATE_"):]
-					case <-time.After(o.JobTimeout):
-						state = "NO_RESULT"
-					case <-ctx.Done():
-						state = "ABORTED"
-					}
+					state = waitEnd(ctx, w, o.JobTimeout)
 				}
-				waiting.Delete(id)
+				w.Close()
 				lat := time.Since(t0)
 				mu.Lock()
 				if state == "SUCCEEDED" {
@@ -224,4 +200,23 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// waitEnd waits for the event that ends w's job and returns its state
+// without the JOB_STATE_ prefix: NO_RESULT when none came within timeout,
+// ABORTED when ctx ended first.
+func waitEnd(ctx context.Context, w *client.Watcher, timeout time.Duration) string {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		ev, err := w.Next(wctx)
+		switch {
+		case ctx.Err() != nil:
+			return "ABORTED"
+		case err != nil:
+			return "NO_RESULT"
+		case client.Terminal(ev.GetState()):
+			return ev.GetState().String()[len("JOB_STATE_"):]
+		}
+	}
 }
