@@ -127,7 +127,7 @@ type Verifier struct {
 	macs   *macPool // under key
 
 	mu   sync.Mutex
-	seen map[string]int64 // job id + attempt → expiry, in ms
+	seen map[attemptKey]int64 // job attempts accepted → their expiry, in ms
 	next int64            // when to prune seen, in ms
 }
 
@@ -135,11 +135,17 @@ type Verifier struct {
 // key accepts unsigned dispatches (and still checks address, expiry and
 // replay): a system run --insecure.
 func NewVerifier(hostID string, key []byte) *Verifier {
-	v := &Verifier{hostID: hostID, key: key, seen: map[string]int64{}}
+	v := &Verifier{hostID: hostID, key: key, seen: map[attemptKey]int64{}}
 	if key != nil {
 		v.macs = newMACPool(key)
 	}
 	return v
+}
+
+// attemptKey is a job attempt a Verifier accepted.
+type attemptKey struct {
+	job     string
+	attempt int32
 }
 
 // Open checks d and returns its ticket. It refuses, with a *TicketError,
@@ -171,7 +177,7 @@ func (v *Verifier) Open(d *wardv1.Dispatch, now time.Time) (*wardv1.DispatchTick
 	if t.GetExpiresUnixMs() <= ms {
 		return nil, &TicketError{Code: reason.TicketExpired, JobID: id, Detail: fmt.Sprintf("expired %s ago", time.Duration(ms-t.GetExpiresUnixMs())*time.Millisecond)}
 	}
-	key := fmt.Sprintf("%s/%d", id, t.GetJob().GetAttempt())
+	key := attemptKey{id, t.GetJob().GetAttempt()}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if _, dup := v.seen[key]; dup {

@@ -152,7 +152,10 @@ func ContextDigest(ptr string) (string, error) {
 // kernel sees.
 func ContentDigest(data []byte) string {
 	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	var b [len("sha256:") + 2*sha256.Size]byte
+	copy(b[:], "sha256:")
+	hex.Encode(b[len("sha256:"):], sum[:])
+	return string(b[:])
 }
 
 // Objects reads and writes objects of JetStream Object Store buckets on a

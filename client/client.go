@@ -487,6 +487,10 @@ func (c *Client) Wait(ctx context.Context, id string, w *Watcher, each func(*war
 	}
 	var out Output
 	deliver := func(ev *wardv1.JobEvent) {
+		if ev.GetProgress().GetKind() != wardv1.JobProgress_KIND_OUTPUT {
+			each(ev) // what Add would return, without a slice
+			return
+		}
 		for _, e := range out.Add(ev) {
 			each(e)
 		}

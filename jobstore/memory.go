@@ -221,7 +221,10 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 			return nil, attemptErr(id, cur, t, n)
 		}
 	}
-	lockKey := keyLock(id)
+	var lockKey string
+	if t.Lock != nil || len(m.locks) > 0 {
+		lockKey = keyLock(id) // no lock to take or drop: no key to build
+	}
 	if t.Lock != nil {
 		if l, ok := m.locks[lockKey]; ok && now.Before(l.expires) && l.owner != t.Lock.Owner {
 			return nil, fmt.Errorf("jobstore: transition %s: %w (%s)", id, ErrLocked, l.owner)

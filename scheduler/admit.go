@@ -153,10 +153,14 @@ func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1
 // route returns the pools a job may run in, in the topic's order: those
 // that offer every capability the job requires, narrowed to its
 // preferred_pool when that is one of them. When there is none, it says why.
+// The slice may be the configuration's own: callers only read it.
 func route(p *config.Pools, topic string, requires []string, labels map[string]string) ([]string, string) {
 	mapped := p.PoolsFor(topic)
 	if len(mapped) == 0 {
 		return nil, fmt.Sprintf("no pool serves topic %q", topic)
+	}
+	if len(requires) == 0 && labels[placement.LabelPreferredPool] == "" {
+		return mapped, "" // every pool of the topic, as configured
 	}
 	var out []string
 	for _, name := range mapped {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +58,7 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 		s.failed(ctx, r, worker, zone)
 		return
 	}
-	ranMsg := fmt.Sprintf("ran in %d ms", r.GetExecutionMs())
+	ranMsg := "ran in " + strconv.FormatInt(r.GetExecutionMs(), 10) + " ms"
 	if w := r.GetWarnings(); len(w) > 0 {
 		// A fallback answer says so where the user looks: the last event.
 		ranMsg += "; the module warned: " + strings.Join(w, "; ")
