@@ -73,13 +73,31 @@ func Connect(url, name string, opts ...nats.Option) (*Conn, error) {
 // NATS returns the underlying connection.
 func (c *Conn) NATS() *nats.Conn { return c.nc }
 
+// encodeBufs holds encoding buffers: the NATS client copies what it
+// publishes into its own buffer before Publish returns, so a message's
+// encoding is needed only until then.
+var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
 // Publish encodes m and publishes it on subject.
 func (c *Conn) Publish(subject string, m proto.Message) error {
-	data, err := proto.Marshal(m)
+	bp := encodeBufs.Get().(*[]byte)
+	data, err := proto.MarshalOptions{}.MarshalAppend((*bp)[:0], m)
 	if err != nil {
+		encodeBufs.Put(bp)
 		return fmt.Errorf("bus: encode for %s: %w", subject, err)
 	}
-	return c.nc.Publish(subject, data)
+	err = c.nc.Publish(subject, data)
+	putEncodeBuf(bp, data)
+	return err
+}
+
+// putEncodeBuf gives data, encoded into *bp, back to encodeBufs, unless it
+// grew large: a large buffer is not kept for every message.
+func putEncodeBuf(bp *[]byte, data []byte) {
+	if cap(data) <= 64<<10 {
+		*bp = data
+		encodeBufs.Put(bp)
+	}
 }
 
 // Reply answers msg with m. It does nothing when msg expects no reply.
@@ -92,11 +110,14 @@ func (c *Conn) Reply(msg *nats.Msg, m proto.Message) error {
 
 // Request sends req on subject and decodes the answer into reply.
 func (c *Conn) Request(ctx context.Context, subject string, req, reply proto.Message) error {
-	data, err := proto.Marshal(req)
+	bp := encodeBufs.Get().(*[]byte)
+	data, err := proto.MarshalOptions{}.MarshalAppend((*bp)[:0], req)
 	if err != nil {
+		encodeBufs.Put(bp)
 		return fmt.Errorf("bus: encode for %s: %w", subject, err)
 	}
 	msg, err := c.nc.RequestWithContext(ctx, subject, data)
+	putEncodeBuf(bp, data)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return fmt.Errorf("%w on %s", ErrNoResponders, subject)

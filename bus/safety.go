@@ -3,8 +3,8 @@ package bus
 // Subjects of the safety kernels. Their payloads are ward.safety.v1
 // messages (api/ward/safety/v1).
 const (
-	// SubjectSafetyDecision carries a DecisionLog for every Check a kernel
-	// decides.
+	// SubjectSafetyDecision carries DecisionLogBatch messages: a
+	// DecisionLog for every Check a kernel decides, in batches.
 	SubjectSafetyDecision = "sys.safety.decision"
 	// SubjectSafetyStatus is scatter-gather: a StatusRequest, and every
 	// kernel answers with its KernelStatus (`ward policy status`, and

@@ -217,7 +217,9 @@ func (c *Client) Submit(ctx context.Context, req *wardv1.JobRequest) (*wardv1.Su
 
 // Watcher delivers one job's events as the schedulers publish them.
 type Watcher struct {
-	stop func() // ends the watch: its subscription, or its Follower entry
+	sub  *nats.Subscription // its own subscription (Client.Watch), or
+	f    *Follower          // the Follower that feeds it, its job's id
+	id   string
 	ch   chan *nats.Msg
 	next *wardv1.JobEvent // the second half of an event with a via state
 }
@@ -265,7 +267,7 @@ func (c *Client) Watch(id string) (*Watcher, error) {
 		_ = sub.Unsubscribe()
 		return nil, err
 	}
-	return &Watcher{stop: func() { _ = sub.Unsubscribe() }, ch: ch}, nil
+	return &Watcher{sub: sub, ch: ch}, nil
 }
 
 // Follower follows many jobs over one subscription to every event of the
@@ -339,13 +341,16 @@ func (f *Follower) Watch(id string) *Watcher {
 	f.mu.Lock()
 	f.jobs[id] = ch
 	f.mu.Unlock()
-	return &Watcher{ch: ch, stop: func() {
-		f.mu.Lock()
-		if f.jobs[id] == ch {
-			delete(f.jobs, id)
-		}
-		f.mu.Unlock()
-	}}
+	return &Watcher{f: f, id: id, ch: ch}
+}
+
+// forget stops feeding w.
+func (f *Follower) forget(w *Watcher) {
+	f.mu.Lock()
+	if f.jobs[w.id] == w.ch {
+		delete(f.jobs, w.id)
+	}
+	f.mu.Unlock()
 }
 
 // Close ends the subscription; the Watchers get no more events.
@@ -383,7 +388,13 @@ func (w *Watcher) nextUntil(ctx context.Context, quiet <-chan time.Time) (*wardv
 }
 
 // Close stops the watch.
-func (w *Watcher) Close() { w.stop() }
+func (w *Watcher) Close() {
+	if w.f != nil {
+		w.f.forget(w)
+		return
+	}
+	_ = w.sub.Unsubscribe()
+}
 
 // pending returns the events already received and not yet read.
 func (w *Watcher) pending() []*wardv1.JobEvent {

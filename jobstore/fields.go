@@ -46,6 +46,7 @@ const (
 	fMemory         = "memory_bytes"
 	fDeadline       = "deadline"
 	fWaiting        = "waiting" // the scripts spell it too
+	fLocked         = "locked"  // a move took the dispatch lock; the scripts spell it too
 	fWaits          = "waits"
 	fPayloadSize    = "payload_size"
 	fPayloadDigest  = "payload_digest"
@@ -191,7 +192,7 @@ func num(p []string, field string, value int64) []string {
 // so that a job that waited (reason pool_overloaded) or was retried (its
 // first attempt failed) and then succeeded carries no reason.
 func transitionFields(t Transition) ([]string, error) {
-	var p []string
+	p := make([]string, 0, 16) // the common moves set a few fields: one allocation
 	p = pairs(p, fPool, t.Pool)
 	p = pairs(p, fWorkerID, t.WorkerID)
 	p = pairs(p, fResultPtr, t.ResultPtr)

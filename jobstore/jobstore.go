@@ -298,8 +298,10 @@ type Transition struct {
 	// Lock, when set, takes the job's dispatch lock with the move (or
 	// extends it, when Lock.Owner holds it); another owner's lock refuses
 	// the move with ErrLocked. A move without Lock into RUNNING, an end or
-	// PENDING drops the lock (releasesLock): the dispatcher need not
-	// unlock, and whoever places the job next need not wait for the TTL.
+	// PENDING drops the lock a move took (releasesLock): the dispatcher
+	// need not unlock, and whoever places the job next need not wait for
+	// the TTL. (A lock taken with LockDispatch is UnlockDispatch's to
+	// release, or expires.)
 	Lock *Lock
 	// Wait, when set, parks the job, whose To must be PENDING, in a pool
 	// queue or the deferred set. It is the only way to move PENDING →
@@ -432,7 +434,9 @@ type Store interface {
 	ActiveCount(ctx context.Context, tenant string) (int, error)
 
 	// LockDispatch takes the per-job dispatch lock for owner, for at most
-	// ttl. It reports false when another owner holds it.
+	// ttl. It reports false when another owner holds it. Release it with
+	// UnlockDispatch: a move drops only a lock a move took
+	// (Transition.Lock).
 	LockDispatch(ctx context.Context, id, owner string, ttl time.Duration) (bool, error)
 	// UnlockDispatch releases the lock if owner holds it.
 	UnlockDispatch(ctx context.Context, id, owner string) error

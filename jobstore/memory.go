@@ -139,7 +139,7 @@ func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 	h := make(map[string]string, len(fields)/2)
 	setPairs(h, fields)
 	m.jobs[n.ID] = h
-	m.blobs[keyCtx(n.ID)] = slices.Clone(payload)
+	m.blobs[ctxKeyOf(n)] = slices.Clone(payload)
 	m.zadd(Pending, n.ID, float64(ms(n.CreatedAt)))
 	m.recent[n.ID] = float64(ms(n.CreatedAt))
 	if len(m.recent) >= 2*recentCap {
@@ -149,7 +149,11 @@ func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 			delete(m.recent, id)
 		}
 	}
-	m.events[n.ID] = []Event{{At: n.CreatedAt, State: Pending}}
+	// Room for a common life's events (PENDING, SCHEDULED, DISPATCHED,
+	// RUNNING, an end), so that its moves append without growing it.
+	events := make([]Event, 1, 5)
+	events[0] = Event{At: n.CreatedAt, State: Pending}
+	m.events[n.ID] = events
 	if n.IdempotencyKey != "" {
 		m.idem[ik] = n.ID
 	}
@@ -221,9 +225,12 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 			return nil, attemptErr(id, cur, t, n)
 		}
 	}
+	// A job a move never locked has no lock to check or drop: no key to
+	// build (the job's "locked" field, as in Redis).
 	var lockKey string
-	if t.Lock != nil || len(m.locks) > 0 {
-		lockKey = keyLock(id) // no lock to take or drop: no key to build
+	_, locked := h[fLocked]
+	if t.Lock != nil || locked {
+		lockKey = keyLock(id)
 	}
 	if t.Lock != nil {
 		if l, ok := m.locks[lockKey]; ok && now.Before(l.expires) && l.owner != t.Lock.Owner {
@@ -315,8 +322,10 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	}
 	if t.Lock != nil {
 		m.locks[lockKey] = memLock{owner: t.Lock.Owner, expires: now.Add(t.Lock.TTL.Truncate(time.Millisecond))}
-	} else if releasesLock(t.To) {
+		h[fLocked] = "1"
+	} else if locked && releasesLock(t.To) {
 		delete(m.locks, lockKey)
+		delete(h, fLocked)
 	}
 	if t.Via != "" {
 		m.events[id] = append(m.events[id], Event{At: when, State: t.Via, Message: t.ViaMessage, WorkerID: t.WorkerID})
@@ -447,8 +456,9 @@ func (m *Memory) PutResult(ctx context.Context, id string, data []byte) (string,
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.blobs[keyRes(id)] = slices.Clone(data)
-	return ResultPtr(id), nil
+	ptr := ResultPtr(id)
+	m.blobs[ptr[len(ptrScheme):]] = slices.Clone(data) // keyRes(id), without building it again
+	return ptr, nil
 }
 
 // Blob returns a copy of the blob ptr names.
@@ -789,4 +799,13 @@ func (m *Memory) Sweep(ctx context.Context, now time.Time) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// ctxKeyOf is keyCtx(n.ID), cut from the context pointer newJob gave n
+// (ptrScheme + keyCtx) when it is the job's own.
+func ctxKeyOf(n *Job) string {
+	if key, ok := strings.CutPrefix(n.ContextPtr, ptrScheme); ok && strings.HasPrefix(key, "ctx:") && key[4:] == n.ID {
+		return key
+	}
+	return keyCtx(n.ID)
 }

@@ -110,12 +110,18 @@ func TestPolicyPushIsEnforcedLive(t *testing.T) {
 		if err != nil {
 			t.Fatalf("decision of job %s not published: %v", rec.GetJobId(), err)
 		}
-		var l safetyv1.DecisionLog
-		if proto.Unmarshal(msg.Data, &l) == nil && l.GetJobId() == rec.GetJobId() {
+		var b safetyv1.DecisionLogBatch
+		if proto.Unmarshal(msg.Data, &b) != nil {
+			continue
+		}
+		for _, l := range b.GetDecisions() {
+			if l.GetJobId() != rec.GetJobId() {
+				continue
+			}
 			found = true
 			if l.GetDecisionId() != sf.GetDecisionId() || l.GetInputDigest() != sf.GetInputDigest() ||
 				l.GetDecision() != safetyv1.Decision_DECISION_DENY || l.GetTenantId() != "blocked" {
-				t.Errorf("published decision %v, stored %v", &l, sf)
+				t.Errorf("published decision %v, stored %v", l, sf)
 			}
 		}
 	}

@@ -64,16 +64,17 @@ type SafetyConfig struct {
 // Safety is a running safety kernel: the Kernel with its policy, its gRPC
 // server and its reloader, which watches the policy directory and bucket.
 type Safety struct {
-	kernel   *safety.Kernel
-	source   string
-	conn     *bus.Conn // nil when standalone
-	reloader *safety.Reloader
-	srv      *safety.Server
-	addr     string
-	serving  chan error // Serve's error, once it returns
-	done     chan struct{}
-	stopOnce sync.Once
-	stopErr  error
+	kernel    *safety.Kernel
+	source    string
+	conn      *bus.Conn                 // nil when standalone
+	decisions *safety.DecisionPublisher // nil when standalone
+	reloader  *safety.Reloader
+	srv       *safety.Server
+	addr      string
+	serving   chan error // Serve's error, once it returns
+	done      chan struct{}
+	stopOnce  sync.Once
+	stopErr   error
 }
 
 // StartSafety loads the policy (cfg.PolicyDir, else cfg.Policies) and
@@ -100,7 +101,8 @@ func StartSafety(ctx context.Context, cfg SafetyConfig) (_ *Safety, err error) {
 		if s.conn, err = bus.Connect(cfg.NATSURL, "ward-safety", opts...); err != nil {
 			return nil, err
 		}
-		kc.Log = safety.PublishDecisions(s.conn)
+		s.decisions = safety.PublishDecisions(s.conn)
+		kc.Log = s.decisions.Log
 	}
 	s.kernel = safety.NewKernel(kc)
 	if err := s.load(ctx, cfg); err != nil {
@@ -194,6 +196,9 @@ func (s *Safety) shutdown(ctx context.Context) error {
 	}
 	if s.srv != nil {
 		errs = append(errs, s.srv.Shutdown(ctx), <-s.serving)
+	}
+	if s.decisions != nil {
+		s.decisions.Close() // what is batched goes out before the connection closes
 	}
 	if s.conn != nil {
 		s.conn.Close()

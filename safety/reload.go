@@ -53,14 +53,87 @@ func init() {
 	bundlesRefused.WithLabelValues("kv", "signature")
 }
 
-// PublishDecisions returns a Config.Log that publishes every decision on
-// sys.safety.decision. A publish does not block (NATS buffers it); one that
-// fails is counted and dropped.
-func PublishDecisions(c *bus.Conn) func(*safetyv1.DecisionLog) {
-	return func(l *safetyv1.DecisionLog) {
-		if err := c.Publish(bus.SubjectSafetyDecision, l); err != nil {
-			decisionLogErrors.Inc()
+// Decision logs go out in batches: the first decision of a batch starts
+// its clock, and the batch is published when it is decisionBatchAge old or
+// holds decisionBatchMax decisions, whichever comes first.
+const (
+	decisionBatchAge = 100 * time.Millisecond
+	decisionBatchMax = 256
+)
+
+// DecisionPublisher publishes a kernel's decisions on sys.safety.decision,
+// in DecisionLogBatch messages. Its Log is a Config.Log. A publish does not
+// block (NATS buffers it); one that fails is counted and its decisions
+// dropped.
+type DecisionPublisher struct {
+	c      *bus.Conn
+	mu     sync.Mutex
+	batch  []*safetyv1.DecisionLog
+	timer  *time.Timer // flushes a batch at its age; nil before the first
+	closed bool
+}
+
+// PublishDecisions returns the DecisionPublisher of c. Close it before c.
+func PublishDecisions(c *bus.Conn) *DecisionPublisher { return &DecisionPublisher{c: c} }
+
+// Log adds l to the batch.
+func (p *DecisionPublisher) Log(l *safetyv1.DecisionLog) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.send([]*safetyv1.DecisionLog{l})
+		return
+	}
+	p.batch = append(p.batch, l)
+	switch len(p.batch) {
+	case decisionBatchMax:
+		b := p.take()
+		p.mu.Unlock()
+		p.send(b)
+		return
+	case 1:
+		if p.timer == nil {
+			p.timer = time.AfterFunc(decisionBatchAge, p.flush)
+		} else {
+			p.timer.Reset(decisionBatchAge)
 		}
+	}
+	p.mu.Unlock()
+}
+
+// Close publishes what is batched; later decisions go out one a batch.
+func (p *DecisionPublisher) Close() {
+	p.mu.Lock()
+	p.closed = true
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	b := p.take()
+	p.mu.Unlock()
+	p.send(b)
+}
+
+// flush publishes the batch its clock ran out on.
+func (p *DecisionPublisher) flush() {
+	p.mu.Lock()
+	b := p.take()
+	p.mu.Unlock()
+	p.send(b)
+}
+
+// take empties the batch and returns what it held; p.mu is held.
+func (p *DecisionPublisher) take() []*safetyv1.DecisionLog {
+	b := p.batch
+	p.batch = nil
+	return b
+}
+
+func (p *DecisionPublisher) send(b []*safetyv1.DecisionLog) {
+	if len(b) == 0 {
+		return
+	}
+	if err := p.c.Publish(bus.SubjectSafetyDecision, &safetyv1.DecisionLogBatch{Decisions: b}); err != nil {
+		decisionLogErrors.Add(float64(len(b)))
 	}
 }
 

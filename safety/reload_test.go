@@ -265,24 +265,58 @@ func TestDecisionsPublished(t *testing.T) {
 	if err := conn.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	k := newKernel(t, policies.FS, Config{Log: PublishDecisions(conn)})
+	pub := PublishDecisions(conn)
+	k := newKernel(t, policies.FS, Config{Log: pub.Log})
 	req := echoJob()
 	req.Topic = "sys.destroy"
 	resp, err := k.Check(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A lone decision goes out when its batch is old enough.
 	msg, err := sub.NextMsg(5 * time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var l safetyv1.DecisionLog
-	if err := proto.Unmarshal(msg.Data, &l); err != nil {
-		t.Fatal(err)
+	var b safetyv1.DecisionLogBatch
+	if err := proto.Unmarshal(msg.Data, &b); err != nil || len(b.GetDecisions()) != 1 {
+		t.Fatalf("published %v (%v), want one decision", &b, err)
 	}
+	l := b.GetDecisions()[0]
 	if l.GetDecisionId() != resp.GetDecisionId() || l.GetInputDigest() != resp.GetInputDigest() ||
 		!slices.Equal(l.GetReasons(), resp.GetReasons()) || l.GetJobId() != req.GetJobId() || l.GetTopic() != "sys.destroy" {
-		t.Errorf("published %v for %v", &l, resp)
+		t.Errorf("published %v for %v", l, resp)
+	}
+
+	// Many decisions go out in batches of at most decisionBatchMax, each
+	// one in order, none lost; Close sends what is left.
+	const n = 2*decisionBatchMax + 10
+	var ids []string
+	for i := range n {
+		req := echoJob()
+		req.JobId = fmt.Sprintf("job-%d", i)
+		if _, err := k.Check(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, req.JobId)
+	}
+	pub.Close()
+	var got []string
+	for len(got) < n {
+		msg, err := sub.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatalf("%d of %d decisions published: %v", len(got), n, err)
+		}
+		var b safetyv1.DecisionLogBatch
+		if err := proto.Unmarshal(msg.Data, &b); err != nil || len(b.GetDecisions()) > decisionBatchMax {
+			t.Fatalf("a batch of %d decisions (%v)", len(b.GetDecisions()), err)
+		}
+		for _, l := range b.GetDecisions() {
+			got = append(got, l.GetJobId())
+		}
+	}
+	if !slices.Equal(got, ids) {
+		t.Errorf("published %d decisions out of order or changed", len(got))
 	}
 }
 

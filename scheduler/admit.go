@@ -143,9 +143,14 @@ func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1
 	}
 	jobsReceived.WithLabelValues(s.topicLabel(req.Topic)).Inc()
 	s.publishEvent(job, jobstore.Event{At: job.CreatedAt, State: jobstore.Pending}, 0)
-	queued := make(map[string]int, len(pools))
+	var queued map[string]int // nil while every queue is empty, the common case
 	for i, p := range pools {
-		queued[p] = res.Queued[i]
+		if res.Queued[i] > 0 {
+			if queued == nil {
+				queued = make(map[string]int, len(pools))
+			}
+			queued[p] = res.Queued[i]
+		}
 	}
 	return &wardv1.SubmitReply{JobId: res.ID, Accepted: true}, job, queued
 }

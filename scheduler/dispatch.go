@@ -37,18 +37,17 @@ func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits,
 	lim.first(&t)
 	s.hosts.Reserve(w.ID, job.CPUMillicores, job.MemoryBytes)
 	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
-	var le *jobstore.LimitError
-	switch {
-	case errors.As(err, &le) && errors.Is(err, jobstore.ErrWorkerFull):
+	if err != nil {
 		s.hosts.Unreserve(w.ID, job.CPUMillicores, job.MemoryBytes)
-		s.hosts.SetHeld(w.ID, le.Held, time.Now())
-		return full
-	case errors.As(err, &le):
-		s.hosts.Unreserve(w.ID, job.CPUMillicores, job.MemoryBytes)
-		s.deferTenant(ctx, s.conf.load(), job, lim, le)
-		return gone
-	case err != nil:
-		s.hosts.Unreserve(w.ID, job.CPUMillicores, job.MemoryBytes)
+		var le *jobstore.LimitError
+		switch {
+		case errors.As(err, &le) && errors.Is(err, jobstore.ErrWorkerFull):
+			s.hosts.SetHeld(w.ID, le.Held, time.Now())
+			return full
+		case errors.As(err, &le):
+			s.deferTenant(ctx, s.conf.load(), job, lim, le)
+			return gone
+		}
 		s.storeFailed("dispatch", job.ID, err) // refused: another replica moved it
 		return gone
 	}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,6 +56,12 @@ func (m *modules) versions(pools *config.Pools, grace time.Duration) map[string]
 // retired drops the pools whose module is retired; when none is left it
 // says why.
 func (c *settings) retired(pools []string) ([]string, string) {
+	if !slices.ContainsFunc(pools, func(p string) bool {
+		a := c.mods.active(c.pools.Pools[p].Module)
+		return a != nil && a.Retired
+	}) {
+		return pools, "" // none retired: the same pools, nothing copied
+	}
 	var live []string
 	var gone []string
 	for _, p := range pools {

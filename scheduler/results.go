@@ -76,6 +76,9 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 	)
 	for range 3 {
 		job, err = s.cfg.Store.Transition(ctx, r.GetJobId(), t)
+		if err == nil {
+			break
+		}
 		var te *jobstore.TransitionError
 		if !errors.As(err, &te) || te.IfWorker != "" || te.IfAttempt != 0 {
 			break

@@ -404,15 +404,22 @@ func (s *Scheduler) publishEvent(job *jobstore.Job, e jobstore.Event, chunks int
 // publishVia publishes e, which passed through state via (with its
 // message) in the same step, when via is set: one event tells both.
 func (s *Scheduler) publishVia(job *jobstore.Job, e jobstore.Event, chunks int64, via jobstore.State, viaMsg string) {
-	ev := &wardv1.JobEvent{JobId: job.ID, State: stateEnum(e.State), AtUnixMs: e.At.UnixMilli(),
-		Reason: e.Reason, Message: e.Message, WorkerId: e.WorkerID, OutputChunks: chunks}
+	ev := events.Get().(*wardv1.JobEvent)
+	ev.JobId, ev.State, ev.AtUnixMs = job.ID, stateEnum(e.State), e.At.UnixMilli()
+	ev.Reason, ev.Message, ev.WorkerId, ev.OutputChunks = e.Reason, e.Message, e.WorkerID, chunks
 	if via != "" {
 		ev.Via, ev.ViaMessage = stateEnum(via), viaMsg
 	}
 	if err := s.cfg.Bus.Publish(bus.EventSubject(job.Tenant, job.ID), ev); err != nil {
 		s.log.Debug("event publish failed", "job_id", job.ID, "err", err)
 	}
+	ev.Reset() // encoded and sent: the message is free again
+	events.Put(ev)
 }
+
+// events holds JobEvents for publishVia, which needs one only while it
+// encodes it.
+var events = sync.Pool{New: func() any { return new(wardv1.JobEvent) }}
 
 // moved publishes the event of a transition the store made (with its Via,
 // when it passed through one).

@@ -507,7 +507,8 @@ func (x *ExplainResponse) GetInput() string {
 	return ""
 }
 
-// DecisionLog is one decision, as kernels publish it on sys.safety.decision.
+// DecisionLog is one decision, as kernels publish it on sys.safety.decision
+// (in a DecisionLogBatch).
 type DecisionLog struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	DecisionId     string                 `protobuf:"bytes,1,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
@@ -649,6 +650,54 @@ func (x *DecisionLog) GetConstraints() *v1.Constraints {
 	return nil
 }
 
+// DecisionLogBatch is what a kernel publishes on sys.safety.decision: the
+// decisions it made in a short while (at most 100 ms, 256 decisions), in
+// the order it made them. Like OPA's decision log plugin, it sends its log
+// in batches, not a message a decision.
+type DecisionLogBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Decisions     []*DecisionLog         `protobuf:"bytes,1,rep,name=decisions,proto3" json:"decisions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecisionLogBatch) Reset() {
+	*x = DecisionLogBatch{}
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecisionLogBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecisionLogBatch) ProtoMessage() {}
+
+func (x *DecisionLogBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecisionLogBatch.ProtoReflect.Descriptor instead.
+func (*DecisionLogBatch) Descriptor() ([]byte, []int) {
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *DecisionLogBatch) GetDecisions() []*DecisionLog {
+	if x != nil {
+		return x.Decisions
+	}
+	return nil
+}
+
 // PolicyBundle is a policy bundle as `ward policy push` stores it in the
 // policy KV bucket: every file of the bundle directory that the kernel reads
 // (*.rego, the *_test.rego tests, data.json or data.yaml), by path.
@@ -666,7 +715,7 @@ type PolicyBundle struct {
 
 func (x *PolicyBundle) Reset() {
 	*x = PolicyBundle{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[6]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -678,7 +727,7 @@ func (x *PolicyBundle) String() string {
 func (*PolicyBundle) ProtoMessage() {}
 
 func (x *PolicyBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[6]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -691,7 +740,7 @@ func (x *PolicyBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyBundle.ProtoReflect.Descriptor instead.
 func (*PolicyBundle) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{6}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PolicyBundle) GetFiles() map[string][]byte {
@@ -731,7 +780,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[7]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -743,7 +792,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[7]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -756,7 +805,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{7}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{8}
 }
 
 // KernelStatus is one kernel's answer to a StatusRequest.
@@ -784,7 +833,7 @@ type KernelStatus struct {
 
 func (x *KernelStatus) Reset() {
 	*x = KernelStatus{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[8]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -796,7 +845,7 @@ func (x *KernelStatus) String() string {
 func (*KernelStatus) ProtoMessage() {}
 
 func (x *KernelStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[8]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +858,7 @@ func (x *KernelStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelStatus.ProtoReflect.Descriptor instead.
 func (*KernelStatus) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{8}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *KernelStatus) GetKernelId() string {
@@ -934,7 +983,9 @@ const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"\n" +
 	"at_unix_ms\x18\v \x01(\x03R\batUnixMs\x12\x1b\n" +
 	"\tkernel_id\x18\f \x01(\tR\bkernelId\x126\n" +
-	"\vconstraints\x18\r \x01(\v2\x14.ward.v1.ConstraintsR\vconstraints\"\xeb\x01\n" +
+	"\vconstraints\x18\r \x01(\v2\x14.ward.v1.ConstraintsR\vconstraints\"M\n" +
+	"\x10DecisionLogBatch\x129\n" +
+	"\tdecisions\x18\x01 \x03(\v2\x1b.ward.safety.v1.DecisionLogR\tdecisions\"\xeb\x01\n" +
 	"\fPolicyBundle\x12=\n" +
 	"\x05files\x18\x01 \x03(\v2'.ward.safety.v1.PolicyBundle.FilesEntryR\x05files\x12\x1a\n" +
 	"\brevision\x18\x02 \x01(\tR\brevision\x12)\n" +
@@ -979,43 +1030,45 @@ func file_ward_safety_v1_safety_proto_rawDescGZIP() []byte {
 }
 
 var file_ward_safety_v1_safety_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ward_safety_v1_safety_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_ward_safety_v1_safety_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_ward_safety_v1_safety_proto_goTypes = []any{
-	(Decision)(0),           // 0: ward.safety.v1.Decision
-	(*ModuleRequest)(nil),   // 1: ward.safety.v1.ModuleRequest
-	(*CheckRequest)(nil),    // 2: ward.safety.v1.CheckRequest
-	(*CheckResponse)(nil),   // 3: ward.safety.v1.CheckResponse
-	(*FiredRule)(nil),       // 4: ward.safety.v1.FiredRule
-	(*ExplainResponse)(nil), // 5: ward.safety.v1.ExplainResponse
-	(*DecisionLog)(nil),     // 6: ward.safety.v1.DecisionLog
-	(*PolicyBundle)(nil),    // 7: ward.safety.v1.PolicyBundle
-	(*StatusRequest)(nil),   // 8: ward.safety.v1.StatusRequest
-	(*KernelStatus)(nil),    // 9: ward.safety.v1.KernelStatus
-	nil,                     // 10: ward.safety.v1.CheckRequest.LabelsEntry
-	nil,                     // 11: ward.safety.v1.PolicyBundle.FilesEntry
-	(*v1.Grants)(nil),       // 12: ward.v1.Grants
-	(*v1.Constraints)(nil),  // 13: ward.v1.Constraints
+	(Decision)(0),            // 0: ward.safety.v1.Decision
+	(*ModuleRequest)(nil),    // 1: ward.safety.v1.ModuleRequest
+	(*CheckRequest)(nil),     // 2: ward.safety.v1.CheckRequest
+	(*CheckResponse)(nil),    // 3: ward.safety.v1.CheckResponse
+	(*FiredRule)(nil),        // 4: ward.safety.v1.FiredRule
+	(*ExplainResponse)(nil),  // 5: ward.safety.v1.ExplainResponse
+	(*DecisionLog)(nil),      // 6: ward.safety.v1.DecisionLog
+	(*DecisionLogBatch)(nil), // 7: ward.safety.v1.DecisionLogBatch
+	(*PolicyBundle)(nil),     // 8: ward.safety.v1.PolicyBundle
+	(*StatusRequest)(nil),    // 9: ward.safety.v1.StatusRequest
+	(*KernelStatus)(nil),     // 10: ward.safety.v1.KernelStatus
+	nil,                      // 11: ward.safety.v1.CheckRequest.LabelsEntry
+	nil,                      // 12: ward.safety.v1.PolicyBundle.FilesEntry
+	(*v1.Grants)(nil),        // 13: ward.v1.Grants
+	(*v1.Constraints)(nil),   // 14: ward.v1.Constraints
 }
 var file_ward_safety_v1_safety_proto_depIdxs = []int32{
-	12, // 0: ward.safety.v1.ModuleRequest.requested:type_name -> ward.v1.Grants
-	10, // 1: ward.safety.v1.CheckRequest.labels:type_name -> ward.safety.v1.CheckRequest.LabelsEntry
+	13, // 0: ward.safety.v1.ModuleRequest.requested:type_name -> ward.v1.Grants
+	11, // 1: ward.safety.v1.CheckRequest.labels:type_name -> ward.safety.v1.CheckRequest.LabelsEntry
 	1,  // 2: ward.safety.v1.CheckRequest.module:type_name -> ward.safety.v1.ModuleRequest
 	0,  // 3: ward.safety.v1.CheckResponse.decision:type_name -> ward.safety.v1.Decision
-	13, // 4: ward.safety.v1.CheckResponse.constraints:type_name -> ward.v1.Constraints
+	14, // 4: ward.safety.v1.CheckResponse.constraints:type_name -> ward.v1.Constraints
 	3,  // 5: ward.safety.v1.ExplainResponse.result:type_name -> ward.safety.v1.CheckResponse
 	4,  // 6: ward.safety.v1.ExplainResponse.fired:type_name -> ward.safety.v1.FiredRule
 	0,  // 7: ward.safety.v1.DecisionLog.decision:type_name -> ward.safety.v1.Decision
-	13, // 8: ward.safety.v1.DecisionLog.constraints:type_name -> ward.v1.Constraints
-	11, // 9: ward.safety.v1.PolicyBundle.files:type_name -> ward.safety.v1.PolicyBundle.FilesEntry
-	2,  // 10: ward.safety.v1.SafetyKernel.Check:input_type -> ward.safety.v1.CheckRequest
-	2,  // 11: ward.safety.v1.SafetyKernel.Explain:input_type -> ward.safety.v1.CheckRequest
-	3,  // 12: ward.safety.v1.SafetyKernel.Check:output_type -> ward.safety.v1.CheckResponse
-	5,  // 13: ward.safety.v1.SafetyKernel.Explain:output_type -> ward.safety.v1.ExplainResponse
-	12, // [12:14] is the sub-list for method output_type
-	10, // [10:12] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	14, // 8: ward.safety.v1.DecisionLog.constraints:type_name -> ward.v1.Constraints
+	6,  // 9: ward.safety.v1.DecisionLogBatch.decisions:type_name -> ward.safety.v1.DecisionLog
+	12, // 10: ward.safety.v1.PolicyBundle.files:type_name -> ward.safety.v1.PolicyBundle.FilesEntry
+	2,  // 11: ward.safety.v1.SafetyKernel.Check:input_type -> ward.safety.v1.CheckRequest
+	2,  // 12: ward.safety.v1.SafetyKernel.Explain:input_type -> ward.safety.v1.CheckRequest
+	3,  // 13: ward.safety.v1.SafetyKernel.Check:output_type -> ward.safety.v1.CheckResponse
+	5,  // 14: ward.safety.v1.SafetyKernel.Explain:output_type -> ward.safety.v1.ExplainResponse
+	13, // [13:15] is the sub-list for method output_type
+	11, // [11:13] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_ward_safety_v1_safety_proto_init() }
@@ -1029,7 +1082,7 @@ func file_ward_safety_v1_safety_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ward_safety_v1_safety_proto_rawDesc), len(file_ward_safety_v1_safety_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
