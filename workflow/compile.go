@@ -31,6 +31,7 @@ type Plan struct {
 	steps   []*node // topological order
 	byID    map[string]*node
 	progs   map[string]*vm.Program // every expression, by its source and env
+	refs    map[string][]string    // the steps each of them reads, by the same key
 	outputs []string               // Outputs' names, sorted
 }
 
@@ -77,7 +78,7 @@ func Compile(def *Definition, opts Options) (*Plan, error) {
 	if def.Timeout < 0 {
 		fail("timeout is %s, below 0", def.Timeout.Std())
 	}
-	p := &Plan{def: def, byID: map[string]*node{}, progs: map[string]*vm.Program{}}
+	p := &Plan{def: def, byID: map[string]*node{}, progs: map[string]*vm.Program{}, refs: map[string][]string{}}
 	for i := range def.Steps {
 		s := def.Steps[i]
 		label := fmt.Sprintf("step %q", s.ID)
@@ -311,6 +312,7 @@ func (p *Plan) compileExpr(n *node, src string) error {
 		}
 	}
 	p.progs[progKey(n, src)] = prog
+	p.refs[progKey(n, src)] = v.ids
 	return nil
 }
 

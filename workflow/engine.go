@@ -590,15 +590,17 @@ func (e *Engine) payload(t *task) ([]byte, error) {
 // eval runs the compiled expression src of step n (nil: the run's
 // outputs) with the run's variables; item and index for a for_each item.
 func (e *Engine) eval(n *node, item any, index int, src string) (any, error) {
-	prog := e.plan.progs[progKey(n, src)]
+	key := progKey(n, src)
+	prog := e.plan.progs[key]
 	if prog == nil && n != nil && n.ForEach != "" {
 		// for_each's own list expression is compiled without item.
-		prog = e.plan.progs[src]
+		key = src
+		prog = e.plan.progs[key]
 	}
 	if prog == nil {
 		return nil, fmt.Errorf("expression %q was not compiled", src)
 	}
-	env := map[string]any{"input": e.input, "steps": e.stepsEnv(n), "run": map[string]any{"id": e.run, "workflow": e.plan.def.Name}}
+	env := map[string]any{"input": e.input, "steps": e.stepsEnv(e.plan.refs[key]), "run": map[string]any{"id": e.run, "workflow": e.plan.def.Name}}
 	if n != nil && n.ForEach != "" {
 		env["item"], env["index"] = item, index
 	}
@@ -609,15 +611,15 @@ func (e *Engine) eval(n *node, item any, index int, src string) (any, error) {
 	return v, nil
 }
 
-// stepsEnv is what steps.<id> reads: the state and output of each step
-// that ended (n's ancestors only, for a step).
-func (e *Engine) stepsEnv(n *node) map[string]any {
-	out := map[string]any{}
-	for _, s := range e.steps {
-		if !s.state.Ended() || (n != nil && !n.ancestors[s.n.ID]) {
-			continue
+// stepsEnv is what steps.<id> reads, for the steps an expression reads
+// (Compile checked they are the step's ancestors): the state and output
+// of each that ended.
+func (e *Engine) stepsEnv(ids []string) map[string]any {
+	out := make(map[string]any, len(ids))
+	for _, id := range ids {
+		if s := e.byStep[id]; s != nil && s.state.Ended() {
+			out[id] = map[string]any{"state": string(s.state), "output": s.output}
 		}
-		out[s.n.ID] = map[string]any{"state": string(s.state), "output": s.output}
 	}
 	return out
 }

@@ -33,6 +33,7 @@ var layers = []struct {
 	{"auth", 3}, // credentials and dispatch keys: above the bus whose subjects it permits
 	{"scheduler", 4},
 	{"scheduler/placement", 2}, // pure: below the scheduler it serves
+	{"workflow", 2},            // pure: the engine the scheduler drives runs with
 	{"host", 4},
 	{"safety", 4},
 	{"client", 4},
