@@ -36,6 +36,8 @@ type Memory struct {
 	mode       string                         // scheduler mode
 	failures   map[string]failures            // worker -> failures in the window
 	quarantine zset                           // worker -> end of quarantine
+	runs       *memRuns                       // workflow runs (memory_runs.go), made once
+	runsOnce   sync.Once
 }
 
 type memLock struct {
