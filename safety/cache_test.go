@@ -114,8 +114,8 @@ func TestInputFields(t *testing.T) {
 	}{
 		{"deny contains \"x\" if input.topic == \"a\"", []string{"topic"}},
 		{"deny contains \"x\" if input.module.name == input.pool", []string{"module", "pool"}},
-		{"deny contains \"x\" if count(input) > 3", []string{"job_id", "topic", "tenant_id", "labels", "requires", "priority", "payload_size", "module", "pool", "payload_digest"}},
-		{"deny contains \"x\" if { some k; input[k] == 1 }", []string{"job_id", "topic", "tenant_id", "labels", "requires", "priority", "payload_size", "module", "pool", "payload_digest"}},
+		{"deny contains \"x\" if count(input) > 3", []string{"job_id", "topic", "tenant_id", "labels", "requires", "priority", "payload_size", "module", "pool", "payload_digest", "workflow"}},
+		{"deny contains \"x\" if { some k; input[k] == 1 }", []string{"job_id", "topic", "tenant_id", "labels", "requires", "priority", "payload_size", "module", "pool", "payload_digest", "workflow"}},
 		{"import input.labels as l\n\ndeny contains \"x\" if l.a == \"b\"", []string{"labels"}},
 		{"deny contains \"x\" if f(input.job_id)\n\nf(x) if x == \"\"", []string{"job_id"}},
 		{"deny contains \"x\" if input.nothing", nil},

@@ -33,6 +33,7 @@ const (
 	fModule
 	fPool
 	fPayloadDigest
+	fWorkflow
 	numFields
 )
 
@@ -48,6 +49,7 @@ var fieldNames = [numFields]string{
 	fModule:        "module",
 	fPool:          "pool",
 	fPayloadDigest: "payload_digest",
+	fWorkflow:      "workflow",
 }
 
 // fieldSet is a set of fields, one bit each.
@@ -118,6 +120,11 @@ var (
 	keyServices         = ast.StringTerm("services")
 	keyMemoryLimitBytes = ast.StringTerm("memory_limit_bytes")
 	keyTimeLimitMS      = ast.StringTerm("time_limit_ms")
+	keySteps            = ast.StringTerm("steps")
+	keyID               = ast.StringTerm("id")
+	keyTopic            = ast.StringTerm("topic")
+	keyDependsOn        = ast.StringTerm("depends_on")
+	keyForEach          = ast.StringTerm("for_each")
 )
 
 // inputValue builds the policy's input document from req directly as a
@@ -169,10 +176,30 @@ func inputValue(req *safetyv1.CheckRequest, set fieldSet, enc *encoded, terms *t
 			v = ast.StringTerm(req.GetPool())
 		case fPayloadDigest:
 			v = ast.StringTerm(req.GetPayloadDigest())
+		case fWorkflow:
+			v = workflowTerm(req.GetWorkflow())
 		}
 		items = append(items, ast.Item(fieldKeys[f], v))
 	}
 	return ast.NewObject(items...)
+}
+
+// workflowTerm is input.workflow: null for a job's check, the run's name
+// and steps for a workflow run's.
+func workflowTerm(w *safetyv1.WorkflowRequest) *ast.Term {
+	if w == nil {
+		return ast.InternedNullTerm
+	}
+	steps := make([]*ast.Term, len(w.GetSteps()))
+	for i, st := range w.GetSteps() {
+		steps[i] = ast.ObjectTerm(
+			ast.Item(keyID, ast.StringTerm(st.GetId())),
+			ast.Item(keyTopic, ast.StringTerm(st.GetTopic())),
+			ast.Item(keyDependsOn, stringsTerm(st.GetDependsOn())),
+			ast.Item(keyForEach, ast.InternedTerm(st.GetForEach())),
+		)
+	}
+	return ast.ObjectTerm(ast.Item(keyName, ast.StringTerm(w.GetName())), ast.Item(keySteps, ast.ArrayTerm(steps...)))
 }
 
 // Shared immutable terms. Evaluation never modifies input, and OPA shares
@@ -352,6 +379,25 @@ func (e *encoded) encode(req *safetyv1.CheckRequest) {
 			e.str(req.GetPool())
 		case fPayloadDigest:
 			e.str(req.GetPayloadDigest())
+		case fWorkflow:
+			w := req.GetWorkflow()
+			if w == nil {
+				e.buf = append(e.buf, 0)
+				break
+			}
+			e.buf = append(e.buf, 1)
+			e.str(w.GetName())
+			e.buf = binary.AppendUvarint(e.buf, uint64(len(w.GetSteps())))
+			for _, st := range w.GetSteps() {
+				e.str(st.GetId())
+				e.str(st.GetTopic())
+				e.strs(st.GetDependsOn())
+				if st.GetForEach() {
+					e.buf = append(e.buf, 1)
+				} else {
+					e.buf = append(e.buf, 0)
+				}
+			}
 		}
 		e.ends[f] = len(e.buf)
 	}

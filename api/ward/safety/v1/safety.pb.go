@@ -169,6 +169,10 @@ type CheckRequest struct {
 	// path it took (inline, or by pointer from the object store, whose host
 	// checks the bytes against it before the job runs).
 	PayloadDigest string `protobuf:"bytes,10,opt,name=payload_digest,json=payloadDigest,proto3" json:"payload_digest,omitempty"`
+	// workflow is set when the request is a workflow run's, checked as a
+	// whole when it is submitted (input.workflow: its name and steps); each
+	// step is checked again as a job when it becomes ready.
+	Workflow      *WorkflowRequest `protobuf:"bytes,11,opt,name=workflow,proto3" json:"workflow,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -273,6 +277,135 @@ func (x *CheckRequest) GetPayloadDigest() string {
 	return ""
 }
 
+func (x *CheckRequest) GetWorkflow() *WorkflowRequest {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+// WorkflowRequest is a workflow run as the policy sees it.
+type WorkflowRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Steps         []*WorkflowStep        `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkflowRequest) Reset() {
+	*x = WorkflowRequest{}
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkflowRequest) ProtoMessage() {}
+
+func (x *WorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkflowRequest.ProtoReflect.Descriptor instead.
+func (*WorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *WorkflowRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *WorkflowRequest) GetSteps() []*WorkflowStep {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+// WorkflowStep is one step of a run, as the policy sees it.
+type WorkflowStep struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Topic         string                 `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	DependsOn     []string               `protobuf:"bytes,3,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
+	ForEach       bool                   `protobuf:"varint,4,opt,name=for_each,json=forEach,proto3" json:"for_each,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkflowStep) Reset() {
+	*x = WorkflowStep{}
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkflowStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkflowStep) ProtoMessage() {}
+
+func (x *WorkflowStep) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkflowStep.ProtoReflect.Descriptor instead.
+func (*WorkflowStep) Descriptor() ([]byte, []int) {
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *WorkflowStep) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WorkflowStep) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *WorkflowStep) GetDependsOn() []string {
+	if x != nil {
+		return x.DependsOn
+	}
+	return nil
+}
+
+func (x *WorkflowStep) GetForEach() bool {
+	if x != nil {
+		return x.ForEach
+	}
+	return false
+}
+
 // CheckResponse is the decision.
 type CheckResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -295,7 +428,7 @@ type CheckResponse struct {
 
 func (x *CheckResponse) Reset() {
 	*x = CheckResponse{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[2]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +440,7 @@ func (x *CheckResponse) String() string {
 func (*CheckResponse) ProtoMessage() {}
 
 func (x *CheckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[2]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +453,7 @@ func (x *CheckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResponse.ProtoReflect.Descriptor instead.
 func (*CheckResponse) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{2}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CheckResponse) GetDecision() Decision {
@@ -395,7 +528,7 @@ type FiredRule struct {
 
 func (x *FiredRule) Reset() {
 	*x = FiredRule{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[3]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -407,7 +540,7 @@ func (x *FiredRule) String() string {
 func (*FiredRule) ProtoMessage() {}
 
 func (x *FiredRule) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[3]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -420,7 +553,7 @@ func (x *FiredRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FiredRule.ProtoReflect.Descriptor instead.
 func (*FiredRule) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{3}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *FiredRule) GetRule() string {
@@ -458,7 +591,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[4]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +603,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[4]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +616,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{4}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ExplainResponse) GetResult() *CheckResponse {
@@ -531,7 +664,7 @@ type DecisionLog struct {
 
 func (x *DecisionLog) Reset() {
 	*x = DecisionLog{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[5]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -543,7 +676,7 @@ func (x *DecisionLog) String() string {
 func (*DecisionLog) ProtoMessage() {}
 
 func (x *DecisionLog) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[5]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -556,7 +689,7 @@ func (x *DecisionLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecisionLog.ProtoReflect.Descriptor instead.
 func (*DecisionLog) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{5}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DecisionLog) GetDecisionId() string {
@@ -663,7 +796,7 @@ type DecisionLogBatch struct {
 
 func (x *DecisionLogBatch) Reset() {
 	*x = DecisionLogBatch{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[6]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -675,7 +808,7 @@ func (x *DecisionLogBatch) String() string {
 func (*DecisionLogBatch) ProtoMessage() {}
 
 func (x *DecisionLogBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[6]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -688,7 +821,7 @@ func (x *DecisionLogBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecisionLogBatch.ProtoReflect.Descriptor instead.
 func (*DecisionLogBatch) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{6}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DecisionLogBatch) GetDecisions() []*DecisionLog {
@@ -715,7 +848,7 @@ type PolicyBundle struct {
 
 func (x *PolicyBundle) Reset() {
 	*x = PolicyBundle{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[7]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +860,7 @@ func (x *PolicyBundle) String() string {
 func (*PolicyBundle) ProtoMessage() {}
 
 func (x *PolicyBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[7]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +873,7 @@ func (x *PolicyBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyBundle.ProtoReflect.Descriptor instead.
 func (*PolicyBundle) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{7}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PolicyBundle) GetFiles() map[string][]byte {
@@ -780,7 +913,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[8]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -792,7 +925,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[8]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -805,7 +938,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{8}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{10}
 }
 
 // KernelStatus is one kernel's answer to a StatusRequest.
@@ -833,7 +966,7 @@ type KernelStatus struct {
 
 func (x *KernelStatus) Reset() {
 	*x = KernelStatus{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[9]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -845,7 +978,7 @@ func (x *KernelStatus) String() string {
 func (*KernelStatus) ProtoMessage() {}
 
 func (x *KernelStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[9]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -858,7 +991,7 @@ func (x *KernelStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelStatus.ProtoReflect.Descriptor instead.
 func (*KernelStatus) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{9}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *KernelStatus) GetKernelId() string {
@@ -933,7 +1066,7 @@ const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\tR\x06digest\x12-\n" +
 	"\trequested\x18\x03 \x01(\v2\x0f.ward.v1.GrantsR\trequested\x12\x16\n" +
-	"\x06signed\x18\x04 \x01(\bR\x06signed\"\xa2\x03\n" +
+	"\x06signed\x18\x04 \x01(\bR\x06signed\"\xdf\x03\n" +
 	"\fCheckRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +
@@ -945,10 +1078,20 @@ const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"\x06module\x18\b \x01(\v2\x1d.ward.safety.v1.ModuleRequestR\x06module\x12\x12\n" +
 	"\x04pool\x18\t \x01(\tR\x04pool\x12%\n" +
 	"\x0epayload_digest\x18\n" +
-	" \x01(\tR\rpayloadDigest\x1a9\n" +
+	" \x01(\tR\rpayloadDigest\x12;\n" +
+	"\bworkflow\x18\v \x01(\v2\x1f.ward.safety.v1.WorkflowRequestR\bworkflow\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb5\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Y\n" +
+	"\x0fWorkflowRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x122\n" +
+	"\x05steps\x18\x02 \x03(\v2\x1c.ward.safety.v1.WorkflowStepR\x05steps\"n\n" +
+	"\fWorkflowStep\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1d\n" +
+	"\n" +
+	"depends_on\x18\x03 \x03(\tR\tdependsOn\x12\x19\n" +
+	"\bfor_each\x18\x04 \x01(\bR\aforEach\"\xb5\x02\n" +
 	"\rCheckResponse\x124\n" +
 	"\bdecision\x18\x01 \x01(\x0e2\x18.ward.safety.v1.DecisionR\bdecision\x12\x18\n" +
 	"\areasons\x18\x02 \x03(\tR\areasons\x126\n" +
@@ -1030,45 +1173,49 @@ func file_ward_safety_v1_safety_proto_rawDescGZIP() []byte {
 }
 
 var file_ward_safety_v1_safety_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ward_safety_v1_safety_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_ward_safety_v1_safety_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_ward_safety_v1_safety_proto_goTypes = []any{
 	(Decision)(0),            // 0: ward.safety.v1.Decision
 	(*ModuleRequest)(nil),    // 1: ward.safety.v1.ModuleRequest
 	(*CheckRequest)(nil),     // 2: ward.safety.v1.CheckRequest
-	(*CheckResponse)(nil),    // 3: ward.safety.v1.CheckResponse
-	(*FiredRule)(nil),        // 4: ward.safety.v1.FiredRule
-	(*ExplainResponse)(nil),  // 5: ward.safety.v1.ExplainResponse
-	(*DecisionLog)(nil),      // 6: ward.safety.v1.DecisionLog
-	(*DecisionLogBatch)(nil), // 7: ward.safety.v1.DecisionLogBatch
-	(*PolicyBundle)(nil),     // 8: ward.safety.v1.PolicyBundle
-	(*StatusRequest)(nil),    // 9: ward.safety.v1.StatusRequest
-	(*KernelStatus)(nil),     // 10: ward.safety.v1.KernelStatus
-	nil,                      // 11: ward.safety.v1.CheckRequest.LabelsEntry
-	nil,                      // 12: ward.safety.v1.PolicyBundle.FilesEntry
-	(*v1.Grants)(nil),        // 13: ward.v1.Grants
-	(*v1.Constraints)(nil),   // 14: ward.v1.Constraints
+	(*WorkflowRequest)(nil),  // 3: ward.safety.v1.WorkflowRequest
+	(*WorkflowStep)(nil),     // 4: ward.safety.v1.WorkflowStep
+	(*CheckResponse)(nil),    // 5: ward.safety.v1.CheckResponse
+	(*FiredRule)(nil),        // 6: ward.safety.v1.FiredRule
+	(*ExplainResponse)(nil),  // 7: ward.safety.v1.ExplainResponse
+	(*DecisionLog)(nil),      // 8: ward.safety.v1.DecisionLog
+	(*DecisionLogBatch)(nil), // 9: ward.safety.v1.DecisionLogBatch
+	(*PolicyBundle)(nil),     // 10: ward.safety.v1.PolicyBundle
+	(*StatusRequest)(nil),    // 11: ward.safety.v1.StatusRequest
+	(*KernelStatus)(nil),     // 12: ward.safety.v1.KernelStatus
+	nil,                      // 13: ward.safety.v1.CheckRequest.LabelsEntry
+	nil,                      // 14: ward.safety.v1.PolicyBundle.FilesEntry
+	(*v1.Grants)(nil),        // 15: ward.v1.Grants
+	(*v1.Constraints)(nil),   // 16: ward.v1.Constraints
 }
 var file_ward_safety_v1_safety_proto_depIdxs = []int32{
-	13, // 0: ward.safety.v1.ModuleRequest.requested:type_name -> ward.v1.Grants
-	11, // 1: ward.safety.v1.CheckRequest.labels:type_name -> ward.safety.v1.CheckRequest.LabelsEntry
+	15, // 0: ward.safety.v1.ModuleRequest.requested:type_name -> ward.v1.Grants
+	13, // 1: ward.safety.v1.CheckRequest.labels:type_name -> ward.safety.v1.CheckRequest.LabelsEntry
 	1,  // 2: ward.safety.v1.CheckRequest.module:type_name -> ward.safety.v1.ModuleRequest
-	0,  // 3: ward.safety.v1.CheckResponse.decision:type_name -> ward.safety.v1.Decision
-	14, // 4: ward.safety.v1.CheckResponse.constraints:type_name -> ward.v1.Constraints
-	3,  // 5: ward.safety.v1.ExplainResponse.result:type_name -> ward.safety.v1.CheckResponse
-	4,  // 6: ward.safety.v1.ExplainResponse.fired:type_name -> ward.safety.v1.FiredRule
-	0,  // 7: ward.safety.v1.DecisionLog.decision:type_name -> ward.safety.v1.Decision
-	14, // 8: ward.safety.v1.DecisionLog.constraints:type_name -> ward.v1.Constraints
-	6,  // 9: ward.safety.v1.DecisionLogBatch.decisions:type_name -> ward.safety.v1.DecisionLog
-	12, // 10: ward.safety.v1.PolicyBundle.files:type_name -> ward.safety.v1.PolicyBundle.FilesEntry
-	2,  // 11: ward.safety.v1.SafetyKernel.Check:input_type -> ward.safety.v1.CheckRequest
-	2,  // 12: ward.safety.v1.SafetyKernel.Explain:input_type -> ward.safety.v1.CheckRequest
-	3,  // 13: ward.safety.v1.SafetyKernel.Check:output_type -> ward.safety.v1.CheckResponse
-	5,  // 14: ward.safety.v1.SafetyKernel.Explain:output_type -> ward.safety.v1.ExplainResponse
-	13, // [13:15] is the sub-list for method output_type
-	11, // [11:13] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	3,  // 3: ward.safety.v1.CheckRequest.workflow:type_name -> ward.safety.v1.WorkflowRequest
+	4,  // 4: ward.safety.v1.WorkflowRequest.steps:type_name -> ward.safety.v1.WorkflowStep
+	0,  // 5: ward.safety.v1.CheckResponse.decision:type_name -> ward.safety.v1.Decision
+	16, // 6: ward.safety.v1.CheckResponse.constraints:type_name -> ward.v1.Constraints
+	5,  // 7: ward.safety.v1.ExplainResponse.result:type_name -> ward.safety.v1.CheckResponse
+	6,  // 8: ward.safety.v1.ExplainResponse.fired:type_name -> ward.safety.v1.FiredRule
+	0,  // 9: ward.safety.v1.DecisionLog.decision:type_name -> ward.safety.v1.Decision
+	16, // 10: ward.safety.v1.DecisionLog.constraints:type_name -> ward.v1.Constraints
+	8,  // 11: ward.safety.v1.DecisionLogBatch.decisions:type_name -> ward.safety.v1.DecisionLog
+	14, // 12: ward.safety.v1.PolicyBundle.files:type_name -> ward.safety.v1.PolicyBundle.FilesEntry
+	2,  // 13: ward.safety.v1.SafetyKernel.Check:input_type -> ward.safety.v1.CheckRequest
+	2,  // 14: ward.safety.v1.SafetyKernel.Explain:input_type -> ward.safety.v1.CheckRequest
+	5,  // 15: ward.safety.v1.SafetyKernel.Check:output_type -> ward.safety.v1.CheckResponse
+	7,  // 16: ward.safety.v1.SafetyKernel.Explain:output_type -> ward.safety.v1.ExplainResponse
+	15, // [15:17] is the sub-list for method output_type
+	13, // [13:15] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_ward_safety_v1_safety_proto_init() }
@@ -1082,7 +1229,7 @@ func file_ward_safety_v1_safety_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ward_safety_v1_safety_proto_rawDesc), len(file_ward_safety_v1_safety_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
