@@ -45,6 +45,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 	case Scheduler:
 		p.Pub.Allow.Add(
 			bus.SubjectEvents,
+			bus.SubjectWorkflowEvents,
 			bus.WorkerJobsSubject("*"),
 			bus.SubjectHostCancel,
 			bus.SubjectDLQ,
@@ -58,6 +59,10 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.TenantSubject(bus.SubjectJobGet, "*"),
 			bus.TenantSubject(bus.SubjectJobList, "*"),
 			bus.TenantSubject(bus.SubjectCancel, "*"),
+			bus.TenantSubject(bus.SubjectWorkflowRun, "*"),
+			bus.TenantSubject(bus.SubjectWorkflowGet, "*"),
+			bus.TenantSubject(bus.SubjectWorkflowList, "*"),
+			bus.TenantSubject(bus.SubjectWorkflowCancel, "*"),
 			bus.SubjectDLQList, bus.SubjectDLQRetry,
 			bus.SubjectMode, bus.SubjectModeChanged,
 			bus.SubjectHeartbeats,
@@ -111,6 +116,10 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.TenantSubject(bus.SubjectJobGet, name),
 			bus.TenantSubject(bus.SubjectJobList, name),
 			bus.TenantSubject(bus.SubjectCancel, name),
+			bus.TenantSubject(bus.SubjectWorkflowRun, name),
+			bus.TenantSubject(bus.SubjectWorkflowGet, name),
+			bus.TenantSubject(bus.SubjectWorkflowList, name),
+			bus.TenantSubject(bus.SubjectWorkflowCancel, name),
 		)
 		// Its own context bucket, and no other: it stores large inputs
 		// there and the scheduler and hosts read them. Its own result
@@ -125,6 +134,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 		)
 		p.Sub.Allow.Add(
 			bus.EventSubject(name, ">"),
+			bus.WorkflowEventSubject(name, ">"),
 			InboxPrefix(Tenant, name)+".>",
 		)
 		p.Resp = resp
