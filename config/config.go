@@ -14,13 +14,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 )
 
-//go:embed pools.yaml timeouts.yaml scheduler.yaml
+//go:embed pools.yaml timeouts.yaml scheduler.yaml workflows/*.yaml
 var defaults embed.FS
 
 // Environment variables that name the files.
@@ -156,6 +158,24 @@ type Timeouts struct {
 	} `yaml:"reconciler"`
 	// Topics overrides the timeouts and sets retries per topic.
 	Topics map[string]TopicTimeouts `yaml:"topics"`
+	// Workflows are the defaults of workflow runs and their steps; a
+	// definition's own timeout, a step's timeout and retries win.
+	Workflows WorkflowTimeouts `yaml:"workflows"`
+}
+
+// WorkflowTimeouts are the workflow defaults (seed: a step 3 min, a run
+// 10 min, 1 retry).
+type WorkflowTimeouts struct {
+	// StepTimeout bounds each step's job (its deadline).
+	StepTimeout time.Duration `yaml:"step_timeout"`
+	// RunTimeout bounds a whole run: past it, the run ends TIMEOUT and its
+	// running steps are cancelled.
+	RunTimeout time.Duration `yaml:"run_timeout"`
+	// StepRetries is how often a step's job is retried.
+	StepRetries int `yaml:"step_retries"`
+	// MaxRunningRuns caps a tenant's running runs on a replica; one more is
+	// refused (workflow_busy). Default 100.
+	MaxRunningRuns int `yaml:"max_running_runs"`
 }
 
 // TopicTimeouts are one topic's overrides; zero fields use the reconciler's.
@@ -225,6 +245,27 @@ func ParseTimeouts(name string, data []byte) (*Timeouts, error) {
 		case *d.v == 0:
 			*d.v = d.def
 		}
+	}
+	w := &t.Workflows
+	switch {
+	case w.StepTimeout < 0 || w.RunTimeout < 0:
+		return nil, lineErr(name, lineOf(root, "workflows"), "workflows: timeouts must not be negative")
+	case w.StepRetries < 0 || w.StepRetries > MaxRetriesLimit:
+		return nil, lineErr(name, lineOf(root, "workflows", "step_retries"), "workflows.step_retries must be 0..%d", MaxRetriesLimit)
+	case w.MaxRunningRuns < 0:
+		return nil, lineErr(name, lineOf(root, "workflows", "max_running_runs"), "workflows.max_running_runs must not be negative")
+	}
+	if w.StepTimeout == 0 {
+		w.StepTimeout = 3 * time.Minute
+	}
+	if w.RunTimeout == 0 {
+		w.RunTimeout = 10 * time.Minute
+	}
+	if w.MaxRunningRuns == 0 {
+		w.MaxRunningRuns = 100
+	}
+	if !hasKey(root, "workflows", "step_retries") {
+		w.StepRetries = 1
 	}
 	if r.LeaseTTL < 100*time.Millisecond {
 		return nil, lineErr(name, lineOf(root, "reconciler", "lease_ttl"), "reconciler.lease_ttl must be at least 100ms")
@@ -312,10 +353,70 @@ func lineOf(root *yaml.Node, path ...string) int {
 	return line
 }
 
+// hasKey reports whether the document sets the value at path.
+func hasKey(root *yaml.Node, path ...string) bool {
+	n := root
+	if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for _, key := range path {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return false
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+			}
+		}
+		n = next
+	}
+	return n != nil
+}
+
 // lineErr formats an error naming the file and, when known, the line.
 func lineErr(name string, line int, format string, args ...any) error {
 	if line > 0 {
 		return fmt.Errorf("config: %s: line %d: %s", name, line, fmt.Sprintf(format, args...))
 	}
 	return fmt.Errorf("config: %s: %s", name, fmt.Sprintf(format, args...))
+}
+
+// Workflows returns the workflow definitions (YAML) by file name: the
+// embedded ones (workflows/*.yaml: the seed workflows), and, when dir is
+// set, every *.yaml and *.yml file in it, which replace the embedded
+// files of the same name. The scheduler parses and checks them.
+func Workflows(dir string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	entries, err := defaults.ReadDir("workflows")
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	for _, e := range entries {
+		b, err := defaults.ReadFile("workflows/" + e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		out["embedded "+e.Name()] = b
+	}
+	if dir == "" {
+		return out, nil
+	}
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("config: workflows: %w", err)
+	}
+	for _, f := range files {
+		name := f.Name()
+		if f.IsDir() || !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("config: workflows: %w", err)
+		}
+		delete(out, "embedded "+name)
+		out[filepath.Join(dir, name)] = b
+	}
+	return out, nil
 }

@@ -56,6 +56,9 @@ type Options struct {
 	// ConfigFiles, where set, are watched by the scheduler and reloaded on
 	// change (see scheduler.Config.Files).
 	ConfigFiles config.Files
+	// WorkflowDir is a directory of workflow definitions besides the
+	// seed ones (SchedulerConfig.WorkflowDir).
+	WorkflowDir string
 	// Modules are the wasm modules the host serves, by module name. No
 	// host is started when empty, unless ModuleRegistry is set.
 	Modules map[string][]byte
@@ -139,7 +142,7 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 	if n.Scheduler, err = StartScheduler(ctx, SchedulerConfig{NATSURL: o.NATSURL, Store: o.Store,
 		SafetyAddr: n.Safety.Addr(), SafetyClient: o.SafetyClient, Kernel: kernel,
 		Config: &config.Bundle{Pools: o.Pools, Timeouts: o.Timeouts, Scheduler: o.Settings},
-		Files:  o.ConfigFiles, ModuleRegistry: o.ModuleRegistry, Logger: o.Logger,
+		Files:  o.ConfigFiles, WorkflowDir: o.WorkflowDir, ModuleRegistry: o.ModuleRegistry, Logger: o.Logger,
 		Creds: cr.Scheduler, DispatchSecret: cr.DispatchSecret}); err != nil {
 		return nil, err
 	}

@@ -37,6 +37,9 @@ type SchedulerConfig struct {
 	// Files, where a path is set, are watched and reloaded on change (see
 	// scheduler.Config.Files).
 	Files config.Files
+	// WorkflowDir, when set, is a directory of workflow definitions
+	// (*.yaml) served besides the embedded seed ones (config.Workflows).
+	WorkflowDir string
 	// ModuleRegistry makes the scheduler follow the module registry in the
 	// bus's JetStream (`ward module deploy`): deployed routes, versions in
 	// force, retired modules.
@@ -117,9 +120,13 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (_ *Scheduler, err
 	if err != nil {
 		return nil, err
 	}
+	workflows, err := config.Workflows(cfg.WorkflowDir)
+	if err != nil {
+		return nil, err
+	}
 	s.Scheduler, err = scheduler.New(scheduler.Config{ID: cfg.ID, Bus: s.conn, Store: cfg.Store, Safety: checker,
 		Pools: cfg.Config.Pools, Timeouts: cfg.Config.Timeouts, Settings: cfg.Config.Scheduler, Files: cfg.Files,
-		Logger: cfg.Logger, Modules: reg, Signer: signer, HostTrust: trust})
+		Logger: cfg.Logger, Modules: reg, Signer: signer, HostTrust: trust, Workflows: workflows})
 	if err != nil {
 		return nil, err
 	}

@@ -80,6 +80,9 @@ type Config struct {
 	// HostTrust admits hosts by the credential their heartbeats carry. Nil
 	// admits any heartbeat: --insecure.
 	HostTrust *auth.HostTrust
+	// Workflows are the workflow definitions (YAML) the replica runs by
+	// name, by file (config.Workflows: the seed ones and a directory's).
+	Workflows map[string][]byte
 }
 
 // settings is one consistent set of configuration, swapped whole on reload.
@@ -136,6 +139,7 @@ type Scheduler struct {
 	placer  *placer       // snapshot buffers, round-robin picks
 	queues  *queueBook    // pools holding waiting jobs, pools with no live host
 	runs    *runTimes     // pool -> its jobs' average running time
+	runner  *runner       // the workflow runs this replica drives (workflows.go)
 
 	mu        sync.Mutex // guards the 5 following fields
 	subs      []*bus.Subscription
@@ -195,6 +199,7 @@ func New(cfg Config) (*Scheduler, error) {
 		queues:  newQueueBook(),
 		runs:    newRunTimes(),
 	}
+	s.runner = newRunner(s, cfg.Workflows)
 	s.conf = newSettingsHolder(&settings{pools: cfg.Pools, base: cfg.Pools, timeouts: cfg.Timeouts, sched: cfg.Settings}, s.log, s.poke)
 	normal := ModeNormal
 	s.mode.Store(&normal)
@@ -261,6 +266,11 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		add(bus.Subscribe(ctx, c, bus.SubjectDLQRetry, q, s.submits, s.log, s.handleDLQRetry)),
 		add(bus.Subscribe(ctx, c, bus.SubjectMode, q, s.updates, s.log, s.handleMode)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectSubmit, "*"), q, s.submits, s.log, s.handleSubmit)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowRun, "*"), q, s.submits, s.log, s.handleWorkflowRun)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowGet, "*"), q, s.updates, s.log, s.handleWorkflowGet)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowList, "*"), q, s.updates, s.log, s.handleWorkflowList)),
+		// Every replica hears a cancel; the one driving the run answers.
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowCancel, "*"), "", s.updates, s.log, s.handleWorkflowCancel)),
 	)
 	s.mu.Lock()
 	s.subs = subs
@@ -295,7 +305,8 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.loops.Add(1)
 		go func() { defer s.loops.Done(); <-done }()
 	}
-	s.loops.Add(3)
+	s.loops.Add(4)
+	go s.runner.runsLoop(lctx)
 	go s.pumpLoop(lctx, ctx)
 	go s.leaseLoop(lctx, ctx)
 	go s.houseLoop(lctx)
@@ -430,6 +441,7 @@ func (s *Scheduler) moved(job *jobstore.Job, t jobstore.Transition) { s.movedStr
 func (s *Scheduler) movedStreamed(job *jobstore.Job, t jobstore.Transition, chunks int64) {
 	if job.State.Terminal() {
 		s.owners.forget(job.ID)
+		s.runner.jobEnded(job)
 	}
 	s.publishVia(job, jobstore.Event{At: job.UpdatedAt, State: job.State, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID},
 		chunks, t.Via, t.ViaMessage)

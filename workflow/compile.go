@@ -329,15 +329,29 @@ func progKey(n *node, src string) string {
 // input.
 const maxExprNodes = 2000
 
-// sampleEnv is the variables an expression of step n may read: input,
-// steps, run, and in a for_each step item and index.
-func sampleEnv(n *node) map[string]any {
-	env := map[string]any{"input": map[string]any{}, "steps": map[string]any{}, "run": map[string]any{}}
+// env is what an expression reads: input, steps, run; eachEnv adds a
+// for_each item and its index. They are structs, not maps, so that item,
+// whose type is known only when the run gives it, checks as any value.
+type env struct {
+	Input map[string]any `expr:"input"`
+	Steps map[string]any `expr:"steps"`
+	Run   map[string]any `expr:"run"`
+}
+
+type eachEnv struct {
+	Input map[string]any `expr:"input"`
+	Steps map[string]any `expr:"steps"`
+	Run   map[string]any `expr:"run"`
+	Item  any            `expr:"item"`
+	Index int            `expr:"index"`
+}
+
+// sampleEnv is the variables an expression of step n may read.
+func sampleEnv(n *node) any {
 	if n != nil && n.ForEach != "" {
-		env["item"] = any(nil)
-		env["index"] = 0
+		return eachEnv{}
 	}
-	return env
+	return env{}
 }
 
 // stepRefs collects the step ids an expression reads (steps.x, steps["x"]).

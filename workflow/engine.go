@@ -243,6 +243,22 @@ func (e *Engine) Next() (*Assignment, bool) {
 	return nil, false
 }
 
+// Reassign returns the assignment of running task id again, as Next made
+// it, without logging anything: a replica that carries a run on makes the
+// job of a task that was assigned but whose job was never made.
+func (e *Engine) Reassign(id string) (*Assignment, bool) {
+	t := e.tasks[id]
+	if t == nil || t.state != Running {
+		return nil, false
+	}
+	payload, err := e.payload(t)
+	if err != nil {
+		return nil, false
+	}
+	return &Assignment{Task: t.id, Step: t.step.ID, Index: t.index, Topic: t.step.Topic, Payload: payload,
+		Retries: t.step.Retries, Timeout: t.step.Timeout}, true
+}
+
 // why is the engine's reasoning for assigning t now.
 func (e *Engine) why(t *task) string {
 	var b strings.Builder
@@ -600,11 +616,12 @@ func (e *Engine) eval(n *node, item any, index int, src string) (any, error) {
 	if prog == nil {
 		return nil, fmt.Errorf("expression %q was not compiled", src)
 	}
-	env := map[string]any{"input": e.input, "steps": e.stepsEnv(e.plan.refs[key]), "run": map[string]any{"id": e.run, "workflow": e.plan.def.Name}}
-	if n != nil && n.ForEach != "" {
-		env["item"], env["index"] = item, index
+	run := map[string]any{"id": e.run, "workflow": e.plan.def.Name}
+	var vars any = env{Input: e.input, Steps: e.stepsEnv(e.plan.refs[key]), Run: run}
+	if strings.HasPrefix(key, "each\x00") {
+		vars = eachEnv{Input: e.input, Steps: e.stepsEnv(e.plan.refs[key]), Run: run, Item: item, Index: index}
 	}
-	v, err := expr.Run(prog, env)
+	v, err := expr.Run(prog, vars)
 	if err != nil {
 		return nil, fmt.Errorf("expression %q: %v", src, err)
 	}

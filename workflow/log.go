@@ -202,18 +202,33 @@ func (e *ReplayError) Error() string {
 // log skipped or ran that the definition would not). Run Verify first:
 // Replay checks what the events say, not that they were not altered.
 func Replay(plan *Plan, events []Event) error {
+	_, err := replay(plan, events)
+	return err
+}
+
+// Resume rebuilds a run's engine from its log, as Replay checks it: a
+// replica that takes over a run carries it on from there. The engine's
+// log holds the same events.
+func Resume(plan *Plan, events []Event) (*Engine, error) {
+	if err := Verify(events); err != nil {
+		return nil, err
+	}
+	return replay(plan, events)
+}
+
+func replay(plan *Plan, events []Event) (*Engine, error) {
 	if len(events) == 0 || events[0].Kind != KindRunStarted {
-		return &ReplayError{Seq: 1, Reason: "the log does not start with RunStarted"}
+		return nil, &ReplayError{Seq: 1, Reason: "the log does not start with RunStarted"}
 	}
 	var start struct {
 		Input map[string]any `json:"input"`
 	}
 	if err := json.Unmarshal(events[0].Data, &start); err != nil {
-		return &ReplayError{Seq: 1, Reason: "RunStarted's data: " + err.Error()}
+		return nil, &ReplayError{Seq: 1, Reason: "RunStarted's data: " + err.Error()}
 	}
 	e, err := NewEngine(plan, events[0].Run, start.Input)
 	if err != nil {
-		return &ReplayError{Seq: 1, Reason: err.Error()}
+		return nil, &ReplayError{Seq: 1, Reason: err.Error()}
 	}
 	derived := e.log
 	i := 0 // the next logged event to match
@@ -232,7 +247,7 @@ func Replay(plan *Plan, events []Event) error {
 		return nil
 	}
 	if err := match(); err != nil {
-		return err
+		return nil, err
 	}
 	for i < len(events) {
 		ev := events[i]
@@ -249,35 +264,35 @@ func Replay(plan *Plan, events []Event) error {
 		case KindTaskAssigned:
 			a, ok := e.Next()
 			if !ok {
-				return &ReplayError{Seq: ev.Seq, Reason: fmt.Sprintf("the log assigns %s, the definition has nothing to assign", ev.Task)}
+				return nil, &ReplayError{Seq: ev.Seq, Reason: fmt.Sprintf("the log assigns %s, the definition has nothing to assign", ev.Task)}
 			}
 			if a.Task != ev.Task {
-				return &ReplayError{Seq: ev.Seq, Reason: fmt.Sprintf("the log assigns %s, the definition assigns %s first", ev.Task, a.Task)}
+				return nil, &ReplayError{Seq: ev.Seq, Reason: fmt.Sprintf("the log assigns %s, the definition assigns %s first", ev.Task, a.Task)}
 			}
 		case KindTaskPlaced:
 			if err := e.Placed(ev.Task, Placement{JobID: d.JobID, Worker: d.Worker, Reasoning: d.Reasoning, DecisionID: ev.DecisionID}); err != nil {
-				return &ReplayError{Seq: ev.Seq, Reason: err.Error()}
+				return nil, &ReplayError{Seq: ev.Seq, Reason: err.Error()}
 			}
 		case KindTaskSucceeded, KindTaskFailed:
 			r := Result{OK: ev.Kind == KindTaskSucceeded, Output: d.Output, Error: d.Error, JobID: d.JobID, DecisionID: ev.DecisionID}
 			if err := e.Complete(ev.Task, r); err != nil {
-				return &ReplayError{Seq: ev.Seq, Reason: err.Error()}
+				return nil, &ReplayError{Seq: ev.Seq, Reason: err.Error()}
 			}
 		case KindRunCancelled:
 			e.Cancel(d.Reason)
 		case KindRunTimedOut:
 			e.TimeOut(d.Reason)
 		default:
-			return &ReplayError{Seq: ev.Seq, Reason: fmt.Sprintf("the log has %s %s, which the definition does not derive here", ev.Kind, ev.Task)}
+			return nil, &ReplayError{Seq: ev.Seq, Reason: fmt.Sprintf("the log has %s %s, which the definition does not derive here", ev.Kind, ev.Task)}
 		}
 		if err := match(); err != nil {
-			return err
+			return nil, err
 		}
 		if uint64(derived.Len()) < ev.Seq {
-			return &ReplayError{Seq: ev.Seq, Reason: fmt.Sprintf("the log's %s %s led to nothing the definition derives", ev.Kind, ev.Task)}
+			return nil, &ReplayError{Seq: ev.Seq, Reason: fmt.Sprintf("the log's %s %s led to nothing the definition derives", ev.Kind, ev.Task)}
 		}
 	}
-	return nil
+	return e, nil
 }
 
 // diff says how two events differ, for ReplayError.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -447,4 +448,22 @@ func asReplay(err error, target **workflow.ReplayError) bool {
 	re, ok := err.(*workflow.ReplayError)
 	*target = re
 	return ok
+}
+
+// TestSeedWorkflowsCompile: the definitions the schedulers serve out of the
+// box (config/workflows) compile.
+func TestSeedWorkflowsCompile(t *testing.T) {
+	files, err := filepath.Glob("../config/workflows/*.yaml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("seed workflows: %v %v", files, err)
+	}
+	for _, f := range files {
+		d, err := workflow.ParseFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := workflow.Compile(d, workflow.Options{}); err != nil {
+			t.Error(err)
+		}
+	}
 }

@@ -86,6 +86,14 @@ const (
 	// TenantMismatch: the submission names a tenant other than the one its
 	// credential is for; a tenant is who its credential says.
 	TenantMismatch Code = "tenant_mismatch"
+	// WorkflowUnknown: a run names a workflow no scheduler knows.
+	WorkflowUnknown Code = "workflow_unknown"
+	// WorkflowInvalid: a run's definition does not compile (a cycle, an
+	// unknown step, a bad expression, a topic no pool serves, ...).
+	WorkflowInvalid Code = "workflow_invalid"
+	// WorkflowBusy: the tenant has workflows.max_running_runs runs running
+	// already (backpressure); the run is refused, not queued.
+	WorkflowBusy Code = "workflow_busy"
 )
 
 // Trust refusals: a message on the bus refused because it does not carry
@@ -176,7 +184,7 @@ func All() []Code {
 		SafetyUnavailable, MaxRetriesExceeded, DispatchTimeout, RunningTimeout, DeadlineExceeded,
 		Cancelled, DispatchFailed, Retry, Requeued,
 		BadRequest, StoreError, RateLimited, QueueFull, ModeReadOnly, ModeDraining, ModeDegraded,
-		TenantMismatch,
+		TenantMismatch, WorkflowUnknown, WorkflowInvalid, WorkflowBusy,
 		TicketUnsigned, TicketForged, TicketExpired, TicketReplayed, TicketMisaddressed, StaleResult,
 		HostNotAdmitted,
 		ModuleUnavailable, CapabilityMissing, InputUnavailable, ContextUnavailable, ResultUnavailable, Internal,

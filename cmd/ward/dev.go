@@ -18,11 +18,11 @@ import (
 
 func newDevCmd(g *globals) *cobra.Command {
 	var (
-		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile, stateDir string
-		natsPort                                                                                 int
-		insecure                                                                                 bool
-		retention                                                                                time.Duration
-		hf                                                                                       hostFlags
+		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile, stateDir, workflowDir string
+		natsPort                                                                                              int
+		insecure                                                                                              bool
+		retention                                                                                             time.Duration
+		hf                                                                                                    hostFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -139,7 +139,7 @@ separately (ward auth init --tls, ward safety --grpc-tls-*).`,
 			defer stopMetrics()
 
 			n, err := node.Start(ctx, node.Options{NATSURL: ns.ClientURL(), Store: store,
-				SafetyAddr: safetyAddr, PolicyDir: policyDir,
+				SafetyAddr: safetyAddr, PolicyDir: policyDir, WorkflowDir: workflowDir,
 				Pools: conf.Pools, Timeouts: conf.Timeouts, Settings: conf.Scheduler, ConfigFiles: files,
 				Modules: wasm, Manifests: manifests, ModuleRegistry: true,
 				HostID: hc.ID, CacheDir: hc.CacheDir, MaxParallel: hc.MaxParallel, HeartbeatInterval: hc.HeartbeatInterval, StartedDelay: hc.StartedDelay,
@@ -187,6 +187,7 @@ separately (ward auth init --tls, ward safety --grpc-tls-*).`,
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", "127.0.0.1:9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&safetyAddr, "safety-listen", "127.0.0.1:50051", "safety kernel gRPC listen address (plaintext: keep it on loopback)")
 	f.StringVar(&policyDir, "policies", os.Getenv("WARD_POLICY_DIR"), "policy bundle directory, watched for changes (default: the embedded bundle) ($WARD_POLICY_DIR)")
+	f.StringVar(&workflowDir, "workflows", os.Getenv("WORKFLOW_CONFIG_DIR"), "directory of workflow definitions (*.yaml) served besides the seed ones ($WORKFLOW_CONFIG_DIR)")
 	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL; the in-memory store when empty ($REDIS_URL)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	hf.register(f, "dev-host")

@@ -27,7 +27,7 @@ import (
 const shutdownGrace = 30 * time.Second
 
 func newSchedulerCmd(g *globals) *cobra.Command {
-	var redisURL, safetyAddr, metricsAddr, id, dispatchSecret string
+	var redisURL, safetyAddr, metricsAddr, id, dispatchSecret, workflowDir string
 	var retention time.Duration
 	var safetyFlags safetyClientFlags
 	var safetyTLS safetyTLSFlags
@@ -69,7 +69,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 				log.Warn("INSECURE: no --creds or no --dispatch-secret: dispatches go unsigned and heartbeats are not checked against host credentials")
 			}
 			s, err := node.StartScheduler(ctx, node.SchedulerConfig{ID: id, NATSURL: client.NATSURL(g.natsURL),
-				Store: store, SafetyAddr: safetyAddr, SafetyClient: safetyCfg, Files: config.FilesFromEnv(),
+				Store: store, SafetyAddr: safetyAddr, SafetyClient: safetyCfg, Files: config.FilesFromEnv(), WorkflowDir: workflowDir,
 				ModuleRegistry: useRegistry, Logger: log, Creds: creds, NATSTLS: g.tls, DispatchSecret: secret})
 			if err != nil {
 				return err
@@ -87,6 +87,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 	safetyTLS.register(f)
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", ":9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&id, "id", "", "replica id (default: random)")
+	f.StringVar(&workflowDir, "workflows", os.Getenv("WORKFLOW_CONFIG_DIR"), "directory of workflow definitions (*.yaml) served besides the seed ones ($WORKFLOW_CONFIG_DIR)")
 	f.DurationVar(&retention, "retention", envDuration("WARD_RETENTION", node.DefaultRetention), "how long an ended job (its record, events, input and result) is kept in Redis, then dropped; 0 keeps them for ever ($WARD_RETENTION)")
 	f.StringVar(&dispatchSecret, "dispatch-secret", os.Getenv("WARD_DISPATCH_SECRET"), "file of the schedulers' dispatch secret (ward auth init writes dispatch.secret) ($WARD_DISPATCH_SECRET)")
 	f.BoolVar(&useRegistry, "module-registry", true, "follow the module registry in NATS JetStream: deployed routes, versions in force")

@@ -1,0 +1,135 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/google/uuid"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/bus"
+)
+
+// RunWorkflow starts a workflow run: req names a workflow the schedulers
+// know, or carries a definition (YAML), and its input (a JSON object). A
+// run id is generated when req has none, so that a caller can follow it
+// first (FollowWorkflow). A refusal wraps ErrRefused with its reason code.
+func (c *Client) RunWorkflow(ctx context.Context, req *wardv1.WorkflowRunRequest) (*wardv1.WorkflowRunReply, error) {
+	if req.RunId == "" {
+		req.RunId = "run-" + uuid.NewString()
+	}
+	tenant := c.tenant
+	if !c.bound && req.TenantId != "" {
+		tenant = req.TenantId
+	}
+	if req.TenantId == "" {
+		req.TenantId = tenant
+	}
+	if err := auth.ValidName("tenant", tenant); err != nil {
+		return nil, err
+	}
+	reply := &wardv1.WorkflowRunReply{}
+	subject := bus.TenantSubject(bus.SubjectWorkflowRun, tenant)
+	if err := c.bus.Request(ctx, subject, req, reply); err != nil {
+		if errors.Is(err, bus.ErrNoResponders) {
+			return nil, fmt.Errorf("no scheduler is listening on %s (is `ward dev` running?): %w", subject, err)
+		}
+		return nil, err
+	}
+	if !reply.GetAccepted() {
+		return reply, fmt.Errorf("%w: %s: %s", ErrRefused, reply.GetReason(), reply.GetMessage())
+	}
+	return reply, nil
+}
+
+// Workflow returns run id: its state, its tasks and outputs, and with
+// events its hash-chained log and its definition (for workflow.Verify and
+// workflow.Replay).
+func (c *Client) Workflow(ctx context.Context, id string, events bool) (*wardv1.WorkflowRun, error) {
+	reply := &wardv1.WorkflowGetReply{}
+	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectWorkflowGet, c.scope()), &wardv1.WorkflowGetRequest{RunId: id, Events: events}, reply); err != nil {
+		return nil, err
+	}
+	if reply.GetError() != "" {
+		return reply.GetRun(), errors.New(reply.GetError())
+	}
+	return reply.GetRun(), nil
+}
+
+// Workflows lists up to limit runs, newest first.
+func (c *Client) Workflows(ctx context.Context, limit int) ([]*wardv1.WorkflowRun, error) {
+	reply := &wardv1.WorkflowListReply{}
+	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectWorkflowList, c.scope()), &wardv1.WorkflowListRequest{Limit: int32(limit)}, reply); err != nil {
+		return nil, err
+	}
+	return reply.GetRuns(), nil
+}
+
+// CancelWorkflow cancels run id: its running steps' jobs are cancelled
+// (their modules interrupted) and its other steps never start. The
+// replica driving the run answers; none answers for a run that ended, or
+// whose replica died and whose claim another has not taken yet.
+func (c *Client) CancelWorkflow(ctx context.Context, id, reason string) (*wardv1.WorkflowRun, error) {
+	reply := &wardv1.WorkflowGetReply{}
+	err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectWorkflowCancel, c.scope()), &wardv1.WorkflowCancelRequest{RunId: id, Reason: reason}, reply)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+			if run, gerr := c.Workflow(ctx, id, false); gerr == nil && run.GetState() != "RUNNING" {
+				return run, fmt.Errorf("run %s has ended already (%s)", id, run.GetState())
+			}
+		}
+		return nil, err
+	}
+	if reply.GetError() != "" {
+		return reply.GetRun(), errors.New(reply.GetError())
+	}
+	return reply.GetRun(), nil
+}
+
+// RunWatcher delivers a run's events as its scheduler logs them.
+type RunWatcher struct {
+	sub *nats.Subscription
+	ch  chan *nats.Msg
+}
+
+// FollowWorkflow subscribes to run id's events. Call it before
+// RunWorkflow so that none is missed; Close it when done.
+func (c *Client) FollowWorkflow(id string) (*RunWatcher, error) {
+	tenant := c.tenant
+	if c.admin {
+		tenant = bus.AnyTenant
+	}
+	ch := make(chan *nats.Msg, watchBuffer)
+	sub, err := c.bus.NATS().ChanSubscribe(bus.WorkflowEventSubject(tenant, id), ch)
+	if err != nil {
+		return nil, fmt.Errorf("follow run %s: %w", id, err)
+	}
+	if err := c.bus.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	return &RunWatcher{sub: sub, ch: ch}, nil
+}
+
+// Next returns the run's next event, or ctx's error. A malformed event is
+// skipped.
+func (w *RunWatcher) Next(ctx context.Context) (*wardv1.WorkflowEvent, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case m := <-w.ch:
+			ev := &wardv1.WorkflowEvent{}
+			if proto.Unmarshal(m.Data, ev) == nil {
+				return ev, nil
+			}
+		}
+	}
+}
+
+// Close stops the watch.
+func (w *RunWatcher) Close() { _ = w.sub.Unsubscribe() }

@@ -1,0 +1,356 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/scheduler"
+	"github.com/ward-run/ward/workflow"
+)
+
+func newWorkflowCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "workflow",
+		Short: "Run workflows: DAGs of jobs, each step checked by the policy, placed, retried and recorded",
+		Long: `A workflow is a DAG of steps, each an ordinary job, declared in YAML: the
+schedulers serve the seed ones (config/workflows: demo, repo.code_review)
+and those of --workflows on ward dev / ward scheduler; a file can be run
+inline. Every change of a run is an event in a hash chain, which verify
+checks and replay re-derives from the definition.`,
+	}
+	cmd.AddCommand(newWorkflowRunCmd(g), newWorkflowGetCmd(g), newWorkflowLsCmd(g), newWorkflowCancelCmd(g),
+		newWorkflowCheckCmd(g, "verify"), newWorkflowCheckCmd(g, "replay"), newWorkflowLintCmd())
+	return cmd
+}
+
+func newWorkflowRunCmd(g *globals) *cobra.Command {
+	var (
+		input, output, runID string
+		wait                 bool
+		timeout              time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run NAME|FILE",
+		Short: "Start a run of a workflow the schedulers know, or of a definition file",
+		Example: `  ward workflow run demo --input '{"instruction": "add a docstring"}' --wait
+  ward workflow run ./review.yaml --input @input.json --wait`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := &wardv1.WorkflowRunRequest{RunId: runID}
+			if src, err := os.ReadFile(args[0]); err == nil {
+				req.Definition = src
+			} else if strings.ContainsAny(args[0], "/\\") || strings.HasSuffix(args[0], ".yaml") || strings.HasSuffix(args[0], ".yml") {
+				return err
+			} else {
+				req.Name = args[0]
+			}
+			if input != "" {
+				b := []byte(input)
+				if strings.HasPrefix(input, "@") {
+					var err error
+					if b, err = os.ReadFile(input[1:]); err != nil {
+						return err
+					}
+				}
+				var obj map[string]any
+				if err := json.Unmarshal(b, &obj); err != nil {
+					return fmt.Errorf("--input is not a JSON object: %w", err)
+				}
+				req.Input = b
+			}
+			c, ctx, done, err := g.dial(timeout)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if req.RunId == "" {
+				req.RunId = "run-" + time.Now().UTC().Format("20060102-150405") + "-" + uuid.NewString()[:6]
+			}
+			var w interface {
+				Next(context.Context) (*wardv1.WorkflowEvent, error)
+				Close()
+			}
+			if wait {
+				rw, err := c.FollowWorkflow(req.RunId)
+				if err != nil {
+					return err
+				}
+				defer rw.Close()
+				w = rw
+			}
+			reply, err := c.RunWorkflow(ctx, req)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if !wait {
+				if output == "json" {
+					return printProto(out, reply)
+				}
+				fmt.Fprintf(out, "run %s started: %s\n", reply.GetRunId(), strings.Join(reply.GetSteps(), " → "))
+				return nil
+			}
+			if output != "json" {
+				fmt.Fprintf(out, "run %s: %s\n", reply.GetRunId(), strings.Join(reply.GetSteps(), " → "))
+			}
+			for {
+				ev, err := w.Next(ctx)
+				if err != nil {
+					return fmt.Errorf("waiting for run %s: %w", reply.GetRunId(), err)
+				}
+				if output != "json" {
+					printRunEvent(out, ev)
+				}
+				switch ev.GetKind() {
+				case workflow.KindRunSucceeded, workflow.KindRunFailed, workflow.KindRunCancelled, workflow.KindRunTimedOut:
+					run, err := c.Workflow(ctx, reply.GetRunId(), false)
+					if err != nil {
+						return err
+					}
+					if output == "json" {
+						if err := printProto(out, run); err != nil {
+							return err
+						}
+					} else {
+						printRun(out, run)
+					}
+					if ev.GetKind() != workflow.KindRunSucceeded {
+						return fmt.Errorf("run %s ended %s: %s", run.GetRunId(), run.GetState(), run.GetReason())
+					}
+					return nil
+				}
+			}
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&input, "input", "", "the run's input: a JSON object, or @file")
+	f.StringVar(&runID, "id", "", "the run's id (default: generated); the same id again is the same run")
+	f.BoolVar(&wait, "wait", false, "follow the run's steps until it ends; exit non-zero unless it succeeded")
+	f.DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait")
+	f.StringVarP(&output, "output", "o", "text", "text, or json")
+	return cmd
+}
+
+func printRunEvent(w io.Writer, ev *wardv1.WorkflowEvent) {
+	var d map[string]any
+	_ = json.Unmarshal(ev.GetData(), &d)
+	detail := ""
+	switch ev.GetKind() {
+	case workflow.KindTaskAssigned:
+		detail = fmt.Sprintf("%v", d["topic"])
+	case workflow.KindTaskPlaced:
+		detail = fmt.Sprintf("job %v on %v: %v", d["job_id"], d["worker"], d["reasoning"])
+	case workflow.KindTaskFailed, workflow.KindTaskCancelled:
+		detail = fmt.Sprint(d["error"])
+	case workflow.KindTaskSkipped, workflow.KindRunFailed, workflow.KindRunCancelled, workflow.KindRunTimedOut:
+		detail = fmt.Sprint(d["reason"])
+	case workflow.KindStepExpanded:
+		detail = fmt.Sprintf("%v items", d["items"])
+	}
+	fmt.Fprintf(w, "  %3d %-14s %-14s %s\n", ev.GetSeq(), ev.GetKind(), ev.GetTask(), detail)
+}
+
+func printRun(w io.Writer, r *wardv1.WorkflowRun) {
+	fmt.Fprintf(w, "run %s (%s, tenant %s): %s", r.GetRunId(), r.GetWorkflow(), r.GetTenantId(), r.GetState())
+	if r.GetReason() != "" {
+		fmt.Fprintf(w, ": %s", r.GetReason())
+	}
+	fmt.Fprintln(w)
+	if len(r.GetTasks()) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  TASK\tSTATE\tJOB\tERROR")
+		for _, t := range r.GetTasks() {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", t.GetId(), t.GetState(), t.GetJobId(), t.GetError())
+		}
+		tw.Flush()
+	}
+	if len(r.GetOutputs()) > 0 {
+		fmt.Fprintf(w, "outputs: %s\n", r.GetOutputs())
+	}
+}
+
+func printProto(w io.Writer, m proto.Message) error {
+	b, err := protojson.MarshalOptions{Multiline: true, UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, string(b))
+	return nil
+}
+
+func newWorkflowGetCmd(g *globals) *cobra.Command {
+	var output string
+	var events bool
+	cmd := &cobra.Command{
+		Use:   "get RUN",
+		Short: "Show a run: its state, tasks (with their jobs), outputs, and with --events its log",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ctx, done, err := g.dial(10 * time.Second)
+			if err != nil {
+				return err
+			}
+			defer done()
+			run, err := c.Workflow(ctx, args[0], events)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return printProto(cmd.OutOrStdout(), run)
+			}
+			printRun(cmd.OutOrStdout(), run)
+			for _, ev := range run.GetEvents() {
+				printRunEvent(cmd.OutOrStdout(), ev)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text, or json")
+	cmd.Flags().BoolVar(&events, "events", false, "include the run's event log")
+	return cmd
+}
+
+func newWorkflowLsCmd(g *globals) *cobra.Command {
+	var output string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ctx, done, err := g.dial(10 * time.Second)
+			if err != nil {
+				return err
+			}
+			defer done()
+			runs, err := c.Workflows(ctx, limit)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if output == "json" {
+				return printProto(out, &wardv1.WorkflowListReply{Runs: runs})
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tWORKFLOW\tTENANT\tSTATE\tSTARTED\tREASON")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.GetRunId(), r.GetWorkflow(), r.GetTenantId(), r.GetState(),
+					time.UnixMilli(r.GetCreatedAtUnixMs()).Format(time.RFC3339), r.GetReason())
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, or json")
+	cmd.Flags().IntVar(&limit, "limit", 50, "how many")
+	return cmd
+}
+
+func newWorkflowCancelCmd(g *globals) *cobra.Command {
+	var why string
+	cmd := &cobra.Command{
+		Use:   "cancel RUN",
+		Short: "Cancel a run: its running steps' jobs are cancelled (their modules interrupted), the others never start",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ctx, done, err := g.dial(10 * time.Second)
+			if err != nil {
+				return err
+			}
+			defer done()
+			run, err := c.CancelWorkflow(ctx, args[0], why)
+			if err != nil {
+				return err
+			}
+			printRun(cmd.OutOrStdout(), run)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&why, "reason", "", "why (recorded in the run's log)")
+	return cmd
+}
+
+// newWorkflowCheckCmd is verify (the log is an unbroken hash chain) or
+// replay (the definition derives the log's assignments from it).
+func newWorkflowCheckCmd(g *globals, which string) *cobra.Command {
+	short := "Check a run's log: recompute its hash chain and name the first event altered or removed"
+	if which == "replay" {
+		short = "Re-derive a run's assignments from its definition and its log's results, and check they match"
+	}
+	return &cobra.Command{
+		Use:   which + " RUN",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ctx, done, err := g.dial(10 * time.Second)
+			if err != nil {
+				return err
+			}
+			defer done()
+			run, err := c.Workflow(ctx, args[0], true)
+			if err != nil {
+				return err
+			}
+			events := make([]workflow.Event, len(run.GetEvents()))
+			for i, e := range run.GetEvents() {
+				events[i] = scheduler.EventOf(e)
+			}
+			if err := workflow.Verify(events); err != nil {
+				return err
+			}
+			if which == "replay" {
+				def, err := workflow.Parse(run.GetDefinition())
+				if err != nil {
+					return err
+				}
+				plan, err := workflow.Compile(def, workflow.Options{})
+				if err != nil {
+					return err
+				}
+				if err := workflow.Replay(plan, events); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "run %s: %d events replay from its definition: the same assignments, in the same order\n", run.GetRunId(), len(events))
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s: %d events, an unbroken hash chain (last %s)\n", run.GetRunId(), len(events), events[len(events)-1].Hash[:16])
+			return nil
+		},
+	}
+}
+
+// newWorkflowLintCmd checks definition files without a running system.
+func newWorkflowLintCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "lint FILE...",
+		Short: "Check definition files (cycles, unknown steps, bad expressions) and print each one's step order",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var errs []error
+			for _, path := range args {
+				d, err := workflow.ParseFile(path)
+				if err == nil {
+					var p *workflow.Plan
+					if p, err = workflow.Compile(d, workflow.Options{}); err == nil {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s: %s: %s\n", path, d.Name, strings.Join(p.Steps(), " → "))
+						continue
+					}
+				}
+				errs = append(errs, fmt.Errorf("%s: %w", path, err))
+			}
+			return errors.Join(errs...)
+		},
+	}
+}

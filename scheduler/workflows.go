@@ -1,0 +1,821 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+
+	"github.com/ward-run/ward/api/reason"
+	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/workflow"
+)
+
+// Workflow runs (package workflow): the replica that accepts a run drives
+// it. Each assignment the engine makes becomes an ordinary job — checked
+// by the policy, placed, retried, recorded — whose id is the run's and
+// the task's ("<run>-<task>"), so that it is made once however often it
+// is asked for. Each job's end goes back to the engine. Every event the
+// engine logs is appended to the run's log in the job store (RunStore)
+// by the replica holding the run's claim, and published on
+// sys.workflow.event.<tenant>.<run>. A replica that dies leaves its runs'
+// claims to run out; another claims them (OrphanRuns), rebuilds their
+// engines from their logs (workflow.Resume), takes the ends of the jobs
+// that ended meanwhile, and carries them on.
+
+// Labels a workflow step's job carries.
+const (
+	LabelRun  = "ward.run"
+	LabelTask = "ward.task"
+)
+
+// runner drives the runs this replica holds.
+type runner struct {
+	s    *Scheduler
+	mu   sync.Mutex // guards the 2 following fields
+	runs map[string]*liveRun
+	jobs map[string]childRef // a step's job id → its run and task
+	defs map[string][]byte   // definitions by name (config/workflows)
+	wg   sync.WaitGroup      // drive and finish goroutines
+}
+
+type childRef struct{ run, task string }
+
+// liveRun is a run this replica drives.
+type liveRun struct {
+	mu       sync.Mutex // serializes the engine, saved and the log's appends
+	id       string
+	tenant   string
+	name     string
+	eng      *workflow.Engine
+	saved    int // events stored
+	timer    *time.Timer
+	deadline time.Time
+	step     time.Duration // a step's default timeout
+	retries  int           // a step's default retries
+	gone     bool          // ended, or taken over by another replica
+}
+
+func newRunner(s *Scheduler, sources map[string][]byte) *runner {
+	r := &runner{s: s, runs: map[string]*liveRun{}, jobs: map[string]childRef{}, defs: map[string][]byte{}}
+	for file, src := range sources {
+		d, err := workflow.Parse(src)
+		if err != nil {
+			s.log.Error("workflow definition not loaded", "file", file, "err", err)
+			continue
+		}
+		if _, dup := r.defs[d.Name]; dup {
+			s.log.Error("workflow defined twice; the first kept", "workflow", d.Name, "file", file)
+			continue
+		}
+		r.defs[d.Name] = src
+	}
+	return r
+}
+
+// childJobID is the id of task's job in run.
+func childJobID(run, task string) string { return run + "-" + task }
+
+// handleWorkflowRun starts a run: the definition compiled against the
+// pools in force, the run checked by the policy as a whole, stored with
+// its first events, then driven.
+func (s *Scheduler) handleWorkflowRun(ctx context.Context, msg *nats.Msg, req *wardv1.WorkflowRunRequest) {
+	reply := s.runner.start(ctx, bus.TenantOf(msg.Subject), req)
+	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
+		s.log.Warn("workflow run reply failed", "run", reply.GetRunId(), "err", err)
+	}
+}
+
+func refuseRun(code reason.Code, format string, args ...any) *wardv1.WorkflowRunReply {
+	submitsRefused.WithLabelValues(string(code)).Inc()
+	return &wardv1.WorkflowRunReply{Reason: string(code), Message: fmt.Sprintf(format, args...)}
+}
+
+func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowRunRequest) *wardv1.WorkflowRunReply {
+	s := r.s
+	switch {
+	case tenant == bus.AllTenants && req.GetTenantId() == "":
+		return refuseRun(reason.BadRequest, "a run is for a tenant: name it (tenant_id) or submit on %s", bus.TenantSubject(bus.SubjectWorkflowRun, "<tenant>"))
+	case tenant == bus.AllTenants:
+		tenant = req.GetTenantId()
+	case req.GetTenantId() != "" && req.GetTenantId() != tenant:
+		return refuseRun(reason.TenantMismatch, "the run names tenant %q, its credential is tenant %q's", req.GetTenantId(), tenant)
+	case strings.ContainsAny(req.GetRunId(), " .*>\t\r\n"):
+		return refuseRun(reason.BadRequest, "run id %q may not contain spaces, dots or wildcards", req.GetRunId())
+	}
+	if code, m := s.refuseMode(0); code != "" {
+		return refuseRun(code, "%s", m)
+	}
+	src := req.GetDefinition()
+	if len(src) == 0 {
+		name := strings.TrimPrefix(req.GetName(), "job.workflow.")
+		if src = r.defs[name]; src == nil {
+			return refuseRun(reason.WorkflowUnknown, "no workflow is named %q (known: %s)", req.GetName(), strings.Join(r.names(), ", "))
+		}
+	}
+	def, err := workflow.Parse(src)
+	if err != nil {
+		return refuseRun(reason.WorkflowInvalid, "%v", err)
+	}
+	c := s.conf.load()
+	plan, err := workflow.Compile(def, workflow.Options{Served: func(topic string) bool { return len(c.pools.PoolsFor(topic)) > 0 }})
+	if err != nil {
+		return refuseRun(reason.WorkflowInvalid, "%v", err)
+	}
+	input := map[string]any{}
+	if len(req.GetInput()) > 0 {
+		if err := json.Unmarshal(req.GetInput(), &input); err != nil {
+			return refuseRun(reason.BadRequest, "input is not a JSON object: %v", err)
+		}
+	}
+	wt := c.timeouts.Workflows
+	if n := r.running(tenant); n >= wt.MaxRunningRuns {
+		return refuseRun(reason.WorkflowBusy, "tenant %s has %d runs running (workflows.max_running_runs)", tenant, n)
+	}
+	id := req.GetRunId()
+	if id == "" {
+		id = "run-" + uuid.NewString()
+	}
+	// The policy sees the whole run before anything of it starts.
+	check := &safetyv1.CheckRequest{JobId: id, Topic: "job.workflow." + def.Name, TenantId: tenant,
+		Workflow: &safetyv1.WorkflowRequest{Name: def.Name}}
+	for _, sid := range plan.Steps() {
+		st, _ := plan.Step(sid)
+		check.Workflow.Steps = append(check.Workflow.Steps, &safetyv1.WorkflowStep{Id: st.ID, Topic: st.Topic, DependsOn: st.DependsOn, ForEach: st.ForEach != ""})
+	}
+	d, err := s.cfg.Safety.Check(ctx, check)
+	switch {
+	case err != nil:
+		return refuseRun(reason.SafetyUnavailable, "the safety kernel did not answer: %v", err)
+	case d.GetDecision() == safetyv1.Decision_DECISION_DENY:
+		return refuseRun(reason.SafetyDenied, "the policy denies the run: %s", strings.Join(d.GetReasons(), "; "))
+	}
+	eng, err := workflow.NewEngine(plan, id, input)
+	if err != nil {
+		return refuseRun(reason.BadRequest, "%v", err)
+	}
+	now := time.Now()
+	runTimeout := wt.RunTimeout
+	if def.Timeout > 0 {
+		runTimeout = def.Timeout.Std()
+	}
+	inJSON, _ := json.Marshal(input)
+	lr := &liveRun{id: id, tenant: tenant, name: def.Name, eng: eng, deadline: now.Add(runTimeout), step: wt.StepTimeout, retries: wt.StepRetries}
+	events, err := encodeEvents(eng.Log().Events())
+	if err != nil {
+		return refuseRun(reason.Internal, "%v", err)
+	}
+	err = s.cfg.Store.CreateRun(ctx, &jobstore.Run{ID: id, Tenant: tenant, Workflow: def.Name, Definition: src, Input: inJSON,
+		Owner: s.id, OwnedUntil: now.Add(r.claimTTL()), Deadline: lr.deadline}, events)
+	switch {
+	case errors.Is(err, jobstore.ErrExists):
+		return &wardv1.WorkflowRunReply{RunId: id, Accepted: true, Duplicate: true, Steps: plan.Steps()}
+	case err != nil:
+		s.storeFailed("create run", id, err)
+		return refuseRun(reason.StoreError, "job store unavailable")
+	}
+	lr.saved = len(events)
+	r.publish(lr, eng.Log().Events())
+	r.adopt(lr)
+	s.log.Info("workflow run started", "run", id, "workflow", def.Name, "tenant", tenant, "steps", len(def.Steps))
+	r.goDrive(lr)
+	return &wardv1.WorkflowRunReply{RunId: id, Accepted: true, Steps: plan.Steps()}
+}
+
+func (r *runner) names() []string {
+	var out []string
+	for n := range r.defs {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// running counts tenant's runs this replica drives.
+func (r *runner) running(tenant string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, lr := range r.runs {
+		if lr.tenant == tenant {
+			n++
+		}
+	}
+	return n
+}
+
+// claimTTL is how long a run's claim lasts unrenewed: the reconciler's
+// lease's.
+func (r *runner) claimTTL() time.Duration { return r.s.conf.load().timeouts.Reconciler.LeaseTTL }
+
+// adopt makes lr one of this replica's runs and arms its timeout.
+func (r *runner) adopt(lr *liveRun) {
+	r.mu.Lock()
+	r.runs[lr.id] = lr
+	for _, task := range lr.eng.Running() {
+		r.jobs[childJobID(lr.id, task)] = childRef{run: lr.id, task: task}
+	}
+	r.mu.Unlock()
+	lr.timer = time.AfterFunc(time.Until(lr.deadline), func() { r.timeOut(lr) })
+}
+
+// forget drops lr: it ended, or another replica drives it now.
+func (r *runner) forget(lr *liveRun) {
+	lr.gone = true
+	if lr.timer != nil {
+		lr.timer.Stop()
+	}
+	r.mu.Lock()
+	delete(r.runs, lr.id)
+	for job, ref := range r.jobs {
+		if ref.run == lr.id {
+			delete(r.jobs, job)
+		}
+	}
+	r.mu.Unlock()
+}
+
+func (r *runner) goDrive(lr *liveRun) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.drive(context.Background(), lr)
+	}()
+}
+
+// drive makes the jobs of every task the engine assigns, and stores what
+// it logged.
+func (r *runner) drive(ctx context.Context, lr *liveRun) {
+	for {
+		lr.mu.Lock()
+		if lr.gone {
+			lr.mu.Unlock()
+			return
+		}
+		var as []*workflow.Assignment
+		for {
+			a, ok := lr.eng.Next()
+			if !ok {
+				break
+			}
+			as = append(as, a)
+		}
+		if len(as) > 0 {
+			r.mu.Lock()
+			for _, a := range as {
+				r.jobs[childJobID(lr.id, a.Task)] = childRef{run: lr.id, task: a.Task}
+			}
+			r.mu.Unlock()
+		}
+		ok := r.save(ctx, lr)
+		lr.mu.Unlock()
+		if !ok || len(as) == 0 {
+			return
+		}
+		for _, a := range as {
+			r.submit(ctx, lr, a)
+		}
+	}
+}
+
+// submit makes task a's job, through admission as any job: the policy
+// checks it, a host is chosen, it is retried and recorded.
+func (r *runner) submit(ctx context.Context, lr *liveRun, a *workflow.Assignment) {
+	s := r.s
+	retries := lr.retries
+	if a.Retries != nil {
+		retries = *a.Retries
+	}
+	timeout := lr.step
+	if a.Timeout > 0 {
+		timeout = a.Timeout.Std()
+	}
+	req := &wardv1.JobRequest{JobId: childJobID(lr.id, a.Task), TenantId: lr.tenant, Topic: a.Topic, Payload: a.Payload,
+		Labels: map[string]string{LabelRun: lr.id, LabelTask: a.Task},
+		Budget: &wardv1.Budget{MaxRetries: int32(retries), DeadlineMs: timeout.Milliseconds()}}
+	reply, job, queued := s.accept(ctx, req)
+	switch {
+	case reply.GetDuplicate():
+		return // made before (a replica that died, a retried drive): its end comes as any job's
+	case !reply.GetAccepted():
+		r.complete(lr, a.Task, workflow.Result{Error: reply.GetReason() + ": " + reply.GetMessage(), JobID: req.JobId})
+		return
+	}
+	s.admit(ctx, job, queued, a.Payload)
+	r.placed(ctx, lr, a.Task, req.JobId)
+}
+
+// placed logs where task's job was placed, once admission placed it: the
+// policy decision it rests on and the placement's reasoning.
+func (r *runner) placed(ctx context.Context, lr *liveRun, task, jobID string) {
+	job, err := r.s.cfg.Store.Get(ctx, jobID)
+	if err != nil || job.WorkerID == "" {
+		return // ended at admission (denied, ...), or waiting: its end tells
+	}
+	p := workflow.Placement{JobID: jobID, Worker: job.WorkerID}
+	if job.Safety != nil {
+		p.DecisionID = job.Safety.DecisionID
+	}
+	if evs, err := r.s.cfg.Store.Events(ctx, jobID); err == nil {
+		for _, e := range evs {
+			if e.State == jobstore.Scheduled {
+				p.Reasoning = e.Message
+			}
+		}
+	}
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if lr.gone || lr.eng.Placed(task, p) != nil {
+		return // it ended meanwhile
+	}
+	r.save(ctx, lr)
+}
+
+// jobEnded takes the end of a job this replica moved: a step's job of a
+// run it drives goes back to the run's engine.
+func (r *runner) jobEnded(job *jobstore.Job) {
+	r.mu.Lock()
+	ref, ok := r.jobs[job.ID]
+	lr := r.runs[ref.run]
+	if ok {
+		delete(r.jobs, job.ID)
+	}
+	r.mu.Unlock()
+	if !ok || lr == nil {
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.finish(context.Background(), lr, ref.task, job.ID)
+		r.drive(context.Background(), lr)
+	}()
+}
+
+// finish reads how task's job ended and hands it to the engine.
+func (r *runner) finish(ctx context.Context, lr *liveRun, task, jobID string) {
+	job, err := r.s.cfg.Store.Get(ctx, jobID)
+	if err != nil {
+		r.s.storeFailed("workflow step", jobID, err)
+		return
+	}
+	res := workflow.Result{OK: job.State == jobstore.Succeeded, JobID: jobID}
+	if job.Safety != nil {
+		res.DecisionID = job.Safety.DecisionID
+	}
+	if res.OK {
+		out, err := r.output(ctx, job)
+		if err != nil {
+			res.OK, res.Error = false, "its result could not be read: "+err.Error()
+		}
+		res.Output = out
+	} else {
+		res.Error = string(job.State)
+		switch {
+		case job.ErrorCode != "":
+			res.Error += ": " + job.ErrorCode + ": " + job.ErrorMessage
+		case job.Reason != "":
+			res.Error += ": " + job.Reason
+		}
+	}
+	r.complete(lr, task, res)
+}
+
+// output is a succeeded job's result, decoded (workflow.DecodeOutput).
+func (r *runner) output(ctx context.Context, job *jobstore.Job) (any, error) {
+	if job.ResultPtr == "" {
+		return nil, nil
+	}
+	var b []byte
+	var err error
+	if isObjectResult(job) {
+		s := r.s
+		s.objsOnce.Do(func() { s.objs, s.objsErr = bus.NewObjects(s.cfg.Bus) })
+		if s.objsErr != nil {
+			return nil, s.objsErr
+		}
+		b, err = s.objs.Get(ctx, job.ResultPtr, maxStepOutput)
+	} else {
+		b, err = r.s.cfg.Store.Blob(ctx, job.ResultPtr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxStepOutput {
+		return nil, fmt.Errorf("%d bytes, more than the %d a step's output may hold", len(b), maxStepOutput)
+	}
+	return workflow.DecodeOutput(b), nil
+}
+
+// maxStepOutput bounds a step's output the engine keeps (and logs).
+const maxStepOutput = 8 << 20
+
+// complete hands a task's end to the engine and stores what it logged.
+func (r *runner) complete(lr *liveRun, task string, res workflow.Result) {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if lr.gone {
+		return
+	}
+	if err := lr.eng.Complete(task, res); err != nil {
+		r.s.log.Debug("workflow step end not taken", "run", lr.id, "task", task, "err", err)
+		return
+	}
+	r.save(context.Background(), lr)
+}
+
+// save appends what the engine logged since the last save to the run's
+// log, with the run's state, and publishes it. It reports false when the
+// run is no longer this replica's to drive. lr.mu is held.
+func (r *runner) save(ctx context.Context, lr *liveRun) bool {
+	all := lr.eng.Log().Events()
+	if lr.saved == len(all) {
+		return !lr.gone
+	}
+	fresh := all[lr.saved:]
+	events, err := encodeEvents(fresh)
+	if err != nil {
+		r.s.log.Error("workflow events not encoded", "run", lr.id, "err", err)
+		return false
+	}
+	st, why := lr.eng.State()
+	err = r.s.cfg.Store.AppendRun(ctx, lr.id, r.s.id, lr.saved, events, string(st), why)
+	switch {
+	case errors.Is(err, jobstore.ErrNotOwner), errors.Is(err, jobstore.ErrRunEnded), errors.Is(err, jobstore.ErrLogMoved), errors.Is(err, jobstore.ErrNotFound):
+		r.s.log.Warn("workflow run no longer driven here", "run", lr.id, "err", err)
+		r.forget(lr)
+		return false
+	case err != nil:
+		// Kept: the next save sends these events with its own.
+		r.s.storeFailed("append run", lr.id, err)
+		return true
+	}
+	lr.saved = len(all)
+	r.publish(lr, fresh)
+	if st != workflow.RunRunning {
+		r.s.log.Info("workflow run ended", "run", lr.id, "state", string(st), "reason", why)
+		r.forget(lr)
+	}
+	return true
+}
+
+// publish tells the run's followers of its events.
+func (r *runner) publish(lr *liveRun, events []workflow.Event) {
+	for _, e := range events {
+		if err := r.s.cfg.Bus.Publish(bus.WorkflowEventSubject(lr.tenant, lr.id), eventMessage(e)); err != nil {
+			r.s.log.Debug("workflow event publish failed", "run", lr.id, "err", err)
+		}
+	}
+}
+
+// stop ends lr (cancelled or timed out) with the engine's stop and
+// cancels its running steps' jobs: their modules are interrupted.
+func (r *runner) stop(lr *liveRun, stop func(string) []string, why string) []string {
+	lr.mu.Lock()
+	if lr.gone {
+		lr.mu.Unlock()
+		return nil
+	}
+	running := stop(why)
+	r.save(context.Background(), lr)
+	lr.mu.Unlock()
+	for _, task := range running {
+		r.s.cancelJob(context.Background(), childJobID(lr.id, task), "", "workflow run "+lr.id+": "+why)
+	}
+	return running
+}
+
+func (r *runner) timeOut(lr *liveRun) {
+	r.stop(lr, lr.eng.TimeOut, fmt.Sprintf("the run's timeout passed (%s)", lr.deadline.Format(time.RFC3339)))
+}
+
+// handleWorkflowCancel cancels a run this replica drives; the others stay
+// silent (the one driving it answers).
+func (s *Scheduler) handleWorkflowCancel(ctx context.Context, msg *nats.Msg, q *wardv1.WorkflowCancelRequest) {
+	r := s.runner
+	r.mu.Lock()
+	lr := r.runs[q.GetRunId()]
+	r.mu.Unlock()
+	tenant := tenantOf(msg)
+	if lr == nil || (tenant != "" && lr.tenant != tenant) {
+		return
+	}
+	why := q.GetReason()
+	if why == "" {
+		why = "cancelled on request"
+	}
+	r.stop(lr, lr.eng.Cancel, why)
+	s.log.Info("workflow run cancelled", "run", lr.id, "reason", why)
+	reply := &wardv1.WorkflowGetReply{}
+	if run, err := s.runRecord(ctx, lr.id, tenant, false); err != nil {
+		reply.Error = err.Error()
+	} else {
+		reply.Run = run
+	}
+	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
+		s.log.Debug("workflow cancel reply failed", "err", err)
+	}
+}
+
+// cancelJob cancels job id (tenant: its tenant guard, "" for none),
+// publishes its event, and tells its host to stop it.
+func (s *Scheduler) cancelJob(ctx context.Context, id, tenant, why string) (*jobstore.Job, error) {
+	t := jobstore.Transition{To: jobstore.Cancelled, Reason: string(reason.Cancelled), Message: why, IfTenant: tenant}
+	job, err := s.cfg.Store.Transition(ctx, id, t)
+	if err != nil {
+		return nil, err
+	}
+	s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, time.Now())
+	jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
+	s.moved(job, t)
+	s.poke()
+	_ = s.cfg.Bus.Publish(bus.SubjectHostCancel, &wardv1.JobCancel{JobId: id, Reason: why})
+	return job, nil
+}
+
+// handleWorkflowGet answers with a run: its tasks (rebuilt from its log),
+// and, when asked, its log and definition.
+func (s *Scheduler) handleWorkflowGet(ctx context.Context, msg *nats.Msg, q *wardv1.WorkflowGetRequest) {
+	reply := &wardv1.WorkflowGetReply{}
+	if run, err := s.runRecord(ctx, q.GetRunId(), tenantOf(msg), q.GetEvents()); err != nil {
+		reply.Error = err.Error()
+	} else {
+		reply.Run = run
+	}
+	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
+		s.log.Debug("workflow get reply failed", "err", err)
+	}
+}
+
+// runRecord reads run id (of tenant, "" any) and its tasks.
+func (s *Scheduler) runRecord(ctx context.Context, id, tenant string, withEvents bool) (*wardv1.WorkflowRun, error) {
+	run, raw, err := s.cfg.Store.GetRun(ctx, id)
+	if errors.Is(err, jobstore.ErrNotFound) || (err == nil && tenant != "" && run.Tenant != tenant) {
+		return nil, fmt.Errorf("run %s not found", id)
+	}
+	if err != nil {
+		s.storeFailed("get run", id, err)
+		return nil, errors.New("job store unavailable")
+	}
+	rec := runMessage(run)
+	events := make([]workflow.Event, 0, len(raw))
+	for _, b := range raw {
+		var e workflow.Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, fmt.Errorf("run %s: its log does not decode: %v", id, err)
+		}
+		events = append(events, e)
+	}
+	if withEvents {
+		rec.Definition = run.Definition
+		for _, e := range events {
+			rec.Events = append(rec.Events, eventMessage(e))
+		}
+	}
+	// The tasks, as the engine left them: the log replayed.
+	def, err := workflow.Parse(run.Definition)
+	if err == nil {
+		var plan *workflow.Plan
+		if plan, err = workflow.Compile(def, workflow.Options{}); err == nil {
+			var eng *workflow.Engine
+			if eng, err = workflow.Resume(plan, events); err == nil {
+				for _, t := range eng.Tasks() {
+					wt := &wardv1.WorkflowTask{Id: t.ID, Step: t.Step, Index: int32(t.Index), State: string(t.State), Error: t.Error}
+					if t.State != workflow.Waiting && t.State != workflow.Ready {
+						wt.JobId = childJobID(id, t.ID)
+					}
+					if t.Output != nil {
+						wt.Output, _ = json.Marshal(t.Output)
+					}
+					rec.Tasks = append(rec.Tasks, wt)
+				}
+				if out := eng.Outputs(); out != nil {
+					rec.Outputs, _ = json.Marshal(out)
+				}
+			}
+		}
+	}
+	if err != nil {
+		rec.Reason = strings.TrimSpace(rec.Reason + " (its log does not replay: " + err.Error() + ")")
+	}
+	return rec, nil
+}
+
+// handleWorkflowList answers with the tenant's runs, newest first.
+func (s *Scheduler) handleWorkflowList(ctx context.Context, msg *nats.Msg, q *wardv1.WorkflowListRequest) {
+	limit := int(q.GetLimit())
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	reply := &wardv1.WorkflowListReply{}
+	runs, err := s.cfg.Store.ListRuns(ctx, tenantOf(msg), limit)
+	if err != nil {
+		s.storeFailed("list runs", "", err)
+	}
+	for _, run := range runs {
+		reply.Runs = append(reply.Runs, runMessage(run))
+	}
+	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
+		s.log.Debug("workflow list reply failed", "err", err)
+	}
+}
+
+func runMessage(r *jobstore.Run) *wardv1.WorkflowRun {
+	return &wardv1.WorkflowRun{RunId: r.ID, TenantId: r.Tenant, Workflow: r.Workflow, State: r.State, Reason: r.Reason,
+		CreatedAtUnixMs: r.CreatedAt.UnixMilli(), UpdatedAtUnixMs: r.UpdatedAt.UnixMilli(), Owner: r.Owner}
+}
+
+func eventMessage(e workflow.Event) *wardv1.WorkflowEvent {
+	return &wardv1.WorkflowEvent{Seq: e.Seq, Kind: e.Kind, Run: e.Run, Task: e.Task, Data: e.Data, PayloadHash: e.PayloadHash,
+		PriorState: e.PriorState, PostState: e.PostState, DecisionId: e.DecisionID, Prev: e.Prev, Hash: e.Hash}
+}
+
+// EventOf is a WorkflowEvent as the workflow package logs it.
+func EventOf(m *wardv1.WorkflowEvent) workflow.Event {
+	return workflow.Event{Seq: m.GetSeq(), Kind: m.GetKind(), Run: m.GetRun(), Task: m.GetTask(), Data: m.GetData(),
+		PayloadHash: m.GetPayloadHash(), PriorState: m.GetPriorState(), PostState: m.GetPostState(), DecisionID: m.GetDecisionId(),
+		Prev: m.GetPrev(), Hash: m.GetHash()}
+}
+
+func encodeEvents(events []workflow.Event) ([][]byte, error) {
+	out := make([][]byte, len(events))
+	for i, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// runsLoop renews the claims of the runs this replica drives and carries
+// on the runs a dead replica left (their claims ran out).
+func (r *runner) runsLoop(lctx context.Context) {
+	defer r.s.loops.Done()
+	ttl := r.claimTTL()
+	t := time.NewTicker(max(ttl/3, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-lctx.Done():
+			return
+		case now := <-t.C:
+			r.renew(lctx, now)
+			r.takeOver(lctx, now)
+		}
+	}
+}
+
+// renew extends this replica's claims; a run another replica claimed is
+// dropped.
+func (r *runner) renew(ctx context.Context, now time.Time) {
+	r.mu.Lock()
+	runs := make([]*liveRun, 0, len(r.runs))
+	for _, lr := range r.runs {
+		runs = append(runs, lr)
+	}
+	r.mu.Unlock()
+	for _, lr := range runs {
+		ok, err := r.s.cfg.Store.ClaimRun(ctx, lr.id, r.s.id, now.Add(r.claimTTL()))
+		if err == nil && !ok {
+			lr.mu.Lock()
+			r.forget(lr)
+			lr.mu.Unlock()
+			continue
+		}
+		r.poll(ctx, lr)
+	}
+}
+
+// poll takes the ends of lr's steps' jobs that another replica moved
+// (this one hears only of its own moves), or whose end it missed.
+func (r *runner) poll(ctx context.Context, lr *liveRun) {
+	lr.mu.Lock()
+	running := lr.eng.Running()
+	lr.mu.Unlock()
+	ended := false
+	for _, task := range running {
+		jobID := childJobID(lr.id, task)
+		job, err := r.s.cfg.Store.Get(ctx, jobID)
+		if err != nil || !job.State.Terminal() {
+			continue
+		}
+		r.mu.Lock()
+		delete(r.jobs, jobID)
+		r.mu.Unlock()
+		r.finish(ctx, lr, task, jobID)
+		ended = true
+	}
+	if ended {
+		r.drive(ctx, lr)
+	}
+}
+
+// takeOver claims the runs whose claims ran out and carries them on.
+func (r *runner) takeOver(ctx context.Context, now time.Time) {
+	ids, err := r.s.cfg.Store.OrphanRuns(ctx, now, 16)
+	if err != nil {
+		r.s.storeFailed("orphan runs", "", err)
+		return
+	}
+	for _, id := range ids {
+		r.mu.Lock()
+		_, mine := r.runs[id]
+		r.mu.Unlock()
+		if mine {
+			continue
+		}
+		if ok, err := r.s.cfg.Store.ClaimRun(ctx, id, r.s.id, now.Add(r.claimTTL())); err != nil || !ok {
+			continue
+		}
+		if err := r.resume(ctx, id); err != nil {
+			r.s.log.Error("workflow run not carried on", "run", id, "err", err)
+		}
+	}
+}
+
+// resume rebuilds a run this replica just claimed and carries it on: the
+// steps whose jobs ended meanwhile are taken, the ones whose jobs were
+// never made are made.
+func (r *runner) resume(ctx context.Context, id string) error {
+	run, raw, err := r.s.cfg.Store.GetRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	events := make([]workflow.Event, len(raw))
+	for i, b := range raw {
+		if err := json.Unmarshal(b, &events[i]); err != nil {
+			return err
+		}
+	}
+	def, err := workflow.Parse(run.Definition)
+	if err != nil {
+		return err
+	}
+	plan, err := workflow.Compile(def, workflow.Options{})
+	if err != nil {
+		return err
+	}
+	eng, err := workflow.Resume(plan, events)
+	if err != nil {
+		return err
+	}
+	wt := r.s.conf.load().timeouts.Workflows
+	lr := &liveRun{id: id, tenant: run.Tenant, name: run.Workflow, eng: eng, saved: len(events), deadline: run.Deadline,
+		step: wt.StepTimeout, retries: wt.StepRetries}
+	if lr.deadline.IsZero() {
+		lr.deadline = run.CreatedAt.Add(wt.RunTimeout)
+	}
+	r.adopt(lr)
+	r.s.log.Info("workflow run carried on", "run", id, "from", run.Owner, "events", len(events))
+	for _, task := range eng.Running() {
+		jobID := childJobID(id, task)
+		job, err := r.s.cfg.Store.Get(ctx, jobID)
+		switch {
+		case errors.Is(err, jobstore.ErrNotFound):
+			// Assigned, but its job was never made: make it.
+			a, ok := lr.assignment(task)
+			if ok {
+				r.submit(ctx, lr, a)
+			}
+		case err == nil && job.State.Terminal():
+			r.mu.Lock()
+			delete(r.jobs, jobID)
+			r.mu.Unlock()
+			r.finish(ctx, lr, task, jobID)
+		}
+	}
+	r.goDrive(lr)
+	return nil
+}
+
+// assignment rebuilds the assignment of a running task from the engine.
+func (lr *liveRun) assignment(task string) (*workflow.Assignment, bool) {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return lr.eng.Reassign(task)
+}
+
+// close stops the runs' timers; they are not cancelled: another replica,
+// or this one restarted, carries them on once their claims run out.
+func (r *runner) close() {
+	r.mu.Lock()
+	for _, lr := range r.runs {
+		if lr.timer != nil {
+			lr.timer.Stop()
+		}
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+}
