@@ -394,6 +394,9 @@ type Submitted struct {
 
 // Store is the job store contract. Implementations are safe for concurrent use.
 type Store interface {
+	// RunStore keeps workflow runs (runs.go).
+	RunStore
+
 	// Create stores job in PENDING with payload as its context blob, and sets
 	// job.ContextPtr (a nats-os:// pointer already set, to a context the
 	// client stored in the object store, is kept). When job.IdempotencyKey is set and the tenant already

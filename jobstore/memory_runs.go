@@ -1,6 +1,7 @@
 package jobstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -60,7 +61,16 @@ func (m *Memory) CreateRun(ctx context.Context, r *Run, events [][]byte) error {
 		mr.ended = now
 	}
 	rs.runs[c.ID] = mr
-	rs.byTime = append(rs.byTime, c.ID)
+	// byTime is in creation order, as Redis's run:index: by CreatedAt (to
+	// the ms), then id; not in the order the runs were stored.
+	at, _ := slices.BinarySearchFunc(rs.byTime, mr, func(id string, mr *memRun) int {
+		o := rs.runs[id]
+		if c := cmp.Compare(ms(o.run.CreatedAt), ms(mr.run.CreatedAt)); c != 0 {
+			return c
+		}
+		return strings.Compare(id, mr.run.ID)
+	})
+	rs.byTime = slices.Insert(rs.byTime, at, c.ID)
 	return nil
 }
 
@@ -182,7 +192,7 @@ func (m *Memory) OrphanRuns(ctx context.Context, now time.Time, limit int) ([]st
 		return strings.Compare(a.run.ID, b.run.ID)
 	})
 	var out []string
-	for _, mr := range orphans[:min(limit, len(orphans))] {
+	for _, mr := range orphans[:max(0, min(limit, len(orphans)))] {
 		out = append(out, mr.run.ID)
 	}
 	return out, nil

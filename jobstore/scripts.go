@@ -36,6 +36,10 @@ var (
 	lockScript        = loadScript("lock.lua", "")
 	unlockScript      = loadScript("unlock.lua", "")
 	failureScript     = loadScript("failure.lua", "")
+	runCreateScript   = loadScript("run_create.lua", "")
+	runAppendScript   = loadScript("run_append.lua", "")
+	runClaimScript    = loadScript("run_claim.lua", "")
+	runListScript     = loadScript("run_list.lua", "")
 )
 
 // loadScript reads lua/<name> and puts prelude before it.
@@ -272,3 +276,90 @@ func (c failureCall) keys() []string      { return []string{keyFailures(c.worker
 func (c failureCall) argv() []any {
 	return []any{c.worker, ms(c.now), c.window.Milliseconds(), c.threshold, c.cooldown.Milliseconds()}
 }
+
+// runCreateCall runs run_create.lua for run n (its defaults filled, as
+// CreateRun does) at now.
+type runCreateCall struct {
+	n         *Run
+	events    [][]byte
+	fields    []string // n's hash, from runFields
+	now       time.Time
+	retention time.Duration // how long an ended run is kept; 0: for ever
+}
+
+func (runCreateCall) script() *redis.Script { return runCreateScript }
+
+func (c runCreateCall) keys() []string {
+	tenant := ""
+	if c.n.Tenant != "" {
+		tenant = keyRunTenant(c.n.Tenant)
+	}
+	return []string{keyRun(c.n.ID), keyRunEvents(c.n.ID), keyRunIndex, tenant, keyRunActive, keyRunEnded}
+}
+
+func (c runCreateCall) argv() []any {
+	n := c.n
+	a := make([]any, 0, 8+len(c.events)+len(c.fields))
+	a = append(a, n.ID, n.Tenant, n.State, ms(n.CreatedAt), claimScore(n.OwnedUntil), c.retention.Milliseconds(),
+		ms(c.now), len(c.events))
+	for _, e := range c.events {
+		a = append(a, e)
+	}
+	return anys(a, c.fields)
+}
+
+// runAppendCall runs run_append.lua: owner appends events to run id's
+// log after its first after ones.
+type runAppendCall struct {
+	id, owner     string
+	after         int
+	events        [][]byte
+	state, reason string
+	now           time.Time
+	retention     time.Duration // how long an ended run is kept; 0: for ever
+}
+
+func (runAppendCall) script() *redis.Script { return runAppendScript }
+
+func (c runAppendCall) keys() []string {
+	return []string{keyRun(c.id), keyRunEvents(c.id), keyRunActive, keyRunEnded}
+}
+
+func (c runAppendCall) argv() []any {
+	a := make([]any, 0, 7+len(c.events))
+	a = append(a, c.id, c.owner, c.after, c.state, c.reason, ms(c.now), c.retention.Milliseconds())
+	for _, e := range c.events {
+		a = append(a, e)
+	}
+	return a
+}
+
+// runClaimCall runs run_claim.lua: owner claims run id until until.
+type runClaimCall struct {
+	id, owner  string
+	until, now time.Time
+}
+
+func (runClaimCall) script() *redis.Script { return runClaimScript }
+func (c runClaimCall) keys() []string      { return []string{keyRun(c.id), keyRunActive} }
+func (c runClaimCall) argv() []any {
+	return []any{c.id, c.owner, optMS(c.until), claimScore(c.until), ms(c.now)}
+}
+
+// runListCall runs run_list.lua on tenant's index (every tenant's when
+// tenant is empty).
+type runListCall struct {
+	tenant string
+	limit  int
+}
+
+func (runListCall) script() *redis.Script { return runListScript }
+
+func (c runListCall) keys() []string {
+	if c.tenant == "" {
+		return []string{keyRunIndex}
+	}
+	return []string{keyRunTenant(c.tenant)}
+}
+
+func (c runListCall) argv() []any { return []any{c.limit, c.tenant} }

@@ -25,6 +25,10 @@ func TestScriptHeaders(t *testing.T) {
 		"lock.lua":         lockCall{},
 		"unlock.lua":       unlockCall{},
 		"failure.lua":      failureCall{},
+		"run_create.lua":   runCreateCall{n: &Run{ID: "r"}},
+		"run_append.lua":   runAppendCall{id: "r"},
+		"run_claim.lua":    runClaimCall{id: "r"},
+		"run_list.lua":     runListCall{},
 	}
 	files, err := fs.Glob(luaFiles, "lua/*.lua")
 	if err != nil {

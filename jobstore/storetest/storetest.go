@@ -76,6 +76,17 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"RaceTenantLimit", testRaceTenantLimit},
 		{"RaceWorkerLimit", testRaceWorkerLimit},
 		{"RaceDueDeferred", testRaceDueDeferred},
+		{"RunCreateGet", testRunCreateGet},
+		{"RunExists", testRunExists},
+		{"RunIDs", testRunIDs},
+		{"RunAppend", testRunAppend},
+		{"RunAppendClaim", testRunAppendClaim},
+		{"RunClaim", testRunClaim},
+		{"ListRuns", testListRuns},
+		{"OrphanRuns", testOrphanRuns},
+		{"RunRetention", testRunRetention},
+		{"RaceRunAppend", testRaceRunAppend},
+		{"RaceRunClaim", testRaceRunClaim},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
