@@ -1,0 +1,7 @@
+import sys
+
+from app.core import shout
+
+
+def main():
+    print(shout(sys.argv[1]))

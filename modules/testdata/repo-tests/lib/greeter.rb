@@ -1,0 +1,5 @@
+class Greeter
+  def hello(name)
+    "hello #{name}"
+  end
+end
