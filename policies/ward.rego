@@ -12,7 +12,14 @@
 #               "requested": {"http_hosts": [], "read_only_dirs": [],
 #                             "env_keys": [], "memory_limit_bytes": 0,
 #                             "time_limit_ms": 0}},
-#    "pool": "echo"}
+#    "pool": "echo", "workflow": null}
+#
+# workflow is set when the check is a workflow run's, made once when the
+# run is submitted, before any of it starts: {"name": "...", "steps":
+# [{"id", "topic", "depends_on", "for_each"}, ...]} (input.topic is then
+# job.workflow.<name>). Each step is checked again as an ordinary job when
+# it becomes ready; its labels say which run and task it is (ward.run,
+# ward.task).
 #
 # module.requested is what the module's manifest asks for (null when the
 # caller does not know the manifest); the policy grants a subset of it, and
@@ -32,7 +39,7 @@
 #
 # The kernel decides thousands of jobs a second with this policy, and it
 # caches decisions keyed on the input fields the rules read (here topic,
-# tenant_id, payload_size, module and pool). Rules that compare input to
+# tenant_id, payload_size, module, pool and workflow — null for every job). Rules that compare input to
 # constants (input.topic == "...") cost nothing for jobs they do not match:
 # OPA indexes them.
 package ward.safety
@@ -48,9 +55,29 @@ deny contains "tenant_id is required" if trim_space(input.tenant_id) == ""
 # allowed_topics, else the default one (job.**). Entries are globs over the
 # topic's dot-separated tokens: * matches one token, ** any number.
 deny contains msg if {
+	not is_run
 	not topic_allowed
 	not input.topic == "sys.destroy"
 	msg := topic_denial
+}
+
+# A workflow run is checked as a whole: it is denied when one of its steps
+# would be (a forbidden topic, one outside the tenant's allow-list), so
+# that nothing of it runs. Its own topic (job.workflow.<name>) is not
+# checked against the allow-list.
+is_run if input.workflow.steps
+
+deny contains msg if {
+	some step in input.workflow.steps
+	step.topic == "sys.destroy"
+	msg := sprintf("step %s: topic sys.destroy is forbidden", [step.id])
+}
+
+deny contains msg if {
+	some step in input.workflow.steps
+	not step.topic == "sys.destroy"
+	not allowed_topic(step.topic)
+	msg := sprintf("step %s: topic %s is not allowed for tenant %q", [step.id, step.topic, input.tenant_id])
 }
 
 deny contains msg if {
@@ -78,10 +105,14 @@ deny contains msg if {
 
 # topic_allowed holds for a well-formed topic (dot-separated, non-empty
 # tokens, no wildcards or spaces) that the tenant's allow-list matches.
-topic_allowed if {
-	regex.match(`^[^.*>\s]+(\.[^.*>\s]+)*$`, input.topic)
+topic_allowed if allowed_topic(input.topic)
+
+# allowed_topic holds for a well-formed topic that the tenant's allow-list
+# matches.
+allowed_topic(topic) if {
+	regex.match(`^[^.*>\s]+(\.[^.*>\s]+)*$`, topic)
 	some pattern in object.get(data.tenants, [input.tenant_id, "allowed_topics"], data.defaults.allowed_topics)
-	glob.match(pattern, ["."], input.topic)
+	glob.match(pattern, ["."], topic)
 }
 
 topic_denial := sprintf("topic %q is malformed: want dot-separated tokens, such as job.echo", [input.topic]) if {

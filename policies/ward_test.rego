@@ -361,3 +361,32 @@ test_signed_pools_deny_unsigned if {
 	count(safety.deny) == 0 with input as signed_job with data.defaults as defaults
 	count(safety.deny) == 0 with input as object.union(job, {"pool": "chat-simple"}) with data.defaults as defaults
 }
+
+# ------------------------------------------------------------ workflow runs
+
+run(tenant, topics) := object.union(job, {
+	"topic": "job.workflow.w",
+	"tenant_id": tenant,
+	"workflow": {"name": "w", "steps": [{"id": sprintf("s%d", [i]), "topic": t, "depends_on": [], "for_each": false} | some i, t in topics]},
+})
+
+test_run_of_allowed_steps_allowed if {
+	count(safety.deny) == 0 with input as run("globex", ["job.echo", "job.chat.simple"])
+}
+
+test_run_with_a_step_outside_the_allow_list_denied if {
+	safety.deny == {`step s1: topic job.code.llm is not allowed for tenant "globex"`} with input as run("globex", ["job.echo", "job.code.llm"])
+}
+
+test_run_with_a_forbidden_step_denied if {
+	safety.deny == {"step s0: topic sys.destroy is forbidden"} with input as run("acme", ["sys.destroy"])
+}
+
+test_run_topic_not_checked_against_the_allow_list if {
+	# globex's allow-list has no job.workflow.*: the run is judged by its steps.
+	count(safety.deny) == 0 with input as run("globex", ["job.echo"])
+}
+
+test_job_check_has_no_workflow if {
+	count(safety.deny) == 0 with input as object.union(job, {"workflow": null})
+}

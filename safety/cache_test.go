@@ -43,6 +43,9 @@ func TestCacheKeyedOnFieldsThePolicyReads(t *testing.T) {
 		"module":       func(r *safetyv1.CheckRequest) { r.Module.Requested.HttpHosts = nil },
 		"signed":       func(r *safetyv1.CheckRequest) { r.Module.Signed = true },
 		"pool":         func(r *safetyv1.CheckRequest) { r.Pool = "x" },
+		"workflow": func(r *safetyv1.CheckRequest) {
+			r.Workflow = &safetyv1.WorkflowRequest{Name: "w", Steps: []*safetyv1.WorkflowStep{{Id: "a", Topic: "job.echo"}}}
+		},
 	} {
 		req := echoJob()
 		edit(req)
@@ -50,7 +53,7 @@ func TestCacheKeyedOnFieldsThePolicyReads(t *testing.T) {
 			t.Errorf("%s changed, still a hit", name)
 		}
 	}
-	wantFields := []string{"topic", "tenant_id", "payload_size", "module", "pool"}
+	wantFields := []string{"topic", "tenant_id", "payload_size", "module", "pool", "workflow"}
 	if p, _, _ := k.Policy(); !slices.Equal(p.fields.names(), wantFields) {
 		t.Errorf("input fields %q, want %q", p.fields.names(), wantFields)
 	}

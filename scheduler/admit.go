@@ -45,6 +45,8 @@ func (s *Scheduler) handleSubmit(ctx context.Context, msg *nats.Msg, req *wardv1
 		reply = refuse(reason.BadRequest, "a job is submitted for a tenant: submit on %s", bus.TenantSubject(bus.SubjectSubmit, "<tenant>"))
 	case req.GetTenantId() != "" && req.GetTenantId() != tenant:
 		reply = refuse(reason.TenantMismatch, "the submission names tenant %q, its credential is tenant %q's", req.GetTenantId(), tenant)
+	case hasSystemLabel(req.GetLabels()):
+		reply = refuse(reason.BadRequest, "labels under %q are Ward's own (a workflow step's run and task): a client may not set them", placement.SystemLabelPrefix)
 	default:
 		req.TenantId = tenant
 		reply, job, queued = s.accept(ctx, req)
@@ -56,6 +58,16 @@ func (s *Scheduler) handleSubmit(ctx context.Context, msg *nats.Msg, req *wardv1
 		return
 	}
 	s.admit(ctx, job, queued, req.Payload)
+}
+
+// hasSystemLabel reports whether labels holds one of Ward's own.
+func hasSystemLabel(labels map[string]string) bool {
+	for k := range labels {
+		if strings.HasPrefix(k, placement.SystemLabelPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // accept checks a submission and stores it: one store round trip, which

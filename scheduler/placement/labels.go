@@ -7,7 +7,9 @@ import (
 
 // Labels of a job with a meaning to placement. Every other label of a job
 // is a constraint: a worker qualifies only if it has that label with that
-// value (zone and region also match the heartbeat's zone and region).
+// value (zone and region also match the heartbeat's zone and region) —
+// but for Ward's own labels, under "ward." (a workflow step's run and
+// task), which are neither.
 const (
 	// LabelPreferredPool narrows routing to that pool when the topic maps
 	// to it (the scheduler's routing reads it; it is no constraint).
@@ -30,8 +32,12 @@ func isHint(key string) bool {
 	case LabelPreferredPool, LabelPreferredWorker, LabelPreviousWorker, LabelPreferredZone, LabelDataLocality:
 		return true
 	}
-	return false
+	return strings.HasPrefix(key, SystemLabelPrefix)
 }
+
+// SystemLabelPrefix starts the labels Ward sets itself (a workflow step's
+// ward.run and ward.task); clients may not set them.
+const SystemLabelPrefix = "ward."
 
 // SetLabels sets r's hints and label constraints (sorted by key) from a
 // job's labels.
