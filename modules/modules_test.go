@@ -288,7 +288,7 @@ func TestRepoModules(t *testing.T) {
 func TestRepoMountEscape(t *testing.T) {
 	scan := load(t, "repo-scan")
 	tree := repotest.Tree(t)
-	if err := os.WriteFile(filepath.Join(filepath.Dir(tree), "secret"), []byte("AKIAIOSFODNN7EXAMPLE"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(filepath.Dir(tree), "secret"), []byte("AWS_ACCESS_KEY_ID=AKIA3U55XTPLPFT7V4SE"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink("..", filepath.Join(tree, "up")); err != nil {

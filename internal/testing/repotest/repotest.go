@@ -30,13 +30,16 @@ var (
 		"cmd/demo/main.go:14 shell-injection",
 		"cmd/demo/main.go:15 weak-hash",
 		"cmd/demo/main.go:16 tls-verify-disabled",
-		"config/aws.env:1 hardcoded-secret",
-		"config/settings.yaml:3 hardcoded-secret",
+		"config/aws.env:2 aws-secret-access-key", // not line 1: AWS's documented example key
+		"config/settings.yaml:3 stripe-key",
 		"keys/id_rsa:1 private-key",
 		"scripts/deploy.sh:3 tls-verify-disabled",
 		"tools/hash.py:6 shell-injection",
 		"tools/hash.py:7 weak-hash",
 	}
+	// Secrets holds the demo repository's secrets: no finding may show
+	// them whole.
+	Secrets = []string{"PtYgjmUhBel31iEl2hpChYgCfrL1spNxnyVmihA/", "sk_live_0123456789abcdef", "0123456789abcdef"}
 )
 
 // Files is the number of regular files in the demo repository, of which

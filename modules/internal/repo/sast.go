@@ -4,93 +4,162 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"regexp"
+	"path"
 	"strconv"
 	"strings"
 
 	"github.com/ward-run/ward/modules/sdk"
 )
 
-// rule is a line pattern and what a match means.
-type rule struct {
-	id, severity, message string
-	re                    *regexp.Regexp
-	// langs limits the rule to these languages; empty means every file.
-	langs []string
-	// redact hides the matched secret in the message.
-	redact bool
-}
-
-var sastRules = []rule{
-	{id: "private-key", severity: sdk.SeverityError, message: "private key in the repository",
-		re: regexp.MustCompile(`-----BEGIN (?:RSA |DSA |EC |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?-----`)},
-	{id: "hardcoded-secret", severity: sdk.SeverityError, message: "AWS access key id", redact: true,
-		re: regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{id: "hardcoded-secret", severity: sdk.SeverityError, message: "GitHub token", redact: true,
-		re: regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,}\b`)},
-	{id: "hardcoded-secret", severity: sdk.SeverityError, message: "Slack token", redact: true,
-		re: regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`)},
-	{id: "hardcoded-secret", severity: sdk.SeverityError, message: "hard-coded credential", redact: true,
-		re: regexp.MustCompile(`(?i)\b(?:password|passwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|private[_-]?key)\b["']?\s*(?::=|=|:)\s*["'][^"'\s]{8,}["']`)},
-	{id: "shell-injection", severity: sdk.SeverityError, message: "shell command built from a string", langs: []string{"Python"},
-		re: regexp.MustCompile(`\bos\.(?:system|popen)\s*\([^)]*(?:\+|%|\.format\(|\bf["'])|\bsubprocess\.\w+\([^)]*shell\s*=\s*True`)},
-	{id: "shell-injection", severity: sdk.SeverityError, message: "shell command built from a string", langs: []string{"JavaScript", "TypeScript"},
-		re: regexp.MustCompile("\\bexec(?:Sync)?\\s*\\(\\s*(?:`[^`]*\\$\\{|[^)]*\\+)")},
-	{id: "shell-injection", severity: sdk.SeverityWarning, message: "eval of a variable", langs: []string{"Shell"},
-		re: regexp.MustCompile(`\beval\s+.*\$`)},
-	{id: "tls-verify-disabled", severity: sdk.SeverityError, message: "TLS certificate verification disabled",
-		re: regexp.MustCompile(`InsecureSkipVerify\s*:\s*true|\bverify\s*=\s*False\b|rejectUnauthorized\s*:\s*false|NODE_TLS_REJECT_UNAUTHORIZED\s*=\s*["']?0|\bcurl\b.*(?:\s-k\b|\s--insecure\b)|CURLOPT_SSL_VERIFYPEER\s*,\s*(?:0|false)`)},
-	{id: "weak-hash", severity: sdk.SeverityWarning, message: "weak hash (MD5 or SHA-1)",
-		re: regexp.MustCompile(`\b(?:md5|sha1)\.(?:New|Sum)\b|\bhashlib\.(?:md5|sha1)\s*\(|MessageDigest\.getInstance\(\s*"(?:MD5|SHA-?1)"|createHash\(\s*['"](?:md5|sha1)['"]`)},
-}
-
-// SAST checks a text file for hard-coded secrets and private keys, shell
-// commands built from strings, disabled TLS verification and weak hashes.
-// Go files are also parsed: exec.Command running a shell with a command
-// that is not a constant string is reported from the syntax tree.
+// SAST checks a text file for hard-coded secrets (sast_secrets.go: cloud
+// keys, tokens with known prefixes, private keys, connection strings with a
+// password, password/secret/token assignments in code and configuration)
+// and insecure code (sast_code.go: SQL built by formatting, eval, unsafe
+// deserialization, shell commands built at run time, disabled TLS checks,
+// weak hashes of passwords). Calls are read to their closing parenthesis, so
+// a call that spans several lines is checked whole. Go files are also
+// parsed: exec.Command running a shell with a command that is not a
+// constant string is reported from the syntax tree.
+//
+// What is not checked (sastPolicyFor): lock files, vendor/ and
+// node_modules/; files named as examples or fakes are not checked for
+// secrets; translations and minified assets only for tokens of a known
+// format.
 func SAST(f *File) []sdk.Finding {
 	if f.Data == nil {
 		return nil
 	}
+	pol := sastPolicyFor(f.Path)
+	if pol.skip {
+		return nil
+	}
+	s := newSastSource(f)
 	var out findings
-	lines(f.Data, func(n int, line string) {
-		for _, r := range sastRules {
-			if len(r.langs) > 0 && !contains(r.langs, f.Language) {
-				continue
-			}
-			loc := r.re.FindStringIndex(line)
-			if loc == nil {
-				continue
-			}
-			msg := r.message
-			if r.redact {
-				msg += ": " + redact(line[loc[0]:loc[1]])
-			}
-			out.add(f.Path, n, loc[0]+1, r.id, r.severity, msg)
+	if pol.secrets != secretsNone {
+		scanSecrets(s, pol.secrets, &out)
+	}
+	if pol.code {
+		scanCode(s, &out)
+		if s.lang == "Go" {
+			goShellCommands(f, &out)
 		}
-	})
-	if f.Language == "Go" {
-		goShellCommands(f, &out)
 	}
 	return out.list()
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+// Which secret rules a file gets.
+const (
+	secretsNone  = iota
+	secretsKnown // tokens of a known format only (not the generic assignment rule)
+	secretsAll
+)
+
+// sastPolicy is what SAST checks in a file.
+type sastPolicy struct {
+	skip    bool // nothing
+	secrets int
+	code    bool
 }
 
-// redact keeps the first few characters of a secret.
-func redact(s string) string {
-	if len(s) <= 8 {
-		return "…"
-	}
-	return s[:min(8, len(s)/3)] + "…"
+// lockFiles are dependency lock files: their hashes are not secrets.
+var lockFiles = map[string]bool{
+	"package-lock.json": true, "npm-shrinkwrap.json": true, "yarn.lock": true, "pnpm-lock.yaml": true,
+	"bun.lock": true, "go.sum": true, "go.work.sum": true, "cargo.lock": true, "poetry.lock": true,
+	"pipfile.lock": true, "pdm.lock": true, "uv.lock": true, "composer.lock": true, "gemfile.lock": true,
+	"mix.lock": true, "packages.lock.json": true, "flake.lock": true, "pubspec.lock": true,
+	"podfile.lock": true, "gradle.lockfile": true, ".terraform.lock.hcl": true, "deno.lock": true,
 }
+
+// thirdParty are directories of other people's code.
+var thirdParty = map[string]bool{"vendor": true, "node_modules": true, "bower_components": true, "site-packages": true}
+
+// translationDirs hold UI strings.
+var translationDirs = map[string]bool{"locales": true, "locale": true, "i18n": true, "l10n": true,
+	"translations": true, "lang": true, "langs": true, "messages": true}
+
+// fakeWords in a file's name mark it as an example or a test fixture.
+var fakeWords = []string{"fake", "dummy", "example", "sample", "placeholder", "template", "mock"}
+
+func sastPolicyFor(p string) sastPolicy {
+	parts := strings.Split(strings.ToLower(p), "/")
+	base := parts[len(parts)-1]
+	if lockFiles[base] || strings.HasSuffix(base, ".lock") {
+		return sastPolicy{skip: true}
+	}
+	for _, d := range parts[:len(parts)-1] {
+		if thirdParty[d] {
+			return sastPolicy{skip: true}
+		}
+	}
+	pol := sastPolicy{secrets: secretsAll, code: true}
+	for _, w := range fakeWords {
+		if strings.Contains(base, w) {
+			pol.secrets = secretsNone
+		}
+	}
+	if strings.HasSuffix(base, ".dist") || strings.HasSuffix(base, ".tpl") {
+		pol.secrets = secretsNone
+	}
+	translation := false
+	switch path.Ext(base) {
+	case ".po", ".pot", ".xliff", ".xlf", ".arb", ".strings", ".resx":
+		translation = true
+	}
+	for _, d := range parts[:len(parts)-1] {
+		if translationDirs[d] {
+			translation = true
+		}
+	}
+	if strings.HasPrefix(base, "messages_") && strings.HasSuffix(base, ".properties") {
+		translation = true
+	}
+	minified := strings.Contains(base, ".min.") || strings.HasSuffix(base, ".map") || strings.Contains(base, ".bundle.")
+	if translation || minified {
+		pol.code = false
+		if pol.secrets == secretsAll {
+			pol.secrets = secretsKnown
+		}
+	}
+	return pol
+}
+
+// sastLanguage is Language, with the formats sast reads told apart.
+func sastLanguage(p, lang string) string {
+	base := strings.ToLower(path.Base(p))
+	ext := path.Ext(base)
+	switch {
+	case base == "dockerfile" || strings.HasPrefix(base, "dockerfile.") || ext == ".dockerfile" || base == "containerfile":
+		return "Dockerfile"
+	case base == ".env" || strings.HasPrefix(base, ".env.") || ext == ".env":
+		return "Dotenv"
+	case base == "makefile" || ext == ".mk":
+		return "Makefile"
+	case ext == ".tf" || ext == ".tfvars" || ext == ".hcl":
+		return "Terraform"
+	case ext == ".properties":
+		return "Properties"
+	case ext == ".cfg" || ext == ".conf" || ext == ".cnf" || ext == ".ini" || base == ".npmrc" || base == ".pypirc" || base == ".netrc" || base == "credentials":
+		return "INI"
+	case ext == ".kt" || ext == ".kts":
+		return "Kotlin"
+	case ext == ".cjs" || ext == ".mjs" || ext == ".jsx":
+		return "JavaScript"
+	case ext == ".mts" || ext == ".cts":
+		return "TypeScript"
+	case ext == ".zsh" || base == ".bashrc" || base == ".zshrc" || base == ".profile" || base == ".bash_profile":
+		return "Shell"
+	case ext == ".pem" || ext == ".key" || ext == ".p8" || strings.HasPrefix(base, "id_rsa") || strings.HasPrefix(base, "id_ed25519") || strings.HasPrefix(base, "id_ecdsa"):
+		return "Key"
+	}
+	return lang
+}
+
+// codeLanguages are the languages whose values are literals in quotes (an
+// unquoted value is an expression); in the others (configuration, shell)
+// a value may be bare.
+var codeLanguages = map[string]bool{"Go": true, "Python": true, "JavaScript": true, "TypeScript": true,
+	"Java": true, "Kotlin": true, "C#": true, "Ruby": true, "PHP": true, "Rust": true, "Scala": true,
+	"Swift": true, "C": true, "C++": true, "Lua": true}
 
 // shells are the programs whose -c argument is a command line.
 var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "/bin/sh": true, "/bin/bash": true,
@@ -103,6 +172,17 @@ func goShellCommands(f *File, out *findings) {
 	file, err := parser.ParseFile(fset, f.Path, f.Data, 0)
 	if err != nil {
 		return
+	}
+	// Constants: a shell command in one is fixed.
+	consts := map[string]bool{}
+	for _, d := range file.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+			for _, spec := range g.Specs {
+				for _, name := range spec.(*ast.ValueSpec).Names {
+					consts[name.Name] = true
+				}
+			}
+		}
 	}
 	ast.Inspect(file, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
@@ -122,10 +202,14 @@ func goShellCommands(f *File, out *findings) {
 			args = args[1:]
 		}
 		for k := 1; k+1 < len(args); k++ {
-			if stringLit(args[k]) != "-c" || !shells[stringLit(args[k-1])] {
+			if c := stringLit(args[k]); (c != "-c" && c != "/c" && c != "-Command") || !shells[stringLit(args[k-1])] {
 				continue
 			}
-			if _, constant := args[k+1].(*ast.BasicLit); !constant {
+			_, constant := args[k+1].(*ast.BasicLit)
+			if id, ok := args[k+1].(*ast.Ident); ok && consts[id.Name] {
+				constant = true
+			}
+			if !constant {
 				pos := fset.Position(call.Pos())
 				out.add(f.Path, pos.Line, pos.Column, "shell-injection", sdk.SeverityError,
 					"exec."+sel.Sel.Name+" runs a shell with a command built at run time")

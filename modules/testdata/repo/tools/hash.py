@@ -2,6 +2,6 @@ import hashlib
 import os
 
 
-def digest(data, path):
+def digest(password, path):
     os.system("rm -rf " + path)
-    return hashlib.md5(data).hexdigest()
+    return hashlib.md5(password).hexdigest()

@@ -10,9 +10,9 @@ import (
 )
 
 func main() {
-	dir := os.Args[1]
+	dir, password := os.Args[1], os.Args[2]
 	out, _ := exec.Command("sh", "-c", "ls "+dir).Output()
-	fmt.Printf("%x\n", md5.Sum(out))
+	fmt.Printf("%s %x\n", out, md5.Sum([]byte(password)))
 	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
 	_ = tr
 	_ = exec.Command("ls", "-l", dir)

@@ -1,0 +1,66 @@
+package repo_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ward-run/ward/internal/testing/repotest"
+	"github.com/ward-run/ward/modules/internal/repo"
+)
+
+// sastOf scans one file and returns its findings as "file:line rule".
+func sastOf(path, text string) []string {
+	f := &repo.File{Path: path, Size: int64(len(text)), Language: repo.Language(path), Data: []byte(text)}
+	return repotest.Keys(repo.SAST(f))
+}
+
+// TestSASTCases: the cases of the issue, and what must stay quiet. The
+// tokens are joined at run time, so that secret scanners leave the source
+// alone.
+func TestSASTCases(t *testing.T) {
+	awsSecret := "Ht4Lq9" + "ZbXw2Rk7Vn3Pd8Jm5Cs1Fg6Ty0Ue/Ao+Wi"
+	for _, tc := range []struct {
+		name, path, text string
+		want             []string
+	}{
+		{"unquoted AWS secret in an env file", "config.env",
+			"AWS_SECRET_ACCESS_KEY=" + awsSecret + "\n", []string{"config.env:1 aws-secret-access-key"}},
+		{"AWS's documented example keys", "config.env",
+			"AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\nAWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n", nil},
+		{"an example file", ".env.example", "AWS_SECRET_ACCESS_KEY=" + awsSecret + "\n", nil},
+		{"vendor", "vendor/x/y.go", `var token = "` + "ghp_" + strings.Repeat("aB3", 12) + `"` + "\n", nil},
+		{"a lock file", "package-lock.json", `{"token": "` + awsSecret + `"}` + "\n", nil},
+		{"an environment lookup", "app.py", `PASSWORD = os.environ["PASSWORD"]` + "\n", nil},
+		{"a placeholder", "app.yaml", "password: changeme\napi_key: <your-api-key>\ntoken: ${TOKEN}\n", nil},
+		{"a masked value", "app.yaml", "password: \"********\"\n", nil},
+		{"a translation", "locales/de.json", `{"password": "Passwort", "token": "Zugangstoken"}` + "\n", nil},
+		{"a password", "app.yaml", "db:\n  password: Vq7#tR2pL9xZ\n", []string{"app.yaml:2 hardcoded-secret"}},
+		{"SQL over three lines", "db.py",
+			"def f(cur, name):\n    cur.execute(\n        \"SELECT * FROM t WHERE name = '%s'\"\n        % name)\n",
+			[]string{"db.py:2 sql-injection"}},
+		{"parameterised SQL over three lines", "db.py",
+			"def f(cur, name):\n    cur.execute(\n        \"SELECT * FROM t WHERE name = %s\",\n        (name,))\n", nil},
+		{"a PEM header without a key", "pem.go", "package pem\n\nconst h = \"-----BEGIN RSA PRIVATE KEY-----\"\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sastOf(tc.path, tc.text); !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSASTMasks: a finding shows no more of a secret than its first
+// characters.
+func TestSASTMasks(t *testing.T) {
+	secret := "Ht4Lq9" + "ZbXw2Rk7Vn3Pd8Jm5Cs1Fg6Ty0Ue/Ao+Wi"
+	f := &repo.File{Path: "a.env", Language: "Dotenv", Data: []byte("AWS_SECRET_ACCESS_KEY=" + secret + "\n")}
+	fs := repo.SAST(f)
+	if len(fs) != 1 {
+		t.Fatalf("%+v", fs)
+	}
+	if m := fs[0].Message; strings.Contains(m, secret[:5]) || !strings.HasSuffix(m, "Ht4L…") {
+		t.Fatalf("message %q", m)
+	}
+}
