@@ -50,7 +50,7 @@ func TestRoutes(t *testing.T) {
 		t.Errorf("conflicts = %+v", conflicts)
 	}
 	// base is untouched.
-	if base.PoolsFor("job.hello") != nil || len(base.Pools) != 9 {
+	if base.PoolsFor("job.hello") != nil || len(base.Pools) != 10 {
 		t.Errorf("base changed: %v", base.Pools)
 	}
 }

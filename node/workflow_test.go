@@ -308,3 +308,84 @@ steps:
 		}
 	}
 }
+
+// TestWorkflowCarriedOnWhenItsReplicaDies: the replica driving a run stops
+// in the middle of it; another replica, sharing the store, claims the run
+// once its claim runs out, rebuilds it from its log, takes the end of the
+// step that ended meanwhile, and drives it to its end. The log stays one
+// unbroken chain, and replays.
+func TestWorkflowCarriedOnWhenItsReplicaDies(t *testing.T) {
+	pools, err := config.ParsePools("test", []byte("topics:\n  job.echo: echo\n  job.hostile: hostile\npools:\n  echo: {}\n  hostile: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeouts, err := config.ParseTimeouts("test", []byte("reconciler:\n  lease_ttl: 1s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods := echoModules(t)
+	mods["hostile"] = wasmtest.Build(t, "github.com/ward-run/ward/sandbox/testdata/hostile")
+	store := memoryStore(t)
+	e := start(t, node.Options{Modules: mods, Pools: pools, Timeouts: timeouts, Store: store,
+		Manifests: map[string]*sandbox.Manifest{"hostile": {Name: "hostile", Limits: sandbox.Limits{Time: sandbox.Duration(3 * time.Second)}}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	b, err := node.StartScheduler(ctx, node.SchedulerConfig{ID: "replica-b", NATSURL: e.natsURL, Store: store, SafetyAddr: e.n.Safety.Addr(),
+		Config: &config.Bundle{Pools: pools, Timeouts: timeouts}, Creds: e.creds.Scheduler, DispatchSecret: e.creds.DispatchSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Shutdown(context.Background()) }) // a second Shutdown does nothing
+	acme := e.tenantClient(t, "acme")
+	// The first step sleeps past its module's time limit (3 s) and fails,
+	// which it may; the replica dies while it sleeps.
+	def := `
+name: survivor
+steps:
+  - {id: slow, topic: job.hostile, payload: {do: sleep}, retries: 0, allow_failure: true}
+  - {id: next, topic: job.echo, depends_on: [slow], payload: "${{ steps.slow.state }}"}
+outputs: {seen: steps.next.output}
+`
+	id := "run-survivor"
+	if _, err := acme.RunWorkflow(ctx, &wardv1.WorkflowRunRequest{RunId: id, Definition: []byte(def)}); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 30*time.Second, func() bool {
+		job, err := acme.Get(ctx, id+"-slow", false)
+		return err == nil && job.GetState() == wardv1.JobState_JOB_STATE_RUNNING
+	})
+	// The replica that took the run (either: they share a queue group)
+	// stops; the other must carry it on.
+	started, err := acme.Workflow(ctx, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, survivor := started.GetOwner(), e.n.Scheduler.ID()
+	dying := b.Shutdown
+	if first == e.n.Scheduler.ID() {
+		survivor, dying = "replica-b", e.n.Scheduler.Shutdown
+	}
+	if err := dying(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var run *wardv1.WorkflowRun
+	checkFor(t, 60*time.Second, func() bool {
+		run, err = acme.Workflow(ctx, id, true)
+		return err == nil && run.GetState() != "RUNNING"
+	})
+	if run.GetState() != "SUCCEEDED" || run.GetOwner() != survivor || string(run.GetOutputs()) != `{"seen":"FAILED"}` {
+		t.Fatalf("run %s (%s), owner %s (first %s), outputs %s", run.GetState(), run.GetReason(), run.GetOwner(), first, run.GetOutputs())
+	}
+	events := make([]workflow.Event, len(run.GetEvents()))
+	for i, ev := range run.GetEvents() {
+		events[i] = scheduler.EventOf(ev)
+	}
+	if err := workflow.Verify(events); err != nil {
+		t.Fatal(err)
+	}
+	def2, _ := workflow.Parse(run.GetDefinition())
+	plan, _ := workflow.Compile(def2, workflow.Options{})
+	if err := workflow.Replay(plan, events); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -179,7 +179,12 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 		Owner: s.id, OwnedUntil: now.Add(r.claimTTL()), Deadline: lr.deadline}, events)
 	switch {
 	case errors.Is(err, jobstore.ErrExists):
-		return &wardv1.WorkflowRunReply{RunId: id, Accepted: true, Duplicate: true, Steps: plan.Steps()}
+		// The same run asked for again (a client's retry): accepted once.
+		// Another tenant's id says nothing of that run.
+		if prev, _, gerr := s.cfg.Store.GetRun(ctx, id); gerr == nil && prev.Tenant == tenant {
+			return &wardv1.WorkflowRunReply{RunId: id, Accepted: true, Duplicate: true, Steps: plan.Steps()}
+		}
+		return refuseRun(reason.BadRequest, "run id %q cannot be used: pick another", id)
 	case err != nil:
 		s.storeFailed("create run", id, err)
 		return refuseRun(reason.StoreError, "job store unavailable")
