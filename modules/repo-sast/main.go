@@ -1,7 +1,10 @@
-// Command repo-sast reports security findings with file:line: hard-coded
-// secrets and private keys, shell commands built from strings, disabled
-// TLS verification and weak hashes. Its input is described in
-// modules/README.md.
+// Command repo-sast reports security findings with file:line and the rule
+// that fired: hard-coded secrets (cloud keys, tokens of known formats,
+// private keys, connection strings with a password, passwords and tokens
+// in configuration and code; shown masked) and insecure code (SQL built by
+// formatting, eval, unsafe deserialization, shell commands built at run
+// time, disabled TLS checks, weak hashes of passwords). Its input and its
+// rules are described in modules/README.md.
 package main
 
 import (
