@@ -18,7 +18,8 @@ type codeScan struct {
 	s       *sastSource
 	out     *findings
 	seen    map[string]bool
-	assigns map[string][]assignment
+	assigns map[string][]assignment // nil until a rule needs them
+	lower   string                  // the text in lower case, once needed
 }
 
 // assignment is a variable given a value: whether the value was a string
@@ -34,7 +35,6 @@ func scanCode(s *sastSource, out *findings) {
 	c := &codeScan{s: s, out: out, seen: map[string]bool{}}
 	switch s.lang {
 	case "Go", "Python", "JavaScript", "TypeScript", "Java", "Kotlin", "C#", "Ruby", "PHP":
-		c.trackAssignments()
 		c.sqlInjection()
 		c.codeInjection()
 		c.deserialization()
@@ -63,6 +63,9 @@ func (c *codeScan) report(off int, rule, sev, msg string) {
 // including the opening parenthesis; its first group, if any, is the name
 // reported.
 func (c *codeScan) calls(re *regexp.Regexp, fn func(off int, name string, args []piece, end int)) {
+	if kws, ok := callKeywords[re]; ok && !c.hasAny(kws...) {
+		return // a regular expression over the whole file costs; most files lack the words
+	}
 	for _, m := range re.FindAllStringSubmatchIndex(c.s.text, -1) {
 		off, name := m[0], c.s.text[m[0]:m[1]]
 		if len(m) > 2 && m[2] >= 0 {
@@ -79,6 +82,57 @@ func (c *codeScan) calls(re *regexp.Regexp, fn func(off int, name string, args [
 	}
 }
 
+// hasAny reports whether the file holds one of the words (lower case ones
+// are looked for in any case).
+func (c *codeScan) hasAny(words ...string) bool {
+	for _, w := range words {
+		if strings.ToLower(w) == w {
+			if c.lower == "" {
+				c.lower = strings.ToLower(c.s.text)
+			}
+			if strings.Contains(c.lower, w) {
+				return true
+			}
+		} else if strings.Contains(c.s.text, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// callKeywords are words a file must hold for a call's regular expression
+// to be tried.
+var callKeywords map[*regexp.Regexp][]string
+
+func init() {
+	callKeywords = map[*regexp.Regexp][]string{
+		condSinks:   {"Where", "Having", "Order", "Group", "Joins", "Raw"},
+		evalPython:  {"eval", "exec"},
+		evalJS:      {"eval", "Function", "vm."},
+		timerJS:     {"setTimeout", "setInterval", "setImmediate"},
+		evalJava:    {"eval"},
+		evalRuby:    {"eval"},
+		evalPHP:     {"eval", "assert"},
+		pickleRe:    {"pickle", "marshal", "Pickle"},
+		yamlLoadRe:  {"yaml."},
+		unserialJS:  {"unserialize"},
+		marshalRb:   {"Marshal"},
+		unserialPH:  {"unserialize"},
+		osSystem:    {"os.system", "os.popen", "getoutput", "getstatusoutput"},
+		subprocRe:   {"subprocess"},
+		childProcRe: {"exec", "spawn"},
+		javaExec:    {"exec"},
+		procBuilder: {"ProcessBuilder"},
+		weakHashAny: {"md5", "sha1"},
+	}
+	for _, re := range weakHashCalls {
+		callKeywords[re] = []string{"md5", "sha1", "sha-1", "sha"}
+	}
+	for _, re := range sqlSinks {
+		callKeywords[re] = []string{"select", "insert", "update", "delete", "where", "order by", "drop", "create", "alter", "truncate", "group by"}
+	}
+}
+
 var (
 	// assignRe: NAME = / NAME := / NAME += at the start of a statement,
 	// after declarations (var, let, const, final, a type).
@@ -89,7 +143,7 @@ var (
 
 // trackAssignments records the variables given strings built at run time.
 func (c *codeScan) trackAssignments() {
-	c.assigns = map[string][]assignment{}
+	c.assigns = map[string][]assignment{"": nil}
 	text := c.s.text
 	for _, m := range assignRe.FindAllStringSubmatchIndex(text, -1) {
 		if m[1] < len(text) && (text[m[1]] == '=' || text[m[1]] == '>') {
@@ -158,6 +212,9 @@ func lineAt(text string, off int) string {
 
 // lookup returns the last assignment of name before off.
 func (c *codeScan) lookup(name string, off int) (assignment, bool) {
+	if c.assigns == nil {
+		c.trackAssignments()
+	}
 	var last assignment
 	found := false
 	for _, a := range c.assigns[strings.TrimPrefix(name, "$")] {
@@ -544,39 +601,40 @@ type tlsRule struct {
 	langs map[string]bool // nil: every file
 	re    *regexp.Regexp  // group 1 is reported
 	msg   string
+	kw    string // a word the file must hold (its case as written)
 }
 
 func langSet(s string) map[string]bool { return wordSet(s) }
 
 var tlsRules = []tlsRule{
-	{langSet("Go"), regexp.MustCompile(`\b(InsecureSkipVerify)\s*[:=]\s*true\b`), "InsecureSkipVerify: true turns off certificate checks"},
-	{langSet("Python"), regexp.MustCompile(`\b(verify)\s*=\s*False\b`), "verify=False turns off certificate checks"},
-	{langSet("Python"), regexp.MustCompile(`\b(ssl\._create_unverified_context)\b`), "an unverified SSL context accepts any certificate"},
-	{langSet("Python"), regexp.MustCompile(`\b(check_hostname)\s*=\s*False\b`), "check_hostname = False accepts any host's certificate"},
-	{langSet("Python"), regexp.MustCompile(`\b((?:cert_reqs|verify_mode))\s*=\s*(?:ssl\.)?CERT_NONE\b`), "CERT_NONE turns off certificate checks"},
-	{langSet("JavaScript TypeScript"), regexp.MustCompile(`\b(rejectUnauthorized)["']?\s*:\s*false\b`), "rejectUnauthorized: false turns off certificate checks"},
-	{langSet("JavaScript TypeScript"), regexp.MustCompile(`\b(strictSSL)["']?\s*:\s*false\b`), "strictSSL: false turns off certificate checks"},
-	{langSet("JavaScript TypeScript"), regexp.MustCompile(`\b(checkServerIdentity)\s*:\s*\(\s*\)\s*=>\s*(?:undefined|null|\{\s*\})`), "checkServerIdentity that accepts any host"},
-	{nil, regexp.MustCompile(`\b(NODE_TLS_REJECT_UNAUTHORIZED)["'\]]*\s*[=:]\s*["']?0\b`), "NODE_TLS_REJECT_UNAUTHORIZED=0 turns off certificate checks"},
-	{langSet("Java Kotlin"), regexp.MustCompile(`\b(checkServerTrusted)\s*\([^)]*\)\s*(?::\s*\w+\s*)?(?:throws\s+[\w.,\s]+?)?\{\s*(?:(?://[^\n]*|/\*[\s\S]*?\*/)\s*)*\}`), "a TrustManager that trusts every certificate"},
-	{langSet("Java Kotlin"), regexp.MustCompile(`\b(verify)\s*\(\s*(?:final\s+)?String\s+\w+\s*,\s*(?:final\s+)?SSLSession\s+\w+\s*\)\s*\{\s*return\s+true\s*;?\s*\}`), "a HostnameVerifier that accepts any host"},
-	{langSet("Java Kotlin"), regexp.MustCompile(`\b((?:set(?:Default)?HostnameVerifier|hostnameVerifier))\s*\(\s*(?:\(\s*\w*\s*,\s*\w*\s*\)\s*->|\{\s*_\s*,\s*_\s*->)\s*true`), "a HostnameVerifier that accepts any host"},
-	{langSet("Java Kotlin"), regexp.MustCompile(`\b(NoopHostnameVerifier|ALLOW_ALL_HOSTNAME_VERIFIER|AllowAllHostnameVerifier|TrustAllStrategy)\b`), "a verifier that accepts any host or certificate"},
-	{langSet("C#"), regexp.MustCompile(`\b(ServerCertificate(?:Custom)?ValidationCallback)\s*\+?=[^;\n]*=>\s*true`), "a certificate callback that accepts any certificate"},
-	{langSet("PHP"), regexp.MustCompile(`\b(CURLOPT_SSL_VERIFY(?:PEER|HOST))\s*,\s*(?:0|false)\b`), "cURL certificate checks turned off"},
-	{langSet("Shell Dockerfile Makefile YAML"), regexp.MustCompile(`\b(curl)\b[^\n|;&]*?\s(?:-[A-Za-z]{0,4}k[A-Za-z]{0,4}|--insecure)(?:\s|$)`), "curl -k accepts any certificate"},
-	{langSet("Shell Dockerfile Makefile YAML"), regexp.MustCompile(`\b(wget)\b[^\n|;&]*?\s--no-check-certificate\b`), "wget --no-check-certificate accepts any certificate"},
-	{nil, regexp.MustCompile(`(?i)\b(http\.sslVerify)\s*(?:=\s*|\s+)["']?false\b`), "git's certificate checks turned off"},
-	{nil, regexp.MustCompile(`\b(GIT_SSL_NO_VERIFY)["']?\s*[=:]\s*["']?(?:1|true)\b`), "GIT_SSL_NO_VERIFY turns off git's certificate checks"},
-	{nil, regexp.MustCompile(`\b(PYTHONHTTPSVERIFY)["']?\s*[=:]\s*["']?0\b`), "PYTHONHTTPSVERIFY=0 turns off Python's certificate checks"},
-	{nil, regexp.MustCompile(`\b(strict-ssl)\s*(?:=\s*|\s+)false\b`), "npm's certificate checks turned off"},
-	{langSet("YAML TOML JSON INI Terraform"), regexp.MustCompile(`(?i)\b(insecure[_\-]?skip[_\-]?(?:tls[_\-]?)?verify)["']?\s*[:=]\s*["']?true\b`), "certificate checks turned off"},
+	{langSet("Go"), regexp.MustCompile(`\b(InsecureSkipVerify)\s*[:=]\s*true\b`), "InsecureSkipVerify: true turns off certificate checks", "InsecureSkipVerify"},
+	{langSet("Python"), regexp.MustCompile(`\b(verify)\s*=\s*False\b`), "verify=False turns off certificate checks", "verify"},
+	{langSet("Python"), regexp.MustCompile(`\b(ssl\._create_unverified_context)\b`), "an unverified SSL context accepts any certificate", "_create_unverified_context"},
+	{langSet("Python"), regexp.MustCompile(`\b(check_hostname)\s*=\s*False\b`), "check_hostname = False accepts any host's certificate", "check_hostname"},
+	{langSet("Python"), regexp.MustCompile(`\b((?:cert_reqs|verify_mode))\s*=\s*(?:ssl\.)?CERT_NONE\b`), "CERT_NONE turns off certificate checks", "CERT_NONE"},
+	{langSet("JavaScript TypeScript"), regexp.MustCompile(`\b(rejectUnauthorized)["']?\s*:\s*false\b`), "rejectUnauthorized: false turns off certificate checks", "rejectUnauthorized"},
+	{langSet("JavaScript TypeScript"), regexp.MustCompile(`\b(strictSSL)["']?\s*:\s*false\b`), "strictSSL: false turns off certificate checks", "strictSSL"},
+	{langSet("JavaScript TypeScript"), regexp.MustCompile(`\b(checkServerIdentity)\s*:\s*\(\s*\)\s*=>\s*(?:undefined|null|\{\s*\})`), "checkServerIdentity that accepts any host", "checkServerIdentity"},
+	{nil, regexp.MustCompile(`\b(NODE_TLS_REJECT_UNAUTHORIZED)["'\]]*\s*[=:]\s*["']?0\b`), "NODE_TLS_REJECT_UNAUTHORIZED=0 turns off certificate checks", "NODE_TLS_REJECT_UNAUTHORIZED"},
+	{langSet("Java Kotlin"), regexp.MustCompile(`\b(checkServerTrusted)\s*\([^)]*\)\s*(?::\s*\w+\s*)?(?:throws\s+[\w.,\s]+?)?\{\s*(?:(?://[^\n]*|/\*[\s\S]*?\*/)\s*)*\}`), "a TrustManager that trusts every certificate", "checkServerTrusted"},
+	{langSet("Java Kotlin"), regexp.MustCompile(`\b(verify)\s*\(\s*(?:final\s+)?String\s+\w+\s*,\s*(?:final\s+)?SSLSession\s+\w+\s*\)\s*\{\s*return\s+true\s*;?\s*\}`), "a HostnameVerifier that accepts any host", "SSLSession"},
+	{langSet("Java Kotlin"), regexp.MustCompile(`\b((?:set(?:Default)?HostnameVerifier|hostnameVerifier))\s*\(\s*(?:\(\s*\w*\s*,\s*\w*\s*\)\s*->|\{\s*_\s*,\s*_\s*->)\s*true`), "a HostnameVerifier that accepts any host", "hostnameverifier"},
+	{langSet("Java Kotlin"), regexp.MustCompile(`\b(NoopHostnameVerifier|ALLOW_ALL_HOSTNAME_VERIFIER|AllowAllHostnameVerifier|TrustAllStrategy)\b`), "a verifier that accepts any host or certificate", ""},
+	{langSet("C#"), regexp.MustCompile(`\b(ServerCertificate(?:Custom)?ValidationCallback)\s*\+?=[^;\n]*=>\s*true`), "a certificate callback that accepts any certificate", "ValidationCallback"},
+	{langSet("PHP"), regexp.MustCompile(`\b(CURLOPT_SSL_VERIFY(?:PEER|HOST))\s*,\s*(?:0|false)\b`), "cURL certificate checks turned off", "CURLOPT_SSL_VERIFY"},
+	{langSet("Shell Dockerfile Makefile YAML"), regexp.MustCompile(`\b(curl)\b[^\n|;&]*?\s(?:-[A-Za-z]{0,4}k[A-Za-z]{0,4}|--insecure)(?:\s|$)`), "curl -k accepts any certificate", "curl"},
+	{langSet("Shell Dockerfile Makefile YAML"), regexp.MustCompile(`\b(wget)\b[^\n|;&]*?\s--no-check-certificate\b`), "wget --no-check-certificate accepts any certificate", "wget"},
+	{nil, regexp.MustCompile(`(?i)\b(http\.sslVerify)\s*(?:=\s*|\s+)["']?false\b`), "git's certificate checks turned off", "sslverify"},
+	{nil, regexp.MustCompile(`\b(GIT_SSL_NO_VERIFY)["']?\s*[=:]\s*["']?(?:1|true)\b`), "GIT_SSL_NO_VERIFY turns off git's certificate checks", "GIT_SSL_NO_VERIFY"},
+	{nil, regexp.MustCompile(`\b(PYTHONHTTPSVERIFY)["']?\s*[=:]\s*["']?0\b`), "PYTHONHTTPSVERIFY=0 turns off Python's certificate checks", "PYTHONHTTPSVERIFY"},
+	{nil, regexp.MustCompile(`\b(strict-ssl)\s*(?:=\s*|\s+)false\b`), "npm's certificate checks turned off", "strict-ssl"},
+	{langSet("YAML TOML JSON INI Terraform"), regexp.MustCompile(`(?i)\b(insecure[_\-]?skip[_\-]?(?:tls[_\-]?)?verify)["']?\s*[:=]\s*["']?true\b`), "certificate checks turned off", "insecure"},
 }
 
 // tlsDisabled: settings that turn off certificate or hostname checks.
 func (c *codeScan) tlsDisabled() {
 	for _, r := range tlsRules {
-		if r.langs != nil && !r.langs[c.s.lang] {
+		if r.langs != nil && !r.langs[c.s.lang] || !c.hasAny(r.kw) {
 			continue
 		}
 		for _, m := range r.re.FindAllStringSubmatchIndex(c.s.text, -1) {
