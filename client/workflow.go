@@ -49,15 +49,32 @@ func (c *Client) RunWorkflow(ctx context.Context, req *wardv1.WorkflowRunRequest
 // Workflow returns run id: its state, its tasks and outputs, and with
 // events its hash-chained log and its definition (for workflow.Verify and
 // workflow.Replay).
+// A log too long for one message comes in pages, each asked after the
+// last event received.
 func (c *Client) Workflow(ctx context.Context, id string, events bool) (*wardv1.WorkflowRun, error) {
-	reply := &wardv1.WorkflowGetReply{}
-	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectWorkflowGet, c.scope()), &wardv1.WorkflowGetRequest{RunId: id, Events: events}, reply); err != nil {
-		return nil, err
+	var run *wardv1.WorkflowRun
+	for {
+		reply := &wardv1.WorkflowGetReply{}
+		q := &wardv1.WorkflowGetRequest{RunId: id, Events: events}
+		if run != nil {
+			q.EventsAfter = uint64(len(run.Events))
+		}
+		if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectWorkflowGet, c.scope()), q, reply); err != nil {
+			return nil, err
+		}
+		if reply.GetError() != "" {
+			return reply.GetRun(), errors.New(reply.GetError())
+		}
+		page := reply.GetRun()
+		if run == nil {
+			run = page
+		} else {
+			run.Events = append(run.Events, page.GetEvents()...)
+		}
+		if !events || uint64(len(run.Events)) >= page.GetEventsTotal() || len(page.GetEvents()) == 0 {
+			return run, nil
+		}
 	}
-	if reply.GetError() != "" {
-		return reply.GetRun(), errors.New(reply.GetError())
-	}
-	return reply.GetRun(), nil
 }
 
 // Workflows lists up to limit runs, newest first.
@@ -90,6 +107,11 @@ func (c *Client) CancelWorkflow(ctx context.Context, id, reason string) (*wardv1
 	return reply.GetRun(), nil
 }
 
+// runWatchBuffer is how many events a RunWatcher holds unread; a message
+// that finds it full is dropped (ward workflow run --wait then asks for
+// the run).
+const runWatchBuffer = 16384
+
 // RunWatcher delivers a run's events as its scheduler logs them.
 type RunWatcher struct {
 	sub *nats.Subscription
@@ -103,7 +125,8 @@ func (c *Client) FollowWorkflow(id string) (*RunWatcher, error) {
 	if c.admin {
 		tenant = bus.AnyTenant
 	}
-	ch := make(chan *nats.Msg, watchBuffer)
+	// A run of thousands of steps logs thousands of events at once.
+	ch := make(chan *nats.Msg, runWatchBuffer)
 	sub, err := c.bus.NATS().ChanSubscribe(bus.WorkflowEventSubject(tenant, id), ch)
 	if err != nil {
 		return nil, fmt.Errorf("follow run %s: %w", id, err)

@@ -75,6 +75,13 @@ func hasSystemLabel(labels map[string]string) bool {
 // queues' cap. It returns the stored job (nil when refused or a duplicate)
 // and the length of each eligible pool's queue.
 func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1.SubmitReply, *jobstore.Job, map[string]int) {
+	return s.acceptFor(ctx, req, false)
+}
+
+// acceptFor is accept; a step of a workflow run (step) takes no token of
+// its tenant's rate bucket: the bucket paces clients' submissions, and the
+// run was admitted as a whole (its steps are paced by max_parallel).
+func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step bool) (*wardv1.SubmitReply, *jobstore.Job, map[string]int) {
 	switch {
 	case req.GetTopic() == "":
 		return refuse(reason.BadRequest, "topic is required"), nil, nil
@@ -134,9 +141,11 @@ func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1
 		}
 		job.ContextPtr, job.PayloadSize, job.PayloadDigest = req.ContextPtr, size, digest
 	}
-	res, err := s.cfg.Store.Submit(ctx, job, req.Payload, jobstore.Guard{
-		Rate: limits.Rate, Burst: limits.Burst, Queues: pools, QueueCap: c.sched.Queue.Cap,
-	})
+	guard := jobstore.Guard{Rate: limits.Rate, Burst: limits.Burst, Queues: pools, QueueCap: c.sched.Queue.Cap}
+	if step {
+		guard.Rate, guard.Burst = 0, 0
+	}
+	res, err := s.cfg.Store.Submit(ctx, job, req.Payload, guard)
 	switch {
 	case errors.Is(err, jobstore.ErrExists):
 		return refuse(reason.BadRequest, "job %s exists already", req.JobId), nil, nil

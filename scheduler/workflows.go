@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ward-run/ward/api/reason"
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
@@ -175,8 +176,10 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 	if err != nil {
 		return refuseRun(reason.Internal, "%v", err)
 	}
+	// A run may end as it starts (every step skipped or failed at once).
+	st, why := eng.State()
 	err = s.cfg.Store.CreateRun(ctx, &jobstore.Run{ID: id, Tenant: tenant, Workflow: def.Name, Definition: src, Input: inJSON,
-		Owner: s.id, OwnedUntil: now.Add(r.claimTTL()), Deadline: lr.deadline}, events)
+		State: string(st), Reason: why, Owner: s.id, OwnedUntil: now.Add(r.claimTTL()), Deadline: lr.deadline}, events)
 	switch {
 	case errors.Is(err, jobstore.ErrExists):
 		// The same run asked for again (a client's retry): accepted once.
@@ -191,6 +194,9 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 	}
 	lr.saved = len(events)
 	r.publish(lr, eng.Log().Events())
+	if st != workflow.RunRunning {
+		return &wardv1.WorkflowRunReply{RunId: id, Accepted: true, Steps: plan.Steps()}
+	}
 	r.adopt(lr)
 	s.log.Info("workflow run started", "run", id, "workflow", def.Name, "tenant", tenant, "steps", len(def.Steps))
 	r.goDrive(lr)
@@ -305,10 +311,12 @@ func (r *runner) submit(ctx context.Context, lr *liveRun, a *workflow.Assignment
 	if a.Timeout > 0 {
 		timeout = a.Timeout.Std()
 	}
-	req := &wardv1.JobRequest{JobId: childJobID(lr.id, a.Task), TenantId: lr.tenant, Topic: a.Topic, Payload: a.Payload,
+	// Its id is its idempotency key too: asked for again (a takeover, a
+	// retried drive), it is the same job.
+	req := &wardv1.JobRequest{JobId: childJobID(lr.id, a.Task), IdempotencyKey: childJobID(lr.id, a.Task), TenantId: lr.tenant, Topic: a.Topic, Payload: a.Payload,
 		Labels: map[string]string{LabelRun: lr.id, LabelTask: a.Task},
 		Budget: &wardv1.Budget{MaxRetries: int32(retries), DeadlineMs: timeout.Milliseconds()}}
-	reply, job, queued := s.accept(ctx, req)
+	reply, job, queued := s.acceptFor(ctx, req, true)
 	switch {
 	case reply.GetDuplicate():
 		return // made before (a replica that died, a retried drive): its end comes as any job's
@@ -556,9 +564,37 @@ func (s *Scheduler) handleWorkflowGet(ctx context.Context, msg *nats.Msg, q *war
 		reply.Error = err.Error()
 	} else {
 		reply.Run = run
+		fitRun(run, q.GetEventsAfter())
 	}
 	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
 		s.log.Debug("workflow get reply failed", "err", err)
+	}
+}
+
+// maxRunReply bounds a run's reply, under a NATS message's 1 MiB.
+const maxRunReply = 768 << 10
+
+// fitRun keeps run's reply under maxRunReply: its events after the
+// after-th, as many as fit (the client asks again for the rest), and its
+// tasks' outputs only when they fit too.
+func fitRun(run *wardv1.WorkflowRun, after uint64) {
+	events := run.Events
+	run.EventsTotal = uint64(len(events))
+	run.Events = nil
+	if proto.Size(run) > maxRunReply/2 {
+		for _, t := range run.Tasks {
+			t.Output = nil
+		}
+		run.OutputsDropped = true
+	}
+	size := proto.Size(run)
+	for _, e := range events[min(int(after), len(events)):] {
+		n := proto.Size(e) + 8
+		if size+n > maxRunReply && len(run.Events) > 0 {
+			break
+		}
+		run.Events = append(run.Events, e)
+		size += n
 	}
 }
 
@@ -596,7 +632,7 @@ func (s *Scheduler) runRecord(ctx context.Context, id, tenant string, withEvents
 			if eng, err = workflow.Resume(plan, events); err == nil {
 				for _, t := range eng.Tasks() {
 					wt := &wardv1.WorkflowTask{Id: t.ID, Step: t.Step, Index: int32(t.Index), State: string(t.State), Error: t.Error}
-					if t.State != workflow.Waiting && t.State != workflow.Ready {
+					if t.Assigned {
 						wt.JobId = childJobID(id, t.ID)
 					}
 					if t.Output != nil {

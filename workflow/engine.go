@@ -99,6 +99,8 @@ type task struct {
 	index int // -1 outside for_each
 	item  any
 	state TaskState
+	// assigned: Next gave it out (it has, or had, a job).
+	assigned bool
 	// output and err, once it ended.
 	output any
 	err    string
@@ -180,6 +182,8 @@ type TaskInfo struct {
 	State  TaskState
 	Output any
 	Error  string
+	// Assigned: the task was given out (Next); it has, or had, a job.
+	Assigned bool
 }
 
 // Tasks lists the run's tasks made so far, in the plan's order, items in
@@ -192,7 +196,7 @@ func (e *Engine) Tasks() []TaskInfo {
 			continue
 		}
 		for _, t := range s.tasks {
-			out = append(out, TaskInfo{ID: t.id, Step: s.n.ID, Index: t.index, State: t.state, Output: t.output, Error: t.err})
+			out = append(out, TaskInfo{ID: t.id, Step: s.n.ID, Index: t.index, State: t.state, Output: t.output, Error: t.err, Assigned: t.assigned})
 		}
 	}
 	return out
@@ -231,6 +235,7 @@ func (e *Engine) Next() (*Assignment, bool) {
 			continue
 		}
 		s := e.byStep[t.step.ID]
+		t.assigned = true
 		e.setTask(t, Running)
 		s.running++
 		e.running++
@@ -506,6 +511,10 @@ func (e *Engine) expand(s *stepRun) {
 	}
 	v, err := e.eval(s.n, nil, -1, exprOf(s.n.ForEach))
 	if err != nil {
+		e.failStep(s, "for_each: "+err.Error())
+		return
+	}
+	if v, err = normalize(v); err != nil { // any list: []int from 0..9, []string, ...
 		e.failStep(s, "for_each: "+err.Error())
 		return
 	}

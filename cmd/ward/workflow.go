@@ -107,15 +107,29 @@ func newWorkflowRunCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(out, "run %s: %s\n", reply.GetRunId(), strings.Join(reply.GetSteps(), " → "))
 			}
 			for {
-				ev, err := w.Next(ctx)
-				if err != nil {
-					return fmt.Errorf("waiting for run %s: %w", reply.GetRunId(), err)
+				// Quiet for a while (an event lost, a follower too slow):
+				// ask for the run, and end if it ended.
+				wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				ev, err := w.Next(wctx)
+				cancel()
+				ended := false
+				switch {
+				case err != nil && ctx.Err() != nil:
+					return fmt.Errorf("waiting for run %s: %w", reply.GetRunId(), ctx.Err())
+				case err != nil:
+					run, gerr := c.Workflow(ctx, reply.GetRunId(), false)
+					ended = gerr == nil && run.GetState() != string(workflow.RunRunning)
+					ev = &wardv1.WorkflowEvent{Kind: "Run" + titleWord(run.GetState())}
+				default:
+					if output != "json" {
+						printRunEvent(out, ev)
+					}
+					switch ev.GetKind() {
+					case workflow.KindRunSucceeded, workflow.KindRunFailed, workflow.KindRunCancelled, workflow.KindRunTimedOut:
+						ended = true
+					}
 				}
-				if output != "json" {
-					printRunEvent(out, ev)
-				}
-				switch ev.GetKind() {
-				case workflow.KindRunSucceeded, workflow.KindRunFailed, workflow.KindRunCancelled, workflow.KindRunTimedOut:
+				if ended {
 					run, err := c.Workflow(ctx, reply.GetRunId(), false)
 					if err != nil {
 						return err
@@ -127,7 +141,7 @@ func newWorkflowRunCmd(g *globals) *cobra.Command {
 					} else {
 						printRun(out, run)
 					}
-					if ev.GetKind() != workflow.KindRunSucceeded {
+					if run.GetState() != string(workflow.RunSucceeded) {
 						return fmt.Errorf("run %s ended %s: %s", run.GetRunId(), run.GetState(), run.GetReason())
 					}
 					return nil
@@ -142,6 +156,14 @@ func newWorkflowRunCmd(g *globals) *cobra.Command {
 	f.DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait")
 	f.StringVarP(&output, "output", "o", "text", "text, or json")
 	return cmd
+}
+
+// titleWord is SUCCEEDED as Succeeded.
+func titleWord(s string) string {
+	if s == "" {
+		return s
+	}
+	return s[:1] + strings.ToLower(s[1:])
 }
 
 func printRunEvent(w io.Writer, ev *wardv1.WorkflowEvent) {

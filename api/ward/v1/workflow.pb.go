@@ -426,11 +426,18 @@ type WorkflowRun struct {
 	UpdatedAtUnixMs int64                  `protobuf:"varint,9,opt,name=updated_at_unix_ms,json=updatedAtUnixMs,proto3" json:"updated_at_unix_ms,omitempty"`
 	// owner is the scheduler replica driving it.
 	Owner string `protobuf:"bytes,10,opt,name=owner,proto3" json:"owner,omitempty"`
-	// events and definition come when asked for (WorkflowGetRequest.events).
-	Events        []*WorkflowEvent `protobuf:"bytes,11,rep,name=events,proto3" json:"events,omitempty"`
-	Definition    []byte           `protobuf:"bytes,12,opt,name=definition,proto3" json:"definition,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// events and definition come when asked for (WorkflowGetRequest.events):
+	// the events after WorkflowGetRequest.events_after, as many as fit in a
+	// message; events_total says how many the log holds, so that a client
+	// asks again after the last it got.
+	Events      []*WorkflowEvent `protobuf:"bytes,11,rep,name=events,proto3" json:"events,omitempty"`
+	Definition  []byte           `protobuf:"bytes,12,opt,name=definition,proto3" json:"definition,omitempty"`
+	EventsTotal uint64           `protobuf:"varint,13,opt,name=events_total,json=eventsTotal,proto3" json:"events_total,omitempty"`
+	// outputs_dropped is true when the tasks' outputs were left out to fit
+	// the reply in a message (read them from the steps' jobs).
+	OutputsDropped bool `protobuf:"varint,14,opt,name=outputs_dropped,json=outputsDropped,proto3" json:"outputs_dropped,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *WorkflowRun) Reset() {
@@ -547,12 +554,28 @@ func (x *WorkflowRun) GetDefinition() []byte {
 	return nil
 }
 
+func (x *WorkflowRun) GetEventsTotal() uint64 {
+	if x != nil {
+		return x.EventsTotal
+	}
+	return 0
+}
+
+func (x *WorkflowRun) GetOutputsDropped() bool {
+	if x != nil {
+		return x.OutputsDropped
+	}
+	return false
+}
+
 // WorkflowGetRequest asks for a run, on sys.workflow.get.<tenant>.
 type WorkflowGetRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	RunId string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	// events asks for the run's log and definition too (verify, replay).
-	Events        bool `protobuf:"varint,2,opt,name=events,proto3" json:"events,omitempty"`
+	// events asks for the run's log and definition too (verify, replay):
+	// the events after the events_after-th.
+	Events        bool   `protobuf:"varint,2,opt,name=events,proto3" json:"events,omitempty"`
+	EventsAfter   uint64 `protobuf:"varint,3,opt,name=events_after,json=eventsAfter,proto3" json:"events_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -599,6 +622,13 @@ func (x *WorkflowGetRequest) GetEvents() bool {
 		return x.Events
 	}
 	return false
+}
+
+func (x *WorkflowGetRequest) GetEventsAfter() uint64 {
+	if x != nil {
+		return x.EventsAfter
+	}
+	return 0
 }
 
 // WorkflowGetReply answers WorkflowGetRequest and WorkflowCancelRequest.
@@ -842,7 +872,7 @@ const file_ward_v1_workflow_proto_rawDesc = "" +
 	"decisionId\x12\x12\n" +
 	"\x04prev\x18\n" +
 	" \x01(\tR\x04prev\x12\x12\n" +
-	"\x04hash\x18\v \x01(\tR\x04hash\"\x92\x03\n" +
+	"\x04hash\x18\v \x01(\tR\x04hash\"\xde\x03\n" +
 	"\vWorkflowRun\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x1a\n" +
@@ -858,10 +888,13 @@ const file_ward_v1_workflow_proto_rawDesc = "" +
 	"\x06events\x18\v \x03(\v2\x16.ward.v1.WorkflowEventR\x06events\x12\x1e\n" +
 	"\n" +
 	"definition\x18\f \x01(\fR\n" +
-	"definition\"C\n" +
+	"definition\x12!\n" +
+	"\fevents_total\x18\r \x01(\x04R\veventsTotal\x12'\n" +
+	"\x0foutputs_dropped\x18\x0e \x01(\bR\x0eoutputsDropped\"f\n" +
 	"\x12WorkflowGetRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x16\n" +
-	"\x06events\x18\x02 \x01(\bR\x06events\"P\n" +
+	"\x06events\x18\x02 \x01(\bR\x06events\x12!\n" +
+	"\fevents_after\x18\x03 \x01(\x04R\veventsAfter\"P\n" +
 	"\x10WorkflowGetReply\x12&\n" +
 	"\x03run\x18\x01 \x01(\v2\x14.ward.v1.WorkflowRunR\x03run\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"+\n" +
