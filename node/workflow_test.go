@@ -389,3 +389,56 @@ outputs: {seen: steps.next.output}
 		t.Fatal(err)
 	}
 }
+
+// TestWorkflowRerunFromAStep: a run that failed at a step (its module
+// failed on the input it was given) is run again from that step with
+// another input: the steps before it are not run again (no new jobs),
+// their outputs are reused, and the new run succeeds.
+func TestWorkflowRerunFromAStep(t *testing.T) {
+	pools, err := config.ParsePools("test", []byte("topics:\n  job.echo: echo\n  job.hostile: hostile\npools:\n  echo: {}\n  hostile: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods := echoModules(t)
+	mods["hostile"] = wasmtest.Build(t, "github.com/ward-run/ward/sandbox/testdata/hostile")
+	e := start(t, node.Options{Modules: mods, Pools: pools, Store: memoryStore(t)})
+	acme := e.tenantClient(t, "acme")
+	def := `
+name: flaky
+input: {do: fail}
+steps:
+  - {id: prepare, topic: job.echo, payload: {ready: true}}
+  - {id: risky, topic: job.hostile, depends_on: [prepare], retries: 0, payload: {do: "${{ input.do }}", arg: "done"}}
+  - {id: after, topic: job.echo, depends_on: [risky], payload: {risky: "${{ steps.risky.output }}", prepared: "${{ steps.prepare.output.ready }}"}}
+outputs: {after: steps.after.output}
+`
+	_, first := runWorkflow(t, acme, &wardv1.WorkflowRunRequest{RunId: "run-flaky", Definition: []byte(def)})
+	if first.GetState() != "FAILED" || !strings.Contains(first.GetReason(), "step risky failed") {
+		t.Fatalf("first run %s (%s)", first.GetState(), first.GetReason())
+	}
+	ctx := context.Background()
+	_, again := runWorkflow(t, acme, &wardv1.WorkflowRunRequest{RunId: "run-flaky-2", RerunOf: "run-flaky", FromStep: "risky",
+		Input: []byte(`{"do": "echo"}`)})
+	if again.GetState() != "SUCCEEDED" || string(again.GetOutputs()) != `{"after":{"prepared":true,"risky":"done"}}` {
+		t.Fatalf("rerun %s (%s) outputs %s", again.GetState(), again.GetReason(), again.GetOutputs())
+	}
+	for _, task := range again.GetTasks() {
+		_, err := acme.Get(ctx, "run-flaky-2-"+task.GetId(), false)
+		if task.GetId() == "prepare" {
+			if err == nil || task.GetJobId() != "" {
+				t.Error("the rerun ran prepare again")
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("the rerun's %s has no job: %v", task.GetId(), err)
+		}
+	}
+	// A rerun of a run that does not exist, or from a step it lacks, is refused.
+	if _, err := acme.RunWorkflow(ctx, &wardv1.WorkflowRunRequest{RerunOf: "run-nope", FromStep: "risky"}); !errors.Is(err, client.ErrRefused) {
+		t.Errorf("a rerun of no run: %v", err)
+	}
+	if _, err := acme.RunWorkflow(ctx, &wardv1.WorkflowRunRequest{RerunOf: "run-flaky", FromStep: "nope"}); !errors.Is(err, client.ErrRefused) {
+		t.Errorf("a rerun from no step: %v", err)
+	}
+}

@@ -118,6 +118,19 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 		return refuseRun(code, "%s", m)
 	}
 	src := req.GetDefinition()
+	var prev *previousRun
+	if req.GetRerunOf() != "" {
+		var refusal *wardv1.WorkflowRunReply
+		if prev, refusal = r.previous(ctx, tenant, req.GetRerunOf()); refusal != nil {
+			return refusal
+		}
+		if len(src) == 0 {
+			src = prev.run.Definition
+		}
+		if len(req.GetInput()) == 0 {
+			req.Input = prev.run.Input
+		}
+	}
 	if len(src) == 0 {
 		name := strings.TrimPrefix(req.GetName(), "job.workflow.")
 		if src = r.defs[name]; src == nil {
@@ -161,7 +174,20 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 	case d.GetDecision() == safetyv1.Decision_DECISION_DENY:
 		return refuseRun(reason.SafetyDenied, "the policy denies the run: %s", strings.Join(d.GetReasons(), "; "))
 	}
-	eng, err := workflow.NewEngine(plan, id, input)
+	var re workflow.Rerun
+	if prev != nil {
+		if _, ok := plan.Step(req.GetFromStep()); !ok {
+			return refuseRun(reason.BadRequest, "rerun from step %q: %s has no such step", req.GetFromStep(), def.Name)
+		}
+		down := plan.Downstream(req.GetFromStep())
+		re = workflow.Rerun{Of: prev.run.ID, Outputs: map[string]any{}}
+		for _, st := range prev.eng.Steps() {
+			if _, ok := plan.Step(st.ID); ok && !down[st.ID] && st.State == workflow.Succeeded {
+				re.Outputs[st.ID] = st.Output
+			}
+		}
+	}
+	eng, err := workflow.StartRun(plan, id, input, re)
 	if err != nil {
 		return refuseRun(reason.BadRequest, "%v", err)
 	}
@@ -201,6 +227,45 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 	s.log.Info("workflow run started", "run", id, "workflow", def.Name, "tenant", tenant, "steps", len(def.Steps))
 	r.goDrive(lr)
 	return &wardv1.WorkflowRunReply{RunId: id, Accepted: true, Steps: plan.Steps()}
+}
+
+// previousRun is a run a rerun reuses, rebuilt from its log.
+type previousRun struct {
+	run *jobstore.Run
+	eng *workflow.Engine
+}
+
+// previous reads run id of tenant for a rerun.
+func (r *runner) previous(ctx context.Context, tenant, id string) (*previousRun, *wardv1.WorkflowRunReply) {
+	run, raw, err := r.s.cfg.Store.GetRun(ctx, id)
+	switch {
+	case errors.Is(err, jobstore.ErrNotFound) || (err == nil && run.Tenant != tenant):
+		return nil, refuseRun(reason.BadRequest, "rerun: run %s not found", id)
+	case err != nil:
+		r.s.storeFailed("get run", id, err)
+		return nil, refuseRun(reason.StoreError, "job store unavailable")
+	case run.State == jobstore.RunRunning:
+		return nil, refuseRun(reason.BadRequest, "rerun: run %s is still running", id)
+	}
+	events := make([]workflow.Event, len(raw))
+	for i, b := range raw {
+		if err := json.Unmarshal(b, &events[i]); err != nil {
+			return nil, refuseRun(reason.Internal, "rerun: run %s's log does not decode: %v", id, err)
+		}
+	}
+	def, err := workflow.Parse(run.Definition)
+	if err != nil {
+		return nil, refuseRun(reason.Internal, "rerun: %v", err)
+	}
+	plan, err := workflow.Compile(def, workflow.Options{})
+	if err != nil {
+		return nil, refuseRun(reason.Internal, "rerun: %v", err)
+	}
+	eng, err := workflow.Resume(plan, events)
+	if err != nil {
+		return nil, refuseRun(reason.Internal, "rerun: run %s's log does not hold: %v", id, err)
+	}
+	return &previousRun{run: run, eng: eng}, nil
 }
 
 func (r *runner) names() []string {

@@ -257,6 +257,26 @@ func (p *Plan) Step(id string) (Step, bool) {
 	return n.Step, true
 }
 
+// Downstream returns step id and every step that depends on it, directly
+// or not: what a rerun from id runs again.
+func (p *Plan) Downstream(id string) map[string]bool {
+	out := map[string]bool{}
+	var walk func(n *node)
+	walk = func(n *node) {
+		if out[n.ID] {
+			return
+		}
+		out[n.ID] = true
+		for _, d := range n.dependents {
+			walk(d)
+		}
+	}
+	if n := p.byID[id]; n != nil {
+		walk(n)
+	}
+	return out
+}
+
 // Definition returns the definition p was compiled from.
 func (p *Plan) Definition() *Definition { return p.def }
 

@@ -139,8 +139,29 @@ type Engine struct {
 // NewEngine starts run id of plan with input (merged over the
 // definition's defaults), and logs RunStarted.
 func NewEngine(p *Plan, id string, input map[string]any) (*Engine, error) {
+	return StartRun(p, id, input, Rerun{})
+}
+
+// Rerun makes a run reuse the outputs of some steps of an earlier one
+// (`ward workflow rerun RUN --from STEP`): those steps start SUCCEEDED
+// with their outputs, without jobs, and the others run.
+type Rerun struct {
+	// Of is the earlier run's id, for the log.
+	Of string
+	// Outputs are the reused steps' outputs, by step id.
+	Outputs map[string]any
+}
+
+// StartRun is NewEngine for a run that reuses steps of an earlier one. Its
+// RunStarted event holds the reused outputs, so that Replay rebuilds it.
+func StartRun(p *Plan, id string, input map[string]any, re Rerun) (*Engine, error) {
 	if id == "" {
 		return nil, errors.New("workflow: a run needs an id")
+	}
+	for step := range re.Outputs {
+		if p.byID[step] == nil {
+			return nil, fmt.Errorf("workflow: rerun: no step %q in %s", step, p.def.Name)
+		}
 	}
 	in := map[string]any{}
 	for k, v := range p.def.Input {
@@ -156,9 +177,48 @@ func NewEngine(p *Plan, id string, input map[string]any) (*Engine, error) {
 		e.steps = append(e.steps, s)
 		e.byStep[n.ID] = s
 	}
-	e.log.add(e, "RunStarted", "", map[string]any{"workflow": p.def.Name, "input": in, "steps": p.Steps()}, "")
+	started := map[string]any{"workflow": p.def.Name, "input": in, "steps": p.Steps()}
+	if len(re.Outputs) > 0 {
+		reused := map[string]any{}
+		for step, out := range re.Outputs {
+			v, err := normalize(out)
+			if err != nil {
+				return nil, fmt.Errorf("workflow: rerun: step %s's output: %w", step, err)
+			}
+			reused[step] = v
+		}
+		started["rerun_of"], started["reused"] = re.Of, reused
+		for _, s := range e.steps {
+			out, ok := reused[s.n.ID]
+			if !ok {
+				continue
+			}
+			t := e.newTask(s, s.n.ID, -1, nil)
+			e.setTask(t, Succeeded)
+			t.output = out
+			s.expanded, s.ended, s.state, s.output = true, 1, Succeeded, out
+		}
+	}
+	e.log.add(e, "RunStarted", "", started, "")
 	e.advance()
 	return e, nil
+}
+
+// StepInfo is a step as Steps reports it.
+type StepInfo struct {
+	ID     string
+	State  TaskState
+	Output any
+}
+
+// Steps lists the run's steps in the plan's order, with their states and,
+// once they ended, their outputs.
+func (e *Engine) Steps() []StepInfo {
+	out := make([]StepInfo, len(e.steps))
+	for i, s := range e.steps {
+		out[i] = StepInfo{ID: s.n.ID, State: s.state, Output: s.output}
+	}
+	return out
 }
 
 // ID is the run's id.

@@ -221,12 +221,14 @@ func replay(plan *Plan, events []Event) (*Engine, error) {
 		return nil, &ReplayError{Seq: 1, Reason: "the log does not start with RunStarted"}
 	}
 	var start struct {
-		Input map[string]any `json:"input"`
+		Input   map[string]any `json:"input"`
+		RerunOf string         `json:"rerun_of"`
+		Reused  map[string]any `json:"reused"`
 	}
 	if err := json.Unmarshal(events[0].Data, &start); err != nil {
 		return nil, &ReplayError{Seq: 1, Reason: "RunStarted's data: " + err.Error()}
 	}
-	e, err := NewEngine(plan, events[0].Run, start.Input)
+	e, err := StartRun(plan, events[0].Run, start.Input, Rerun{Of: start.RerunOf, Outputs: start.Reused})
 	if err != nil {
 		return nil, &ReplayError{Seq: 1, Reason: err.Error()}
 	}

@@ -467,3 +467,64 @@ func TestSeedWorkflowsCompile(t *testing.T) {
 		}
 	}
 }
+
+// TestRerunFromAStep: a run that failed at a step is run again from it:
+// the steps before it (that succeeded and do not depend on it) are reused
+// with their outputs, and only it and what depends on it run; the new
+// run's log replays.
+func TestRerunFromAStep(t *testing.T) {
+	p := compile(t, codeReview, workflow.Options{})
+	e, _ := workflow.NewEngine(p, "first", map[string]any{"repo": "x"})
+	for {
+		as := drain(e)
+		if len(as) == 0 {
+			break
+		}
+		for _, a := range as {
+			res := workflow.Result{OK: true, Output: map[string]any{"batches": []any{"a", "b"}, "by": a.Task}}
+			if a.Task == "lint[1]" {
+				res = workflow.Result{Error: "exit 1"}
+			}
+			_ = e.Complete(a.Task, res)
+		}
+	}
+	if st, _ := e.State(); st != workflow.RunFailed {
+		t.Fatalf("first run %s", st)
+	}
+	down := p.Downstream("lint")
+	reused := map[string]any{}
+	for _, s := range e.Steps() {
+		if !down[s.ID] && s.State == workflow.Succeeded {
+			reused[s.ID] = s.Output
+		}
+	}
+	if len(reused) != 4 || reused["lint"] != nil || reused["report"] != nil {
+		t.Fatalf("reused %v", reused)
+	}
+	again, err := workflow.StartRun(p, "second", map[string]any{"repo": "x"}, workflow.Rerun{Of: "first", Outputs: reused})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := drain(again)
+	if !slices.Equal(ids(got), []string{"lint[0]", "lint[1]"}) { // lint's max_parallel is 2
+		t.Fatalf("the rerun assigned %v first", ids(got))
+	}
+	for len(got) > 0 {
+		for _, a := range got {
+			if a.Step != "lint" && a.Step != "report" {
+				t.Fatalf("the rerun ran %s again", a.Task)
+			}
+			_ = again.Complete(a.Task, workflow.Result{OK: true, Output: map[string]any{"findings": []any{}}})
+		}
+		got = drain(again)
+	}
+	if st, why := again.State(); st != workflow.RunSucceeded {
+		t.Fatalf("rerun %s %s", st, why)
+	}
+	if err := workflow.Replay(p, again.Log().Events()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflow.StartRun(p, "third", nil, workflow.Rerun{Outputs: map[string]any{"nope": 1}}); err == nil {
+		t.Error("a rerun reusing an unknown step started")
+	}
+}

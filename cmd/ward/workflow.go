@@ -31,7 +31,7 @@ and those of --workflows on ward dev / ward scheduler; a file can be run
 inline. Every change of a run is an event in a hash chain, which verify
 checks and replay re-derives from the definition.`,
 	}
-	cmd.AddCommand(newWorkflowRunCmd(g), newWorkflowGetCmd(g), newWorkflowLsCmd(g), newWorkflowCancelCmd(g),
+	cmd.AddCommand(newWorkflowRunCmd(g), newWorkflowRerunCmd(g), newWorkflowGetCmd(g), newWorkflowLsCmd(g), newWorkflowCancelCmd(g),
 		newWorkflowCheckCmd(g, "verify"), newWorkflowCheckCmd(g, "replay"), newWorkflowLintCmd())
 	return cmd
 }
@@ -50,6 +50,9 @@ func newWorkflowRunCmd(g *globals) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := &wardv1.WorkflowRunRequest{RunId: runID}
+			if err := readInput(req, input); err != nil {
+				return err
+			}
 			if src, err := os.ReadFile(args[0]); err == nil {
 				req.Definition = src
 			} else if strings.ContainsAny(args[0], "/\\") || strings.HasSuffix(args[0], ".yaml") || strings.HasSuffix(args[0], ".yml") {
@@ -57,96 +60,7 @@ func newWorkflowRunCmd(g *globals) *cobra.Command {
 			} else {
 				req.Name = args[0]
 			}
-			if input != "" {
-				b := []byte(input)
-				if strings.HasPrefix(input, "@") {
-					var err error
-					if b, err = os.ReadFile(input[1:]); err != nil {
-						return err
-					}
-				}
-				var obj map[string]any
-				if err := json.Unmarshal(b, &obj); err != nil {
-					return fmt.Errorf("--input is not a JSON object: %w", err)
-				}
-				req.Input = b
-			}
-			c, ctx, done, err := g.dial(timeout)
-			if err != nil {
-				return err
-			}
-			defer done()
-			if req.RunId == "" {
-				req.RunId = "run-" + time.Now().UTC().Format("20060102-150405") + "-" + uuid.NewString()[:6]
-			}
-			var w interface {
-				Next(context.Context) (*wardv1.WorkflowEvent, error)
-				Close()
-			}
-			if wait {
-				rw, err := c.FollowWorkflow(req.RunId)
-				if err != nil {
-					return err
-				}
-				defer rw.Close()
-				w = rw
-			}
-			reply, err := c.RunWorkflow(ctx, req)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if !wait {
-				if output == "json" {
-					return printProto(out, reply)
-				}
-				fmt.Fprintf(out, "run %s started: %s\n", reply.GetRunId(), strings.Join(reply.GetSteps(), " → "))
-				return nil
-			}
-			if output != "json" {
-				fmt.Fprintf(out, "run %s: %s\n", reply.GetRunId(), strings.Join(reply.GetSteps(), " → "))
-			}
-			for {
-				// Quiet for a while (an event lost, a follower too slow):
-				// ask for the run, and end if it ended.
-				wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				ev, err := w.Next(wctx)
-				cancel()
-				ended := false
-				switch {
-				case err != nil && ctx.Err() != nil:
-					return fmt.Errorf("waiting for run %s: %w", reply.GetRunId(), ctx.Err())
-				case err != nil:
-					run, gerr := c.Workflow(ctx, reply.GetRunId(), false)
-					ended = gerr == nil && run.GetState() != string(workflow.RunRunning)
-					ev = &wardv1.WorkflowEvent{Kind: "Run" + titleWord(run.GetState())}
-				default:
-					if output != "json" {
-						printRunEvent(out, ev)
-					}
-					switch ev.GetKind() {
-					case workflow.KindRunSucceeded, workflow.KindRunFailed, workflow.KindRunCancelled, workflow.KindRunTimedOut:
-						ended = true
-					}
-				}
-				if ended {
-					run, err := c.Workflow(ctx, reply.GetRunId(), false)
-					if err != nil {
-						return err
-					}
-					if output == "json" {
-						if err := printProto(out, run); err != nil {
-							return err
-						}
-					} else {
-						printRun(out, run)
-					}
-					if run.GetState() != string(workflow.RunSucceeded) {
-						return fmt.Errorf("run %s ended %s: %s", run.GetRunId(), run.GetState(), run.GetReason())
-					}
-					return nil
-				}
-			}
+			return startRun(cmd, g, req, wait, timeout, output)
 		},
 	}
 	f := cmd.Flags()
@@ -156,6 +70,136 @@ func newWorkflowRunCmd(g *globals) *cobra.Command {
 	f.DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait")
 	f.StringVarP(&output, "output", "o", "text", "text, or json")
 	return cmd
+}
+
+func newWorkflowRerunCmd(g *globals) *cobra.Command {
+	var (
+		input, output, from string
+		wait                bool
+		timeout             time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "rerun RUN --from STEP",
+		Short: "Run an ended run again from a step: the steps before it are reused with their outputs, it and what depends on it run",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if from == "" {
+				return errors.New("--from STEP is required")
+			}
+			req := &wardv1.WorkflowRunRequest{RerunOf: args[0], FromStep: from}
+			if err := readInput(req, input); err != nil {
+				return err
+			}
+			return startRun(cmd, g, req, wait, timeout, output)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&from, "from", "", "the step to run again, with every step that depends on it")
+	f.StringVar(&input, "input", "", "a new input (JSON object, or @file); default: the run's")
+	f.BoolVar(&wait, "wait", false, "follow the run's steps until it ends; exit non-zero unless it succeeded")
+	f.DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait")
+	f.StringVarP(&output, "output", "o", "text", "text, or json")
+	return cmd
+}
+
+// readInput sets req's input from --input: a JSON object, or @file.
+func readInput(req *wardv1.WorkflowRunRequest, input string) error {
+	if input == "" {
+		return nil
+	}
+	b := []byte(input)
+	if strings.HasPrefix(input, "@") {
+		var err error
+		if b, err = os.ReadFile(input[1:]); err != nil {
+			return err
+		}
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return fmt.Errorf("--input is not a JSON object: %w", err)
+	}
+	req.Input = b
+	return nil
+}
+
+// startRun starts req and, with wait, follows it to its end.
+func startRun(cmd *cobra.Command, g *globals, req *wardv1.WorkflowRunRequest, wait bool, timeout time.Duration, output string) error {
+	c, ctx, done, err := g.dial(timeout)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if req.RunId == "" {
+		req.RunId = "run-" + time.Now().UTC().Format("20060102-150405") + "-" + uuid.NewString()[:6]
+	}
+	var w interface {
+		Next(context.Context) (*wardv1.WorkflowEvent, error)
+		Close()
+	}
+	if wait {
+		rw, err := c.FollowWorkflow(req.RunId)
+		if err != nil {
+			return err
+		}
+		defer rw.Close()
+		w = rw
+	}
+	reply, err := c.RunWorkflow(ctx, req)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if !wait {
+		if output == "json" {
+			return printProto(out, reply)
+		}
+		fmt.Fprintf(out, "run %s started: %s\n", reply.GetRunId(), strings.Join(reply.GetSteps(), " → "))
+		return nil
+	}
+	if output != "json" {
+		fmt.Fprintf(out, "run %s: %s\n", reply.GetRunId(), strings.Join(reply.GetSteps(), " → "))
+	}
+	for {
+		// Quiet for a while (an event lost, a follower too slow):
+		// ask for the run, and end if it ended.
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		ev, err := w.Next(wctx)
+		cancel()
+		ended := false
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return fmt.Errorf("waiting for run %s: %w", reply.GetRunId(), ctx.Err())
+		case err != nil:
+			run, gerr := c.Workflow(ctx, reply.GetRunId(), false)
+			ended = gerr == nil && run.GetState() != string(workflow.RunRunning)
+			ev = &wardv1.WorkflowEvent{Kind: "Run" + titleWord(run.GetState())}
+		default:
+			if output != "json" {
+				printRunEvent(out, ev)
+			}
+			switch ev.GetKind() {
+			case workflow.KindRunSucceeded, workflow.KindRunFailed, workflow.KindRunCancelled, workflow.KindRunTimedOut:
+				ended = true
+			}
+		}
+		if ended {
+			run, err := c.Workflow(ctx, reply.GetRunId(), false)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				if err := printProto(out, run); err != nil {
+					return err
+				}
+			} else {
+				printRun(out, run)
+			}
+			if run.GetState() != string(workflow.RunSucceeded) {
+				return fmt.Errorf("run %s ended %s: %s", run.GetRunId(), run.GetState(), run.GetReason())
+			}
+			return nil
+		}
+	}
 }
 
 // titleWord is SUCCEEDED as Succeeded.

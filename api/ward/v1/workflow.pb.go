@@ -34,7 +34,13 @@ type WorkflowRunRequest struct {
 	Definition []byte `protobuf:"bytes,4,opt,name=definition,proto3" json:"definition,omitempty"`
 	// input is the run's input, a JSON object, merged over the
 	// definition's defaults.
-	Input         []byte `protobuf:"bytes,5,opt,name=input,proto3" json:"input,omitempty"`
+	Input []byte `protobuf:"bytes,5,opt,name=input,proto3" json:"input,omitempty"`
+	// rerun_of and from_step make a rerun (`ward workflow rerun`): a new run
+	// of rerun_of's definition and input (unless given here) that reuses
+	// the outputs of its steps that succeeded and do not depend on
+	// from_step, and runs from_step and what depends on it.
+	RerunOf       string `protobuf:"bytes,6,opt,name=rerun_of,json=rerunOf,proto3" json:"rerun_of,omitempty"`
+	FromStep      string `protobuf:"bytes,7,opt,name=from_step,json=fromStep,proto3" json:"from_step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -102,6 +108,20 @@ func (x *WorkflowRunRequest) GetInput() []byte {
 		return x.Input
 	}
 	return nil
+}
+
+func (x *WorkflowRunRequest) GetRerunOf() string {
+	if x != nil {
+		return x.RerunOf
+	}
+	return ""
+}
+
+func (x *WorkflowRunRequest) GetFromStep() string {
+	if x != nil {
+		return x.FromStep
+	}
+	return ""
 }
 
 // WorkflowRunReply answers a WorkflowRunRequest.
@@ -833,7 +853,7 @@ var File_ward_v1_workflow_proto protoreflect.FileDescriptor
 
 const file_ward_v1_workflow_proto_rawDesc = "" +
 	"\n" +
-	"\x16ward/v1/workflow.proto\x12\award.v1\"\x92\x01\n" +
+	"\x16ward/v1/workflow.proto\x12\award.v1\"\xca\x01\n" +
 	"\x12WorkflowRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x12\n" +
@@ -841,7 +861,9 @@ const file_ward_v1_workflow_proto_rawDesc = "" +
 	"\n" +
 	"definition\x18\x04 \x01(\fR\n" +
 	"definition\x12\x14\n" +
-	"\x05input\x18\x05 \x01(\fR\x05input\"\xab\x01\n" +
+	"\x05input\x18\x05 \x01(\fR\x05input\x12\x19\n" +
+	"\brerun_of\x18\x06 \x01(\tR\arerunOf\x12\x1b\n" +
+	"\tfrom_step\x18\a \x01(\tR\bfromStep\"\xab\x01\n" +
 	"\x10WorkflowRunReply\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1a\n" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x16\n" +
