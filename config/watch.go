@@ -186,3 +186,79 @@ func (w *Watcher) Close() error {
 	}
 	return err
 }
+
+// WatchWorkflows watches the workflow definitions of dir (Workflows):
+// after a change, once no event came for debounce, it reads them again and
+// onChange gets them (with the embedded ones) when they differ from the
+// last read; onError gets what went wrong.
+func WatchWorkflows(dir string, debounce time.Duration, onChange func(map[string][]byte), onError func(error)) (*Watcher, error) {
+	fsw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("config: watch: %w", err)
+	}
+	if err := fsw.Add(dir); err != nil {
+		fsw.Close()
+		return nil, fmt.Errorf("config: watch %s: %w", dir, err)
+	}
+	w := &Watcher{fsw: fsw, done: make(chan struct{})}
+	last, _ := Workflows(dir)
+	go func() {
+		defer close(w.done)
+		var timer *time.Timer
+		var fire <-chan time.Time
+		for {
+			select {
+			case ev, ok := <-fsw.Events:
+				if !ok {
+					if timer != nil {
+						timer.Stop()
+					}
+					return
+				}
+				if ev.Op == fsnotify.Chmod {
+					continue
+				}
+				if timer == nil {
+					timer = time.NewTimer(debounce)
+				} else {
+					timer.Reset(debounce)
+				}
+				fire = timer.C
+			case err, ok := <-fsw.Errors:
+				if !ok {
+					return
+				}
+				if onError != nil {
+					onError(fmt.Errorf("config: watch %s: %w", dir, err))
+				}
+			case <-fire:
+				fire = nil
+				now, err := Workflows(dir)
+				if err != nil {
+					if onError != nil {
+						onError(err)
+					}
+					continue
+				}
+				if sameSources(now, last) {
+					continue
+				}
+				last = now
+				onChange(now)
+			}
+		}
+	}()
+	return w, nil
+}
+
+func sameSources(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}

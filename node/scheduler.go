@@ -126,7 +126,7 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (_ *Scheduler, err
 	}
 	s.Scheduler, err = scheduler.New(scheduler.Config{ID: cfg.ID, Bus: s.conn, Store: cfg.Store, Safety: checker,
 		Pools: cfg.Config.Pools, Timeouts: cfg.Config.Timeouts, Settings: cfg.Config.Scheduler, Files: cfg.Files,
-		Logger: cfg.Logger, Modules: reg, Signer: signer, HostTrust: trust, Workflows: workflows})
+		Logger: cfg.Logger, Modules: reg, Signer: signer, HostTrust: trust, Workflows: workflows, WorkflowDir: cfg.WorkflowDir})
 	if err != nil {
 		return nil, err
 	}

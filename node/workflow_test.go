@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -440,5 +442,42 @@ outputs: {after: steps.after.output}
 	}
 	if _, err := acme.RunWorkflow(ctx, &wardv1.WorkflowRunRequest{RerunOf: "run-flaky", FromStep: "nope"}); !errors.Is(err, client.ErrRefused) {
 		t.Errorf("a rerun from no step: %v", err)
+	}
+}
+
+// TestWorkflowDefinitionsReload: the schedulers serve the definitions of
+// their --workflows directory, and a definition added or changed there is
+// served without a restart; one that does not compile is left out, and
+// the ones in force stay.
+func TestWorkflowDefinitionsReload(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, src string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("one.yaml", "name: one\nsteps:\n  - {id: a, topic: job.echo, payload: one}\n")
+	e := start(t, node.Options{Modules: echoModules(t), Store: memoryStore(t), WorkflowDir: dir})
+	acme := e.tenantClient(t, "acme")
+	if _, run := runWorkflow(t, acme, &wardv1.WorkflowRunRequest{Name: "one"}); run.GetState() != "SUCCEEDED" {
+		t.Fatalf("one: %s", run.GetState())
+	}
+	ctx := context.Background()
+	if _, err := acme.RunWorkflow(ctx, &wardv1.WorkflowRunRequest{Name: "two"}); !errors.Is(err, client.ErrRefused) {
+		t.Fatalf("two, before it is written: %v", err)
+	}
+	write("two.yaml", "name: two\nsteps:\n  - {id: b, topic: job.echo, payload: two}\n")
+	write("broken.yaml", "name: broken\nsteps:\n  - {id: c, topic: job.echo, depends_on: [c]}\n")
+	checkFor(t, 10*time.Second, func() bool {
+		_, err := acme.RunWorkflow(ctx, &wardv1.WorkflowRunRequest{Name: "two"})
+		return err == nil
+	})
+	reply, err := acme.RunWorkflow(ctx, &wardv1.WorkflowRunRequest{Name: "broken"})
+	if !errors.Is(err, client.ErrRefused) || reply.GetReason() != string(reason.WorkflowUnknown) {
+		t.Errorf("a definition that does not compile was served: %v", err)
+	}
+	if _, run := runWorkflow(t, acme, &wardv1.WorkflowRunRequest{Name: "one"}); run.GetState() != "SUCCEEDED" {
+		t.Errorf("one, after the reload: %s", run.GetState())
 	}
 }

@@ -107,3 +107,9 @@ var (
 		Help: "Configuration reloads, by result (ok, error).",
 	}, []string{"result"})
 )
+
+// workflowReloads counts loads of the workflow definitions.
+var workflowReloads = promauto.NewCounterVec(prometheus.CounterOpts{
+	Name: "ward_scheduler_workflow_reloads_total",
+	Help: "Loads of the workflow definitions (at start and when --workflows changes), by result: ok, or error (a file left out).",
+}, []string{"result"})

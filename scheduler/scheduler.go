@@ -83,6 +83,9 @@ type Config struct {
 	// Workflows are the workflow definitions (YAML) the replica runs by
 	// name, by file (config.Workflows: the seed ones and a directory's).
 	Workflows map[string][]byte
+	// WorkflowDir, when set, is the directory Workflows were read from: it
+	// is watched, and its definitions read again when it changes.
+	WorkflowDir string
 }
 
 // settings is one consistent set of configuration, swapped whole on reload.
@@ -146,6 +149,7 @@ type Scheduler struct {
 	stop      context.CancelFunc // ends the handlers' context
 	stopLoops context.CancelFunc // ends the loops
 	watcher   *config.Watcher
+	wfWatcher *config.Watcher
 	stopped   bool
 
 	loops sync.WaitGroup
@@ -296,6 +300,22 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.watcher = w
 		s.mu.Unlock()
 	}
+	if s.cfg.WorkflowDir != "" {
+		w, err := config.WatchWorkflows(s.cfg.WorkflowDir, 100*time.Millisecond, func(src map[string][]byte) {
+			s.runner.load(src)
+			s.log.Info("workflow definitions reloaded", "workflows", len(s.runner.names()))
+		}, func(err error) {
+			workflowReloads.WithLabelValues("error").Inc()
+			s.log.Error("workflow definitions not reloaded; the ones in force stay", "err", err)
+		})
+		if err != nil {
+			_ = s.Shutdown(context.Background())
+			return err
+		}
+		s.mu.Lock()
+		s.wfWatcher = w
+		s.mu.Unlock()
+	}
 	if s.cfg.Modules != nil {
 		done, err := s.cfg.Modules.Follow(lctx, s.conf.follow)
 		if err != nil {
@@ -324,12 +344,15 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	s.stopped = true
-	subs, stop, stopLoops, watcher := s.subs, s.stop, s.stopLoops, s.watcher
+	subs, stop, stopLoops, watcher, wfWatcher := s.subs, s.stop, s.stopLoops, s.watcher, s.wfWatcher
 	s.mu.Unlock()
 
 	var errs []error
 	if watcher != nil {
 		errs = append(errs, watcher.Close())
+	}
+	if wfWatcher != nil {
+		errs = append(errs, wfWatcher.Close())
 	}
 	for _, sub := range subs {
 		errs = append(errs, sub.Drain(ctx))
@@ -340,6 +363,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		stopLoops()
 	}
 	s.loops.Wait()
+	s.runner.close() // runs are not cancelled: their claims run out, and a replica carries them on
 	for _, w := range []*bus.Workers{s.submits, s.updates, s.beats} {
 		errs = append(errs, w.Wait(ctx))
 	}

@@ -43,7 +43,7 @@ const (
 // runner drives the runs this replica holds.
 type runner struct {
 	s    *Scheduler
-	mu   sync.Mutex // guards the 2 following fields
+	mu   sync.Mutex // guards the 3 following fields
 	runs map[string]*liveRun
 	jobs map[string]childRef // a step's job id → its run and task
 	defs map[string][]byte   // definitions by name (config/workflows)
@@ -68,20 +68,50 @@ type liveRun struct {
 }
 
 func newRunner(s *Scheduler, sources map[string][]byte) *runner {
-	r := &runner{s: s, runs: map[string]*liveRun{}, jobs: map[string]childRef{}, defs: map[string][]byte{}}
-	for file, src := range sources {
-		d, err := workflow.Parse(src)
-		if err != nil {
-			s.log.Error("workflow definition not loaded", "file", file, "err", err)
-			continue
-		}
-		if _, dup := r.defs[d.Name]; dup {
-			s.log.Error("workflow defined twice; the first kept", "workflow", d.Name, "file", file)
-			continue
-		}
-		r.defs[d.Name] = src
-	}
+	r := &runner{s: s, runs: map[string]*liveRun{}, jobs: map[string]childRef{}}
+	r.load(sources)
 	return r
+}
+
+// load puts the definitions of sources (by file) in force, by name: one
+// that does not parse or compile is logged and left out (a run naming it
+// is refused), one whose name another file has is logged and the first
+// in file order kept. Runs already started keep their own definition.
+func (r *runner) load(sources map[string][]byte) {
+	files := make([]string, 0, len(sources))
+	for f := range sources {
+		files = append(files, f)
+	}
+	slices.Sort(files)
+	defs := map[string][]byte{}
+	for _, file := range files {
+		src := sources[file]
+		d, err := workflow.Parse(src)
+		if err == nil {
+			_, err = workflow.Compile(d, workflow.Options{})
+		}
+		if err != nil {
+			r.s.log.Error("workflow definition not loaded", "file", file, "err", err)
+			workflowReloads.WithLabelValues("error").Inc()
+			continue
+		}
+		if _, dup := defs[d.Name]; dup {
+			r.s.log.Error("workflow defined twice; the first kept", "workflow", d.Name, "file", file)
+			continue
+		}
+		defs[d.Name] = src
+	}
+	r.mu.Lock()
+	r.defs = defs
+	r.mu.Unlock()
+	workflowReloads.WithLabelValues("ok").Inc()
+}
+
+// def returns the definition named name.
+func (r *runner) def(name string) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.defs[name]
 }
 
 // childJobID is the id of task's job in run.
@@ -133,7 +163,7 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 	}
 	if len(src) == 0 {
 		name := strings.TrimPrefix(req.GetName(), "job.workflow.")
-		if src = r.defs[name]; src == nil {
+		if src = r.def(name); src == nil {
 			return refuseRun(reason.WorkflowUnknown, "no workflow is named %q (known: %s)", req.GetName(), strings.Join(r.names(), ", "))
 		}
 	}
@@ -269,6 +299,8 @@ func (r *runner) previous(ctx context.Context, tenant, id string) (*previousRun,
 }
 
 func (r *runner) names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var out []string
 	for n := range r.defs {
 		out = append(out, n)
