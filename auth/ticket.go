@@ -128,7 +128,7 @@ type Verifier struct {
 
 	mu   sync.Mutex
 	seen map[attemptKey]int64 // job attempts accepted → their expiry, in ms
-	next int64            // when to prune seen, in ms
+	next int64                // when to prune seen, in ms
 }
 
 // NewVerifier returns the Verifier of host id with its dispatch key. A nil
