@@ -47,7 +47,11 @@ type runner struct {
 	runs map[string]*liveRun
 	jobs map[string]childRef // a step's job id → its run and task
 	defs map[string][]byte   // definitions by name (config/workflows)
-	wg   sync.WaitGroup      // drive and finish goroutines
+	// children are the child runs (job.workflow.run steps) of runs this
+	// replica drives, by child run id, with the plan each was made from.
+	children   map[string]childRef
+	childPlans map[string]map[string]any
+	wg         sync.WaitGroup // drive and finish goroutines
 }
 
 type childRef struct{ run, task string }
@@ -68,7 +72,8 @@ type liveRun struct {
 }
 
 func newRunner(s *Scheduler, sources map[string][]byte) *runner {
-	r := &runner{s: s, runs: map[string]*liveRun{}, jobs: map[string]childRef{}}
+	r := &runner{s: s, runs: map[string]*liveRun{}, jobs: map[string]childRef{}, children: map[string]childRef{},
+		childPlans: map[string]map[string]any{}}
 	r.load(sources)
 	return r
 }
@@ -172,7 +177,9 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 		return refuseRun(reason.WorkflowInvalid, "%v", err)
 	}
 	c := s.conf.load()
-	plan, err := workflow.Compile(def, workflow.Options{Served: func(topic string) bool { return len(c.pools.PoolsFor(topic)) > 0 }})
+	plan, err := workflow.Compile(def, workflow.Options{Served: func(topic string) bool {
+		return topic == TopicWorkflowRun || len(c.pools.PoolsFor(topic)) > 0
+	}})
 	if err != nil {
 		return refuseRun(reason.WorkflowInvalid, "%v", err)
 	}
@@ -251,6 +258,7 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 	lr.saved = len(events)
 	r.publish(lr, eng.Log().Events())
 	if st != workflow.RunRunning {
+		r.childEnded(lr)
 		return &wardv1.WorkflowRunReply{RunId: id, Accepted: true, Steps: plan.Steps()}
 	}
 	r.adopt(lr)
@@ -399,6 +407,10 @@ func (r *runner) drive(ctx context.Context, lr *liveRun) {
 // submit makes task a's job, through admission as any job: the policy
 // checks it, a host is chosen, it is retried and recorded.
 func (r *runner) submit(ctx context.Context, lr *liveRun, a *workflow.Assignment) {
+	if a.Topic == TopicWorkflowRun {
+		r.startChild(ctx, lr, a)
+		return
+	}
 	s := r.s
 	retries := lr.retries
 	if a.Retries != nil {
@@ -575,6 +587,7 @@ func (r *runner) save(ctx context.Context, lr *liveRun) bool {
 	if st != workflow.RunRunning {
 		r.s.log.Info("workflow run ended", "run", lr.id, "state", string(st), "reason", why)
 		r.forget(lr)
+		r.childEnded(lr)
 	}
 	return true
 }
@@ -600,7 +613,15 @@ func (r *runner) stop(lr *liveRun, stop func(string) []string, why string) []str
 	r.save(context.Background(), lr)
 	lr.mu.Unlock()
 	for _, task := range running {
-		r.s.cancelJob(context.Background(), childJobID(lr.id, task), "", "workflow run "+lr.id+": "+why)
+		id := childJobID(lr.id, task)
+		r.mu.Lock()
+		child := r.runs[id]
+		r.mu.Unlock()
+		if child != nil { // a job.workflow.run step: its child run stops too
+			r.stop(child, child.eng.Cancel, "its parent run "+lr.id+" stopped: "+why)
+			continue
+		}
+		r.s.cancelJob(context.Background(), id, "", "workflow run "+lr.id+": "+why)
 	}
 	return running
 }
@@ -846,6 +867,10 @@ func (r *runner) poll(ctx context.Context, lr *liveRun) {
 	for _, task := range running {
 		jobID := childJobID(lr.id, task)
 		job, err := r.s.cfg.Store.Get(ctx, jobID)
+		if errors.Is(err, jobstore.ErrNotFound) {
+			ended = r.pollChild(ctx, lr, task, jobID) || ended
+			continue
+		}
 		if err != nil || !job.State.Terminal() {
 			continue
 		}
@@ -936,6 +961,31 @@ func (r *runner) resume(ctx context.Context, id string) error {
 	}
 	r.goDrive(lr)
 	return nil
+}
+
+// pollChild completes task, a job.workflow.run step of lr, when its child
+// run ended (driven by another replica, or by this one before it knew of
+// the parent), and reports whether it did.
+func (r *runner) pollChild(ctx context.Context, lr *liveRun, task, id string) bool {
+	r.mu.Lock()
+	_, known := r.children[id]
+	r.mu.Unlock()
+	if known {
+		return false // its end comes in process
+	}
+	rec, err := r.s.runRecord(ctx, id, lr.tenant, false)
+	if err != nil || rec.GetState() == string(workflow.RunRunning) {
+		return false
+	}
+	var outs any
+	_ = json.Unmarshal(rec.GetOutputs(), &outs)
+	res := workflow.Result{OK: rec.GetState() == string(workflow.RunSucceeded), JobID: id,
+		Output: map[string]any{"run": id, "state": rec.GetState(), "outputs": outs}}
+	if !res.OK {
+		res.Error = fmt.Sprintf("child run %s ended %s: %s", id, rec.GetState(), rec.GetReason())
+	}
+	r.complete(lr, task, res)
+	return true
 }
 
 // assignment rebuilds the assignment of a running task from the engine.
