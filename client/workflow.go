@@ -91,13 +91,18 @@ func (c *Client) Workflows(ctx context.Context, limit int) ([]*wardv1.WorkflowRu
 // replica driving the run answers; none answers for a run that ended, or
 // whose replica died and whose claim another has not taken yet.
 func (c *Client) CancelWorkflow(ctx context.Context, id, reason string) (*wardv1.WorkflowRun, error) {
+	run, err := c.Workflow(ctx, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if run.GetState() != "RUNNING" {
+		return run, fmt.Errorf("run %s has ended already (%s)", id, run.GetState())
+	}
 	reply := &wardv1.WorkflowGetReply{}
-	err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectWorkflowCancel, c.scope()), &wardv1.WorkflowCancelRequest{RunId: id, Reason: reason}, reply)
+	err = c.bus.Request(ctx, bus.TenantSubject(bus.SubjectWorkflowCancel, c.scope()), &wardv1.WorkflowCancelRequest{RunId: id, Reason: reason}, reply)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
-			if run, gerr := c.Workflow(ctx, id, false); gerr == nil && run.GetState() != "RUNNING" {
-				return run, fmt.Errorf("run %s has ended already (%s)", id, run.GetState())
-			}
+			return nil, fmt.Errorf("no scheduler answered for run %s: the one driving it may have stopped, and another carries it on once its claim runs out (a lease_ttl); try again: %w", id, err)
 		}
 		return nil, err
 	}
