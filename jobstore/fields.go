@@ -47,6 +47,7 @@ const (
 	fDeadline       = "deadline"
 	fWaiting        = "waiting" // the scripts spell it too
 	fLocked         = "locked"  // a move took the dispatch lock; the scripts spell it too
+	fChain          = "chain"   // the event log's last chain link; the scripts spell it too
 	fWaits          = "waits"
 	fPayloadSize    = "payload_size"
 	fPayloadDigest  = "payload_digest"
@@ -244,6 +245,7 @@ func decodeJob(h map[string]string) (*Job, error) {
 		ParentJobID:    h[fParentJobID],
 		WorkflowID:     h[fWorkflowID],
 		Waiting:        h[fWaiting],
+		Chain:          h[fChain],
 	}
 	var err error
 	num := func(field string) int64 {

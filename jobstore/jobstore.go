@@ -218,6 +218,9 @@ type Job struct {
 	// Waiting says where a PENDING job waits: "queue:<pool>" or "deferred";
 	// empty when it waits nowhere (it is being admitted).
 	Waiting string `json:"waiting,omitempty"`
+	// Chain is the last link of the job's event log's hash chain
+	// (VerifyEvents); the store sets it.
+	Chain string `json:"chain,omitempty"`
 	// Waits counts the times the job was deferred because its tenant was at
 	// its limit (for the backoff).
 	Waits        int       `json:"waits,omitempty"`
@@ -241,6 +244,9 @@ type Event struct {
 	Reason   string    `json:"reason,omitempty"`
 	Message  string    `json:"message,omitempty"`
 	WorkerID string    `json:"worker_id,omitempty"`
+	// Chain is the event's link in the job's hash chain (chain.go), set
+	// by the store as it appends the event.
+	Chain string `json:"chain,omitempty"`
 }
 
 // Transition is a requested state change and the fields it sets. Empty

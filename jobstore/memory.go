@@ -155,6 +155,8 @@ func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 	// RUNNING, an end), so that its moves append without growing it.
 	events := make([]Event, 1, 5)
 	events[0] = Event{At: n.CreatedAt, State: Pending}
+	events[0].Chain = ChainOf("", events[0])
+	h[fChain] = events[0].Chain
 	m.events[n.ID] = events
 	if n.IdempotencyKey != "" {
 		m.idem[ik] = n.ID
@@ -330,11 +332,15 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 		delete(h, fLocked)
 	}
 	if t.Via != "" {
-		m.events[id] = append(m.events[id], Event{At: when, State: t.Via, Message: t.ViaMessage, WorkerID: t.WorkerID})
+		e := Event{At: when, State: t.Via, Message: t.ViaMessage, WorkerID: t.WorkerID}
+		e.Chain = ChainOf(h[fChain], e)
+		h[fChain] = e.Chain
+		m.events[id] = append(m.events[id], e)
 	}
-	m.events[id] = append(m.events[id], Event{
-		At: when, State: t.To, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID,
-	})
+	e := Event{At: when, State: t.To, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID}
+	e.Chain = ChainOf(h[fChain], e)
+	h[fChain] = e.Chain
+	m.events[id] = append(m.events[id], e)
 	decode := decodeJob
 	if t.Brief {
 		decode = decodeBrief

@@ -108,11 +108,12 @@ func (r *Redis) Submit(ctx context.Context, job *Job, payload []byte, g Guard) (
 	if err != nil {
 		return Submitted{}, err
 	}
-	ev, err := json.Marshal(Event{At: n.CreatedAt, State: Pending})
+	first := Event{At: n.CreatedAt, State: Pending}
+	ev, err := json.Marshal(first)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("jobstore: create %s: %w", n.ID, err)
 	}
-	res, err := eval(ctx, r, createCall{n: n, guard: g, event: ev, data: payload, fields: fields}).StringSlice()
+	res, err := eval(ctx, r, createCall{n: n, guard: g, event: ev, canon: Canonical(first), data: payload, fields: fields}).StringSlice()
 	if err != nil {
 		return Submitted{}, fmt.Errorf("jobstore: create %s: %w", n.ID, err)
 	}
@@ -189,17 +190,22 @@ func (r *Redis) Transition(ctx context.Context, id string, t Transition) (*Job, 
 		return nil, err
 	}
 	when := at(t.At)
-	ev, err := json.Marshal(Event{At: when, State: t.To, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID})
+	moved := Event{At: when, State: t.To, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID}
+	ev, err := json.Marshal(moved)
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
 	}
 	var via []byte
+	viaCanon := ""
 	if t.Via != "" {
-		if via, err = json.Marshal(Event{At: when, State: t.Via, Message: t.ViaMessage, WorkerID: t.WorkerID}); err != nil {
+		passed := Event{At: when, State: t.Via, Message: t.ViaMessage, WorkerID: t.WorkerID}
+		if via, err = json.Marshal(passed); err != nil {
 			return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
 		}
+		viaCanon = Canonical(passed)
 	}
-	res, err := eval(ctx, r, transitionCall{id: id, t: t, when: when, event: ev, via: via, fields: fields, retention: r.retention}).StringSlice()
+	res, err := eval(ctx, r, transitionCall{id: id, t: t, when: when, event: ev, via: via, canon: Canonical(moved), viaCanon: viaCanon,
+		fields: fields, retention: r.retention}).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
 	}

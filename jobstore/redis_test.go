@@ -2,8 +2,10 @@ package jobstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -203,5 +205,59 @@ func BenchmarkRedisCreateTransition(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestRedisEventChainSeesTampering: an event rewritten in Redis behind the
+// store's back (LSET), or removed (LREM), breaks the job's chain where it
+// happened.
+func TestRedisEventChainSeesTampering(t *testing.T) {
+	url := redistest.Start(t)
+	s, err := jobstore.OpenRedis(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	opt, _ := redis.ParseURL(url)
+	admin := redis.NewClient(opt)
+	defer admin.Close()
+	ctx := context.Background()
+	if err := hotPath(ctx, s, "j1"); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.Events(ctx, "j1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.Get(ctx, "j1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jobstore.VerifyEvents(evs, j.Chain); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := admin.LIndex(ctx, "job:events:j1", 1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := strings.Replace(raw, "worker=w1", "worker=w9", 1)
+	if forged == raw {
+		t.Fatalf("event 2 %s has no worker=w1", raw)
+	}
+	if err := admin.LSet(ctx, "job:events:j1", 1, forged).Err(); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ = s.Events(ctx, "j1")
+	var ce *jobstore.ChainError
+	if err := jobstore.VerifyEvents(evs, j.Chain); !errors.As(err, &ce) || ce.Index != 1 {
+		t.Fatalf("event 2 rewritten: %v", err)
+	}
+	if err := admin.LSet(ctx, "job:events:j1", 1, raw).Err(); err != nil {
+		t.Fatal(err)
+	}
+	last, _ := admin.RPop(ctx, "job:events:j1").Result()
+	evs, _ = s.Events(ctx, "j1")
+	if err := jobstore.VerifyEvents(evs, j.Chain); !errors.As(err, &ce) || ce.Index != len(evs) || last == "" {
+		t.Fatalf("the last event removed: %v", err)
 	}
 }

@@ -126,6 +126,7 @@ type createCall struct {
 	n      *Job
 	guard  Guard
 	event  []byte   // the creation event's JSON
+	canon  string   // its canonical encoding (chain.go)
 	data   []byte   // the context blob
 	fields []string // n's hash, from jobFields
 }
@@ -151,7 +152,7 @@ func (c createCall) argv() []any {
 	g := c.guard
 	a := make([]any, 0, 10+len(c.fields))
 	a = append(a, c.n.ID, ms(c.n.CreatedAt), c.data, c.event, recentCap, g.Rate, burst(g), g.QueueCap,
-		optMS(c.n.Deadline), len(g.Queues))
+		optMS(c.n.Deadline), len(g.Queues), c.canon)
 	return anys(a, c.fields)
 }
 
@@ -162,6 +163,8 @@ type transitionCall struct {
 	when      time.Time     // t.At, or now
 	event     []byte        // the move's event JSON
 	via       []byte        // the event JSON of t.Via, nil without
+	canon     string        // the move's event's canonical encoding (chain.go)
+	viaCanon  string        // t.Via's event's, "" without
 	fields    []string      // the hash fields t sets, from transitionFields
 	retention time.Duration // how long an ended job is kept; 0: for ever
 }
@@ -187,10 +190,11 @@ func (c transitionCall) argv() []any {
 	if t.Brief {
 		briefArg = "1"
 	}
-	a := make([]any, 0, 23+len(c.fields))
+	a := make([]any, 0, 25+len(c.fields))
 	a = append(a, c.id, string(t.To), string(t.From), ms(c.when), c.event, t.IfWorker, t.TenantLimit, t.WorkerLimit,
 		lockOwner, lockTTL, waitPool, strconv.FormatFloat(waitScore, 'f', -1, 64), waitUntil, waitCap, hasWait,
-		t.WorkerID, optMS(t.Deadline), max(t.IfAttempt, 0), t.IfTenant, c.retention.Milliseconds(), string(t.Via), c.via, briefArg)
+		t.WorkerID, optMS(t.Deadline), max(t.IfAttempt, 0), t.IfTenant, c.retention.Milliseconds(), string(t.Via), c.via, briefArg,
+		c.viaCanon, c.canon)
 	return anys(a, c.fields)
 }
 

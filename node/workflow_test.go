@@ -136,6 +136,15 @@ func TestWorkflowEndToEnd(t *testing.T) {
 			job.GetLabels()[scheduler.LabelRun] != run.GetRunId() || job.GetSafety().GetDecisionId() == "" {
 			t.Errorf("task %s's job: %s tenant %s labels %v", task.GetId(), job.GetState(), job.GetTenantId(), job.GetLabels())
 		}
+		// Each step's own log is a hash chain too (ward jobs verify).
+		jevs := make([]jobstore.Event, len(job.GetEvents()))
+		for i, ev := range job.GetEvents() {
+			jevs[i] = jobstore.Event{At: time.UnixMilli(ev.GetAtUnixMs()), State: jobstore.State(strings.TrimPrefix(ev.GetState().String(), "JOB_STATE_")),
+				Reason: ev.GetReason(), Message: ev.GetMessage(), WorkerID: ev.GetWorkerId(), Chain: ev.GetChain()}
+		}
+		if err := jobstore.VerifyEvents(jevs, job.GetEventsChain()); err != nil || len(jevs) < 5 {
+			t.Errorf("task %s's job's log (%d events): %v", task.GetId(), len(jevs), err)
+		}
 	}
 	// What the followers saw is the stored log, event for event.
 	if len(seen) != len(run.GetEvents()) {

@@ -33,7 +33,7 @@ func (s *Scheduler) handleGet(ctx context.Context, msg *nats.Msg, q *wardv1.GetJ
 		}
 		for _, e := range events {
 			rec.Events = append(rec.Events, &wardv1.JobEvent{JobId: job.ID, State: stateEnum(e.State),
-				AtUnixMs: e.At.UnixMilli(), Reason: e.Reason, Message: e.Message, WorkerId: e.WorkerID})
+				AtUnixMs: e.At.UnixMilli(), Reason: e.Reason, Message: e.Message, WorkerId: e.WorkerID, Chain: e.Chain})
 		}
 		// A result in the tenant's result bucket (one too large for a
 		// message) is not read here: the client reads it by its pointer.
@@ -121,7 +121,7 @@ func Record(j *jobstore.Job) *wardv1.JobRecord {
 		CreatedAtUnixMs: j.CreatedAt.UnixMilli(), UpdatedAtUnixMs: j.UpdatedAt.UnixMilli(),
 		Reason: j.Reason, ErrorCode: j.ErrorCode, ErrorMessage: j.ErrorMessage, Labels: j.Labels,
 		IdempotencyKey: j.IdempotencyKey, Attempt: int32(j.Attempt), Waiting: j.Waiting, MaxRetries: int32(j.MaxRetries),
-		Module: j.Module, ModuleDigest: j.ModuleDigest,
+		Module: j.Module, ModuleDigest: j.ModuleDigest, EventsChain: j.Chain,
 	}
 	if !j.Deadline.IsZero() {
 		rec.DeadlineUnixMs = j.Deadline.UnixMilli()

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/jobstore"
 )
 
 func newJobsCmd(g *globals) *cobra.Command {
@@ -44,6 +45,33 @@ func newJobsCmd(g *globals) *cobra.Command {
 		},
 	}
 	get.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+
+	verify := &cobra.Command{
+		Use:   "verify <job-id>",
+		Short: "Check a job's event log: recompute its hash chain and name the first event altered or removed",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ctx, done, err := g.dial(10 * time.Second)
+			if err != nil {
+				return err
+			}
+			defer done()
+			rec, err := c.Get(ctx, args[0], false)
+			if err != nil {
+				return err
+			}
+			events := make([]jobstore.Event, len(rec.GetEvents()))
+			for i, e := range rec.GetEvents() {
+				events[i] = jobstore.Event{At: time.UnixMilli(e.GetAtUnixMs()), State: jobstore.State(strings.TrimPrefix(e.GetState().String(), "JOB_STATE_")),
+					Reason: e.GetReason(), Message: e.GetMessage(), WorkerID: e.GetWorkerId(), Chain: e.GetChain()}
+			}
+			if err := jobstore.VerifyEvents(events, rec.GetEventsChain()); err != nil {
+				return fmt.Errorf("job %s: %w", rec.GetJobId(), err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "job %s: %d events, an unbroken hash chain (last %s)\n", rec.GetJobId(), len(events), rec.GetEventsChain())
+			return nil
+		},
+	}
 	get.Flags().BoolVar(&result, "result", false, "include the result")
 
 	var limit int
@@ -81,7 +109,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 	}
 	ls.Flags().IntVar(&limit, "limit", 20, "how many")
 	ls.Flags().StringVar(&state, "state", "", "only jobs in this state")
-	cmd.AddCommand(get, ls, newJobsCancelCmd(g))
+	cmd.AddCommand(get, ls, newJobsCancelCmd(g), verify)
 	return cmd
 }
 

@@ -1,5 +1,5 @@
 -- KEYS: [1] job hash job:<id>, [2] context blob ctx:<id>, [3] PENDING index job:index:PENDING, [4] job:recent, [5] event list job:events:<id>, [6] idempotency key job:idem:<tenant>:<key> or '', [7] rate bucket job:rate:<tenant> or '', [8] job:deadlines, [9..] the queues job:queue:<pool> the job may wait in
--- ARGV: [1] id, [2] created ms, [3] payload, [4] creation event JSON, [5] how many ids job:recent keeps, [6] rate (tokens a second, 0: no limit), [7] burst, [8] queue cap (0: none), [9] deadline ms or '', [10] number of queues, [11..] job hash field/value pairs
+-- ARGV: [1] id, [2] created ms, [3] payload, [4] creation event JSON, [5] how many ids job:recent keeps, [6] rate (tokens a second, 0: no limit), [7] burst, [8] queue cap (0: none), [9] deadline ms or '', [10] number of queues, [11] the creation event's canonical encoding (its chain link's input), [12..] job hash field/value pairs
 --
 -- Creates a job unless its tenant used its idempotency key already (it
 -- returns the first id), its id exists, every queue it may wait in is full,
@@ -29,12 +29,15 @@ if KEYS[7] ~= '' and rate > 0 then
   redis.call('HSET', KEYS[7], 'tokens', tostring(tokens - 1), 'ts', tostring(now))
   redis.call('PEXPIRE', KEYS[7], math.ceil(burst / rate * 1000) + 1000)
 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 11, #ARGV))
+-- The event log is a hash chain (jobstore/chain.go): the event carries
+-- its link, the job the last one.
+local chain = redis.sha1hex(ARGV[11])
+redis.call('HSET', KEYS[1], 'chain', chain, unpack(ARGV, 12, #ARGV))
 redis.call('SET', KEYS[2], ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[2], id)
 redis.call('ZADD', KEYS[4], ARGV[2], id)
 redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -(tonumber(ARGV[5]) + 1))
-redis.call('RPUSH', KEYS[5], ARGV[4])
+redis.call('RPUSH', KEYS[5], string.sub(ARGV[4], 1, -2) .. ',"chain":"' .. chain .. '"}')
 if KEYS[6] ~= '' then redis.call('SET', KEYS[6], id) end
 if ARGV[9] ~= '' then redis.call('ZADD', KEYS[8], ARGV[9], id) end
 local out = {'created'}

@@ -1,5 +1,5 @@
 -- KEYS: [1] job hash job:<id>, [2] event list job:events:<id>
--- ARGV: [1] id, [2] to state, [3] required from state or '', [4] now ms, [5] event JSON, [6] if-worker or '', [7] tenant limit (0: none), [8] worker limit (0: none), [9] lock owner or '', [10] lock ttl ms, [11] wait pool or '', [12] wait score, [13] wait until ms or '', [14] wait cap (0: none), [15] '1' with a wait else '', [16] new worker or '', [17] deadline ms or '', [18] if-attempt (0: none), [19] if-tenant or '', [20] retention ms (0: keep for ever), [21] via state or '', [22] via event JSON or '', [23] '1' to return the brief fields only else '', [24..] job hash field/value pairs to set
+-- ARGV: [1] id, [2] to state, [3] required from state or '', [4] now ms, [5] event JSON, [6] if-worker or '', [7] tenant limit (0: none), [8] worker limit (0: none), [9] lock owner or '', [10] lock ttl ms, [11] wait pool or '', [12] wait score, [13] wait until ms or '', [14] wait cap (0: none), [15] '1' with a wait else '', [16] new worker or '', [17] deadline ms or '', [18] if-attempt (0: none), [19] if-tenant or '', [20] retention ms (0: keep for ever), [21] via state or '', [22] via event JSON or '', [23] '1' to return the brief fields only else '', [24] the via event's canonical encoding or '', [25] the event's canonical encoding, [26..] job hash field/value pairs to set
 --
 -- Moves a job, with the checks of Transition (jobstore.go), and keeps the
 -- state indexes, the waiting sets, the tenant's and workers' active sets,
@@ -26,7 +26,7 @@ local ifAttempt = tonumber(ARGV[18])
 -- Brief reply is these fields with the move's writes laid over them
 -- (jobstore.briefFields), so the job is not read again.
 local f = redis.call('HMGET', h, 'state', 'worker_id', 'tenant', 'waiting', 'deadline', 'attempt', 'locked',
-  'idempotency_key', 'id', 'topic', 'pool', 'result_ptr')
+  'idempotency_key', 'id', 'topic', 'pool', 'result_ptr', 'chain')
 local cur = f[1]
 if not cur then return {'notfound'} end
 if ARGV[19] ~= '' and f[3] ~= ARGV[19] then return {'notfound'} end
@@ -77,7 +77,17 @@ if hasWait then
     end
   end
 end
-redis.call('HSET', h, 'state', to, 'updated_at', now, unpack(ARGV, 24, #ARGV))
+-- The event log is a hash chain (jobstore/chain.go): each event carries
+-- its link, the job the last one.
+local viaEvent, event
+local chain = f[13] or ''
+if via ~= '' then
+  chain = redis.sha1hex(chain .. ARGV[24])
+  viaEvent = string.sub(ARGV[22], 1, -2) .. ',"chain":"' .. chain .. '"}'
+end
+chain = redis.sha1hex(chain .. ARGV[25])
+event = string.sub(ARGV[5], 1, -2) .. ',"chain":"' .. chain .. '"}'
+redis.call('HSET', h, 'state', to, 'updated_at', now, 'chain', chain, unpack(ARGV, 26, #ARGV))
 local waiting = f[4]
 if waiting then
   redis.call('ZREM', 'job:' .. waiting, id)
@@ -126,9 +136,9 @@ elseif f[7] and to ~= 'SCHEDULED' and to ~= 'DISPATCHED' then
   redis.call('HDEL', h, 'locked')
 end
 if via ~= '' then
-  redis.call('RPUSH', KEYS[2], ARGV[22], ARGV[5])
+  redis.call('RPUSH', KEYS[2], viaEvent, event)
 else
-  redis.call('RPUSH', KEYS[2], ARGV[5])
+  redis.call('RPUSH', KEYS[2], event)
 end
 -- A job that ended is kept for the retention, then its keys expire (the
 -- state indexes are trimmed by Sweep).
@@ -146,7 +156,7 @@ if ARGV[23] == '1' then
   -- move's writes over them.
   local v = {id = f[9], topic = f[10], tenant = f[3], state = to, pool = f[11], worker_id = f[2],
     attempt = f[6], result_ptr = f[12], updated_at = now}
-  for i = 24, #ARGV - 1, 2 do
+  for i = 26, #ARGV - 1, 2 do
     if brief[ARGV[i]] then v[ARGV[i]] = ARGV[i + 1] end
   end
   if to == 'PENDING' then v.worker_id = nil end

@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"FromGuard", testFromGuard},
 		{"TransitionFields", testTransitionFields},
 		{"Events", testEvents},
+		{"EventChain", testEventChain},
 		{"Via", testVia},
 		{"Brief", testBrief},
 		{"Stale", testStale},
@@ -140,13 +141,64 @@ func move(t *testing.T, s jobstore.Store, id string, tr jobstore.Transition) *jo
 	return j
 }
 
+// events returns job id's log, having checked its hash chain against
+// the job's (every test that reads a log checks the chain so), with the
+// links cleared so that tests compare the events themselves.
 func events(t *testing.T, s jobstore.Store, id string) []jobstore.Event {
 	t.Helper()
 	ev, err := s.Events(context.Background(), id)
 	if err != nil {
 		t.Fatalf("Events(%s): %v", id, err)
 	}
+	if j, err := s.Get(context.Background(), id); err == nil {
+		if err := jobstore.VerifyEvents(ev, j.Chain); err != nil {
+			t.Errorf("job %s's log: %v", id, err)
+		}
+	}
+	for i := range ev {
+		ev[i].Chain = ""
+	}
 	return ev
+}
+
+// testEventChain: a job's log is a hash chain that ends at the job's
+// Chain; an event altered, removed or moved, or the log cut short, is
+// found, and named.
+func testEventChain(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	create(t, s, job("c1"))
+	for _, tr := range []jobstore.Transition{
+		{To: jobstore.Dispatched, Via: jobstore.Scheduled, ViaMessage: "placed", WorkerID: "w1", At: t0},
+		{To: jobstore.Succeeded, Via: jobstore.Running, Message: "ran", At: t0.Add(time.Second)},
+	} {
+		if _, err := s.Transition(ctx, "c1", tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := s.Events(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := get(t, s, "c1")
+	if len(evs) != 5 || j.Chain == "" || evs[4].Chain != j.Chain {
+		t.Fatalf("%d events, chain %q, last link %q", len(evs), j.Chain, evs[len(evs)-1].Chain)
+	}
+	if err := jobstore.VerifyEvents(evs, j.Chain); err != nil {
+		t.Fatal(err)
+	}
+	var ce *jobstore.ChainError
+	altered := slices.Clone(evs)
+	altered[2].Message = "placed elsewhere"
+	if err := jobstore.VerifyEvents(altered, j.Chain); !errors.As(err, &ce) || ce.Index != 2 {
+		t.Errorf("event 3 altered: %v", err)
+	}
+	removed := slices.Delete(slices.Clone(evs), 1, 2)
+	if err := jobstore.VerifyEvents(removed, j.Chain); !errors.As(err, &ce) || ce.Index != 1 {
+		t.Errorf("event 2 removed: %v", err)
+	}
+	if err := jobstore.VerifyEvents(evs[:4], j.Chain); !errors.As(err, &ce) || ce.Index != 4 {
+		t.Errorf("the last event removed: %v", err)
+	}
 }
 
 // sameJob compares jobs, times with Equal.
@@ -157,6 +209,7 @@ func sameJob(t *testing.T, got, want *jobstore.Job) {
 	}
 	g, w := *got, *want
 	g.CreatedAt, g.UpdatedAt, w.CreatedAt, w.UpdatedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	g.Chain, w.Chain = "", "" // the log's, checked by events and EventChain
 	if !reflect.DeepEqual(g, w) {
 		t.Errorf("job:\n got %+v\nwant %+v", g, w)
 		if !reflect.DeepEqual(g.Safety, w.Safety) {

@@ -1044,8 +1044,12 @@ type JobEvent struct {
 	// its message: SCHEDULED on the way to DISPATCHED, RUNNING on the way to
 	// an end. One event tells both; the job's log holds both
 	// (client.Watcher delivers them as two events, via first).
-	Via           JobState `protobuf:"varint,9,opt,name=via,proto3,enum=ward.v1.JobState" json:"via,omitempty"`
-	ViaMessage    string   `protobuf:"bytes,10,opt,name=via_message,json=viaMessage,proto3" json:"via_message,omitempty"`
+	Via        JobState `protobuf:"varint,9,opt,name=via,proto3,enum=ward.v1.JobState" json:"via,omitempty"`
+	ViaMessage string   `protobuf:"bytes,10,opt,name=via_message,json=viaMessage,proto3" json:"via_message,omitempty"`
+	// chain is the event's link in the job's hash chain, on the events of
+	// a stored log (JobRecord.events): jobstore.VerifyEvents, `ward jobs
+	// verify`.
+	Chain         string `protobuf:"bytes,11,opt,name=chain,proto3" json:"chain,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1146,6 +1150,13 @@ func (x *JobEvent) GetVia() JobState {
 func (x *JobEvent) GetViaMessage() string {
 	if x != nil {
 		return x.ViaMessage
+	}
+	return ""
+}
+
+func (x *JobEvent) GetChain() string {
+	if x != nil {
+		return x.Chain
 	}
 	return ""
 }
@@ -1293,8 +1304,11 @@ type JobRecord struct {
 	DeadlineUnixMs int64      `protobuf:"varint,23,opt,name=deadline_unix_ms,json=deadlineUnixMs,proto3" json:"deadline_unix_ms,omitempty"`
 	Resources      *Resources `protobuf:"bytes,24,opt,name=resources,proto3" json:"resources,omitempty"`
 	// module and module_digest name the module version that ran the job.
-	Module        string `protobuf:"bytes,25,opt,name=module,proto3" json:"module,omitempty"`
-	ModuleDigest  string `protobuf:"bytes,26,opt,name=module_digest,json=moduleDigest,proto3" json:"module_digest,omitempty"`
+	Module       string `protobuf:"bytes,25,opt,name=module,proto3" json:"module,omitempty"`
+	ModuleDigest string `protobuf:"bytes,26,opt,name=module_digest,json=moduleDigest,proto3" json:"module_digest,omitempty"`
+	// events_chain is the last link of the job's event log's hash chain:
+	// the log, recomputed, must end there.
+	EventsChain   string `protobuf:"bytes,27,opt,name=events_chain,json=eventsChain,proto3" json:"events_chain,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1507,6 +1521,13 @@ func (x *JobRecord) GetModule() string {
 func (x *JobRecord) GetModuleDigest() string {
 	if x != nil {
 		return x.ModuleDigest
+	}
+	return ""
+}
+
+func (x *JobRecord) GetEventsChain() string {
+	if x != nil {
+		return x.EventsChain
 	}
 	return ""
 }
@@ -1915,7 +1936,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\vKIND_OUTPUT\x10\x03\":\n" +
 	"\tJobCancel\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xd4\x02\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xea\x02\n" +
 	"\bJobEvent\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12'\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x05state\x12\x1c\n" +
@@ -1929,7 +1950,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x03via\x18\t \x01(\x0e2\x11.ward.v1.JobStateR\x03via\x12\x1f\n" +
 	"\vvia_message\x18\n" +
 	" \x01(\tR\n" +
-	"viaMessage\"\xc7\x02\n" +
+	"viaMessage\x12\x14\n" +
+	"\x05chain\x18\v \x01(\tR\x05chain\"\xc7\x02\n" +
 	"\fSafetyRecord\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x18\n" +
 	"\areasons\x18\x02 \x03(\tR\areasons\x12'\n" +
@@ -1940,7 +1962,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\finput_digest\x18\x06 \x01(\tR\vinputDigest\x12\x17\n" +
 	"\aeval_ns\x18\a \x01(\x03R\x06evalNs\x12\x16\n" +
 	"\x06cached\x18\b \x01(\bR\x06cached\x12+\n" +
-	"\x12decided_at_unix_ms\x18\t \x01(\x03R\x0fdecidedAtUnixMs\"\xbd\a\n" +
+	"\x12decided_at_unix_ms\x18\t \x01(\x03R\x0fdecidedAtUnixMs\"\xe0\a\n" +
 	"\tJobRecord\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +
@@ -1972,7 +1994,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x10deadline_unix_ms\x18\x17 \x01(\x03R\x0edeadlineUnixMs\x120\n" +
 	"\tresources\x18\x18 \x01(\v2\x12.ward.v1.ResourcesR\tresources\x12\x16\n" +
 	"\x06module\x18\x19 \x01(\tR\x06module\x12#\n" +
-	"\rmodule_digest\x18\x1a \x01(\tR\fmoduleDigest\x1a9\n" +
+	"\rmodule_digest\x18\x1a \x01(\tR\fmoduleDigest\x12!\n" +
+	"\fevents_chain\x18\x1b \x01(\tR\veventsChain\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +
