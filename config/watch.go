@@ -127,6 +127,26 @@ func same(a, b [][]byte) bool {
 }
 
 func (w *Watcher) loop(f Files, debounce time.Duration, last [][]byte, onChange func(*Bundle), onError func(error)) {
+	w.debounced(debounce, onError, func() {
+		now := snapshot(f)
+		if same(now, last) {
+			return
+		}
+		b, err := Load(f)
+		if err != nil {
+			if onError != nil {
+				onError(err)
+			}
+			return
+		}
+		last = now
+		onChange(b)
+	})
+}
+
+// debounced runs reload once no event came for debounce after one did,
+// until the watcher closes; onError gets the watcher's errors.
+func (w *Watcher) debounced(debounce time.Duration, onError func(error), reload func()) {
 	defer close(w.done)
 	var timer *time.Timer
 	var fire <-chan time.Time
@@ -157,19 +177,7 @@ func (w *Watcher) loop(f Files, debounce time.Duration, last [][]byte, onChange 
 			}
 		case <-fire:
 			fire = nil
-			now := snapshot(f)
-			if same(now, last) {
-				continue
-			}
-			b, err := Load(f)
-			if err != nil {
-				if onError != nil {
-					onError(err)
-				}
-				continue
-			}
-			last = now
-			onChange(b)
+			reload()
 		}
 	}
 }
@@ -202,52 +210,20 @@ func WatchWorkflows(dir string, debounce time.Duration, onChange func(map[string
 	}
 	w := &Watcher{fsw: fsw, done: make(chan struct{})}
 	last, _ := Workflows(dir)
-	go func() {
-		defer close(w.done)
-		var timer *time.Timer
-		var fire <-chan time.Time
-		for {
-			select {
-			case ev, ok := <-fsw.Events:
-				if !ok {
-					if timer != nil {
-						timer.Stop()
-					}
-					return
-				}
-				if ev.Op == fsnotify.Chmod {
-					continue
-				}
-				if timer == nil {
-					timer = time.NewTimer(debounce)
-				} else {
-					timer.Reset(debounce)
-				}
-				fire = timer.C
-			case err, ok := <-fsw.Errors:
-				if !ok {
-					return
-				}
-				if onError != nil {
-					onError(fmt.Errorf("config: watch %s: %w", dir, err))
-				}
-			case <-fire:
-				fire = nil
-				now, err := Workflows(dir)
-				if err != nil {
-					if onError != nil {
-						onError(err)
-					}
-					continue
-				}
-				if sameSources(now, last) {
-					continue
-				}
-				last = now
-				onChange(now)
+	go w.debounced(debounce, onError, func() {
+		now, err := Workflows(dir)
+		if err != nil {
+			if onError != nil {
+				onError(err)
 			}
+			return
 		}
-	}()
+		if sameSources(now, last) {
+			return
+		}
+		last = now
+		onChange(now)
+	})
 	return w, nil
 }
 

@@ -19,7 +19,6 @@ import (
 	"github.com/ward-run/ward/policies"
 	"github.com/ward-run/ward/safety"
 	"github.com/ward-run/ward/scheduler"
-	"github.com/ward-run/ward/workflow"
 )
 
 // defaultReposRoot is the directory the default policy data grants the
@@ -246,28 +245,5 @@ func TestSeedCodeReviewWorkflow(t *testing.T) {
 	}
 
 	// The log is the one the follower saw, verifies, and replays.
-	if len(seen) != len(run.GetEvents()) {
-		t.Fatalf("followed %d events, stored %d", len(seen), len(run.GetEvents()))
-	}
-	events := make([]workflow.Event, len(run.GetEvents()))
-	for i, ev := range run.GetEvents() {
-		if ev.GetHash() != seen[i].GetHash() {
-			t.Fatalf("event %d: followed %s, stored %s", i+1, seen[i].GetKind(), ev.GetKind())
-		}
-		events[i] = scheduler.EventOf(ev)
-	}
-	if err := workflow.Verify(events); err != nil {
-		t.Fatal(err)
-	}
-	def, err := workflow.Parse(run.GetDefinition())
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := workflow.Compile(def, workflow.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := workflow.Replay(plan, events); err != nil {
-		t.Fatal(err)
-	}
+	checkRunLog(t, seen, run)
 }

@@ -100,6 +100,37 @@ func runWorkflow(t *testing.T, c *client.Client, req *wardv1.WorkflowRunRequest)
 	return seen, run
 }
 
+// checkRunLog checks run's log (its events and definition: Workflow with
+// events): it is the one a follower saw (seen, unless nil), event for
+// event, an unbroken hash chain, and what the definition derives.
+func checkRunLog(t *testing.T, seen []*wardv1.WorkflowEvent, run *wardv1.WorkflowRun) {
+	t.Helper()
+	if seen != nil && len(seen) != len(run.GetEvents()) {
+		t.Fatalf("followed %d events, stored %d", len(seen), len(run.GetEvents()))
+	}
+	events := make([]workflow.Event, len(run.GetEvents()))
+	for i, ev := range run.GetEvents() {
+		if seen != nil && ev.GetHash() != seen[i].GetHash() {
+			t.Fatalf("event %d: followed %s, stored %s", i+1, seen[i].GetKind(), ev.GetKind())
+		}
+		events[i] = scheduler.EventOf(ev)
+	}
+	if err := workflow.Verify(events); err != nil {
+		t.Fatal(err)
+	}
+	def, err := workflow.Parse(run.GetDefinition())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := workflow.Compile(def, workflow.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := workflow.Replay(plan, events); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestWorkflowEndToEnd runs a fan-out of echo jobs through a running
 // system, as a tenant: every step is an ordinary job of the tenant, the
 // outputs flow from step to step, the run's log is the one its followers
@@ -387,18 +418,7 @@ outputs: {seen: steps.next.output}
 	if run.GetState() != "SUCCEEDED" || run.GetOwner() != survivor || string(run.GetOutputs()) != `{"seen":"FAILED"}` {
 		t.Fatalf("run %s (%s), owner %s (first %s), outputs %s", run.GetState(), run.GetReason(), run.GetOwner(), first, run.GetOutputs())
 	}
-	events := make([]workflow.Event, len(run.GetEvents()))
-	for i, ev := range run.GetEvents() {
-		events[i] = scheduler.EventOf(ev)
-	}
-	if err := workflow.Verify(events); err != nil {
-		t.Fatal(err)
-	}
-	def2, _ := workflow.Parse(run.GetDefinition())
-	plan, _ := workflow.Compile(def2, workflow.Options{})
-	if err := workflow.Replay(plan, events); err != nil {
-		t.Fatal(err)
-	}
+	checkRunLog(t, nil, run)
 }
 
 // TestWorkflowRerunFromAStep: a run that failed at a step (its module
