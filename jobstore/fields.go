@@ -2,6 +2,7 @@ package jobstore
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -309,8 +310,11 @@ const externalPtrScheme = "nats-os://"
 // newJob checks j and returns the copy Create stores: in PENDING, with its
 // context pointer and times set.
 func newJob(j *Job) (*Job, error) {
-	if j == nil || j.ID == "" {
-		return nil, fmt.Errorf("jobstore: create: job has no id")
+	if j == nil {
+		return nil, fmt.Errorf("jobstore: create: no job")
+	}
+	if err := CheckID(j.ID); err != nil {
+		return nil, fmt.Errorf("jobstore: create: %w", err)
 	}
 	n := *j
 	n.State = Pending
@@ -325,6 +329,27 @@ func newJob(j *Job) (*Job, error) {
 		n.Deadline = fromMS(ms(n.Deadline))
 	}
 	return &n, nil
+}
+
+// reservedIDs are the names of the store's shared keys under "job:"
+// (job:recent, job:deadlines, ...): a job of that id would take the key.
+var reservedIDs = map[string]bool{"recent": true, "dlq": true, "deferred": true, "deadlines": true, "mode": true, "quarantine": true}
+
+// CheckID refuses a job id that would collide with the store's other keys:
+// an empty one, one with a ':' (job:events:<id>, job:lock:<id>, ... are
+// other keys of the same prefix), or the name of a shared key (recent,
+// deadlines, ...). A client picks job ids: one that took job:deadlines
+// would break every job's deadline.
+func CheckID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("job has no id")
+	case strings.Contains(id, ":"):
+		return fmt.Errorf("job id %q may not contain ':'", id)
+	case reservedIDs[id]:
+		return fmt.Errorf("job id %q is reserved", id)
+	}
+	return nil
 }
 
 // created copies what Create set into the caller's job.

@@ -437,6 +437,11 @@ func TestBadSubmissionsAreRefused(t *testing.T) {
 		{TenantId: "acme"},
 		{Topic: "job.echo", TenantId: "acme", Priority: 11},
 		{Topic: "job.echo", TenantId: "acme", JobId: "a.b"},
+		// Ids that would take the store's shared keys (job:deadlines) or
+		// another job's (job:events:<id>).
+		{Topic: "job.echo", TenantId: "acme", JobId: "deadlines"},
+		{Topic: "job.echo", TenantId: "acme", JobId: "events:x"},
+		{Topic: "job.echo", TenantId: "acme", Labels: map[string]string{"ward.run": "forged"}}, // Ward's own label
 	} {
 		reply, err := e.client.Submit(ctx, req)
 		if err == nil || reply.GetReason() != "bad_request" {

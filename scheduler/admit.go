@@ -89,6 +89,8 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 		return refuse(reason.BadRequest, "priority %d is outside 0..10", req.GetPriority()), nil, nil
 	case strings.ContainsAny(req.GetJobId(), " .*>\t\r\n"):
 		return refuse(reason.BadRequest, "job id %q may not contain spaces, dots or wildcards", req.GetJobId()), nil, nil
+	case req.GetJobId() != "" && jobstore.CheckID(req.GetJobId()) != nil:
+		return refuse(reason.BadRequest, "%v", jobstore.CheckID(req.GetJobId())), nil, nil
 	case req.GetResources().GetCpuMillicores() < 0 || req.GetResources().GetMemoryBytes() < 0:
 		return refuse(reason.BadRequest, "resources may not be negative"), nil, nil
 	case req.GetBudget().GetMaxRetries() < 0 || req.GetBudget().GetMaxRetries() > config.MaxRetriesLimit:

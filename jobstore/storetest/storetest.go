@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"TransitionFields", testTransitionFields},
 		{"Events", testEvents},
 		{"EventChain", testEventChain},
+		{"ReservedIDs", testReservedIDs},
 		{"Via", testVia},
 		{"Brief", testBrief},
 		{"Stale", testStale},
@@ -159,6 +160,24 @@ func events(t *testing.T, s jobstore.Store, id string) []jobstore.Event {
 		ev[i].Chain = ""
 	}
 	return ev
+}
+
+// testReservedIDs: a job id that would take one of the store's shared keys
+// (job:deadlines, job:recent, ...) or another job's (job:events:<id>, with
+// a ':') is refused, and writes nothing; the shared keys go on working.
+func testReservedIDs(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	for _, id := range []string{"deadlines", "recent", "dlq", "deferred", "mode", "quarantine", "events:j1", "lock:x", "a:b"} {
+		if _, _, err := s.Create(ctx, job(id), nil); err == nil {
+			t.Errorf("job %q was created", id)
+		}
+	}
+	j := job("d1")
+	j.Deadline = t0.Add(time.Hour)
+	create(t, s, j)
+	if ids, err := s.PastDeadline(ctx, t0.Add(2*time.Hour), 10); err != nil || len(ids) != 1 || ids[0] != "d1" {
+		t.Errorf("PastDeadline after the refusals: %v %v", ids, err)
+	}
 }
 
 // testEventChain: a job's log is a hash chain that ends at the job's
