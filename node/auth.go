@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 
 	"github.com/ward-run/ward/auth"
@@ -30,7 +32,9 @@ const DevTenant = "default"
 
 // IssueDevCreds writes into dir a credential for each part, for hostID
 // (which may serve any pool and claim GPUs), for the admin and for
-// DevTenant. A credential already there is kept.
+// DevTenant. A credential already there is kept, unless it carries other
+// permissions than this version grants its role (a state directory of an
+// older `ward dev`, before a subject was added): it is issued again.
 func IssueDevCreds(a *auth.Authority, dir, hostID string) (DevCreds, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return DevCreds{}, fmt.Errorf("node: %w", err)
@@ -50,8 +54,10 @@ func IssueDevCreds(a *auth.Authority, dir, hostID string) (DevCreds, error) {
 		{&c.Host, auth.Host, hostID, auth.IssueOptions{GPU: true}},
 	} {
 		*it.path = filepath.Join(dir, CredsFile(it.role, it.name))
-		if _, _, err := auth.ReadIdentity(*it.path); err == nil {
-			continue
+		if _, tok, err := auth.ReadIdentity(*it.path); err == nil {
+			if current(tok, it.role, it.name) {
+				continue
+			}
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return DevCreds{}, err
 		}
@@ -64,6 +70,17 @@ func IssueDevCreds(a *auth.Authority, dir, hostID string) (DevCreds, error) {
 		}
 	}
 	return c, nil
+}
+
+// current reports whether the user JWT tok carries the permissions this
+// version grants role name.
+func current(tok string, role auth.Role, name string) bool {
+	uc, err := jwt.DecodeUserClaims(tok)
+	if err != nil {
+		return false
+	}
+	want, err := auth.Permissions(role, name)
+	return err == nil && reflect.DeepEqual(uc.Permissions, want)
 }
 
 // natsOptions are a part's NATS options: its credential and its TLS.
