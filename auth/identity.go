@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -154,4 +155,21 @@ func Options(credsFile string) ([]nats.Option, error) {
 		return nil, err
 	}
 	return []nats.Option{nats.UserCredentials(credsFile), nats.CustomInboxPrefix(InboxPrefix(id.Role, id.Name))}, nil
+}
+
+// UpToDate reports whether the credential in credsFile carries the
+// permissions this version grants role name (Permissions): one issued by
+// an older version, before a subject was added, does not, and is to be
+// issued again.
+func UpToDate(credsFile string, role Role, name string) bool {
+	_, tok, err := ReadIdentity(credsFile)
+	if err != nil {
+		return false
+	}
+	uc, err := jwt.DecodeUserClaims(tok)
+	if err != nil {
+		return false
+	}
+	want, err := Permissions(role, name)
+	return err == nil && reflect.DeepEqual(uc.Permissions, want)
 }

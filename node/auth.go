@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 
-	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 
 	"github.com/ward-run/ward/auth"
@@ -54,8 +52,8 @@ func IssueDevCreds(a *auth.Authority, dir, hostID string) (DevCreds, error) {
 		{&c.Host, auth.Host, hostID, auth.IssueOptions{GPU: true}},
 	} {
 		*it.path = filepath.Join(dir, CredsFile(it.role, it.name))
-		if _, tok, err := auth.ReadIdentity(*it.path); err == nil {
-			if current(tok, it.role, it.name) {
+		if _, _, err := auth.ReadIdentity(*it.path); err == nil {
+			if auth.UpToDate(*it.path, it.role, it.name) {
 				continue
 			}
 		} else if !errors.Is(err, os.ErrNotExist) {
@@ -70,17 +68,6 @@ func IssueDevCreds(a *auth.Authority, dir, hostID string) (DevCreds, error) {
 		}
 	}
 	return c, nil
-}
-
-// current reports whether the user JWT tok carries the permissions this
-// version grants role name.
-func current(tok string, role auth.Role, name string) bool {
-	uc, err := jwt.DecodeUserClaims(tok)
-	if err != nil {
-		return false
-	}
-	want, err := auth.Permissions(role, name)
-	return err == nil && reflect.DeepEqual(uc.Permissions, want)
 }
 
 // natsOptions are a part's NATS options: its credential and its TLS.

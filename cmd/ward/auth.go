@@ -181,8 +181,8 @@ Give each tenant and host its own: ward auth tenant add, ward auth host add.`,
 				name string
 			}{{auth.Admin, "admin"}, {auth.Scheduler, "scheduler"}, {auth.Safety, "safety"}} {
 				p := filepath.Join(*dir, node.CredsFile(it.role, it.name))
-				if _, err := os.Stat(p); err == nil {
-					continue
+				if _, err := os.Stat(p); err == nil && auth.UpToDate(p, it.role, it.name) {
+					continue // kept, unless an older version issued it with other permissions
 				}
 				b, err := a.Issue(it.role, it.name, auth.IssueOptions{})
 				if err != nil {
