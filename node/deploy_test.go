@@ -457,8 +457,12 @@ func TestPolicyRequiresSignedModules(t *testing.T) {
 	// The same bytes, signed (by any key: the hosts here trust none).
 	v2 := e.deploy(t, "1-signed", hello(t, "1"), key)
 	holds(t, v2.Digest, e.n.Host)
-	// The scheduler asks the policy with the version it has heard of.
-	checkFor(t, loadWithin, func() bool { _, d, _ := e.n.Scheduler.ModuleVersion("hello"); return d == v2.Digest })
+	// The scheduler asks the policy with the version it has heard of. The
+	// same bytes have the same digest: wait for the signed version itself.
+	checkFor(t, loadWithin, func() bool {
+		v, d, _ := e.n.Scheduler.ModuleVersion("hello")
+		return v == v2.Version && d == v2.Digest
+	})
 	wantResult(t, e.helloJob(t, "y", nil), "hello 1: y")
 	// echo is not in signed_pools.
 	_, rec = e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte("e")})
