@@ -510,3 +510,67 @@ func TestWorkflowDefinitionsReload(t *testing.T) {
 		t.Errorf("one, after the reload: %s", run.GetState())
 	}
 }
+
+// TestWorkflowCancelAfterItsReplicaDied: a run whose driving replica died
+// is cancelled as soon as its claim runs out: a replica claims it, rebuilds
+// it, and cancels it and its running step.
+func TestWorkflowCancelAfterItsReplicaDied(t *testing.T) {
+	pools, err := config.ParsePools("test", []byte("topics:\n  job.echo: echo\n  job.hostile: hostile\npools:\n  echo: {}\n  hostile: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeouts, err := config.ParseTimeouts("test", []byte("reconciler:\n  lease_ttl: 1s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods := echoModules(t)
+	mods["hostile"] = wasmtest.Build(t, "github.com/ward-run/ward/sandbox/testdata/hostile")
+	store := memoryStore(t)
+	e := start(t, node.Options{Modules: mods, Pools: pools, Timeouts: timeouts, Store: store,
+		Manifests: map[string]*sandbox.Manifest{"hostile": {Name: "hostile", Limits: sandbox.Limits{Time: sandbox.Duration(60 * time.Second)}}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	b, err := node.StartScheduler(ctx, node.SchedulerConfig{ID: "replica-b", NATSURL: e.natsURL, Store: store, SafetyAddr: e.n.Safety.Addr(),
+		Config: &config.Bundle{Pools: pools, Timeouts: timeouts}, Creds: e.creds.Scheduler, DispatchSecret: e.creds.DispatchSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Shutdown(context.Background()) })
+	acme := e.tenantClient(t, "acme")
+	id := "run-orphan"
+	def := "name: orphan\nsteps:\n  - {id: slow, topic: job.hostile, payload: {do: sleep}, retries: 0}\n  - {id: next, topic: job.echo, depends_on: [slow], payload: never}\n"
+	if _, err := acme.RunWorkflow(ctx, &wardv1.WorkflowRunRequest{RunId: id, Definition: []byte(def)}); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 30*time.Second, func() bool {
+		job, err := acme.Get(ctx, id+"-slow", false)
+		return err == nil && job.GetState() == wardv1.JobState_JOB_STATE_RUNNING
+	})
+	started, err := acme.Workflow(ctx, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dying := b.Shutdown
+	if started.GetOwner() == e.n.Scheduler.ID() {
+		dying = e.n.Scheduler.Shutdown
+	}
+	if err := dying(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var run *wardv1.WorkflowRun
+	checkFor(t, 30*time.Second, func() bool {
+		actx, stop := context.WithTimeout(ctx, 2*time.Second) // no answer while its claim lasts
+		defer stop()
+		run, err = acme.CancelWorkflow(actx, id, "stop it")
+		return err == nil || strings.Contains(err.Error(), "ended already")
+	})
+	if run.GetState() != "CANCELLED" {
+		t.Fatalf("run %s (%s)", run.GetState(), run.GetReason())
+	}
+	if job, err := acme.Get(ctx, id+"-slow", false); err != nil || job.GetState() != wardv1.JobState_JOB_STATE_CANCELLED {
+		t.Fatalf("the sleeping step's job: %v %v", job.GetState(), err)
+	}
+	if _, err := acme.Get(ctx, id+"-next", false); err == nil {
+		t.Error("the step after it started")
+	}
+}

@@ -638,6 +638,11 @@ func (s *Scheduler) handleWorkflowCancel(ctx context.Context, msg *nats.Msg, q *
 	lr := r.runs[q.GetRunId()]
 	r.mu.Unlock()
 	tenant := tenantOf(msg)
+	if lr == nil {
+		// Nobody drives it (its replica died, its claim ran out): one
+		// replica claims it now, rebuilds it, and cancels it.
+		lr = r.claimOrphan(ctx, q.GetRunId())
+	}
 	if lr == nil || (tenant != "" && lr.tenant != tenant) {
 		return
 	}
@@ -906,6 +911,26 @@ func (r *runner) takeOver(ctx context.Context, now time.Time) {
 			r.s.log.Error("workflow run not carried on", "run", id, "err", err)
 		}
 	}
+}
+
+// claimOrphan claims run id when its claim ran out, and returns it rebuilt
+// and carried on by this replica; nil when another holds it (or won the
+// claim), or it ended.
+func (r *runner) claimOrphan(ctx context.Context, id string) *liveRun {
+	run, _, err := r.s.cfg.Store.GetRun(ctx, id)
+	if err != nil || run.State != jobstore.RunRunning || time.Now().Before(run.OwnedUntil) {
+		return nil
+	}
+	if ok, err := r.s.cfg.Store.ClaimRun(ctx, id, r.s.id, time.Now().Add(r.claimTTL())); err != nil || !ok {
+		return nil
+	}
+	if err := r.resume(ctx, id); err != nil {
+		r.s.log.Error("workflow run not carried on", "run", id, "err", err)
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runs[id]
 }
 
 // resume rebuilds a run this replica just claimed and carries it on: the
