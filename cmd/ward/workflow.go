@@ -26,9 +26,9 @@ func newWorkflowCmd(g *globals) *cobra.Command {
 		Use:   "workflow",
 		Short: "Run workflows: DAGs of jobs, each step checked by the policy, placed, retried and recorded",
 		Long: `A workflow is a DAG of steps, each an ordinary job, declared in YAML: the
-schedulers serve the seed ones (config/workflows: demo, repo.code_review)
-and those of --workflows on ward dev / ward scheduler; a file can be run
-inline. Every change of a run is an event in a hash chain, which verify
+schedulers serve the seed ones (config/workflows: demo, plan,
+repo.code_review) and those of --workflows on ward dev / ward scheduler;
+a file can be run inline. Every change of a run is an event in a hash chain, which verify
 checks and replay re-derives from the definition.`,
 	}
 	cmd.AddCommand(newWorkflowRunCmd(g), newWorkflowRerunCmd(g), newWorkflowGetCmd(g), newWorkflowLsCmd(g), newWorkflowCancelCmd(g),
