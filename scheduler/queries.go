@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -139,4 +141,15 @@ func Record(j *jobstore.Job) *wardv1.JobRecord {
 		}
 	}
 	return rec
+}
+
+// StoredEvents are a record's events as the job store logged them, links
+// included, for jobstore.VerifyEvents against rec.events_chain.
+func StoredEvents(rec *wardv1.JobRecord) []jobstore.Event {
+	out := make([]jobstore.Event, len(rec.GetEvents()))
+	for i, e := range rec.GetEvents() {
+		out[i] = jobstore.Event{At: time.UnixMilli(e.GetAtUnixMs()), State: jobstore.State(strings.TrimPrefix(e.GetState().String(), "JOB_STATE_")),
+			Reason: e.GetReason(), Message: e.GetMessage(), WorkerID: e.GetWorkerId(), Chain: e.GetChain()}
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/scheduler"
 )
 
 func newJobsCmd(g *globals) *cobra.Command {
@@ -60,11 +61,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			events := make([]jobstore.Event, len(rec.GetEvents()))
-			for i, e := range rec.GetEvents() {
-				events[i] = jobstore.Event{At: time.UnixMilli(e.GetAtUnixMs()), State: jobstore.State(strings.TrimPrefix(e.GetState().String(), "JOB_STATE_")),
-					Reason: e.GetReason(), Message: e.GetMessage(), WorkerID: e.GetWorkerId(), Chain: e.GetChain()}
-			}
+			events := scheduler.StoredEvents(rec)
 			if err := jobstore.VerifyEvents(events, rec.GetEventsChain()); err != nil {
 				return fmt.Errorf("job %s: %w", rec.GetJobId(), err)
 			}
