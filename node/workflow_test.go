@@ -14,6 +14,7 @@ import (
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
@@ -168,11 +169,7 @@ func TestWorkflowEndToEnd(t *testing.T) {
 			t.Errorf("task %s's job: %s tenant %s labels %v", task.GetId(), job.GetState(), job.GetTenantId(), job.GetLabels())
 		}
 		// Each step's own log is a hash chain too (ward jobs verify).
-		jevs := make([]jobstore.Event, len(job.GetEvents()))
-		for i, ev := range job.GetEvents() {
-			jevs[i] = jobstore.Event{At: time.UnixMilli(ev.GetAtUnixMs()), State: jobstore.State(strings.TrimPrefix(ev.GetState().String(), "JOB_STATE_")),
-				Reason: ev.GetReason(), Message: ev.GetMessage(), WorkerID: ev.GetWorkerId(), Chain: ev.GetChain()}
-		}
+		jevs := scheduler.StoredEvents(job)
 		if err := jobstore.VerifyEvents(jevs, job.GetEventsChain()); err != nil || len(jevs) < 5 {
 			t.Errorf("task %s's job's log (%d events): %v", task.GetId(), len(jevs), err)
 		}
@@ -316,6 +313,21 @@ steps:
 		job, err := acme.Get(ctx, spin, false)
 		return err == nil && job.GetState() == wardv1.JobState_JOB_STATE_RUNNING
 	})
+	// Another tenant cannot cancel it: its cancel finds no run, and no
+	// replica answers one sent on its own subject for acme's run.
+	globex := e.tenantClient(t, "globex")
+	gctx, gstop := context.WithTimeout(ctx, 2*time.Second)
+	if _, err := globex.CancelWorkflow(gctx, id, "mine now"); err == nil {
+		t.Fatal("tenant globex cancelled acme's run")
+	}
+	reply := &wardv1.WorkflowGetReply{}
+	if err := globex.Bus().Request(gctx, bus.TenantSubject(bus.SubjectWorkflowCancel, "globex"), &wardv1.WorkflowCancelRequest{RunId: id}, reply); err == nil {
+		t.Fatalf("a cancel of acme's run on globex's subject was answered: %v", reply)
+	}
+	gstop()
+	if r, err := acme.Workflow(ctx, id, false); err != nil || r.GetState() != "RUNNING" {
+		t.Fatalf("after globex's tries, the run is %s (%v)", r.GetState(), err)
+	}
 	start := time.Now()
 	run, err := acme.CancelWorkflow(ctx, id, "enough")
 	if err != nil {
@@ -464,6 +476,12 @@ outputs: {after: steps.after.output}
 		if err != nil {
 			t.Errorf("the rerun's %s has no job: %v", task.GetId(), err)
 		}
+	}
+	// Another tenant cannot rerun it (nor learn of it).
+	globex := e.tenantClient(t, "globex")
+	if reply, err := globex.RunWorkflow(ctx, &wardv1.WorkflowRunRequest{RerunOf: "run-flaky", FromStep: "risky"}); !errors.Is(err, client.ErrRefused) ||
+		!strings.Contains(reply.GetMessage(), "not found") {
+		t.Errorf("globex's rerun of acme's run: %v", err)
 	}
 	// A rerun of a run that does not exist, or from a step it lacks, is refused.
 	if _, err := acme.RunWorkflow(ctx, &wardv1.WorkflowRunRequest{RerunOf: "run-nope", FromStep: "risky"}); !errors.Is(err, client.ErrRefused) {
