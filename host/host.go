@@ -33,6 +33,7 @@ import (
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/internal/version"
 	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/sandbox"
 )
@@ -457,6 +458,7 @@ func (a *Agent) heartbeat(status string) {
 		Status:          status,
 		SentAtUnixMs:    time.Now().UnixMilli(),
 		Credential:      a.cfg.Credential,
+		Version:         version.Version(),
 	}
 	if len(served.pools) > 0 {
 		hb.Pool = served.pools[0]

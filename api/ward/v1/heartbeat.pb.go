@@ -108,7 +108,10 @@ type Heartbeat struct {
 	// credential is the host's NATS user JWT (public, no seed): schedulers
 	// check that it was issued by Ward's account for this worker_id, and
 	// accept only the pools and GPU claims its tags allow.
-	Credential    string `protobuf:"bytes,19,opt,name=credential,proto3" json:"credential,omitempty"`
+	Credential string `protobuf:"bytes,19,opt,name=credential,proto3" json:"credential,omitempty"`
+	// version is the host's build (internal/version: the module version and
+	// VCS revision), for `ward version`.
+	Version       string `protobuf:"bytes,20,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -276,6 +279,13 @@ func (x *Heartbeat) GetCredential() string {
 	return ""
 }
 
+func (x *Heartbeat) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
 var File_ward_v1_heartbeat_proto protoreflect.FileDescriptor
 
 const file_ward_v1_heartbeat_proto_rawDesc = "" +
@@ -284,7 +294,7 @@ const file_ward_v1_heartbeat_proto_rawDesc = "" +
 	"\x06Memory\x12\x1f\n" +
 	"\vtotal_bytes\x18\x01 \x01(\x04R\n" +
 	"totalBytes\x12'\n" +
-	"\x0favailable_bytes\x18\x02 \x01(\x04R\x0eavailableBytes\"\x86\x06\n" +
+	"\x0favailable_bytes\x18\x02 \x01(\x04R\x0eavailableBytes\"\xa0\x06\n" +
 	"\tHeartbeat\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x16\n" +
 	"\x06region\x18\x02 \x01(\tR\x06region\x12\x12\n" +
@@ -308,7 +318,8 @@ const file_ward_v1_heartbeat_proto_rawDesc = "" +
 	"\x13cpu_millicores_free\x18\x12 \x01(\x03R\x11cpuMillicoresFree\x12\x1e\n" +
 	"\n" +
 	"credential\x18\x13 \x01(\tR\n" +
-	"credential\x1a9\n" +
+	"credential\x12\x18\n" +
+	"\aversion\x18\x14 \x01(\tR\aversion\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +

@@ -1,0 +1,26 @@
+package version
+
+import (
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+func TestRead(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.99", Main: debug.Module{Path: "github.com/ward-run/ward", Version: "v1.2.3"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.time", Value: "2026-01-02T03:04:05Z"},
+			{Key: "vcs.modified", Value: "true"}}}
+	b := read(bi, true)
+	if b.Version != "v1.2.3" || b.Go != "go1.99" || b.Time != "2026-01-02T03:04:05Z" || !b.Modified {
+		t.Errorf("read: %+v", b)
+	}
+	if got, want := b.String(), "v1.2.3 0123456789ab+dirty"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if b := read(nil, false); b.Version != "(unknown)" || !strings.HasPrefix(b.Go, "go") {
+		t.Errorf("without build info: %+v", b)
+	}
+	if Version() == "" {
+		t.Error("Version() is empty")
+	}
+}
