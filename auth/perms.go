@@ -13,6 +13,11 @@ import (
 // module registry (its KV and its Object Store) and the audit log.
 var guardedStreams = []string{"KV_ward_policy", "KV_ward_modules", "OBJ_ward_modules", "WARD_AUDIT"}
 
+// APIKeyBucket is the JetStream KV bucket of the HTTP gateway's API keys
+// (package apikey). Unlike the guarded streams, only admins may touch it
+// at all: no other role may read it, write it or create it (adminOnly).
+const APIKeyBucket = "ward_apikeys"
+
 // InboxPrefix is the reply inbox prefix a credential of role and name must
 // use (nats.CustomInboxPrefix): a tenant's and a host's replies come to an
 // inbox no other tenant or host may subscribe to. The control plane
@@ -54,6 +59,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			"$JS.API.>", "$JS.ACK.>", "$JS.FC.>",
 		)
 		p.Pub.Deny.Add(guardedWrites()...)
+		p.Pub.Deny.Add(adminOnly()...)
 		p.Sub.Allow.Add(
 			bus.TenantSubject(bus.SubjectSubmit, "*"),
 			bus.TenantSubject(bus.SubjectJobGet, "*"),
@@ -72,6 +78,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 	case Safety:
 		p.Pub.Allow.Add("sys.safety.>", "_INBOX.>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>")
 		p.Pub.Deny.Add(guardedWrites()...)
+		p.Pub.Deny.Add(adminOnly()...)
 		p.Sub.Allow.Add("sys.safety.>", "_INBOX.>")
 	case Host:
 		if err := ValidName("host", name); err != nil {
@@ -100,6 +107,8 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 		// buckets.
 		p.Pub.Allow.Add("$O.>")
 		p.Pub.Deny.Add("$O.ward_modules.>")
+		// Not the API keys: jsRead("*") would read them.
+		p.Pub.Deny.Add(adminOnly()...)
 		p.Sub.Allow.Add(
 			bus.WorkerJobsSubject(name),
 			bus.SubjectHostCancel,
@@ -179,4 +188,22 @@ func guardedWrites() []string {
 		)
 	}
 	return out
+}
+
+// adminOnly are the subjects that touch the API key bucket at all: its
+// keys, and every JetStream API request that names its stream (info,
+// message and direct gets, consumers, create, update, purge, delete), as
+// the API's subjects put the stream's name in their third or fourth token
+// after $JS.API. A tenant is allowed none of them already; a host reads
+// every stream and the schedulers and kernels hold the JetStream API, so
+// they are denied these (deny wins). What they could still do is create a
+// stream of their own that mirrors or sources this one: apikey stores only
+// hashes of the keys (apikey/README.md).
+func adminOnly() []string {
+	s := "KV_" + APIKeyBucket
+	return []string{
+		"$KV." + APIKeyBucket + ".>",
+		"$JS.API.*.*." + s, "$JS.API.*.*." + s + ".>",
+		"$JS.API.*.*.*." + s, "$JS.API.*.*.*." + s + ".>",
+	}
 }
