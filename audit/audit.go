@@ -54,10 +54,13 @@ const (
 	HostRevoke     = "host.revoke"
 	DLQRetry       = "dlq.retry"
 	SchedulerMode  = "scheduler.mode"
+	APIKeyAdd      = "apikey.add"
+	APIKeyRevoke   = "apikey.revoke"
 )
 
 var actions = []string{PolicyPush, ModuleDeploy, ModuleRollback, ModuleRm,
-	TenantAdd, TenantRevoke, HostAdd, HostRevoke, DLQRetry, SchedulerMode}
+	TenantAdd, TenantRevoke, HostAdd, HostRevoke, DLQRetry, SchedulerMode,
+	APIKeyAdd, APIKeyRevoke}
 
 // Errors.
 var (
