@@ -102,15 +102,16 @@ func newAuthCmd(g *globals) *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
 		Use:   "auth",
-		Short: "Keys and credentials: the operator, tenants, hosts (see README, \"Security\")",
+		Short: "Keys and credentials: the operator, tenants, hosts, the gateway's API keys (see README, \"Security\")",
 		Long: `auth manages Ward's trust on the bus: an operator and the WARD account
 (NATS nkeys and JWTs), one credential per part and tenant with the subject
-permissions of its role, and the schedulers' secret of signed dispatch.
-Keys live in --dir (default $WARD_AUTH_DIR, else ./ward-auth).`,
+permissions of its role, and the schedulers' secret of signed dispatch;
+and the HTTP gateway's API keys (ward auth key, in NATS: --dir does not
+apply). Keys live in --dir (default $WARD_AUTH_DIR, else ./ward-auth).`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", envOr("WARD_AUTH_DIR", "ward-auth"), "directory of the keys ($WARD_AUTH_DIR)")
 	load := func() (*auth.Authority, error) { return auth.Load(dir) }
-	cmd.AddCommand(newAuthInitCmd(&dir), newAuthTenantCmd(g, load), newAuthHostCmd(g, load))
+	cmd.AddCommand(newAuthInitCmd(&dir), newAuthTenantCmd(g, load), newAuthHostCmd(g, load), newAuthKeyCmd(g))
 	return cmd
 }
 
