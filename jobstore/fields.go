@@ -81,9 +81,6 @@ func decodeBrief(h map[string]string) (*Job, error) {
 	return j, nil
 }
 
-// recentCap is how many jobs job:recent keeps.
-const recentCap = 1000
-
 // ms is t in Unix milliseconds, the resolution both stores keep.
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
@@ -333,7 +330,7 @@ func newJob(j *Job) (*Job, error) {
 
 // reservedIDs are the names of the store's shared keys under "job:"
 // (job:recent, job:deadlines, ...): a job of that id would take the key.
-var reservedIDs = map[string]bool{"recent": true, "dlq": true, "deferred": true, "deadlines": true, "mode": true, "quarantine": true}
+var reservedIDs = map[string]bool{"recent": true, "dlq": true, "deferred": true, "deadlines": true, "mode": true, "quarantine": true, "ended": true}
 
 // CheckID refuses a job id that would collide with the store's other keys:
 // an empty one, one with a ':' (job:events:<id>, job:lock:<id>, ... are

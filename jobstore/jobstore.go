@@ -407,7 +407,10 @@ type Store interface {
 	// job.ContextPtr (a nats-os:// pointer already set, to a context the
 	// client stored in the object store, is kept). When job.IdempotencyKey is set and the tenant already
 	// used it, nothing is written and Create returns the first job's id with
-	// created false. A job whose id exists already gives ErrExists.
+	// created false: with no error when the request was the same (topic and
+	// payload, or its digest, or its external context pointer), with
+	// ErrIdempotencyConflict when it was another. A job whose id exists
+	// already gives ErrExists.
 	Create(ctx context.Context, job *Job, payload []byte) (id string, created bool, err error)
 
 	// Submit is Create behind g's checks, done atomically with it: the
@@ -435,8 +438,20 @@ type Store interface {
 	// given time, oldest first.
 	Stale(ctx context.Context, state State, before time.Time, limit int) ([]string, error)
 
-	// Recent returns up to limit jobs, newest first.
+	// Recent returns up to limit jobs (MaxListLimit at most), newest
+	// first: List with no filter.
 	Recent(ctx context.Context, limit int) ([]*Job, error)
+
+	// List returns a page of jobs that pass q's filters, newest first
+	// (see ListQuery for the order), and the cursor of the next. Every
+	// call is bounded: it examines ListScanBudget index entries at most,
+	// so a filter no index serves (a topic, a tenant with a state, a
+	// creation range with a state) may give a short or empty page with a
+	// cursor to go on. Paging is stable while jobs are created: a cursor
+	// is a place in an index (score and id), and new jobs come before the
+	// first page. A malformed cursor, or one of another kind of listing,
+	// gives ErrBadCursor. Jobs whose retention passed are not listed.
+	List(ctx context.Context, q ListQuery) (ListPage, error)
 
 	// ActiveCount returns how many of tenant's jobs are SCHEDULED,
 	// DISPATCHED or RUNNING.

@@ -13,16 +13,16 @@ import (
 
 // Memory is a Store held in process memory, for `ward dev` and tests. It
 // keeps the same structures as the Redis store (state indexes scored by
-// when the job entered the state, a recent list whose newest 1000 are
-// read, trimmed to them every 1000 jobs, tenant and worker active sets,
-// pool queues, ...) so that both behave alike, down to the order of ties. One mutex makes every call atomic, as a script is.
+// when the job entered the state, creation indexes of every job and of
+// each tenant's, tenant and worker active sets, pool queues, ...) so that both behave alike, down to the order of ties. One mutex makes every call atomic, as a script is.
 type Memory struct {
 	mu         sync.Mutex                     // guards the fields below
 	jobs       map[string]map[string]string   // id -> hash, encoded as in Redis
 	events     map[string][]Event             // id -> event log
 	index      map[State]zset                 // state -> ids scored by entry time
-	recent     zset                           // ids scored by creation time
-	idem       map[string]string              // idemKey(tenant, key) -> id
+	created    ordIndex                       // job:recent: every id by creation ms
+	tenantJobs map[string]*ordIndex           // job:tenant:<tenant>:all: the tenant's ids by creation ms
+	idem       map[string]string              // idemKey(tenant, key) -> idemValue(digest, id)
 	active     map[string]map[string]struct{} // tenant -> active ids
 	workers    map[string]map[string]struct{} // worker -> active ids
 	locks      map[string]memLock             // job:lock:<id>, job:lease:<name> -> owner
@@ -60,7 +60,7 @@ func NewMemory() *Memory {
 		jobs:       make(map[string]map[string]string),
 		events:     make(map[string][]Event),
 		index:      make(map[State]zset),
-		recent:     make(zset),
+		tenantJobs: make(map[string]*ordIndex),
 		idem:       make(map[string]string),
 		active:     make(map[string]map[string]struct{}),
 		workers:    make(map[string]map[string]struct{}),
@@ -103,8 +103,14 @@ func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ik := idemKey(n.Tenant, n.IdempotencyKey)
+	var digest string
 	if n.IdempotencyKey != "" {
-		if id, ok := m.idem[ik]; ok {
+		digest = idemDigest(n, payload)
+		if v, ok := m.idem[ik]; ok {
+			d, id := parseIdem(v)
+			if d != "" && d != digest {
+				return Submitted{ID: id}, fmt.Errorf("jobstore: create %s: %w (job %s)", n.ID, ErrIdempotencyConflict, id)
+			}
 			return Submitted{ID: id}, nil
 		}
 	}
@@ -143,13 +149,14 @@ func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 	m.jobs[n.ID] = h
 	m.blobs[ctxKeyOf(n)] = slices.Clone(payload)
 	m.zadd(Pending, n.ID, float64(ms(n.CreatedAt)))
-	m.recent[n.ID] = float64(ms(n.CreatedAt))
-	if len(m.recent) >= 2*recentCap {
-		// Trimmed to the newest recentCap in one sort when twice that
-		// many, not one scan per job; Recent reads the newest only.
-		for _, id := range m.recent.ascending()[:len(m.recent)-recentCap] {
-			delete(m.recent, id)
+	m.created.add(ms(n.CreatedAt), n.ID)
+	if n.Tenant != "" {
+		x := m.tenantJobs[n.Tenant]
+		if x == nil {
+			x = new(ordIndex)
+			m.tenantJobs[n.Tenant] = x
 		}
+		x.add(ms(n.CreatedAt), n.ID)
 	}
 	// Room for a common life's events (PENDING, SCHEDULED, DISPATCHED,
 	// RUNNING, an end), so that its moves append without growing it.
@@ -159,7 +166,7 @@ func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 	h[fChain] = events[0].Chain
 	m.events[n.ID] = events
 	if n.IdempotencyKey != "" {
-		m.idem[ik] = n.ID
+		m.idem[ik] = idemValue(digest, n.ID)
 	}
 	if !n.Deadline.IsZero() {
 		m.deadlines[n.ID] = float64(ms(n.Deadline))
@@ -372,19 +379,82 @@ func (m *Memory) Stale(ctx context.Context, state State, before time.Time, limit
 	return m.index[state].below(float64(ms(before)), false, limit), nil
 }
 
-// Recent returns up to limit jobs, newest first.
+// Recent returns up to limit jobs (MaxListLimit at most), newest first.
 func (m *Memory) Recent(ctx context.Context, limit int) ([]*Job, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	if limit <= 0 {
 		return nil, nil
 	}
+	p, err := m.List(ctx, ListQuery{Limit: min(limit, MaxListLimit)})
+	return p.Jobs, err
+}
+
+// List returns a page of jobs; see Store. It reads the same indexes, in
+// the same order, as the Redis store. A state's index is a map here: a
+// page of it sorts the entries under the cursor (ward dev's store).
+func (m *Memory) List(ctx context.Context, q ListQuery) (ListPage, error) {
+	if err := ctx.Err(); err != nil {
+		return ListPage{}, err
+	}
+	p, err := planList(q)
+	if err != nil {
+		return ListPage{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ids := m.recent.ascending()
-	slices.Reverse(ids)
-	return m.decode(ids[:min(limit, recentCap, len(ids))])
+	// entries, descending from the start: end-1, end-2, ..., 0.
+	var entries []listPos
+	var end int
+	if p.mode == "c" {
+		x := &m.created
+		if p.tenant != "" {
+			x = m.tenantJobs[p.tenant]
+			if x == nil {
+				x = new(ordIndex)
+			}
+		}
+		entries, end = x.e, len(x.e)
+		switch {
+		case p.cur != nil:
+			end = x.below(*p.cur)
+		case p.untilStarts:
+			end = x.below(listPos{score: p.until})
+		}
+	} else {
+		for id, score := range m.index[State(p.mode[2:])] {
+			e := listPos{int64(score), id}
+			if p.cur == nil || posLess(e, *p.cur) < 0 {
+				entries = append(entries, e)
+			}
+		}
+		slices.SortFunc(entries, posLess)
+		end = len(entries)
+	}
+	var page ListPage
+	examined := 0
+	var last listPos
+	for i := end - 1; i >= 0; i-- {
+		e := entries[i]
+		if p.sinceStops && e.score < p.since {
+			break
+		}
+		if len(page.Jobs) == p.limit || examined == ListScanBudget {
+			page.Next = cursor(p.mode, last)
+			break
+		}
+		examined++
+		last = e
+		h, ok := m.jobs[e.id]
+		if !ok || (p.filtered() && !p.matches(h)) {
+			continue
+		}
+		j, err := decodeJob(h)
+		if err != nil {
+			return ListPage{}, err
+		}
+		page.Jobs = append(page.Jobs, j)
+		page.after = append(page.after, cursor(p.mode, e))
+	}
+	return page, nil
 }
 
 // decode decodes the jobs ids names, skipping missing ones. Lock should be held.
@@ -788,6 +858,8 @@ func (m *Memory) Sweep(ctx context.Context, now time.Time) (int, error) {
 	}
 	cutoff := float64(ms(now.Add(-m.retention)))
 	n := 0
+	gone := make(map[string]bool)
+	tenants := make(map[string]bool)
 	for _, s := range terminalStates() {
 		idx := m.index[s]
 		for _, id := range idx.below(cutoff, false, len(idx)) {
@@ -796,14 +868,28 @@ func (m *Memory) Sweep(ctx context.Context, now time.Time) (int, error) {
 			}
 			delete(idx, id)
 			n++
-			if h, ok := m.jobs[id]; ok && h[fIdempotencyKey] != "" {
-				delete(m.idem, idemKey(h[fTenant], h[fIdempotencyKey]))
+			if h, ok := m.jobs[id]; ok {
+				if h[fIdempotencyKey] != "" {
+					delete(m.idem, idemKey(h[fTenant], h[fIdempotencyKey]))
+				}
+				tenants[h[fTenant]] = true
 			}
+			gone[id] = true
 			delete(m.jobs, id)
 			delete(m.events, id)
-			delete(m.recent, id)
 			delete(m.blobs, "ctx:"+id)
 			delete(m.blobs, "res:"+id)
+		}
+	}
+	if len(gone) > 0 {
+		// Out of the creation indexes in one pass each.
+		m.created.remove(gone)
+		for t := range tenants {
+			if x := m.tenantJobs[t]; x != nil {
+				if x.remove(gone); len(x.e) == 0 {
+					delete(m.tenantJobs, t)
+				}
+			}
 		}
 	}
 	return n, nil

@@ -20,9 +20,11 @@ import (
 //
 //	job:<id>                    hash: the job's metadata (labels, requires, env, safety as JSON)
 //	job:index:<STATE>           zset: ids, scored by the ms the job entered STATE (a waiting PENDING job is in none)
-//	job:recent                  zset: ids, scored by creation ms, newest 1000 kept
+//	job:recent                  zset: every id, scored by creation ms (List's index; dropped by sweep.lua with the retention)
+//	job:tenant:<tenant>:all     zset: the tenant's ids, scored by creation ms (likewise)
+//	job:ended                   zset: jobs that ended with a retention, by the ms their keys expire, as '<created ms>:<tenant length>:<tenant><id>'
 //	job:events:<id>             list: JSON events, oldest first
-//	job:idem:<tenant>:<key>     string: the id that first used the key
+//	job:idem:<tenant>:<key>     string: '<request digest>:<id>' of the job that first used the key
 //	job:lock:<id>               string: the dispatch lock's owner, with a ttl
 //	job:tenant:<tenant>:active  set: the tenant's SCHEDULED, DISPATCHED and RUNNING ids
 //	job:worker:<id>:jobs        set: the worker's SCHEDULED, DISPATCHED and RUNNING ids
@@ -75,6 +77,7 @@ const (
 	keyRecent, keyDLQ, keyDeferred = "job:recent", "job:dlq", "job:deferred"
 	keyDeadlines, keyMode          = "job:deadlines", "job:mode"
 	keyQuarantine                  = "job:quarantine"
+	keyEnded                       = "job:ended"
 )
 
 func keyJob(id string) string           { return "job:" + id }
@@ -113,7 +116,11 @@ func (r *Redis) Submit(ctx context.Context, job *Job, payload []byte, g Guard) (
 	if err != nil {
 		return Submitted{}, fmt.Errorf("jobstore: create %s: %w", n.ID, err)
 	}
-	res, err := eval(ctx, r, createCall{n: n, guard: g, event: ev, canon: Canonical(first), data: payload, fields: fields}).StringSlice()
+	c := createCall{n: n, guard: g, event: ev, canon: Canonical(first), data: payload, fields: fields}
+	if n.IdempotencyKey != "" {
+		c.digest = idemDigest(n, payload)
+	}
+	res, err := eval(ctx, r, c).StringSlice()
 	if err != nil {
 		return Submitted{}, fmt.Errorf("jobstore: create %s: %w", n.ID, err)
 	}
@@ -127,6 +134,8 @@ func (r *Redis) Submit(ctx context.Context, job *Job, payload []byte, g Guard) (
 		return out, nil
 	case res[0] == "duplicate" && len(res) == 2:
 		return Submitted{ID: res[1]}, nil
+	case res[0] == "conflict" && len(res) == 2:
+		return Submitted{ID: res[1]}, fmt.Errorf("jobstore: create %s: %w (job %s)", n.ID, ErrIdempotencyConflict, res[1])
 	case res[0] == "exists":
 		return Submitted{}, fmt.Errorf("jobstore: create %s: %w", n.ID, ErrExists)
 	case res[0] == "queue_full":
@@ -285,16 +294,62 @@ func (r *Redis) Stale(ctx context.Context, state State, before time.Time, limit 
 	return ids, nil
 }
 
-// Recent returns up to limit jobs, newest first.
+// Recent returns up to limit jobs (MaxListLimit at most), newest first.
 func (r *Redis) Recent(ctx context.Context, limit int) ([]*Job, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	res, err := eval(ctx, r, recentCall{limit: limit}).Slice()
+	p, err := r.List(ctx, ListQuery{Limit: min(limit, MaxListLimit)})
+	return p.Jobs, err
+}
+
+// List returns a page of jobs, in one script; see Store.
+func (r *Redis) List(ctx context.Context, q ListQuery) (ListPage, error) {
+	p, err := planList(q)
 	if err != nil {
-		return nil, fmt.Errorf("jobstore: recent: %w", err)
+		return ListPage{}, err
 	}
-	return decodeHashes("recent", res)
+	res, err := eval(ctx, r, listCall{p: p}).Slice()
+	if err != nil {
+		return ListPage{}, fmt.Errorf("jobstore: list: %w", err)
+	}
+	if len(res) < 2 || (len(res)-2)%3 != 0 {
+		return ListPage{}, fmt.Errorf("jobstore: list: unexpected reply of %d values", len(res))
+	}
+	pos := func(score, id any) (listPos, error) {
+		s, _ := score.(string)
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return listPos{}, fmt.Errorf("jobstore: list: score %q: %w", s, err)
+		}
+		idv, _ := id.(string)
+		return listPos{score: int64(v), id: idv}, nil
+	}
+	var page ListPage
+	if s, _ := res[0].(string); s != "" {
+		next, err := pos(res[0], res[1])
+		if err != nil {
+			return ListPage{}, err
+		}
+		page.Next = cursor(p.mode, next)
+	}
+	for i := 2; i+2 < len(res); i += 3 {
+		at, err := pos(res[i], res[i+1])
+		if err != nil {
+			return ListPage{}, err
+		}
+		h, err := hashReply("list", res[i+2])
+		if err != nil {
+			return ListPage{}, err
+		}
+		j, err := decodeJob(h)
+		if err != nil {
+			return ListPage{}, err
+		}
+		page.Jobs = append(page.Jobs, j)
+		page.after = append(page.after, cursor(p.mode, at))
+	}
+	return page, nil
 }
 
 // decodeHashes decodes a script's list of HGETALL replies.
@@ -515,28 +570,23 @@ func (r *Redis) DLQ(ctx context.Context, limit int) ([]DLQEntry, error) {
 // RemoveDLQ removes a job's DLQ entry; the job is then kept for the
 // retention, as any ended job.
 func (r *Redis) RemoveDLQ(ctx context.Context, id string) (bool, error) {
-	n, err := eval(ctx, r, removeDLQCall{id: id}).Int()
+	n, err := eval(ctx, r, removeDLQCall{id: id, retention: r.retention}).Int()
 	if err != nil {
 		return false, fmt.Errorf("jobstore: remove dlq %s: %w", id, err)
-	}
-	if n == 1 && r.retention > 0 {
-		if _, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, k := range retainedKeys(id) {
-				p.PExpire(ctx, k, r.retention)
-			}
-			return nil
-		}); err != nil {
-			return true, fmt.Errorf("jobstore: remove dlq %s: %w", id, err)
-		}
 	}
 	return n == 1, nil
 }
 
 // retainedKeys are the keys of a job that expire with it (its
-// idempotency key aside, which transition.lua expires too).
+// idempotency key aside, which transition.lua expires too); remove_dlq.lua
+// spells them too.
 func retainedKeys(id string) []string {
 	return []string{keyJob(id), keyEvents(id), "ctx:" + id, "res:" + id}
 }
+
+// sweepBatch is how many jobs one run of sweep.lua takes at most: the
+// server is not held long.
+const sweepBatch = 1000
 
 // SetRetention makes jobs that ended expire after d (0: never); see
 // Store.Sweep. Call it before the store is used.
@@ -544,6 +594,8 @@ func (r *Redis) SetRetention(d time.Duration) { r.retention = d }
 
 // Sweep trims from the ended states' indexes the jobs that ended before
 // now less the retention: their keys have expired, or will with their TTL.
+// Then it drops from the creation indexes the jobs whose keys expired
+// (sweep.lua, by Redis's clock), sweepBatch at a time.
 func (r *Redis) Sweep(ctx context.Context, now time.Time) (int, error) {
 	if r.retention <= 0 {
 		return 0, nil
@@ -562,7 +614,15 @@ func (r *Redis) Sweep(ctx context.Context, now time.Time) (int, error) {
 	for _, c := range cmds {
 		n += int(c.Val())
 	}
-	return n, nil
+	for {
+		took, err := eval(ctx, r, sweepCall{limit: sweepBatch}).Int()
+		if err != nil {
+			return n, fmt.Errorf("jobstore: sweep: %w", err)
+		}
+		if took < sweepBatch {
+			return n, nil
+		}
+	}
 }
 
 // AcquireLease takes or renews the named lease; see Store.

@@ -27,7 +27,8 @@ var luaFiles embed.FS
 var (
 	createScript      = loadScript("create.lua", "")
 	transitionScript  = loadScript("transition.lua", transitionTables())
-	recentScript      = loadScript("recent.lua", "")
+	listScript        = loadScript("list.lua", "")
+	sweepScript       = loadScript("sweep.lua", "")
 	queueHeadsScript  = loadScript("queue_heads.lua", "")
 	dueDeferredScript = loadScript("due_deferred.lua", "")
 	withResultScript  = loadScript("with_result.lua", "")
@@ -129,6 +130,7 @@ type createCall struct {
 	canon  string   // its canonical encoding (chain.go)
 	data   []byte   // the context blob
 	fields []string // n's hash, from jobFields
+	digest string   // idemDigest, with an idempotency key
 }
 
 func (createCall) script() *redis.Script { return createScript }
@@ -141,7 +143,11 @@ func (c createCall) keys() []string {
 	if c.guard.Rate > 0 {
 		rate = keyRate(c.n.Tenant)
 	}
-	k := []string{keyJob(c.n.ID), keyCtx(c.n.ID), keyIndex(Pending), keyRecent, keyEvents(c.n.ID), idem, rate, keyDeadlines}
+	tenant := ""
+	if c.n.Tenant != "" {
+		tenant = keyTenantJobs(c.n.Tenant)
+	}
+	k := []string{keyJob(c.n.ID), keyCtx(c.n.ID), keyIndex(Pending), keyRecent, keyEvents(c.n.ID), idem, rate, keyDeadlines, tenant}
 	for _, pool := range c.guard.Queues {
 		k = append(k, keyQueue(pool))
 	}
@@ -151,7 +157,7 @@ func (c createCall) keys() []string {
 func (c createCall) argv() []any {
 	g := c.guard
 	a := make([]any, 0, 10+len(c.fields))
-	a = append(a, c.n.ID, ms(c.n.CreatedAt), c.data, c.event, recentCap, g.Rate, burst(g), g.QueueCap,
+	a = append(a, c.n.ID, ms(c.n.CreatedAt), c.data, c.event, c.digest, g.Rate, burst(g), g.QueueCap,
 		optMS(c.n.Deadline), len(g.Queues), c.canon)
 	return anys(a, c.fields)
 }
@@ -198,12 +204,42 @@ func (c transitionCall) argv() []any {
 	return anys(a, c.fields)
 }
 
-// recentCall runs recent.lua.
-type recentCall struct{ limit int }
+// listCall runs list.lua: a page of List as p plans it.
+type listCall struct{ p *listPlan }
 
-func (recentCall) script() *redis.Script { return recentScript }
-func (recentCall) keys() []string        { return []string{keyRecent} }
-func (c recentCall) argv() []any         { return []any{c.limit} }
+func (listCall) script() *redis.Script { return listScript }
+func (c listCall) keys() []string {
+	if c.p == nil {
+		return []string{""}
+	}
+	return []string{c.p.key}
+}
+func (c listCall) argv() []any {
+	p := c.p
+	if p == nil {
+		p = &listPlan{}
+	}
+	curScore, curID := "", ""
+	if p.cur != nil {
+		curScore, curID = strconv.FormatInt(p.cur.score, 10), p.cur.id
+	}
+	opt := func(on bool, v int64) string {
+		if !on {
+			return ""
+		}
+		return strconv.FormatInt(v, 10)
+	}
+	return []any{p.limit, ListScanBudget, curScore, curID, opt(p.untilStarts, p.until), opt(p.sinceStops, p.since),
+		p.tenant, string(p.state), p.topic, opt(p.checkUntil, p.until), opt(p.checkSince, p.since)}
+}
+
+// sweepCall runs sweep.lua: up to limit jobs whose retention passed leave
+// the creation indexes.
+type sweepCall struct{ limit int }
+
+func (sweepCall) script() *redis.Script { return sweepScript }
+func (sweepCall) keys() []string        { return []string{keyEnded, keyRecent} }
+func (c sweepCall) argv() []any         { return []any{c.limit} }
 
 // queueHeadsCall runs queue_heads.lua on pool's queue.
 type queueHeadsCall struct {
@@ -244,11 +280,14 @@ func (dlqCall) keys() []string        { return []string{keyDLQ} }
 func (c dlqCall) argv() []any         { return []any{c.limit} }
 
 // removeDLQCall runs remove_dlq.lua for job id.
-type removeDLQCall struct{ id string }
+type removeDLQCall struct {
+	id        string
+	retention time.Duration // how long an ended job is kept; 0: for ever
+}
 
 func (removeDLQCall) script() *redis.Script { return removeDLQScript }
-func (removeDLQCall) keys() []string        { return []string{keyDLQ} }
-func (c removeDLQCall) argv() []any         { return []any{c.id} }
+func (removeDLQCall) keys() []string        { return []string{keyDLQ, keyEnded} }
+func (c removeDLQCall) argv() []any         { return []any{c.id, c.retention.Milliseconds()} }
 
 // lockCall runs lock.lua: owner takes or extends the lock key for ttl.
 type lockCall struct {

@@ -16,7 +16,8 @@ func TestScriptHeaders(t *testing.T) {
 	calls := map[string]luaCall{
 		"create.lua":       createCall{n: &Job{ID: "j"}},
 		"transition.lua":   transitionCall{id: "j"},
-		"recent.lua":       recentCall{},
+		"list.lua":         listCall{},
+		"sweep.lua":        sweepCall{},
 		"queue_heads.lua":  queueHeadsCall{},
 		"due_deferred.lua": dueDeferredCall{},
 		"with_result.lua":  withResultCall{},

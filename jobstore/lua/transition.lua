@@ -26,7 +26,7 @@ local ifAttempt = tonumber(ARGV[18])
 -- Brief reply is these fields with the move's writes laid over them
 -- (jobstore.briefFields), so the job is not read again.
 local f = redis.call('HMGET', h, 'state', 'worker_id', 'tenant', 'waiting', 'deadline', 'attempt', 'locked',
-  'idempotency_key', 'id', 'topic', 'pool', 'result_ptr', 'chain')
+  'idempotency_key', 'id', 'topic', 'pool', 'result_ptr', 'chain', 'created_at')
 local cur = f[1]
 if not cur then return {'notfound'} end
 if ARGV[19] ~= '' and f[3] ~= ARGV[19] then return {'notfound'} end
@@ -141,7 +141,9 @@ else
   redis.call('RPUSH', KEYS[2], event)
 end
 -- A job that ended is kept for the retention, then its keys expire (the
--- state indexes are trimmed by Sweep).
+-- state indexes are trimmed by Sweep, and the creation indexes by
+-- sweep.lua through job:ended, scored by when the keys expire on Redis's
+-- clock).
 local retention = tonumber(ARGV[20])
 if terminal[to] and retention > 0 then
   redis.call('PEXPIRE', h, retention)
@@ -150,6 +152,9 @@ if terminal[to] and retention > 0 then
   redis.call('PEXPIRE', 'res:' .. id, retention)
   local idem = f[8]
   if idem and idem ~= '' then redis.call('PEXPIRE', 'job:idem:' .. tenant .. ':' .. idem, retention) end
+  local t = redis.call('TIME')
+  local expires = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + retention
+  redis.call('ZADD', 'job:ended', string.format('%.0f', expires), (f[14] or '') .. ':' .. #tenant .. ':' .. tenant .. id)
 end
 if ARGV[23] == '1' then
   -- Transition.Brief: jobstore.briefFields, as read above, with this

@@ -90,6 +90,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"RaceRunAppend", testRaceRunAppend},
 		{"RaceRunClaim", testRaceRunClaim},
 	}
+	tests = append(tests, listTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
@@ -372,12 +373,19 @@ func testIdempotency(t *testing.T, s jobstore.Store) {
 	a.IdempotencyKey = "k"
 	create(t, s, a)
 
+	// Another request with the key is a conflict (IdempotencyConflict).
 	b := job("j2")
 	b.IdempotencyKey = "k"
 	b.Topic = "other"
 	id, ok, err := s.Create(ctx, b, []byte("second"))
-	if err != nil || ok || id != "j1" {
-		t.Fatalf("second Create with the same key = %q, %v, %v; want j1, false, nil", id, ok, err)
+	if !errors.Is(err, jobstore.ErrIdempotencyConflict) || ok || id != "j1" {
+		t.Fatalf("second Create with the same key = %q, %v, %v; want j1, false, ErrIdempotencyConflict", id, ok, err)
+	}
+	// The same request is a duplicate.
+	b = job("j2")
+	b.IdempotencyKey = "k"
+	if id, ok, err := s.Create(ctx, b, []byte("payload-j1")); err != nil || ok || id != "j1" {
+		t.Fatalf("the same request again = %q, %v, %v; want j1, false, nil", id, ok, err)
 	}
 	if _, err := s.Get(ctx, "j2"); !errors.Is(err, jobstore.ErrNotFound) {
 		t.Errorf("duplicate Create wrote job j2: Get err = %v", err)
@@ -396,7 +404,7 @@ func testIdempotency(t *testing.T, s jobstore.Store) {
 	}
 	// Even once the first job has moved on, the key still names it.
 	move(t, s, "j1", jobstore.Transition{To: jobstore.Scheduled})
-	if id, ok, err := s.Create(ctx, b, nil); err != nil || ok || id != "j1" {
+	if id, ok, err := s.Create(ctx, b, []byte("payload-j1")); err != nil || ok || id != "j1" {
 		t.Errorf("Create after a move = %q, %v, %v; want j1, false, nil", id, ok, err)
 	}
 
@@ -1248,7 +1256,7 @@ func testSubmitRate(t *testing.T, s jobstore.Store) {
 	// A duplicate is answered, and takes no token.
 	dup := at("j9", 0)
 	dup.IdempotencyKey = "k0"
-	if res, err := submit(t, s, dup, g); err != nil || res.Created || res.ID != "j0" {
+	if res, err := s.Submit(context.Background(), dup, []byte("payload-j0"), g); err != nil || res.Created || res.ID != "j0" {
 		t.Errorf("duplicate over the rate = %+v, %v; want j0, not created", res, err)
 	}
 	// Another tenant has its own bucket.
