@@ -83,17 +83,17 @@ func (p ListPage) After(i int) string {
 // listPlan is how List serves a query: which index it reads (in
 // descending order), and which filters it checks on each entry.
 type listPlan struct {
-	mode                 string // "c": creation order, or "s:<STATE>": that state's index
-	key                  string // the Redis index key
-	since, until         int64  // creation ms bounds; 0: open (until exclusive)
-	sinceStops           bool   // an entry scored under since ends the listing
-	untilStarts          bool   // the listing starts under until (creation order)
-	tenant, topic        string // per-entry filters ("": none)
-	state                State  // per-entry filter ("": none)
-	checkUntil           bool   // filter created < until per entry (state order)
-	checkSince           bool   // filter created >= since per entry (state order)
-	limit                int
-	cur                  *listPos // where the previous page stopped; nil: the top
+	mode          string // "c": creation order, or "s:<STATE>": that state's index
+	key           string // the Redis index key
+	since, until  int64  // creation ms bounds; 0: open (until exclusive)
+	sinceStops    bool   // an entry scored under since ends the listing
+	untilStarts   bool   // the listing starts under until (creation order)
+	tenant, topic string // per-entry filters ("": none)
+	state         State  // per-entry filter ("": none)
+	checkUntil    bool   // filter created < until per entry (state order)
+	checkSince    bool   // filter created >= since per entry (state order)
+	limit         int
+	cur           *listPos // where the previous page stopped; nil: the top
 }
 
 // listPos is a place in an index: entries strictly below (score, id) in
