@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
+	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/open-policy-agent/opa/v1/util"
 )
 
@@ -245,6 +247,11 @@ type TestResult struct {
 	Duration time.Duration
 	// Err says why an ERROR test errored.
 	Err string
+	// FailedAt says why a FAIL test failed: the first expression of the
+	// test that was false, with its location ("blocked_test.rego:6:
+	// safety.deny == {...}"); empty when none of the test's own
+	// expressions failed (the rule it names was undefined).
+	FailedAt string
 	// Output is what the test printed with print().
 	Output string
 }
@@ -258,6 +265,9 @@ func (r TestResult) String() string {
 	s := fmt.Sprintf("%s %s (%s)", r.Outcome, r.Name, r.Location)
 	if r.Err != "" {
 		s += ": " + r.Err
+	}
+	if r.FailedAt != "" {
+		s += ": failed at " + r.FailedAt
 	}
 	return s
 }
@@ -371,6 +381,7 @@ func test(ctx context.Context, b *Bundle, coverage bool) ([]TestResult, *Coverag
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("safety: policy tests: %w", err)
 	}
+	explainFailures(ctx, mods, data, results)
 	slices.SortFunc(results, func(a, b TestResult) int { return strings.Compare(a.Name, b.Name) })
 	if cov == nil {
 		return results, nil, nil
@@ -491,4 +502,61 @@ func deterministic(mods map[string]*ast.Module) bool {
 		})
 	}
 	return ok
+}
+
+// explainFailures fills the FailedAt of the tests that failed: it runs
+// them again, traced (tracing every test would slow the passing ones), and
+// finds the first expression of each test's own body that was false.
+func explainFailures(ctx context.Context, mods map[string]*ast.Module, data map[string]any, results []TestResult) {
+	failed := map[string]int{}
+	var names []string
+	for i, r := range results {
+		if r.Outcome == OutcomeFail {
+			failed[r.Name] = i
+			names = append(names, regexp.QuoteMeta(r.Name))
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	ch, err := tester.NewRunner().
+		SetStore(inmem.NewFromObject(data)).
+		SetDefaultRegoVersion(ast.RegoV1).
+		CapturePrintOutput(true).
+		SetTimeout(DefaultTestTimeout).
+		SetModules(mods).
+		EnableTracing(true).
+		Filter("^("+strings.Join(names, "|")+")$").
+		RunTests(ctx, nil)
+	if err != nil {
+		return
+	}
+	for r := range ch {
+		i, ok := failed[r.Package+"."+r.Name]
+		if !ok || !r.Fail || r.Location == nil {
+			continue
+		}
+		results[i].FailedAt = failedAt(r.Location, r.Trace)
+	}
+}
+
+// failedAt is the first expression of the test at loc whose evaluation
+// failed, as "file:row: text"; expressions of other rules the test calls
+// are not its own.
+func failedAt(loc *ast.Location, trace []*topdown.Event) string {
+	last := loc.Row + strings.Count(string(loc.Text), "\n")
+	for _, ev := range trace {
+		if ev.Op != topdown.FailOp || ev.Location == nil || ev.Location.File != loc.File {
+			continue
+		}
+		if _, ok := ev.Node.(*ast.Expr); !ok || ev.Location.Row < loc.Row || ev.Location.Row > last {
+			continue
+		}
+		text := strings.Join(strings.Fields(string(ev.Location.Text)), " ")
+		if len(text) > 200 {
+			text = text[:200] + "…"
+		}
+		return fmt.Sprintf("%s:%d: %s", ev.Location.File, ev.Location.Row, text)
+	}
+	return ""
 }

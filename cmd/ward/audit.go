@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -23,7 +22,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "audit", Short: "The audit log of admin actions: who did what, to what, and when"}
 	var f audit.Filter
 	var since time.Duration
-	var output string
+	var out *output
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List recorded admin actions, newest first",
@@ -31,9 +30,6 @@ func newAuditCmd(g *globals) *cobra.Command {
   ward audit ls --action module.deploy --actor admin:alice -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "table" && output != "json" {
-				return fmt.Errorf("-o %q: want table or json", output)
-			}
 			if f.Action != "" {
 				if err := audit.CheckAction(f.Action); err != nil {
 					return err
@@ -61,7 +57,7 @@ func newAuditCmd(g *globals) *cobra.Command {
 			if err != nil && !partial {
 				return err
 			}
-			if err := printAudit(cmd, entries, output); err != nil {
+			if err := printAudit(cmd, entries, out); err != nil {
 				return err
 			}
 			if partial {
@@ -74,21 +70,18 @@ func newAuditCmd(g *globals) *cobra.Command {
 	ls.Flags().StringVar(&f.Actor, "actor", "", `only this credential ("admin", "admin:alice")`)
 	ls.Flags().DurationVar(&since, "since", 0, "only what was recorded in the last DURATION (24h)")
 	ls.Flags().IntVar(&f.Limit, "limit", audit.DefaultLimit, fmt.Sprintf("how many (at most %d)", audit.MaxLimit))
-	ls.Flags().StringVarP(&output, "output", "o", "table", "table, or json: one entry a line")
+	out = addOutput(ls)
 	cmd.AddCommand(ls)
 	return cmd
 }
 
-func printAudit(cmd *cobra.Command, entries []audit.Entry, output string) error {
+func printAudit(cmd *cobra.Command, entries []audit.Entry, o *output) error {
 	out := cmd.OutOrStdout()
-	if output == "json" {
-		enc := json.NewEncoder(out)
-		for _, e := range entries {
-			if err := enc.Encode(e); err != nil {
-				return err
-			}
+	if !o.table() {
+		if entries == nil {
+			entries = []audit.Entry{}
 		}
-		return nil
+		return o.print(out, entries)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AT\tACTOR\tACTION\tTARGET\tDETAIL")

@@ -76,9 +76,10 @@ func TestAuditLs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("audit ls -o json: %v\n%s", err, out)
 	}
-	var e audit.Entry
-	if err := json.Unmarshal([]byte(out), &e); err != nil || e.Seq != 2 || e.Action != audit.ModuleDeploy || e.Detail["version"] != "1.0.0" {
-		t.Errorf("audit ls --actor admin:alice -o json: %+v, %v\n%s", e, err, out)
+	var es []audit.Entry
+	if err := json.Unmarshal([]byte(out), &es); err != nil || len(es) != 1 || es[0].Seq != 2 || es[0].Action != audit.ModuleDeploy ||
+		es[0].Detail["version"] != "1.0.0" {
+		t.Errorf("audit ls --actor admin:alice -o json: %+v, %v\n%s", es, err, out)
 	}
 
 	for _, tc := range []struct {
@@ -100,7 +101,11 @@ func TestAuditLs(t *testing.T) {
 	if _, err := auditCLI(t, "--nats", url, "audit", "ls", "--action", "module.nuke"); !errors.Is(err, audit.ErrUnknownAction) {
 		t.Errorf("audit ls --action module.nuke: %v", err)
 	}
-	if _, err := auditCLI(t, "--nats", url, "audit", "ls", "-o", "yaml"); err == nil {
-		t.Error("audit ls -o yaml succeeded")
+	if out, err := auditCLI(t, "--nats", url, "audit", "ls", "--actor", "admin:alice", "-o", "yaml"); err != nil ||
+		!strings.Contains(out, "- action: module.deploy\n") || !strings.Contains(out, "  seq: 2\n") {
+		t.Errorf("audit ls -o yaml: %v\n%s", err, out)
+	}
+	if _, err := auditCLI(t, "--nats", url, "audit", "ls", "-o", "xml"); err == nil || !strings.Contains(err.Error(), "table, json or yaml") {
+		t.Errorf("audit ls -o xml: %v", err)
 	}
 }

@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
 	"github.com/ward-run/ward/audit"
-	"google.golang.org/protobuf/encoding/protojson"
+	"github.com/ward-run/ward/view"
 )
 
 func newDLQCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "dlq", Short: "The dead-letter queue: jobs that could not be placed or finished, with their reason"}
 	var limit int
-	var asJSON bool
+	var lsOut *output
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List dead-lettered jobs, newest first, with their reason code",
@@ -29,15 +30,8 @@ func newDLQCmd(g *globals) *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if asJSON {
-				for _, e := range entries {
-					b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(e)
-					if err != nil {
-						return err
-					}
-					fmt.Fprintln(out, string(b))
-				}
-				return nil
+			if !lsOut.table() {
+				return lsOut.print(out, view.List(entries))
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "JOB\tREASON\tTOPIC\tTENANT\tSTATE\tATTEMPTS\tAT\tMESSAGE")
@@ -50,7 +44,8 @@ func newDLQCmd(g *globals) *cobra.Command {
 		},
 	}
 	ls.Flags().IntVar(&limit, "limit", 50, "how many")
-	ls.Flags().BoolVar(&asJSON, "json", false, "print one JSON entry a line, each with its job")
+	lsOut = addOutput(ls)
+	lsOut.addJSONAlias(ls)
 	retry := &cobra.Command{
 		Use:   "retry <job-id>",
 		Short: "Submit a dead-lettered job again, as a new job with the same input; prints the new job's id",
@@ -102,7 +97,8 @@ func newJobsCancelCmd(g *globals) *cobra.Command {
 }
 
 func newSchedulerModeCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var out *output
+	cmd := &cobra.Command{
 		Use:   "mode [NORMAL|DEGRADED|READ_ONLY|DRAINING]",
 		Short: "Show or set the mode every scheduler replica follows",
 		Long: `mode sets the scheduler mode, stored in the job store so that every
@@ -131,8 +127,13 @@ replica follows it, or shows it when given none:
 			if mode != "" {
 				g.audit(audit.SchedulerMode, m, nil)
 			}
+			if !out.table() {
+				return out.print(cmd.OutOrStdout(), map[string]string{"mode": m})
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), m)
 			return nil
 		},
 	}
+	out = addOutput(cmd)
+	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,17 +9,24 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/scheduler"
+	"github.com/ward-run/ward/view"
 )
 
 func newJobsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "jobs", Short: "Inspect jobs (served by the schedulers over NATS)"}
-	var asJSON, result bool
+	var result bool
+	var getOut *output
 	get := &cobra.Command{
 		Use:   "get <job-id>",
 		Short: "Show a stored job: state, topic, tenant, safety decision log entry, worker, the module version that ran it, result pointer, event log",
@@ -33,19 +41,15 @@ func newJobsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				b, err := protojson.MarshalOptions{Multiline: true, UseProtoNames: true}.Marshal(rec)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
-				return nil
+			if !getOut.table() {
+				return getOut.print(cmd.OutOrStdout(), view.Of(rec))
 			}
 			printJob(cmd.OutOrStdout(), rec)
 			return nil
 		},
 	}
-	get.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	getOut = addOutput(get)
+	getOut.addJSONAlias(get)
 
 	verify := &cobra.Command{
 		Use:   "verify <job-id>",
@@ -71,12 +75,20 @@ func newJobsCmd(g *globals) *cobra.Command {
 	}
 	get.Flags().BoolVar(&result, "result", false, "include the result")
 
-	var limit int
-	var state string
+	var (
+		limit int
+		state string
+		watch bool
+		lsOut *output
+	)
 	ls := &cobra.Command{
 		Use:   "ls",
-		Short: "List recent jobs, newest first",
-		Args:  cobra.NoArgs,
+		Short: "List recent jobs, newest first; with --watch, then follow every job's state changes",
+		Long: `ls lists recent jobs, newest first. With --watch it then prints a line for
+every state change of any job (of the credential's tenant; an admin's: of
+every tenant) until Ctrl-C; with -o json each change is one JSON object a
+line after the list's array, with -o yaml one YAML document.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var st wardv1.JobState
 			if state != "" {
@@ -91,23 +103,124 @@ func newJobsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer done()
+			var events chan *nats.Msg
+			if watch {
+				// Subscribed before the list: no change after it is missed.
+				if events, err = g.followEvents(c); err != nil {
+					return err
+				}
+			}
 			jobs, err := c.List(ctx, limit, st)
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "JOB\tSTATE\tTOPIC\tTENANT\tWORKER\tREASON\tUPDATED")
-			for _, j := range jobs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.GetJobId(), stateName(j.GetState()), j.GetTopic(),
-					j.GetTenantId(), j.GetWorkerId(), j.GetReason(), time.UnixMilli(j.GetUpdatedAtUnixMs()).Format(time.TimeOnly))
+			out := cmd.OutOrStdout()
+			if !lsOut.table() {
+				if err := lsOut.print(out, view.List(jobs)); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "JOB\tSTATE\tTOPIC\tTENANT\tWORKER\tREASON\tUPDATED")
+				for _, j := range jobs {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.GetJobId(), stateName(j.GetState()), j.GetTopic(),
+						j.GetTenantId(), j.GetWorkerId(), j.GetReason(), time.UnixMilli(j.GetUpdatedAtUnixMs()).Format(time.TimeOnly))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
 			}
-			return tw.Flush()
+			if !watch {
+				return nil
+			}
+			sctx, stop := signalContext()
+			defer stop()
+			return printFollowed(sctx, out, events, lsOut.format)
 		},
 	}
 	ls.Flags().IntVar(&limit, "limit", 20, "how many")
 	ls.Flags().StringVar(&state, "state", "", "only jobs in this state")
-	cmd.AddCommand(get, ls, newJobsCancelCmd(g), verify)
+	ls.Flags().BoolVarP(&watch, "watch", "w", false, "after the list, print every job's state changes as they happen, until Ctrl-C")
+	lsOut = addOutput(ls)
+	cmd.AddCommand(get, ls, newJobsWatchCmd(g), newJobsCancelCmd(g), verify)
 	return cmd
+}
+
+// followEvents subscribes to the events of every job the client may see:
+// its tenant's, or an admin's (or, with no credential, anyone's) of every
+// tenant. What client.Follow hands out is per job; this is the stream.
+func (g *globals) followEvents(c *client.Client) (chan *nats.Msg, error) {
+	tenant := c.Tenant()
+	if creds := g.credsFile(); creds == "" {
+		tenant = bus.AnyTenant
+	} else if id, _, err := auth.ReadIdentity(creds); err == nil && id.Role == auth.Admin {
+		tenant = bus.AnyTenant
+	}
+	ch := make(chan *nats.Msg, 4096)
+	sub, err := c.Bus().NATS().ChanSubscribe(bus.EventSubject(tenant, ">"), ch)
+	if err != nil {
+		return nil, fmt.Errorf("follow: %w", err)
+	}
+	_ = sub.SetPendingLimits(-1, -1)
+	if err := c.Bus().Flush(); err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+// printFollowed prints each state change that comes on events, until ctx
+// ends: a line each, or with format json one JSON object a line (the
+// event's view, with its tenant), with yaml one document each.
+func printFollowed(ctx context.Context, out io.Writer, events <-chan *nats.Msg, format string) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-events:
+			ev := &wardv1.JobEvent{}
+			if proto.Unmarshal(m.Data, ev) != nil || ev.GetProgress() != nil {
+				continue // progress and streamed output are not state changes
+			}
+			tenant := eventTenant(m.Subject)
+			switch format {
+			case outJSON:
+				v := view.Of(ev)
+				v["tenant_id"] = tenant
+				b, err := json.Marshal(v)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "%s\n", b)
+				continue
+			case outYAML:
+				v := view.Of(ev)
+				v["tenant_id"] = tenant
+				fmt.Fprintln(out, "---")
+				if err := printAs(out, outYAML, v); err != nil {
+					return err
+				}
+				continue
+			}
+			at := time.UnixMilli(ev.GetAtUnixMs()).Format("15:04:05.000")
+			line := func(st wardv1.JobState, detail string) {
+				fmt.Fprintln(out, strings.TrimRight(fmt.Sprintf("%s  %s  %-12s  %-10s  %s", at, ev.GetJobId(), tenant, stateName(st), detail), " "))
+			}
+			if ev.GetVia() != wardv1.JobState_JOB_STATE_UNSPECIFIED {
+				line(ev.GetVia(), eventDetail(&wardv1.JobEvent{WorkerId: ev.GetWorkerId(), Message: ev.GetViaMessage()}))
+			}
+			line(ev.GetState(), eventDetail(ev))
+		}
+	}
+}
+
+// eventTenant is the tenant token of an event's subject,
+// sys.job.event.<tenant>.<id>.
+func eventTenant(subject string) string {
+	parts := strings.SplitN(subject, ".", 5)
+	if len(parts) < 5 {
+		return ""
+	}
+	return parts[3]
 }
 
 func printJob(out io.Writer, j *wardv1.JobRecord) {
@@ -138,7 +251,7 @@ func printJob(out io.Writer, j *wardv1.JobRecord) {
 	row("context", j.GetContextPtr())
 	row("result", j.GetResultPtr())
 	if j.GetErrorCode() != "" {
-		row("error", j.GetErrorCode()+": "+j.GetErrorMessage())
+		row("error", withReason(j.GetErrorCode(), j.GetErrorMessage()))
 	}
 	if s := j.GetSafety(); s != nil {
 		row("safety", fmt.Sprintf("%s (revision %s, decision %s)", s.GetDecision(), s.GetPolicyRevision(), s.GetDecisionId()))

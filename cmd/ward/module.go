@@ -166,10 +166,15 @@ func newModuleCmd(g *globals) *cobra.Command {
 	deploy.Flags().BoolVar(&force, "force", false, "activate even when a host refused the version while staging it")
 	deploy.Flags().StringVar(&sigPath, "signature", "", "signature file from `ward module sign` (default: <module>.wasm.sig if present)")
 
+	var lsOut *output
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List modules: versions, digests, the active one, how many live hosts hold it, refusals",
-		Args:  cobra.NoArgs,
+		Long: `ls lists every module of the registry with its versions, the active one,
+how many live hosts serve each and the loads hosts refused. With -o json
+or yaml: an array of modules, each {name, active, versions (each with
+hosts: how many live hosts serve it, and active), refused}.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -187,6 +192,9 @@ func newModuleCmd(g *globals) *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if !lsOut.table() {
+				return lsOut.print(out, moduleViews(mods, hbs))
+			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "MODULE\tVERSION\tDIGEST\tACTIVE\tHOSTS\tROUTE\tDEPLOYED")
 			for _, m := range mods {
@@ -223,6 +231,8 @@ func newModuleCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+
+	lsOut = addOutput(ls)
 
 	rollback := &cobra.Command{
 		Use:   "rollback <module>",
@@ -324,6 +334,39 @@ func newModuleCmd(g *globals) *cobra.Command {
 
 	cmd.AddCommand(deploy, ls, rollback, rm, sign, keygen)
 	return cmd
+}
+
+// moduleView is a module as `ward module ls -o json` prints it.
+type moduleView struct {
+	Name     string              `json:"name"`
+	Active   *modreg.Active      `json:"active,omitempty"`
+	Versions []moduleVersionView `json:"versions"`
+	Refused  []modreg.Event      `json:"refused,omitempty"`
+}
+
+// moduleVersionView is a version with the live hosts that serve it.
+type moduleVersionView struct {
+	modreg.Version
+	Active bool `json:"active,omitempty"`
+	Hosts  int  `json:"hosts"`
+}
+
+func moduleViews(mods []modreg.Module, hbs []*wardv1.Heartbeat) []moduleView {
+	out := make([]moduleView, 0, len(mods))
+	for _, m := range mods {
+		mv := moduleView{Name: m.Name, Active: m.Active, Refused: m.Events, Versions: []moduleVersionView{}}
+		for _, v := range m.Versions {
+			vv := moduleVersionView{Version: v, Active: m.Active != nil && !m.Active.Retired && m.Active.Version == v.Version}
+			for _, hb := range hbs {
+				if hb.GetModules()[m.Name] == v.Digest {
+					vv.Hosts++
+				}
+			}
+			mv.Versions = append(mv.Versions, vv)
+		}
+		out = append(out, mv)
+	}
+	return out
 }
 
 func readSignature(path string) ([]byte, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/safety"
+	"github.com/ward-run/ward/view"
 )
 
 // defaultPolicyDir is where the policy commands look without a [dir].
@@ -47,6 +48,7 @@ func dirArg(args []string) string {
 
 func newPolicyTestCmd() *cobra.Command {
 	var verbose, coverage bool
+	var out *output
 	cmd := &cobra.Command{
 		Use:   "test [dir]",
 		Short: "Run a bundle's Rego tests: PASS or FAIL for each, non-zero exit on any failure",
@@ -60,16 +62,20 @@ func newPolicyTestCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			err = printTests(out, results, verbose)
+			w := cmd.OutOrStdout()
+			if !out.table() {
+				return printTestsAs(w, out, results, cov)
+			}
+			err = printTests(w, results, verbose)
 			if coverage {
-				printCoverage(out, cov)
+				printCoverage(w, cov)
 			}
 			return err
 		},
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print what each test printed (print())")
 	cmd.Flags().BoolVar(&coverage, "coverage", false, "print which lines of the policy files no test runs")
+	out = addOutput(cmd)
 	return cmd
 }
 
@@ -79,9 +85,7 @@ func printTests(out io.Writer, results []safety.TestResult, verbose bool) error 
 	failed := 0
 	for _, r := range results {
 		fmt.Fprintf(out, "%-7s %s (%s) %s\n", r.Outcome, r.Name, r.Location, r.Duration.Round(time.Microsecond))
-		if r.Err != "" {
-			fmt.Fprintf(out, "        %s\n", r.Err)
-		}
+		printWhy(out, r)
 		if (verbose || r.Outcome != safety.OutcomePass) && r.Output != "" {
 			for line := range strings.SplitSeq(strings.TrimRight(r.Output, "\n"), "\n") {
 				fmt.Fprintf(out, "        | %s\n", line)
@@ -99,6 +103,59 @@ func printTests(out io.Writer, results []safety.TestResult, verbose bool) error 
 		return exitError{code: 1}
 	default:
 		fmt.Fprintf(out, "PASS: %d tests\n", len(results))
+	}
+	return nil
+}
+
+// printWhy says why a test did not pass: its error, or the expression
+// of its body that was false.
+func printWhy(out io.Writer, r safety.TestResult) {
+	switch {
+	case r.Err != "":
+		fmt.Fprintf(out, "        %s\n", r.Err)
+	case r.FailedAt != "":
+		fmt.Fprintf(out, "        failed at %s\n", r.FailedAt)
+	case r.Outcome == safety.OutcomeFail:
+		fmt.Fprintf(out, "        the test rule is undefined: no expression of it failed, one it refers to is undefined\n")
+	}
+}
+
+// testView is a test's result as `ward policy test -o json` prints it.
+type testView struct {
+	Name       string  `json:"name"`
+	Location   string  `json:"location"`
+	Outcome    string  `json:"outcome"`
+	DurationMS float64 `json:"duration_ms"`
+	Error      string  `json:"error,omitempty"`
+	FailedAt   string  `json:"failed_at,omitempty"`
+	Output     string  `json:"output,omitempty"`
+}
+
+// printTestsAs prints the results as one object: tests, passed, failed,
+// and the coverage when asked for; it returns an exitError when a test
+// did not pass, as printTests does.
+func printTestsAs(w io.Writer, o *output, results []safety.TestResult, cov *safety.Coverage) error {
+	v := struct {
+		Tests    []testView       `json:"tests"`
+		Passed   int              `json:"passed"`
+		Failed   int              `json:"failed"`
+		Coverage *safety.Coverage `json:"coverage,omitempty"`
+	}{Tests: []testView{}, Coverage: cov}
+	for _, r := range results {
+		v.Tests = append(v.Tests, testView{Name: r.Name, Location: r.Location, Outcome: r.Outcome,
+			DurationMS: float64(r.Duration.Microseconds()) / 1000, Error: r.Err, FailedAt: r.FailedAt, Output: r.Output})
+		switch {
+		case r.Failed():
+			v.Failed++
+		case r.Outcome == safety.OutcomePass:
+			v.Passed++
+		}
+	}
+	if err := o.print(w, v); err != nil {
+		return err
+	}
+	if v.Failed > 0 {
+		return exitError{code: 1}
 	}
 	return nil
 }
@@ -144,8 +201,8 @@ func lineRanges(lines []int) string {
 func newPolicyEvalCmd() *cobra.Command {
 	var (
 		input, kernelAddr string
-		asJSON            bool
 		kernelTLS         safetyTLSFlags
+		out               *output
 	)
 	cmd := &cobra.Command{
 		Use:   "eval --input job.json [dir]",
@@ -153,7 +210,13 @@ func newPolicyEvalCmd() *cobra.Command {
 		Long: `eval decides on the job in --input (a CheckRequest as JSON: topic,
 tenant_id, labels, payload_size, module {name, requested}, ...) with the
 bundle in [dir], as the kernel would, and shows why. With --kernel it asks
-a running kernel instead (gRPC Explain), under the policy in force there.`,
+a running kernel instead (gRPC Explain), under the policy in force there.
+
+It exits 0 when the job is allowed (ALLOW or ALLOW_WITH_CONSTRAINTS), 1
+when it is denied (with the deny messages: why), and 2 or more on an error
+(a bad input, a bundle that does not compile, a kernel that cannot be
+reached), so that a script can test a job with it. -o json prints the
+ExplainResponse.`,
 		Example: `  echo '{"topic": "job.echo", "tenant_id": "acme"}' | ward policy eval --input - policies
   ward policy eval --input job.json --kernel 127.0.0.1:50051`,
 		Args: cobra.MaximumNArgs(1),
@@ -203,25 +266,51 @@ a running kernel instead (gRPC Explain), under the policy in force there.`,
 					return err
 				}
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				bs, err := protojson.MarshalOptions{Multiline: true, UseProtoNames: true}.Marshal(resp)
-				if err != nil {
+			w := cmd.OutOrStdout()
+			if !out.table() {
+				if err := out.print(w, view.Of(resp)); err != nil {
 					return err
 				}
-				fmt.Fprintln(out, string(bs))
-				return nil
+			} else {
+				printExplain(w, resp)
 			}
-			printExplain(out, resp)
+			if resp.GetResult().GetDecision() == safetyv1.Decision_DECISION_DENY {
+				return exitError{code: 1} // why: the deny messages printed
+			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&input, "input", "", "the job: a JSON file, or - for standard input")
 	f.StringVar(&kernelAddr, "kernel", "", "ask the kernel at this address instead of evaluating [dir]")
-	f.BoolVar(&asJSON, "json", false, "print the ExplainResponse as JSON")
 	kernelTLS.register(f)
+	out = addOutput(cmd)
+	out.addJSONAlias(cmd)
+	errorsExit(cmd, 2)
 	return cmd
+}
+
+// errorsExit makes every error of cmd (its flags, arguments, checks and
+// run) end the process with code after printing it, so that the codes
+// below it keep their meaning (policy eval's 1: denied).
+func errorsExit(cmd *cobra.Command, code int) {
+	wrap := func(c *cobra.Command, err error) error {
+		var ee exitError
+		if err == nil || errors.As(err, &ee) {
+			return err
+		}
+		fmt.Fprintln(c.ErrOrStderr(), "ward:", err)
+		return exitError{code: code}
+	}
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error { return wrap(c, args(c, a)) }
+	}
+	if pre := cmd.PreRunE; pre != nil {
+		cmd.PreRunE = func(c *cobra.Command, a []string) error { return wrap(c, pre(c, a)) }
+	}
+	run := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, a []string) error { return wrap(c, run(c, a)) }
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return wrap(c, err) })
 }
 
 func printExplain(out io.Writer, resp *safetyv1.ExplainResponse) {
@@ -267,7 +356,7 @@ func newPolicyPushCmd(g *globals) *cobra.Command {
 		wait            time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "push [dir]",
+		Use:   "push DIR",
 		Short: "Compile a bundle, run its tests, sign it and publish it: every running safety kernel swaps to it",
 		Long: `push checks the bundle as every kernel will (it compiles, and its tests
 pass), signs it with --signing-key (OPA's bundle signature, a
@@ -283,7 +372,15 @@ the pair. --unsigned pushes without a signature, which only kernels
 without --policy-pubkey accept.`,
 		Example: `  ward policy keygen --out ~/.ward
   ward policy push --signing-key ~/.ward/policy.key policies/`,
-		Args: cobra.MaximumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch len(args) {
+			case 0:
+				return errors.New("push needs the bundle's directory: ward policy push DIR (ward policy push policies/ pushes the default bundle)")
+			case 1:
+				return nil
+			}
+			return fmt.Errorf("push takes one directory, got %d arguments", len(args))
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			opts := safety.PushOptions{By: pusher(), Unsigned: unsigned}
@@ -301,7 +398,7 @@ without --policy-pubkey accept.`,
 				}
 				opts.SigningKey = key
 			}
-			b, err := safety.ReadBundleDir(dirArg(args))
+			b, err := safety.ReadBundleDir(args[0])
 			if err != nil {
 				return err
 			}
@@ -317,8 +414,11 @@ without --policy-pubkey accept.`,
 				fmt.Fprintf(out, "refused: %d of %d tests failed; nothing was pushed\n", len(tf.Failed), tf.Total)
 				for _, r := range tf.Failed {
 					fmt.Fprintf(out, "%-7s %s (%s)\n", r.Outcome, r.Name, r.Location)
-					if r.Err != "" {
-						fmt.Fprintf(out, "        %s\n", r.Err)
+					printWhy(out, r)
+					for line := range strings.SplitSeq(strings.TrimRight(r.Output, "\n"), "\n") {
+						if line != "" {
+							fmt.Fprintf(out, "        | %s\n", line)
+						}
 					}
 				}
 				return exitError{code: 1}
@@ -460,6 +560,7 @@ func printRollout(out io.Writer, ro *safety.Rollout) error {
 
 func newPolicyStatusCmd(g *globals) *cobra.Command {
 	var wait time.Duration
+	var o *output
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show every running safety kernel: revision in force, its source, refusals, cache",
@@ -475,6 +576,15 @@ func newPolicyStatusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if !o.table() {
+				if err := o.print(out, view.List(sts)); err != nil {
+					return err
+				}
+				if len(sts) == 0 {
+					return exitError{code: 1}
+				}
+				return nil
+			}
 			if len(sts) == 0 {
 				fmt.Fprintln(out, "no kernel answered")
 				return exitError{code: 1}
@@ -497,6 +607,7 @@ func newPolicyStatusCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 500*time.Millisecond, "how long to collect answers")
+	o = addOutput(cmd)
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,6 +83,26 @@ func TestPolicyTest(t *testing.T) {
 		!strings.Contains(out, "FAIL: 1 of ") {
 		t.Errorf("policy test with a failing test: exit %d\n%s", code, out)
 	}
+	// It says why: the expression of the test that was false.
+	if !strings.Contains(out, `failed at blocked_test.rego:6: safety.deny == {"tenant blocked is suspended"}`) {
+		t.Errorf("policy test does not say why the test failed:\n%s", out)
+	}
+	out, code = ward(t, "", "policy", "test", "-o", "json", failing)
+	var res struct {
+		Tests []struct {
+			Name, Outcome string
+			FailedAt      string `json:"failed_at"`
+		}
+		Passed, Failed int
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 1 || res.Failed != 1 || res.Passed == 0 {
+		t.Errorf("policy test -o json: exit %d, %v\n%s", code, err, out)
+	}
+	for _, r := range res.Tests {
+		if r.Outcome == "FAIL" && !strings.HasPrefix(r.FailedAt, "blocked_test.rego:6: ") {
+			t.Errorf("policy test -o json: %s failed_at %q", r.Name, r.FailedAt)
+		}
+	}
 
 	broken := policyDir(t, map[string]string{"blocked.rego": "package ward.safety\n\ndeny contains msg if {\n"})
 	out, code = ward(t, "", "policy", "test", broken)
@@ -102,9 +123,21 @@ func TestPolicyEval(t *testing.T) {
 		`= "tenant blocked is suspended"`,
 		`"tenant_id":"blocked"`,
 	} {
-		if code != 0 || !strings.Contains(out, want) {
+		// A denial exits 1.
+		if code != 1 || !strings.Contains(out, want) {
 			t.Errorf("policy eval: exit %d, output lacks %q:\n%s", code, want, out)
 		}
+	}
+	out, code = ward(t, job, "policy", "eval", "--input", "-", "-o", "json", dir)
+	var resp struct {
+		Result struct {
+			Decision string
+			Reasons  []string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || code != 1 || resp.Result.Decision != "DENY" ||
+		len(resp.Result.Reasons) != 1 {
+		t.Errorf("policy eval -o json of a denial: exit %d, %v\n%s", code, err, out)
 	}
 	out, code = ward(t, strings.ReplaceAll(job, "blocked", "acme"), "policy", "eval", "--input", "-", dir)
 	for _, want := range []string{
@@ -118,8 +151,21 @@ func TestPolicyEval(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "job.json")
 	writeFile(t, file, `{"topic": "job.echo", "tenant_id": "acme", "bogus": 1}`)
-	if out, code := ward(t, "", "policy", "eval", "--input", file, dir); code == 0 || !strings.Contains(out, "bogus") {
+	// An error is not a denial: it exits 2.
+	if out, code := ward(t, "", "policy", "eval", "--input", file, dir); code != 2 || !strings.Contains(out, "bogus") {
 		t.Errorf("policy eval of an input with an unknown field: exit %d\n%s", code, out)
+	}
+	if out, code := ward(t, "", "policy", "eval", "--input", file, "-o", "xml", dir); code != 2 || !strings.Contains(out, "table, json or yaml") {
+		t.Errorf("policy eval -o xml: exit %d\n%s", code, out)
+	}
+}
+
+// TestPolicyPushNeedsDir: push names the bundle; it does not push
+// ./policies when given none.
+func TestPolicyPushNeedsDir(t *testing.T) {
+	out, code := ward(t, "", "policy", "push", "--unsigned")
+	if code == 0 || !strings.Contains(out, "ward policy push DIR") {
+		t.Errorf("policy push without a directory: exit %d\n%s", code, out)
 	}
 }
 
@@ -249,7 +295,7 @@ func TestPolicySignedPush(t *testing.T) {
 	denied := func(what, job string) {
 		t.Helper()
 		out, code := ward(t, job, "policy", "eval", "--kernel", addr, "--input", "-")
-		if code != 0 || !strings.Contains(out, "decision:  DENY") {
+		if code != 1 || !strings.Contains(out, "decision:  DENY") {
 			t.Errorf("%s: exit %d\n%s", what, code, out)
 		}
 	}

@@ -324,7 +324,11 @@ func newHostCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func parseLabels(kvs []string) (map[string]string, error) {
+func parseLabels(kvs []string) (map[string]string, error) { return parseKeyValues("--label", kvs) }
+
+// parseKeyValues parses the key=value values of flag (--label, --env),
+// naming the flag in the error.
+func parseKeyValues(flag string, kvs []string) (map[string]string, error) {
 	if len(kvs) == 0 {
 		return nil, nil
 	}
@@ -332,7 +336,7 @@ func parseLabels(kvs []string) (map[string]string, error) {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("label %q: want key=value", kv)
+			return nil, fmt.Errorf("%s %q: want KEY=VALUE", flag, kv)
 		}
 		out[k] = v
 	}

@@ -63,10 +63,10 @@ func newSubmitCmd(g *globals) *cobra.Command {
 			if cpu > 0 || mem > 0 {
 				req.Resources = &wardv1.Resources{CpuMillicores: cpu, MemoryBytes: mem}
 			}
-			if req.Labels, err = parseLabels(labels); err != nil {
+			if req.Labels, err = parseKeyValues("--label", labels); err != nil {
 				return err
 			}
-			if req.Env, err = parseLabels(env); err != nil {
+			if req.Env, err = parseKeyValues("--env", env); err != nil {
 				return err
 			}
 			c, ctx, done, err := g.dial(timeout)
@@ -120,7 +120,7 @@ func submit(ctx context.Context, c *client.Client, req *wardv1.JobRequest, wait 
 		if w, err = c.Watch(req.JobId); err != nil {
 			return err
 		}
-		defer w.Close()
+		defer func() { w.Close() }()
 	}
 	reply, err := c.Submit(ctx, req)
 	if err != nil {
@@ -140,23 +140,33 @@ func submit(ctx context.Context, c *client.Client, req *wardv1.JobRequest, wait 
 			return err
 		}
 	}
-	p := &eventPrinter{out: out}
+	return followJob(ctx, c, id, w, &eventPrinter{out: out}, out)
+}
+
+// followJob follows job id on w to its end, printing each event with p,
+// then the result (SUCCEEDED) or how it ended (an exitError of code 2).
+// It is `ward submit --wait` and `ward jobs watch`.
+func followJob(ctx context.Context, c *client.Client, id string, w *client.Watcher, p *eventPrinter, out io.Writer) error {
 	final, err := c.Wait(ctx, id, w, p.print)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("job %s: gave up waiting (see `ward jobs get %s`)", id, id)
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			return fmt.Errorf("job %s: gave up waiting (`ward jobs watch %s` follows it again, `ward jobs get %s` shows it)", id, id, id)
+		case errors.Is(err, context.Canceled):
+			// Ctrl-C: the job goes on.
+			fmt.Fprintf(os.Stderr, "ward: stopped following job %s; it goes on (`ward jobs watch %s` follows it again)\n", id, id)
+			return exitError{code: 130}
 		}
 		return err
 	}
+	return printEnd(ctx, c, id, final, out)
+}
+
+// printEnd prints how a job ended: its result when it SUCCEEDED, else a
+// line with its state, reason and message, and an exitError of code 2.
+func printEnd(ctx context.Context, c *client.Client, id string, final *wardv1.JobEvent, out io.Writer) error {
 	if final.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
-		fmt.Fprintf(out, "job %s ended %s", id, stateName(final.GetState()))
-		if final.GetReason() != "" {
-			fmt.Fprintf(out, ": %s", final.GetReason())
-		}
-		if final.GetMessage() != "" {
-			fmt.Fprintf(out, ": %s", final.GetMessage())
-		}
-		fmt.Fprintln(out)
+		fmt.Fprintln(out, endLine(id, final))
 		return exitError{code: 2}
 	}
 	rec, err := c.Get(ctx, id, true)
@@ -167,15 +177,134 @@ func submit(ctx context.Context, c *client.Client, req *wardv1.JobRequest, wait 
 	return nil
 }
 
+// endLine says how a job that did not succeed ended: "job ID ended
+// TIMEOUT: timeout: run stopped at its time limit of 1s".
+func endLine(id string, final *wardv1.JobEvent) string {
+	line := fmt.Sprintf("job %s ended %s", id, stateName(final.GetState()))
+	if m := withReason(final.GetReason(), final.GetMessage()); m != "" {
+		line += ": " + m
+	}
+	return line
+}
+
+// withReason joins a reason code and a message as "code: message",
+// without doubling the code when the message starts with it already (the
+// schedulers write a failed attempt's message as "<code>: <host's
+// message>").
+func withReason(code, msg string) string {
+	switch {
+	case code == "":
+		return msg
+	case msg == "" || msg == code:
+		return code
+	case strings.HasPrefix(msg, code+": "):
+		return msg
+	}
+	return code + ": " + msg
+}
+
+// eventDetail is what follows an event's state in a line: its worker,
+// reason and message, the message without the reason code it repeats.
+func eventDetail(ev *wardv1.JobEvent) string {
+	var parts []string
+	if ev.GetWorkerId() != "" {
+		parts = append(parts, "worker="+ev.GetWorkerId())
+	}
+	msg := ev.GetMessage()
+	if r := ev.GetReason(); r != "" {
+		parts = append(parts, "reason="+r)
+		msg = strings.TrimPrefix(msg, r+": ")
+		if msg == r {
+			msg = ""
+		}
+	}
+	if msg != "" {
+		parts = append(parts, msg)
+	}
+	return strings.Join(parts, "  ")
+}
+
+func newJobsWatchCmd(g *globals) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "watch <job-id>",
+		Short: "Follow a job to its end, as submit --wait does: its events so far, each new one, then the result",
+		Long: `watch re-attaches to a job (after Ctrl-C stopped ` + "`ward submit --wait`" + `, or one
+submitted without --wait): it prints the events stored so far, then each
+new one and streamed output as it comes, then the result. A job that has
+ended already is printed at once. It exits as submit --wait does: 0 when
+the job SUCCEEDED, 2 when it ended otherwise, 130 when Ctrl-C stopped it
+(the job goes on).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := client.Dial(client.NATSURL(g.natsURL), g.clientOptions())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, stop := signalContext()
+			defer stop()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			return watchJob(ctx, c, args[0], cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (0: follow it to its end)")
+	return cmd
+}
+
+// watchJob is `ward jobs watch`: the job's stored events, then the new
+// ones until it ends.
+func watchJob(ctx context.Context, c *client.Client, id string, out io.Writer) error {
+	// The watch first, then the record: no event falls between them.
+	w, err := c.Watch(id)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	rec, err := c.Get(ctx, id, false)
+	if err != nil {
+		return err
+	}
+	id = rec.GetJobId()
+	fmt.Fprintf(out, "job %s\n", id)
+	p := &eventPrinter{out: out, seen: map[string]bool{}}
+	for _, ev := range rec.GetEvents() {
+		p.print(ev)
+	}
+	if client.Terminal(rec.GetState()) {
+		final := &wardv1.JobEvent{JobId: id, State: rec.GetState(), Reason: rec.GetReason(), WorkerId: rec.GetWorkerId(),
+			AtUnixMs: rec.GetUpdatedAtUnixMs()}
+		if n := len(rec.GetEvents()); n > 0 {
+			final = rec.GetEvents()[n-1]
+		}
+		return printEnd(ctx, c, id, final, out)
+	}
+	return followJob(ctx, c, id, w, p, out)
+}
+
 // eventPrinter prints a job's events as they come: a line per state
 // change or progress report, and streamed output (an LLM's tokens) as it
 // is, in the order the module wrote it.
 type eventPrinter struct {
 	out     io.Writer
 	midLine bool // the last output printed did not end a line
+	// seen, when set, holds the state changes printed ("<state> <at>"):
+	// one that comes again (from the stored log, then live) is skipped.
+	seen map[string]bool
 }
 
 func (p *eventPrinter) print(ev *wardv1.JobEvent) {
+	if p.seen != nil && ev.GetProgress() == nil {
+		key := fmt.Sprintf("%d %d", ev.GetState(), ev.GetAtUnixMs())
+		if p.seen[key] {
+			return
+		}
+		p.seen[key] = true
+	}
 	if pr := ev.GetProgress(); pr.GetKind() == wardv1.JobProgress_KIND_OUTPUT {
 		if len(pr.GetOutput()) > 0 {
 			_, _ = p.out.Write(pr.GetOutput())
@@ -197,14 +326,8 @@ func printEvent(out io.Writer, ev *wardv1.JobEvent) {
 		return
 	}
 	line := fmt.Sprintf("%s  %-10s", at, stateName(ev.GetState()))
-	if ev.GetWorkerId() != "" {
-		line += "  worker=" + ev.GetWorkerId()
-	}
-	if ev.GetReason() != "" {
-		line += "  reason=" + ev.GetReason()
-	}
-	if ev.GetMessage() != "" {
-		line += "  " + ev.GetMessage()
+	if d := eventDetail(ev); d != "" {
+		line += "  " + d
 	}
 	fmt.Fprintln(out, line)
 }

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/ward-run/ward/view"
 )
 
 func newWorkersCmd(g *globals) *cobra.Command {
 	var (
 		window time.Duration
-		asJSON bool
+		out    *output
 	)
 	cmd := &cobra.Command{
 		Use:   "workers",
@@ -32,26 +33,19 @@ sys.worker.ping) and prints the answers that arrive within --window.`,
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				for _, hb := range hbs {
-					b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(hb)
-					if err != nil {
-						return err
-					}
-					fmt.Fprintln(out, string(b))
-				}
-				return nil
+			w := cmd.OutOrStdout()
+			if !out.table() {
+				return out.print(w, view.List(hbs))
 			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "WORKER\tSTATUS\tTYPE\tJOBS\tCPU%\tGPU%\tCAPABILITIES\tPOOLS\tLABELS")
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "WORKER\tSTATUS\tTYPE\tVERSION\tJOBS\tCPU%\tGPU%\tCAPABILITIES\tPOOLS\tLABELS")
 			for _, hb := range hbs {
 				var labels []string
 				for k, v := range hb.GetLabels() {
 					labels = append(labels, k+"="+v)
 				}
 				sort.Strings(labels)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%.0f\t%.0f\t%s\t%s\t%s\n", hb.GetWorkerId(), hb.GetStatus(), hb.GetType(),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%.0f\t%.0f\t%s\t%s\t%s\n", hb.GetWorkerId(), hb.GetStatus(), hb.GetType(), dash(hb.GetVersion()),
 					hb.GetActiveJobs(), hb.GetMaxParallelJobs(), hb.GetCpuLoad(), hb.GetGpuUtilization(),
 					dash(strings.Join(hb.GetCapabilities(), ",")), dash(strings.Join(hb.GetPools(), ",")), dash(strings.Join(labels, ",")))
 			}
@@ -59,13 +53,14 @@ sys.worker.ping) and prints the answers that arrive within --window.`,
 				return err
 			}
 			if len(hbs) == 0 {
-				fmt.Fprintln(out, "(no live host answered)")
+				fmt.Fprintln(w, "(no live host answered)")
 			}
 			return nil
 		},
 	}
 	cmd.Flags().DurationVar(&window, "window", 500*time.Millisecond, "how long to wait for answers")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON heartbeat per line")
+	out = addOutput(cmd)
+	out.addJSONAlias(cmd)
 	return cmd
 }
 

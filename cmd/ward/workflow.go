@@ -13,11 +13,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/scheduler"
+	"github.com/ward-run/ward/view"
 	"github.com/ward-run/ward/workflow"
 )
 
@@ -38,9 +37,10 @@ checks and replay re-derives from the definition.`,
 
 func newWorkflowRunCmd(g *globals) *cobra.Command {
 	var (
-		input, output, runID string
-		wait                 bool
-		timeout              time.Duration
+		input, runID string
+		wait         bool
+		timeout      time.Duration
+		out          *output
 	)
 	cmd := &cobra.Command{
 		Use:   "run NAME|FILE",
@@ -60,7 +60,7 @@ func newWorkflowRunCmd(g *globals) *cobra.Command {
 			} else {
 				req.Name = args[0]
 			}
-			return startRun(cmd, g, req, wait, timeout, output)
+			return startRun(cmd, g, req, wait, timeout, out.format)
 		},
 	}
 	f := cmd.Flags()
@@ -68,15 +68,16 @@ func newWorkflowRunCmd(g *globals) *cobra.Command {
 	f.StringVar(&runID, "id", "", "the run's id (default: generated); the same id again is the same run")
 	f.BoolVar(&wait, "wait", false, "follow the run's steps until it ends; exit non-zero unless it succeeded")
 	f.DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait")
-	f.StringVarP(&output, "output", "o", "text", "text, or json")
+	out = addOutput(cmd)
 	return cmd
 }
 
 func newWorkflowRerunCmd(g *globals) *cobra.Command {
 	var (
-		input, output, from string
-		wait                bool
-		timeout             time.Duration
+		input, from string
+		wait        bool
+		timeout     time.Duration
+		out         *output
 	)
 	cmd := &cobra.Command{
 		Use:   "rerun RUN --from STEP",
@@ -90,7 +91,7 @@ func newWorkflowRerunCmd(g *globals) *cobra.Command {
 			if err := readInput(req, input); err != nil {
 				return err
 			}
-			return startRun(cmd, g, req, wait, timeout, output)
+			return startRun(cmd, g, req, wait, timeout, out.format)
 		},
 	}
 	f := cmd.Flags()
@@ -98,7 +99,7 @@ func newWorkflowRerunCmd(g *globals) *cobra.Command {
 	f.StringVar(&input, "input", "", "a new input (JSON object, or @file); default: the run's")
 	f.BoolVar(&wait, "wait", false, "follow the run's steps until it ends; exit non-zero unless it succeeded")
 	f.DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait")
-	f.StringVarP(&output, "output", "o", "text", "text, or json")
+	out = addOutput(cmd)
 	return cmd
 }
 
@@ -150,13 +151,13 @@ func startRun(cmd *cobra.Command, g *globals, req *wardv1.WorkflowRunRequest, wa
 	}
 	out := cmd.OutOrStdout()
 	if !wait {
-		if output == "json" {
-			return printProto(out, reply)
+		if output != outTable {
+			return printAs(out, output, view.Of(reply))
 		}
 		fmt.Fprintf(out, "run %s started: %s\n", reply.GetRunId(), strings.Join(reply.GetSteps(), " → "))
 		return nil
 	}
-	if output != "json" {
+	if output == outTable {
 		fmt.Fprintf(out, "run %s: %s\n", reply.GetRunId(), strings.Join(reply.GetSteps(), " → "))
 	}
 	for {
@@ -174,7 +175,7 @@ func startRun(cmd *cobra.Command, g *globals, req *wardv1.WorkflowRunRequest, wa
 			ended = gerr == nil && run.GetState() != string(workflow.RunRunning)
 			ev = &wardv1.WorkflowEvent{Kind: "Run" + titleWord(run.GetState())}
 		default:
-			if output != "json" {
+			if output == outTable {
 				printRunEvent(out, ev)
 			}
 			switch ev.GetKind() {
@@ -187,8 +188,8 @@ func startRun(cmd *cobra.Command, g *globals, req *wardv1.WorkflowRunRequest, wa
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				if err := printProto(out, run); err != nil {
+			if output != outTable {
+				if err := printAs(out, output, view.Of(run)); err != nil {
 					return err
 				}
 			} else {
@@ -248,17 +249,8 @@ func printRun(w io.Writer, r *wardv1.WorkflowRun) {
 	}
 }
 
-func printProto(w io.Writer, m proto.Message) error {
-	b, err := protojson.MarshalOptions{Multiline: true, UseProtoNames: true}.Marshal(m)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(w, string(b))
-	return nil
-}
-
 func newWorkflowGetCmd(g *globals) *cobra.Command {
-	var output string
+	var out *output
 	var events bool
 	cmd := &cobra.Command{
 		Use:   "get RUN",
@@ -274,8 +266,8 @@ func newWorkflowGetCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				return printProto(cmd.OutOrStdout(), run)
+			if !out.table() {
+				return out.print(cmd.OutOrStdout(), view.Of(run))
 			}
 			printRun(cmd.OutOrStdout(), run)
 			for _, ev := range run.GetEvents() {
@@ -284,13 +276,13 @@ func newWorkflowGetCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text, or json")
+	out = addOutput(cmd)
 	cmd.Flags().BoolVar(&events, "events", false, "include the run's event log")
 	return cmd
 }
 
 func newWorkflowLsCmd(g *globals) *cobra.Command {
-	var output string
+	var o *output
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "ls",
@@ -307,8 +299,8 @@ func newWorkflowLsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if output == "json" {
-				return printProto(out, &wardv1.WorkflowListReply{Runs: runs})
+			if !o.table() {
+				return o.print(out, view.List(runs))
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tWORKFLOW\tTENANT\tSTATE\tSTARTED\tREASON")
@@ -319,7 +311,7 @@ func newWorkflowLsCmd(g *globals) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, or json")
+	o = addOutput(cmd)
 	cmd.Flags().IntVar(&limit, "limit", 50, "how many")
 	return cmd
 }
