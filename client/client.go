@@ -463,16 +463,35 @@ func (c *Client) objectResult(ctx context.Context, rec *wardv1.JobRecord) ([]byt
 	return data, nil
 }
 
-// List returns recent jobs, newest first, optionally of one state.
+// List returns up to limit jobs (1000 at most; 50 when 0), newest first,
+// optionally of one state: the first page of ListJobs. With a state other
+// than PENDING the order is by when the job entered the state. Like any
+// page it may hold fewer jobs than limit while more exist (ListJobs says
+// where to go on).
 func (c *Client) List(ctx context.Context, limit int, state wardv1.JobState) ([]*wardv1.JobRecord, error) {
+	reply, err := c.ListJobs(ctx, &wardv1.ListJobsRequest{Limit: int32(limit), State: state})
+	return reply.GetJobs(), err
+}
+
+// ListJobs returns a page of jobs that pass q's filters, newest first, and
+// in reply.next_cursor where the next page starts ("" when there is no
+// more): set q.cursor to it, with the same filters, to go on. A page may
+// be short, even empty, with a cursor (each request reads a bounded number
+// of the store's entries). A tenant's client lists its own jobs (q.tenant
+// is ignored); an admin's lists every tenant's, or q.tenant's. An error the
+// scheduler answered comes with the reply, whose cursor may still go on.
+func (c *Client) ListJobs(ctx context.Context, q *wardv1.ListJobsRequest) (*wardv1.ListJobsReply, error) {
+	if q == nil {
+		q = &wardv1.ListJobsRequest{}
+	}
 	reply := &wardv1.ListJobsReply{}
-	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectJobList, c.scope()), &wardv1.ListJobsRequest{Limit: int32(limit), State: state}, reply); err != nil {
+	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectJobList, c.scope()), q, reply); err != nil {
 		return nil, err
 	}
 	if reply.GetError() != "" {
-		return reply.GetJobs(), errors.New(reply.GetError())
+		return reply, errors.New(reply.GetError())
 	}
-	return reply.GetJobs(), nil
+	return reply, nil
 }
 
 // Terminal reports whether s ends a job.

@@ -154,6 +154,13 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 	case errors.Is(err, jobstore.ErrRateLimited):
 		return refuse(reason.RateLimited, "tenant %q submits faster than its limit of %g jobs a second (burst %d); slow down and resubmit",
 			req.TenantId, limits.Rate, limits.Burst), nil, nil
+	case errors.Is(err, jobstore.ErrIdempotencyConflict) && step:
+		// A step's key is its job's id: the job exists, made by an earlier
+		// drive of the run; its end comes as any job's (as a duplicate).
+		return &wardv1.SubmitReply{JobId: res.ID, Accepted: true, Duplicate: true}, nil, nil
+	case errors.Is(err, jobstore.ErrIdempotencyConflict):
+		return refuse(reason.IdempotencyConflict, "idempotency key %q was used for another request (another topic or payload) by job %s; use a new key for a new request",
+			req.IdempotencyKey, res.ID), nil, nil
 	case errors.Is(err, jobstore.ErrQueueFull):
 		return refuse(reason.QueueFull, "every pool of topic %q has %d jobs waiting (queue.cap); resubmit later",
 			req.Topic, c.sched.Queue.Cap), nil, nil

