@@ -53,6 +53,17 @@ func (s *Scheduler) handleDLQRetry(ctx context.Context, msg *nats.Msg, q *wardv1
 	}
 }
 
+// retriable reports whether a job in state st may be retried from the
+// DLQ: it ended, and not SUCCEEDED (a job that ran to its end is not
+// dead-lettered, and retrying it would run it twice).
+func retriable(st jobstore.State) bool {
+	switch st {
+	case jobstore.Failed, jobstore.Timeout, jobstore.Denied, jobstore.Cancelled:
+		return true
+	}
+	return false
+}
+
 func (s *Scheduler) retryDLQ(ctx context.Context, id string) (*wardv1.SubmitReply, *jobstore.Job, map[string]int) {
 	old, err := s.cfg.Store.Get(ctx, id)
 	switch {
@@ -61,8 +72,8 @@ func (s *Scheduler) retryDLQ(ctx context.Context, id string) (*wardv1.SubmitRepl
 	case err != nil:
 		s.storeFailed("get", id, err)
 		return refuse(reason.StoreError, "job store unavailable"), nil, nil
-	case !old.State.Terminal():
-		return refuse(reason.BadRequest, "job %s is %s: only a job that ended can be retried", id, old.State), nil, nil
+	case !retriable(old.State):
+		return refuse(reason.BadRequest, "job %s is %s: only a job that ended FAILED, TIMEOUT, DENIED or CANCELLED can be retried", id, old.State), nil, nil
 	}
 	payload, err := s.cfg.Store.Blob(ctx, old.ContextPtr)
 	if err != nil && !errors.Is(err, jobstore.ErrNotFound) {
