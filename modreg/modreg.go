@@ -21,6 +21,7 @@ package modreg
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -50,7 +51,20 @@ var (
 	ErrNoPrevious    = errors.New("modreg: no previous version to roll back to")
 	ErrDigest        = errors.New("modreg: blob does not match its digest")
 	ErrBadName       = errors.New("modreg: bad name")
+	// ErrNotDeployed: the module has no active record, nor the version
+	// asked for; errors.Is(err, ErrNotFound) holds too.
+	ErrNotDeployed = errors.New("modreg: module is not deployed")
+	// ErrActiveVersion: the version is the active one, which is not
+	// deleted (deploy or activate another first, or retire the module).
+	ErrActiveVersion = errors.New("modreg: the version is active")
 )
+
+// notDeployed is ErrNotDeployed for one module.
+type notDeployed struct{ name string }
+
+func (e notDeployed) Error() string { return "module " + e.name + " is not deployed" }
+
+func (e notDeployed) Is(target error) bool { return target == ErrNotDeployed || target == ErrNotFound }
 
 var (
 	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -197,11 +211,8 @@ func (r *Registry) Deploy(ctx context.Context, v Version, wasm []byte) (*Active,
 // that Activate swaps it in at once while the active version serves.
 // Staging the same name, version and bytes again returns the record.
 func (r *Registry) Stage(ctx context.Context, v Version, wasm []byte) (*Version, error) {
-	if !nameRE.MatchString(v.Name) {
-		return nil, fmt.Errorf("%w: module name %q (want [a-z0-9][a-z0-9_-]*)", ErrBadName, v.Name)
-	}
-	if !versionRE.MatchString(v.Version) {
-		return nil, fmt.Errorf("%w: version %q", ErrBadName, v.Version)
+	if err := CheckName(v.Name, v.Version); err != nil {
+		return nil, err
 	}
 	v.Digest, v.Size = Digest(wasm), len(wasm)
 	if v.DeployedAt.IsZero() {
@@ -230,6 +241,20 @@ func (r *Registry) Stage(ctx context.Context, v Version, wasm []byte) (*Version,
 	return &v, nil
 }
 
+// CheckName says whether name and version are what the registry stores:
+// a module name of [a-z0-9][a-z0-9_-]* and a version of
+// [A-Za-z0-9][A-Za-z0-9_.-]*, at most 63 characters each. Stage refuses
+// others; a client checks before it uploads.
+func CheckName(name, version string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("%w: module name %q (want [a-z0-9][a-z0-9_-]*, at most 63 characters)", ErrBadName, name)
+	}
+	if !versionRE.MatchString(version) {
+		return fmt.Errorf("%w: version %q (want [A-Za-z0-9][A-Za-z0-9_.-]*, at most 63 characters)", ErrBadName, version)
+	}
+	return nil
+}
+
 // Activate makes a stored version the active one.
 func (r *Registry) Activate(ctx context.Context, name, version string) (*Active, error) {
 	v, err := r.Version(ctx, name, version)
@@ -251,10 +276,92 @@ func (r *Registry) Activate(ctx context.Context, name, version string) (*Active,
 	})
 }
 
+// ActivateVersion makes a kept version of a deployed module the active
+// one again (after a rollback, say), as Activate, after checking it:
+// with trusted keys, its signature must verify against one of them
+// (ErrSignature), as the hosts that hold those keys would check it.
+// A module never deployed is ErrNotDeployed, a version it does not have
+// ErrNotFound.
+func (r *Registry) ActivateVersion(ctx context.Context, name, version string, trusted []ed25519.PublicKey) (*Active, error) {
+	v, err := r.version(ctx, name, version)
+	if err != nil {
+		return nil, err
+	}
+	if len(trusted) > 0 {
+		if err := Verify(trusted, v.Digest, v.Signature); err != nil {
+			return nil, fmt.Errorf("%s %s: %w; it is not activated", name, version, err)
+		}
+	}
+	return r.Activate(ctx, name, version)
+}
+
+// version is Version, with ErrNotDeployed for a module the registry
+// holds nothing of.
+func (r *Registry) version(ctx context.Context, name, version string) (*Version, error) {
+	v, err := r.Version(ctx, name, version)
+	if errors.Is(err, ErrNotFound) {
+		if _, aerr := r.kv.Get(ctx, activeKey(name)); errors.Is(aerr, jetstream.ErrKeyNotFound) {
+			return nil, notDeployed{name}
+		}
+		return nil, fmt.Errorf("%w: %s has no version %s", ErrNotFound, name, version)
+	}
+	return v, err
+}
+
+// RemoveVersion deletes a version that is not the active one: its record,
+// its place in the history a rollback reaches, and its blob unless
+// another version has the same bytes. The active version is
+// ErrActiveVersion; a module never deployed ErrNotDeployed.
+func (r *Registry) RemoveVersion(ctx context.Context, name, version string) error {
+	v, err := r.version(ctx, name, version)
+	if err != nil {
+		return err
+	}
+	_, err = r.activate(ctx, name, func(cur *Active) (*Active, error) {
+		if cur == nil {
+			return nil, errNoActive // staged only: no record to change
+		}
+		if !cur.Retired && cur.Version == version {
+			return nil, fmt.Errorf("%w: %s %s serves the module (deploy or activate another version first, or retire it with ward module rm)",
+				ErrActiveVersion, name, version)
+		}
+		next := *cur
+		next.History = slices.DeleteFunc(slices.Clone(cur.History), func(h string) bool { return h == version })
+		return &next, nil
+	})
+	if err != nil && !errors.Is(err, errNoActive) {
+		return err
+	}
+	if err := r.kv.Delete(ctx, versionKey(name, version)); err != nil {
+		return fmt.Errorf("modreg: delete %s %s: %w", name, version, err)
+	}
+	mods, err := r.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range mods {
+		for _, o := range m.Versions {
+			if o.Digest == v.Digest {
+				return nil // the bytes serve another version
+			}
+		}
+	}
+	if err := r.obs.Delete(ctx, objectName(v.Digest)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return fmt.Errorf("modreg: delete blob %s: %w", v.Digest, err)
+	}
+	return nil
+}
+
+// errNoActive: a module with no active record (RemoveVersion).
+var errNoActive = errors.New("modreg: no active record")
+
 // Rollback makes the previous active version active again.
 func (r *Registry) Rollback(ctx context.Context, name string) (*Active, error) {
 	return r.activate(ctx, name, func(cur *Active) (*Active, error) {
-		if cur == nil || len(cur.History) == 0 {
+		if cur == nil {
+			return nil, notDeployed{name}
+		}
+		if len(cur.History) == 0 {
 			return nil, fmt.Errorf("%w: %s", ErrNoPrevious, name)
 		}
 		prev := cur.History[len(cur.History)-1]
@@ -272,7 +379,7 @@ func (r *Registry) Rollback(ctx context.Context, name string) (*Active, error) {
 func (r *Registry) Remove(ctx context.Context, name string) (*Active, error) {
 	return r.activate(ctx, name, func(cur *Active) (*Active, error) {
 		if cur == nil {
-			return nil, fmt.Errorf("%w: module %s", ErrNotFound, name)
+			return nil, notDeployed{name}
 		}
 		next := &Active{Name: name, Route: cur.Route, Retired: true, History: slices.Clone(cur.History)}
 		if cur.Version != "" {
@@ -560,4 +667,21 @@ func (r *Registry) Follow(ctx context.Context, onChange func(*State)) (done <-ch
 		}
 	}()
 	return stopped, nil
+}
+
+// wasmHeader is how a WebAssembly binary module starts: the magic number
+// \0asm and version 1, little-endian.
+var wasmHeader = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
+
+// CheckWasm says whether b is a WebAssembly binary module of version 1,
+// by its header: what a client checks before it uploads a file the hosts
+// would refuse. It does not validate the rest.
+func CheckWasm(b []byte) error {
+	switch {
+	case len(b) < len(wasmHeader) || string(b[:4]) != string(wasmHeader[:4]):
+		return errors.New("not a WebAssembly module: it does not start with the magic number \\0asm")
+	case string(b[4:8]) != string(wasmHeader[4:8]):
+		return fmt.Errorf("WebAssembly binary format version %d; hosts run version 1", uint32(b[4])|uint32(b[5])<<8|uint32(b[6])<<16|uint32(b[7])<<24)
+	}
+	return nil
 }
