@@ -22,6 +22,7 @@ import (
 	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/sandbox"
@@ -49,6 +50,20 @@ func newModuleCmd(g *globals) *cobra.Command {
 	deploy := &cobra.Command{
 		Use:   "deploy <module.wasm>",
 		Short: "Upload a module and make it the active version on every host",
+		Long: `deploy checks the module before it uploads anything: the file must be a
+WebAssembly module (it starts with \0asm, binary format version 1), its
+manifest (--manifest, else <module>.yaml beside it) must parse and
+validate, and the name and version must be ones the registry stores.
+
+It then checks the route the manifest declares (topic → pool) against the
+pools.yaml the schedulers read (POOL_CONFIG_PATH on this machine, else the
+embedded one, which ward dev uses) and the modules deployed: where
+pools.yaml (or another module) sends the topic or runs the pool
+elsewhere, pools.yaml wins and the declared route would never apply, so
+deploy refuses, nothing uploaded, and says what holds the topic. --force
+deploys anyway, with a warning: the module is stored and served, and its
+topic goes where pools.yaml says. (--force also activates a version a
+host refused while staging it.)`,
 		Example: `  ward module deploy ./hello.wasm --manifest hello.yaml
   ward module deploy ./hello.wasm --manifest hello.yaml --sign-key ward.key`,
 		Args: cobra.ExactArgs(1),
@@ -56,6 +71,9 @@ func newModuleCmd(g *globals) *cobra.Command {
 			wasm, err := os.ReadFile(args[0])
 			if err != nil {
 				return err
+			}
+			if err := modreg.CheckWasm(wasm); err != nil {
+				return fmt.Errorf("%s: %w; nothing was uploaded", args[0], err)
 			}
 			m := &sandbox.Manifest{}
 			var raw []byte
@@ -70,7 +88,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 				}
 				// Refuse a bad manifest here, not on every host.
 				if m, err = sandbox.ParseManifest(raw); err != nil {
-					return fmt.Errorf("manifest %s: %w", manifestPath, err)
+					return fmt.Errorf("manifest %s: %w; nothing was uploaded", manifestPath, err)
 				}
 			}
 			if name != "" {
@@ -85,6 +103,9 @@ func newModuleCmd(g *globals) *cobra.Command {
 			digest := modreg.Digest(wasm)
 			if m.Version == "" {
 				m.Version = "sha-" + strings.TrimPrefix(digest, "sha256:")[:12]
+			}
+			if err := modreg.CheckName(m.Name, m.Version); err != nil {
+				return fmt.Errorf("%s: %w; nothing was uploaded", args[0], err)
 			}
 			v := modreg.Version{Name: m.Name, Version: m.Version, Manifest: string(raw),
 				Route: modreg.Route{Topic: m.Topic, Pool: m.Pool, Requires: m.Requires}}
@@ -124,6 +145,19 @@ func newModuleCmd(g *globals) *cobra.Command {
 			}
 			defer c.Close()
 			out := cmd.OutOrStdout()
+			if conflicts, err := routeConflicts(ctx, r, v); err != nil {
+				return err
+			} else if len(conflicts) > 0 {
+				for _, cf := range conflicts {
+					fmt.Fprintf(cmd.ErrOrStderr(), "ward: %s declares route %s → pool %s, but %s: pools.yaml wins, the route would not apply\n",
+						v.Name, cf.Topic, cf.Pool, cf.Why)
+				}
+				if !force {
+					return fmt.Errorf("%s %s not deployed, nothing was uploaded: fix the manifest's topic/pool or pools.yaml, or --force deploys it anyway",
+						v.Name, v.Version)
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), "ward: deploying anyway (--force)")
+			}
 			ro := &modreg.Rollout{Registry: r, Hosts: natsHosts{c}}
 			var a *modreg.Active
 			if stageTimeout <= 0 {
@@ -163,7 +197,7 @@ func newModuleCmd(g *globals) *cobra.Command {
 	deploy.Flags().StringVar(&keyPath, "sign-key", envOr("WARD_MODULE_KEY", defaultKeyFile(node.ModuleKeyFile)), "sign with this ed25519 private key (PEM) ($WARD_MODULE_KEY, else module.key of $WARD_AUTH_DIR or of ward dev's state)")
 	deploy.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version (or refused it), and say how long it took")
 	deploy.Flags().DurationVar(&stageTimeout, "stage-timeout", 30*time.Second, "before activating, wait up to this long for every live host to compile the version ahead (0: activate at once, hosts compile on activation)")
-	deploy.Flags().BoolVar(&force, "force", false, "activate even when a host refused the version while staging it")
+	deploy.Flags().BoolVar(&force, "force", false, "deploy even when pools.yaml overrides the declared route, and activate even when a host refused the version while staging it")
 	deploy.Flags().StringVar(&sigPath, "signature", "", "signature file from `ward module sign` (default: <module>.wasm.sig if present)")
 
 	var lsOut *output
@@ -280,6 +314,74 @@ hosts: how many live hosts serve it, and active), refused}.`,
 	rollback.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version")
 	rm.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until no live host holds the module")
 
+	var trustedKeys []string
+	var activateForce bool
+	activate := &cobra.Command{
+		Use:   "activate <module> <version>",
+		Short: "Make a kept version of a module active again (after a rollback, say)",
+		Long: `activate makes a version the registry keeps the active one, as deploy does
+after its upload: every host swaps to it. It refuses a version whose
+signature does not verify against the trusted keys (--trusted-key, else
+the module.pub of $WARD_AUTH_DIR or of ward dev's state, when there is
+one), as hosts that require signatures would refuse it, and a version a
+live host refused before, unless --force.`,
+		Example: `  ward module rollback hello
+  ward module activate hello 2.0.0`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			keys, err := readTrustedKeys(trustedKeys)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, r, err := open(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			name, ver := args[0], args[1]
+			if !activateForce {
+				if refused, err := refusals(ctx, r, name, ver); err != nil {
+					return err
+				} else if len(refused) > 0 {
+					return fmt.Errorf("%s %s was refused by %s; not activated (--force activates it anyway)", name, ver, strings.Join(refused, "; "))
+				}
+			}
+			a, err := r.ActivateVersion(ctx, name, ver, keys)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s) is active\n", a.Name, a.Version, a.Digest)
+			g.audit(audit.ModuleDeploy, a.Name, map[string]string{"version": a.Version, "digest": a.Digest, "activated": "true"})
+			return waitFor(wait, &modreg.Rollout{Registry: r, Hosts: natsHosts{c}}, a, cmd.OutOrStdout())
+		},
+	}
+	activate.Flags().StringSliceVar(&trustedKeys, "trusted-key", defaultTrustedKeys(), "ed25519 public key (PEM) the version's signature must verify against (repeatable; default: module.pub of $WARD_AUTH_DIR or of ward dev's state, if any)")
+	activate.Flags().BoolVar(&activateForce, "force", false, "activate a version a host refused before")
+	activate.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version")
+
+	rmVersion := &cobra.Command{
+		Use:   "rm-version <module> <version>",
+		Short: "Delete a version that is not the active one: its record, its place in the rollback history, its blob",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, r, err := open(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := r.RemoveVersion(ctx, args[0], args[1]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s deleted\n", args[0], args[1])
+			g.audit(audit.ModuleRm, args[0], map[string]string{"version": args[1]})
+			return nil
+		},
+	}
+
 	var signKey string
 	sign := &cobra.Command{
 		Use:   "sign <module.wasm>",
@@ -332,7 +434,7 @@ hosts: how many live hosts serve it, and active), refused}.`,
 	}
 	keygen.Flags().StringVar(&keyOut, "out", "ward-signing", "file name prefix")
 
-	cmd.AddCommand(deploy, ls, rollback, rm, sign, keygen)
+	cmd.AddCommand(deploy, ls, rollback, activate, rm, rmVersion, sign, keygen)
 	return cmd
 }
 
@@ -367,6 +469,66 @@ func moduleViews(mods []modreg.Module, hbs []*wardv1.Heartbeat) []moduleView {
 		out = append(out, mv)
 	}
 	return out
+}
+
+// defaultTrustedKeys is the module.pub beside the default signing key, if
+// any: what ward dev's hosts trust.
+func defaultTrustedKeys() []string {
+	if p := defaultKeyFile(node.ModulePubFile); p != "" {
+		return []string{p}
+	}
+	return nil
+}
+
+// refusals names the live hosts' refusals of name's version, each as
+// "host h1: why".
+func refusals(ctx context.Context, r *modreg.Registry, name, version string) ([]string, error) {
+	v, err := r.Version(ctx, name, version)
+	if err != nil {
+		return nil, nil // ActivateVersion says it better
+	}
+	mods, err := r.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range mods {
+		if m.Name != name {
+			continue
+		}
+		for _, e := range m.Events {
+			if e.Digest == v.Digest {
+				out = append(out, fmt.Sprintf("host %s: %s", e.Host, e.Error))
+			}
+		}
+	}
+	return out, nil
+}
+
+// routeConflicts are the ways the pools.yaml the schedulers read (this
+// machine's POOL_CONFIG_PATH, else the embedded one) and the modules
+// deployed override the route v declares.
+func routeConflicts(ctx context.Context, r *modreg.Registry, v modreg.Version) ([]modreg.Conflict, error) {
+	if v.Route.Topic == "" {
+		return nil, nil
+	}
+	conf, err := config.Load(config.FilesFromEnv())
+	if err != nil {
+		return nil, fmt.Errorf("reading pools.yaml to check the route: %w", err)
+	}
+	mods, err := r.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	actives := map[string]*modreg.Active{}
+	for _, m := range mods {
+		if m.Active != nil && m.Name != v.Name {
+			actives[m.Name] = m.Active
+		}
+	}
+	base, _ := modreg.Routes(conf.Pools, actives)
+	_, conflicts := modreg.Routes(base, map[string]*modreg.Active{v.Name: {Name: v.Name, Version: v.Version, Route: v.Route}})
+	return conflicts, nil
 }
 
 func readSignature(path string) ([]byte, error) {

@@ -55,6 +55,9 @@ func newSubmitCmd(g *globals) *cobra.Command {
 					data = archive
 				}
 			}
+			if len(data) > maxPayloadBytes {
+				return fmt.Errorf("the payload is %d bytes: hosts read at most %d (256 MiB) of a job's input; nothing was sent", len(data), maxPayloadBytes)
+			}
 			req.Payload = data
 			req.Priority = int32(priority)
 			if maxRetries > 0 || deadline > 0 {
@@ -97,6 +100,11 @@ func newSubmitCmd(g *globals) *cobra.Command {
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd
 }
+
+// maxPayloadBytes is the most input a host reads of a job (its
+// --max-context-bytes default): a larger payload is refused before it is
+// sent.
+const maxPayloadBytes = 256 << 20
 
 func readPayload(arg string, stdin io.Reader) ([]byte, error) {
 	switch {
