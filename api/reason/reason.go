@@ -98,10 +98,27 @@ const (
 	// key already for another request (another topic or payload); the
 	// refusal names the first job. The same request again is answered
 	// with the first job, as a duplicate.
-	//
-	// Not in All yet: README.md's table of codes (which
-	// TestREADMEListsEveryCode checks against All) needs its row first.
 	IdempotencyConflict Code = "idempotency_conflict"
+)
+
+// The HTTP gateway's refusals of a request (besides the codes above, which
+// it passes on).
+const (
+	// Unauthenticated: no API key, or one that is malformed, unknown,
+	// revoked or expired (401).
+	Unauthenticated Code = "unauthenticated"
+	// Forbidden: the key lacks the scope the request needs, or a dashboard
+	// request lacks its CSRF token (403).
+	Forbidden Code = "forbidden"
+	// NotFound: no such job, run, module or endpoint, for this key: another
+	// tenant's job is not found either (404).
+	NotFound Code = "not_found"
+	// Conflict: the request does not fit the thing's state: a cancel of an
+	// ended job, a rollback with no earlier version (409).
+	Conflict Code = "conflict"
+	// Unavailable: the system did not answer, or the gateway lacks the part
+	// the request needs (502, 503, 504).
+	Unavailable Code = "unavailable"
 )
 
 // Trust refusals: a message on the bus refused because it does not carry
@@ -192,7 +209,8 @@ func All() []Code {
 		SafetyUnavailable, MaxRetriesExceeded, DispatchTimeout, RunningTimeout, DeadlineExceeded,
 		Cancelled, DispatchFailed, Retry, Requeued,
 		BadRequest, StoreError, RateLimited, QueueFull, ModeReadOnly, ModeDraining, ModeDegraded,
-		TenantMismatch, WorkflowUnknown, WorkflowInvalid, WorkflowBusy,
+		TenantMismatch, WorkflowUnknown, WorkflowInvalid, WorkflowBusy, IdempotencyConflict,
+		Unauthenticated, Forbidden, NotFound, Conflict, Unavailable,
 		TicketUnsigned, TicketForged, TicketExpired, TicketReplayed, TicketMisaddressed, StaleResult,
 		HostNotAdmitted,
 		ModuleUnavailable, CapabilityMissing, InputUnavailable, ContextUnavailable, ResultUnavailable, Internal,
