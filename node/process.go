@@ -19,10 +19,12 @@ import (
 )
 
 // EmbeddedNATS is a NATS server with JetStream on, run inside the process
-// (`ward dev`), its store in a temporary directory.
+// (`ward dev`), its store in a temporary directory or in a data directory
+// kept across runs (StartNATSIn).
 type EmbeddedNATS struct {
 	*server.Server
-	dir string
+	dir  string
+	temp bool // dir is removed on Shutdown
 }
 
 // StartNATS runs an embedded NATS server on host:port (port -1: a random
@@ -30,24 +32,50 @@ type EmbeddedNATS struct {
 // operator and accounts (auth.ServerKeys) and every client needs a
 // credential; without, anyone may connect (--insecure).
 func StartNATS(host string, port int, keys *auth.ServerKeys) (*EmbeddedNATS, error) {
-	dir, err := os.MkdirTemp("", "ward-dev-jetstream-")
-	if err != nil {
-		return nil, err
+	return StartNATSIn(host, port, keys, "")
+}
+
+// StartNATSIn is StartNATS with JetStream's store in dataDir, kept across
+// runs: the KV and object buckets (modules, policy bundles, API keys,
+// audit records, results stored by pointer) are there again at the next
+// start. An empty dataDir is a temporary directory, removed on Shutdown.
+func StartNATSIn(host string, port int, keys *auth.ServerKeys, dataDir string) (*EmbeddedNATS, error) {
+	if port > 0 {
+		// A port in use would leave the server waiting for it: say so now.
+		l, err := net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
+		if err != nil {
+			return nil, fmt.Errorf("nats: %w", err)
+		}
+		l.Close()
+	}
+	dir, temp := dataDir, dataDir == ""
+	if temp {
+		var err error
+		if dir, err = os.MkdirTemp("", "ward-dev-jetstream-"); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("nats: data dir: %w", err)
+	}
+	cleanup := func() {
+		if temp {
+			os.RemoveAll(dir)
+		}
 	}
 	opts := &server.Options{Host: host, Port: port, JetStream: true, StoreDir: dir, NoSigs: true, ServerName: "ward-dev"}
 	if keys != nil {
 		if err := keys.Apply(opts); err != nil {
-			os.RemoveAll(dir)
+			cleanup()
 			return nil, err
 		}
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
-		os.RemoveAll(dir)
+		cleanup()
 		return nil, fmt.Errorf("nats: %w", err)
 	}
 	go ns.Start()
-	e := &EmbeddedNATS{Server: ns, dir: dir}
+	e := &EmbeddedNATS{Server: ns, dir: dir, temp: temp}
 	if !ns.ReadyForConnections(10 * time.Second) {
 		e.Shutdown()
 		return nil, fmt.Errorf("nats: not ready on %s:%d (is the port taken?)", host, port)
@@ -55,11 +83,14 @@ func StartNATS(host string, port int, keys *auth.ServerKeys) (*EmbeddedNATS, err
 	return e, nil
 }
 
-// Shutdown stops the server and removes its store.
+// Shutdown stops the server and removes its store, unless it is a data
+// directory (StartNATSIn).
 func (e *EmbeddedNATS) Shutdown() {
 	e.Server.Shutdown()
 	e.WaitForShutdown()
-	os.RemoveAll(e.dir)
+	if e.temp {
+		os.RemoveAll(e.dir)
+	}
 }
 
 // ServeMetrics serves Prometheus metrics on addr's /metrics and returns the

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -18,11 +19,11 @@ import (
 
 func newDevCmd(g *globals) *cobra.Command {
 	var (
-		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile, stateDir, workflowDir string
-		natsPort                                                                                              int
-		insecure                                                                                              bool
-		retention                                                                                             time.Duration
-		hf                                                                                                    hostFlags
+		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile, stateDir, workflowDir, dataDir string
+		natsPort                                                                                                       int
+		insecure                                                                                                       bool
+		retention                                                                                                      time.Duration
+		hf                                                                                                             hostFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -46,7 +47,19 @@ acts as a tenant. --insecure turns all of it off, for comparisons.
 Its links are plaintext, NATS and the kernel's gRPC both: they listen on
 loopback (--nats-host, --safety-listen) and never leave the machine, and
 the --tls-* flags do not apply to them. TLS is for the parts run
-separately (ward auth init --tls, ward safety --grpc-tls-*).`,
+separately (ward auth init --tls, ward safety --grpc-tls-*).
+
+What survives a restart: the keys and credentials in --state-dir always.
+With --data-dir (or $WARD_DATA_DIR), the embedded NATS server keeps its
+JetStream store there, so deployed modules, pushed policies, API keys,
+audit records and results stored by pointer are there again after a
+restart (with the same --state-dir: the data belongs to its account); with
+--redis too, jobs, their events and the DLQ survive. Without --data-dir
+(the default) the store is a temporary directory, removed at exit, and
+each run starts empty; the in-memory job store never survives.
+
+Every port it needs (--nats-port, --safety-listen, --metrics) is checked
+before anything starts, and all those taken are reported at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := g.logger()
@@ -64,6 +77,13 @@ separately (ward auth init --tls, ward safety --grpc-tls-*).`,
 				defer pprof.StopCPUProfile()
 			}
 
+			ports := map[string]string{"--safety-listen": safetyAddr, "--metrics": metricsAddr}
+			if natsPort > 0 {
+				ports["--nats-port"] = net.JoinHostPort(natsHost, fmt.Sprint(natsPort))
+			}
+			if err := checkPorts(ports); err != nil {
+				return err
+			}
 			hc, err := hf.config(log)
 			if err != nil {
 				return err
@@ -127,7 +147,7 @@ separately (ward auth init --tls, ward safety --grpc-tls-*).`,
 				}
 				hc.Trusted = append(hc.Trusted, mk)
 			}
-			ns, err := node.StartNATS(natsHost, natsPort, keys)
+			ns, err := node.StartNATSIn(natsHost, natsPort, keys, dataDir)
 			if err != nil {
 				return err
 			}
@@ -163,12 +183,18 @@ separately (ward auth init --tls, ward safety --grpc-tls-*).`,
 				fmt.Fprintf(out, "  metrics:       off\n")
 			}
 			fmt.Fprintf(out, "  safety kernel: %s\n", n.Safety.Addr())
-			fmt.Fprintf(out, "  policy:        %s (%s); ward policy push <dir> replaces it\n",
-				n.Safety.Kernel().Revision(), n.Safety.Status().GetSource())
+			self := selfName()
+			fmt.Fprintf(out, "  policy:        %s (%s); %s policy push <dir> replaces it\n",
+				n.Safety.Kernel().Revision(), n.Safety.Status().GetSource(), self)
 			fmt.Fprintf(out, "  job store:     %s\n", storeName)
+			if dataDir != "" {
+				fmt.Fprintf(out, "  data:          %s (modules, policies, keys, audit and results kept across restarts)\n", dataDir)
+			} else {
+				fmt.Fprintf(out, "  data:          temporary (--data-dir keeps modules, policies, keys, audit and results across restarts)\n")
+			}
 			fmt.Fprintf(out, "  host:          %s serving %v\n", n.Host.ID(), n.Host.Pools())
-			fmt.Fprintf(out, "  modules:       ward module deploy <name>.wasm --manifest <name>.yaml serves a new one at once\n")
-			fmt.Fprintf(out, "try:  ward submit --topic job.echo --tenant acme --payload '{\"hello\":\"world\"}' --wait\n")
+			fmt.Fprintf(out, "  modules:       %s module deploy <name>.wasm --manifest <name>.yaml serves a new one at once\n", self)
+			fmt.Fprintf(out, "try:  %s submit --topic job.echo --tenant acme --payload '{\"hello\":\"world\"}' --wait\n", self)
 
 			<-ctx.Done()
 			fmt.Fprintln(out, "shutting down")
@@ -181,6 +207,7 @@ separately (ward auth init --tls, ward safety --grpc-tls-*).`,
 	f.StringVar(&modulesDir, "modules", envOr("WARD_MODULES_DIR", "modules/build"), "directory of <name>.wasm modules ($WARD_MODULES_DIR)")
 	f.StringVar(&natsHost, "nats-host", "127.0.0.1", "embedded NATS listen host (plaintext: keep it on loopback)")
 	f.StringVar(&stateDir, "state-dir", envOr("WARD_STATE_DIR", defaultStateDir()), "where the keys and credentials are kept ($WARD_STATE_DIR)")
+	f.StringVar(&dataDir, "data-dir", os.Getenv("WARD_DATA_DIR"), "keep the embedded NATS server's JetStream store here: modules, policies, API keys, audit records and results survive a restart (default: a temporary directory, removed at exit) ($WARD_DATA_DIR)")
 	f.DurationVar(&retention, "retention", envDuration("WARD_RETENTION", node.DefaultRetention), "how long an ended job (its record, events, input and result) is kept, then dropped; 0 keeps them for ever ($WARD_RETENTION)")
 	f.BoolVar(&insecure, "insecure", false, "run without credentials, permissions or signed dispatch (for comparisons only)")
 	f.IntVar(&natsPort, "nats-port", 4222, "embedded NATS port (-1 for a random one)")
