@@ -62,7 +62,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(
 		newDevCmd(g), newSchedulerCmd(g), newSafetyCmd(g), newHostCmd(g),
 		newSubmitCmd(g), newJobsCmd(g), newBenchCmd(g), newWorkersCmd(g), newModuleCmd(g), newDLQCmd(g), newPolicyCmd(g),
-		newAuditCmd(g), newAuthCmd(g), newWorkflowCmd(g), newVersionCmd(g),
+		newAuditCmd(g), newAuthCmd(g), newWorkflowCmd(g), newGatewayCmd(g), newVersionCmd(g),
 	)
 	return root
 }

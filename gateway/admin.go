@@ -1,0 +1,394 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/ward-run/ward/api/reason"
+	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
+	"github.com/ward-run/ward/audit"
+	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/policies"
+	"github.com/ward-run/ward/safety"
+	"github.com/ward-run/ward/view"
+)
+
+// AdminParts are what the admin's endpoints use besides the client.
+type AdminParts struct {
+	// Registry is the module registry (modules, rollback).
+	Registry *modreg.Registry
+	// JS is the JetStream the audit log lives in.
+	JS jetstream.JetStream
+	// PolicyBucket is the kernels' policy bucket; "" is safety's default.
+	PolicyBucket string
+}
+
+func (s *Server) routesAdmin() {
+	s.api("GET", "/v1/hosts", ScopeRead, s.hosts)
+	s.api("GET", "/v1/dlq", ScopeRead, s.dlq)
+	s.api("POST", "/v1/dlq/{id}/retry", ScopeSubmit, s.dlqRetry)
+	s.api("GET", "/v1/modules", ScopeRead, s.modules)
+	s.api("GET", "/v1/modules/{name}", ScopeRead, s.module)
+	s.api("POST", "/v1/modules/{name}/rollback", ScopeAdmin, s.moduleRollback)
+	s.api("GET", "/v1/policies", ScopeRead, s.policyStatus)
+	s.api("POST", "/v1/policies/eval", ScopeRead, s.policyEval)
+	s.api("POST", "/v1/policies/test", ScopeAdmin, s.policyTest)
+	s.api("GET", "/v1/audit", ScopeAdmin, s.auditLog)
+}
+
+// hostWindow is how long the hosts are given to answer.
+const hostWindow = 300 * time.Millisecond
+
+// hosts lists the live hosts. A tenant's key sees their capacity, load
+// and modules; an admin's their labels and credentials too.
+func (s *Server) hosts(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	hbs, err := s.cfg.Client.Workers(ctx, hostWindow)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, 0, len(hbs))
+	for _, hb := range hbs {
+		v := view.Of(hb)
+		if !p.Admin() {
+			delete(v, "credential")
+			delete(v, "labels")
+		}
+		out = append(out, v)
+	}
+	return map[string]any{"hosts": out}, nil
+}
+
+// dlq lists the dead-lettered jobs: a tenant's key sees its tenant's.
+func (s *Server) dlq(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	limit := 100
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "limit %q is not a number from 1 to 1000", l)
+		}
+		limit = n
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	// The DLQ is read on an admin's subject; a tenant's entries are
+	// picked out here, from a bounded read.
+	want := limit
+	if !p.Admin() {
+		want = 1000
+	}
+	entries, err := s.cfg.Client.DLQ(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	out := []map[string]any{}
+	for _, e := range entries {
+		if len(out) == limit {
+			break
+		}
+		if p.Admin() || e.GetTenantId() == p.Tenant {
+			out = append(out, view.Of(e))
+		}
+	}
+	return map[string]any{"entries": out}, nil
+}
+
+func (s *Server) dlqRetry(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	id := r.PathValue("id")
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	if !p.Admin() {
+		// The job must be the tenant's: read through the tenant's client.
+		if _, err := s.clientOf(p).Get(ctx, id, false); err != nil {
+			return nil, notFound(err, "job", id)
+		}
+	}
+	rep, err := s.cfg.Client.RetryDLQ(ctx, id)
+	if rep != nil && !rep.GetAccepted() {
+		if rep.GetReason() == string(reason.BadRequest) {
+			return nil, errorf(http.StatusConflict, CodeConflict, "%s", rep.GetMessage())
+		}
+		return nil, refusal(rep, err)
+	}
+	if err != nil {
+		return nil, notFound(err, "dead-lettered job", id)
+	}
+	return withStatus{http.StatusAccepted, view.Of(rep)}, nil
+}
+
+func (s *Server) registry() (*modreg.Registry, error) {
+	if s.cfg.Admin.Registry == nil {
+		return nil, errorf(http.StatusServiceUnavailable, CodeUnavailable, "this gateway has no module registry")
+	}
+	return s.cfg.Admin.Registry, nil
+}
+
+// ModuleView is a module as the API shows it.
+type ModuleView struct {
+	Name     string           `json:"name"`
+	Active   *modreg.Active   `json:"active,omitempty"`
+	Versions []modreg.Version `json:"versions,omitempty"`
+	Events   []modreg.Event   `json:"events,omitempty"`
+}
+
+func moduleView(m modreg.Module, full bool) ModuleView {
+	v := ModuleView{Name: m.Name, Active: m.Active}
+	if full {
+		v.Versions, v.Events = m.Versions, m.Events
+		for i := range v.Versions {
+			v.Versions[i].Signature = nil // whether it is signed is Active.Signed
+		}
+	}
+	return v
+}
+
+func (s *Server) modules(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	reg, err := s.registry()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	ms, err := reg.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ModuleView, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, moduleView(m, false))
+	}
+	return map[string]any{"modules": out}, nil
+}
+
+func (s *Server) module(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	reg, err := s.registry()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	ms, err := reg.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	name := r.PathValue("name")
+	for _, m := range ms {
+		if m.Name == name {
+			return moduleView(m, true), nil
+		}
+	}
+	return nil, errorf(http.StatusNotFound, CodeNotFound, "module %s is not deployed", name)
+}
+
+func (s *Server) moduleRollback(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	reg, err := s.registry()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	name := r.PathValue("name")
+	if _, err := s.module(w, r, p); err != nil {
+		return nil, err
+	}
+	a, err := reg.Rollback(ctx, name)
+	if err != nil {
+		return nil, errorf(http.StatusConflict, CodeConflict, "%v", err)
+	}
+	s.audit(ctx, p, audit.ModuleRollback, name, map[string]string{"version": a.Version, "digest": a.Digest})
+	return a, nil
+}
+
+// audit records what p did, best effort: a failure is logged.
+func (s *Server) audit(ctx context.Context, p Principal, action, target string, detail map[string]string) {
+	if s.cfg.Admin.JS == nil {
+		return
+	}
+	e := audit.Entry{Actor: "key:" + p.KeyID, Action: action, Target: target, Detail: detail}
+	if p.Name != "" {
+		e.Actor += ":" + p.Name
+	}
+	if err := audit.Record(ctx, s.cfg.Admin.JS, e); err != nil {
+		s.log.Warn("audit record failed", "action", action, "target", target, "err", err)
+	}
+}
+
+func (s *Server) auditLog(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	if s.cfg.Admin.JS == nil {
+		return nil, errorf(http.StatusServiceUnavailable, CodeUnavailable, "this gateway has no audit log")
+	}
+	q := r.URL.Query()
+	f := audit.Filter{Action: q.Get("action"), Actor: q.Get("actor")}
+	if f.Action != "" {
+		if err := audit.CheckAction(f.Action); err != nil {
+			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%v", err)
+		}
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > audit.MaxLimit {
+			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "limit %q is not a number from 1 to %d", l, audit.MaxLimit)
+		}
+		f.Limit = n
+	}
+	if t := q.Get("since"); t != "" {
+		ms, err := parseTime(t)
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "since: %v", err)
+		}
+		f.Since = time.UnixMilli(ms)
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	es, err := audit.List(ctx, s.cfg.Admin.JS, f)
+	if err != nil {
+		return nil, err
+	}
+	if es == nil {
+		es = []audit.Entry{}
+	}
+	return map[string]any{"entries": es}, nil
+}
+
+// policyCache keeps the compiled policy of the revision last evaluated.
+type policyCache struct {
+	mu  sync.Mutex
+	rev string
+	p   *safety.Policy
+	b   *safety.Bundle
+}
+
+var embeddedOnce = sync.OnceValues(func() (*safety.Bundle, error) { return safety.ReadBundle(policies.FS) })
+
+// currentPolicy is the bundle in force: the one pushed last, else the
+// embedded default.
+func (s *Server) currentPolicy(ctx context.Context) (*safety.Bundle, string, error) {
+	b, _, err := safety.Current(ctx, s.cfg.Client.Bus().NATS(), s.cfg.Admin.PolicyBucket)
+	if errors.Is(err, safety.ErrNoBundle) {
+		b, err = embeddedOnce()
+		return b, "embedded", err
+	}
+	return b, "bucket", err
+}
+
+func (s *Server) compiled(ctx context.Context) (*safety.Policy, *safety.Bundle, string, error) {
+	b, source, err := s.currentPolicy(ctx)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	s.policy.mu.Lock()
+	defer s.policy.mu.Unlock()
+	if s.policy.p != nil && s.policy.rev == b.Revision() {
+		return s.policy.p, b, source, nil
+	}
+	p, err := safety.Compile(b)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	s.policy.rev, s.policy.p, s.policy.b = b.Revision(), p, b
+	return p, b, source, nil
+}
+
+// PolicyStatus is GET /v1/policies's answer.
+type PolicyStatus struct {
+	Revision string            `json:"revision"`
+	Source   string            `json:"source"`
+	Files    map[string]string `json:"files,omitempty"`
+	Kernels  []map[string]any  `json:"kernels"`
+}
+
+func (s *Server) policyStatus(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	b, source, err := s.currentPolicy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sts, err := safety.Statuses(ctx, s.cfg.Client.Bus().NATS(), hostWindow)
+	if err != nil {
+		return nil, err
+	}
+	out := PolicyStatus{Revision: b.Revision(), Source: source, Kernels: []map[string]any{}}
+	if r.URL.Query().Get("files") == "true" {
+		out.Files = map[string]string{}
+		for name, data := range b.Files {
+			out.Files[name] = string(data)
+		}
+	}
+	for _, st := range sts {
+		out.Kernels = append(out.Kernels, view.Of(st))
+	}
+	return out, nil
+}
+
+// policyEval explains the decision of the policy in force on a
+// CheckRequest (its protojson), as `ward policy eval` does.
+func (s *Server) policyEval(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	raw, err := readAll(r)
+	if err != nil {
+		return nil, err
+	}
+	req := &safetyv1.CheckRequest{}
+	if err := protojson.Unmarshal(raw, req); err != nil {
+		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "the body is not a CheckRequest: %v", err)
+	}
+	if !p.Admin() {
+		req.TenantId = p.Tenant // a tenant asks about its own jobs
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	pol, _, source, err := s.compiled(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := pol.Explain(ctx, req)
+	if err != nil {
+		return nil, errorf(http.StatusUnprocessableEntity, reason.BadRequest, "%v", err)
+	}
+	v := view.Of(resp)
+	v["source"] = source
+	return v, nil
+}
+
+// TestReply is POST /v1/policies/test's answer.
+type TestReply struct {
+	Revision string           `json:"revision"`
+	Passed   bool             `json:"passed"`
+	Results  []map[string]any `json:"results"`
+}
+
+func (s *Server) policyTest(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	b, _, err := s.currentPolicy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := safety.Test(ctx, b)
+	if err != nil {
+		return nil, errorf(http.StatusUnprocessableEntity, reason.BadRequest, "%v", err)
+	}
+	out := TestReply{Revision: b.Revision(), Passed: true, Results: []map[string]any{}}
+	for _, t := range res {
+		if t.Failed() {
+			out.Passed = false
+		}
+		m := map[string]any{"name": t.Name, "location": t.Location, "outcome": t.Outcome, "duration_ms": t.Duration.Milliseconds()}
+		if t.Err != "" {
+			m["error"] = t.Err
+		}
+		if t.Output != "" {
+			m["output"] = t.Output
+		}
+		out.Results = append(out.Results, m)
+	}
+	return out, nil
+}

@@ -1,0 +1,415 @@
+// Package gateway is Ward over HTTP: a versioned JSON API under /v1 (its
+// OpenAPI document at /v1/openapi.yaml), Server-Sent Events of jobs, and
+// the dashboard (package gateway's ui.go), for callers with an API key.
+//
+// A gateway keeps no state of its own: it talks to the system over NATS
+// with one admin connection, the same subjects the CLI uses, and reads
+// API keys through an Authenticator (package apikey's store, kept fresh
+// by a watch), so any number of replicas serve the same answers.
+//
+// Who sees what is the key's: a tenant's key acts through a client bound
+// to its tenant (client.For), on its tenant's subjects, so the
+// schedulers, not the gateway, keep tenants apart; another tenant's job is
+// "not found" (404), never "forbidden". An admin key sees every tenant.
+// Scopes: read (GET), submit (submit, cancel, retry, run), admin (every
+// tenant, modules, policies, the audit log, hosts' details). A key with
+// read alone is read-only.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/ward-run/ward/api/reason"
+	"github.com/ward-run/ward/client"
+)
+
+// Scopes a key may hold.
+const (
+	ScopeRead   = "read"
+	ScopeSubmit = "submit"
+	ScopeAdmin  = "admin"
+)
+
+// Principal is who a request is: what its API key says.
+type Principal struct {
+	// KeyID is the key's public id (its recognisable prefix).
+	KeyID string
+	// Name is the key's name, for the audit log.
+	Name string
+	// Tenant is the key's tenant.
+	Tenant string
+	// Scopes are the key's scopes.
+	Scopes []string
+}
+
+// Can reports whether p holds scope; admin holds every scope.
+func (p Principal) Can(scope string) bool {
+	for _, s := range p.Scopes {
+		if s == scope || s == ScopeAdmin {
+			return true
+		}
+	}
+	return false
+}
+
+// Admin reports whether p sees every tenant.
+func (p Principal) Admin() bool { return p.Can(ScopeAdmin) }
+
+// ErrUnauthenticated is what an Authenticator returns, wrapped, for a key
+// it does not accept: unknown, malformed, revoked or expired.
+var ErrUnauthenticated = errors.New("unauthenticated")
+
+// Authenticator says who a bearer token is.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (Principal, error)
+}
+
+// AuthFunc adapts a function to an Authenticator.
+type AuthFunc func(ctx context.Context, token string) (Principal, error)
+
+// Authenticate calls f.
+func (f AuthFunc) Authenticate(ctx context.Context, token string) (Principal, error) {
+	return f(ctx, token)
+}
+
+// Config is a gateway's.
+type Config struct {
+	// Client is an admin's connection to the system.
+	Client *client.Client
+	// Auth checks API keys.
+	Auth Authenticator
+	// Admin is the optional parts only an admin's endpoints need: the
+	// module registry, the policy bucket, the audit log. An endpoint whose
+	// part is missing answers 503.
+	Admin AdminParts
+	// Rate and Burst limit each key's requests (Rate a second); 0: 50
+	// and 100.
+	Rate  float64
+	Burst int
+	// MaxBody bounds a request's body; 0: 8 MiB.
+	MaxBody int64
+	// Timeout bounds a request's calls to the system; 0: 10 s.
+	Timeout time.Duration
+	// Metrics, when set, registers the gateway's metrics and serves them
+	// (with the rest of the registry) on /metrics.
+	Metrics *prometheus.Registry
+	// Ready reports whether the system is reachable, for /readyz; nil
+	// checks the NATS connection.
+	Ready func(context.Context) error
+	// Version is the build's, for /healthz.
+	Version string
+	// Log is where requests that fail are logged; nil: slog.Default.
+	Log *slog.Logger
+	// SecureCookies marks the dashboard's session cookie Secure (behind
+	// TLS).
+	SecureCookies bool
+}
+
+// Server is a gateway: an http.Handler.
+type Server struct {
+	cfg     Config
+	mux     *http.ServeMux
+	log     *slog.Logger
+	routes  []route
+	metrics *metrics
+
+	mu       sync.Mutex
+	limiters map[string]*rate.Limiter
+	tenants  map[string]*client.Client
+	policy   policyCache
+}
+
+// route is one endpoint, for the OpenAPI document's test.
+type route struct {
+	Method, Pattern, Scope string
+}
+
+// New returns a gateway serving cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Client == nil || cfg.Auth == nil {
+		return nil, errors.New("gateway: a client and an authenticator are required")
+	}
+	if !cfg.Client.Admin() {
+		return nil, errors.New("gateway: the client must be an admin's (it acts for every tenant's keys)")
+	}
+	if cfg.Rate <= 0 {
+		cfg.Rate, cfg.Burst = 50, 100
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = int(cfg.Rate) * 2
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 8 << 20
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Log,
+		limiters: map[string]*rate.Limiter{}, tenants: map[string]*client.Client{}}
+	s.metrics = newMetrics(cfg.Metrics)
+	s.routesAPI()
+	s.routesUI()
+	return s, nil
+}
+
+// ServeHTTP serves a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Routes returns the API's endpoints as "METHOD /path", in the OpenAPI
+// document's path syntax.
+func (s *Server) Routes() []string {
+	out := make([]string, 0, len(s.routes))
+	for _, r := range s.routes {
+		out = append(out, r.Method+" "+r.Pattern)
+	}
+	return out
+}
+
+// handler is an API endpoint's: it returns the value to write as JSON
+// (with status 200, or the status an *apiError or a status value says).
+type handler func(w http.ResponseWriter, r *http.Request, p Principal) (any, error)
+
+// api registers an endpoint that needs scope ("" for none: public).
+func (s *Server) api(method, pattern, scope string, h handler) {
+	s.routes = append(s.routes, route{method, pattern, scope})
+	name := method + " " + pattern
+	s.mux.HandleFunc(name, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		s.serve(sw, r, scope, h)
+		s.metrics.observe(name, sw.status, time.Since(start))
+	})
+}
+
+func (s *Server) serve(w *statusWriter, r *http.Request, scope string, h handler) {
+	var p Principal
+	if scope != "" {
+		var err error
+		p, err = s.authenticate(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if !s.limiter(p.KeyID).Allow() {
+			w.Header().Set("Retry-After", "1")
+			s.writeError(w, r, errorf(http.StatusTooManyRequests, reason.RateLimited, "key %s is over its rate limit of %g requests a second", p.KeyID, s.cfg.Rate))
+			return
+		}
+		if !p.Can(scope) {
+			s.writeError(w, r, errorf(http.StatusForbidden, CodeForbidden, "key %s lacks the %s scope", p.KeyID, scope))
+			return
+		}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	v, err := h(w, r, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if v == nil || w.wrote {
+		return
+	}
+	status := http.StatusOK
+	if st, ok := v.(withStatus); ok {
+		status, v = st.status, st.v
+	}
+	writeJSON(w, status, v)
+}
+
+// authenticate reads the request's key: Authorization: Bearer, else the
+// dashboard's session cookie (whose requests that change things must
+// carry the CSRF token).
+func (s *Server) authenticate(r *http.Request) (Principal, error) {
+	token, fromCookie := bearer(r), false
+	if token == "" {
+		if c, err := r.Cookie(sessionCookie); err == nil {
+			token, fromCookie = c.Value, true
+		}
+	}
+	if token == "" {
+		return Principal{}, errorf(http.StatusUnauthorized, CodeUnauthenticated, "an API key is required: Authorization: Bearer <key> (ward auth key add)")
+	}
+	p, err := s.cfg.Auth.Authenticate(r.Context(), token)
+	if err != nil {
+		if errors.Is(err, ErrUnauthenticated) {
+			return Principal{}, errorf(http.StatusUnauthorized, CodeUnauthenticated, "%v", err)
+		}
+		return Principal{}, errorf(http.StatusServiceUnavailable, reason.Internal, "checking the API key: %v", err)
+	}
+	if fromCookie && !safeMethod(r.Method) && !s.csrfOK(r, token) {
+		return Principal{}, errorf(http.StatusForbidden, CodeForbidden, "the request lacks the dashboard's CSRF token")
+	}
+	return p, nil
+}
+
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// limiter is key id's token bucket.
+func (s *Server) limiter(id string) *rate.Limiter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.limiters[id]
+	if !ok {
+		l = rate.NewLimiter(rate.Limit(s.cfg.Rate), s.cfg.Burst)
+		s.limiters[id] = l
+	}
+	return l
+}
+
+// clientOf is the client p acts through: the admin's, or one bound to
+// p's tenant.
+func (s *Server) clientOf(p Principal) *client.Client {
+	if p.Admin() {
+		return s.cfg.Client
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.tenants[p.Tenant]
+	if !ok {
+		c = s.cfg.Client.For(p.Tenant)
+		s.tenants[p.Tenant] = c
+	}
+	return c
+}
+
+// ctx bounds a request's calls to the system.
+func (s *Server) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), s.cfg.Timeout)
+}
+
+// Serve serves on addr until ctx ends, then shuts down, waiting up to
+// 10 s for requests in flight (event streams end with ctx).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	<-errc
+	return err
+}
+
+// The gateway's own refusals' codes (api/reason).
+const (
+	CodeUnauthenticated = reason.Unauthenticated
+	CodeForbidden       = reason.Forbidden
+	CodeNotFound        = reason.NotFound
+	CodeConflict        = reason.Conflict
+	CodeUnavailable     = reason.Unavailable
+)
+
+// apiError is an error with its HTTP status and code.
+type apiError struct {
+	Status  int
+	Code    reason.Code
+	Message string
+}
+
+func (e *apiError) Error() string { return string(e.Code) + ": " + e.Message }
+
+func errorf(status int, code reason.Code, format string, args ...any) *apiError {
+	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// errorBody is every error's JSON: {"error": {"code", "message"}}.
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &mbe):
+		ae = errorf(http.StatusRequestEntityTooLarge, reason.InputTooLarge, "the request's body is over %d bytes", mbe.Limit)
+	case errors.Is(err, context.DeadlineExceeded):
+		ae = errorf(http.StatusGatewayTimeout, CodeUnavailable, "the system did not answer in time")
+	default:
+		s.log.Warn("gateway request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		ae = errorf(http.StatusBadGateway, CodeUnavailable, "%v", err)
+	}
+	var b errorBody
+	b.Error.Code, b.Error.Message = string(ae.Code), ae.Message
+	writeJSON(w, ae.Status, b)
+}
+
+// withStatus writes v with status.
+type withStatus struct {
+	status int
+	v      any
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v)
+}
+
+// statusWriter remembers the status written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.status, w.wrote = http.StatusOK, true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush lets event streams flush through the wrapper.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the writer beneath.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

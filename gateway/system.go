@@ -1,0 +1,116 @@
+package gateway
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"gopkg.in/yaml.v3"
+
+	"github.com/ward-run/ward/api/reason"
+)
+
+// OpenAPI is the API's OpenAPI 3 document, served on /v1/openapi.yaml
+// and, as JSON, on /v1/openapi.json.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+func (s *Server) routesAPI() {
+	s.routesJobs()
+	s.routesAdmin()
+	s.routesWorkflows()
+	s.api("GET", "/healthz", "", s.healthz)
+	s.api("GET", "/readyz", "", s.readyz)
+	s.mux.HandleFunc("GET /v1/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(OpenAPI)
+	})
+	s.mux.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		var doc any
+		if err := yaml.Unmarshal(OpenAPI, &doc); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, doc)
+	})
+	if s.cfg.Metrics != nil {
+		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}))
+	}
+	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errorf(http.StatusNotFound, CodeNotFound, "no endpoint %s %s (the API is described at /v1/openapi.yaml)", r.Method, r.URL.Path))
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request, _ Principal) (any, error) {
+	return map[string]any{"status": "ok", "version": s.cfg.Version}, nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ Principal) (any, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	ready := s.cfg.Ready
+	if ready == nil {
+		ready = func(context.Context) error {
+			if !s.cfg.Client.Bus().NATS().IsConnected() {
+				return errors.New("not connected to NATS")
+			}
+			return nil
+		}
+	}
+	if err := ready(ctx); err != nil {
+		return nil, errorf(http.StatusServiceUnavailable, CodeUnavailable, "not ready: %v", err)
+	}
+	return map[string]any{"status": "ready"}, nil
+}
+
+// readAll reads a request's whole body (bounded by MaxBody).
+func readAll(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "reading the body: %v", err)
+	}
+	return b, nil
+}
+
+// metrics are the gateway's.
+type metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(reg *prometheus.Registry) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ward_gateway_requests_total", Help: "HTTP requests the gateway answered, by route and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "ward_gateway_request_seconds", Help: "Time to answer an HTTP request, by route (event streams: their whole life).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10},
+		}, []string{"route"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.latency)
+	}
+	return m
+}
+
+func (m *metrics) observe(route string, status int, d time.Duration) {
+	if status == 0 {
+		status = http.StatusOK
+	}
+	m.requests.WithLabelValues(route, statusText(status)).Inc()
+	m.latency.WithLabelValues(route).Observe(d.Seconds())
+}
+
+func statusText(code int) string { return strconv.Itoa(code) }

@@ -1,0 +1,142 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ward-run/ward/apikey"
+	"github.com/ward-run/ward/audit"
+	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/gateway"
+	"github.com/ward-run/ward/internal/version"
+	"github.com/ward-run/ward/modreg"
+)
+
+// GatewayConfig is a gateway's (`ward gateway`, and the one in `ward
+// dev`).
+type GatewayConfig struct {
+	NATSURL string
+	// Creds must be an admin's: the gateway acts for every tenant's keys
+	// (and for each tenant on its own subjects only).
+	Creds   string
+	NATSTLS auth.TLSFiles
+	// Listen is the HTTP address; "127.0.0.1:8080" when empty.
+	Listen string
+	// PolicyBucket is the kernels' bucket; safety's default when empty.
+	PolicyBucket string
+	// Rate and Burst limit each API key (gateway.Config).
+	Rate  float64
+	Burst int
+	// SecureCookies marks the dashboard's cookie Secure (behind TLS).
+	SecureCookies bool
+	Logger        *slog.Logger
+}
+
+// Gateway is a running gateway.
+type Gateway struct {
+	*gateway.Server
+	addr   string
+	conn   *client.Client
+	keys   *apikey.Store
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Addr is the address the gateway listens on.
+func (g *Gateway) Addr() string { return g.addr }
+
+// Keys is the API key store the gateway checks keys against.
+func (g *Gateway) Keys() *apikey.Store { return g.keys }
+
+// StartGateway connects a gateway to the bus and serves it. On error
+// nothing is left running.
+func StartGateway(ctx context.Context, cfg GatewayConfig) (_ *Gateway, err error) {
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:8080"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("part", "gateway")
+	c, err := client.Dial(cfg.NATSURL, client.Options{Creds: cfg.Creds, TLS: cfg.NATSTLS})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	g := &Gateway{conn: c}
+	defer func() {
+		if err != nil {
+			g.close()
+		}
+	}()
+	if !c.Admin() {
+		return nil, errors.New("gateway: its credential must be an admin's (it serves every tenant's API keys)")
+	}
+	js, err := jetstream.New(c.Bus().NATS())
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if err := audit.Ensure(ctx, js); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if g.keys, err = apikey.Open(ctx, js); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	reg, err := modreg.Open(ctx, c.Bus().NATS())
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	g.Server, err = gateway.New(gateway.Config{
+		Client: c, Auth: gateway.APIKeys(g.keys),
+		Admin: gateway.AdminParts{Registry: reg, JS: js, PolicyBucket: cfg.PolicyBucket},
+		Rate:  cfg.Rate, Burst: cfg.Burst, Metrics: metrics, Version: version.Version(),
+		Log: log, SecureCookies: cfg.SecureCookies,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	g.addr = ln.Addr().String()
+	sctx, cancel := context.WithCancel(context.Background())
+	g.cancel, g.done = cancel, make(chan error, 1)
+	go func() { g.done <- g.Server.Serve(sctx, ln) }()
+	log.Info("gateway listening", "addr", g.addr)
+	return g, nil
+}
+
+func (g *Gateway) close() {
+	if g.keys != nil {
+		_ = g.keys.Close()
+	}
+	if g.conn != nil {
+		g.conn.Close()
+	}
+}
+
+// Shutdown stops serving (event streams end, requests in flight get up
+// to 10 s) and closes the connection.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	var err error
+	if g.cancel != nil {
+		g.cancel()
+		select {
+		case err = <-g.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	g.close()
+	return err
+}
