@@ -1,0 +1,220 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ward-run/ward/internal/testing/poll"
+	"github.com/ward-run/ward/internal/testing/wasmtest"
+)
+
+// cli runs the ward binary against natsURL and returns its output (stdout
+// and stderr) and exit code.
+func cli(t *testing.T, natsURL string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(wardBin, append([]string{"--nats", natsURL}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), exitCode(err)
+}
+
+// TestCLITour is the new user's tour of issue 16 on one `ward dev`: read
+// commands print JSON, jobs watch re-attaches, jobs ls --watch follows new
+// jobs, ward version names the parts, dlq retry refuses a SUCCEEDED job,
+// and module deploy, activate, rm-version and rollback check what they
+// are given.
+func TestCLITour(t *testing.T) {
+	dev, natsURL := startDev(t, []string{"REDIS_URL="}, "--modules", echoDir(t))
+	if !strings.Contains(dev.out.String(), "try:  "+wardBin+" submit ") {
+		t.Errorf("the banner does not name the binary as run (%s):\n%s", wardBin, dev.out.String())
+	}
+
+	watch := startWard(t, "jobs ls --watch", nil, "--nats", natsURL, "jobs", "ls", "--watch")
+	poll.Until(t, 30*time.Second, "jobs ls --watch lists", func() bool { return strings.Contains(watch.out.String(), "JOB ") })
+
+	out, code := cli(t, natsURL, "submit", "--topic", "job.echo", "--tenant", "acme", "--payload", `{"hello":"world"}`)
+	if code != 0 {
+		t.Fatalf("submit: exit %d\n%s", code, out)
+	}
+	id := strings.Fields(out)[1]
+	// watch follows it to its end (or prints it at once when it ended).
+	out, code = cli(t, natsURL, "jobs", "watch", id)
+	if code != 0 || !strings.Contains(out, "SUCCEEDED") || !strings.Contains(out, `{"hello":"world"}`) || strings.Count(out, "SUCCEEDED") != 1 {
+		t.Errorf("jobs watch: exit %d\n%s", code, out)
+	}
+	poll.Until(t, 30*time.Second, "jobs ls --watch shows the job's end", func() bool {
+		return strings.Contains(watch.out.String(), id) && strings.Contains(watch.out.String(), "SUCCEEDED")
+	})
+	out, code = cli(t, natsURL, "submit", "--topic", "sys.destroy", "--tenant", "acme")
+	denied := strings.Fields(out)[1]
+	out, code = cli(t, natsURL, "jobs", "watch", denied)
+	if code != 2 || !strings.Contains(out, "ended DENIED: safety_denied: topic sys.destroy is forbidden") {
+		t.Errorf("jobs watch of a denied job: exit %d\n%s", code, out)
+	}
+
+	out, code = cli(t, natsURL, "jobs", "get", id, "-o", "json", "--result")
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != 0 || rec["state"] != "SUCCEEDED" ||
+		rec["result"].(map[string]any)["hello"] != "world" {
+		t.Errorf("jobs get -o json: exit %d, %v\n%s", code, err, out)
+	}
+	out, code = cli(t, natsURL, "jobs", "get", id, "--json")
+	if code != 0 || !strings.Contains(out, `"state": "SUCCEEDED"`) {
+		t.Errorf("jobs get --json: exit %d\n%s", code, out)
+	}
+	for _, args := range [][]string{{"jobs", "ls"}, {"workers"}, {"dlq", "ls"}, {"module", "ls"}, {"policy", "status"}, {"workflow", "ls"}} {
+		out, code := cli(t, natsURL, append(args, "-o", "json")...)
+		var list []map[string]any
+		if err := json.Unmarshal([]byte(out), &list); err != nil || code != 0 {
+			t.Errorf("%v -o json: exit %d, %v\n%s", args, code, err, out)
+		}
+		if args[0] == "workers" && (len(list) != 1 || list[0]["version"] == nil) {
+			t.Errorf("workers -o json: no host's version\n%s", out)
+		}
+	}
+	if out, code := cli(t, natsURL, "scheduler", "mode", "-o", "yaml"); code != 0 || out != "mode: NORMAL\n" {
+		t.Errorf("scheduler mode -o yaml: exit %d\n%s", code, out)
+	}
+	if out, code := cli(t, natsURL, "jobs", "ls", "-o", "wide"); code == 0 || !strings.Contains(out, "want table, json or yaml") {
+		t.Errorf("jobs ls -o wide: exit %d\n%s", code, out)
+	}
+
+	out, code = cli(t, natsURL, "version", "-o", "json")
+	var v struct {
+		Client struct{ Version, Go string }
+		System struct {
+			Reachable  bool
+			NATSServer string `json:"nats_server"`
+			Hosts      []struct{ ID, Version string }
+			Kernels    []struct{ ID, Revision string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || v.Client.Go == "" || !v.System.Reachable ||
+		v.System.NATSServer == "" || len(v.System.Hosts) != 1 || v.System.Hosts[0].Version == "" || len(v.System.Kernels) != 1 {
+		t.Errorf("version -o json: exit %d, %v\n%s", code, err, out)
+	}
+	if out, code := cli(t, "nats://127.0.0.1:1", "version", "--wait", "500ms"); code != 0 || !strings.Contains(out, "not reachable") {
+		t.Errorf("version without a system: exit %d\n%s", code, out)
+	}
+
+	if out, code := cli(t, natsURL, "dlq", "retry", id); code == 0 || !strings.Contains(out, "is SUCCEEDED: only a job that ended FAILED") {
+		t.Errorf("dlq retry of a SUCCEEDED job: exit %d\n%s", code, out)
+	}
+
+	// Module deploy checks before it uploads.
+	dir := t.TempDir()
+	notWasm := filepath.Join(dir, "script.wasm")
+	writeFile(t, notWasm, "#!/bin/sh\necho hi\n")
+	if out, code := cli(t, natsURL, "module", "deploy", notWasm); code == 0 || !strings.Contains(out, notWasm+": not a WebAssembly module") {
+		t.Errorf("deploy of a shell script: exit %d\n%s", code, out)
+	}
+	hello := filepath.Join(dir, "hello.wasm")
+	if err := os.WriteFile(hello, wasmtest.Build(t, "github.com/ward-run/ward/modules/echo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "hello.yaml"), "name: hello\nversion: 1.0.0\ntopic: job.echo\npool: hello\n")
+	if out, code := cli(t, natsURL, "module", "deploy", hello); code == 0 || !strings.Contains(out, "topic job.echo goes to echo") ||
+		!strings.Contains(out, "nothing was uploaded") {
+		t.Errorf("deploy of a route pools.yaml overrides: exit %d\n%s", code, out)
+	}
+	writeFile(t, filepath.Join(dir, "hello.yaml"), "name: hello\nversion: 1.0.0\ntopic: job.hello\nbogus: 1\n")
+	if out, code := cli(t, natsURL, "module", "deploy", hello); code == 0 || !strings.Contains(out, "manifest "+filepath.Join(dir, "hello.yaml")) {
+		t.Errorf("deploy with a bad manifest: exit %d\n%s", code, out)
+	}
+	if out, _ := cli(t, natsURL, "module", "ls"); strings.Contains(out, "hello") {
+		t.Errorf("a refused deploy uploaded:\n%s", out)
+	}
+	for _, ver := range []string{"1.0.0", "2.0.0"} {
+		writeFile(t, filepath.Join(dir, "hello.yaml"), "name: hello\nversion: "+ver+"\ntopic: job.hello\n")
+		if out, code := cli(t, natsURL, "module", "deploy", hello, "--wait", "60s"); code != 0 {
+			t.Fatalf("deploy hello %s: exit %d\n%s", ver, code, out)
+		}
+	}
+	if out, code := cli(t, natsURL, "module", "rollback", "ghost"); code == 0 || !strings.Contains(out, "module ghost is not deployed") {
+		t.Errorf("rollback of an unknown module: exit %d\n%s", code, out)
+	}
+	if out, code := cli(t, natsURL, "module", "rollback", "hello"); code != 0 || !strings.Contains(out, "hello: 1.0.0") {
+		t.Errorf("rollback: exit %d\n%s", code, out)
+	}
+	if out, code := cli(t, natsURL, "module", "activate", "hello", "2.0.0"); code != 0 || !strings.Contains(out, "hello: 2.0.0") {
+		t.Errorf("activate after the rollback: exit %d\n%s", code, out)
+	}
+	if out, code := cli(t, natsURL, "module", "rm-version", "hello", "2.0.0"); code == 0 || !strings.Contains(out, "is active") {
+		t.Errorf("rm-version of the active version: exit %d\n%s", code, out)
+	}
+	if out, code := cli(t, natsURL, "module", "rm-version", "hello", "1.0.0"); code != 0 {
+		t.Errorf("rm-version: exit %d\n%s", code, out)
+	}
+	if out, _ := cli(t, natsURL, "module", "ls"); strings.Contains(out, "1.0.0") || !strings.Contains(out, "2.0.0") {
+		t.Errorf("module ls after rm-version:\n%s", out)
+	}
+	// Unsigned: refused by the activation, as ward dev's hosts require signatures.
+	writeFile(t, filepath.Join(dir, "hello.yaml"), "name: hello\nversion: 3.0.0\ntopic: job.hello\n")
+	other := filepath.Join(dir, "other")
+	if out, code := cli(t, natsURL, "module", "keygen", "--out", other); code != 0 {
+		t.Fatalf("keygen: %d\n%s", code, out)
+	}
+	_, _ = cli(t, natsURL, "module", "deploy", hello, "--sign-key", other+".key", "--stage-timeout", "0")
+	if out, code := cli(t, natsURL, "module", "activate", "hello", "3.0.0"); code == 0 || !strings.Contains(out, "not activated") {
+		t.Errorf("activate of a version signed by an untrusted key: exit %d\n%s", code, out)
+	}
+
+	watch.stop(t)
+	dev.stop(t)
+}
+
+// TestDevDataDir: a module deployed and a policy pushed before a restart
+// of ward dev --data-dir are live after it; and a second ward dev on the
+// same ports is told at once of every port taken.
+func TestDevDataDir(t *testing.T) {
+	data := t.TempDir()
+	nats, safety, metrics := freeAddr(t), freeAddr(t), freeAddr(t)
+	_, natsPort, _ := net.SplitHostPort(nats)
+	args := []string{"dev", "--modules", echoDir(t), "--data-dir", data, "--nats-port", natsPort,
+		"--safety-listen", safety, "--metrics", metrics, "--cache-dir", cacheDir}
+	start := func() *proc {
+		p := startWard(t, "dev", []string{"REDIS_URL="}, args...)
+		poll.Until(t, 120*time.Second, "ward dev is up", func() bool { return strings.Contains(p.out.String(), "try:") })
+		return p
+	}
+	url := "nats://" + nats
+	dev := start()
+
+	second := exec.Command(wardBin, args...)
+	out, err := second.CombinedOutput()
+	for _, want := range []string{nats + " (--nats-port): in use", safety + " (--safety-listen): in use", metrics + " (--metrics): in use"} {
+		if exitCode(err) == 0 || !strings.Contains(string(out), want) {
+			t.Errorf("a second ward dev: %v, output lacks %q:\n%s", err, want, out)
+		}
+	}
+
+	dir := t.TempDir()
+	hello := filepath.Join(dir, "hello.wasm")
+	if err := os.WriteFile(hello, wasmtest.Build(t, "github.com/ward-run/ward/modules/echo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "hello.yaml"), "name: hello\nversion: 1.0.0\ntopic: job.hello\n")
+	if out, code := cli(t, url, "module", "deploy", hello); code != 0 {
+		t.Fatalf("deploy: exit %d\n%s", code, out)
+	}
+	pol := policyDir(t, map[string]string{"blocked.rego": blockedRule})
+	if out, code := cli(t, url, "policy", "push", pol); code != 0 {
+		t.Fatalf("policy push: exit %d\n%s", code, out)
+	}
+	dev.stop(t)
+
+	dev = start()
+	res, code := cli(t, url, "submit", "--topic", "job.hello", "--tenant", "acme", "--payload", "after the restart", "--wait")
+	if code != 0 || !strings.Contains(res, "after the restart") {
+		t.Errorf("the module deployed before the restart: exit %d\n%s", code, res)
+	}
+	if out := submitEcho(t, url, "blocked"); !strings.Contains(out, "tenant blocked is suspended") {
+		t.Errorf("the policy pushed before the restart:\n%s", out)
+	}
+	dev.stop(t)
+}
