@@ -1,0 +1,651 @@
+package gateway
+
+import (
+	"cmp"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ward-run/ward/apikey"
+	"github.com/ward-run/ward/audit"
+	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/workflow"
+)
+
+// Every page's read is bounded: a page of jobs (50, at most 1000), the
+// newest 1000 jobs for the overview, 100 DLQ entries, 50 runs, 100 audit
+// records (each at most 1000 through ?limit=).
+const (
+	uiPageSize    = 50
+	uiSampleSize  = 1000
+	uiDefaultRows = 100
+)
+
+// jobStates are the states, in their order.
+var jobStates = []string{"PENDING", "SCHEDULED", "DISPATCHED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT", "DENIED"}
+
+// uiJob is a job as the API shows it.
+type uiJob struct {
+	JobID          string            `json:"job_id"`
+	Topic          string            `json:"topic"`
+	TenantID       string            `json:"tenant_id"`
+	State          string            `json:"state"`
+	Priority       int               `json:"priority"`
+	Pool           string            `json:"pool"`
+	WorkerID       string            `json:"worker_id"`
+	ContextPtr     string            `json:"context_ptr"`
+	ResultPtr      string            `json:"result_ptr"`
+	Safety         *uiSafety         `json:"safety"`
+	Events         []uiEvent         `json:"events"`
+	Created        int64             `json:"created_at_unix_ms"`
+	Updated        int64             `json:"updated_at_unix_ms"`
+	Reason         string            `json:"reason"`
+	ErrorCode      string            `json:"error_code"`
+	ErrorMessage   string            `json:"error_message"`
+	Labels         map[string]string `json:"labels"`
+	IdempotencyKey string            `json:"idempotency_key"`
+	Attempt        int               `json:"attempt"`
+	MaxRetries     int               `json:"max_retries"`
+	Result         json.RawMessage   `json:"result"`
+	ResultText     *string           `json:"result_text"`
+	ResultBase64   string            `json:"result_base64"`
+	Waiting        string            `json:"waiting"`
+	Deadline       int64             `json:"deadline_unix_ms"`
+	Resources      json.RawMessage   `json:"resources"`
+	Module         string            `json:"module"`
+	ModuleDigest   string            `json:"module_digest"`
+	EventsChain    string            `json:"events_chain"`
+}
+
+type uiSafety struct {
+	Decision       string          `json:"decision"`
+	Reasons        []string        `json:"reasons"`
+	PolicyRevision string          `json:"policy_revision"`
+	DecisionID     string          `json:"decision_id"`
+	Constraints    json.RawMessage `json:"constraints"`
+	InputDigest    string          `json:"input_digest"`
+	EvalNs         int64           `json:"eval_ns"`
+	Cached         bool            `json:"cached"`
+	DecidedAt      int64           `json:"decided_at_unix_ms"`
+}
+
+type uiEvent struct {
+	State        string `json:"state"`
+	At           int64  `json:"at_unix_ms"`
+	Reason       string `json:"reason"`
+	Message      string `json:"message"`
+	WorkerID     string `json:"worker_id"`
+	OutputChunks int64  `json:"output_chunks"`
+	Via          string `json:"via"`
+	ViaMessage   string `json:"via_message"`
+}
+
+// Problem is what went wrong with the job, if anything.
+func (j uiJob) Problem() string {
+	return strings.TrimSpace(strings.Join(slices.DeleteFunc([]string{j.ErrorCode, j.ErrorMessage}, func(s string) bool { return s == "" }), ": "))
+}
+
+// ErrorKind is the code a failed job counts under.
+func (j uiJob) ErrorKind() string { return cmp.Or(j.ErrorCode, j.Reason, "unknown") }
+
+// Run is the workflow run the job is a step of, if any.
+func (j uiJob) Run() string { return j.Labels["ward.run"] }
+
+type uiList struct {
+	Jobs       []uiJob `json:"jobs"`
+	NextCursor string  `json:"next_cursor"`
+}
+
+func (s *Server) readJobs(r *http.Request, p Principal, q url.Values) (uiList, error) {
+	var l uiList
+	err := s.apiCall(r, p, s.listJobs, q, nil, &l)
+	return l, err
+}
+
+// ---------------------------------------------------------------- overview
+
+type stateCount struct {
+	State string
+	N     int
+}
+
+type codeCount struct {
+	Code    string
+	N       int
+	Example string
+	Message string
+}
+
+type overviewData struct {
+	Sample     int
+	SampleMore bool
+	States     []stateCount
+	StatesBar  template.HTML
+	Chart      template.HTML
+	Span       string
+	Errors     []codeCount
+	Queue      string
+	Running    int
+	Hosts      int
+	Draining   int
+	Slots      int
+	Active     int
+	DLQ        string
+	Recent     []uiJob
+}
+
+func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	sample, err := s.readJobs(r, p, url.Values{"limit": {strconv.Itoa(uiSampleSize)}})
+	if err != nil {
+		return nil, err
+	}
+	d := overviewData{Sample: len(sample.Jobs), SampleMore: sample.NextCursor != ""}
+	counts := map[string]int{}
+	errs := map[string]*codeCount{}
+	for _, j := range sample.Jobs {
+		counts[j.State]++
+		if j.State == "FAILED" || j.State == "TIMEOUT" || j.State == "DENIED" {
+			k := j.ErrorKind()
+			c := errs[k]
+			if c == nil {
+				c = &codeCount{Code: k, Example: j.JobID, Message: j.ErrorMessage}
+				errs[k] = c
+			}
+			c.N++
+		}
+	}
+	for _, st := range jobStates {
+		d.States = append(d.States, stateCount{st, counts[st]})
+	}
+	d.Running = counts["RUNNING"] + counts["DISPATCHED"] + counts["SCHEDULED"]
+	for _, c := range errs {
+		d.Errors = append(d.Errors, *c)
+	}
+	sort.Slice(d.Errors, func(i, k int) bool {
+		return d.Errors[i].N > d.Errors[k].N || d.Errors[i].N == d.Errors[k].N && d.Errors[i].Code < d.Errors[k].Code
+	})
+	if len(d.Errors) > 10 {
+		d.Errors = d.Errors[:10]
+	}
+	d.StatesBar = svgStatesBar(d.States)
+	d.Chart, d.Span = svgThroughput(sample.Jobs, time.Now())
+	d.Recent = sample.Jobs[:min(10, len(sample.Jobs))]
+
+	pending, err := s.readJobs(r, p, url.Values{"limit": {strconv.Itoa(uiSampleSize)}, "state": {"PENDING"}})
+	if err != nil {
+		return nil, err
+	}
+	d.Queue = strconv.Itoa(len(pending.Jobs))
+	if pending.NextCursor != "" {
+		d.Queue += "+"
+	}
+	var hs uiHosts
+	if err := s.apiCall(r, p, s.hosts, nil, nil, &hs); err == nil {
+		d.Hosts = len(hs.Hosts)
+		for _, h := range hs.Hosts {
+			if h.Status == "draining" {
+				d.Draining++
+			}
+			d.Slots += h.MaxParallel
+			d.Active += h.ActiveJobs
+		}
+	}
+	var dl uiDLQList
+	if err := s.apiCall(r, p, s.dlq, url.Values{"limit": {strconv.Itoa(uiSampleSize)}}, nil, &dl); err == nil {
+		d.DLQ = strconv.Itoa(len(dl.Entries))
+		if len(dl.Entries) == uiSampleSize {
+			d.DLQ += "+"
+		}
+	} else {
+		d.DLQ = "?"
+	}
+	return &uiPage{Template: "overview", Title: "Overview", Data: d}, nil
+}
+
+// ---------------------------------------------------------------- jobs
+
+type jobsFilter struct {
+	State, Topic, Tenant string
+	Limit                int
+	Cursor               string
+}
+
+type jobsData struct {
+	Jobs   []uiJob
+	Filter jobsFilter
+	States []string
+	// Next is the next page's URL; "" on the last.
+	Next string
+	// First is whether this is the first page (live rows are added there).
+	First bool
+}
+
+func (s *Server) uiJobs(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	in := r.URL.Query()
+	f := jobsFilter{State: strings.ToUpper(in.Get("state")), Topic: in.Get("topic"), Tenant: in.Get("tenant"), Limit: uiPageSize, Cursor: in.Get("cursor")}
+	if l := in.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			return nil, errorf(http.StatusBadRequest, "bad_request", "limit %q is not a number from 1 to 1000", l)
+		}
+		f.Limit = n
+	}
+	q := url.Values{"limit": {strconv.Itoa(f.Limit)}}
+	for k, v := range map[string]string{"state": f.State, "topic": f.Topic, "tenant": f.Tenant, "cursor": f.Cursor} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	l, err := s.readJobs(r, p, q)
+	if err != nil {
+		return nil, err
+	}
+	d := jobsData{Jobs: l.Jobs, Filter: f, States: jobStates, First: f.Cursor == ""}
+	if l.NextCursor != "" {
+		next := url.Values{}
+		for k, v := range map[string]string{"state": f.State, "topic": f.Topic, "tenant": f.Tenant} {
+			if v != "" {
+				next.Set(k, v)
+			}
+		}
+		if f.Limit != uiPageSize {
+			next.Set("limit", strconv.Itoa(f.Limit))
+		}
+		next.Set("cursor", l.NextCursor)
+		d.Next = "/ui/jobs?" + next.Encode()
+	}
+	return &uiPage{Template: "jobs", Title: "Jobs", Data: d}, nil
+}
+
+type jobData struct {
+	Job       uiJob
+	Terminal  bool
+	Placement string
+	Timeline  template.HTML
+	Result    string
+}
+
+func (s *Server) uiJob(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	id := r.PathValue("id")
+	var j uiJob
+	if err := s.apiCall(r, p, s.getJob, nil, map[string]string{"id": id}, &j); err != nil {
+		return nil, err
+	}
+	d := jobData{Job: j, Terminal: terminalStates[j.State], Timeline: svgTimeline(j.Events)}
+	for _, e := range j.Events {
+		if e.State == "SCHEDULED" && e.Message != "" {
+			d.Placement = e.Message
+		}
+	}
+	switch {
+	case len(j.Result) > 0:
+		d.Result = prettyJSON(j.Result)
+	case j.ResultText != nil:
+		d.Result = *j.ResultText
+	case j.ResultBase64 != "":
+		d.Result = "(bytes, base64) " + j.ResultBase64
+	}
+	return &uiPage{Template: "job", Title: "Job " + id, Data: d}, nil
+}
+
+// ---------------------------------------------------------------- hosts
+
+type uiHost struct {
+	WorkerID     string            `json:"worker_id"`
+	Region       string            `json:"region"`
+	Zone         string            `json:"zone"`
+	Type         string            `json:"type"`
+	CPULoad      float64           `json:"cpu_load"`
+	GPU          float64           `json:"gpu_utilization"`
+	Mem          map[string]int64  `json:"memory"`
+	ActiveJobs   int               `json:"active_jobs"`
+	MaxParallel  int               `json:"max_parallel_jobs"`
+	Capabilities []string          `json:"capabilities"`
+	Pools        []string          `json:"pools"`
+	Labels       map[string]string `json:"labels"`
+	Modules      map[string]string `json:"modules"`
+	Status       string            `json:"status"`
+	SentAt       int64             `json:"sent_at_unix_ms"`
+	CPUCores     int               `json:"cpu_cores"`
+	Version      string            `json:"version"`
+}
+
+// MemUsed is the share of memory in use, 0–100.
+func (h uiHost) MemUsed() float64 {
+	t, a := h.Mem["total_bytes"], h.Mem["available_bytes"]
+	if t <= 0 {
+		return 0
+	}
+	return 100 * float64(t-a) / float64(t)
+}
+
+// MemText says the memory in use.
+func (h uiHost) MemText() string {
+	t, a := h.Mem["total_bytes"], h.Mem["available_bytes"]
+	if t <= 0 {
+		return "unknown"
+	}
+	return fmtBytes(t-a) + " of " + fmtBytes(t)
+}
+
+// ModuleNames are the modules the host serves, sorted.
+func (h uiHost) ModuleNames() []string {
+	out := make([]string, 0, len(h.Modules))
+	for m := range h.Modules {
+		out = append(out, m)
+	}
+	slices.Sort(out)
+	return out
+}
+
+type uiHosts struct {
+	Hosts []uiHost `json:"hosts"`
+}
+
+type poolSummary struct {
+	Pool                        string
+	Hosts, Draining, Slots, Use int
+}
+
+type hostsData struct {
+	Hosts []uiHost
+	Pools []poolSummary
+	Now   int64
+}
+
+func (s *Server) uiHosts(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	var hs uiHosts
+	if err := s.apiCall(r, p, s.hosts, nil, nil, &hs); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(hs.Hosts, func(a, b uiHost) int { return strings.Compare(a.WorkerID, b.WorkerID) })
+	pools := map[string]*poolSummary{}
+	for _, h := range hs.Hosts {
+		for _, pl := range h.Pools {
+			ps := pools[pl]
+			if ps == nil {
+				ps = &poolSummary{Pool: pl}
+				pools[pl] = ps
+			}
+			ps.Hosts++
+			if h.Status == "draining" {
+				ps.Draining++
+			} else {
+				ps.Slots += h.MaxParallel
+			}
+			ps.Use += h.ActiveJobs
+		}
+	}
+	d := hostsData{Hosts: hs.Hosts, Now: time.Now().UnixMilli()}
+	for _, ps := range pools {
+		d.Pools = append(d.Pools, *ps)
+	}
+	slices.SortFunc(d.Pools, func(a, b poolSummary) int { return strings.Compare(a.Pool, b.Pool) })
+	return &uiPage{Template: "hosts", Title: "Hosts", Data: d}, nil
+}
+
+// ---------------------------------------------------------------- DLQ
+
+type uiDLQEntry struct {
+	JobID    string `json:"job_id"`
+	Topic    string `json:"topic"`
+	TenantID string `json:"tenant_id"`
+	Reason   string `json:"reason"`
+	Message  string `json:"message"`
+	At       int64  `json:"at_unix_ms"`
+	Job      uiJob  `json:"job"`
+}
+
+type uiDLQList struct {
+	Entries []uiDLQEntry `json:"entries"`
+}
+
+type dlqData struct {
+	Entries []uiDLQEntry
+	Limit   int
+	More    string
+}
+
+func (s *Server) uiDLQ(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	limit, err := limitParam(r, uiDefaultRows)
+	if err != nil {
+		return nil, err
+	}
+	var l uiDLQList
+	if err := s.apiCall(r, p, s.dlq, url.Values{"limit": {strconv.Itoa(limit)}}, nil, &l); err != nil {
+		return nil, err
+	}
+	d := dlqData{Entries: l.Entries, Limit: limit}
+	if len(l.Entries) == limit && limit < 1000 {
+		d.More = "/ui/dlq?limit=" + strconv.Itoa(min(1000, limit*5))
+	}
+	return &uiPage{Template: "dlq", Title: "Dead-letter queue", Data: d}, nil
+}
+
+func limitParam(r *http.Request, def int) (int, error) {
+	l := r.URL.Query().Get("limit")
+	if l == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(l)
+	if err != nil || n < 1 || n > 1000 {
+		return 0, errorf(http.StatusBadRequest, "bad_request", "limit %q is not a number from 1 to 1000", l)
+	}
+	return n, nil
+}
+
+// ---------------------------------------------------------------- modules
+
+type modulesData struct {
+	Modules []ModuleView
+}
+
+func (s *Server) uiModules(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	var l struct {
+		Modules []ModuleView `json:"modules"`
+	}
+	if err := s.apiCall(r, p, s.modules, nil, nil, &l); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(l.Modules, func(a, b ModuleView) int { return strings.Compare(a.Name, b.Name) })
+	return &uiPage{Template: "modules", Title: "Modules", Data: modulesData{Modules: l.Modules}}, nil
+}
+
+type moduleData struct {
+	M        ModuleView
+	Versions []modreg.Version
+}
+
+func (s *Server) uiModule(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	var m ModuleView
+	if err := s.apiCall(r, p, s.module, nil, map[string]string{"name": r.PathValue("name")}, &m); err != nil {
+		return nil, err
+	}
+	vs := slices.Clone(m.Versions)
+	slices.SortFunc(vs, func(a, b modreg.Version) int { return b.DeployedAt.Compare(a.DeployedAt) })
+	return &uiPage{Template: "module", Title: "Module " + m.Name, Data: moduleData{M: m, Versions: vs}}, nil
+}
+
+// ---------------------------------------------------------------- policies
+
+type policiesData struct {
+	Status PolicyStatus
+	Files  []policyFile
+	Sample string
+}
+
+type policyFile struct{ Name, Text string }
+
+func (s *Server) uiPolicies(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	var st PolicyStatus
+	if err := s.apiCall(r, p, s.policyStatus, url.Values{"files": {"true"}}, nil, &st); err != nil {
+		return nil, err
+	}
+	d := policiesData{Status: st}
+	for n, t := range st.Files {
+		d.Files = append(d.Files, policyFile{n, t})
+	}
+	slices.SortFunc(d.Files, func(a, b policyFile) int { return strings.Compare(a.Name, b.Name) })
+	sample := map[string]any{"job_id": "try-1", "topic": "job.echo", "tenant_id": p.Tenant, "payload_size": 16,
+		"module": map[string]any{"name": "echo"}, "pool": "echo"}
+	b, _ := json.MarshalIndent(sample, "", "  ")
+	d.Sample = string(b)
+	return &uiPage{Template: "policies", Title: "Policies", Data: d}, nil
+}
+
+// ---------------------------------------------------------------- workflows
+
+type uiRun struct {
+	RunID      string          `json:"run_id"`
+	TenantID   string          `json:"tenant_id"`
+	Workflow   string          `json:"workflow"`
+	State      string          `json:"state"`
+	Reason     string          `json:"reason"`
+	Tasks      []uiTask        `json:"tasks"`
+	Outputs    json.RawMessage `json:"outputs"`
+	Created    int64           `json:"created_at_unix_ms"`
+	Updated    int64           `json:"updated_at_unix_ms"`
+	Events     []uiRunEvent    `json:"events"`
+	Definition json.RawMessage `json:"definition"`
+	DefText    string          `json:"definition_text"`
+	EventsN    int64           `json:"events_total"`
+}
+
+type uiTask struct {
+	ID         string          `json:"id"`
+	Step       string          `json:"step"`
+	Index      int             `json:"index"`
+	State      string          `json:"state"`
+	JobID      string          `json:"job_id"`
+	Error      string          `json:"error"`
+	Output     json.RawMessage `json:"output"`
+	OutputText string          `json:"output_text"`
+}
+
+type uiRunEvent struct {
+	Seq   int64  `json:"seq"`
+	Kind  string `json:"kind"`
+	Task  string `json:"task"`
+	Prior string `json:"prior_state"`
+	Post  string `json:"post_state"`
+}
+
+type runsData struct {
+	Runs  []uiRun
+	Limit int
+}
+
+func (s *Server) uiRuns(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	limit, err := limitParam(r, uiPageSize)
+	if err != nil {
+		return nil, err
+	}
+	var l struct {
+		Runs []uiRun `json:"runs"`
+	}
+	if err := s.apiCall(r, p, s.listRuns, url.Values{"limit": {strconv.Itoa(limit)}}, nil, &l); err != nil {
+		return nil, err
+	}
+	return &uiPage{Template: "workflows", Title: "Workflows", Data: runsData{Runs: l.Runs, Limit: limit}}, nil
+}
+
+type runData struct {
+	Run        uiRun
+	DAG        template.HTML
+	Steps      []string
+	Definition string
+	Outputs    string
+	Running    bool
+}
+
+func (s *Server) uiRun(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	var run uiRun
+	if err := s.apiCall(r, p, s.getRun, url.Values{"events": {"true"}}, map[string]string{"id": r.PathValue("id")}, &run); err != nil {
+		return nil, err
+	}
+	d := runData{Run: run, Running: run.State == "RUNNING", Outputs: prettyJSON(run.Outputs)}
+	src := run.DefText
+	if src == "" && len(run.Definition) > 0 {
+		src = string(run.Definition)
+	}
+	d.Definition = src
+	var steps []workflow.Step
+	if def, err := workflow.Parse([]byte(src)); err == nil && src != "" {
+		steps = def.Steps
+	} else {
+		// No definition to read: the tasks' steps, in order, unlinked.
+		for _, t := range run.Tasks {
+			if !slices.ContainsFunc(steps, func(s workflow.Step) bool { return s.ID == t.Step }) {
+				steps = append(steps, workflow.Step{ID: t.Step})
+			}
+		}
+	}
+	for _, st := range steps {
+		d.Steps = append(d.Steps, st.ID)
+	}
+	d.DAG = svgDAG(steps, run.Tasks)
+	return &uiPage{Template: "run", Title: "Run " + run.RunID, Data: d}, nil
+}
+
+// ---------------------------------------------------------------- keys, audit
+
+type keysData struct {
+	Keys      []apikey.Record
+	Available bool
+}
+
+func (s *Server) uiKeys(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	kl := s.keyLister()
+	d := keysData{Available: kl != nil}
+	if kl != nil {
+		ctx, cancel := s.ctx(r)
+		defer cancel()
+		ks, err := kl.List(ctx, r.URL.Query().Get("tenant"))
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "bad_request", "%v", err)
+		}
+		slices.SortFunc(ks, func(a, b apikey.Record) int { return b.CreatedAt.Compare(a.CreatedAt) })
+		if len(ks) > 1000 {
+			ks = ks[:1000]
+		}
+		d.Keys = ks
+	}
+	return &uiPage{Template: "keys", Title: "API keys", Data: d}, nil
+}
+
+type auditData struct {
+	Entries       []audit.Entry
+	Actions       []string
+	Action, Actor string
+	Limit         int
+}
+
+func (s *Server) uiAudit(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	in := r.URL.Query()
+	limit, err := limitParam(r, uiDefaultRows)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if a := in.Get("action"); a != "" {
+		q.Set("action", a)
+	}
+	if a := in.Get("actor"); a != "" {
+		q.Set("actor", a)
+	}
+	var l struct {
+		Entries []audit.Entry `json:"entries"`
+	}
+	if err := s.apiCall(r, p, s.auditLog, q, nil, &l); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(l.Entries, func(a, b audit.Entry) int { return b.At.Compare(a.At) })
+	d := auditData{Entries: l.Entries, Actions: audit.Actions(), Action: in.Get("action"), Actor: in.Get("actor"), Limit: limit}
+	return &uiPage{Template: "audit", Title: "Audit log", Data: d}, nil
+}

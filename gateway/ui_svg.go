@@ -1,0 +1,324 @@
+package gateway
+
+import (
+	"fmt"
+	"html"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/ward-run/ward/workflow"
+)
+
+// The dashboard's pictures: inline SVG drawn here, coloured by the style
+// sheet through classes (f-<STATE> fills a shape in a state's colour).
+
+// esc escapes text for SVG markup.
+func esc(s string) string { return html.EscapeString(s) }
+
+// cls is a state as a class name's part.
+func cls(state string) string {
+	var b strings.Builder
+	for _, r := range state {
+		if r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// svgGauge is a bar gauge of value out of max, labelled.
+func svgGauge(label string, value, max float64, text string) template.HTML {
+	if max <= 0 {
+		max = 1
+	}
+	frac := value / max
+	frac = min(1, frac)
+	frac = max0(frac)
+	lvl := "low"
+	switch {
+	case frac >= 0.85:
+		lvl = "high"
+	case frac >= 0.6:
+		lvl = "mid"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="gauge" viewBox="0 0 200 30" role="img" aria-label="%s %s">`, esc(label), esc(text))
+	fmt.Fprintf(&b, `<text x="0" y="11" class="glabel">%s</text><text x="200" y="11" text-anchor="end" class="gvalue">%s</text>`, esc(label), esc(text))
+	fmt.Fprintf(&b, `<rect x="0" y="16" width="200" height="10" rx="3" class="gbg"/><rect x="0" y="16" width="%.1f" height="10" rx="3" class="gfill g-%s"/>`, 200*frac, lvl)
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+func max0(f float64) float64 {
+	if f < 0 || f != f {
+		return 0
+	}
+	return f
+}
+
+// svgStatesBar is one bar split by the states' counts.
+func svgStatesBar(states []stateCount) template.HTML {
+	total := 0
+	for _, s := range states {
+		total += s.N
+	}
+	var b strings.Builder
+	b.WriteString(`<svg class="statesbar" viewBox="0 0 1000 24" preserveAspectRatio="none" role="img" aria-label="jobs by state">`)
+	if total == 0 {
+		b.WriteString(`<rect x="0" y="0" width="1000" height="24" class="gbg"/>`)
+	}
+	x := 0.0
+	for _, s := range states {
+		if s.N == 0 {
+			continue
+		}
+		w := 1000 * float64(s.N) / float64(total)
+		fmt.Fprintf(&b, `<rect x="%.2f" y="0" width="%.2f" height="24" class="f-%s"><title>%s: %d</title></rect>`, x, w, cls(s.State), esc(s.State), s.N)
+		x += w
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+var bucketSizes = []time.Duration{time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
+	time.Minute, 5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour, 3 * time.Hour,
+	6 * time.Hour, 12 * time.Hour, 24 * time.Hour, 7 * 24 * time.Hour}
+
+// svgThroughput is the jobs' creations over time, in buckets, each bar
+// split into succeeded, failed (failed, timed out, denied) and the rest;
+// and a sentence saying what it covers.
+func svgThroughput(jobs []uiJob, now time.Time) (template.HTML, string) {
+	if len(jobs) == 0 {
+		return template.HTML(`<p class="muted">No jobs yet.</p>`), ""
+	}
+	lo, hi := jobs[0].Created, jobs[0].Created
+	for _, j := range jobs {
+		lo, hi = min(lo, j.Created), max(hi, j.Created)
+	}
+	span := time.Duration(hi-lo) * time.Millisecond
+	size := bucketSizes[len(bucketSizes)-1]
+	for _, s := range bucketSizes {
+		if span/s < 30 {
+			size = s
+			break
+		}
+	}
+	sz := size.Milliseconds()
+	start := lo / sz * sz
+	n := int((hi-start)/sz) + 1
+	type bucket struct{ ok, bad, other int }
+	bs := make([]bucket, n)
+	for _, j := range jobs {
+		i := int((j.Created - start) / sz)
+		if i < 0 || i >= n {
+			continue
+		}
+		switch j.State {
+		case "SUCCEEDED":
+			bs[i].ok++
+		case "FAILED", "TIMEOUT", "DENIED":
+			bs[i].bad++
+		default:
+			bs[i].other++
+		}
+	}
+	top := 1
+	for _, b := range bs {
+		top = max(top, b.ok+b.bad+b.other)
+	}
+	const W, H, left, bottom = 600.0, 160.0, 34.0, 18.0
+	plotW, plotH := W-left-4, H-bottom-8
+	bw := plotW / float64(n)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %.0f %.0f" role="img" aria-label="jobs created per %s">`, W, H, size)
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="8" x2="%.0f" y2="%.0f" class="axis"/>`, left, left, H-bottom)
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" class="axis"/>`, left, H-bottom, W-4, H-bottom)
+	fmt.Fprintf(&b, `<text x="%.0f" y="14" text-anchor="end" class="tick">%d</text>`, left-4, top)
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end" class="tick">0</text>`, left-4, H-bottom)
+	for i, bk := range bs {
+		x := left + float64(i)*bw + bw*0.1
+		y := H - bottom
+		at := time.UnixMilli(start + int64(i)*sz).UTC().Format("15:04:05")
+		for _, part := range []struct {
+			n     int
+			class string
+		}{{bk.ok, "f-SUCCEEDED"}, {bk.bad, "f-FAILED"}, {bk.other, "f-RUNNING"}} {
+			if part.n == 0 {
+				continue
+			}
+			h := plotH * float64(part.n) / float64(top)
+			y -= h
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" class="%s"><title>%s: %d</title></rect>`,
+				x, y, bw*0.8, h, part.class, at, part.n)
+		}
+	}
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" class="tick">%s</text>`, left, H-4, time.UnixMilli(start).UTC().Format("15:04:05"))
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end" class="tick">%s UTC</text>`, W-4, H-4, time.UnixMilli(start+int64(n)*sz).UTC().Format("15:04:05"))
+	b.WriteString(`</svg>`)
+	what := fmt.Sprintf("created over %s, %s a bar, last %s ago", (time.Duration(n) * size).String(), size, now.Sub(time.UnixMilli(hi)).Round(time.Second))
+	return template.HTML(b.String()), what
+}
+
+// svgTimeline is a job's states in order, with the time between each.
+func svgTimeline(evs []uiEvent) template.HTML {
+	if len(evs) == 0 {
+		return ""
+	}
+	const step, pad = 120.0, 50.0
+	W := pad*2 + step*float64(len(evs)-1)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="timeline" viewBox="0 0 %.0f 64" role="img" aria-label="the job's states">`, W)
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="22" x2="%.0f" y2="22" class="axis"/>`, pad, W-pad)
+	for i, e := range evs {
+		x := pad + step*float64(i)
+		fmt.Fprintf(&b, `<circle cx="%.0f" cy="22" r="8" class="f-%s"><title>%s %s</title></circle>`, x, cls(e.State), esc(e.State), esc(e.Message))
+		fmt.Fprintf(&b, `<text x="%.0f" y="48" text-anchor="middle" class="tlabel">%s</text>`, x, esc(e.State))
+		if i > 0 {
+			fmt.Fprintf(&b, `<text x="%.0f" y="12" text-anchor="middle" class="tick">+%s</text>`, x-step/2, esc(fmtMS(e.At-evs[i-1].At)))
+		}
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// stepState is a step's state from its tasks' (a for_each step has one a
+// item), and how many of them ended.
+func stepState(tasks []uiTask) (string, int) {
+	if len(tasks) == 0 {
+		return "WAITING", 0
+	}
+	n := map[string]int{}
+	for _, t := range tasks {
+		n[t.State]++
+	}
+	done := n["SUCCEEDED"] + n["FAILED"] + n["SKIPPED"] + n["CANCELLED"]
+	switch {
+	case n["FAILED"] > 0:
+		return "FAILED", done
+	case n["RUNNING"] > 0:
+		return "RUNNING", done
+	case n["CANCELLED"] > 0:
+		return "CANCELLED", done
+	case n["SUCCEEDED"] == len(tasks):
+		return "SUCCEEDED", done
+	case n["SKIPPED"] == len(tasks):
+		return "SKIPPED", done
+	case n["SUCCEEDED"]+n["SKIPPED"] == len(tasks):
+		return "SUCCEEDED", done
+	case n["READY"] > 0:
+		return "READY", done
+	}
+	return "WAITING", done
+}
+
+// svgDAG draws a workflow's steps as boxes in columns by depth (a step's
+// column is one past its deepest dependency's), with arrows from each
+// dependency, each box coloured by its step's state.
+func svgDAG(steps []workflow.Step, tasks []uiTask) template.HTML {
+	if len(steps) == 0 {
+		return template.HTML(`<p class="muted">No steps to draw.</p>`)
+	}
+	byID := map[string]workflow.Step{}
+	for _, s := range steps {
+		byID[s.ID] = s
+	}
+	depth := map[string]int{}
+	var depthOf func(id string, seen map[string]bool) int
+	depthOf = func(id string, seen map[string]bool) int {
+		if d, ok := depth[id]; ok {
+			return d
+		}
+		if seen[id] { // a cycle: the definition was refused anyway
+			return 0
+		}
+		seen[id] = true
+		d := 0
+		for _, dep := range byID[id].DependsOn {
+			if _, ok := byID[dep]; ok {
+				d = max(d, depthOf(dep, seen)+1)
+			}
+		}
+		depth[id] = d
+		return d
+	}
+	cols := [][]string{}
+	for _, s := range steps {
+		d := depthOf(s.ID, map[string]bool{})
+		for len(cols) <= d {
+			cols = append(cols, nil)
+		}
+		cols[d] = append(cols[d], s.ID)
+	}
+	tasksOf := map[string][]uiTask{}
+	for _, t := range tasks {
+		tasksOf[t.Step] = append(tasksOf[t.Step], t)
+	}
+	const bw, bh, gx, gy, pad = 160.0, 46.0, 70.0, 22.0, 10.0
+	rows := 0
+	for _, c := range cols {
+		rows = max(rows, len(c))
+	}
+	W := pad*2 + float64(len(cols))*bw + float64(len(cols)-1)*gx
+	H := pad*2 + float64(rows)*bh + float64(rows-1)*gy
+	type pos struct{ x, y float64 }
+	at := map[string]pos{}
+	for ci, c := range cols {
+		off := (H - pad*2 - (float64(len(c))*bh + float64(len(c)-1)*gy)) / 2
+		for ri, id := range c {
+			at[id] = pos{pad + float64(ci)*(bw+gx), pad + off + float64(ri)*(bh+gy)}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="dag" viewBox="0 0 %.0f %.0f" role="img" aria-label="the workflow's steps">`, W, H)
+	b.WriteString(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" class="arrowhead"/></marker></defs>`)
+	for _, s := range steps {
+		to := at[s.ID]
+		for _, dep := range s.DependsOn {
+			from, ok := at[dep]
+			if !ok {
+				continue
+			}
+			x1, y1, x2, y2 := from.x+bw, from.y+bh/2, to.x, to.y+bh/2
+			mx := (x1 + x2) / 2
+			fmt.Fprintf(&b, `<path d="M %.1f %.1f C %.1f %.1f, %.1f %.1f, %.1f %.1f" class="edge" marker-end="url(#arrow)"/>`, x1, y1, mx, y1, mx, y2, x2, y2)
+		}
+	}
+	for _, s := range steps {
+		p := at[s.ID]
+		ts := tasksOf[s.ID]
+		st, done := stepState(ts)
+		label := st
+		if len(ts) > 1 {
+			label = fmt.Sprintf("%s %d/%d", st, done, len(ts))
+		}
+		title := s.ID
+		if s.Topic != "" {
+			title += " · " + s.Topic
+		}
+		href := ""
+		if len(ts) == 1 && ts[0].JobID != "" {
+			href = "/ui/jobs/" + ts[0].JobID
+		}
+		if href != "" {
+			fmt.Fprintf(&b, `<a href="%s">`, esc(href))
+		}
+		fmt.Fprintf(&b, `<g class="step" data-step="%s" data-state="%s"><title>%s</title>`, esc(s.ID), esc(st), esc(title))
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.0f" height="%.0f" rx="6" class="box f-%s"/>`, p.x, p.y, bw, bh, cls(st))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" class="sname">%s</text>`, p.x+bw/2, p.y+19, esc(trunc(s.ID, 22)))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" class="sstate">%s</text>`, p.x+bw/2, p.y+36, esc(label))
+		b.WriteString(`</g>`)
+		if href != "" {
+			b.WriteString(`</a>`)
+		}
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+func trunc(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}

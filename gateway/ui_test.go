@@ -1,0 +1,325 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/modreg"
+)
+
+// session is a browser-less dashboard user: a cookie jar logged in with
+// a key.
+type session struct {
+	t    testing.TB
+	s    *system
+	http *http.Client
+}
+
+func (s *system) login(t testing.TB, key string) *session {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.PostForm(s.URL+"/ui/login", url.Values{"key": {key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/ui/" {
+		t.Fatalf("login: %d at %s: %.300s", resp.StatusCode, resp.Request.URL, b)
+	}
+	return &session{t: t, s: s, http: c}
+}
+
+// get fetches a page.
+func (se *session) get(path string) (int, string) {
+	se.t.Helper()
+	resp, err := se.http.Get(se.s.URL + path)
+	if err != nil {
+		se.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+var csrfRE = regexp.MustCompile(`<meta name="csrf-token" content="([0-9a-f]+)">`)
+
+// csrf is the session's token, as its pages carry it.
+func (se *session) csrf() string {
+	se.t.Helper()
+	_, page := se.get("/ui/")
+	m := csrfRE.FindStringSubmatch(page)
+	if m == nil {
+		se.t.Fatalf("no CSRF token in the page: %.500s", page)
+	}
+	return m[1]
+}
+
+// post posts JSON with the session's cookie, and the token when given.
+func (se *session) post(path, body, token string) (int, string) {
+	se.t.Helper()
+	req, _ := http.NewRequest("POST", se.s.URL+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("X-CSRF-Token", token)
+	}
+	resp, err := se.http.Do(req)
+	if err != nil {
+		se.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestUILogin: a bad key is refused with the reason; a good one lands on
+// the overview; pages without a session send to the login page; logging
+// out needs the token and ends the session.
+func TestUILogin(t *testing.T) {
+	s := start(t, sysOptions{})
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get(s.URL + "/ui/jobs?state=FAILED")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/login?next="+url.QueryEscape("/ui/jobs?state=FAILED") {
+		t.Errorf("a page without a session: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, err = noRedirect.PostForm(s.URL+"/ui/login", url.Values{"key": {s.Acme[:len(s.Acme)-3] + "xyz"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), "the key was not accepted") || resp.Header.Get("Set-Cookie") != "" {
+		t.Errorf("a bad key: %d %q %.300s", resp.StatusCode, resp.Header.Get("Set-Cookie"), b)
+	}
+	// Another site's form is refused.
+	req, _ := http.NewRequest("POST", s.URL+"/ui/login", strings.NewReader(url.Values{"key": {s.Acme}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err = noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a login posted from another origin: %d", resp.StatusCode)
+	}
+	// A good key: the cookie is HttpOnly and SameSite=Strict.
+	resp, err = noRedirect.PostForm(s.URL+"/ui/login", url.Values{"key": {s.Acme}, "next": {"/ui/jobs"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	ck := resp.Header.Get("Set-Cookie")
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/jobs" ||
+		!strings.Contains(ck, "ward_session=") || !strings.Contains(ck, "HttpOnly") || !strings.Contains(ck, "SameSite=Strict") {
+		t.Errorf("login: %d to %q, cookie %q", resp.StatusCode, resp.Header.Get("Location"), ck)
+	}
+	// next never leaves the dashboard.
+	resp, _ = noRedirect.PostForm(s.URL+"/ui/login", url.Values{"key": {s.Acme}, "next": {"//evil.example/"}})
+	resp.Body.Close()
+	if resp.Header.Get("Location") != "/ui/" {
+		t.Errorf("login with next=//evil.example/ goes to %q", resp.Header.Get("Location"))
+	}
+
+	se := s.login(t, s.Acme)
+	if st, page := se.get("/ui/"); st != 200 || !strings.Contains(page, "Overview") || !strings.Contains(page, "acme") {
+		t.Errorf("overview: %d %.300s", st, page)
+	}
+	// Logging out without the token is refused; with it, the session ends.
+	resp, _ = se.http.PostForm(s.URL+"/ui/logout", nil)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("logout without the token: %d", resp.StatusCode)
+	}
+	resp, _ = se.http.PostForm(s.URL+"/ui/logout", url.Values{"csrf": {se.csrf()}})
+	resp.Body.Close()
+	if resp.Request.URL.Path != "/ui/login" {
+		t.Errorf("after logout: at %s", resp.Request.URL)
+	}
+	if _, page := se.get("/ui/jobs"); !strings.Contains(page, `id="login-form"`) {
+		t.Errorf("a page after logout is not the login page: %.300s", page)
+	}
+}
+
+// TestUICSRF: a request with the session cookie that changes things needs
+// the page's token; GETs and bearer requests do not.
+func TestUICSRF(t *testing.T) {
+	s := start(t, sysOptions{})
+	se := s.login(t, s.Acme)
+	body := `{"topic":"job.echo","payload":"csrf"}`
+	if st, b := se.post("/v1/jobs", body, ""); st != http.StatusForbidden || !strings.Contains(b, "CSRF") {
+		t.Errorf("a cookie POST without the token: %d %s", st, b)
+	}
+	if st, b := se.post("/v1/jobs", body, "00"+se.csrf()[2:]); st != http.StatusForbidden {
+		t.Errorf("a cookie POST with a wrong token: %d %s", st, b)
+	}
+	// Another session's token is not this one's.
+	other := s.login(t, s.Other)
+	if st, b := se.post("/v1/jobs", body, other.csrf()); st != http.StatusForbidden {
+		t.Errorf("a cookie POST with another session's token: %d %s", st, b)
+	}
+	if st, b := se.post("/v1/jobs", body, se.csrf()); st != http.StatusAccepted {
+		t.Errorf("a cookie POST with the token: %d %s", st, b)
+	}
+	if st, _ := se.get("/v1/jobs"); st != http.StatusOK {
+		t.Errorf("a cookie GET: %d", st)
+	}
+}
+
+// TestUIPages renders every page for each kind of key: a read-only key's
+// pages offer nothing that changes things, a tenant's no admin's parts.
+func TestUIPages(t *testing.T) {
+	s := start(t, sysOptions{})
+	s.GW.WithKeys(s.Keys)
+	st, b := s.call(t, s.Acme, "POST", "/v1/jobs", map[string]any{"topic": "job.echo", "payload": map[string]any{"hi": 1}})
+	if st != http.StatusAccepted {
+		t.Fatalf("submit: %d %s", st, b)
+	}
+	id := object(t, b)["job_id"].(string)
+	s.waitJob(t, s.Acme, id)
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		if _, err := s.Reg.Deploy(context.Background(), modreg.Version{Name: "hello", Version: v, Route: modreg.Route{Topic: "job.hello", Pool: "hello"}}, []byte("\x00asm\x01\x00\x00\x00")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	def := "name: two\nsteps:\n  - id: a\n    topic: job.echo\n    payload: '${{ input }}'\n  - id: b\n    topic: job.echo\n    depends_on: [a]\n    payload: '${{ steps.a.output }}'\n"
+	st, b = s.call(t, s.Acme, "POST", "/v1/runs", map[string]any{"definition": def, "input": map[string]any{"n": 1}})
+	if st != http.StatusAccepted {
+		t.Fatalf("run: %d %s", st, b)
+	}
+	runID := object(t, b)["run_id"].(string)
+	waitFor(t, func() bool {
+		_, b := s.call(t, s.Acme, "GET", "/v1/runs/"+runID, nil)
+		return object(t, b)["state"] == "SUCCEEDED"
+	})
+
+	pages := []struct{ path, want string }{
+		{"/ui/", "Throughput"},
+		{"/ui/jobs", id},
+		{"/ui/jobs?state=SUCCEEDED&topic=job.echo", id},
+		{"/ui/jobs/" + id, "OnlyWorkerAvailable"},
+		{"/ui/hosts", "gw-host"},
+		{"/ui/dlq", "Dead-letter queue"},
+		{"/ui/modules", "hello"},
+		{"/ui/modules/hello", "1.0.0"},
+		{"/ui/policies", "ward.rego"},
+		{"/ui/workflows", runID},
+		{"/ui/workflows/" + runID, `data-step="b" data-state="SUCCEEDED"`},
+	}
+	changing := []string{`data-post=`, `id="submit-form"`, `id="run-form"`, `id="rerun-button"`}
+	admin := s.login(t, s.Admin)
+	acme := s.login(t, s.Acme)
+	ro := s.login(t, s.AcmeRO)
+	for _, p := range pages {
+		for _, who := range []struct {
+			name string
+			se   *session
+		}{{"admin", admin}, {"acme", acme}, {"acme read-only", ro}} {
+			st, page := who.se.get(p.path)
+			if st != http.StatusOK || !strings.Contains(page, p.want) {
+				t.Errorf("%s, %s: %d, want %q in %.2000s", who.name, p.path, st, p.want, page)
+				continue
+			}
+			if who.name == "acme read-only" {
+				for _, c := range changing {
+					if strings.Contains(page, c) {
+						t.Errorf("%s, %s offers %s", who.name, p.path, c)
+					}
+				}
+			}
+			if who.name != "admin" && (strings.Contains(page, `href="/ui/audit"`) || strings.Contains(page, "/rollback")) {
+				t.Errorf("%s, %s shows an admin's parts", who.name, p.path)
+			}
+		}
+	}
+	if _, page := admin.get("/ui/modules"); !strings.Contains(page, `data-post="/v1/modules/hello/rollback"`) {
+		t.Errorf("the admin's modules page has no rollback")
+	}
+	if _, page := acme.get("/ui/jobs"); !strings.Contains(page, `id="submit-form"`) {
+		t.Errorf("acme's jobs page has no submit form")
+	}
+	// Admin pages: the audit log, the keys (prefixes, never secrets).
+	if st, page := admin.get("/ui/keys"); st != 200 || !strings.Contains(page, s.AcmeID) || strings.Contains(page, s.Acme) {
+		t.Errorf("keys: %d, the id %s shown: %v, the secret shown: %v", st, s.AcmeID, strings.Contains(page, s.AcmeID), strings.Contains(page, s.Acme))
+	}
+	if st, _ := admin.get("/ui/audit"); st != 200 {
+		t.Errorf("audit: %d", st)
+	}
+	for _, p := range []string{"/ui/keys", "/ui/audit"} {
+		if st, _ := acme.get(p); st != http.StatusForbidden {
+			t.Errorf("acme gets %s: %d", p, st)
+		}
+	}
+	// Another tenant's job is not found; a bad filter says why.
+	if st, page := s.login(t, s.Other).get("/ui/jobs/" + id); st != http.StatusNotFound || !strings.Contains(page, "not found") {
+		t.Errorf("other tenant's job page: %d %.300s", st, page)
+	}
+	if st, page := acme.get("/ui/jobs?state=SLEEPING"); st != http.StatusBadRequest || !strings.Contains(page, "SLEEPING") {
+		t.Errorf("a bad state filter: %d %.300s", st, page)
+	}
+	// The pages keep to their origin.
+	resp, err := acme.http.Get(s.URL + "/ui/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || resp.Header.Get("X-Frame-Options") != "DENY" {
+		t.Errorf("headers: %v", resp.Header)
+	}
+	if st, js := acme.get("/ui/static/app.js"); st != 200 || !strings.Contains(js, "EventSource") {
+		t.Errorf("app.js: %d", st)
+	}
+}
+
+// TestDashboardPaging: with 2,000 jobs in the store the jobs page shows
+// one page of 50 with a link to the next, and the overview reads a
+// bounded sample.
+func TestDashboardPaging(t *testing.T) {
+	s := start(t, sysOptions{})
+	ctx := context.Background()
+	for i := range 2000 {
+		// A topic nothing serves: they end at once, in the DLQ. Spread
+		// over 25 tenants, each under its rate limit's burst.
+		tenant := fmt.Sprintf("bulk%02d", i%25)
+		rep, err := s.Client.Submit(ctx, &wardv1.JobRequest{JobId: fmt.Sprintf("bulk-%04d", i), Topic: "job.nowhere", TenantId: tenant})
+		if err != nil || !rep.GetAccepted() {
+			t.Fatalf("submit %d: %v %v", i, rep, err)
+		}
+	}
+	se := s.login(t, s.Admin)
+	st, page := se.get("/ui/jobs")
+	rows := strings.Count(page, `<tr data-job="`)
+	if st != 200 || rows != 50 || !strings.Contains(page, `id="next-page"`) {
+		t.Fatalf("jobs page: %d, %d rows, next link: %v", st, rows, strings.Contains(page, `id="next-page"`))
+	}
+	next := regexp.MustCompile(`<a href="([^"]+)" id="next-page"`).FindStringSubmatch(page)
+	st, page2 := se.get(strings.ReplaceAll(next[1], "&amp;", "&"))
+	if st != 200 || strings.Count(page2, `<tr data-job="`) != 50 {
+		t.Errorf("the next page: %d, %d rows", st, strings.Count(page2, `<tr data-job="`))
+	}
+	first := regexp.MustCompile(`<tr data-job="([^"]+)"`).FindAllStringSubmatch(page, -1)
+	for _, m := range first {
+		if strings.Contains(page2, `<tr data-job="`+m[1]+`"`) {
+			t.Errorf("job %s on both pages", m[1])
+		}
+	}
+	if st, page := se.get("/ui/"); st != 200 || !strings.Contains(page, "the newest 1000 (of more)") {
+		t.Errorf("overview: %d, sample: %v", st, regexp.MustCompile(`the newest [^<]*`).FindString(page))
+	}
+	if st, _ := se.get("/ui/jobs?limit=5000"); st != http.StatusBadRequest {
+		t.Errorf("a page of 5000: %d", st)
+	}
+}
