@@ -19,15 +19,15 @@ import (
 
 func newDevCmd(g *globals) *cobra.Command {
 	var (
-		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile, stateDir, workflowDir, dataDir string
-		natsPort                                                                                                       int
-		insecure                                                                                                       bool
-		retention                                                                                                      time.Duration
-		hf                                                                                                             hostFlags
+		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile, stateDir, workflowDir, dataDir, gatewayAddr string
+		natsPort                                                                                                                    int
+		insecure                                                                                                                    bool
+		retention                                                                                                                   time.Duration
+		hf                                                                                                                          hostFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run every part in one process: embedded NATS, job store, safety kernel, scheduler, host",
+		Short: "Run every part in one process: embedded NATS, job store, safety kernel, scheduler, host, the HTTP API and dashboard",
 		Long: `dev runs Ward on one machine: an embedded NATS server (JetStream on), the
 in-memory job store (Redis when REDIS_URL is set), the safety kernel (also
 served on a loopback gRPC port, for ward policy eval --kernel), a scheduler
@@ -77,7 +77,7 @@ before anything starts, and all those taken are reported at once.`,
 				defer pprof.StopCPUProfile()
 			}
 
-			ports := map[string]string{"--safety-listen": safetyAddr, "--metrics": metricsAddr}
+			ports := map[string]string{"--safety-listen": safetyAddr, "--metrics": metricsAddr, "--gateway": gatewayAddr}
 			if natsPort > 0 {
 				ports["--nats-port"] = net.JoinHostPort(natsHost, fmt.Sprint(natsPort))
 			}
@@ -168,8 +168,35 @@ before anything starts, and all those taken are reported at once.`,
 			if err != nil {
 				return err
 			}
+			self := selfName()
+			var gw *node.Gateway
+			var dashKey string
+			if gatewayAddr != "" {
+				gc := node.GatewayConfig{NATSURL: ns.ClientURL(), Listen: gatewayAddr, Logger: log}
+				if creds != nil {
+					gc.Creds = creds.Admin
+				}
+				if gw, err = node.StartGateway(ctx, gc); err == nil {
+					dashKey, err = node.DevDashboardKey(ctx, gw.Keys(), stateDir)
+				}
+				if err != nil {
+					sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+					defer cancel()
+					if gw != nil {
+						_ = gw.Shutdown(sctx)
+					}
+					_ = n.Shutdown(sctx)
+					return err
+				}
+			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "ward dev is up\n")
+			if gw != nil {
+				fmt.Fprintf(out, "  dashboard:     http://%s/ui/  log in with %s (an admin API key, kept in %s)\n", gw.Addr(), dashKey, filepath.Join(stateDir, node.DevKeyFile))
+				fmt.Fprintf(out, "  API:           http://%s/v1/ (OpenAPI: /v1/openapi.yaml; Authorization: Bearer <key>; %s auth key add --tenant T makes keys)\n", gw.Addr(), self)
+			} else {
+				fmt.Fprintf(out, "  dashboard:     off (--gateway)\n")
+			}
 			fmt.Fprintf(out, "  NATS:          %s\n", ns.ClientURL())
 			if creds != nil {
 				fmt.Fprintf(out, "  credentials:   %s (the CLI uses admin.creds; WARD_CREDS=%s acts as tenant %s)\n", creds.Dir, creds.Tenant, node.DevTenant)
@@ -183,7 +210,6 @@ before anything starts, and all those taken are reported at once.`,
 				fmt.Fprintf(out, "  metrics:       off\n")
 			}
 			fmt.Fprintf(out, "  safety kernel: %s\n", n.Safety.Addr())
-			self := selfName()
 			fmt.Fprintf(out, "  policy:        %s (%s); %s policy push <dir> replaces it\n",
 				n.Safety.Kernel().Revision(), n.Safety.Status().GetSource(), self)
 			fmt.Fprintf(out, "  job store:     %s\n", storeName)
@@ -200,6 +226,11 @@ before anything starts, and all those taken are reported at once.`,
 			fmt.Fprintln(out, "shutting down")
 			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
+			if gw != nil {
+				if err := gw.Shutdown(sctx); err != nil {
+					log.Warn("gateway shutdown", "err", err)
+				}
+			}
 			return n.Shutdown(sctx)
 		},
 	}
@@ -215,6 +246,7 @@ before anything starts, and all those taken are reported at once.`,
 	f.StringVar(&safetyAddr, "safety-listen", "127.0.0.1:50051", "safety kernel gRPC listen address (plaintext: keep it on loopback)")
 	f.StringVar(&policyDir, "policies", os.Getenv("WARD_POLICY_DIR"), "policy bundle directory, watched for changes (default: the embedded bundle) ($WARD_POLICY_DIR)")
 	f.StringVar(&workflowDir, "workflows", os.Getenv("WORKFLOW_CONFIG_DIR"), "directory of workflow definitions (*.yaml) served besides the seed ones ($WORKFLOW_CONFIG_DIR)")
+	f.StringVar(&gatewayAddr, "gateway", lookupEnvOr("WARD_GATEWAY_ADDR", "127.0.0.1:8080"), "the HTTP API and dashboard's listen address, empty to disable ($WARD_GATEWAY_ADDR)")
 	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL; the in-memory store when empty ($REDIS_URL)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	hf.register(f, "dev-host")

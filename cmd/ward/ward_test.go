@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -326,7 +328,7 @@ func TestSeparateProcesses(t *testing.T) {
 func startDev(t *testing.T, env []string, args ...string) (*proc, string) {
 	t.Helper()
 	dev := startWard(t, "dev", env, append([]string{"dev", "--nats-port", "-1", "--metrics", "127.0.0.1:0",
-		"--safety-listen", "127.0.0.1:0", "--cache-dir", cacheDir}, args...)...)
+		"--safety-listen", "127.0.0.1:0", "--gateway", "127.0.0.1:0", "--cache-dir", cacheDir}, args...)...)
 	deadline := time.Now().Add(120 * time.Second)
 	for {
 		if time.Now().After(deadline) {
@@ -380,6 +382,32 @@ func TestDev(t *testing.T) {
 	out, err = cmd.CombinedOutput()
 	if code := exitCode(err); code == 0 || !strings.Contains(string(out), "DENIED") || !strings.Contains(string(out), "sys.destroy is forbidden") {
 		t.Errorf("sys.destroy: exit %d\n%s", code, out)
+	}
+
+	// The banner gives the dashboard's URL and a key that logs in; the
+	// same key reads the job through the API.
+	var dashURL, key string
+	for _, line := range strings.Split(dev.out.String(), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "dashboard:"); ok {
+			if f := strings.Fields(rest); len(f) >= 5 && f[1] == "log" {
+				dashURL, key = f[0], f[4]
+			}
+		}
+	}
+	if !strings.HasPrefix(dashURL, "http://127.0.0.1:") || !strings.HasPrefix(key, "ward_") {
+		t.Fatalf("no dashboard URL and key in the banner:\n%s", dev.out.String())
+	}
+	base := strings.TrimSuffix(dashURL, "/ui/")
+	req, _ := http.NewRequest("GET", base+"/v1/jobs/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"state":"SUCCEEDED"`) || !strings.Contains(string(body), `"result":{"hello":"world"}`) {
+		t.Errorf("GET /v1/jobs/%s with the banner's key: %d %s", id, resp.StatusCode, body)
 	}
 
 	dev.stop(t)
