@@ -53,13 +53,14 @@ const (
 	HostAdd        = "host.add"
 	HostRevoke     = "host.revoke"
 	DLQRetry       = "dlq.retry"
+	DLQDrop        = "dlq.drop"
 	SchedulerMode  = "scheduler.mode"
 	APIKeyAdd      = "apikey.add"
 	APIKeyRevoke   = "apikey.revoke"
 )
 
 var actions = []string{PolicyPush, ModuleDeploy, ModuleRollback, ModuleRm,
-	TenantAdd, TenantRevoke, HostAdd, HostRevoke, DLQRetry, SchedulerMode,
+	TenantAdd, TenantRevoke, HostAdd, HostRevoke, DLQRetry, DLQDrop, SchedulerMode,
 	APIKeyAdd, APIKeyRevoke}
 
 // Errors.

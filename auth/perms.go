@@ -69,7 +69,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.TenantSubject(bus.SubjectWorkflowGet, "*"),
 			bus.TenantSubject(bus.SubjectWorkflowList, "*"),
 			bus.TenantSubject(bus.SubjectWorkflowCancel, "*"),
-			bus.SubjectDLQList, bus.SubjectDLQRetry,
+			bus.SubjectDLQList, bus.SubjectDLQRetry, bus.SubjectDLQDrop,
 			bus.SubjectMode, bus.SubjectModeChanged,
 			bus.SubjectHeartbeats,
 			bus.ResultSubject("*"), bus.ProgressSubject("*"),

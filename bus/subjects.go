@@ -53,6 +53,9 @@ const (
 	// SubjectDLQRetry is request/reply: DLQRetryRequest → SubmitReply (the
 	// new job re-submitted from the dead-lettered one).
 	SubjectDLQRetry = "sys.dlq.retry"
+	// SubjectDLQDrop is request/reply: DLQDropRequest → DLQDropReply. The
+	// entry leaves the DLQ; the job stays, until its retention.
+	SubjectDLQDrop = "sys.dlq.drop"
 	// SubjectMode is request/reply: SchedulerModeRequest →
 	// SchedulerModeReply. One replica stores the mode for all.
 	SubjectMode = "sys.scheduler.mode"

@@ -656,6 +656,19 @@ func (c *Client) RetryDLQ(ctx context.Context, id string) (*wardv1.SubmitReply, 
 	return reply, nil
 }
 
+// DropDLQ removes dead-lettered job id's entry from the DLQ (the job
+// stays, until its retention). It reports false when there was none.
+func (c *Client) DropDLQ(ctx context.Context, id string) (bool, error) {
+	reply := &wardv1.DLQDropReply{}
+	if err := c.bus.Request(ctx, bus.SubjectDLQDrop, &wardv1.DLQDropRequest{JobId: id}, reply); err != nil {
+		return false, err
+	}
+	if reply.GetError() != "" {
+		return false, errors.New(reply.GetError())
+	}
+	return reply.GetDropped(), nil
+}
+
 // SchedulerMode sets the mode every scheduler replica follows (NORMAL,
 // DEGRADED, READ_ONLY, DRAINING), or, with an empty mode, reads it.
 func (c *Client) SchedulerMode(ctx context.Context, mode string) (string, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +35,7 @@ func (s *Server) routesAdmin() {
 	s.api("GET", "/v1/hosts", ScopeRead, s.hosts)
 	s.api("GET", "/v1/dlq", ScopeRead, s.dlq)
 	s.api("POST", "/v1/dlq/{id}/retry", ScopeSubmit, s.dlqRetry)
+	s.api("DELETE", "/v1/dlq/{id}", ScopeSubmit, s.dlqDrop)
 	s.api("GET", "/v1/modules", ScopeRead, s.modules)
 	s.api("GET", "/v1/modules/{name}", ScopeRead, s.module)
 	s.api("POST", "/v1/modules/{name}/rollback", ScopeAdmin, s.moduleRollback)
@@ -113,6 +115,9 @@ func (s *Server) dlqRetry(w http.ResponseWriter, r *http.Request, p Principal) (
 	}
 	rep, err := s.cfg.Client.RetryDLQ(ctx, id)
 	if rep != nil && !rep.GetAccepted() {
+		if strings.HasSuffix(rep.GetMessage(), " not found") {
+			return nil, errorf(http.StatusNotFound, CodeNotFound, "%s", rep.GetMessage())
+		}
 		if rep.GetReason() == string(reason.BadRequest) {
 			return nil, errorf(http.StatusConflict, CodeConflict, "%s", rep.GetMessage())
 		}
@@ -121,7 +126,29 @@ func (s *Server) dlqRetry(w http.ResponseWriter, r *http.Request, p Principal) (
 	if err != nil {
 		return nil, notFound(err, "dead-lettered job", id)
 	}
+	s.audit(ctx, p, audit.DLQRetry, id, map[string]string{"new_job_id": rep.GetJobId()})
 	return withStatus{http.StatusAccepted, view.Of(rep)}, nil
+}
+
+// dlqDrop removes a job's entry from the DLQ; the job stays.
+func (s *Server) dlqDrop(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	id := r.PathValue("id")
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	if !p.Admin() {
+		if _, err := s.clientOf(p).Get(ctx, id, false); err != nil {
+			return nil, notFound(err, "job", id)
+		}
+	}
+	ok, err := s.cfg.Client.DropDLQ(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errorf(http.StatusNotFound, CodeNotFound, "job %s is not in the DLQ", id)
+	}
+	s.audit(ctx, p, audit.DLQDrop, id, nil)
+	return map[string]any{"job_id": id, "dropped": true}, nil
 }
 
 func (s *Server) registry() (*modreg.Registry, error) {

@@ -53,6 +53,24 @@ func (s *Scheduler) handleDLQRetry(ctx context.Context, msg *nats.Msg, q *wardv1
 	}
 }
 
+// handleDLQDrop answers sys.dlq.drop: the job's entry leaves the DLQ;
+// the job stays, until its retention.
+func (s *Scheduler) handleDLQDrop(ctx context.Context, msg *nats.Msg, q *wardv1.DLQDropRequest) {
+	reply := &wardv1.DLQDropReply{}
+	ok, err := s.cfg.Store.RemoveDLQ(ctx, q.GetJobId())
+	if err != nil {
+		reply.Error = "job store unavailable"
+		s.storeFailed("dlq", q.GetJobId(), err)
+	}
+	reply.Dropped = ok
+	if ok {
+		s.log.Info("dead-lettered job dropped from the DLQ", "job_id", q.GetJobId())
+	}
+	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
+		s.log.Debug("dlq drop reply failed", "err", err)
+	}
+}
+
 // retriable reports whether a job in state st may be retried from the
 // DLQ: it ended, and not SUCCEEDED (a job that ran to its end is not
 // dead-lettered, and retrying it would run it twice).

@@ -268,6 +268,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobList, "*"), q, s.updates, s.log, s.handleList)),
 		add(bus.Subscribe(ctx, c, bus.SubjectDLQList, q, s.updates, s.log, s.handleDLQList)),
 		add(bus.Subscribe(ctx, c, bus.SubjectDLQRetry, q, s.submits, s.log, s.handleDLQRetry)),
+		add(bus.Subscribe(ctx, c, bus.SubjectDLQDrop, q, s.updates, s.log, s.handleDLQDrop)),
 		add(bus.Subscribe(ctx, c, bus.SubjectMode, q, s.updates, s.log, s.handleMode)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectSubmit, "*"), q, s.submits, s.log, s.handleSubmit)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowRun, "*"), q, s.submits, s.log, s.handleWorkflowRun)),

@@ -168,6 +168,106 @@ func (x *DLQRetryRequest) GetJobId() string {
 	return ""
 }
 
+// DLQDropRequest removes a job's entry from the DLQ (the job stays, until
+// its retention), on sys.dlq.drop; a DLQDropReply answers.
+type DLQDropRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DLQDropRequest) Reset() {
+	*x = DLQDropRequest{}
+	mi := &file_ward_v1_scheduler_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DLQDropRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DLQDropRequest) ProtoMessage() {}
+
+func (x *DLQDropRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_scheduler_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DLQDropRequest.ProtoReflect.Descriptor instead.
+func (*DLQDropRequest) Descriptor() ([]byte, []int) {
+	return file_ward_v1_scheduler_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DLQDropRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+// DLQDropReply answers DLQDropRequest: dropped is false when the job had no
+// entry.
+type DLQDropReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dropped       bool                   `protobuf:"varint,1,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DLQDropReply) Reset() {
+	*x = DLQDropReply{}
+	mi := &file_ward_v1_scheduler_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DLQDropReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DLQDropReply) ProtoMessage() {}
+
+func (x *DLQDropReply) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_scheduler_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DLQDropReply.ProtoReflect.Descriptor instead.
+func (*DLQDropReply) Descriptor() ([]byte, []int) {
+	return file_ward_v1_scheduler_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *DLQDropReply) GetDropped() bool {
+	if x != nil {
+		return x.Dropped
+	}
+	return false
+}
+
+func (x *DLQDropReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // SchedulerModeRequest sets the mode every scheduler replica follows, on
 // sys.scheduler.mode; an empty mode only reads it. Modes: NORMAL, DEGRADED
 // (refuse low priorities), READ_ONLY (accept nothing new, keep processing),
@@ -181,7 +281,7 @@ type SchedulerModeRequest struct {
 
 func (x *SchedulerModeRequest) Reset() {
 	*x = SchedulerModeRequest{}
-	mi := &file_ward_v1_scheduler_proto_msgTypes[3]
+	mi := &file_ward_v1_scheduler_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -193,7 +293,7 @@ func (x *SchedulerModeRequest) String() string {
 func (*SchedulerModeRequest) ProtoMessage() {}
 
 func (x *SchedulerModeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_scheduler_proto_msgTypes[3]
+	mi := &file_ward_v1_scheduler_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -206,7 +306,7 @@ func (x *SchedulerModeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerModeRequest.ProtoReflect.Descriptor instead.
 func (*SchedulerModeRequest) Descriptor() ([]byte, []int) {
-	return file_ward_v1_scheduler_proto_rawDescGZIP(), []int{3}
+	return file_ward_v1_scheduler_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SchedulerModeRequest) GetMode() string {
@@ -228,7 +328,7 @@ type SchedulerModeReply struct {
 
 func (x *SchedulerModeReply) Reset() {
 	*x = SchedulerModeReply{}
-	mi := &file_ward_v1_scheduler_proto_msgTypes[4]
+	mi := &file_ward_v1_scheduler_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -240,7 +340,7 @@ func (x *SchedulerModeReply) String() string {
 func (*SchedulerModeReply) ProtoMessage() {}
 
 func (x *SchedulerModeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_scheduler_proto_msgTypes[4]
+	mi := &file_ward_v1_scheduler_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -253,7 +353,7 @@ func (x *SchedulerModeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerModeReply.ProtoReflect.Descriptor instead.
 func (*SchedulerModeReply) Descriptor() ([]byte, []int) {
-	return file_ward_v1_scheduler_proto_rawDescGZIP(), []int{4}
+	return file_ward_v1_scheduler_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SchedulerModeReply) GetMode() string {
@@ -281,7 +381,12 @@ const file_ward_v1_scheduler_proto_rawDesc = "" +
 	"\aentries\x18\x01 \x03(\v2\x11.ward.v1.DLQEntryR\aentries\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"(\n" +
 	"\x0fDLQRetryRequest\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"*\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"'\n" +
+	"\x0eDLQDropRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\">\n" +
+	"\fDLQDropReply\x12\x18\n" +
+	"\adropped\x18\x01 \x01(\bR\adropped\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"*\n" +
 	"\x14SchedulerModeRequest\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\">\n" +
 	"\x12SchedulerModeReply\x12\x12\n" +
@@ -300,17 +405,19 @@ func file_ward_v1_scheduler_proto_rawDescGZIP() []byte {
 	return file_ward_v1_scheduler_proto_rawDescData
 }
 
-var file_ward_v1_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_ward_v1_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_ward_v1_scheduler_proto_goTypes = []any{
 	(*DLQListRequest)(nil),       // 0: ward.v1.DLQListRequest
 	(*DLQListReply)(nil),         // 1: ward.v1.DLQListReply
 	(*DLQRetryRequest)(nil),      // 2: ward.v1.DLQRetryRequest
-	(*SchedulerModeRequest)(nil), // 3: ward.v1.SchedulerModeRequest
-	(*SchedulerModeReply)(nil),   // 4: ward.v1.SchedulerModeReply
-	(*DLQEntry)(nil),             // 5: ward.v1.DLQEntry
+	(*DLQDropRequest)(nil),       // 3: ward.v1.DLQDropRequest
+	(*DLQDropReply)(nil),         // 4: ward.v1.DLQDropReply
+	(*SchedulerModeRequest)(nil), // 5: ward.v1.SchedulerModeRequest
+	(*SchedulerModeReply)(nil),   // 6: ward.v1.SchedulerModeReply
+	(*DLQEntry)(nil),             // 7: ward.v1.DLQEntry
 }
 var file_ward_v1_scheduler_proto_depIdxs = []int32{
-	5, // 0: ward.v1.DLQListReply.entries:type_name -> ward.v1.DLQEntry
+	7, // 0: ward.v1.DLQListReply.entries:type_name -> ward.v1.DLQEntry
 	1, // [1:1] is the sub-list for method output_type
 	1, // [1:1] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
@@ -330,7 +437,7 @@ func file_ward_v1_scheduler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ward_v1_scheduler_proto_rawDesc), len(file_ward_v1_scheduler_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
