@@ -334,6 +334,24 @@ func (h uiHost) MemText() string {
 	return fmtBytes(t-a) + " of " + fmtBytes(t)
 }
 
+// Meta says where and what the host is.
+func (h uiHost) Meta() string {
+	var parts []string
+	if where := strings.Trim(h.Region+" / "+h.Zone, " /"); where != "" {
+		parts = append(parts, where)
+	}
+	if h.Type != "" {
+		parts = append(parts, h.Type)
+	}
+	if h.CPUCores > 0 {
+		parts = append(parts, strconv.Itoa(h.CPUCores)+" cores")
+	}
+	if h.Version != "" {
+		parts = append(parts, h.Version)
+	}
+	return strings.Join(parts, " · ")
+}
+
 // ModuleNames are the modules the host serves, sorted.
 func (h uiHost) ModuleNames() []string {
 	out := make([]string, 0, len(h.Modules))

@@ -43,7 +43,7 @@ func svgGauge(label string, value, max float64, text string) template.HTML {
 		lvl = "mid"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="gauge" viewBox="0 0 200 30" role="img" aria-label="%s %s">`, esc(label), esc(text))
+	fmt.Fprintf(&b, `<svg class="gauge" viewBox="0 0 200 30" width="200" height="30" role="img" aria-label="%s %s">`, esc(label), esc(text))
 	fmt.Fprintf(&b, `<text x="0" y="11" class="glabel">%s</text><text x="200" y="11" text-anchor="end" class="gvalue">%s</text>`, esc(label), esc(text))
 	fmt.Fprintf(&b, `<rect x="0" y="16" width="200" height="10" rx="3" class="gbg"/><rect x="0" y="16" width="%.1f" height="10" rx="3" class="gfill g-%s"/>`, 200*frac, lvl)
 	b.WriteString(`</svg>`)
@@ -105,8 +105,9 @@ func svgThroughput(jobs []uiJob, now time.Time) (template.HTML, string) {
 		}
 	}
 	sz := size.Milliseconds()
-	start := lo / sz * sz
-	n := int((hi-start)/sz) + 1
+	// At least 20 bars, the newest last.
+	n := max(20, int((hi-lo/sz*sz)/sz)+1)
+	start := hi/sz*sz - int64(n-1)*sz
 	type bucket struct{ ok, bad, other int }
 	bs := make([]bucket, n)
 	for _, j := range jobs {
@@ -168,7 +169,7 @@ func svgTimeline(evs []uiEvent) template.HTML {
 	const step, pad = 120.0, 50.0
 	W := pad*2 + step*float64(len(evs)-1)
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="timeline" viewBox="0 0 %.0f 64" role="img" aria-label="the job's states">`, W)
+	fmt.Fprintf(&b, `<svg class="timeline" viewBox="0 0 %.0f 64" width="%.0f" height="64" role="img" aria-label="the job's states">`, W, W)
 	fmt.Fprintf(&b, `<line x1="%.0f" y1="22" x2="%.0f" y2="22" class="axis"/>`, pad, W-pad)
 	for i, e := range evs {
 		x := pad + step*float64(i)
@@ -270,7 +271,7 @@ func svgDAG(steps []workflow.Step, tasks []uiTask) template.HTML {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="dag" viewBox="0 0 %.0f %.0f" role="img" aria-label="the workflow's steps">`, W, H)
+	fmt.Fprintf(&b, `<svg class="dag" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="the workflow's steps">`, W, H, W, H)
 	b.WriteString(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" class="arrowhead"/></marker></defs>`)
 	for _, s := range steps {
 		to := at[s.ID]

@@ -109,7 +109,7 @@
   // ------------------------------------------------------------ jobs list
 
   var jobsTable = document.getElementById("jobs");
-  var fetching = 0, missed = 0;
+  var fetching = {}, nfetching = 0, missed = {};
 
   function jobRow(j) {
     var tr = el("tr", { "data-job": j.job_id, "data-state": j.state });
@@ -178,10 +178,17 @@
     tr.classList.add("flash");
   }
 
+  // fetchJob reads a job the page has no row for (at most 4 at a time:
+  // past that, the page says how many it left out).
   function fetchJob(id) {
-    if (fetching >= 4) { missed++; showMissed(); return; }
-    fetching++;
-    api("GET", "/v1/jobs/" + encodeURIComponent(id) + "?result=false").then(addJob).catch(function () {}).then(function () { fetching--; });
+    if (fetching[id]) return;
+    if (nfetching >= 4) { missed[id] = true; showMissed(); return; }
+    fetching[id] = true;
+    nfetching++;
+    api("GET", "/v1/jobs/" + encodeURIComponent(id) + "?result=false").then(addJob).catch(function () {}).then(function () {
+      delete fetching[id];
+      nfetching--;
+    });
   }
 
   function showMissed() {
@@ -191,7 +198,7 @@
       jobsTable.parentElement.insertBefore(n, jobsTable);
     }
     n.textContent = "";
-    n.appendChild(document.createTextNode(missed + " more new jobs. "));
+    n.appendChild(document.createTextNode(Object.keys(missed).length + " more new jobs. "));
     n.appendChild(el("a", { href: location.href }, "Reload"));
   }
 

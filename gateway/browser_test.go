@@ -1,0 +1,400 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/ward-run/ward/modreg"
+)
+
+// The dashboard in a real browser: headless Chromium (Debian's chromium
+// package) driven with chromedp. Each test starts its own system and its
+// own browser, and saves screenshots in $WARD_SCREENSHOTS, else
+// gateway/testdata/screenshots (docs/img holds copies for the README).
+
+// chromiumPath is the browser: $CHROMIUM, else chromium on the PATH.
+func chromiumPath(t testing.TB) string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("the dashboard's browser tests need Chromium: apt-get install chromium (or set CHROMIUM to its path)")
+	return ""
+}
+
+// browser is a page of a fresh headless Chromium, closed with the test.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+	url string
+}
+
+func newBrowser(t *testing.T, s *system) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.NoSandbox, // the tests may run as root
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1360, 900),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	// Chromium now and then fails to start on a busy machine: three tries.
+	var err error
+	for try := 1; try <= 3; try++ {
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		// Start the browser now, with the browser's own context (a first
+		// call's context is the browser's life: one with a timeout would
+		// end it with the call).
+		if err = chromedp.Do(ctx); err == nil {
+			t.Cleanup(func() {
+				cancel()
+				cancelAlloc()
+			})
+			return &browser{t: t, ctx: ctx, url: s.URL}
+		}
+		cancel()
+		cancelAlloc()
+		t.Logf("starting %s (try %d): %v", chromiumPath(t), try, err)
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("%s does not start: %v", chromiumPath(t), err)
+	return nil
+}
+
+// do runs steps, each group within 30 s.
+func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.shot("failed-" + strings.ReplaceAll(b.t.Name(), "/", "-"))
+		b.t.Fatalf("%s: %v (at %s)", what, err, b.location())
+	}
+}
+
+// text is the text of the first element sel matches.
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("the text of %s: %v (at %s)", sel, err, b.location())
+	}
+	return s
+}
+
+// eval evaluates a JavaScript expression.
+func (b *browser) eval(expr string) any {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[any](expr))
+	if err != nil {
+		b.t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+// until waits for a JavaScript condition to hold (across reloads of the
+// page: an evaluation that a navigation interrupts is tried again).
+func (b *browser) until(what, cond string) {
+	b.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[any]("!!("+cond+")"))
+		cancel()
+		if err == nil && v == true {
+			return
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.shot("failed-" + strings.ReplaceAll(b.t.Name(), "/", "-"))
+	b.t.Fatalf("waiting for %s: not within 30 s (%v) (at %s)", what, last, b.location())
+}
+
+func (b *browser) location() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	l, _ := chromedp.Run(ctx, chromedp.Location())
+	return l
+}
+
+// shot saves a screenshot of the whole page as name.png.
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	dir := os.Getenv("WARD_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join("testdata", "screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshot: %s", path)
+}
+
+// login logs in through the login form.
+func (b *browser) login(key string) {
+	b.t.Helper()
+	b.do("log in",
+		chromedp.Navigate(b.url+"/ui/login"),
+		chromedp.WaitVisible(chromedp.CSS("#key")),
+		chromedp.SendKeys(chromedp.CSS("#key"), key),
+		chromedp.Click(chromedp.CSS("#login-submit")),
+		chromedp.WaitVisible(chromedp.CSS("#live-count")),
+	)
+}
+
+// TestBrowserLogin: a page without a session sends to the login form; a
+// bad key is refused there with the reason; a good one lands on the
+// overview, and logging out ends the session.
+func TestBrowserLogin(t *testing.T) {
+	s := start(t, sysOptions{})
+	b := newBrowser(t, s)
+	b.do("open a page without a session",
+		chromedp.Navigate(b.url+"/ui/jobs"),
+		chromedp.WaitVisible(chromedp.CSS("#login-form")),
+		chromedp.SendKeys(chromedp.CSS("#key"), s.Acme[:len(s.Acme)-4]+"AAAA"),
+		chromedp.Click(chromedp.CSS("#login-submit")),
+		chromedp.WaitVisible(chromedp.CSS("#login-error")),
+	)
+	if msg := b.text("#login-error"); !strings.Contains(msg, "the key was not accepted") {
+		t.Errorf("a bad key's message: %q", msg)
+	}
+	b.shot("dashboard-login")
+	b.do("log in with a good key",
+		chromedp.SetValue(chromedp.CSS("#key"), s.Acme),
+		chromedp.Click(chromedp.CSS("#login-submit")),
+		chromedp.WaitVisible(chromedp.CSS("#jobs")), // the page asked for first
+	)
+	b.do("open the overview", chromedp.Navigate(b.url+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#live-count")))
+	if who := b.text(".who .key"); !strings.Contains(who, "acme") {
+		t.Errorf("the header names %q, not tenant acme", who)
+	}
+	if b.eval(`document.cookie`) != "" {
+		t.Errorf("the session cookie is readable by the page's script")
+	}
+	b.do("log out", chromedp.Click(chromedp.CSS("#logout")), chromedp.WaitVisible(chromedp.CSS("#login-form")))
+	b.do("a page after logging out", chromedp.Navigate(b.url+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#login-form")))
+}
+
+// TestBrowserJobs: submit a job from the jobs page and watch its row reach
+// SUCCEEDED without a reload; open it: the timeline with the placement,
+// the decision, the result; submit one the policy denies and read why;
+// then a workflow run's DAG.
+func TestBrowserJobs(t *testing.T) {
+	s := start(t, sysOptions{})
+	// Some history for the overview.
+	for i := range 6 {
+		topic := "job.echo"
+		if i%3 == 2 {
+			topic = "job.nowhere"
+		}
+		s.call(t, s.Acme, "POST", "/v1/jobs", map[string]any{"topic": topic, "payload": map[string]any{"n": i}})
+	}
+	b := newBrowser(t, s)
+	b.login(s.Acme)
+	b.do("open the jobs page", chromedp.Navigate(b.url+"/ui/jobs"), chromedp.WaitVisible(chromedp.CSS("#jobs")))
+	b.eval(`window.wardNoReload = true`)
+	b.do("submit a job",
+		chromedp.Click(chromedp.CSS("#submit-box summary")),
+		chromedp.WaitVisible(chromedp.CSS("#submit-payload")),
+		chromedp.SetValue(chromedp.CSS("#submit-payload"), `{"greeting": "hello from the browser"}`),
+		chromedp.Click(chromedp.CSS("#submit-button")),
+		chromedp.WaitVisible(chromedp.CSS("#submitted-job")),
+	)
+	id := b.text("#submitted-job")
+	b.until("its row to reach SUCCEEDED", `!!document.querySelector('#jobs tr[data-job="`+id+`"][data-state="SUCCEEDED"]')`)
+	if b.eval(`window.wardNoReload === true`) != true {
+		t.Error("the page reloaded to show the job")
+	}
+	b.shot("dashboard-jobs")
+
+	b.do("open the job", chromedp.Click(chromedp.CSS(`#jobs tr[data-job="`+id+`"] a`)), chromedp.WaitVisible(chromedp.CSS("#result")))
+	if st := b.text("#job-state"); st != "SUCCEEDED" {
+		t.Errorf("the job's state: %q", st)
+	}
+	if res := b.text("#result"); !strings.Contains(res, `"greeting": "hello from the browser"`) {
+		t.Errorf("the result: %q", res)
+	}
+	if p := b.text("#placement"); !strings.Contains(p, "gw-host") {
+		t.Errorf("the placement: %q", p)
+	}
+	if tl := b.text("#timeline"); !strings.Contains(tl, "SCHEDULED") || !strings.Contains(tl, "SUCCEEDED") {
+		t.Errorf("the timeline: %q", tl)
+	}
+	if d := b.text("#safety-decision"); !strings.HasPrefix(d, "ALLOW") {
+		t.Errorf("the decision: %q", d)
+	}
+	b.shot("dashboard-job")
+
+	// The default policy forbids topic sys.destroy: the job is DENIED, and
+	// its page says by which rule.
+	b.do("submit a job the policy denies",
+		chromedp.Navigate(b.url+"/ui/jobs"),
+		chromedp.WaitVisible(chromedp.CSS("#jobs")),
+		chromedp.Click(chromedp.CSS("#submit-box summary")),
+		chromedp.WaitVisible(chromedp.CSS("#submit-topic")),
+		chromedp.SetValue(chromedp.CSS("#submit-topic"), "sys.destroy"),
+		chromedp.Click(chromedp.CSS("#submit-button")),
+		chromedp.WaitVisible(chromedp.CSS("#submitted-job")),
+	)
+	denied := b.text("#submitted-job")
+	b.until("its row to reach DENIED", `!!document.querySelector('#jobs tr[data-job="`+denied+`"][data-state="DENIED"]')`)
+	b.do("open the denied job", chromedp.Navigate(b.url+"/ui/jobs/"+denied), chromedp.WaitVisible(chromedp.CSS("#safety-reasons")))
+	if r := b.text("#safety-reasons"); !strings.Contains(r, "topic sys.destroy is forbidden") {
+		t.Errorf("the denial's reasons: %q", r)
+	}
+	if d := b.text("#safety-decision"); d != "DENY" {
+		t.Errorf("the decision: %q", d)
+	}
+	b.shot("dashboard-denied")
+
+	b.do("the overview", chromedp.Navigate(b.url+"/ui/"), chromedp.WaitVisible(chromedp.CSS("svg.chart")))
+	b.shot("dashboard-overview")
+
+	// A workflow run's steps as a DAG.
+	def := "name: fan\nsteps:\n  - id: fetch\n    topic: job.echo\n    payload: '${{ input }}'\n  - id: lint\n    topic: job.echo\n    depends_on: [fetch]\n    payload: '${{ steps.fetch.output }}'\n  - id: test\n    topic: job.echo\n    depends_on: [fetch]\n    payload: '${{ steps.fetch.output }}'\n  - id: report\n    topic: job.echo\n    depends_on: [lint, test]\n    payload: '${{ steps.lint.output }}'\n"
+	st, body := s.call(t, s.Acme, "POST", "/v1/runs", map[string]any{"definition": def, "input": map[string]any{"repo": "ward"}})
+	if st != http.StatusAccepted {
+		t.Fatalf("run: %d %s", st, body)
+	}
+	run := object(t, body)["run_id"].(string)
+	b.do("open the run", chromedp.Navigate(b.url+"/ui/workflows/"+run), chromedp.WaitVisible(chromedp.CSS("svg.dag")))
+	b.until("every step to succeed (the page refreshes itself)", `document.querySelectorAll('svg.dag g.step[data-state="SUCCEEDED"]').length === 4`)
+	b.shot("dashboard-workflow")
+}
+
+// TestBrowserDLQAndModules: retry a dead-lettered job from the DLQ page;
+// roll a module back from the modules page as an admin.
+func TestBrowserDLQAndModules(t *testing.T) {
+	s := start(t, sysOptions{})
+	st, body := s.call(t, s.Acme, "POST", "/v1/jobs", map[string]any{"topic": "job.nowhere", "payload": 1})
+	if st != http.StatusAccepted {
+		t.Fatalf("submit: %d %s", st, body)
+	}
+	id := object(t, body)["job_id"].(string)
+	waitFor(t, func() bool {
+		_, b := s.call(t, s.Acme, "GET", "/v1/dlq", nil)
+		return strings.Contains(string(b), id)
+	})
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		if _, err := s.Reg.Deploy(context.Background(), modreg.Version{Name: "hello", Version: v, Route: modreg.Route{Topic: "job.hello", Pool: "hello"}}, []byte("\x00asm\x01\x00\x00\x00"+v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	b := newBrowser(t, s)
+	b.login(s.Acme)
+	row := `#dlq tr[data-job="` + id + `"]`
+	b.do("retry the DLQ entry",
+		chromedp.Navigate(b.url+"/ui/dlq"),
+		chromedp.WaitVisible(chromedp.CSS(row)),
+		chromedp.Click(chromedp.CSS(row+" button[data-post]")),
+		chromedp.WaitVisible(chromedp.CSS(row+" .msg.ok")),
+	)
+	if msg := b.text(row + " .msg"); !strings.Contains(msg, "Retried") {
+		t.Errorf("after retry: %q", msg)
+	}
+	b.shot("dashboard-dlq")
+	// A tenant's key sees no rollback.
+	b.do("the modules page as a tenant", chromedp.Navigate(b.url+"/ui/modules"), chromedp.WaitVisible(chromedp.CSS(`#modules tr[data-module="hello"]`)))
+	if n := b.eval(`document.querySelectorAll('button[data-post*="rollback"]').length`); n != float64(0) {
+		t.Errorf("a tenant's modules page has %v rollback buttons", n)
+	}
+
+	admin := newBrowser(t, s)
+	admin.login(s.Admin)
+	mrow := `#modules tr[data-module="hello"]`
+	admin.do("roll back the module",
+		chromedp.Navigate(admin.url+"/ui/modules"),
+		chromedp.WaitVisible(chromedp.CSS(mrow+" button[data-post]")),
+		chromedp.Click(chromedp.CSS(mrow+" button[data-post]")), // arms it
+		chromedp.Click(chromedp.CSS(mrow+" button[data-post]")), // confirms
+	)
+	admin.until("the page to show 1.0.0 in force", `(document.querySelector('`+mrow+` td[data-field="version"]') || {}).textContent === "1.0.0"`)
+	admin.shot("dashboard-modules")
+	st, body = s.call(t, s.Admin, "GET", "/v1/modules/hello", nil)
+	if st != http.StatusOK || object(t, body)["active"].(map[string]any)["version"] != "1.0.0" {
+		t.Errorf("the module after the rollback: %d %s", st, body)
+	}
+	admin.do("the hosts", chromedp.Navigate(admin.url+"/ui/hosts"), chromedp.WaitVisible(chromedp.CSS(`article[data-host="gw-host"] svg.gauge`)))
+	admin.shot("dashboard-hosts")
+	admin.do("evaluate a policy input",
+		chromedp.Navigate(admin.url+"/ui/policies"),
+		chromedp.WaitVisible(chromedp.CSS("#eval-input")),
+		chromedp.SetValue(chromedp.CSS("#eval-input"), `{"job_id": "try", "topic": "sys.destroy", "tenant_id": "acme"}`),
+		chromedp.Click(chromedp.CSS("#eval-button")),
+		chromedp.WaitVisible(chromedp.CSS("#eval-reasons")),
+	)
+	if r := admin.text("#eval-reasons"); !strings.Contains(r, "topic sys.destroy is forbidden") {
+		t.Errorf("the evaluation's reasons: %q", r)
+	}
+	admin.shot("dashboard-policies")
+}
+
+// TestBrowserReadOnly: a read-only key's pages have no button that
+// changes anything: no submit, cancel, retry, rollback or run.
+func TestBrowserReadOnly(t *testing.T) {
+	s := start(t, sysOptions{})
+	st, body := s.call(t, s.Acme, "POST", "/v1/jobs", map[string]any{"topic": "job.nowhere", "payload": 1})
+	if st != http.StatusAccepted {
+		t.Fatalf("submit: %d %s", st, body)
+	}
+	id := object(t, body)["job_id"].(string)
+	waitFor(t, func() bool {
+		_, b := s.call(t, s.Acme, "GET", "/v1/dlq", nil)
+		return strings.Contains(string(b), id)
+	})
+	if _, err := s.Reg.Deploy(context.Background(), modreg.Version{Name: "hello", Version: "1.0.0", Route: modreg.Route{Topic: "job.hello", Pool: "hello"}}, []byte("\x00asm\x01\x00\x00\x00")); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, s)
+	b.login(s.AcmeRO)
+	for _, p := range []struct{ path, ready string }{
+		{"/ui/jobs", "#jobs"},
+		{"/ui/jobs/" + id, "#timeline"},
+		{"/ui/dlq", "#dlq"},
+		{"/ui/modules", "#modules"},
+		{"/ui/workflows", "h1"},
+	} {
+		b.do("open "+p.path, chromedp.Navigate(b.url+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+		n := b.eval(`document.querySelectorAll('button[data-post], #submit-form, #run-form, #rerun-button, #test-button').length`)
+		if n != float64(0) {
+			t.Errorf("%s: a read-only key sees %v controls that change things", p.path, n)
+		}
+		if p.path == "/ui/dlq" {
+			b.shot("dashboard-readonly")
+		}
+	}
+	if n := b.eval(`document.querySelectorAll('a[href="/ui/audit"], a[href="/ui/keys"]').length`); n != float64(0) {
+		t.Errorf("a tenant's key sees the admin's pages in the navigation")
+	}
+}
