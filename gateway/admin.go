@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,6 +18,7 @@ import (
 	"github.com/ward-run/ward/api/reason"
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	"github.com/ward-run/ward/audit"
+	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/policies"
 	"github.com/ward-run/ward/safety"
@@ -29,6 +33,15 @@ type AdminParts struct {
 	JS jetstream.JetStream
 	// PolicyBucket is the kernels' policy bucket; "" is safety's default.
 	PolicyBucket string
+	// Pools is the pools.yaml the schedulers read, which a deployed
+	// module's route must not contradict; the embedded default when nil.
+	Pools *config.Pools
+	// ModuleKey signs deployed modules (hosts with trusted keys run only
+	// signed versions); nil deploys them unsigned.
+	ModuleKey ed25519.PrivateKey
+	// PolicyKey signs pushed bundles (kernels with a public key load only
+	// signed ones); nil pushes them unsigned.
+	PolicyKey *safety.PolicySigningKey
 }
 
 func (s *Server) routesAdmin() {
@@ -38,10 +51,12 @@ func (s *Server) routesAdmin() {
 	s.api("DELETE", "/v1/dlq/{id}", ScopeSubmit, s.dlqDrop)
 	s.api("GET", "/v1/modules", ScopeRead, s.modules)
 	s.api("GET", "/v1/modules/{name}", ScopeRead, s.module)
+	s.api("POST", "/v1/modules", ScopeAdmin, s.moduleDeploy)
 	s.api("POST", "/v1/modules/{name}/rollback", ScopeAdmin, s.moduleRollback)
 	s.api("GET", "/v1/policies", ScopeRead, s.policyStatus)
 	s.api("POST", "/v1/policies/eval", ScopeRead, s.policyEval)
 	s.api("POST", "/v1/policies/test", ScopeAdmin, s.policyTest)
+	s.api("PUT", "/v1/policies", ScopeAdmin, s.policyPush)
 	s.api("GET", "/v1/audit", ScopeAdmin, s.auditLog)
 }
 
@@ -232,6 +247,123 @@ func (s *Server) moduleRollback(w http.ResponseWriter, r *http.Request, p Princi
 	}
 	s.audit(ctx, p, audit.ModuleRollback, name, map[string]string{"version": a.Version, "digest": a.Digest})
 	return a, nil
+}
+
+// moduleDeploy stores a module version and makes it the active one: a
+// multipart form with the file "module" (the .wasm), optionally
+// "manifest" (its YAML), and the fields name, version (over the
+// manifest's) and force (deploy although pools.yaml routes its topic
+// elsewhere). Everything is checked before anything is stored. The hosts
+// load it as they see it (GET /v1/modules/{name}: their reports).
+func (s *Server) moduleDeploy(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	reg, err := s.registry()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.ParseMultipartForm(s.cfg.MaxBody); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "the body is not a multipart form with the file module: %v", err)
+	}
+	defer r.MultipartForm.RemoveAll()
+	file := func(name string) ([]byte, error) {
+		f, _, err := r.FormFile(name)
+		if errors.Is(err, http.ErrMissingFile) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%s: %v", name, err)
+		}
+		defer f.Close()
+		return io.ReadAll(f)
+	}
+	wasm, err := file("module")
+	if err != nil {
+		return nil, err
+	}
+	if wasm == nil {
+		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "the form has no file module (the .wasm)")
+	}
+	manifest, err := file("manifest")
+	if err != nil {
+		return nil, err
+	}
+	v, err := modreg.NewVersion(wasm, manifest, r.FormValue("name"), r.FormValue("version"))
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%v; nothing was stored", err)
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	pools := s.cfg.Admin.Pools
+	if pools == nil {
+		if pools, err = config.LoadPools(""); err != nil {
+			return nil, err
+		}
+	}
+	conflicts, err := reg.RouteConflicts(ctx, pools, v)
+	if err != nil {
+		return nil, err
+	}
+	if len(conflicts) > 0 && r.FormValue("force") != "true" {
+		var why []string
+		for _, c := range conflicts {
+			why = append(why, fmt.Sprintf("%s → pool %s: %s", c.Topic, c.Pool, c.Why))
+		}
+		return nil, errorf(http.StatusConflict, CodeConflict, "%s %s declares a route that would not apply (%s); nothing was stored (force=true deploys it anyway)",
+			v.Name, v.Version, strings.Join(why, "; "))
+	}
+	if s.cfg.Admin.ModuleKey != nil {
+		v.Signature = modreg.Sign(s.cfg.Admin.ModuleKey, modreg.Digest(wasm))
+	}
+	a, err := reg.Deploy(ctx, v, wasm)
+	if err != nil {
+		return nil, errorf(http.StatusConflict, CodeConflict, "%v", err)
+	}
+	s.audit(ctx, p, audit.ModuleDeploy, a.Name, map[string]string{"version": a.Version, "digest": a.Digest, "signed": fmt.Sprint(a.Signed)})
+	return withStatus{http.StatusCreated, a}, nil
+}
+
+// PushRequest is PUT /v1/policies's body: a bundle's files by path
+// (*.rego, their *_test.rego, data.json or data.yaml).
+type PushRequest struct {
+	Files map[string]string `json:"files"`
+}
+
+// policyPush checks a bundle as every kernel will (it compiles, its tests
+// pass), signs it with the gateway's policy key, and pushes it to the
+// kernels' bucket: every kernel puts it in force at once.
+func (s *Server) policyPush(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	var in PushRequest
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	if len(in.Files) == 0 {
+		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "the bundle has no files")
+	}
+	b := &safety.Bundle{Files: map[string][]byte{}}
+	for name, data := range in.Files {
+		b.Files[name] = []byte(data)
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	opts := safety.PushOptions{By: "key:" + p.KeyID, SigningKey: s.cfg.Admin.PolicyKey, Unsigned: s.cfg.Admin.PolicyKey == nil}
+	res, err := safety.Push(ctx, s.cfg.Client.Bus().NATS(), s.cfg.Admin.PolicyBucket, b, opts)
+	var tf *safety.TestsFailedError
+	switch {
+	case errors.As(err, &tf):
+		return nil, errorf(http.StatusUnprocessableEntity, reason.BadRequest, "%v; nothing was pushed", err)
+	case errors.Is(err, safety.ErrInvalidBundle):
+		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%v; nothing was pushed", err)
+	case err != nil:
+		return nil, err
+	}
+	if !res.Unchanged {
+		s.audit(ctx, p, audit.PolicyPush, res.Bucket, map[string]string{"revision": res.Revision, "signed": fmt.Sprint(res.KeyID != "")})
+	}
+	return map[string]any{"bucket": res.Bucket, "revision": res.Revision, "tests": res.Tests,
+		"unchanged": res.Unchanged, "signed": res.KeyID != "", "key_id": res.KeyID}, nil
 }
 
 // audit records what p did, best effort: a failure is logged.

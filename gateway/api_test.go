@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -624,5 +625,120 @@ func waitFor(t testing.TB, cond func() bool) {
 			t.Fatal("condition not met within a minute")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestDeployAndPush deploys a module and pushes a policy through the API,
+// as an admin, with their refusals; the pushed deny rule then denies jobs.
+func TestDeployAndPush(t *testing.T) {
+	s := start(t, sysOptions{})
+	_, router := spec(t)
+	c := checked{t: t, s: s, router: router}
+	wasm := wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")
+	form := func(fields map[string]string, files map[string][]byte) (string, []byte) {
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		for k, v := range fields {
+			_ = mw.WriteField(k, v)
+		}
+		for k, v := range files {
+			fw, _ := mw.CreateFormFile(k, k)
+			_, _ = fw.Write(v)
+		}
+		_ = mw.Close()
+		return mw.FormDataContentType(), buf.Bytes()
+	}
+	deploy := func(key string, fields map[string]string, files map[string][]byte) (int, []byte) {
+		ct, body := form(fields, files)
+		req, _ := http.NewRequest("POST", s.URL+"/v1/modules", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", ct)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		// The answer is what the document says.
+		vreq := httptest.NewRequest("POST", "/v1/modules", bytes.NewReader(body))
+		vreq.Header.Set("Content-Type", ct)
+		route, params, _ := router.FindRoute(vreq)
+		in := &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+		if err := openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: in, Status: resp.StatusCode, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(bytes.NewReader(b)),
+		}); err != nil {
+			t.Errorf("deploy → %d: not what the document says: %v\n%s", resp.StatusCode, err, b)
+		}
+		return resp.StatusCode, b
+	}
+	manifest := []byte("name: hello\nversion: \"2.0.0\"\ntopic: job.hello\npool: hello\n")
+	if st, b := deploy(s.Acme, nil, map[string][]byte{"module": wasm, "manifest": manifest}); st != http.StatusForbidden {
+		t.Errorf("a tenant key deploys: %d %s", st, b)
+	}
+	if st, b := deploy(s.Admin, nil, map[string][]byte{"module": []byte("#!/bin/sh\necho not wasm"), "manifest": manifest}); st != http.StatusBadRequest || !strings.Contains(string(b), "nothing was stored") {
+		t.Errorf("a file that is not WebAssembly: %d %s", st, b)
+	}
+	if st, b := deploy(s.Admin, nil, map[string][]byte{"module": wasm, "manifest": []byte("name: [oops")}); st != http.StatusBadRequest {
+		t.Errorf("a bad manifest: %d %s", st, b)
+	}
+	clash := []byte("name: clash\nversion: \"1\"\ntopic: job.echo\npool: clash\n")
+	if st, b := deploy(s.Admin, nil, map[string][]byte{"module": wasm, "manifest": clash}); st != http.StatusConflict || errCode(t, b) != "conflict" {
+		t.Errorf("a route pools.yaml overrides: %d %s", st, b)
+	}
+	if _, b := c.call(s.Admin, "GET", "/v1/modules", nil); strings.Contains(string(b), "clash") {
+		t.Errorf("a refused deploy stored the module: %s", b)
+	}
+	st, b := deploy(s.Admin, nil, map[string][]byte{"module": wasm, "manifest": manifest})
+	if st != http.StatusCreated || object(t, b)["version"] != "2.0.0" {
+		t.Fatalf("deploy: %d %s", st, b)
+	}
+	// The host serves it: a job to its topic succeeds.
+	waitFor(t, func() bool {
+		st, b := c.call(s.Acme, "POST", "/v1/jobs", map[string]any{"topic": "job.hello", "payload": "hi"})
+		if st != http.StatusAccepted {
+			return false
+		}
+		return s.waitJob(t, s.Acme, object(t, b)["job_id"].(string))["state"] == "SUCCEEDED"
+	})
+
+	// A policy: the default bundle plus a deny rule.
+	_, b = c.call(s.Admin, "GET", "/v1/policies?files=true", nil)
+	files := map[string]string{}
+	for k, v := range object(t, b)["files"].(map[string]any) {
+		files[k] = v.(string)
+	}
+	files["extra.rego"] = "package ward.safety\n\ndeny contains \"topic job.hello is closed\" if input.topic == \"job.hello\"\n"
+	if st, b := c.call(s.Acme, "PUT", "/v1/policies", map[string]any{"files": files}); st != http.StatusForbidden {
+		t.Errorf("a tenant key pushes: %d %s", st, b)
+	}
+	broken := map[string]string{"ward.rego": "package ward.safety\n\ndeny contains if {"}
+	if st, b := c.call(s.Admin, "PUT", "/v1/policies", map[string]any{"files": broken}); st != http.StatusBadRequest {
+		t.Errorf("a bundle that does not compile: %d %s", st, b)
+	}
+	failing := map[string]string{}
+	for k, v := range files {
+		failing[k] = v
+	}
+	failing["extra_test.rego"] = "package ward.safety_test\n\nimport data.ward.safety\n\ntest_fails if { 1 == 2 }\n"
+	if st, b := c.call(s.Admin, "PUT", "/v1/policies", map[string]any{"files": failing}); st != http.StatusUnprocessableEntity || !strings.Contains(string(b), "test_fails") {
+		t.Errorf("a bundle whose tests fail: %d %s", st, b)
+	}
+	st, b = c.call(s.Admin, "PUT", "/v1/policies", map[string]any{"files": files})
+	if st != http.StatusOK {
+		t.Fatalf("push: %d %s", st, b)
+	}
+	rev := object(t, b)["revision"]
+	waitFor(t, func() bool {
+		_, b := c.call(s.Acme, "GET", "/v1/policies", nil)
+		return strings.Contains(string(b), fmt.Sprintf(`"revision":%q`, rev)) && object(t, b)["source"] == "bucket"
+	})
+	waitFor(t, func() bool {
+		_, b := c.call(s.Acme, "POST", "/v1/jobs", map[string]any{"topic": "job.hello", "payload": "hi"})
+		j := s.waitJob(t, s.Acme, object(t, b)["job_id"].(string))
+		return j["state"] == "DENIED" && strings.Contains(fmt.Sprint(j["safety"]), "topic job.hello is closed")
+	})
+	if _, b := c.call(s.Admin, "GET", "/v1/audit", nil); !strings.Contains(string(b), "policy.push") || !strings.Contains(string(b), "module.deploy") {
+		t.Errorf("the audit log lacks the push or the deploy: %s", b)
 	}
 }
