@@ -296,14 +296,18 @@ func TestBrowserJobs(t *testing.T) {
 // roll a module back from the modules page as an admin.
 func TestBrowserDLQAndModules(t *testing.T) {
 	s := start(t, sysOptions{})
-	st, body := s.call(t, s.Acme, "POST", "/v1/jobs", map[string]any{"topic": "job.nowhere", "payload": 1})
-	if st != http.StatusAccepted {
-		t.Fatalf("submit: %d %s", st, body)
+	var ids []string
+	for i := range 2 {
+		st, body := s.call(t, s.Acme, "POST", "/v1/jobs", map[string]any{"topic": "job.nowhere", "payload": i})
+		if st != http.StatusAccepted {
+			t.Fatalf("submit: %d %s", st, body)
+		}
+		ids = append(ids, object(t, body)["job_id"].(string))
 	}
-	id := object(t, body)["job_id"].(string)
+	id, drop := ids[0], ids[1]
 	waitFor(t, func() bool {
 		_, b := s.call(t, s.Acme, "GET", "/v1/dlq", nil)
-		return strings.Contains(string(b), id)
+		return strings.Contains(string(b), id) && strings.Contains(string(b), drop)
 	})
 	for _, v := range []string{"1.0.0", "1.1.0"} {
 		if _, err := s.Reg.Deploy(context.Background(), modreg.Version{Name: "hello", Version: v, Route: modreg.Route{Topic: "job.hello", Pool: "hello"}}, []byte("\x00asm\x01\x00\x00\x00"+v)); err != nil {
@@ -323,7 +327,16 @@ func TestBrowserDLQAndModules(t *testing.T) {
 	if msg := b.text(row + " .msg"); !strings.Contains(msg, "Retried") {
 		t.Errorf("after retry: %q", msg)
 	}
+	drow := `#dlq tr[data-job="` + drop + `"]`
+	b.do("drop the other",
+		chromedp.Click(chromedp.CSS(drow+` button[data-method="DELETE"]`)), // arms it
+		chromedp.Click(chromedp.CSS(drow+` button[data-method="DELETE"]`)), // confirms
+		chromedp.WaitVisible(chromedp.CSS(drow+" .msg.ok")),
+	)
 	b.shot("dashboard-dlq")
+	if _, body := s.call(t, s.Acme, "GET", "/v1/dlq", nil); strings.Contains(string(body), drop) {
+		t.Errorf("the dropped entry is still in the DLQ: %s", body)
+	}
 	// A tenant's key sees no rollback.
 	b.do("the modules page as a tenant", chromedp.Navigate(b.url+"/ui/modules"), chromedp.WaitVisible(chromedp.CSS(`#modules tr[data-module="hello"]`)))
 	if n := b.eval(`document.querySelectorAll('button[data-post*="rollback"]').length`); n != float64(0) {
@@ -341,7 +354,7 @@ func TestBrowserDLQAndModules(t *testing.T) {
 	)
 	admin.until("the page to show 1.0.0 in force", `(document.querySelector('`+mrow+` td[data-field="version"]') || {}).textContent === "1.0.0"`)
 	admin.shot("dashboard-modules")
-	st, body = s.call(t, s.Admin, "GET", "/v1/modules/hello", nil)
+	st, body := s.call(t, s.Admin, "GET", "/v1/modules/hello", nil)
 	if st != http.StatusOK || object(t, body)["active"].(map[string]any)["version"] != "1.0.0" {
 		t.Errorf("the module after the rollback: %d %s", st, body)
 	}

@@ -75,8 +75,9 @@
 
   // ------------------------------------------------------------ buttons
 
-  // <button data-post="/v1/..." data-confirm="..." data-done="..." data-then="reload">
-  // posts to the API; a data-confirm button asks for a second click.
+  // <button data-post="/v1/..." data-method="DELETE" data-confirm="..." data-done="..." data-then="reload">
+  // calls the API (POST unless data-method says otherwise); a data-confirm
+  // button asks for a second click.
   document.addEventListener("click", function (ev) {
     var b = ev.target.closest("button[data-post]");
     if (!b) return;
@@ -93,12 +94,19 @@
     }
     if (b.dataset.armed === "true") { b.dataset.armed = ""; b.textContent = b.dataset.label; }
     b.disabled = true;
-    api("POST", b.dataset.post).then(function (data) {
+    api(b.dataset.method || "POST", b.dataset.post).then(function (data) {
       var done = b.dataset.done || "Done";
       if (data && data.version) done += " to " + data.version;
       if (data && data.job_id && b.dataset.post.indexOf("/dlq/") >= 0) done += ": job " + data.job_id.slice(0, 8) + " submitted again";
       say(b, done, false);
       b.dataset.doneState = "true";
+      if (data && data.dropped) {
+        var row = b.closest("tr");
+        if (row) {
+          row.classList.add("revoked");
+          row.querySelectorAll("button[data-post]").forEach(function (x) { x.disabled = true; });
+        }
+      }
       if (b.dataset.then === "reload") setTimeout(function () { location.reload(); }, 700);
     }).catch(function (err) {
       say(b, err.message, true);
