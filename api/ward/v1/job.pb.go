@@ -727,8 +727,13 @@ type JobResult struct {
 	// delay) sends none: the scheduler then records RUNNING with the end, in
 	// one step.
 	StartedReported bool `protobuf:"varint,13,opt,name=started_reported,json=startedReported,proto3" json:"started_reported,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// log is what the module wrote to stderr and with ward.log during the
+	// run, up to the sandbox's log cap (64 KiB by default): set whatever
+	// the outcome, a failed run's first. log_truncated says the cap cut it.
+	Log           []byte `protobuf:"bytes,16,opt,name=log,proto3" json:"log,omitempty"`
+	LogTruncated  bool   `protobuf:"varint,17,opt,name=log_truncated,json=logTruncated,proto3" json:"log_truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobResult) Reset() {
@@ -848,6 +853,20 @@ func (x *JobResult) GetOutputChunks() int64 {
 func (x *JobResult) GetStartedReported() bool {
 	if x != nil {
 		return x.StartedReported
+	}
+	return false
+}
+
+func (x *JobResult) GetLog() []byte {
+	if x != nil {
+		return x.Log
+	}
+	return nil
+}
+
+func (x *JobResult) GetLogTruncated() bool {
+	if x != nil {
+		return x.LogTruncated
 	}
 	return false
 }
@@ -1308,7 +1327,12 @@ type JobRecord struct {
 	ModuleDigest string `protobuf:"bytes,26,opt,name=module_digest,json=moduleDigest,proto3" json:"module_digest,omitempty"`
 	// events_chain is the last link of the job's event log's hash chain:
 	// the log, recomputed, must end there.
-	EventsChain   string `protobuf:"bytes,27,opt,name=events_chain,json=eventsChain,proto3" json:"events_chain,omitempty"`
+	EventsChain string `protobuf:"bytes,27,opt,name=events_chain,json=eventsChain,proto3" json:"events_chain,omitempty"`
+	// log is the module's log (stderr and ward.log lines) of the attempt
+	// that ended the job, as its host reported it (JobResult.log); only a
+	// get carries it, never a list. log_truncated says the host's cap cut it.
+	Log           []byte `protobuf:"bytes,28,opt,name=log,proto3" json:"log,omitempty"`
+	LogTruncated  bool   `protobuf:"varint,29,opt,name=log_truncated,json=logTruncated,proto3" json:"log_truncated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1530,6 +1554,20 @@ func (x *JobRecord) GetEventsChain() string {
 		return x.EventsChain
 	}
 	return ""
+}
+
+func (x *JobRecord) GetLog() []byte {
+	if x != nil {
+		return x.Log
+	}
+	return nil
+}
+
+func (x *JobRecord) GetLogTruncated() bool {
+	if x != nil {
+		return x.LogTruncated
+	}
+	return false
 }
 
 // GetJobRequest asks a scheduler for one job, on sys.job.get.
@@ -1967,7 +2005,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xbf\x03\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xf6\x03\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x06status\x12\x1d\n" +
@@ -1984,7 +2022,9 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	" \x01(\x05R\aattempt\x12\x1a\n" +
 	"\bwarnings\x18\v \x03(\tR\bwarnings\x12#\n" +
 	"\routput_chunks\x18\f \x01(\x03R\foutputChunks\x12)\n" +
-	"\x10started_reported\x18\r \x01(\bR\x0fstartedReportedJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xe3\x02\n" +
+	"\x10started_reported\x18\r \x01(\bR\x0fstartedReported\x12\x10\n" +
+	"\x03log\x18\x10 \x01(\fR\x03log\x12#\n" +
+	"\rlog_truncated\x18\x11 \x01(\bR\flogTruncatedJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xe3\x02\n" +
 	"\vJobProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12-\n" +
@@ -2028,7 +2068,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\finput_digest\x18\x06 \x01(\tR\vinputDigest\x12\x17\n" +
 	"\aeval_ns\x18\a \x01(\x03R\x06evalNs\x12\x16\n" +
 	"\x06cached\x18\b \x01(\bR\x06cached\x12+\n" +
-	"\x12decided_at_unix_ms\x18\t \x01(\x03R\x0fdecidedAtUnixMs\"\xe0\a\n" +
+	"\x12decided_at_unix_ms\x18\t \x01(\x03R\x0fdecidedAtUnixMs\"\x97\b\n" +
 	"\tJobRecord\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +
@@ -2061,7 +2101,9 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\tresources\x18\x18 \x01(\v2\x12.ward.v1.ResourcesR\tresources\x12\x16\n" +
 	"\x06module\x18\x19 \x01(\tR\x06module\x12#\n" +
 	"\rmodule_digest\x18\x1a \x01(\tR\fmoduleDigest\x12!\n" +
-	"\fevents_chain\x18\x1b \x01(\tR\veventsChain\x1a9\n" +
+	"\fevents_chain\x18\x1b \x01(\tR\veventsChain\x12\x10\n" +
+	"\x03log\x18\x1c \x01(\fR\x03log\x12#\n" +
+	"\rlog_truncated\x18\x1d \x01(\bR\flogTruncated\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +
