@@ -629,10 +629,29 @@ func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.J
 	res.Module, res.ModuleDigest = p.Module, mod.Digest()
 	if out != nil {
 		res.Warnings = warnings(out.Log)
+		res.Log, res.LogTruncated = resultLog(out.Log, out.LogTruncated)
 		instanceRuns.WithLabelValues(p.Module, instanceKind(mod, out)).Inc()
 	}
 	if err != nil {
 		return p.Module, nil, err
 	}
 	return p.Module, out.Data, nil
+}
+
+// maxResultLog bounds the log a result carries, whatever the sandbox's
+// MaxLogBytes: the result message must stay well under the bus's max
+// payload. The sandbox's own cap (64 KiB by default) is below it.
+const maxResultLog = 256 << 10
+
+// resultLog is the run's log as its result carries it (JobResult.log): the
+// module's stderr and ward.log lines, set whatever the outcome, and
+// whether a cap cut it. An empty log is nil: it costs nothing downstream.
+func resultLog(log []byte, truncated bool) ([]byte, bool) {
+	if len(log) == 0 {
+		return nil, truncated
+	}
+	if len(log) > maxResultLog {
+		return log[:maxResultLog], true
+	}
+	return log, truncated
 }
