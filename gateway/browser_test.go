@@ -370,6 +370,10 @@ func TestBrowserDLQAndModules(t *testing.T) {
 	if r := admin.text("#eval-reasons"); !strings.Contains(r, "topic sys.destroy is forbidden") {
 		t.Errorf("the evaluation's reasons: %q", r)
 	}
+	admin.do("run the policy's tests", chromedp.Click(chromedp.CSS("#test-button")), chromedp.WaitVisible(chromedp.CSS("#test-result table")))
+	if m := admin.text("#test-msg"); !strings.HasPrefix(m, "Passed") {
+		t.Errorf("the policy tests: %q", m)
+	}
 	admin.shot("dashboard-policies")
 }
 
