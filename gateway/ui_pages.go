@@ -61,6 +61,25 @@ type uiJob struct {
 	Module         string            `json:"module"`
 	ModuleDigest   string            `json:"module_digest"`
 	EventsChain    string            `json:"events_chain"`
+	// Log is the module's log of the run (stderr, ward.log): text, or
+	// JSON when it happens to be JSON, or base64.
+	Log          json.RawMessage `json:"log"`
+	LogText      string          `json:"log_text"`
+	LogBase64    string          `json:"log_base64"`
+	LogTruncated bool            `json:"log_truncated"`
+}
+
+// ModuleLog is the module's log as text.
+func (j uiJob) ModuleLog() string {
+	switch {
+	case j.LogText != "":
+		return j.LogText
+	case len(j.Log) > 0:
+		return string(j.Log)
+	case j.LogBase64 != "":
+		return "(bytes, base64) " + j.LogBase64
+	}
+	return ""
 }
 
 type uiSafety struct {
