@@ -105,6 +105,16 @@ func TestCLITour(t *testing.T) {
 	if out, code := cli(t, natsURL, "dlq", "retry", id); code == 0 || !strings.Contains(out, "is SUCCEEDED: only a job that ended FAILED") {
 		t.Errorf("dlq retry of a SUCCEEDED job: exit %d\n%s", code, out)
 	}
+	// The denied job went to the DLQ: dropped, it leaves it, once.
+	if out, code := cli(t, natsURL, "dlq", "drop", denied); code != 0 || !strings.Contains(out, "dropped "+denied) {
+		t.Errorf("dlq drop: exit %d\n%s", code, out)
+	}
+	if out, _ := cli(t, natsURL, "dlq", "ls"); strings.Contains(out, denied) {
+		t.Errorf("a dropped job is still in the DLQ:\n%s", out)
+	}
+	if out, code := cli(t, natsURL, "dlq", "drop", denied); code == 0 || !strings.Contains(out, "is not in the DLQ") {
+		t.Errorf("a second dlq drop: exit %d\n%s", code, out)
+	}
 
 	// Module deploy checks before it uploads.
 	dir := t.TempDir()
@@ -173,10 +183,10 @@ func TestCLITour(t *testing.T) {
 // same ports is told at once of every port taken.
 func TestDevDataDir(t *testing.T) {
 	data := t.TempDir()
-	nats, safety, metrics := freeAddr(t), freeAddr(t), freeAddr(t)
+	nats, safety, metrics, gw := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
 	_, natsPort, _ := net.SplitHostPort(nats)
 	args := []string{"dev", "--modules", echoDir(t), "--data-dir", data, "--nats-port", natsPort,
-		"--safety-listen", safety, "--metrics", metrics, "--cache-dir", cacheDir}
+		"--safety-listen", safety, "--metrics", metrics, "--gateway", gw, "--cache-dir", cacheDir}
 	start := func() *proc {
 		p := startWard(t, "dev", []string{"REDIS_URL="}, args...)
 		poll.Until(t, 120*time.Second, "ward dev is up", func() bool { return strings.Contains(p.out.String(), "try:") })
@@ -187,7 +197,7 @@ func TestDevDataDir(t *testing.T) {
 
 	second := exec.Command(wardBin, args...)
 	out, err := second.CombinedOutput()
-	for _, want := range []string{nats + " (--nats-port): in use", safety + " (--safety-listen): in use", metrics + " (--metrics): in use"} {
+	for _, want := range []string{nats + " (--nats-port): in use", safety + " (--safety-listen): in use", metrics + " (--metrics): in use", gw + " (--gateway): in use"} {
 		if exitCode(err) == 0 || !strings.Contains(string(out), want) {
 			t.Errorf("a second ward dev: %v, output lacks %q:\n%s", err, want, out)
 		}
@@ -206,9 +216,13 @@ func TestDevDataDir(t *testing.T) {
 	if out, code := cli(t, url, "policy", "push", pol); code != 0 {
 		t.Fatalf("policy push: exit %d\n%s", code, out)
 	}
+	key := dashboardKey(t, dev)
 	dev.stop(t)
 
 	dev = start()
+	if again := dashboardKey(t, dev); again != key {
+		t.Errorf("the dashboard's key changed across a restart with --data-dir: %s, then %s", key, again)
+	}
 	res, code := cli(t, url, "submit", "--topic", "job.hello", "--tenant", "acme", "--payload", "after the restart", "--wait")
 	if code != 0 || !strings.Contains(res, "after the restart") {
 		t.Errorf("the module deployed before the restart: exit %d\n%s", code, res)
@@ -217,4 +231,18 @@ func TestDevDataDir(t *testing.T) {
 		t.Errorf("the policy pushed before the restart:\n%s", out)
 	}
 	dev.stop(t)
+}
+
+// dashboardKey is the login key ward dev's banner gives.
+func dashboardKey(t *testing.T, dev *proc) string {
+	t.Helper()
+	for _, line := range strings.Split(dev.out.String(), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "dashboard:"); ok {
+			if f := strings.Fields(rest); len(f) >= 5 && strings.HasPrefix(f[4], "ward_") {
+				return f[4]
+			}
+		}
+	}
+	t.Fatalf("no dashboard key in the banner:\n%s", dev.out.String())
+	return ""
 }

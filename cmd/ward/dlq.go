@@ -68,7 +68,29 @@ func newDLQCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(ls, retry)
+	drop := &cobra.Command{
+		Use:   "drop <job-id>",
+		Short: "Take a job out of the DLQ without running it again (the job stays, until its retention)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ctx, done, err := g.dial(10 * time.Second)
+			if err != nil {
+				return err
+			}
+			defer done()
+			ok, err := c.DropDLQ(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("job %s is not in the DLQ", args[0])
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "dropped %s from the DLQ\n", args[0])
+			g.audit(audit.DLQDrop, args[0], nil)
+			return nil
+		},
+	}
+	cmd.AddCommand(ls, retry, drop)
 	return cmd
 }
 

@@ -76,18 +76,25 @@ func newJobsCmd(g *globals) *cobra.Command {
 	get.Flags().BoolVar(&result, "result", false, "include the result")
 
 	var (
-		limit int
-		state string
-		watch bool
-		lsOut *output
+		limit                                      int
+		state, topic, tenant, since, until, cursor string
+		watch, all                                 bool
+		lsOut                                      *output
 	)
 	ls := &cobra.Command{
 		Use:   "ls",
-		Short: "List recent jobs, newest first; with --watch, then follow every job's state changes",
-		Long: `ls lists recent jobs, newest first. With --watch it then prints a line for
-every state change of any job (of the credential's tenant; an admin's: of
-every tenant) until Ctrl-C; with -o json each change is one JSON object a
-line after the list's array, with -o yaml one YAML document.`,
+		Short: "List jobs, newest first, with filters; with --watch, then follow every job's state changes",
+		Long: `ls lists jobs, newest first: --state, --topic, --tenant (an admin's
+filter), --since and --until (created in that range: a duration ago, like
+1h, or RFC 3339) narrow the list, which reads every job the store holds
+(up to its retention), a page at a time: --limit jobs, and the cursor of
+the next page when there are more (--cursor; --all reads every page).
+With --state the jobs come in the order they entered that state.
+
+With --watch it then prints a line for every state change of any job (of
+the credential's tenant; an admin's: of every tenant) until Ctrl-C; with
+-o json each change is one JSON object a line after the list's array,
+with -o yaml one YAML document.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var st wardv1.JobState
@@ -110,9 +117,33 @@ line after the list's array, with -o yaml one YAML document.`,
 					return err
 				}
 			}
-			jobs, err := c.List(ctx, limit, st)
-			if err != nil {
+			q := &wardv1.ListJobsRequest{State: st, Topic: topic, Tenant: tenant, Cursor: cursor}
+			if q.SinceUnixMs, err = timeFlag("--since", since); err != nil {
 				return err
+			}
+			if q.UntilUnixMs, err = timeFlag("--until", until); err != nil {
+				return err
+			}
+			if limit < 1 {
+				return fmt.Errorf("--limit %d: want 1 or more", limit)
+			}
+			var jobs []*wardv1.JobRecord
+			next := ""
+			for {
+				q.Limit = int32(min(limit-len(jobs), 1000))
+				if all {
+					q.Limit = 1000
+				}
+				page, err := c.ListJobs(ctx, q)
+				if err != nil {
+					return err
+				}
+				jobs = append(jobs, page.GetJobs()...)
+				next = page.GetNextCursor()
+				if next == "" || (!all && len(jobs) >= limit) {
+					break
+				}
+				q.Cursor = next
 			}
 			out := cmd.OutOrStdout()
 			if !lsOut.table() {
@@ -130,6 +161,9 @@ line after the list's array, with -o yaml one YAML document.`,
 					return err
 				}
 			}
+			if next != "" && !watch {
+				fmt.Fprintf(cmd.ErrOrStderr(), "more: --cursor %s (or --all)\n", next)
+			}
 			if !watch {
 				return nil
 			}
@@ -140,10 +174,31 @@ line after the list's array, with -o yaml one YAML document.`,
 	}
 	ls.Flags().IntVar(&limit, "limit", 20, "how many")
 	ls.Flags().StringVar(&state, "state", "", "only jobs in this state")
+	ls.Flags().StringVar(&topic, "topic", "", "only jobs of this topic")
+	ls.Flags().StringVar(&tenant, "tenant", "", "only this tenant's jobs (an admin's filter; a tenant sees its own)")
+	ls.Flags().StringVar(&since, "since", "", "only jobs created since: a duration ago (1h) or a time (RFC 3339)")
+	ls.Flags().StringVar(&until, "until", "", "only jobs created before: a duration ago (10m) or a time (RFC 3339)")
+	ls.Flags().StringVar(&cursor, "cursor", "", "the page after this cursor (ls prints it when there are more)")
+	ls.Flags().BoolVar(&all, "all", false, "read every page, not only --limit jobs")
 	ls.Flags().BoolVarP(&watch, "watch", "w", false, "after the list, print every job's state changes as they happen, until Ctrl-C")
 	lsOut = addOutput(ls)
 	cmd.AddCommand(get, ls, newJobsWatchCmd(g), newJobsCancelCmd(g), verify)
 	return cmd
+}
+
+// timeFlag reads a time flag: a duration ago, or RFC 3339; 0 when empty.
+func timeFlag(flag, v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return time.Now().Add(-d).UnixMilli(), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q: want a duration ago (1h) or a time (RFC 3339)", flag, v)
+	}
+	return t.UnixMilli(), nil
 }
 
 // followEvents subscribes to the events of every job the client may see:
