@@ -38,6 +38,8 @@ const (
 	fReason         = "reason"
 	fErrorCode      = "error_code"
 	fErrorMessage   = "error_message"
+	fLog            = "log"           // the scripts that list jobs spell it too
+	fLogTruncated   = "log_truncated" // likewise
 	fCreatedAt      = "created_at"
 	fUpdatedAt      = "updated_at"
 	fEnv            = "env"
@@ -201,6 +203,12 @@ func transitionFields(t Transition) ([]string, error) {
 		p = pairs(p, fReason, t.Reason)
 		p = pairs(p, fErrorCode, t.ErrorCode)
 		p = pairs(p, fErrorMessage, t.ErrorMessage)
+		if len(t.Log) > 0 {
+			p = append(p, fLog, string(t.Log))
+		}
+		if t.LogTruncated {
+			p = append(p, fLogTruncated, "1")
+		}
 	}
 	if t.Safety != nil {
 		b, err := json.Marshal(t.Safety)
@@ -222,8 +230,22 @@ func transitionFields(t Transition) ([]string, error) {
 	return p, nil
 }
 
-// decodeJob decodes a stored hash.
+// decodeJob decodes a stored hash, its log included.
 func decodeJob(h map[string]string) (*Job, error) {
+	j, err := decodeListed(h)
+	if err != nil {
+		return nil, err
+	}
+	if s := h[fLog]; s != "" {
+		j.Log = []byte(s)
+	}
+	j.LogTruncated = h[fLogTruncated] != ""
+	return j, nil
+}
+
+// decodeListed decodes a stored hash as List, Recent and DLQ return it:
+// without the log (Job.Log), which only Get and Transition carry.
+func decodeListed(h map[string]string) (*Job, error) {
 	j := &Job{
 		ID:             h[fID],
 		Topic:          h[fTopic],

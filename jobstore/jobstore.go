@@ -223,11 +223,18 @@ type Job struct {
 	Chain string `json:"chain,omitempty"`
 	// Waits counts the times the job was deferred because its tenant was at
 	// its limit (for the backoff).
-	Waits        int       `json:"waits,omitempty"`
-	Safety       *Safety   `json:"safety,omitempty"`
-	Reason       string    `json:"reason,omitempty"` // stable code for a non-success end
-	ErrorCode    string    `json:"error_code,omitempty"`
-	ErrorMessage string    `json:"error_message,omitempty"`
+	Waits        int     `json:"waits,omitempty"`
+	Safety       *Safety `json:"safety,omitempty"`
+	Reason       string  `json:"reason,omitempty"` // stable code for a non-success end
+	ErrorCode    string  `json:"error_code,omitempty"`
+	ErrorMessage string  `json:"error_message,omitempty"`
+	// Log is the module's log of the attempt that ended the job (its stderr
+	// and ward.log lines, as its host reported them), and LogTruncated
+	// whether a cap cut it: set by the move that ends the job
+	// (Transition.Log). Get and Transition (not Brief) return them; List,
+	// Recent and DLQ leave them out, so that a page stays small.
+	Log          []byte    `json:"log,omitempty"`
+	LogTruncated bool      `json:"log_truncated,omitempty"`
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
 
@@ -267,6 +274,13 @@ type Transition struct {
 	Reason       string
 	ErrorCode    string
 	ErrorMessage string
+	// Log and LogTruncated, like the error fields, are the job's only when
+	// the move ends it: the log of the attempt that ended the job (a later
+	// attempt's replaces an earlier's; one with none leaves none, since
+	// only an end stores one). An empty log and no truncation write
+	// nothing: no hash field, no script argument.
+	Log          []byte
+	LogTruncated bool
 	Safety       *Safety
 	Attempt      int
 	// MaxRetries, when not nil, sets the job's max_retries.

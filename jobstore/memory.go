@@ -447,7 +447,7 @@ func (m *Memory) List(ctx context.Context, q ListQuery) (ListPage, error) {
 		if !ok || (p.filtered() && !p.matches(h)) {
 			continue
 		}
-		j, err := decodeJob(h)
+		j, err := decodeListed(h)
 		if err != nil {
 			return ListPage{}, err
 		}
@@ -666,7 +666,7 @@ func (m *Memory) DLQ(ctx context.Context, limit int) ([]DLQEntry, error) {
 	for _, id := range ids[:min(limit, len(ids))] {
 		e := m.dlqs[id]
 		if h, ok := m.jobs[id]; ok {
-			j, err := decodeJob(h)
+			j, err := decodeListed(h)
 			if err != nil {
 				return nil, err
 			}

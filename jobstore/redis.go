@@ -342,7 +342,7 @@ func (r *Redis) List(ctx context.Context, q ListQuery) (ListPage, error) {
 		if err != nil {
 			return ListPage{}, err
 		}
-		j, err := decodeJob(h)
+		j, err := decodeListed(h)
 		if err != nil {
 			return ListPage{}, err
 		}
@@ -558,7 +558,7 @@ func (r *Redis) DLQ(ctx context.Context, limit int) ([]DLQEntry, error) {
 			return nil, err
 		}
 		if len(h) > 0 {
-			if e.Job, err = decodeJob(h); err != nil {
+			if e.Job, err = decodeListed(h); err != nil {
 				return nil, err
 			}
 		}

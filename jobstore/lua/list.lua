@@ -8,7 +8,8 @@
 -- whose hash is gone (expired, not yet swept) is skipped.
 --
 -- Returns {next score, next id, then score, id, hash pairs for each job};
--- the next position is '', '' when the index holds nothing more.
+-- the next position is '', '' when the index holds nothing more. A job's
+-- log (fields log, log_truncated) is left out: only a get carries it.
 local key = KEYS[1]
 local limit, budget = tonumber(ARGV[1]), tonumber(ARGV[2])
 -- a < b bytewise, as a zset orders members of one score (Lua's own
@@ -79,6 +80,12 @@ while not done do
     end
     if ok then
       local h = redis.call('HGETALL', 'job:' .. id)
+      for i = #h - 1, 1, -2 do
+        if h[i] == 'log' or h[i] == 'log_truncated' then
+          table.remove(h, i + 1)
+          table.remove(h, i)
+        end
+      end
       if #h > 0 then
         n = n + 1
         out[#out + 1] = score

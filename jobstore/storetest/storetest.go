@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"ReservedIDs", testReservedIDs},
 		{"Via", testVia},
 		{"Brief", testBrief},
+		{"Log", testLog},
 		{"Stale", testStale},
 		{"Recent", testRecent},
 		{"RecentCap", testRecentCap},
