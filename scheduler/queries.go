@@ -30,6 +30,9 @@ func (s *Scheduler) handleGet(ctx context.Context, msg *nats.Msg, q *wardv1.GetJ
 		s.storeFailed("get", q.GetJobId(), err)
 	default:
 		rec := Record(job)
+		// The module's log of the attempt that ended the job: a get's
+		// alone, never a list's or the DLQ's (Record leaves it out).
+		rec.Log, rec.LogTruncated = job.Log, job.LogTruncated
 		events, err := s.cfg.Store.Events(ctx, job.ID)
 		if err != nil {
 			s.storeFailed("events", job.ID, err)
@@ -59,7 +62,8 @@ func (s *Scheduler) handleGet(ctx context.Context, msg *nats.Msg, q *wardv1.GetJ
 // nothing. A result too large leaves the reply with an error that says so
 // (hosts store results over bus.InlineResultMax by pointer, so only one
 // written before they did, or by a host that does not, comes here); the
-// event log goes too if the record is still too large.
+// event log goes too if the record is still too large, then the module's
+// log.
 func (s *Scheduler) fitReply(reply *wardv1.GetJobReply) {
 	limit := s.cfg.Bus.NATS().MaxPayload()
 	if limit <= 0 || int64(proto.Size(reply)) <= limit {
@@ -78,6 +82,17 @@ func (s *Scheduler) fitReply(reply *wardv1.GetJobReply) {
 	if n := len(rec.GetEvents()); n > 0 {
 		rec.Events = nil
 		msg := fmt.Sprintf("the event log of job %s (%d events) is too large for a reply", rec.GetJobId(), n)
+		if reply.Error != "" {
+			msg = reply.Error + "; " + msg
+		}
+		reply.Error = msg
+		if int64(proto.Size(reply)) <= limit {
+			return
+		}
+	}
+	if n := len(rec.GetLog()); n > 0 {
+		rec.Log = nil
+		msg := fmt.Sprintf("the log of job %s (%d bytes) is too large for a reply", rec.GetJobId(), n)
 		if reply.Error != "" {
 			msg = reply.Error + "; " + msg
 		}
@@ -188,7 +203,9 @@ func (s *Scheduler) fitList(reply *wardv1.ListJobsReply, page jobstore.ListPage)
 	s.log.Info("list reply cut to the max payload", "jobs", len(reply.GetJobs()), "of", len(page.Jobs), "max_payload", limit)
 }
 
-// Record converts a stored job to its wire form, without events or result.
+// Record converts a stored job to its wire form, without events, result or
+// log: lists, DLQ entries and replies to moves stay small (handleGet adds
+// the log).
 func Record(j *jobstore.Job) *wardv1.JobRecord {
 	rec := &wardv1.JobRecord{
 		JobId: j.ID, Topic: j.Topic, TenantId: j.Tenant, State: stateEnum(j.State), Priority: int32(j.Priority),

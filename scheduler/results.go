@@ -50,7 +50,8 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 			s.log.Warn("host result refused", "job_id", r.GetJobId(), "worker_id", worker, "why", why)
 			r = &wardv1.JobResult{JobId: r.GetJobId(), WorkerId: r.GetWorkerId(), Attempt: r.GetAttempt(),
 				Status: wardv1.JobState_JOB_STATE_FAILED, ErrorCode: string(reason.ResultUnavailable), ErrorMessage: why,
-				ExecutionMs: r.GetExecutionMs(), Module: r.GetModule(), ModuleDigest: r.GetModuleDigest()}
+				ExecutionMs: r.GetExecutionMs(), Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(),
+				Log: r.GetLog(), LogTruncated: r.GetLogTruncated()}
 			to = jobstore.Failed
 		}
 	}
@@ -64,7 +65,8 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 		ranMsg += "; the module warned: " + strings.Join(w, "; ")
 	}
 	t := jobstore.Transition{To: to, From: jobstore.Running, IfWorker: worker, IfAttempt: int(r.GetAttempt()), ResultPtr: r.GetResultPtr(),
-		WorkerID: worker, Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(), Message: ranMsg, Brief: true}
+		WorkerID: worker, Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(), Message: ranMsg, Brief: true,
+		Log: r.GetLog(), LogTruncated: r.GetLogTruncated()} // the job keeps the log of the attempt that ended it
 	if !r.GetStartedReported() {
 		// A job that ended before its host reported the start: the log
 		// says it ran, then how it ended, in one step.
@@ -202,7 +204,7 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, worker, zon
 			}
 			counted = true
 		}
-		ran := ran{module: r.GetModule(), digest: r.GetModuleDigest()}
+		ran := ran{module: r.GetModule(), digest: r.GetModuleDigest(), log: r.GetLog(), logTruncated: r.GetLogTruncated()}
 		if err := s.retryOrEnd(ctx, job, stateOf(r.GetStatus()), code, code, r.GetErrorMessage(), msg, ran); !errors.Is(err, jobstore.ErrInvalidTransition) {
 			return
 		}
@@ -283,8 +285,14 @@ func (s *Scheduler) countFailure(ctx context.Context, worker, zone string) {
 // failure for the event log.
 //
 // It returns the store's error, having logged or counted it.
-// ran names the module version of the attempt, as its host reported it.
-type ran struct{ module, digest string }
+// ran names the module version of the attempt, as its host reported it,
+// and carries the module's log of the attempt: the job keeps it when the
+// attempt ends it (a retried attempt's goes nowhere).
+type ran struct {
+	module, digest string
+	log            []byte
+	logTruncated   bool
+}
 
 func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobstore.State, cause, code, errMsg, msg string, ran ran) error {
 	c := s.conf.load()
@@ -306,7 +314,7 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 		return nil
 	}
 	t := jobstore.Transition{To: to, From: from, IfWorker: worker, IfAttempt: job.Attempt, Reason: cause, ErrorCode: code, ErrorMessage: errMsg, Message: msg,
-		Module: ran.module, ModuleDigest: ran.digest}
+		Module: ran.module, ModuleDigest: ran.digest, Log: ran.log, LogTruncated: ran.logTruncated}
 	if from == jobstore.Dispatched && ran.module != "" {
 		// The module ran and failed before its host reported the start:
 		// the log says it ran, then how it ended, in one step.
