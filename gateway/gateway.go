@@ -90,6 +90,9 @@ type Config struct {
 	Client *client.Client
 	// Auth checks API keys.
 	Auth Authenticator
+	// Keys lists the API keys for the dashboard's keys page (never their
+	// secrets); nil: the page has none to show.
+	Keys KeyLister
 	// Admin is the optional parts only an admin's endpoints need: the
 	// module registry, the policy bucket, the audit log. An endpoint whose
 	// part is missing answers 503.
@@ -275,11 +278,19 @@ func (s *Server) limiter(id string) *rate.Limiter {
 	defer s.mu.Unlock()
 	l, ok := s.limiters[id]
 	if !ok {
+		if len(s.limiters) >= maxLimiters {
+			// Bounded: many keys (or login addresses) at once start
+			// their buckets afresh rather than grow the map for ever.
+			clear(s.limiters)
+		}
 		l = rate.NewLimiter(rate.Limit(s.cfg.Rate), s.cfg.Burst)
 		s.limiters[id] = l
 	}
 	return l
 }
+
+// maxLimiters bounds the token buckets a gateway keeps.
+const maxLimiters = 10000
 
 // clientOf is the client p acts through: the admin's, or one bound to
 // p's tenant.

@@ -116,7 +116,7 @@ func start(t testing.TB, so sysOptions) *system {
 	s.Other, _ = add("other", apikey.ScopeRead, apikey.ScopeSubmit)
 	s.Admin, _ = add("default", apikey.ScopeAdmin)
 	gw, err := gateway.New(gateway.Config{
-		Client: c, Auth: gateway.APIKeys(keys),
+		Client: c, Auth: gateway.APIKeys(keys), Keys: keys,
 		Admin: gateway.AdminParts{Registry: reg, JS: js},
 		Rate:  so.rate, Burst: so.burst, MaxBody: so.maxBody,
 		Metrics: s.Metric, Version: "test",

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -503,8 +504,8 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, p Principal) 
 	// Wait delivers output chunks in order and the end last, and reads
 	// the job back when the bus is quiet.
 	_, _ = c.Wait(r.Context(), id, watch, func(ev *wardv1.JobEvent) {
-		if ev.GetProgress() != nil {
-			send("", "progress", view.Of(ev.GetProgress()))
+		if pr := ev.GetProgress(); pr != nil {
+			send("", "progress", progressView(pr))
 			return
 		}
 		if seen(ev) {
@@ -606,6 +607,20 @@ func eventView(ev *wardv1.JobEvent, topic string) map[string]any {
 	v := view.Of(ev)
 	if topic != "" {
 		v["topic"] = topic
+	}
+	return v
+}
+
+// progressView is a progress report's view with its output as text
+// (output_text), or base64 when it is not UTF-8: a chunk of tokens that
+// happens to be JSON (" 42") stays the text it was.
+func progressView(pr *wardv1.JobProgress) map[string]any {
+	v := view.Of(pr)
+	if out := pr.GetOutput(); len(out) > 0 {
+		delete(v, "output")
+		if utf8.Valid(out) {
+			v["output_text"] = string(out)
+		}
 	}
 	return v
 }

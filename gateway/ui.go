@@ -12,11 +12,8 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
-	"weak"
 
 	"github.com/ward-run/ward/apikey"
 )
@@ -71,24 +68,10 @@ type KeyLister interface {
 	List(ctx context.Context, tenant string) ([]apikey.Record, error)
 }
 
-// keyListers holds each Server's KeyLister (WithKeys), weakly: a Server
-// that is collected leaves it.
-var keyListers sync.Map // weak.Pointer[Server] → KeyLister
-
-// WithKeys gives the dashboard's API keys page its keys (`ward auth key
-// ls` shows the same): without it the page says it has none to show.
-// It returns s.
-func (s *Server) WithKeys(k KeyLister) *Server {
-	wp := weak.Make(s)
-	if _, loaded := keyListers.Swap(wp, k); !loaded {
-		runtime.AddCleanup(s, func(wp weak.Pointer[Server]) { keyListers.Delete(wp) }, wp)
-	}
-	return s
-}
-
+// keyLister is the dashboard's API keys page's source (Config.Keys).
 func (s *Server) keyLister() KeyLister {
-	if v, ok := keyListers.Load(weak.Make(s)); ok {
-		return v.(KeyLister)
+	if s.cfg.Keys != nil {
+		return s.cfg.Keys
 	}
 	if k, ok := s.cfg.Auth.(KeyLister); ok {
 		return k

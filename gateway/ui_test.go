@@ -183,7 +183,6 @@ func TestUICSRF(t *testing.T) {
 // pages offer nothing that changes things, a tenant's no admin's parts.
 func TestUIPages(t *testing.T) {
 	s := start(t, sysOptions{})
-	s.GW.WithKeys(s.Keys)
 	st, b := s.call(t, s.Acme, "POST", "/v1/jobs", map[string]any{"topic": "job.echo", "payload": map[string]any{"hi": 1}})
 	if st != http.StatusAccepted {
 		t.Fatalf("submit: %d %s", st, b)

@@ -99,7 +99,7 @@ func StartGateway(ctx context.Context, cfg GatewayConfig) (_ *Gateway, err error
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	g.Server, err = gateway.New(gateway.Config{
-		Client: c, Auth: gateway.APIKeys(g.keys),
+		Client: c, Auth: gateway.APIKeys(g.keys), Keys: g.keys,
 		Admin: gateway.AdminParts{Registry: reg, JS: js, PolicyBucket: cfg.PolicyBucket},
 		Rate:  cfg.Rate, Burst: cfg.Burst, Metrics: metrics, Version: version.Version(),
 		Log: log, SecureCookies: cfg.SecureCookies,
