@@ -75,8 +75,8 @@ host refused while staging it.)`,
 			if err := modreg.CheckWasm(wasm); err != nil {
 				return fmt.Errorf("%s: %w; nothing was uploaded", args[0], err)
 			}
-			m := &sandbox.Manifest{}
 			var raw []byte
+			m := &sandbox.Manifest{}
 			if manifestPath == "" {
 				if p := strings.TrimSuffix(args[0], ".wasm") + ".yaml"; fileExists(p) {
 					manifestPath = p
@@ -91,30 +91,15 @@ host refused while staging it.)`,
 					return fmt.Errorf("manifest %s: %w; nothing was uploaded", manifestPath, err)
 				}
 			}
-			if name != "" {
-				m.Name = name
+			if name == "" && m.Name == "" {
+				name = strings.TrimSuffix(filepath.Base(args[0]), ".wasm")
 			}
-			if m.Name == "" {
-				m.Name = strings.TrimSuffix(filepath.Base(args[0]), ".wasm")
-			}
-			if version != "" {
-				m.Version = version
-			}
-			digest := modreg.Digest(wasm)
-			if m.Version == "" {
-				m.Version = "sha-" + strings.TrimPrefix(digest, "sha256:")[:12]
-			}
-			if err := modreg.CheckName(m.Name, m.Version); err != nil {
+			// The same checks and Version as the gateway's deploy.
+			v, err := modreg.NewVersion(wasm, raw, name, version)
+			if err != nil {
 				return fmt.Errorf("%s: %w; nothing was uploaded", args[0], err)
 			}
-			v := modreg.Version{Name: m.Name, Version: m.Version, Manifest: string(raw),
-				Route: modreg.Route{Topic: m.Topic, Pool: m.Pool, Requires: m.Requires}}
-			if raw != nil {
-				// What the policy is asked to grant each of its jobs.
-				c := m.Capabilities
-				v.Requested = &modreg.Requested{HTTPHosts: c.HTTPHosts, ReadOnlyDirs: c.ReadOnlyDirs, EnvKeys: c.EnvKeys, Services: c.Services,
-					MemoryLimitBytes: int64(m.Limits.Memory), TimeLimitMS: time.Duration(m.Limits.Time).Milliseconds()}
-			}
+			digest := modreg.Digest(wasm)
 			switch {
 			case sigPath != "":
 				if v.Signature, err = readSignature(sigPath); err != nil {
@@ -516,19 +501,7 @@ func routeConflicts(ctx context.Context, r *modreg.Registry, v modreg.Version) (
 	if err != nil {
 		return nil, fmt.Errorf("reading pools.yaml to check the route: %w", err)
 	}
-	mods, err := r.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	actives := map[string]*modreg.Active{}
-	for _, m := range mods {
-		if m.Active != nil && m.Name != v.Name {
-			actives[m.Name] = m.Active
-		}
-	}
-	base, _ := modreg.Routes(conf.Pools, actives)
-	_, conflicts := modreg.Routes(base, map[string]*modreg.Active{v.Name: {Name: v.Name, Version: v.Version, Route: v.Route}})
-	return conflicts, nil
+	return r.RouteConflicts(ctx, conf.Pools, v)
 }
 
 func readSignature(path string) ([]byte, error) {
