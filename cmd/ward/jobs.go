@@ -182,8 +182,97 @@ with -o yaml one YAML document.`,
 	ls.Flags().BoolVar(&all, "all", false, "read every page, not only --limit jobs")
 	ls.Flags().BoolVarP(&watch, "watch", "w", false, "after the list, print every job's state changes as they happen, until Ctrl-C")
 	lsOut = addOutput(ls)
-	cmd.AddCommand(get, ls, newJobsWatchCmd(g), newJobsCancelCmd(g), verify)
+	cmd.AddCommand(get, ls, newJobsWatchCmd(g), newJobsLogsCmd(g), newJobsCancelCmd(g), verify)
 	return cmd
+}
+
+// newJobsLogsCmd is `ward jobs logs`: the module's log of the attempt
+// that ended a job, as its host reported it with the result.
+func newJobsLogsCmd(g *globals) *cobra.Command {
+	var (
+		follow  bool
+		timeout time.Duration
+		logsOut *output
+	)
+	cmd := &cobra.Command{
+		Use:   "logs <job-id>",
+		Short: "Print the module's log of a job (its stderr and ward.log lines), stored with the job's end",
+		Long: `logs prints what the module wrote to stderr and with ward.log during the
+attempt that ended the job, as it is. The host keeps the first 64 KiB of a
+run's log: a log cut there says so on stderr. The log comes with the job's
+end: a job still running has none yet (--follow waits for its end, as
+` + "`ward jobs watch`" + ` does, then prints it). A job that ended without running
+its module (denied, cancelled before it ran) has an empty log.
+-o json prints {"job_id", "log", "truncated"}.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := client.Dial(client.NATSURL(g.natsURL), g.clientOptions())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, stop := signalContext()
+			defer stop()
+			if !follow {
+				timeout = 10 * time.Second
+			}
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			rec, err := jobLog(ctx, c, args[0], follow)
+			if err != nil {
+				return err
+			}
+			if !client.Terminal(rec.GetState()) {
+				return fmt.Errorf("job %s is %s: its log comes with its end (--follow waits for it)", rec.GetJobId(), stateName(rec.GetState()))
+			}
+			if !logsOut.table() {
+				return logsOut.print(cmd.OutOrStdout(), jobLogView{JobID: rec.GetJobId(), Log: string(rec.GetLog()), Truncated: rec.GetLogTruncated()})
+			}
+			if _, err := cmd.OutOrStdout().Write(rec.GetLog()); err != nil {
+				return err
+			}
+			if rec.GetLogTruncated() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "ward: the log of job %s was truncated: the module logged more than its host keeps\n", rec.GetJobId())
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "wait for a job that has not ended to end, then print its log")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --follow, give up after this long (0: wait for its end)")
+	logsOut = addOutput(cmd)
+	return cmd
+}
+
+// jobLogView is `ward jobs logs -o json`.
+type jobLogView struct {
+	JobID     string `json:"job_id"`
+	Log       string `json:"log"`
+	Truncated bool   `json:"truncated"`
+}
+
+// jobLog reads job id's record, its log included; with follow, a job that
+// has not ended is waited for first, as `ward jobs watch` waits (the
+// watch before the read: no event falls between them).
+func jobLog(ctx context.Context, c *client.Client, id string, follow bool) (*wardv1.JobRecord, error) {
+	if !follow {
+		return c.Get(ctx, id, false)
+	}
+	w, err := c.Watch(id)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	rec, err := c.Get(ctx, id, false)
+	if err != nil || client.Terminal(rec.GetState()) {
+		return rec, err
+	}
+	if _, err := c.Wait(ctx, rec.GetJobId(), w, nil); err != nil {
+		return nil, fmt.Errorf("job %s: waiting for its end: %w", rec.GetJobId(), err)
+	}
+	return c.Get(ctx, rec.GetJobId(), false)
 }
 
 // timeFlag reads a time flag: a duration ago, or RFC 3339; 0 when empty.
