@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -86,13 +85,9 @@ func (s *Server) hosts(w http.ResponseWriter, r *http.Request, p Principal) (any
 
 // dlq lists the dead-lettered jobs: a tenant's key sees its tenant's.
 func (s *Server) dlq(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-	limit := 100
-	if l := r.URL.Query().Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
-			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "limit %q is not a number from 1 to 1000", l)
-		}
-		limit = n
+	limit, err := limitParam(r, 100)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
@@ -118,15 +113,25 @@ func (s *Server) dlq(w http.ResponseWriter, r *http.Request, p Principal) (any, 
 	return map[string]any{"entries": out}, nil
 }
 
+// own checks that job id is p's to act on, for what goes through an
+// admin's subject (the DLQ): an admin's any job, a tenant's its own, read
+// through its tenant's client (another's is not found).
+func (s *Server) own(ctx context.Context, p Principal, id string) error {
+	if p.Admin() {
+		return nil
+	}
+	if _, err := s.clientOf(p).Get(ctx, id, false); err != nil {
+		return notFound(err, "job", id)
+	}
+	return nil
+}
+
 func (s *Server) dlqRetry(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	id := r.PathValue("id")
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	if !p.Admin() {
-		// The job must be the tenant's: read through the tenant's client.
-		if _, err := s.clientOf(p).Get(ctx, id, false); err != nil {
-			return nil, notFound(err, "job", id)
-		}
+	if err := s.own(ctx, p, id); err != nil {
+		return nil, err
 	}
 	rep, err := s.cfg.Client.RetryDLQ(ctx, id)
 	if rep != nil && !rep.GetAccepted() {
@@ -150,10 +155,8 @@ func (s *Server) dlqDrop(w http.ResponseWriter, r *http.Request, p Principal) (a
 	id := r.PathValue("id")
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	if !p.Admin() {
-		if _, err := s.clientOf(p).Get(ctx, id, false); err != nil {
-			return nil, notFound(err, "job", id)
-		}
+	if err := s.own(ctx, p, id); err != nil {
+		return nil, err
 	}
 	ok, err := s.cfg.Client.DropDLQ(ctx, id)
 	if err != nil {
@@ -391,12 +394,9 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request, p Principal) (
 			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%v", err)
 		}
 	}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > audit.MaxLimit {
-			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "limit %q is not a number from 1 to %d", l, audit.MaxLimit)
-		}
-		f.Limit = n
+	var err error
+	if f.Limit, err = limitParam(r, audit.DefaultLimit); err != nil { // audit.MaxLimit is 1000 too
+		return nil, err
 	}
 	if t := q.Get("since"); t != "" {
 		ms, err := parseTime(t)

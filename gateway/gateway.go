@@ -339,6 +339,7 @@ const (
 	CodeNotFound        = reason.NotFound
 	CodeConflict        = reason.Conflict
 	CodeUnavailable     = reason.Unavailable
+	CodeBadRequest      = reason.BadRequest
 )
 
 // apiError is an error with its HTTP status and code.

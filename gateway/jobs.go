@@ -71,6 +71,14 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
+// decodeOptional is decode for a body that may be left out.
+func decodeOptional(r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	return decode(r, v)
+}
+
 func (s *Server) submit(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	var in SubmitRequest
 	if err := decode(r, &in); err != nil {
@@ -239,13 +247,11 @@ func listQuery(r *http.Request, p Principal) (*wardv1.ListJobsRequest, error) {
 		}
 		q.State = wardv1.JobState(n)
 	}
-	if s := v.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 1000 {
-			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "limit %q is not a number from 1 to 1000", s)
-		}
-		q.Limit = int32(n)
+	limit, err := limitParam(r, 50)
+	if err != nil {
+		return nil, err
 	}
+	q.Limit = int32(limit)
 	for _, t := range []struct {
 		name string
 		to   *int64
@@ -289,10 +295,8 @@ type CancelRequest struct {
 
 func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	var in CancelRequest
-	if r.ContentLength != 0 {
-		if err := decode(r, &in); err != nil {
-			return nil, err
-		}
+	if err := decodeOptional(r, &in); err != nil {
+		return nil, err
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()

@@ -248,12 +248,9 @@ type jobsData struct {
 func (s *Server) uiJobs(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	in := r.URL.Query()
 	f := jobsFilter{State: strings.ToUpper(in.Get("state")), Topic: in.Get("topic"), Tenant: in.Get("tenant"), Limit: uiPageSize, Cursor: in.Get("cursor")}
-	if l := in.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
-			return nil, errorf(http.StatusBadRequest, "bad_request", "limit %q is not a number from 1 to 1000", l)
-		}
-		f.Limit = n
+	var err error
+	if f.Limit, err = limitParam(r, uiPageSize); err != nil {
+		return nil, err
 	}
 	q := url.Values{"limit": {strconv.Itoa(f.Limit)}}
 	for k, v := range map[string]string{"state": f.State, "topic": f.Topic, "tenant": f.Tenant, "cursor": f.Cursor} {
@@ -472,7 +469,7 @@ func limitParam(r *http.Request, def int) (int, error) {
 	}
 	n, err := strconv.Atoi(l)
 	if err != nil || n < 1 || n > 1000 {
-		return 0, errorf(http.StatusBadRequest, "bad_request", "limit %q is not a number from 1 to 1000", l)
+		return 0, errorf(http.StatusBadRequest, CodeBadRequest, "limit %q is not a number from 1 to 1000", l)
 	}
 	return n, nil
 }
@@ -645,7 +642,7 @@ func (s *Server) uiKeys(w http.ResponseWriter, r *http.Request, p Principal) (*u
 		defer cancel()
 		ks, err := kl.List(ctx, r.URL.Query().Get("tenant"))
 		if err != nil {
-			return nil, errorf(http.StatusBadRequest, "bad_request", "%v", err)
+			return nil, errorf(http.StatusBadRequest, CodeBadRequest, "%v", err)
 		}
 		slices.SortFunc(ks, func(a, b apikey.Record) int { return b.CreatedAt.Compare(a.CreatedAt) })
 		if len(ks) > 1000 {

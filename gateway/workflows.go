@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
@@ -72,13 +71,9 @@ func (s *Server) startRun(r *http.Request, p Principal, req *wardv1.WorkflowRunR
 }
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-	limit := 50
-	if l := r.URL.Query().Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
-			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "limit %q is not a number from 1 to 1000", l)
-		}
-		limit = n
+	limit, err := limitParam(r, 50)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
@@ -102,10 +97,8 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, p Principal) (an
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	var in CancelRequest
-	if r.ContentLength != 0 {
-		if err := decode(r, &in); err != nil {
-			return nil, err
-		}
+	if err := decodeOptional(r, &in); err != nil {
+		return nil, err
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
