@@ -17,9 +17,11 @@ import (
 	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/gateway"
 	"github.com/ward-run/ward/internal/version"
 	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/safety"
 )
 
 // GatewayConfig is a gateway's (`ward gateway`, and the one in `ward
@@ -39,7 +41,12 @@ type GatewayConfig struct {
 	Burst int
 	// SecureCookies marks the dashboard's cookie Secure (behind TLS).
 	SecureCookies bool
-	Logger        *slog.Logger
+	// ModuleKey and PolicyKey are the files of the keys the API's module
+	// deploys and policy pushes are signed with (module.key, policy.key);
+	// empty: unsigned (which hosts and kernels that require signatures
+	// refuse).
+	ModuleKey, PolicyKey string
+	Logger               *slog.Logger
 }
 
 // Gateway is a running gateway.
@@ -96,11 +103,29 @@ func StartGateway(ctx context.Context, cfg GatewayConfig) (_ *Gateway, err error
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	parts := gateway.AdminParts{Registry: reg, JS: js, PolicyBucket: cfg.PolicyBucket}
+	if parts.Pools, err = config.LoadPools(os.Getenv("POOL_CONFIG_PATH")); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if cfg.ModuleKey != "" {
+		b, err := os.ReadFile(cfg.ModuleKey)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: module key: %w", err)
+		}
+		if parts.ModuleKey, err = modreg.ParsePrivateKey(b); err != nil {
+			return nil, fmt.Errorf("gateway: module key %s: %w", cfg.ModuleKey, err)
+		}
+	}
+	if cfg.PolicyKey != "" {
+		if parts.PolicyKey, err = safety.LoadPolicySigningKey(cfg.PolicyKey); err != nil {
+			return nil, fmt.Errorf("gateway: policy key: %w", err)
+		}
+	}
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	g.Server, err = gateway.New(gateway.Config{
 		Client: c, Auth: gateway.APIKeys(g.keys), Keys: g.keys,
-		Admin: gateway.AdminParts{Registry: reg, JS: js, PolicyBucket: cfg.PolicyBucket},
+		Admin: parts,
 		Rate:  cfg.Rate, Burst: cfg.Burst, Metrics: metrics, Version: version.Version(),
 		Log: log, SecureCookies: cfg.SecureCookies,
 	})

@@ -174,7 +174,8 @@ before anything starts, and all those taken are reported at once.`,
 			if gatewayAddr != "" {
 				gc := node.GatewayConfig{NATSURL: ns.ClientURL(), Listen: gatewayAddr, Logger: log}
 				if creds != nil {
-					gc.Creds = creds.Admin
+					// The API's deploys and pushes are signed as the CLI's are.
+					gc.Creds, gc.ModuleKey, gc.PolicyKey = creds.Admin, signing.ModuleKey, signing.PolicyKey
 				}
 				if gw, err = node.StartGateway(ctx, gc); err == nil {
 					dashKey, err = node.DevDashboardKey(ctx, gw.Keys(), stateDir)
