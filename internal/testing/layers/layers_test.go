@@ -1,7 +1,8 @@
 // Package layers checks that Ward's imports run one way, top to bottom:
-// cmd/, then the assembly (node/), then the parts (scheduler, host,
-// safety, client), then what they stand on (jobstore, bus, modreg,
-// sandbox), then configuration and policies, then api/. A package may
+// cmd/, then the assembly (node/), then the gateway (over the client),
+// then the parts (scheduler, host, safety, client, apikey), then what they
+// stand on (jobstore, bus, modreg), then configuration, policies, the
+// sandbox and view, then api/. A package may
 // import only packages of a lower layer, or of its own folder.
 package layers
 
@@ -24,12 +25,14 @@ var layers = []struct {
 	{"api", 0},
 	{"config", 1},
 	{"policies", 1},
-	{"modules", 1}, // guest code: it imports only its own folder
+	{"modules", 1},          // guest code: it imports only its own folder
+	{"view", 1},             // the JSON shape of api's messages
+	{"internal/version", 1}, // the build, as every part reports it
+	{"sandbox", 1},          // stands on api alone; modreg reads its manifests
 	{"audit", 2},
 	{"bus", 2},
 	{"jobstore", 2},
 	{"modreg", 2},
-	{"sandbox", 2},
 	{"auth", 3}, // credentials and dispatch keys: above the bus whose subjects it permits
 	{"scheduler", 4},
 	{"scheduler/placement", 2}, // pure: below the scheduler it serves
@@ -37,10 +40,12 @@ var layers = []struct {
 	{"host", 4},
 	{"safety", 4},
 	{"client", 4},
-	{"node", 5},
-	{"internal/bench", 5},
-	{"internal/testing", 5}, // test helpers: imported by tests only
-	{"cmd", 6},
+	{"apikey", 4},
+	{"gateway", 5}, // over the client, as a CLI over HTTP
+	{"node", 6},
+	{"internal/bench", 6},
+	{"internal/testing", 6}, // test helpers: imported by tests only
+	{"cmd", 7},
 }
 
 // layerOf returns the layer of a package path inside the module, and the
