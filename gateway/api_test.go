@@ -11,8 +11,10 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,8 +24,12 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/ward-run/ward/gateway"
+	"github.com/ward-run/ward/host"
+	"github.com/ward-run/ward/internal/testing/ollamatest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/node"
+	"github.com/ward-run/ward/sandbox"
 )
 
 // spec is the OpenAPI document, loaded and validated.
@@ -740,5 +746,85 @@ func TestDeployAndPush(t *testing.T) {
 	})
 	if _, b := c.call(s.Admin, "GET", "/v1/audit", nil); !strings.Contains(string(b), "policy.push") || !strings.Contains(string(b), "module.deploy") {
 		t.Errorf("the audit log lacks the push or the deploy: %s", b)
+	}
+}
+
+// TestEventsStreamTokens: an LLM job's tokens reach an SSE caller as they
+// are produced (progress events, in order), before the job ends; the
+// stand-in Ollama produces a token only once the caller has the one
+// before.
+func TestEventsStreamTokens(t *testing.T) {
+	tokens := []string{"Ward", " streams", " 42", " tokens", ", héllo", "."}
+	o := ollamatest.New(t, func(ollamatest.Request) []string { return tokens })
+	got := make(chan string, len(tokens)+8)
+	var mu sync.Mutex
+	var seen []string
+	o.BeforeToken(func(i int, _ string) {
+		if i == 0 {
+			return
+		}
+		deadline := time.After(30 * time.Second)
+		for {
+			mu.Lock()
+			n := len(seen)
+			mu.Unlock()
+			if n >= i {
+				return
+			}
+			select {
+			case <-got:
+			case <-deadline:
+				t.Errorf("token %d did not reach the SSE caller before token %d was produced", i-1, i)
+				return
+			}
+		}
+	})
+	src, err := os.ReadFile("../modules/chat-advanced/manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := sandbox.ParseManifest(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, sysOptions{node: func(opts *node.Options) {
+		opts.Modules["chat-advanced"] = wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/chat-advanced")
+		opts.Manifests = map[string]*sandbox.Manifest{"chat-advanced": man}
+		opts.Env = map[string]string{"OLLAMA_MODEL": "llama3"}
+		opts.Services = map[string]string{"ollama": o.URL}
+		opts.Probes = []host.Probe{host.NewOllamaProbe(o.URL, time.Second, nil)}
+	}})
+	waitFor(t, func() bool {
+		_, b := s.call(t, s.Acme, "GET", "/v1/hosts", nil)
+		return strings.Contains(string(b), `"ollama"`)
+	})
+	st, b := s.call(t, s.Acme, "POST", "/v1/jobs", map[string]any{"topic": "job.chat.advanced", "payload_text": "tell me about ward"})
+	if st != http.StatusAccepted {
+		t.Fatalf("submit: %d %s", st, b)
+	}
+	id := object(t, b)["job_id"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var last map[string]any
+	for ev := range s.stream(t, ctx, s.Acme, "/v1/jobs/"+id+"/events", "") {
+		switch ev.name {
+		case "progress":
+			if text, ok := ev.data["output_text"].(string); ok {
+				mu.Lock()
+				seen = append(seen, text)
+				mu.Unlock()
+				got <- text
+			}
+		case "state":
+			last = ev.data
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(seen, "") != strings.Join(tokens, "") {
+		t.Errorf("the stream's tokens: %q, want %q", seen, tokens)
+	}
+	if last["state"] != "SUCCEEDED" {
+		t.Errorf("the stream's last state: %v", last)
 	}
 }

@@ -53,6 +53,8 @@ type sysOptions struct {
 	rate    float64
 	burst   int
 	maxBody int64
+	// node, when set, changes the system's options (modules, probes).
+	node func(*node.Options)
 }
 
 func start(t testing.TB, so sysOptions) *system {
@@ -69,6 +71,9 @@ func start(t testing.TB, so sysOptions) *system {
 		CacheDir:          wasmtest.CacheDir(t),
 		HeartbeatInterval: 100 * time.Millisecond,
 		Capabilities:      []string{"gpu"},
+	}
+	if so.node != nil {
+		so.node(&o)
 	}
 	n, err := node.Start(context.Background(), o)
 	if err != nil {
