@@ -21,6 +21,7 @@ import (
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/version"
 )
 
 // DefaultDebounce is how long a watched policy directory must stay quiet
@@ -326,7 +327,7 @@ func (r *Reloader) Shutdown(ctx context.Context) error {
 // Status reports the kernel's state.
 func (r *Reloader) Status() *safetyv1.KernelStatus {
 	k := r.cfg.Kernel
-	st := &safetyv1.KernelStatus{KernelId: k.ID(), Addr: r.cfg.Addr}
+	st := &safetyv1.KernelStatus{KernelId: k.ID(), Addr: r.cfg.Addr, Version: version.Version()}
 	if p, source, at := k.Policy(); p != nil {
 		st.Revision, st.Source, st.LoadedAtUnixMs = p.Revision(), source, at.UnixMilli()
 	}

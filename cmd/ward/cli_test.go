@@ -91,11 +91,11 @@ func TestCLITour(t *testing.T) {
 			Reachable  bool
 			NATSServer string `json:"nats_server"`
 			Hosts      []struct{ ID, Version string }
-			Kernels    []struct{ ID, Revision string }
+			Kernels    []struct{ ID, Version, Revision string }
 		}
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || v.Client.Go == "" || !v.System.Reachable ||
-		v.System.NATSServer == "" || len(v.System.Hosts) != 1 || v.System.Hosts[0].Version == "" || len(v.System.Kernels) != 1 {
+		v.System.NATSServer == "" || len(v.System.Hosts) != 1 || v.System.Hosts[0].Version == "" || len(v.System.Kernels) != 1 || v.System.Kernels[0].Version == "" {
 		t.Errorf("version -o json: exit %d, %v\n%s", code, err, out)
 	}
 	if out, code := cli(t, "nats://127.0.0.1:1", "version", "--wait", "500ms"); code != 0 || !strings.Contains(out, "not reachable") {

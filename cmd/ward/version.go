@@ -33,8 +33,8 @@ type systemVersions struct {
 	Kernels    []partVersion `json:"kernels"`
 }
 
-// partVersion is a running part: its id and the build it reports. A
-// kernel reports its policy revision; its build is not in its status.
+// partVersion is a running part: its id and the build it reports (a
+// kernel its policy revision too).
 type partVersion struct {
 	ID       string `json:"id"`
 	Version  string `json:"version,omitempty"`
@@ -110,7 +110,7 @@ func (g *globals) systemVersions(ctx context.Context, wait time.Duration) *syste
 	sts, err := safety.Statuses(ctx, conn.NATS(), window)
 	if err == nil {
 		for _, st := range sts {
-			sv.Kernels = append(sv.Kernels, partVersion{ID: st.GetKernelId(), Revision: st.GetRevision()})
+			sv.Kernels = append(sv.Kernels, partVersion{ID: st.GetKernelId(), Version: st.GetVersion(), Revision: st.GetRevision()})
 		}
 	}
 	return sv
@@ -149,7 +149,7 @@ func printVersions(w io.Writer, v versions) {
 		fmt.Fprintln(w, "kernels:      none answered")
 	}
 	for _, k := range sv.Kernels {
-		fmt.Fprintf(w, "kernel:       %s policy revision %s (its build is not reported)\n", k.ID, k.Revision)
+		fmt.Fprintf(w, "kernel:       %s %s, policy revision %s\n", k.ID, orDefault(k.Version, "(did not say: an older build)"), k.Revision)
 	}
 	fmt.Fprintln(w, "schedulers:   do not report their build")
 }

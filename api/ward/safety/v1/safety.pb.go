@@ -959,7 +959,9 @@ type KernelStatus struct {
 	CacheEnabled bool  `protobuf:"varint,7,opt,name=cache_enabled,json=cacheEnabled,proto3" json:"cache_enabled,omitempty"`
 	CacheEntries int64 `protobuf:"varint,8,opt,name=cache_entries,json=cacheEntries,proto3" json:"cache_entries,omitempty"`
 	// addr is the kernel's gRPC address.
-	Addr          string `protobuf:"bytes,9,opt,name=addr,proto3" json:"addr,omitempty"`
+	Addr string `protobuf:"bytes,9,opt,name=addr,proto3" json:"addr,omitempty"`
+	// version is the kernel's build (internal/version).
+	Version       string `protobuf:"bytes,10,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1057,6 +1059,13 @@ func (x *KernelStatus) GetAddr() string {
 	return ""
 }
 
+func (x *KernelStatus) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
 var File_ward_safety_v1_safety_proto protoreflect.FileDescriptor
 
 const file_ward_safety_v1_safety_proto_rawDesc = "" +
@@ -1138,7 +1147,7 @@ const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"FilesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\x0f\n" +
-	"\rStatusRequest\"\xb2\x02\n" +
+	"\rStatusRequest\"\xcc\x02\n" +
 	"\fKernelStatus\x12\x1b\n" +
 	"\tkernel_id\x18\x01 \x01(\tR\bkernelId\x12\x1a\n" +
 	"\brevision\x18\x02 \x01(\tR\brevision\x12\x16\n" +
@@ -1149,7 +1158,9 @@ const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"last_error\x18\x06 \x01(\tR\tlastError\x12#\n" +
 	"\rcache_enabled\x18\a \x01(\bR\fcacheEnabled\x12#\n" +
 	"\rcache_entries\x18\b \x01(\x03R\fcacheEntries\x12\x12\n" +
-	"\x04addr\x18\t \x01(\tR\x04addr*\x8e\x01\n" +
+	"\x04addr\x18\t \x01(\tR\x04addr\x12\x18\n" +
+	"\aversion\x18\n" +
+	" \x01(\tR\aversion*\x8e\x01\n" +
 	"\bDecision\x12\x18\n" +
 	"\x14DECISION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eDECISION_ALLOW\x10\x01\x12\x11\n" +
