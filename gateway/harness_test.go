@@ -18,6 +18,7 @@ import (
 	"github.com/ward-run/ward/apikey"
 	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/gateway"
 	"github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
@@ -64,7 +65,11 @@ func start(t testing.TB, so sysOptions) *system {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := node.Options{
+	// One machine runs everything, the tests of other packages too: its
+	// CPU load is theirs, so placement ignores it, as in ward dev.
+	settings := config.DefaultScheduler()
+	settings.Placement.CPUThreshold = 100
+	o := node.Options{Settings: settings,
 		NATSURL: sec.URL, Store: jobstore.NewMemory(), Creds: &creds,
 		HostID: "gw-host", ModuleRegistry: true,
 		Modules:           map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")},

@@ -117,7 +117,7 @@
   // ------------------------------------------------------------ jobs list
 
   var jobsTable = document.getElementById("jobs");
-  var fetching = {}, nfetching = 0, missed = {};
+  var fetching = {}, nfetching = 0, missed = {}, arrived = {};
 
   function jobRow(j) {
     var tr = el("tr", { "data-job": j.job_id, "data-state": j.state });
@@ -187,14 +187,23 @@
   }
 
   // fetchJob reads a job the page has no row for (at most 4 at a time:
-  // past that, the page says how many it left out).
-  function fetchJob(id) {
-    if (fetching[id]) return;
+  // past that, the page says how many it left out). An event of the job
+  // that comes while it is read is kept (the newest) and applied to the
+  // row once it is there, unless the job read back is newer: otherwise a
+  // job that ends while it is read would keep the state it was read in.
+  function fetchJob(id, ev) {
+    if (fetching[id]) { arrived[id] = ev; return; }
     if (nfetching >= 4) { missed[id] = true; showMissed(); return; }
     fetching[id] = true;
     nfetching++;
-    api("GET", "/v1/jobs/" + encodeURIComponent(id) + "?result=false").then(addJob).catch(function () {}).then(function () {
+    api("GET", "/v1/jobs/" + encodeURIComponent(id) + "?result=false").then(function (j) {
+      addJob(j);
+      var later = arrived[id];
+      var tr = jobsTable.tBodies[0].querySelector('tr[data-job="' + CSS.escape(id) + '"]');
+      if (later && tr && !TERMINAL[tr.dataset.state] && (later.at_unix_ms || 0) >= (j.updated_at_unix_ms || 0)) updateRow(tr, later);
+    }).catch(function () {}).then(function () {
       delete fetching[id];
+      delete arrived[id];
       nfetching--;
     });
   }
@@ -234,7 +243,7 @@
       state: function (ev) {
         var tr = jobsTable.tBodies[0].querySelector('tr[data-job="' + CSS.escape(ev.job_id) + '"]');
         if (tr) { updateRow(tr, ev); return; }
-        if (jobsTable.dataset.live === "true" && (!jobsTable.dataset.state || jobsTable.dataset.state === ev.state)) fetchJob(ev.job_id);
+        if (jobsTable.dataset.live === "true" && (!jobsTable.dataset.state || jobsTable.dataset.state === ev.state || fetching[ev.job_id])) fetchJob(ev.job_id, ev);
       }
     });
   }
