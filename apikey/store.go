@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/config"
 )
 
 // hashPrefix names the hash function of a stored key's hash.
@@ -114,6 +115,7 @@ func bucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, er
 			Description: "Ward HTTP gateway API keys: records and SHA-256 hashes, never the keys (ward auth key)",
 			History:     1,
 			Storage:     jetstream.FileStorage,
+			Replicas:    config.JetStreamReplicas(),
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = js.KeyValue(ctx, Bucket) // another replica created it meanwhile

@@ -23,6 +23,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ward-run/ward/config"
 )
 
 const (
@@ -132,7 +134,7 @@ func CheckAction(action string) error {
 
 // Ensure creates the stream with the default Config, or updates it to it.
 func Ensure(ctx context.Context, js jetstream.JetStream) error {
-	return EnsureConfig(ctx, js, Config{})
+	return EnsureConfig(ctx, js, Config{Replicas: config.JetStreamReplicas()})
 }
 
 // EnsureConfig creates the stream with c, or updates it to c.

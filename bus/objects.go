@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ward-run/ward/config"
 )
 
 // Large job contexts do not travel in messages (NATS refuses a message
@@ -180,12 +182,12 @@ func NewObjects(c *Conn) (*Objects, error) {
 // buckets.
 func contextBucket(tenant string) *jetstream.ObjectStoreConfig {
 	return &jetstream.ObjectStoreConfig{Bucket: ContextBucketOf(tenant), TTL: ContextTTL,
-		Storage: jetstream.FileStorage, Description: "Ward job contexts too large for a message"}
+		Storage: jetstream.FileStorage, Description: "Ward job contexts too large for a message", Replicas: config.JetStreamReplicas()}
 }
 
 func resultBucket(tenant string) *jetstream.ObjectStoreConfig {
 	return &jetstream.ObjectStoreConfig{Bucket: ResultBucketOf(tenant), TTL: ResultTTL,
-		Storage: jetstream.FileStorage, Description: "Ward job results too large for a message"}
+		Storage: jetstream.FileStorage, Description: "Ward job results too large for a message", Replicas: config.JetStreamReplicas()}
 }
 
 // bucket opens name, creating it as create says when create is not nil.

@@ -36,6 +36,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ward-run/ward/config"
 )
 
 // Bucket is the name of both the KV bucket and the Object Store bucket.
@@ -160,7 +162,7 @@ func Open(ctx context.Context, nc *nats.Conn) (*Registry, error) {
 	kv, err := js.KeyValue(ctx, Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket, History: 8,
-			Description: "Ward module versions and the active version of each"})
+			Description: "Ward module versions and the active version of each", Replicas: config.JetStreamReplicas()})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = js.KeyValue(ctx, Bucket)
 		}
@@ -171,7 +173,7 @@ func Open(ctx context.Context, nc *nats.Conn) (*Registry, error) {
 	obs, err := js.ObjectStore(ctx, Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: Bucket,
-			Description: "Ward module blobs by sha256"})
+			Description: "Ward module blobs by sha256", Replicas: config.JetStreamReplicas()})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			obs, err = js.ObjectStore(ctx, Bucket)
 		}

@@ -14,6 +14,7 @@ import (
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/config"
 )
 
 // DefaultBucket is the NATS KV bucket that `ward policy push` publishes
@@ -42,6 +43,7 @@ func policyBucket(ctx context.Context, nc *nats.Conn, bucket string) (jetstream.
 			Bucket:      bucket,
 			Description: "Ward safety policy bundles (ward policy push)",
 			History:     bucketHistory,
+			Replicas:    config.JetStreamReplicas(),
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			// Another kernel or push created it meanwhile.
