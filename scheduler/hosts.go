@@ -141,6 +141,7 @@ func (r *Hosts) Evict(now time.Time) int {
 	}
 	if n > 0 {
 		r.byPool = nil
+		workersLost.Add(float64(n))
 	}
 	return n
 }

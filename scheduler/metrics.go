@@ -54,6 +54,10 @@ var (
 		Name: "ward_scheduler_live_workers",
 		Help: "Workers with a recent heartbeat, as this scheduler sees them.",
 	})
+	workersLost = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ward_scheduler_workers_lost_total",
+		Help: "Workers this scheduler forgot because their heartbeats stopped (silent past the heartbeat TTL); a host that drains or says goodbye is not counted.",
+	})
 	storeErrors = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_scheduler_store_errors_total",
 		Help: "Job store calls that failed, by operation.",
