@@ -29,6 +29,7 @@ var layers = []struct {
 	{"view", 1},             // the JSON shape of api's messages
 	{"internal/version", 1}, // the build, as every part reports it
 	{"sandbox", 1},          // stands on api alone; modreg reads its manifests
+	{"internal/telemetry", 1},
 	{"audit", 2},
 	{"bus", 2},
 	{"jobstore", 2},
