@@ -46,6 +46,7 @@ var layers = []struct {
 	{"node", 6},
 	{"internal/bench", 6},
 	{"internal/testing", 6}, // test helpers: imported by tests only
+	{"deploy", 6},           // tests only: the monitoring files against a running system
 	{"cmd", 7},
 }
 
