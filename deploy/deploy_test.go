@@ -1,8 +1,9 @@
-// Package deploy holds no code: its test checks the monitoring files of
-// deploy/ — the Prometheus alert rules and their unit tests with promtool
-// (Debian's prometheus package), the scrape configuration, and every PromQL
-// expression of the rules and of the Grafana dashboard against the metrics
-// a running Ward really serves on its /metrics.
+// Package deploy holds no code: its tests check the deployment files.
+// This file checks the monitoring ones — the Prometheus alert rules and
+// their unit tests with promtool (Debian's prometheus package), the scrape
+// configuration, and every PromQL expression of the rules and of the
+// Grafana dashboard against the metrics a running Ward really serves on its
+// /metrics.
 package deploy
 
 import (
@@ -36,10 +37,10 @@ import (
 )
 
 const (
-	rulesFile     = "prometheus/ward-alerts.yaml"
-	rulesTestFile = "prometheus/ward-alerts_test.yaml"
-	configFile    = "prometheus/prometheus.yml"
-	dashboardFile = "grafana/ward.json"
+	alertRulesFile       = "prometheus/ward-alerts.yaml"
+	alertRulesTestFile   = "prometheus/ward-alerts_test.yaml"
+	promConfigFile       = "prometheus/prometheus.yml"
+	grafanaDashboardFile = "grafana/ward.json"
 )
 
 // promtool returns the path of promtool, failing the test when it is
@@ -67,13 +68,13 @@ func runPromtool(t *testing.T, args ...string) string {
 // each alert, and series that must not) and checks the scrape
 // configuration, which loads the rules.
 func TestPromtool(t *testing.T) {
-	runPromtool(t, "check", "rules", rulesFile)
-	runPromtool(t, "test", "rules", rulesTestFile)
-	runPromtool(t, "check", "config", configFile)
+	runPromtool(t, "check", "rules", alertRulesFile)
+	runPromtool(t, "test", "rules", alertRulesTestFile)
+	runPromtool(t, "check", "config", promConfigFile)
 }
 
-// rule is one alerting rule of ward-alerts.yaml.
-type rule struct {
+// alertRule is one alerting rule of ward-alerts.yaml.
+type alertRule struct {
 	Alert       string            `yaml:"alert"`
 	Expr        string            `yaml:"expr"`
 	For         string            `yaml:"for"`
@@ -81,22 +82,22 @@ type rule struct {
 	Annotations map[string]string `yaml:"annotations"`
 }
 
-func loadRules(t *testing.T) []rule {
+func loadAlertRules(t *testing.T) []alertRule {
 	t.Helper()
-	b, err := os.ReadFile(rulesFile)
+	b, err := os.ReadFile(alertRulesFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var f struct {
 		Groups []struct {
-			Name  string `yaml:"name"`
-			Rules []rule `yaml:"rules"`
+			Name  string      `yaml:"name"`
+			Rules []alertRule `yaml:"rules"`
 		} `yaml:"groups"`
 	}
 	if err := yaml.Unmarshal(b, &f); err != nil {
-		t.Fatalf("%s: %v", rulesFile, err)
+		t.Fatalf("%s: %v", alertRulesFile, err)
 	}
-	var rules []rule
+	var rules []alertRule
 	for _, g := range f.Groups {
 		rules = append(rules, g.Rules...)
 	}
@@ -106,17 +107,17 @@ func loadRules(t *testing.T) []rule {
 // TestRulesShape: every alert has a severity and says what happened, and
 // its unit tests expect it to fire at least once.
 func TestRulesShape(t *testing.T) {
-	rules := loadRules(t)
+	rules := loadAlertRules(t)
 	if len(rules) == 0 {
 		t.Fatal("no rules")
 	}
-	tests, err := os.ReadFile(rulesTestFile)
+	tests, err := os.ReadFile(alertRulesTestFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rules {
 		if r.Alert == "" {
-			t.Errorf("a recording rule in %s: %q (the file holds alerts)", rulesFile, r.Expr)
+			t.Errorf("a recording rule in %s: %q (the file holds alerts)", alertRulesFile, r.Expr)
 			continue
 		}
 		if s := r.Labels["severity"]; s != "critical" && s != "warning" {
@@ -127,77 +128,77 @@ func TestRulesShape(t *testing.T) {
 		}
 		fires := regexp.MustCompile(`alertname: ` + regexp.QuoteMeta(r.Alert) + `\n\s+exp_alerts:\n\s+- exp_labels`)
 		if !fires.Match(tests) {
-			t.Errorf("%s: no test in %s expects it to fire", r.Alert, rulesTestFile)
+			t.Errorf("%s: no test in %s expects it to fire", r.Alert, alertRulesTestFile)
 		}
 	}
 }
 
-// dashboard is the part of the Grafana JSON model the test reads.
-type dashboard struct {
-	UID           string  `json:"uid"`
-	Title         string  `json:"title"`
-	SchemaVersion int     `json:"schemaVersion"`
-	Panels        []panel `json:"panels"`
+// grafanaDashboard is the part of the Grafana JSON model the test reads.
+type grafanaDashboard struct {
+	UID           string         `json:"uid"`
+	Title         string         `json:"title"`
+	SchemaVersion int            `json:"schemaVersion"`
+	Panels        []grafanaPanel `json:"panels"`
 	Templating    struct {
 		List []struct {
-			Name       string          `json:"name"`
-			Type       string          `json:"type"`
-			Query      json.RawMessage `json:"query"`
-			Definition string          `json:"definition"`
-			Datasource *datasource     `json:"datasource"`
+			Name       string             `json:"name"`
+			Type       string             `json:"type"`
+			Query      json.RawMessage    `json:"query"`
+			Definition string             `json:"definition"`
+			Datasource *grafanaDatasource `json:"datasource"`
 		} `json:"list"`
 	} `json:"templating"`
 }
 
-type datasource struct {
+type grafanaDatasource struct {
 	Type string `json:"type"`
 	UID  string `json:"uid"`
 }
 
-type panel struct {
-	ID         int         `json:"id"`
-	Type       string      `json:"type"`
-	Title      string      `json:"title"`
-	Datasource *datasource `json:"datasource"`
+type grafanaPanel struct {
+	ID         int                `json:"id"`
+	Type       string             `json:"type"`
+	Title      string             `json:"title"`
+	Datasource *grafanaDatasource `json:"datasource"`
 	GridPos    struct{ H, W, X, Y int }
 	Targets    []struct {
-		RefID      string      `json:"refId"`
-		Expr       string      `json:"expr"`
-		Datasource *datasource `json:"datasource"`
+		RefID      string             `json:"refId"`
+		Expr       string             `json:"expr"`
+		Datasource *grafanaDatasource `json:"datasource"`
 	} `json:"targets"`
-	Panels []panel `json:"panels"` // a collapsed row's
+	Panels []grafanaPanel `json:"panels"` // a collapsed row's
 }
 
-func loadDashboard(t *testing.T) dashboard {
+func loadGrafanaDashboard(t *testing.T) grafanaDashboard {
 	t.Helper()
-	b, err := os.ReadFile(dashboardFile)
+	b, err := os.ReadFile(grafanaDashboardFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d dashboard
+	var d grafanaDashboard
 	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatalf("%s: %v", dashboardFile, err)
+		t.Fatalf("%s: %v", grafanaDashboardFile, err)
 	}
 	return d
 }
 
-// query is one PromQL expression and where it comes from.
-type query struct{ where, expr string }
+// promQuery is one PromQL expression and where it comes from.
+type promQuery struct{ where, expr string }
 
 // dashboardQueries returns every query of d: its panels' targets and its
 // query variables' (label_values(metric, label)), the Grafana variables
 // replaced by values Prometheus accepts.
-func dashboardQueries(t *testing.T, d dashboard) []query {
+func dashboardQueries(t *testing.T, d grafanaDashboard) []promQuery {
 	t.Helper()
 	grafana := strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h",
 		"$topic", ".*", "$pool", ".*")
-	var qs []query
-	var walk func([]panel)
-	walk = func(ps []panel) {
+	var qs []promQuery
+	var walk func([]grafanaPanel)
+	walk = func(ps []grafanaPanel) {
 		for _, p := range ps {
 			walk(p.Panels)
 			for _, tg := range p.Targets {
-				qs = append(qs, query{fmt.Sprintf("panel %d %q %s", p.ID, p.Title, tg.RefID), grafana.Replace(tg.Expr)})
+				qs = append(qs, promQuery{fmt.Sprintf("panel %d %q %s", p.ID, p.Title, tg.RefID), grafana.Replace(tg.Expr)})
 			}
 		}
 	}
@@ -212,7 +213,7 @@ func dashboardQueries(t *testing.T, d dashboard) []query {
 			t.Errorf("variable %s: %q is not label_values(metric, label)", v.Name, v.Definition)
 			continue
 		}
-		qs = append(qs, query{"variable " + v.Name, m[1]})
+		qs = append(qs, promQuery{"variable " + v.Name, m[1]})
 	}
 	return qs
 }
@@ -221,7 +222,7 @@ func dashboardQueries(t *testing.T, d dashboard) []query {
 // of today's Grafana, the data source a variable every panel and target
 // uses, unique panel ids on a 24-column grid, a query in every panel.
 func TestDashboardShape(t *testing.T) {
-	d := loadDashboard(t)
+	d := loadGrafanaDashboard(t)
 	if d.UID == "" || d.Title == "" || d.SchemaVersion < 36 {
 		t.Errorf("uid %q, title %q, schemaVersion %d: want both set and a schema of Grafana 10 or later", d.UID, d.Title, d.SchemaVersion)
 	}
@@ -238,8 +239,8 @@ func TestDashboardShape(t *testing.T) {
 		t.Error(`no "datasource" variable of type datasource over prometheus`)
 	}
 	ids := map[int]string{}
-	var walk func([]panel)
-	walk = func(ps []panel) {
+	var walk func([]grafanaPanel)
+	walk = func(ps []grafanaPanel) {
 		for _, p := range ps {
 			if prev, ok := ids[p.ID]; ok || p.ID == 0 {
 				t.Errorf("panel %q: id %d (also %q)", p.Title, p.ID, prev)
@@ -271,7 +272,7 @@ func TestDashboardShape(t *testing.T) {
 // TestDashboardQueriesParse has promtool parse every dashboard query, as
 // the expression of a recording rule.
 func TestDashboardQueriesParse(t *testing.T) {
-	qs := dashboardQueries(t, loadDashboard(t))
+	qs := dashboardQueries(t, loadGrafanaDashboard(t))
 	type rec struct {
 		Record string `yaml:"record"`
 		Expr   string `yaml:"expr"`
@@ -302,26 +303,26 @@ func TestDashboardQueriesParse(t *testing.T) {
 }
 
 var (
-	// metricName finds the metric names a PromQL expression can name:
+	// promMetricName finds the metric names a PromQL expression can name:
 	// Ward's, and the Go client's and Prometheus' own.
-	metricName = regexp.MustCompile(`\b(?:ward|go|process)_[a-zA-Z0-9_]+|\bup\b`)
-	// quoted is a PromQL string: label values, not names.
-	quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'`)
-	// selector is a metric name with label matchers.
-	selector = regexp.MustCompile(`\b((?:ward|go|process)_[a-zA-Z0-9_]+)\s*\{([^}]*)\}`)
-	// matcherLabel is a label name of a matcher.
-	matcherLabel = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)`)
+	promMetricName = regexp.MustCompile(`\b(?:ward|go|process)_[a-zA-Z0-9_]+|\bup\b`)
+	// promQuoted is a PromQL string: label values, not names.
+	promQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'`)
+	// promSelector is a metric name with label matchers.
+	promSelector = regexp.MustCompile(`\b((?:ward|go|process)_[a-zA-Z0-9_]+)\s*\{([^}]*)\}`)
+	// promMatcherLabel is a label name of a matcher.
+	promMatcherLabel = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)`)
 )
 
-// family is one metric family a /metrics page served.
-type family struct {
+// metricFamily is one metric family a /metrics page served.
+type metricFamily struct {
 	typ    string
 	labels map[string]bool
 }
 
-// scrape reads a /metrics page in the text format: each family's type
+// scrapeMetrics reads a /metrics page in the text format: each family's type
 // and the label names its samples carry.
-func scrape(t *testing.T, url string, into map[string]*family) {
+func scrapeMetrics(t *testing.T, url string, into map[string]*metricFamily) {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
@@ -338,7 +339,7 @@ func scrape(t *testing.T, url string, into map[string]*family) {
 	for sc.Scan() {
 		line := sc.Text()
 		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
-			into[f[2]] = &family{typ: f[3], labels: map[string]bool{}}
+			into[f[2]] = &metricFamily{typ: f[3], labels: map[string]bool{}}
 			continue
 		}
 		m := sample.FindStringSubmatch(line)
@@ -355,7 +356,7 @@ func scrape(t *testing.T, url string, into map[string]*family) {
 			}
 		}
 		if f := into[name]; f != nil {
-			for _, l := range matcherLabel.FindAllStringSubmatch(quoted.ReplaceAllString(m[2], `""`), -1) {
+			for _, l := range promMatcherLabel.FindAllStringSubmatch(promQuoted.ReplaceAllString(m[2], `""`), -1) {
 				if l[1] != "le" && l[1] != "quantile" {
 					f.labels[l[1]] = true
 				}
@@ -364,11 +365,11 @@ func scrape(t *testing.T, url string, into map[string]*family) {
 	}
 }
 
-// registered reports whether a collector of name is registered with the
+// registeredMetric reports whether a collector of name is registered with the
 // default registry, which every role's /metrics serves, though none of
 // its series exists yet (a vector no label set was used of): registering
 // a probe of the same name and another help is refused then.
-func registered(name string) bool {
+func registeredMetric(name string) bool {
 	probe := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: "deploy_test probe"})
 	if err := prometheus.DefaultRegisterer.Register(probe); err != nil {
 		return true
@@ -377,11 +378,11 @@ func registered(name string) bool {
 	return false
 }
 
-// system starts a whole Ward in the process, as ward dev does (auth on,
+// monitoredSystem starts a whole Ward in the process, as ward dev does (auth on,
 // the scheduler asking the kernel over gRPC as a separate ward scheduler
 // would), with a gateway in front, runs a few jobs through the gateway and
 // returns the families served on the roles' /metrics and on the gateway's.
-func system(t *testing.T) map[string]*family {
+func monitoredSystem(t *testing.T) map[string]*metricFamily {
 	t.Helper()
 	sec := natstest.StartSecure(t)
 	creds, err := node.IssueDevCreds(sec.Auth, t.TempDir(), "deploy-host")
@@ -478,9 +479,9 @@ func system(t *testing.T) map[string]*family {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	fams := map[string]*family{}
-	scrape(t, "http://"+metricsAddr+"/metrics", fams)
-	scrape(t, base+"/metrics", fams)
+	fams := map[string]*metricFamily{}
+	scrapeMetrics(t, "http://"+metricsAddr+"/metrics", fams)
+	scrapeMetrics(t, base+"/metrics", fams)
 	return fams
 }
 
@@ -488,20 +489,20 @@ func system(t *testing.T) map[string]*family {
 // rules and the dashboard against what a running Ward serves: a family on
 // its /metrics pages, or a vector registered with the default registry
 // whose series the jobs run here did not make yet. `up` is Prometheus'
-// own. A label a selector matches on must be one the family's series
+// own. A label a promSelector matches on must be one the family's series
 // carry (or a target label).
 func TestQueriesNameExportedMetrics(t *testing.T) {
-	var qs []query
-	for _, r := range loadRules(t) {
-		qs = append(qs, query{"alert " + r.Alert, r.Expr})
+	var qs []promQuery
+	for _, r := range loadAlertRules(t) {
+		qs = append(qs, promQuery{"alert " + r.Alert, r.Expr})
 	}
-	qs = append(qs, dashboardQueries(t, loadDashboard(t))...)
+	qs = append(qs, dashboardQueries(t, loadGrafanaDashboard(t))...)
 
-	fams := system(t)
+	fams := monitoredSystem(t)
 	if fams["ward_scheduler_jobs_completed_total"] == nil || fams["ward_gateway_requests_total"] == nil {
 		t.Fatalf("the scrapes served no scheduler or gateway metrics: %d families", len(fams))
 	}
-	lookup := func(name string) (*family, bool) {
+	lookup := func(name string) (*metricFamily, bool) {
 		if f := fams[name]; f != nil {
 			return f, true
 		}
@@ -510,17 +511,17 @@ func TestQueriesNameExportedMetrics(t *testing.T) {
 				if f := fams[base]; f != nil && (f.typ == "histogram" || f.typ == "summary") {
 					return f, true
 				}
-				if registered(base) {
+				if registeredMetric(base) {
 					return nil, true
 				}
 			}
 		}
-		return nil, registered(name)
+		return nil, registeredMetric(name)
 	}
 	var unseen []string
 	for _, q := range qs {
-		expr := quoted.ReplaceAllString(q.expr, `""`)
-		names := metricName.FindAllString(expr, -1)
+		expr := promQuoted.ReplaceAllString(q.expr, `""`)
+		names := promMetricName.FindAllString(expr, -1)
 		if len(names) == 0 {
 			t.Errorf("%s: no metric name in %q", q.where, q.expr)
 		}
@@ -537,12 +538,12 @@ func TestQueriesNameExportedMetrics(t *testing.T) {
 				unseen = append(unseen, name)
 			}
 		}
-		for _, m := range selector.FindAllStringSubmatch(expr, -1) {
+		for _, m := range promSelector.FindAllStringSubmatch(expr, -1) {
 			f, _ := lookup(m[1])
 			if f == nil || len(f.labels) == 0 {
 				continue // no series seen: nothing to compare with
 			}
-			for _, l := range matcherLabel.FindAllStringSubmatch(m[2], -1) {
+			for _, l := range promMatcherLabel.FindAllStringSubmatch(m[2], -1) {
 				if l[1] != "job" && l[1] != "instance" && !f.labels[l[1]] {
 					var have []string
 					for k := range f.labels {
