@@ -31,11 +31,15 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/telemetry"
 )
 
 // DefaultNATSURL is where `ward dev` listens.
@@ -174,9 +178,33 @@ func (c *Client) Bus() *bus.Conn { return c.bus }
 // generated when req has none, so that a caller can watch it first. A
 // payload over bus.InlineContextMax does not travel in the submission: it
 // is stored in the context bucket and req carries its pointer instead.
-func (c *Client) Submit(ctx context.Context, req *wardv1.JobRequest) (*wardv1.SubmitReply, error) {
+//
+// The job's trace starts here: Submit's span ("ward.submit"), a child of
+// the span in ctx if any, when this process traces (telemetry.Setup) or
+// ctx's span records (the caller's own OpenTelemetry SDK); req then
+// carries its traceparent and trace id. Not tracing, req carries ctx's
+// span context, if it has one. A req with a traceparent already keeps it.
+func (c *Client) Submit(ctx context.Context, req *wardv1.JobRequest) (_ *wardv1.SubmitReply, err error) {
 	if req.JobId == "" {
 		req.JobId = uuid.NewString()
+	}
+	if req.Traceparent == "" {
+		var span trace.Span
+		ctx, span = startSubmit(ctx)
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("ward.job_id", req.JobId), attribute.String("ward.topic", req.Topic))
+			defer func() {
+				if err != nil {
+					span.RecordError(err)
+					span.SetStatus(codes.Error, "submission failed")
+				}
+				span.End()
+			}()
+		}
+		req.Traceparent = telemetry.Traceparent(ctx)
+		if id := telemetry.TraceID(req.Traceparent); id != "" && req.TraceId == "" {
+			req.TraceId = id
+		}
 	}
 	// A tenant client submits for its tenant: a request naming another is
 	// sent anyway, and refused by the scheduler (tenant_mismatch).
@@ -213,6 +241,19 @@ func (c *Client) Submit(ctx context.Context, req *wardv1.JobRequest) (*wardv1.Su
 		return reply, fmt.Errorf("%w: %s: %s", ErrRefused, reply.GetReason(), reply.GetMessage())
 	}
 	return reply, nil
+}
+
+// startSubmit starts a submission's span: this process's tracer's when it
+// traces, else that of ctx's span when it records (a caller's own SDK),
+// else none (ctx as it came, a no-op span).
+func startSubmit(ctx context.Context) (context.Context, trace.Span) {
+	if telemetry.Enabled() {
+		return telemetry.Start(ctx, "ward.submit", trace.SpanKindProducer)
+	}
+	if parent := trace.SpanFromContext(ctx); parent.IsRecording() {
+		return parent.TracerProvider().Tracer(telemetry.ScopeName).Start(ctx, "ward.submit", trace.WithSpanKind(trace.SpanKindProducer))
+	}
+	return ctx, trace.SpanFromContext(context.Background())
 }
 
 // Watcher delivers one job's events as the schedulers publish them.

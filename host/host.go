@@ -29,10 +29,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/internal/telemetry"
 	"github.com/ward-run/ward/internal/version"
 	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/sandbox"
@@ -505,8 +509,14 @@ func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 	activeJobs.Inc()
 	defer func() { a.active.Add(-1); activeJobs.Dec() }()
 
+	// The run's span is the child of the scheduler's dispatch span (the
+	// ticket's, signed with it); the result carries the run's context.
+	ctx, span := telemetry.StartFrom(ctx, req.GetTraceparent(), "ward.run", trace.SpanKindConsumer)
 	start := time.Now()
-	res := &wardv1.JobResult{JobId: req.GetJobId(), WorkerId: a.cfg.ID, Attempt: req.GetAttempt()}
+	res := &wardv1.JobResult{JobId: req.GetJobId(), WorkerId: a.cfg.ID, Attempt: req.GetAttempt(), Traceparent: req.GetTraceparent()}
+	if sc := span.SpanContext(); sc.IsValid() {
+		res.Traceparent = telemetry.Format(sc)
+	}
 	started := func() {
 		_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
 			Kind: wardv1.JobProgress_KIND_STARTED, SentAtUnixMs: start.UnixMilli(), Attempt: req.GetAttempt()})
@@ -529,14 +539,16 @@ func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 	jobSeconds.WithLabelValues(moduleName).Observe(time.Since(start).Seconds())
 	// The slot is for running: the result is stored and announced after
 	// it is freed, so that the next job need not wait for the store.
-	a.announcing.Go(func() { a.announce(ctx, req, res, moduleName, data, err) })
+	a.announcing.Go(func() { a.announce(ctx, span, req, res, moduleName, data, err) })
 }
 
 // announce stores the output of a job that succeeded, then publishes its
 // result: stored before it is announced, so that a result message lost
 // (no scheduler listening, say) is recovered from the store. A result
-// that cannot be stored fails the job (result_unavailable).
-func (a *Agent) announce(ctx context.Context, req *wardv1.JobRequest, res *wardv1.JobResult, moduleName string, data []byte, err error) {
+// that cannot be stored fails the job (result_unavailable). It ends the
+// run's span.
+func (a *Agent) announce(ctx context.Context, span trace.Span, req *wardv1.JobRequest, res *wardv1.JobResult, moduleName string, data []byte, err error) {
+	defer span.End()
 	if err == nil {
 		ptr, perr := a.putResult(context.WithoutCancel(ctx), req, data)
 		if perr != nil {
@@ -552,14 +564,36 @@ func (a *Agent) announce(ctx context.Context, req *wardv1.JobRequest, res *wardv
 		} else if res.ErrorCode == "" {
 			res.ErrorCode, res.ErrorMessage = string(reason.Internal), err.Error()
 		}
-		a.log.Info("job failed", "job_id", req.GetJobId(), "module", moduleName, "code", res.ErrorCode, "err", res.ErrorMessage)
+		a.log.InfoContext(ctx, "job failed", "job_id", req.GetJobId(), "module", moduleName, "code", res.ErrorCode, "err", res.ErrorMessage)
 	} else {
 		res.Status = wardv1.JobState_JOB_STATE_SUCCEEDED
 	}
+	if span.IsRecording() {
+		ran(span, req, res, err)
+	}
 	jobsRun.WithLabelValues(moduleName, strings.TrimPrefix(res.Status.String(), "JOB_STATE_")).Inc()
 	if err := a.cfg.Bus.Publish(bus.ResultSubject(a.cfg.ID), res); err != nil {
-		a.log.Error("result publish failed", "job_id", req.GetJobId(), "err", err)
+		a.log.ErrorContext(ctx, "result publish failed", "job_id", req.GetJobId(), "err", err)
 	}
+}
+
+// ran sets a run's span's attributes: the job, the module and digest that
+// ran it, how it ended (the status, the error code, the guest's exit
+// code), how long it ran.
+func ran(span trace.Span, req *wardv1.JobRequest, res *wardv1.JobResult, err error) {
+	span.SetAttributes(attribute.String("ward.job_id", req.GetJobId()), attribute.String("ward.worker_id", res.GetWorkerId()),
+		attribute.Int("ward.attempt", int(req.GetAttempt())), attribute.String("ward.module", res.GetModule()),
+		attribute.String("ward.module_digest", res.GetModuleDigest()), attribute.Int64("ward.execution_ms", res.GetExecutionMs()),
+		attribute.String("ward.status", strings.TrimPrefix(res.GetStatus().String(), "JOB_STATE_")))
+	if err == nil {
+		return
+	}
+	span.SetAttributes(attribute.String("ward.error_code", res.GetErrorCode()))
+	var re *sandbox.RunError
+	if errors.As(err, &re) {
+		span.SetAttributes(attribute.Int64("ward.exit_code", int64(re.ExitCode)))
+	}
+	span.SetStatus(codes.Error, res.GetErrorCode()+": "+res.GetErrorMessage())
 }
 
 // run runs the job of t, fills res, and returns the module's name and,

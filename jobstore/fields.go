@@ -31,6 +31,7 @@ const (
 	fRequires       = "requires"
 	fIdempotencyKey = "idempotency_key"
 	fTraceID        = "trace_id"
+	fTraceparent    = "traceparent"
 	fDeadlineMS     = "deadline_ms"
 	fMaxRetries     = "max_retries"
 	fAttempt        = "attempt"
@@ -139,6 +140,7 @@ func jobFields(j *Job) ([]string, error) {
 	}
 	p = pairs(p, fIdempotencyKey, j.IdempotencyKey)
 	p = pairs(p, fTraceID, j.TraceID)
+	p = pairs(p, fTraceparent, j.Traceparent)
 	if j.DeadlineMS != 0 {
 		p = append(p, fDeadlineMS, strconv.FormatInt(j.DeadlineMS, 10))
 	}
@@ -259,6 +261,7 @@ func decodeListed(h map[string]string) (*Job, error) {
 		ModuleDigest:   h[fModuleDigest],
 		IdempotencyKey: h[fIdempotencyKey],
 		TraceID:        h[fTraceID],
+		Traceparent:    h[fTraceparent],
 		Reason:         h[fReason],
 		ErrorCode:      h[fErrorCode],
 		ErrorMessage:   h[fErrorMessage],

@@ -202,6 +202,7 @@ type Job struct {
 	Requires       []string          `json:"requires,omitempty"`
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
 	TraceID        string            `json:"trace_id,omitempty"`
+	Traceparent    string            `json:"traceparent,omitempty"` // W3C trace context of the job's spans (JobRequest.traceparent): a later placement stays in its trace
 	DeadlineMS     int64             `json:"deadline_ms,omitempty"`
 	MaxRetries     int               `json:"max_retries,omitempty"`
 	Attempt        int               `json:"attempt,omitempty"` // dispatches so far

@@ -10,12 +10,16 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ward-run/ward/api/reason"
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/internal/telemetry"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/scheduler/placement"
 )
@@ -35,6 +39,13 @@ func refuse(code reason.Code, format string, args ...any) *wardv1.SubmitReply {
 // tenant may publish on its own subject only — and a payload that names
 // another is refused.
 func (s *Scheduler) handleSubmit(ctx context.Context, msg *nats.Msg, req *wardv1.JobRequest) {
+	if req.Traceparent == "" && telemetry.Enabled() {
+		// A client that does not trace: the job's trace starts here.
+		var span trace.Span
+		ctx, span = telemetry.Start(ctx, "ward.submit", trace.SpanKindServer)
+		defer span.End()
+		req.Traceparent = telemetry.Traceparent(ctx)
+	}
 	var (
 		reply  *wardv1.SubmitReply
 		job    *jobstore.Job
@@ -108,6 +119,14 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 	pools, _ := route(c.pools, req.Topic, req.Requires, req.Labels)
 	limits := c.sched.Tenants.For(req.TenantId)
 	now := time.Now()
+	// The job's trace: the submission's traceparent, when it is one (its
+	// canonical 55 characters: it travels in every ticket), and its id.
+	traceID, traceparent := telemetry.TraceID(req.Traceparent), ""
+	if traceID != "" {
+		traceparent = req.Traceparent[:55]
+	} else {
+		traceID = req.TraceId
+	}
 	job := &jobstore.Job{
 		ID:             req.JobId,
 		Topic:          req.Topic,
@@ -116,7 +135,8 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 		Labels:         req.Labels,
 		Requires:       req.Requires,
 		IdempotencyKey: req.IdempotencyKey,
-		TraceID:        req.TraceId,
+		TraceID:        traceID,
+		Traceparent:    traceparent,
 		DeadlineMS:     req.GetBudget().GetDeadlineMs(),
 		MaxRetries:     int(req.GetBudget().GetMaxRetries()),
 		Env:            req.Env,
@@ -166,7 +186,7 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 			req.Topic, c.sched.Queue.Cap), nil, nil
 	case err != nil:
 		storeErrors.WithLabelValues("create").Inc()
-		s.log.Error("store create failed", "job_id", req.JobId, "err", err)
+		s.log.ErrorContext(ctx, "store create failed", "job_id", req.JobId, "err", err)
 		return refuse(reason.StoreError, "job store unavailable"), nil, nil
 	case !res.Created:
 		return &wardv1.SubmitReply{JobId: res.ID, Accepted: true, Duplicate: true}, nil, nil
@@ -232,6 +252,14 @@ type limits struct {
 // while others wait would jump the queue), nil otherwise; payload is its
 // context when the submission carried it, nil otherwise.
 func (s *Scheduler) admit(ctx context.Context, job *jobstore.Job, queued map[string]int, payload []byte) {
+	// Each admission (a fresh submission's, a queued job's, a retry's) is
+	// a span of the job's trace.
+	ctx, span := telemetry.StartFrom(ctx, job.Traceparent, "ward.admit", trace.SpanKindConsumer)
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("ward.job_id", job.ID), attribute.String("ward.topic", job.Topic),
+			attribute.String("ward.tenant", job.Tenant), attribute.Int("ward.attempt", job.Attempt))
+	}
 	// Before any of the tenant's jobs runs, its host may need the bucket
 	// of large results (bigresults.go): once per tenant.
 	s.ensureResultBucket(ctx, job.Tenant)
@@ -279,7 +307,8 @@ func (s *Scheduler) decide(ctx context.Context, c *settings, job *jobstore.Job) 
 				}
 			}
 		}
-		decision, err := s.cfg.Safety.Check(ctx, &safetyv1.CheckRequest{
+		cctx, span := telemetry.Start(ctx, "ward.safety.check", trace.SpanKindClient)
+		decision, err := s.cfg.Safety.Check(cctx, &safetyv1.CheckRequest{
 			JobId:         job.ID,
 			Topic:         job.Topic,
 			TenantId:      job.Tenant,
@@ -291,8 +320,12 @@ func (s *Scheduler) decide(ctx context.Context, c *settings, job *jobstore.Job) 
 			Pool:          poolName,
 			Module:        module,
 		})
+		if span.IsRecording() {
+			checked(span, decision, err)
+		}
+		span.End()
 		if err != nil {
-			s.log.Warn("safety kernel unavailable; failing closed", "job_id", job.ID, "err", err)
+			s.log.WarnContext(ctx, "safety kernel unavailable; failing closed", "job_id", job.ID, "err", err)
 			safetyDenials.WithLabelValues(string(reason.SafetyUnavailable)).Inc()
 			s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Denied, Reason: string(reason.SafetyUnavailable),
 				Message: "safety kernel unavailable: " + err.Error()}, true)
@@ -334,6 +367,19 @@ func (s *Scheduler) decide(ctx context.Context, c *settings, job *jobstore.Job) 
 		lim.maxRetries, lim.deadline = job.MaxRetries, job.Deadline
 	}
 	return lim, true
+}
+
+// checked sets a safety check's span's attributes: the decision, whether
+// the kernel's cache answered, the policy revision, the reasons.
+func checked(span trace.Span, d *safetyv1.CheckResponse, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "safety kernel unavailable")
+		return
+	}
+	span.SetAttributes(attribute.String("ward.safety.decision", strings.TrimPrefix(d.GetDecision().String(), "DECISION_")),
+		attribute.Bool("ward.safety.cached", d.GetCached()), attribute.String("ward.safety.policy_revision", d.GetPolicyRevision()),
+		attribute.String("ward.safety.decision_id", d.GetDecisionId()), attribute.StringSlice("ward.safety.reasons", d.GetReasons()))
 }
 
 // deadline is when job must have ended: its budget's deadline_ms (a Unix
@@ -388,11 +434,11 @@ func (s *Scheduler) deadLettered(ctx context.Context, job *jobstore.Job, t jobst
 	e := jobstore.DLQEntry{JobID: job.ID, Topic: job.Topic, Tenant: job.Tenant, Reason: t.Reason, Message: t.Message, At: job.UpdatedAt}
 	if err := s.cfg.Store.AddDLQ(ctx, e); err != nil {
 		storeErrors.WithLabelValues("dlq").Inc()
-		s.log.Error("dlq write failed", "job_id", job.ID, "err", err)
+		s.log.ErrorContext(ctx, "dlq write failed", "job_id", job.ID, "err", err)
 	}
 	dlqTotal.WithLabelValues(t.Reason).Inc()
 	jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
-	s.log.Info("job dead-lettered", "job_id", job.ID, "topic", job.Topic, "state", job.State, "reason", t.Reason, "message", t.Message)
+	s.log.InfoContext(ctx, "job dead-lettered", "job_id", job.ID, "topic", job.Topic, "state", job.State, "reason", t.Reason, "message", t.Message)
 	_ = s.cfg.Bus.Publish(bus.SubjectDLQ, &wardv1.DLQEntry{JobId: e.JobID, Topic: e.Topic, TenantId: e.Tenant,
 		Reason: e.Reason, Message: e.Message, AtUnixMs: e.At.UnixMilli(), Job: Record(job)})
 	s.moved(job, t)

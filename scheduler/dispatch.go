@@ -5,9 +5,13 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/telemetry"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/scheduler/placement"
 )
@@ -79,6 +83,14 @@ func after(job, moved *jobstore.Job, t jobstore.Transition) *jobstore.Job {
 func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits, t jobstore.Transition) {
 	id, worker := job.ID, job.WorkerID
 	cons := lim.constraints
+	// The ticket carries the dispatch span's context (signed with it):
+	// the host's run span is its child. Untraced here, the job's own.
+	ctx, span := telemetry.Start(ctx, "ward.dispatch", trace.SpanKindProducer)
+	defer span.End()
+	traceparent := job.Traceparent
+	if sc := span.SpanContext(); sc.IsValid() {
+		traceparent = telemetry.Format(sc)
+	}
 	out := &wardv1.JobRequest{
 		JobId: id, Topic: job.Topic, Priority: int32(job.Priority), TenantId: job.Tenant,
 		ContextPtr: job.ContextPtr, Labels: job.Labels, Requires: job.Requires, Env: job.Env,
@@ -87,7 +99,8 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits,
 		Constraints: cons, Pool: job.Pool, Attempt: int32(job.Attempt),
 		// The context, when at hand, travels in the signed ticket; the
 		// host reads ContextPtr otherwise.
-		Payload: lim.payload,
+		Payload:     lim.payload,
+		Traceparent: traceparent,
 	}
 	if job.CPUMillicores > 0 || job.MemoryBytes > 0 {
 		out.Resources = &wardv1.Resources{CpuMillicores: job.CPUMillicores, MemoryBytes: job.MemoryBytes}
@@ -97,16 +110,20 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits,
 		sf = lim.safety
 	}
 	module, digest := s.moduleOf(job.Pool, worker)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("ward.job_id", id), attribute.String("ward.worker_id", worker),
+			attribute.Int("ward.attempt", job.Attempt), attribute.String("ward.module", module), attribute.String("ward.module_digest", digest))
+	}
 	d, err := s.ticket(out, worker, module, digest, sf, time.Now())
 	if err != nil {
-		s.log.Error("dispatch ticket failed", "job_id", id, "err", err)
+		s.log.ErrorContext(ctx, "dispatch ticket failed", "job_id", id, "err", err)
 		return
 	}
 	// Watchers hear of SCHEDULED and DISPATCHED before the host can
 	// report RUNNING.
 	s.moved(job, t)
 	if err := s.cfg.Bus.Publish(bus.WorkerJobsSubject(worker), d); err != nil {
-		s.log.Error("dispatch publish failed", "job_id", id, "worker_id", worker, "err", err)
+		s.log.ErrorContext(ctx, "dispatch publish failed", "job_id", id, "worker_id", worker, "err", err)
 		ft := jobstore.Transition{To: jobstore.Failed, From: jobstore.Dispatched, Reason: string(reason.DispatchFailed), Message: err.Error()}
 		if job, err := s.cfg.Store.Transition(ctx, id, ft); err == nil {
 			s.deadLettered(ctx, job, ft)

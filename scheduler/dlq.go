@@ -101,7 +101,7 @@ func (s *Scheduler) retryDLQ(ctx context.Context, id string) (*wardv1.SubmitRepl
 	req := &wardv1.JobRequest{
 		Topic: old.Topic, Priority: int32(old.Priority), TenantId: old.Tenant, Labels: old.Labels,
 		Requires: old.Requires, Env: old.Env, IdempotencyKey: "dlq-retry:" + id, ParentJobId: old.ParentJobID,
-		WorkflowId: old.WorkflowID, TraceId: old.TraceID, Payload: payload,
+		WorkflowId: old.WorkflowID, TraceId: old.TraceID, Traceparent: old.Traceparent, Payload: payload,
 		Budget: &wardv1.Budget{DeadlineMs: old.DeadlineMS, MaxRetries: int32(old.MaxRetries)},
 	}
 	if old.CPUMillicores > 0 || old.MemoryBytes > 0 {

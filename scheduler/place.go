@@ -7,8 +7,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ward-run/ward/api/reason"
 	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/internal/telemetry"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/scheduler/placement"
 )
@@ -16,6 +20,13 @@ import (
 // place runs placement over the job's pools in order, and dispatches the
 // job, parks it, or ends it.
 func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, lim limits, pools []string, queued map[string]int) {
+	// The dispatch of a placed job is the placement span's child.
+	ctx, span := telemetry.Start(ctx, "ward.placement", trace.SpanKindInternal)
+	outcome := "queued"
+	defer endPlacement(span, &outcome)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.StringSlice("ward.pools", pools))
+	}
 	snap := s.placer.snapshot()
 	defer s.placer.release(snap)
 	now := time.Now()
@@ -58,8 +69,14 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 					s.park(ctx, c, job, lim, pool, "jobs are waiting for pool "+pool+"; queued behind them")
 					return
 				}
+				if span.IsRecording() {
+					span.SetAttributes(attribute.String("ward.pool", pool), attribute.String("ward.worker_id", d.WorkerID),
+						attribute.Int("ward.placement.candidates", d.Candidates), attribute.Int("ward.placement.feasible", d.Feasible),
+						attribute.String("ward.placement.strategy", p.Strategy.String()), attribute.String("ward.placement.reasoning", d.Reasoning()))
+				}
 				switch s.schedule(ctx, job, lim, pool, &p, &d, w) {
 				case scheduled, gone:
+					outcome = "placed"
 					return
 				case full:
 					fullPool = pool
@@ -96,8 +113,18 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 		}
 		s.park(ctx, c, job, lim, busyPool, busyWhy)
 	case len(noneWhy) > 0:
+		outcome = "no_workers"
 		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.NoWorkers), Message: strings.Join(noneWhy, "; ")}, true)
 	}
+}
+
+// endPlacement ends a placement's span with its outcome: placed, queued
+// (parked, deferred, or left to another replica), no_workers.
+func endPlacement(span trace.Span, outcome *string) {
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("ward.placement.outcome", *outcome))
+	}
+	span.End()
 }
 
 // outcomeLabel is the placements metric's outcome label; a job waiting

@@ -213,7 +213,7 @@ func Record(j *jobstore.Job) *wardv1.JobRecord {
 		CreatedAtUnixMs: j.CreatedAt.UnixMilli(), UpdatedAtUnixMs: j.UpdatedAt.UnixMilli(),
 		Reason: j.Reason, ErrorCode: j.ErrorCode, ErrorMessage: j.ErrorMessage, Labels: j.Labels,
 		IdempotencyKey: j.IdempotencyKey, Attempt: int32(j.Attempt), Waiting: j.Waiting, MaxRetries: int32(j.MaxRetries),
-		Module: j.Module, ModuleDigest: j.ModuleDigest, EventsChain: j.Chain,
+		Module: j.Module, ModuleDigest: j.ModuleDigest, EventsChain: j.Chain, TraceId: j.TraceID,
 	}
 	if !j.Deadline.IsZero() {
 		rec.DeadlineUnixMs = j.Deadline.UnixMilli()

@@ -10,10 +10,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/telemetry"
 	"github.com/ward-run/ward/jobstore"
 )
 
@@ -27,9 +31,19 @@ const startedMsg = "started (reported with the result)"
 // subject names — a host may publish only on its own — whatever the
 // message says.
 func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.JobResult) {
+	// The result's span is the child of the host's run span.
+	ctx, span := telemetry.StartFrom(ctx, r.GetTraceparent(), "ward.result", trace.SpanKindConsumer)
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("ward.job_id", r.GetJobId()), attribute.String("ward.worker_id", bus.WorkerOf(msg.Subject)),
+			attribute.Int("ward.attempt", int(r.GetAttempt())), attribute.String("ward.status", strings.TrimPrefix(r.GetStatus().String(), "JOB_STATE_")))
+		if c := r.GetErrorCode(); c != "" {
+			span.SetAttributes(attribute.String("ward.error_code", c))
+		}
+	}
 	to := stateOf(r.GetStatus())
 	if !to.Terminal() || to == jobstore.Denied {
-		s.log.Warn("result with a non-terminal status dropped", "job_id", r.GetJobId(), "status", r.GetStatus())
+		s.log.WarnContext(ctx, "result with a non-terminal status dropped", "job_id", r.GetJobId(), "status", r.GetStatus())
 		lateUpdates.WithLabelValues("bad_status").Inc()
 		return
 	}
@@ -47,7 +61,7 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 		if why := s.resultPtrProblem(ctx, r); why != "" {
 			// A result stored where this job's result does not go: the
 			// host's fault, and the job has no result to show.
-			s.log.Warn("host result refused", "job_id", r.GetJobId(), "worker_id", worker, "why", why)
+			s.log.WarnContext(ctx, "host result refused", "job_id", r.GetJobId(), "worker_id", worker, "why", why)
 			r = &wardv1.JobResult{JobId: r.GetJobId(), WorkerId: r.GetWorkerId(), Attempt: r.GetAttempt(),
 				Status: wardv1.JobState_JOB_STATE_FAILED, ErrorCode: string(reason.ResultUnavailable), ErrorMessage: why,
 				ExecutionMs: r.GetExecutionMs(), Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(),
@@ -101,8 +115,14 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 		break
 	}
 	if err != nil {
+		if span.IsRecording() {
+			span.SetStatus(codes.Error, "not stored: "+err.Error())
+		}
 		s.late("result", r.GetJobId(), err)
 		return
+	}
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("ward.state", string(job.State)))
 	}
 	s.domains.record(zone, false, time.Now(), &c.sched.FailureDomains)
 	s.runs.observe(job.Pool, r.GetExecutionMs())

@@ -255,6 +255,7 @@ func full(id string) *jobstore.Job {
 		Requires:       []string{"gpu", "cuda12"},
 		IdempotencyKey: "idem-" + id,
 		TraceID:        "4bf92f3577b34da6a3ce929d0e0e4736",
+		Traceparent:    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 		DeadlineMS:     1740830400123,
 		MaxRetries:     3,
 		Attempt:        1,

@@ -457,7 +457,13 @@ type JobRequest struct {
 	// attempt counts dispatches of this job, from 1.
 	Attempt int32 `protobuf:"varint,17,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// resources are what the job needs of its host.
-	Resources     *Resources `protobuf:"bytes,18,opt,name=resources,proto3" json:"resources,omitempty"`
+	Resources *Resources `protobuf:"bytes,18,opt,name=resources,proto3" json:"resources,omitempty"`
+	// traceparent is the W3C trace context (00-<trace id>-<span id>-<flags>)
+	// the job's spans continue: on a submission, the client's submit span;
+	// in a dispatch ticket (signed with it), the scheduler's dispatch span,
+	// which the host's run span is a child of. Empty when nobody traces.
+	// trace_id, when empty, is taken from it. docs/ARCHITECTURE.md, "Traces".
+	Traceparent   string `protobuf:"bytes,19,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -618,6 +624,13 @@ func (x *JobRequest) GetResources() *Resources {
 	return nil
 }
 
+func (x *JobRequest) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
 // SubmitReply answers a submission sent as a NATS request.
 type SubmitReply struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -730,8 +743,11 @@ type JobResult struct {
 	// log is what the module wrote to stderr and with ward.log during the
 	// run, up to the sandbox's log cap (64 KiB by default): set whatever
 	// the outcome, a failed run's first. log_truncated says the cap cut it.
-	Log           []byte `protobuf:"bytes,16,opt,name=log,proto3" json:"log,omitempty"`
-	LogTruncated  bool   `protobuf:"varint,17,opt,name=log_truncated,json=logTruncated,proto3" json:"log_truncated,omitempty"`
+	Log          []byte `protobuf:"bytes,16,opt,name=log,proto3" json:"log,omitempty"`
+	LogTruncated bool   `protobuf:"varint,17,opt,name=log_truncated,json=logTruncated,proto3" json:"log_truncated,omitempty"`
+	// traceparent is the W3C trace context of the host's run span (else the
+	// ticket's, passed on): the scheduler's result span is its child.
+	Traceparent   string `protobuf:"bytes,18,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -869,6 +885,13 @@ func (x *JobResult) GetLogTruncated() bool {
 		return x.LogTruncated
 	}
 	return false
+}
+
+func (x *JobResult) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
 }
 
 // JobProgress is what a host publishes on sys.job.progress while a job runs.
@@ -1331,8 +1354,12 @@ type JobRecord struct {
 	// log is the module's log (stderr and ward.log lines) of the attempt
 	// that ended the job, as its host reported it (JobResult.log); only a
 	// get carries it, never a list. log_truncated says the host's cap cut it.
-	Log           []byte `protobuf:"bytes,28,opt,name=log,proto3" json:"log,omitempty"`
-	LogTruncated  bool   `protobuf:"varint,29,opt,name=log_truncated,json=logTruncated,proto3" json:"log_truncated,omitempty"`
+	Log          []byte `protobuf:"bytes,28,opt,name=log,proto3" json:"log,omitempty"`
+	LogTruncated bool   `protobuf:"varint,29,opt,name=log_truncated,json=logTruncated,proto3" json:"log_truncated,omitempty"`
+	// trace_id is the OpenTelemetry trace of the job's path (submit, admit,
+	// safety check, placement, dispatch, run, result), when it was traced:
+	// 32 hex digits, to look it up in the tracing backend.
+	TraceId       string `protobuf:"bytes,30,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1568,6 +1595,13 @@ func (x *JobRecord) GetLogTruncated() bool {
 		return x.LogTruncated
 	}
 	return false
+}
+
+func (x *JobRecord) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
 }
 
 // GetJobRequest asks a scheduler for one job, on sys.job.get.
@@ -1970,7 +2004,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"maxRetries\x12\x1f\n" +
 	"\vdeadline_ms\x18\x03 \x01(\x03R\n" +
 	"deadlineMs\x12'\n" +
-	"\x06grants\x18\x04 \x01(\v2\x0f.ward.v1.GrantsR\x06grants\"\xef\x05\n" +
+	"\x06grants\x18\x04 \x01(\v2\x0f.ward.v1.GrantsR\x06grants\"\x91\x06\n" +
 	"\n" +
 	"JobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
@@ -1993,7 +2027,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\vconstraints\x18\x0f \x01(\v2\x14.ward.v1.ConstraintsR\vconstraints\x12\x12\n" +
 	"\x04pool\x18\x10 \x01(\tR\x04pool\x12\x18\n" +
 	"\aattempt\x18\x11 \x01(\x05R\aattempt\x120\n" +
-	"\tresources\x18\x12 \x01(\v2\x12.ward.v1.ResourcesR\tresources\x1a9\n" +
+	"\tresources\x18\x12 \x01(\v2\x12.ward.v1.ResourcesR\tresources\x12 \n" +
+	"\vtraceparent\x18\x13 \x01(\tR\vtraceparent\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
@@ -2005,7 +2040,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xf6\x03\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\x98\x04\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x06status\x12\x1d\n" +
@@ -2024,7 +2059,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\routput_chunks\x18\f \x01(\x03R\foutputChunks\x12)\n" +
 	"\x10started_reported\x18\r \x01(\bR\x0fstartedReported\x12\x10\n" +
 	"\x03log\x18\x10 \x01(\fR\x03log\x12#\n" +
-	"\rlog_truncated\x18\x11 \x01(\bR\flogTruncatedJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xe3\x02\n" +
+	"\rlog_truncated\x18\x11 \x01(\bR\flogTruncated\x12 \n" +
+	"\vtraceparent\x18\x12 \x01(\tR\vtraceparentJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xe3\x02\n" +
 	"\vJobProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12-\n" +
@@ -2068,7 +2104,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\finput_digest\x18\x06 \x01(\tR\vinputDigest\x12\x17\n" +
 	"\aeval_ns\x18\a \x01(\x03R\x06evalNs\x12\x16\n" +
 	"\x06cached\x18\b \x01(\bR\x06cached\x12+\n" +
-	"\x12decided_at_unix_ms\x18\t \x01(\x03R\x0fdecidedAtUnixMs\"\x97\b\n" +
+	"\x12decided_at_unix_ms\x18\t \x01(\x03R\x0fdecidedAtUnixMs\"\xb2\b\n" +
 	"\tJobRecord\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +
@@ -2103,7 +2139,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\rmodule_digest\x18\x1a \x01(\tR\fmoduleDigest\x12!\n" +
 	"\fevents_chain\x18\x1b \x01(\tR\veventsChain\x12\x10\n" +
 	"\x03log\x18\x1c \x01(\fR\x03log\x12#\n" +
-	"\rlog_truncated\x18\x1d \x01(\bR\flogTruncated\x1a9\n" +
+	"\rlog_truncated\x18\x1d \x01(\bR\flogTruncated\x12\x19\n" +
+	"\btrace_id\x18\x1e \x01(\tR\atraceId\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +
