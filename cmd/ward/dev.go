@@ -63,6 +63,11 @@ before anything starts, and all those taken are reported at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := g.logger()
+			stopTracing, err := g.tracing("ward-dev", log)
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			ctx, stop := signalContext()
 			defer stop()
 			if cpuProfile != "" {

@@ -30,6 +30,11 @@ Serve it behind TLS (a reverse proxy) on anything but loopback, with
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Logger = g.logger()
+			stopTracing, err := g.tracing("ward-gateway", cfg.Logger)
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			cfg.NATSURL, cfg.Creds, cfg.NATSTLS = client.NATSURL(g.natsURL), g.credsFile(), g.tls
 			if !loopback(cfg.Listen) && !cfg.SecureCookies {
 				cfg.Logger.Warn("the gateway listens beyond loopback without --secure-cookies: serve it behind TLS", "listen", cfg.Listen)

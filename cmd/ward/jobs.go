@@ -392,6 +392,7 @@ func printJob(out io.Writer, j *wardv1.JobRecord) {
 	if d := j.GetDeadlineUnixMs(); d > 0 {
 		row("deadline", time.UnixMilli(d).Format(time.RFC3339Nano))
 	}
+	row("trace", j.GetTraceId())
 	row("context", j.GetContextPtr())
 	row("result", j.GetResultPtr())
 	if j.GetErrorCode() != "" {

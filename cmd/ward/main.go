@@ -17,6 +17,7 @@ import (
 
 	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/telemetry"
 )
 
 func main() {
@@ -43,6 +44,9 @@ type globals struct {
 	// tls is how every connection to NATS speaks TLS (--tls-ca,
 	// --tls-cert, --tls-key); zero: plaintext.
 	tls auth.TLSFiles
+	// otlpEndpoint is where a role exports its traces (--otlp-endpoint);
+	// empty: the OTLP environment, else no tracing.
+	otlpEndpoint string
 }
 
 func newRoot() *cobra.Command {
@@ -58,6 +62,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.tls.CA, "tls-ca", os.Getenv("WARD_TLS_CA"), "speak TLS to NATS: the CA file its certificate must chain to (ward auth init's ca.pem) ($WARD_TLS_CA)")
 	root.PersistentFlags().StringVar(&g.tls.Cert, "tls-cert", os.Getenv("WARD_TLS_CERT"), "client certificate for a NATS server that requires one (mutual TLS; ward auth init's client.pem) ($WARD_TLS_CERT)")
 	root.PersistentFlags().StringVar(&g.tls.Key, "tls-key", os.Getenv("WARD_TLS_KEY"), "the key of --tls-cert (ward auth init's client-key.pem) ($WARD_TLS_KEY)")
+	root.PersistentFlags().StringVar(&g.otlpEndpoint, "otlp-endpoint", "", "export the role's OpenTelemetry traces to this OTLP collector, e.g. http://127.0.0.1:4318 (default $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT; none: no tracing)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("WARD_LOG_LEVEL", "info"), "log level: debug, info, warn, error ($WARD_LOG_LEVEL)")
 	root.AddCommand(
 		newDevCmd(g), newSchedulerCmd(g), newSafetyCmd(g), newHostCmd(g),
@@ -72,7 +77,12 @@ func (g *globals) logger() *slog.Logger {
 	if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
 		lvl = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})
+	if telemetry.Configured(g.otlpEndpoint) {
+		// A job's log lines carry its trace_id and span_id.
+		h = telemetry.LogHandler(h)
+	}
+	return slog.New(h)
 }
 
 func envOr(key, def string) string {

@@ -38,6 +38,11 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := g.logger()
+			stopTracing, err := g.tracing("ward-scheduler", log)
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			ctx, stop := signalContext()
 			defer stop()
 			store, _, err := node.OpenStore(redisURL, false)
@@ -121,6 +126,11 @@ default loopback address then.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Logger = g.logger()
+			stopTracing, err := g.tracing("ward-safety", cfg.Logger)
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			ctx, stop := signalContext()
 			defer stop()
 			if !standalone {
@@ -260,6 +270,11 @@ func newHostCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := g.logger()
+			stopTracing, err := g.tracing("ward-host", log)
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			ctx, stop := signalContext()
 			defer stop()
 			cfg, err := hf.config(log)

@@ -72,6 +72,13 @@ func newSubmitCmd(g *globals) *cobra.Command {
 			if req.Env, err = parseKeyValues("--env", env); err != nil {
 				return err
 			}
+			// Traced (--otlp-endpoint, the OTLP environment), the
+			// job's trace starts with this command's span.
+			stopTracing, err := g.tracing(cliService, g.logger())
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			c, ctx, done, err := g.dial(timeout)
 			if err != nil {
 				return err
@@ -135,6 +142,9 @@ func submit(ctx context.Context, c *client.Client, req *wardv1.JobRequest, wait 
 		return err
 	}
 	fmt.Fprintf(out, "job %s\n", reply.GetJobId())
+	if id := req.GetTraceId(); id != "" && !reply.GetDuplicate() {
+		fmt.Fprintf(out, "trace %s\n", id)
+	}
 	if reply.GetDuplicate() {
 		fmt.Fprintf(out, "(idempotency key %q matched this earlier job)\n", req.IdempotencyKey)
 	}
