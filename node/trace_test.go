@@ -18,6 +18,8 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/internal/telemetry"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
@@ -178,6 +180,46 @@ func TestTraceFollowsAJob(t *testing.T) {
 	}
 	if s, ok := spans["ward.run"]; ok && attr(s, "ward.module_digest").Emit() == "" {
 		t.Error("the run's span names no module digest")
+	}
+}
+
+// TestTraceStartsAtTheScheduler: a submission without a traceparent (a
+// client that does not trace) starts its trace at the scheduler, whose
+// ward.submit span is the root; the job is stored with its trace id.
+func TestTraceStartsAtTheScheduler(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	defer telemetry.Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))()
+	e, _ := traceEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The bus itself, not the client (which traces in this process).
+	id := uuid.NewString()
+	reply := &wardv1.SubmitReply{}
+	if err := e.conn(t, auth.Tenant, "acme").Request(ctx, bus.TenantSubject(bus.SubjectSubmit, "acme"),
+		&wardv1.JobRequest{JobId: id, Topic: "job.echo", Payload: []byte(`{}`)}, reply); err != nil || !reply.GetAccepted() {
+		t.Fatalf("submit: %v %v", reply, err)
+	}
+	var job *wardv1.JobRecord
+	checkFor(t, 10*time.Second, func() bool {
+		j, err := e.client.Get(ctx, id, false)
+		job = j
+		return err == nil && j.GetState() == wardv1.JobState_JOB_STATE_SUCCEEDED
+	})
+	tid, err := trace.TraceIDFromHex(job.GetTraceId())
+	if err != nil {
+		t.Fatalf("the job's trace id %q: %v", job.GetTraceId(), err)
+	}
+	checkFor(t, 10*time.Second, func() bool { _, ok := spansOf(t, rec, tid)["ward.result"]; return ok })
+	spans := spansOf(t, rec, tid)
+	root, ok := spans["ward.submit"]
+	if !ok || root.Parent().IsValid() || root.SpanKind() != trace.SpanKindServer {
+		t.Fatalf("the trace's spans %v: want the scheduler's ward.submit as its root", names(spans))
+	}
+	if a, ok := spans["ward.admit"]; !ok || a.Parent().SpanID() != root.SpanContext().SpanID() {
+		t.Errorf("ward.admit is not ward.submit's child (spans %v)", names(spans))
+	}
+	if len(spans) != 7 {
+		t.Errorf("the trace holds %v, want 7 spans", names(spans))
 	}
 }
 

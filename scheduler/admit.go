@@ -39,13 +39,6 @@ func refuse(code reason.Code, format string, args ...any) *wardv1.SubmitReply {
 // tenant may publish on its own subject only — and a payload that names
 // another is refused.
 func (s *Scheduler) handleSubmit(ctx context.Context, msg *nats.Msg, req *wardv1.JobRequest) {
-	if req.Traceparent == "" && telemetry.Enabled() {
-		// A client that does not trace: the job's trace starts here.
-		var span trace.Span
-		ctx, span = telemetry.Start(ctx, "ward.submit", trace.SpanKindServer)
-		defer span.End()
-		req.Traceparent = telemetry.Traceparent(ctx)
-	}
 	var (
 		reply  *wardv1.SubmitReply
 		job    *jobstore.Job
@@ -93,6 +86,14 @@ func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1
 // its tenant's rate bucket: the bucket paces clients' submissions, and the
 // run was admitted as a whole (its steps are paced by max_parallel).
 func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step bool) (*wardv1.SubmitReply, *jobstore.Job, map[string]int) {
+	if req.Traceparent == "" && telemetry.Enabled() {
+		// A client that does not trace, a workflow's step: the job's
+		// trace starts here, and its admissions are this span's children.
+		var span trace.Span
+		ctx, span = telemetry.Start(ctx, "ward.submit", trace.SpanKindServer)
+		defer span.End()
+		req.Traceparent = telemetry.Traceparent(ctx)
+	}
 	switch {
 	case req.GetTopic() == "":
 		return refuse(reason.BadRequest, "topic is required"), nil, nil
