@@ -72,5 +72,14 @@ bench-scale: build modules
 bench-soak: build modules
 	./bench/soak.sh
 
+# deploy-check lints and renders the Helm chart (deploy/helm/ward) with helm
+# and validates it with kubeconform -strict, both built from deploy/tools (a
+# module of its own) with schemas made from the Kubernetes API's OpenAPI
+# document, all through the Go module proxy (deploy/helm_test.go, build tag
+# deploy); the compose file and systemd units are checked by make test.
+.PHONY: deploy-check
+deploy-check:
+	$(GO) test -tags deploy -count=1 -timeout 30m ./deploy/...
+
 clean:
 	rm -rf bin $(WASM_DIR)
