@@ -27,13 +27,21 @@ const repoRoot = ".."
 // buildWard builds the ward binary into dir and returns its path.
 func buildWard(t testing.TB, dir string) string {
 	t.Helper()
+	bin, err := goBuildWard(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func goBuildWard(dir string) (string, error) {
 	bin := filepath.Join(dir, "ward")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/ward")
 	cmd.Dir = repoRoot
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/ward: %v\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/ward: %v\n%s", err, out)
 	}
-	return bin
+	return bin, nil
 }
 
 // wardHelps are `ward <command> --help` outputs, keyed by the command
@@ -58,7 +66,11 @@ func wardHelp(t *testing.T, path string) string {
 			return
 		}
 		defer os.RemoveAll(dir)
-		bin := buildWard(t, dir)
+		bin, err := goBuildWard(dir)
+		if err != nil {
+			helpErr = err
+			return
+		}
 		helps = map[string]string{}
 		for _, c := range helpCommands {
 			args := append(strings.Fields(c), "--help")
