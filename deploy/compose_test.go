@@ -491,3 +491,40 @@ func checkNATSConfig(t *testing.T, etc, natsAuth string, tls bool) {
 		t.Errorf("nats.conf: TLS %v, want %v", opts.TLSConfig != nil, tls)
 	}
 }
+
+// TestDockerfile checks what the compose file and the chart take from the
+// image (no engine here to build it): the modules where hosts load them,
+// the user they run as, ward as the entrypoint, built as the Makefile
+// builds it.
+func TestDockerfile(t *testing.T) {
+	b, err := os.ReadFile("docker/Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(b)
+	mk, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"build:", "modules:"} {
+		if !strings.Contains(string(mk), "\n"+target) {
+			t.Errorf("the Makefile has no %s target, which the Dockerfile runs", target)
+		}
+	}
+	for _, want := range []string{"make build modules", "COPY --from=build /src/bin/ward /usr/local/bin/ward",
+		"COPY --from=build /src/modules/build/ /usr/lib/ward/modules/", "USER 10001:10001",
+		`ENTRYPOINT ["/usr/local/bin/ward"]`, "install -d -o ward -g ward -m 0750 /var/lib/ward /var/cache/ward"} {
+		if !strings.Contains(df, want) {
+			t.Errorf("deploy/docker/Dockerfile lacks %q", want)
+		}
+	}
+	compose, err := os.ReadFile(composePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"/usr/lib/ward/modules", `user: "10001:10001"`, "dockerfile: deploy/docker/Dockerfile"} {
+		if !strings.Contains(string(compose), want) {
+			t.Errorf("deploy/%s lacks %q, which the image has", composePath, want)
+		}
+	}
+}
