@@ -8,7 +8,7 @@ WASM      := $(addprefix $(WASM_DIR)/,$(addsuffix .wasm,$(MODULES)))
 MANIFESTS := $(addprefix $(WASM_DIR)/,$(addsuffix .yaml,$(MODULES)))
 MODULE_GO := $(shell find modules -name '*.go' -not -path '*/testdata/*' -not -name '*_test.go' 2>/dev/null)
 
-.PHONY: all build modules run test proto bench bench-auth bench-peers bench-scale bench-soak clean
+.PHONY: all build modules run test proto bench bench-auth bench-peers bench-scale bench-soak lattice-test clean
 
 all: build modules
 
@@ -71,6 +71,14 @@ bench-scale: build modules
 # each, then after the retention: do they stay flat? (bench/soak.sh)
 bench-soak: build modules
 	./bench/soak.sh
+
+# lattice-test runs Ward as separate processes (a 3-server NATS cluster,
+# redis-server with AOF, 2 schedulers, 2 kernels, 4 hosts, the gateway;
+# credentials on) under a steady load, injects faults one at a time and
+# prints, for each, the jobs it left unended and the seconds until
+# throughput is back (internal/testing/lattice; build tag lattice).
+lattice-test: modules
+	$(GO) test -tags lattice -count=1 -timeout 20m -v -run TestLattice ./internal/testing/lattice/
 
 # deploy-check lints and renders the Helm chart (deploy/helm/ward) with helm
 # and validates it with kubeconform -strict, both built from deploy/tools (a
