@@ -77,8 +77,10 @@ bench-soak: build modules
 # credentials on) under a steady load, injects faults one at a time and
 # prints, for each, the jobs it left unended and the seconds until
 # throughput is back (internal/testing/lattice; build tag lattice).
+# SOAK=30m keeps the load on that long after the faults and reports each
+# process's memory and goroutines at its start and end.
 lattice-test: modules
-	$(GO) test -tags lattice -count=1 -timeout 20m -v -run TestLattice ./internal/testing/lattice/
+	$(GO) test -tags lattice -count=1 -timeout $(if $(SOAK),3h,20m) -v -run TestLattice ./internal/testing/lattice/ $(if $(SOAK),-args -soak $(SOAK))
 
 # deploy-check lints and renders the Helm chart (deploy/helm/ward) with helm
 # and validates it with kubeconform -strict, both built from deploy/tools (a

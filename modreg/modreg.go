@@ -447,19 +447,42 @@ func (r *Registry) Version(ctx context.Context, name, version string) (*Version,
 	return v, nil
 }
 
-// Blob fetches a module's bytes by digest and checks them against it.
+// blobTries is how many times Blob reads a blob that arrives corrupt.
+const blobTries = 5
+
+// Blob fetches a module's bytes by digest and checks them against it. A
+// read that arrives corrupt (the object store's own digest, or ours, does
+// not match: in a NATS cluster, a read while a replica catches up after a
+// restart) is read again, up to blobTries times, a moment apart: only a
+// blob that is corrupt every time is refused.
 func (r *Registry) Blob(ctx context.Context, digest string) ([]byte, error) {
-	b, err := r.obs.GetBytes(ctx, objectName(digest))
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, fmt.Errorf("%w: blob %s", ErrNotFound, digest)
+	var err error
+	for try := range blobTries {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("modreg: blob %s: %w (after %v)", digest, ctx.Err(), err)
+			case <-time.After(time.Duration(try) * 200 * time.Millisecond):
+			}
+		}
+		var b []byte
+		b, err = r.obs.GetBytes(ctx, objectName(digest))
+		switch {
+		case errors.Is(err, jetstream.ErrObjectNotFound):
+			return nil, fmt.Errorf("%w: blob %s", ErrNotFound, digest)
+		case errors.Is(err, jetstream.ErrDigestMismatch):
+			err = fmt.Errorf("modreg: %w", err)
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("modreg: %w", err)
+		}
+		if got := Digest(b); got != digest {
+			err = fmt.Errorf("%w: want %s, got %s", ErrDigest, digest, got)
+			continue
+		}
+		return b, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("modreg: %w", err)
-	}
-	if got := Digest(b); got != digest {
-		return nil, fmt.Errorf("%w: want %s, got %s", ErrDigest, digest, got)
-	}
-	return b, nil
+	return nil, err
 }
 
 // ReportRefusal records that host refused a version, for `ward module ls`.

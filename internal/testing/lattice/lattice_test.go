@@ -3,15 +3,19 @@
 package lattice
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +36,11 @@ import (
 	"github.com/ward-run/ward/scheduler"
 )
 
+// soak, when set (-soak 30m), keeps the load on that long after the
+// faults, and reports each process's memory and goroutines at its start
+// and end.
+var soak = flag.Duration("soak", 0, "after the faults, keep the load on this long and report memory and goroutine growth per process")
+
 // rate is the load offered, in jobs a second: a mix of echo, chat-simple
 // and (on the GPU host) chat-advanced jobs, from three tenants.
 const rate = 40
@@ -46,6 +55,44 @@ type proc struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
+	// metrics is the process's metrics address (Ward's processes).
+	metrics string
+}
+
+// usage is a process's resident memory (MiB) and goroutines (-1 when its
+// metrics did not answer).
+func (p *proc) usage() (rss float64, goroutines int) {
+	p.mu.Lock()
+	pid := p.cmd.Process.Pid
+	p.mu.Unlock()
+	goroutines = -1
+	if f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+				kb, _ := strconv.ParseFloat(strings.Fields(v)[0], 64)
+				rss = kb / 1024
+			}
+		}
+		f.Close()
+	}
+	if p.metrics == "" {
+		return rss, goroutines
+	}
+	resp, err := http.Get("http://" + p.metrics + "/metrics")
+	if err != nil {
+		return rss, goroutines
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+			n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			goroutines = int(n)
+		}
+	}
+	return rss, goroutines
 }
 
 type lattice struct {
@@ -62,6 +109,20 @@ type lattice struct {
 func (l *lattice) start(name, bin string, env []string, args ...string) *proc {
 	l.t.Helper()
 	p := &proc{name: name, bin: bin, args: args, env: env, out: &bytes.Buffer{}}
+	if bin == l.ward {
+		// Each Ward process serves its metrics: the soak reads its
+		// goroutines there.
+		p.metrics = fmt.Sprintf("127.0.0.1:%d", freePort(l.t))
+		p.env = append(slices.Clone(env), "METRICS_ADDR="+p.metrics)
+		switch args[0] {
+		case "host", "scheduler", "safety":
+			p.args = append(slices.Clone(args), "--metrics", p.metrics)
+		case "gateway": // its metrics are on its own address
+			if i := slices.Index(args, "--listen"); i >= 0 {
+				p.metrics = args[i+1]
+			}
+		}
+	}
 	l.procs[name] = p
 	l.run(p)
 	return p
@@ -597,6 +658,38 @@ func TestLattice(t *testing.T) {
 		}
 		return strings.Join(strings.Fields(lastLines(out, 1)), " ")
 	})
+
+	if *soak > 0 {
+		type sample struct {
+			rss float64
+			g   int
+		}
+		names := slices.Sorted(func(yield func(string) bool) {
+			for n := range l.procs {
+				if !yield(n) {
+					return
+				}
+			}
+		})
+		first := map[string]sample{}
+		for _, n := range names {
+			r, g := l.procs[n].usage()
+			first[n] = sample{r, g}
+		}
+		t.Logf("soak: the load stays on for %s", *soak)
+		end := time.Now().Add(*soak)
+		for time.Now().Before(end) {
+			time.Sleep(min(time.Minute, time.Until(end)))
+			settle(time.Now().Add(-time.Minute), 30*time.Second)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "| process | RSS MiB at the start | at the end | goroutines at the start | at the end |\n|---|---:|---:|---:|---:|\n")
+		for _, n := range names {
+			r, g := l.procs[n].usage()
+			fmt.Fprintf(&b, "| %s | %.0f | %.0f | %d | %d |\n", n, first[n].rss, r, first[n].g, g)
+		}
+		t.Logf("soak of %s:\n%s", *soak, b.String())
+	}
 
 	// The end: no more load, every job ends, and each is checked.
 	stopLoad()

@@ -1,0 +1,48 @@
+package modreg
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// flakyStore answers GetBytes corrupt the first bad times, then right.
+type flakyStore struct {
+	jetstream.ObjectStore
+	data  []byte
+	bad   int
+	calls int
+}
+
+func (f *flakyStore) GetBytes(context.Context, string, ...jetstream.GetObjectOpt) ([]byte, error) {
+	f.calls++
+	if f.calls <= f.bad {
+		return nil, jetstream.ErrDigestMismatch
+	}
+	return f.data, nil
+}
+
+// TestBlobReadsACorruptReadAgain: a blob that arrives corrupt (as after a
+// NATS server's restart, while its replica catches up) is read again; one
+// corrupt every time is refused.
+func TestBlobReadsACorruptReadAgain(t *testing.T) {
+	wasm := []byte("\x00asm\x01\x00\x00\x00")
+	f := &flakyStore{data: wasm, bad: 2}
+	r := &Registry{obs: f}
+	b, err := r.Blob(context.Background(), Digest(wasm))
+	if err != nil || string(b) != string(wasm) || f.calls != 3 {
+		t.Fatalf("after 2 corrupt reads: %v, %d calls", err, f.calls)
+	}
+	f = &flakyStore{data: wasm, bad: 100}
+	r = &Registry{obs: f}
+	if _, err := r.Blob(context.Background(), Digest(wasm)); !errors.Is(err, jetstream.ErrDigestMismatch) || f.calls != blobTries {
+		t.Fatalf("always corrupt: %v, %d calls", err, f.calls)
+	}
+	f = &flakyStore{data: []byte("other bytes")}
+	r = &Registry{obs: f}
+	if _, err := r.Blob(context.Background(), Digest(wasm)); !errors.Is(err, ErrDigest) {
+		t.Fatalf("the wrong bytes: %v", err)
+	}
+}
