@@ -11,22 +11,26 @@ import (
 // flakyStore answers GetBytes corrupt the first bad times, then right.
 type flakyStore struct {
 	jetstream.ObjectStore
-	data  []byte
-	bad   int
-	calls int
+	data     []byte
+	bad      int
+	notFound int // the first notFound reads find nothing
+	calls    int
 }
 
 func (f *flakyStore) GetBytes(context.Context, string, ...jetstream.GetObjectOpt) ([]byte, error) {
 	f.calls++
+	if f.calls <= f.notFound {
+		return nil, jetstream.ErrObjectNotFound
+	}
 	if f.calls <= f.bad {
 		return nil, jetstream.ErrDigestMismatch
 	}
 	return f.data, nil
 }
 
-// TestBlobReadsACorruptReadAgain: a blob that arrives corrupt (as after a
-// NATS server's restart, while its replica catches up) is read again; one
-// corrupt every time is refused.
+// TestBlobReadsACorruptReadAgain: a blob that arrives corrupt or is not
+// found (as after a NATS server's restart, while its replica catches up)
+// is read again; one corrupt every time is refused.
 func TestBlobReadsACorruptReadAgain(t *testing.T) {
 	wasm := []byte("\x00asm\x01\x00\x00\x00")
 	f := &flakyStore{data: wasm, bad: 2}
@@ -39,6 +43,12 @@ func TestBlobReadsACorruptReadAgain(t *testing.T) {
 	r = &Registry{obs: f}
 	if _, err := r.Blob(context.Background(), Digest(wasm)); !errors.Is(err, jetstream.ErrDigestMismatch) || f.calls != blobTries {
 		t.Fatalf("always corrupt: %v, %d calls", err, f.calls)
+	}
+	// Not there at first (a lagging replica answered), then there.
+	f = &flakyStore{data: wasm, notFound: 1}
+	r = &Registry{obs: f}
+	if _, err := r.Blob(context.Background(), Digest(wasm)); err != nil || f.calls != 2 {
+		t.Fatalf("not found once: %v, %d calls", err, f.calls)
 	}
 	f = &flakyStore{data: []byte("other bytes")}
 	r = &Registry{obs: f}

@@ -447,14 +447,17 @@ func (r *Registry) Version(ctx context.Context, name, version string) (*Version,
 	return v, nil
 }
 
-// blobTries is how many times Blob reads a blob that arrives corrupt.
-const blobTries = 5
+// blobTries is how many times Blob reads a blob that arrives corrupt or
+// is not found (about 7 s in all).
+const blobTries = 8
 
 // Blob fetches a module's bytes by digest and checks them against it. A
 // read that arrives corrupt (the object store's own digest, or ours, does
-// not match: in a NATS cluster, a read while a replica catches up after a
-// restart) is read again, up to blobTries times, a moment apart: only a
-// blob that is corrupt every time is refused.
+// not match) or finds no blob is read again, up to blobTries times, a
+// moment apart: in a NATS cluster a read may be answered by a replica
+// still catching up after a restart (the lattice test saw both), and a
+// host asks only for the blobs of versions the registry lists. Only a blob
+// corrupt or missing every time is refused.
 func (r *Registry) Blob(ctx context.Context, digest string) ([]byte, error) {
 	var err error
 	for try := range blobTries {
@@ -462,14 +465,15 @@ func (r *Registry) Blob(ctx context.Context, digest string) ([]byte, error) {
 			select {
 			case <-ctx.Done():
 				return nil, fmt.Errorf("modreg: blob %s: %w (after %v)", digest, ctx.Err(), err)
-			case <-time.After(time.Duration(try) * 200 * time.Millisecond):
+			case <-time.After(time.Duration(try) * 250 * time.Millisecond):
 			}
 		}
 		var b []byte
 		b, err = r.obs.GetBytes(ctx, objectName(digest))
 		switch {
 		case errors.Is(err, jetstream.ErrObjectNotFound):
-			return nil, fmt.Errorf("%w: blob %s", ErrNotFound, digest)
+			err = fmt.Errorf("%w: blob %s", ErrNotFound, digest)
+			continue
 		case errors.Is(err, jetstream.ErrDigestMismatch):
 			err = fmt.Errorf("modreg: %w", err)
 			continue

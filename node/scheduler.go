@@ -116,7 +116,9 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (_ *Scheduler, err
 			return nil, err
 		}
 	}
-	reg, err := openRegistry(ctx, s.conn, cfg.ModuleRegistry)
+	// A scheduler started while a NATS cluster elects its JetStream
+	// leader waits for it, as a host waits for the registry.
+	reg, err := openRegistryWaiting(ctx, s.conn, cfg.ModuleRegistry, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +173,7 @@ func openRegistryWaiting(ctx context.Context, conn *bus.Conn, use bool, log *slo
 			return reg, err
 		}
 		if !logged {
-			log.Info("waiting for the module registry: a scheduler or an admin creates it", "err", err)
+			log.Info("waiting for the module registry (a scheduler or an admin creates it; JetStream must be up)", "err", err)
 		}
 		select {
 		case <-ctx.Done():
