@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
@@ -104,10 +108,12 @@ type Client struct {
 	failOpen bool
 }
 
-// Dial returns a Client for the kernel at addr (host:port). It does not
-// wait for a connection: one is made on the first Check, and remade as
-// needed, retrying at least every second, so that a restarted kernel is
-// found again within about a second.
+// Dial returns a Client for the kernel at addr (host:port), or for several
+// kernels (host:port,host:port,...: each check goes to one that is
+// connected, round robin, so that losing one kernel costs only the checks
+// in flight on it). It does not wait for a connection: one is made on the
+// first Check, and remade as needed, retrying at least every second, so
+// that a restarted kernel is found again within about a second.
 func Dial(addr string, cfg ClientConfig) (*Client, error) {
 	if cfg.Timeout < 0 || cfg.BreakerCooldown < 0 {
 		return nil, fmt.Errorf("safety: dial %s: negative timeout %s or cooldown %s", addr, cfg.Timeout, cfg.BreakerCooldown)
@@ -125,14 +131,33 @@ func Dial(addr string, cfg ClientConfig) (*Client, error) {
 	if cfg.TLS != nil {
 		creds = credentials.NewTLS(cfg.TLS)
 	}
-	conn, err := grpc.NewClient(addr,
+	target, opts := addr, []grpc.DialOption(nil)
+	if kernels := strings.Split(addr, ","); len(kernels) > 1 {
+		// Several kernels: every check goes to one that answers (round
+		// robin over those connected), so that losing one costs only the
+		// checks in flight on it.
+		var as []resolver.Address
+		for _, k := range kernels {
+			k = strings.TrimSpace(k)
+			host, _, err := net.SplitHostPort(k)
+			if err != nil {
+				return nil, fmt.Errorf("safety: dial %s: %q: %w", addr, k, err)
+			}
+			as = append(as, resolver.Address{Addr: k, ServerName: host})
+		}
+		r := manual.NewBuilderWithScheme("ward-safety")
+		r.InitialState(resolver.State{Addresses: as})
+		target = r.Scheme() + ":///kernels"
+		opts = append(opts, grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
+	}
+	conn, err := grpc.NewClient(target, append(opts,
 		grpc.WithTransportCredentials(creds),
 		grpc.WithSharedWriteBuffer(true),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 			MinConnectTimeout: cfg.Timeout,
 		}),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("safety: dial %s: %w", addr, err)
 	}

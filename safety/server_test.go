@@ -343,3 +343,42 @@ func TestClientFailOpen(t *testing.T) {
 		t.Errorf("Check on a failing policy = %v, %v; want the kernel's error", resp, err)
 	}
 }
+
+// TestClientSeveralKernels: a client of two kernels keeps getting answers
+// while one of them is gone.
+func TestClientSeveralKernels(t *testing.T) {
+	a := startServer(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(newDefaultKernel(t))
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	c := dial(t, a+","+lis.Addr().String(), ClientConfig{Timeout: 2 * time.Second})
+	ctx := context.Background()
+	for range 10 {
+		if _, err := c.Check(ctx, echoJob()); err != nil {
+			t.Fatalf("with both kernels: %v", err)
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	<-served
+	// The client finds the second one gone; the checks go to the first.
+	failed := 0
+	for range 50 {
+		if _, err := c.Check(ctx, echoJob()); err != nil {
+			failed++
+		}
+	}
+	if failed > 2 {
+		t.Errorf("%d of 50 checks failed with one of two kernels gone", failed)
+	}
+	if _, err := Dial("127.0.0.1:1,not-an-address", ClientConfig{}); err == nil {
+		t.Error("a kernel list with a bad address dialled")
+	}
+}
