@@ -29,8 +29,9 @@ import (
 
 func TestMain(m *testing.M) {
 	// Every part, the gateway's event streams included, ends its
-	// goroutines.
-	goleak.VerifyTestMain(m)
+	// goroutines (nats.go's own JetStream publisher watcher aside: see
+	// natstest).
+	goleak.VerifyTestMain(m, natstest.IgnoreJetStreamPublisher)
 }
 
 // system is a whole Ward (the parts of ward dev, auth on, a memory job

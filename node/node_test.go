@@ -51,8 +51,9 @@ func TestMain(m *testing.M) {
 	}
 	cacheDir = dir
 	defer os.RemoveAll(dir)
-	// Every part must end its goroutines on Shutdown.
-	goleak.VerifyTestMain(m)
+	// Every part must end its goroutines on Shutdown (nats.go's own
+	// JetStream publisher watcher aside: see natstest).
+	goleak.VerifyTestMain(m, natstest.IgnoreJetStreamPublisher)
 }
 
 func openRedis(t testing.TB) jobstore.Store {

@@ -45,8 +45,9 @@ import (
 // and cmd/ward tests run the real host with wasm.
 
 func TestMain(m *testing.M) {
-	// Every replica and every fake host must end its goroutines.
-	goleak.VerifyTestMain(m)
+	// Every replica and every fake host must end its goroutines (nats.go's
+	// own JetStream publisher watcher aside: see natstest).
+	goleak.VerifyTestMain(m, natstest.IgnoreJetStreamPublisher)
 }
 
 // quiet is the logger of the parts under test; WARD_TEST_LOG=1 shows it.
