@@ -91,7 +91,9 @@ func TestTenantReachesItsOwnSubjectsOnly(t *testing.T) {
 	acme := connect(t, s, s.Creds(auth.Tenant, "acme"), &v)
 	for _, subj := range []string{bus.TenantSubject(bus.SubjectSubmit, "globex"), bus.TenantSubject(bus.SubjectSubmit, bus.AllTenants),
 		bus.WorkerJobsSubject("h1"), bus.HeartbeatSubject("h1"), bus.ResultSubject("h1"), bus.SubjectHostCancel,
-		"$KV.ward_policy.bundle", "$JS.API.STREAM.INFO.OBJ_WARD_CTX_globex"} {
+		"$KV.ward_policy.bundle", "$JS.API.STREAM.INFO.OBJ_WARD_CTX_globex",
+		// The DLQ and the mode are an admin's: no tenant retries, drops or lists.
+		bus.SubjectDLQList, bus.SubjectDLQRetry, bus.SubjectDLQDrop, bus.SubjectMode} {
 		if err := acme.Publish(subj, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +125,8 @@ func TestTenantReachesItsOwnSubjectsOnly(t *testing.T) {
 	}
 	poll.Until(t, 5*time.Second, "permission violations reported to the tenant", func() bool {
 		return v.has(`Publish to "sys.job.submit.globex"`) && v.has(`Subscription to ">"`) &&
-			v.has(`Publish to "worker.h1.jobs"`) && v.has(`Subscription to "_INBOX.>"`)
+			v.has(`Publish to "worker.h1.jobs"`) && v.has(`Subscription to "_INBOX.>"`) &&
+			v.has(`Publish to "sys.dlq.drop"`) && v.has(`Publish to "sys.dlq.retry"`)
 	})
 }
 

@@ -92,4 +92,3 @@ func TestScale(t *testing.T) {
 		}
 	}
 }
-
