@@ -427,6 +427,3 @@ func checkTransition(id string, t Transition) error {
 // waitingKey is the key of the set a job waits in ("queue:echo" →
 // job:queue:echo, "deferred" → job:deferred).
 func waitingKey(w string) string { return "job:" + w }
-
-// keyQueue is a pool queue's key.
-func keyQueue(pool string) string { return "job:queue:" + pool }

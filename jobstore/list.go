@@ -136,15 +136,15 @@ func planList(q ListQuery) (*listPlan, error) {
 		// The state's index, by entry time: a job entered its state at or
 		// after its creation, so an entry under since ends the listing;
 		// until is checked on each entry.
-		p.mode, p.key = "s:"+string(q.State), keyIndex(q.State)
+		p.mode, p.key = "s:"+string(q.State), plain.index(q.State)
 		p.tenant = q.Tenant
 		p.checkUntil, p.checkSince = !q.Until.IsZero(), !q.Since.IsZero()
 	case q.Tenant != "":
-		p.mode, p.key = "c", keyTenantJobs(q.Tenant)
+		p.mode, p.key = "c", plain.tenantJobs(q.Tenant)
 		p.tenant, p.state = q.Tenant, q.State // the tenant too: an id made again by another tenant
 		p.untilStarts = !q.Until.IsZero()
 	default:
-		p.mode, p.key = "c", keyRecent
+		p.mode, p.key = "c", plain.recent()
 		p.state = q.State
 		p.untilStarts = !q.Until.IsZero()
 	}
@@ -205,10 +205,6 @@ func (p *listPlan) matches(h map[string]string) bool {
 	}
 	return true
 }
-
-// keyTenantJobs is the tenant's creation index: every job of the tenant
-// by creation ms (job:tenant:<tenant>:active is its active set).
-func keyTenantJobs(tenant string) string { return "job:tenant:" + tenant + ":all" }
 
 // idemDigest identifies the request a job with an idempotency key was
 // created from: its topic and its payload (by its digest, or the pointer

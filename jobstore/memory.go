@@ -120,7 +120,7 @@ func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 	lens := make([]int, len(g.Queues))
 	full := len(g.Queues) > 0 && g.QueueCap > 0
 	for i, pool := range g.Queues {
-		lens[i] = len(m.waits[keyQueue(pool)])
+		lens[i] = len(m.waits[plain.queue(pool)])
 		if lens[i] < g.QueueCap {
 			full = false
 		}
@@ -241,7 +241,7 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	var lockKey string
 	_, locked := h[fLocked]
 	if t.Lock != nil || locked {
-		lockKey = keyLock(id)
+		lockKey = plain.lock(id)
 	}
 	if t.Lock != nil {
 		if l, ok := m.locks[lockKey]; ok && now.Before(l.expires) && l.owner != t.Lock.Owner {
@@ -487,7 +487,7 @@ func (m *Memory) ActiveCount(ctx context.Context, tenant string) (int, error) {
 // LockDispatch takes the dispatch lock for owner, or extends it when owner
 // holds it already. It reports false when another owner holds it.
 func (m *Memory) LockDispatch(ctx context.Context, id, owner string, ttl time.Duration) (bool, error) {
-	return m.lock(ctx, "lock "+id, keyLock(id), owner, ttl)
+	return m.lock(ctx, "lock "+id, plain.lock(id), owner, ttl)
 }
 
 func (m *Memory) lock(ctx context.Context, op, key, owner string, ttl time.Duration) (bool, error) {
@@ -509,7 +509,7 @@ func (m *Memory) lock(ctx context.Context, op, key, owner string, ttl time.Durat
 
 // UnlockDispatch releases the lock if owner holds it.
 func (m *Memory) UnlockDispatch(ctx context.Context, id, owner string) error {
-	return m.unlock(ctx, keyLock(id), owner)
+	return m.unlock(ctx, plain.lock(id), owner)
 }
 
 func (m *Memory) unlock(ctx context.Context, key, owner string) error {
@@ -535,7 +535,7 @@ func (m *Memory) PutResult(ctx context.Context, id string, data []byte) (string,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ptr := ResultPtr(id)
-	m.blobs[ptr[len(ptrScheme):]] = slices.Clone(data) // keyRes(id), without building it again
+	m.blobs[ptr[len(ptrScheme):]] = slices.Clone(data) // plain.res(id), without building it again
 	return ptr, nil
 }
 
@@ -567,7 +567,7 @@ func (m *Memory) QueueHeads(ctx context.Context, pool string, limit int) ([]*Job
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ids := m.waits[keyQueue(pool)].ascending()
+	ids := m.waits[plain.queue(pool)].ascending()
 	return m.decode(ids[:min(limit, len(ids))])
 }
 
@@ -583,7 +583,7 @@ func (m *Memory) QueueLens(ctx context.Context, pools []string) ([]int, error) {
 	defer m.mu.Unlock()
 	out := make([]int, len(pools))
 	for i, pool := range pools {
-		out[i] = len(m.waits[keyQueue(pool)])
+		out[i] = len(m.waits[plain.queue(pool)])
 	}
 	return out, nil
 }
@@ -595,7 +595,7 @@ func (m *Memory) DueDeferred(ctx context.Context, now time.Time, limit int) ([]*
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	deferred := m.waits[keyDeferred]
+	deferred := m.waits[plain.deferred()]
 	var ids []string
 	for _, id := range deferred.below(float64(ms(now)), true, limit) {
 		delete(deferred, id)
@@ -629,7 +629,7 @@ func (m *Memory) WithResult(ctx context.Context, state State, before time.Time, 
 	defer m.mu.Unlock()
 	var out []string
 	for _, id := range m.index[state].below(float64(ms(before)), false, limit) {
-		if _, ok := m.blobs[keyRes(id)]; ok {
+		if _, ok := m.blobs[plain.res(id)]; ok {
 			out = append(out, id)
 		}
 	}
@@ -692,12 +692,12 @@ func (m *Memory) RemoveDLQ(ctx context.Context, id string) (bool, error) {
 
 // AcquireLease takes or renews the named lease; see Store.
 func (m *Memory) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
-	return m.lock(ctx, "lease "+name, keyLease(name), owner, ttl)
+	return m.lock(ctx, "lease "+name, plain.lease(name), owner, ttl)
 }
 
 // ReleaseLease gives the lease up if owner holds it.
 func (m *Memory) ReleaseLease(ctx context.Context, name, owner string) error {
-	return m.unlock(ctx, keyLease(name), owner)
+	return m.unlock(ctx, plain.lease(name), owner)
 }
 
 // SetMode stores the scheduler mode.
@@ -895,11 +895,11 @@ func (m *Memory) Sweep(ctx context.Context, now time.Time) (int, error) {
 	return n, nil
 }
 
-// ctxKeyOf is keyCtx(n.ID), cut from the context pointer newJob gave n
+// ctxKeyOf is plain.ctx(n.ID), cut from the context pointer newJob gave n
 // (ptrScheme + keyCtx) when it is the job's own.
 func ctxKeyOf(n *Job) string {
 	if key, ok := strings.CutPrefix(n.ContextPtr, ptrScheme); ok && strings.HasPrefix(key, "ctx:") && key[4:] == n.ID {
 		return key
 	}
-	return keyCtx(n.ID)
+	return plain.ctx(n.ID)
 }

@@ -45,6 +45,7 @@ import (
 // not a cluster.
 type Redis struct {
 	c         redis.UniversalClient
+	ns        ns       // "" on its own; a shard's hash tag in a Sharded store
 	scripts   *batcher // runs the scripts, group-committed (batch.go)
 	retention time.Duration
 }
@@ -71,28 +72,6 @@ func OpenRedis(url string) (*Redis, error) {
 	}
 	return NewRedis(c), nil
 }
-
-// Key names. The scripts spell some of them too: keep both in step.
-const (
-	keyRecent, keyDLQ, keyDeferred = "job:recent", "job:dlq", "job:deferred"
-	keyDeadlines, keyMode          = "job:deadlines", "job:mode"
-	keyQuarantine                  = "job:quarantine"
-	keyEnded                       = "job:ended"
-)
-
-func keyJob(id string) string           { return "job:" + id }
-func keyIndex(s State) string           { return "job:index:" + string(s) }
-func keyEvents(id string) string        { return "job:events:" + id }
-func keyIdem(tenant, key string) string { return "job:idem:" + idemKey(tenant, key) }
-func keyLock(id string) string          { return "job:lock:" + id }
-func keyActive(tenant string) string    { return "job:tenant:" + tenant + ":active" }
-func keyWorker(worker string) string    { return "job:worker:" + worker + ":jobs" }
-func keyRate(tenant string) string      { return "job:rate:" + tenant }
-func keyLease(name string) string       { return "job:lease:" + name }
-func keyFailures(worker string) string  { return "job:wfail:" + worker }
-func keyDLQEntry(id string) string      { return "job:dlq:" + id }
-func keyCtx(id string) string           { return "ctx:" + id }
-func keyRes(id string) string           { return "res:" + id }
 
 // Create stores job in PENDING; see Store. On success it also sets job's
 // State, CreatedAt and UpdatedAt to what was stored.
@@ -156,7 +135,7 @@ func burst(g Guard) float64 {
 
 // Get returns a job's metadata.
 func (r *Redis) Get(ctx context.Context, id string) (*Job, error) {
-	h, err := r.c.HGetAll(ctx, keyJob(id)).Result()
+	h, err := r.c.HGetAll(ctx, r.ns.job(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: get %s: %w", id, err)
 	}
@@ -171,8 +150,8 @@ func (r *Redis) Events(ctx context.Context, id string) ([]Event, error) {
 	var exists *redis.IntCmd
 	var list *redis.StringSliceCmd
 	if _, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		exists = p.Exists(ctx, keyJob(id))
-		list = p.LRange(ctx, keyEvents(id), 0, -1)
+		exists = p.Exists(ctx, r.ns.job(id))
+		list = p.LRange(ctx, r.ns.events(id), 0, -1)
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("jobstore: events %s: %w", id, err)
@@ -282,7 +261,7 @@ func (r *Redis) Stale(ctx context.Context, state State, before time.Time, limit 
 		return nil, nil
 	}
 	ids, err := r.c.ZRangeArgs(ctx, redis.ZRangeArgs{
-		Key:     keyIndex(state),
+		Key:     r.ns.index(state),
 		Start:   "-inf",
 		Stop:    "(" + strconv.FormatInt(ms(before), 10),
 		ByScore: true,
@@ -385,7 +364,7 @@ func hashReply(op string, v any) (map[string]string, error) {
 
 // ActiveCount returns how many of tenant's jobs are active.
 func (r *Redis) ActiveCount(ctx context.Context, tenant string) (int, error) {
-	n, err := r.c.SCard(ctx, keyActive(tenant)).Result()
+	n, err := r.c.SCard(ctx, r.ns.active(tenant)).Result()
 	if err != nil {
 		return 0, fmt.Errorf("jobstore: active count %s: %w", tenant, err)
 	}
@@ -395,7 +374,7 @@ func (r *Redis) ActiveCount(ctx context.Context, tenant string) (int, error) {
 // LockDispatch takes the dispatch lock for owner, or extends it when owner
 // holds it already. It reports false when another owner holds it.
 func (r *Redis) LockDispatch(ctx context.Context, id, owner string, ttl time.Duration) (bool, error) {
-	return r.lock(ctx, "lock "+id, keyLock(id), owner, ttl)
+	return r.lock(ctx, "lock "+id, r.ns.lock(id), owner, ttl)
 }
 
 func (r *Redis) lock(ctx context.Context, op, key, owner string, ttl time.Duration) (bool, error) {
@@ -411,7 +390,7 @@ func (r *Redis) lock(ctx context.Context, op, key, owner string, ttl time.Durati
 
 // UnlockDispatch releases the lock if owner holds it.
 func (r *Redis) UnlockDispatch(ctx context.Context, id, owner string) error {
-	if err := eval(ctx, r, unlockCall{key: keyLock(id), owner: owner}).Err(); err != nil {
+	if err := eval(ctx, r, unlockCall{key: r.ns.lock(id), owner: owner}).Err(); err != nil {
 		return fmt.Errorf("jobstore: unlock %s: %w", id, err)
 	}
 	return nil
@@ -423,7 +402,7 @@ func (r *Redis) PutResult(ctx context.Context, id string, data []byte) (string, 
 		return "", fmt.Errorf("jobstore: put result: no job id")
 	}
 	// Through the batcher: a host's results share the scripts' pipelines.
-	if err := r.scripts.do(ctx, "set", keyRes(id), data).Err(); err != nil {
+	if err := r.scripts.do(ctx, "set", r.ns.res(id), data).Err(); err != nil {
 		return "", fmt.Errorf("jobstore: put result %s: %w", id, err)
 	}
 	return ResultPtr(id), nil
@@ -435,7 +414,7 @@ func (r *Redis) Blob(ctx context.Context, ptr string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := r.c.Get(ctx, key).Bytes()
+	b, err := r.c.Get(ctx, string(r.ns)+key).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("jobstore: blob %s: %w", ptr, ErrNotFound)
 	}
@@ -465,7 +444,7 @@ func (r *Redis) QueueLens(ctx context.Context, pools []string) ([]int, error) {
 	cmds := make([]*redis.IntCmd, len(pools))
 	if _, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, pool := range pools {
-			cmds[i] = p.ZCard(ctx, keyQueue(pool))
+			cmds[i] = p.ZCard(ctx, r.ns.queue(pool))
 		}
 		return nil
 	}); err != nil {
@@ -496,7 +475,7 @@ func (r *Redis) PastDeadline(ctx context.Context, now time.Time, limit int) ([]s
 		return nil, nil
 	}
 	ids, err := r.c.ZRangeArgs(ctx, redis.ZRangeArgs{
-		Key: keyDeadlines, Start: "-inf", Stop: strconv.FormatInt(ms(now), 10), ByScore: true, Count: int64(limit),
+		Key: r.ns.deadlines(), Start: "-inf", Stop: strconv.FormatInt(ms(now), 10), ByScore: true, Count: int64(limit),
 	}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: past deadline: %w", err)
@@ -524,10 +503,10 @@ func (r *Redis) AddDLQ(ctx context.Context, e DLQEntry) error {
 		return fmt.Errorf("jobstore: dlq %s: %w", e.JobID, err)
 	}
 	if _, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, keyDLQEntry(e.JobID), b, 0)
-		p.ZAdd(ctx, keyDLQ, redis.Z{Score: float64(ms(e.At)), Member: e.JobID})
+		p.Set(ctx, r.ns.dlqEntry(e.JobID), b, 0)
+		p.ZAdd(ctx, r.ns.dlq(), redis.Z{Score: float64(ms(e.At)), Member: e.JobID})
 		// A dead-lettered job is kept while its entry is: retry reads it.
-		for _, k := range retainedKeys(e.JobID) {
+		for _, k := range r.ns.retained(e.JobID) {
 			p.Persist(ctx, k)
 		}
 		return nil
@@ -577,11 +556,11 @@ func (r *Redis) RemoveDLQ(ctx context.Context, id string) (bool, error) {
 	return n == 1, nil
 }
 
-// retainedKeys are the keys of a job that expire with it (its
+// retained are the keys of a job that expire with it (its
 // idempotency key aside, which transition.lua expires too); remove_dlq.lua
 // spells them too.
-func retainedKeys(id string) []string {
-	return []string{keyJob(id), keyEvents(id), "ctx:" + id, "res:" + id}
+func (n ns) retained(id string) []string {
+	return []string{n.job(id), n.events(id), n.ctx(id), n.res(id)}
 }
 
 // sweepBatch is how many jobs one run of sweep.lua takes at most: the
@@ -604,7 +583,7 @@ func (r *Redis) Sweep(ctx context.Context, now time.Time) (int, error) {
 	var cmds []*redis.IntCmd
 	if _, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, s := range terminalStates() {
-			cmds = append(cmds, p.ZRemRangeByScore(ctx, keyIndex(s), "-inf", "("+cutoff))
+			cmds = append(cmds, p.ZRemRangeByScore(ctx, r.ns.index(s), "-inf", "("+cutoff))
 		}
 		return nil
 	}); err != nil {
@@ -627,12 +606,12 @@ func (r *Redis) Sweep(ctx context.Context, now time.Time) (int, error) {
 
 // AcquireLease takes or renews the named lease; see Store.
 func (r *Redis) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
-	return r.lock(ctx, "lease "+name, keyLease(name), owner, ttl)
+	return r.lock(ctx, "lease "+name, r.ns.lease(name), owner, ttl)
 }
 
 // ReleaseLease gives the lease up if owner holds it.
 func (r *Redis) ReleaseLease(ctx context.Context, name, owner string) error {
-	if err := eval(ctx, r, unlockCall{key: keyLease(name), owner: owner}).Err(); err != nil {
+	if err := eval(ctx, r, unlockCall{key: r.ns.lease(name), owner: owner}).Err(); err != nil {
 		return fmt.Errorf("jobstore: release lease %s: %w", name, err)
 	}
 	return nil
@@ -640,7 +619,7 @@ func (r *Redis) ReleaseLease(ctx context.Context, name, owner string) error {
 
 // SetMode stores the scheduler mode.
 func (r *Redis) SetMode(ctx context.Context, mode string) error {
-	if err := r.c.Set(ctx, keyMode, mode, 0).Err(); err != nil {
+	if err := r.c.Set(ctx, r.ns.mode(), mode, 0).Err(); err != nil {
 		return fmt.Errorf("jobstore: set mode: %w", err)
 	}
 	return nil
@@ -648,7 +627,7 @@ func (r *Redis) SetMode(ctx context.Context, mode string) error {
 
 // Mode returns the stored scheduler mode.
 func (r *Redis) Mode(ctx context.Context) (string, error) {
-	m, err := r.c.Get(ctx, keyMode).Result()
+	m, err := r.c.Get(ctx, r.ns.mode()).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}
@@ -679,8 +658,8 @@ func (r *Redis) Quarantined(ctx context.Context, now time.Time) (map[string]time
 	var list *redis.ZSliceCmd
 	cut := strconv.FormatInt(ms(now), 10)
 	if _, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZRemRangeByScore(ctx, keyQuarantine, "-inf", cut)
-		list = p.ZRangeByScoreWithScores(ctx, keyQuarantine, &redis.ZRangeBy{Min: "(" + cut, Max: "+inf"})
+		p.ZRemRangeByScore(ctx, r.ns.quarantine(), "-inf", cut)
+		list = p.ZRangeByScoreWithScores(ctx, r.ns.quarantine(), &redis.ZRangeBy{Min: "(" + cut, Max: "+inf"})
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("jobstore: quarantined: %w", err)

@@ -37,18 +37,6 @@ import (
 
 var _ RunStore = (*Redis)(nil)
 
-// Key names of runs. The scripts spell run:id:<id> and
-// run:tenant:<tenant> too: keep both in step.
-const (
-	keyRunIndex  = "run:index"
-	keyRunActive = "run:active"
-	keyRunEnded  = "run:ended"
-)
-
-func keyRun(id string) string           { return "run:id:" + id }
-func keyRunEvents(id string) string     { return "run:log:" + id }
-func keyRunTenant(tenant string) string { return "run:tenant:" + tenant }
-
 // Run hash fields beside the job ones they share (fID, fTenant, fState,
 // fReason, fDeadline, fCreatedAt, fUpdatedAt). The scripts spell owner,
 // owned_until, events, tenant, state, reason, created_at and updated_at.
@@ -197,8 +185,8 @@ func (r *Redis) GetRun(ctx context.Context, id string) (*Run, [][]byte, error) {
 	var hash *redis.MapStringStringCmd
 	var list *redis.StringSliceCmd
 	if _, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		hash = p.HGetAll(ctx, keyRun(id))
-		list = p.LRange(ctx, keyRunEvents(id), 0, -1)
+		hash = p.HGetAll(ctx, r.ns.run(id))
+		list = p.LRange(ctx, r.ns.runEvents(id), 0, -1)
 		return nil
 	}); err != nil {
 		return nil, nil, fmt.Errorf("jobstore: run %s: %w", id, err)
@@ -254,7 +242,7 @@ func (r *Redis) OrphanRuns(ctx context.Context, now time.Time, limit int) ([]str
 		cut++
 	}
 	ids, err := r.c.ZRangeArgs(ctx, redis.ZRangeArgs{
-		Key: keyRunActive, Start: "-inf", Stop: "(" + strconv.FormatInt(cut, 10), ByScore: true, Count: int64(limit),
+		Key: r.ns.runActive(), Start: "-inf", Stop: "(" + strconv.FormatInt(cut, 10), ByScore: true, Count: int64(limit),
 	}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: orphan runs: %w", err)

@@ -96,14 +96,14 @@ func luaSet(states []State) string {
 // list them in the order of the script file's header.
 type luaCall interface {
 	script() *redis.Script
-	keys() []string
+	keys(n ns) []string
 	argv() []any
 }
 
 // eval runs c's script on r. It is generic, not a method taking a
 // luaCall, so that c is not boxed into an interface on every call.
 func eval[C luaCall](ctx context.Context, r *Redis, c C) *redis.Cmd {
-	return r.scripts.run(ctx, c.script(), c.keys(), c.argv())
+	return r.scripts.run(ctx, c.script(), c.keys(r.ns), c.argv())
 }
 
 // optMS is t in Unix milliseconds, or "" when t is zero.
@@ -135,21 +135,21 @@ type createCall struct {
 
 func (createCall) script() *redis.Script { return createScript }
 
-func (c createCall) keys() []string {
+func (c createCall) keys(n ns) []string {
 	idem, rate := "", ""
 	if c.n.IdempotencyKey != "" {
-		idem = keyIdem(c.n.Tenant, c.n.IdempotencyKey)
+		idem = n.idem(c.n.Tenant, c.n.IdempotencyKey)
 	}
 	if c.guard.Rate > 0 {
-		rate = keyRate(c.n.Tenant)
+		rate = n.rate(c.n.Tenant)
 	}
 	tenant := ""
 	if c.n.Tenant != "" {
-		tenant = keyTenantJobs(c.n.Tenant)
+		tenant = n.tenantJobs(c.n.Tenant)
 	}
-	k := []string{keyJob(c.n.ID), keyCtx(c.n.ID), keyIndex(Pending), keyRecent, keyEvents(c.n.ID), idem, rate, keyDeadlines, tenant}
+	k := []string{n.job(c.n.ID), n.ctx(c.n.ID), n.index(Pending), n.recent(), n.events(c.n.ID), idem, rate, n.deadlines(), tenant}
 	for _, pool := range c.guard.Queues {
-		k = append(k, keyQueue(pool))
+		k = append(k, n.queue(pool))
 	}
 	return k
 }
@@ -177,7 +177,7 @@ type transitionCall struct {
 
 func (transitionCall) script() *redis.Script { return transitionScript }
 
-func (c transitionCall) keys() []string { return []string{keyJob(c.id), keyEvents(c.id)} }
+func (c transitionCall) keys(n ns) []string { return []string{n.job(c.id), n.events(c.id)} }
 
 func (c transitionCall) argv() []any {
 	t := c.t
@@ -208,11 +208,11 @@ func (c transitionCall) argv() []any {
 type listCall struct{ p *listPlan }
 
 func (listCall) script() *redis.Script { return listScript }
-func (c listCall) keys() []string {
+func (c listCall) keys(n ns) []string {
 	if c.p == nil {
-		return []string{""}
+		return []string{string(n)}
 	}
-	return []string{c.p.key}
+	return []string{string(n) + c.p.key}
 }
 func (c listCall) argv() []any {
 	p := c.p
@@ -235,10 +235,12 @@ func (c listCall) argv() []any {
 
 // sweepCall runs sweep.lua: up to limit jobs whose retention passed leave
 // the creation indexes.
-type sweepCall struct{ limit int }
+type sweepCall struct {
+	limit int
+}
 
 func (sweepCall) script() *redis.Script { return sweepScript }
-func (sweepCall) keys() []string        { return []string{keyEnded, keyRecent} }
+func (c sweepCall) keys(n ns) []string  { return []string{n.ended(), n.recent()} }
 func (c sweepCall) argv() []any         { return []any{c.limit} }
 
 // queueHeadsCall runs queue_heads.lua on pool's queue.
@@ -248,7 +250,7 @@ type queueHeadsCall struct {
 }
 
 func (queueHeadsCall) script() *redis.Script { return queueHeadsScript }
-func (c queueHeadsCall) keys() []string      { return []string{keyQueue(c.pool)} }
+func (c queueHeadsCall) keys(n ns) []string  { return []string{n.queue(c.pool)} }
 func (c queueHeadsCall) argv() []any         { return []any{c.limit} }
 
 // dueDeferredCall runs due_deferred.lua.
@@ -258,7 +260,7 @@ type dueDeferredCall struct {
 }
 
 func (dueDeferredCall) script() *redis.Script { return dueDeferredScript }
-func (dueDeferredCall) keys() []string        { return []string{keyDeferred} }
+func (c dueDeferredCall) keys(n ns) []string  { return []string{n.deferred()} }
 func (c dueDeferredCall) argv() []any         { return []any{ms(c.now), c.limit} }
 
 // withResultCall runs with_result.lua on state's index.
@@ -269,14 +271,16 @@ type withResultCall struct {
 }
 
 func (withResultCall) script() *redis.Script { return withResultScript }
-func (c withResultCall) keys() []string      { return []string{keyIndex(c.state)} }
+func (c withResultCall) keys(n ns) []string  { return []string{n.index(c.state)} }
 func (c withResultCall) argv() []any         { return []any{ms(c.before), c.limit} }
 
 // dlqCall runs dlq.lua.
-type dlqCall struct{ limit int }
+type dlqCall struct {
+	limit int
+}
 
 func (dlqCall) script() *redis.Script { return dlqScript }
-func (dlqCall) keys() []string        { return []string{keyDLQ} }
+func (c dlqCall) keys(n ns) []string  { return []string{n.dlq()} }
 func (c dlqCall) argv() []any         { return []any{c.limit} }
 
 // removeDLQCall runs remove_dlq.lua for job id.
@@ -286,7 +290,7 @@ type removeDLQCall struct {
 }
 
 func (removeDLQCall) script() *redis.Script { return removeDLQScript }
-func (removeDLQCall) keys() []string        { return []string{keyDLQ, keyEnded} }
+func (c removeDLQCall) keys(n ns) []string  { return []string{n.dlq(), n.ended()} }
 func (c removeDLQCall) argv() []any         { return []any{c.id, c.retention.Milliseconds()} }
 
 // lockCall runs lock.lua: owner takes or extends the lock key for ttl.
@@ -296,14 +300,16 @@ type lockCall struct {
 }
 
 func (lockCall) script() *redis.Script { return lockScript }
-func (c lockCall) keys() []string      { return []string{c.key} }
+func (c lockCall) keys(n ns) []string  { return []string{c.key} }
 func (c lockCall) argv() []any         { return []any{c.owner, c.ttl.Milliseconds()} }
 
 // unlockCall runs unlock.lua: owner gives the lock key up.
-type unlockCall struct{ key, owner string }
+type unlockCall struct {
+	key, owner string
+}
 
 func (unlockCall) script() *redis.Script { return unlockScript }
-func (c unlockCall) keys() []string      { return []string{c.key} }
+func (c unlockCall) keys(n ns) []string  { return []string{c.key} }
 func (c unlockCall) argv() []any         { return []any{c.owner} }
 
 // failureCall runs failure.lua: worker failed at now.
@@ -315,7 +321,7 @@ type failureCall struct {
 }
 
 func (failureCall) script() *redis.Script { return failureScript }
-func (c failureCall) keys() []string      { return []string{keyFailures(c.worker), keyQuarantine} }
+func (c failureCall) keys(n ns) []string  { return []string{n.failures(c.worker), n.quarantine()} }
 func (c failureCall) argv() []any {
 	return []any{c.worker, ms(c.now), c.window.Milliseconds(), c.threshold, c.cooldown.Milliseconds()}
 }
@@ -332,12 +338,12 @@ type runCreateCall struct {
 
 func (runCreateCall) script() *redis.Script { return runCreateScript }
 
-func (c runCreateCall) keys() []string {
+func (c runCreateCall) keys(n ns) []string {
 	tenant := ""
 	if c.n.Tenant != "" {
-		tenant = keyRunTenant(c.n.Tenant)
+		tenant = n.runTenant(c.n.Tenant)
 	}
-	return []string{keyRun(c.n.ID), keyRunEvents(c.n.ID), keyRunIndex, tenant, keyRunActive, keyRunEnded}
+	return []string{n.run(c.n.ID), n.runEvents(c.n.ID), n.runIndex(), tenant, n.runActive(), n.runEnded()}
 }
 
 func (c runCreateCall) argv() []any {
@@ -364,8 +370,8 @@ type runAppendCall struct {
 
 func (runAppendCall) script() *redis.Script { return runAppendScript }
 
-func (c runAppendCall) keys() []string {
-	return []string{keyRun(c.id), keyRunEvents(c.id), keyRunActive, keyRunEnded}
+func (c runAppendCall) keys(n ns) []string {
+	return []string{n.run(c.id), n.runEvents(c.id), n.runActive(), n.runEnded()}
 }
 
 func (c runAppendCall) argv() []any {
@@ -384,7 +390,7 @@ type runClaimCall struct {
 }
 
 func (runClaimCall) script() *redis.Script { return runClaimScript }
-func (c runClaimCall) keys() []string      { return []string{keyRun(c.id), keyRunActive} }
+func (c runClaimCall) keys(n ns) []string  { return []string{n.run(c.id), n.runActive()} }
 func (c runClaimCall) argv() []any {
 	return []any{c.id, c.owner, optMS(c.until), claimScore(c.until), ms(c.now)}
 }
@@ -398,11 +404,11 @@ type runListCall struct {
 
 func (runListCall) script() *redis.Script { return runListScript }
 
-func (c runListCall) keys() []string {
+func (c runListCall) keys(n ns) []string {
 	if c.tenant == "" {
-		return []string{keyRunIndex}
+		return []string{n.runIndex()}
 	}
-	return []string{keyRunTenant(c.tenant)}
+	return []string{n.runTenant(c.tenant)}
 }
 
 func (c runListCall) argv() []any { return []any{c.limit, c.tenant} }

@@ -60,7 +60,7 @@ func TestScriptHeaders(t *testing.T) {
 			if len(lines) < 3 {
 				t.Fatalf("%s is too short", name)
 			}
-			checkHeader(t, lines[0], "KEYS", len(c.keys()))
+			checkHeader(t, lines[0], "KEYS", len(c.keys(plain)))
 			checkHeader(t, lines[1], "ARGV", len(c.argv()))
 		})
 	}

@@ -10,6 +10,9 @@
 -- Returns {next score, next id, then score, id, hash pairs for each job};
 -- the next position is '', '' when the index holds nothing more. A job's
 -- log (fields log, log_truncated) is left out: only a get carries it.
+-- P: the key namespace (jobstore/keys.go), read off the first key: every key
+-- derived here starts with it, so that all are in that key's cluster slot.
+local P = string.match(KEYS[1], '^{[^}]*}') or ''
 local key = KEYS[1]
 local limit, budget = tonumber(ARGV[1]), tonumber(ARGV[2])
 -- a < b bytewise, as a zset orders members of one score (Lua's own
@@ -70,7 +73,7 @@ while not done do
     lastS, lastID = score, id
     local ok = true
     if filtered then
-      local f = redis.call('HMGET', 'job:' .. id, 'tenant', 'state', 'topic', 'created_at')
+      local f = redis.call('HMGET', P .. 'job:' .. id, 'tenant', 'state', 'topic', 'created_at')
       if not f[2] then ok = false
       elseif tenant ~= '' and f[1] ~= tenant then ok = false
       elseif state ~= '' and f[2] ~= state then ok = false
@@ -79,7 +82,7 @@ while not done do
       elseif sinceF and (tonumber(f[4]) or 0) < sinceF then ok = false end
     end
     if ok then
-      local h = redis.call('HGETALL', 'job:' .. id)
+      local h = redis.call('HGETALL', P .. 'job:' .. id)
       for i = #h - 1, 1, -2 do
         if h[i] == 'log' or h[i] == 'log_truncated' then
           table.remove(h, i + 1)

@@ -3,9 +3,12 @@
 --
 -- Returns the hashes of the queue's first ARGV[1] jobs, lowest score first,
 -- without removing them.
+-- P: the key namespace (jobstore/keys.go), read off the first key: every key
+-- derived here starts with it, so that all are in that key's cluster slot.
+local P = string.match(KEYS[1], '^{[^}]*}') or ''
 local out = {}
 for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do
-  local h = redis.call('HGETALL', 'job:' .. id)
+  local h = redis.call('HGETALL', P .. 'job:' .. id)
   if #h > 0 then table.insert(out, h) end
 end
 return out

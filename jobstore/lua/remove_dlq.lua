@@ -5,14 +5,17 @@
 -- it, as any ended job: its keys get the TTL back (AddDLQ took it away)
 -- and it goes back to job:ended (sweep.lua). Returns 1 when there was an
 -- entry, else 0.
+-- P: the key namespace (jobstore/keys.go), read off the first key: every key
+-- derived here starts with it, so that all are in that key's cluster slot.
+local P = string.match(KEYS[1], '^{[^}]*}') or ''
 local id = ARGV[1]
 redis.call('ZREM', KEYS[1], id)
-local n = redis.call('DEL', 'job:dlq:' .. id)
+local n = redis.call('DEL', P .. 'job:dlq:' .. id)
 local retention = tonumber(ARGV[2])
 if n == 1 and retention > 0 then
-  local h = 'job:' .. id
+  local h = P .. 'job:' .. id
   local f = redis.call('HMGET', h, 'created_at', 'tenant')
-  for _, k in ipairs({h, 'job:events:' .. id, 'ctx:' .. id, 'res:' .. id}) do
+  for _, k in ipairs({h, P .. 'job:events:' .. id, P .. 'ctx:' .. id, P .. 'res:' .. id}) do
     redis.call('PEXPIRE', k, retention)
   end
   if f[1] then

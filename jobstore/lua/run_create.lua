@@ -14,6 +14,9 @@
 -- first expired: the index entries are the new run's (its tenant's).
 --
 -- Returns 'created' or 'exists'.
+-- P: the key namespace (jobstore/keys.go), read off the first key: every key
+-- derived here starts with it, so that all are in that key's cluster slot.
+local P = string.match(KEYS[1], '^{[^}]*}') or ''
 local due = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', ARGV[7], 'LIMIT', 0, 100)
 for _, m in ipairs(due) do
   local created, n, rest = string.match(m, '^(%-?%d+):(%d+):(.*)$')
@@ -22,11 +25,11 @@ for _, m in ipairs(due) do
   else
     n = tonumber(n)
     local tenant, rid = string.sub(rest, 1, n), string.sub(rest, n + 1)
-    local cur = redis.call('HMGET', 'run:id:' .. rid, 'created_at', 'tenant')
+    local cur = redis.call('HMGET', P .. 'run:id:' .. rid, 'created_at', 'tenant')
     if cur[1] == created and cur[2] == tenant then break end
     redis.call('ZREM', KEYS[6], m)
     if not cur[1] then redis.call('ZREM', KEYS[3], rid) end
-    if tenant ~= '' and cur[2] ~= tenant then redis.call('ZREM', 'run:tenant:' .. tenant, rid) end
+    if tenant ~= '' and cur[2] ~= tenant then redis.call('ZREM', P .. 'run:tenant:' .. tenant, rid) end
   end
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end

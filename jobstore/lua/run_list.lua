@@ -5,6 +5,9 @@
 -- first. An id whose run is gone (its retention passed) or, with a tenant,
 -- is another tenant's (the id made again after the first run expired) is
 -- left out, and trimmed from the index.
+-- P: the key namespace (jobstore/keys.go), read off the first key: every key
+-- derived here starts with it, so that all are in that key's cluster slot.
+local P = string.match(KEYS[1], '^{[^}]*}') or ''
 local limit = tonumber(ARGV[1])
 local out, gone = {}, {}
 local from = 0
@@ -13,7 +16,7 @@ while #out < limit do
   if #ids == 0 then break end
   from = from + #ids
   for _, id in ipairs(ids) do
-    local h = redis.call('HGETALL', 'run:id:' .. id)
+    local h = redis.call('HGETALL', P .. 'run:id:' .. id)
     local ok = #h > 0
     if ok and ARGV[2] ~= '' then
       ok = false

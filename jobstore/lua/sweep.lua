@@ -11,6 +11,9 @@
 -- new job's (its tenant's).
 --
 -- Returns how many entries it took.
+-- P: the key namespace (jobstore/keys.go), read off the first key: every key
+-- derived here starts with it, so that all are in that key's cluster slot.
+local P = string.match(KEYS[1], '^{[^}]*}') or ''
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
@@ -20,7 +23,7 @@ for _, m in ipairs(due) do
   if created then
     n = tonumber(n)
     local tenant, id = string.sub(rest, 1, n), string.sub(rest, n + 1)
-    local h = 'job:' .. id
+    local h = P .. 'job:' .. id
     local cur = redis.call('HMGET', h, 'created_at', 'tenant')
     if cur[1] == created then
       local ttl = redis.call('PTTL', h)
@@ -30,7 +33,7 @@ for _, m in ipairs(due) do
       end
     else
       if not cur[1] then redis.call('ZREM', KEYS[2], id) end
-      if tenant ~= '' and cur[2] ~= tenant then redis.call('ZREM', 'job:tenant:' .. tenant .. ':all', id) end
+      if tenant ~= '' and cur[2] ~= tenant then redis.call('ZREM', P .. 'job:tenant:' .. tenant .. ':all', id) end
     end
   end
   if not keep then redis.call('ZREM', KEYS[1], m) end

@@ -16,6 +16,9 @@
 -- current state}, {'worker', current worker}, {'attempt', current attempt,
 -- current state}, {'locked', owner}, {'tenant', held, tenant},
 -- {'worker_full', held} or {'queue_full', held}.
+-- P: the key namespace (jobstore/keys.go), read off the first key: every key
+-- derived here starts with it, so that all are in that key's cluster slot.
+local P = string.match(KEYS[1], '^{[^}]*}') or ''
 local id, to, from, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 -- A move via another state (Transition.Via) is checked through it, and
 -- logs its event first.
@@ -43,13 +46,13 @@ if ifAttempt > 0 then
   local attempt = tonumber(f[6]) or 0
   if attempt ~= ifAttempt then return {'attempt', tostring(attempt), cur} end
 end
-local lockKey = 'job:lock:' .. id
+local lockKey = P .. 'job:lock:' .. id
 if ARGV[9] ~= '' then
   local holder = redis.call('GET', lockKey)
   if holder and holder ~= ARGV[9] then return {'locked', holder} end
 end
 local tenant = f[3] or ''
-local tenantKey = 'job:tenant:' .. tenant .. ':active'
+local tenantKey = P .. 'job:tenant:' .. tenant .. ':active'
 local wasActive = active[cur] or false
 local neww = ARGV[16]
 if neww == '' then neww = oldw end
@@ -58,7 +61,7 @@ if active[to] and not wasActive and tonumber(ARGV[7]) > 0 then
   local n = redis.call('SCARD', tenantKey)
   if n >= tonumber(ARGV[7]) then return {'tenant', tostring(n), tenant} end
 end
-local wk = 'job:worker:' .. neww .. ':jobs'
+local wk = P .. 'job:worker:' .. neww .. ':jobs'
 local held = -1
 if active[to] and neww ~= '' and tonumber(ARGV[8]) > 0 and not (wasActive and neww == oldw) then
   held = redis.call('SCARD', wk)
@@ -71,8 +74,8 @@ if hasWait then
   else
     waitKey = 'queue:' .. ARGV[11]
     local cap = tonumber(ARGV[14])
-    if cap > 0 and not redis.call('ZSCORE', 'job:' .. waitKey, id) then
-      local n = redis.call('ZCARD', 'job:' .. waitKey)
+    if cap > 0 and not redis.call('ZSCORE', P .. 'job:' .. waitKey, id) then
+      local n = redis.call('ZCARD', P .. 'job:' .. waitKey)
       if n >= cap then return {'queue_full', tostring(n)} end
     end
   end
@@ -90,19 +93,19 @@ event = string.sub(ARGV[5], 1, -2) .. ',"chain":"' .. chain .. '"}'
 redis.call('HSET', h, 'state', to, 'updated_at', now, 'chain', chain, unpack(ARGV, 26, #ARGV))
 local waiting = f[4]
 if waiting then
-  redis.call('ZREM', 'job:' .. waiting, id)
+  redis.call('ZREM', P .. 'job:' .. waiting, id)
   redis.call('HDEL', h, 'waiting')
 end
-redis.call('ZREM', 'job:index:' .. cur, id)
+redis.call('ZREM', P .. 'job:index:' .. cur, id)
 if waitKey then
   if ARGV[13] ~= '' then
-    redis.call('ZADD', 'job:deferred', ARGV[13], id)
+    redis.call('ZADD', P .. 'job:deferred', ARGV[13], id)
   else
-    redis.call('ZADD', 'job:' .. waitKey, ARGV[12], id)
+    redis.call('ZADD', P .. 'job:' .. waitKey, ARGV[12], id)
   end
   redis.call('HSET', h, 'waiting', waitKey)
 else
-  redis.call('ZADD', 'job:index:' .. to, now, id)
+  redis.call('ZADD', P .. 'job:index:' .. to, now, id)
 end
 if active[to] then
   redis.call('SADD', tenantKey, id)
@@ -110,7 +113,7 @@ else
   redis.call('SREM', tenantKey, id)
 end
 if to == 'PENDING' then redis.call('HDEL', h, 'worker_id') end
-if oldw ~= '' and oldw ~= neww then redis.call('SREM', 'job:worker:' .. oldw .. ':jobs', id) end
+if oldw ~= '' and oldw ~= neww then redis.call('SREM', P .. 'job:worker:' .. oldw .. ':jobs', id) end
 if neww ~= '' then
   local changed
   if active[to] then changed = redis.call('SADD', wk, id) else changed = redis.call('SREM', wk, id) end
@@ -122,8 +125,8 @@ if neww ~= '' then
 else
   held = 0
 end
-if ARGV[17] ~= '' then redis.call('ZADD', 'job:deadlines', ARGV[17], id) end
-if terminal[to] and (f[5] or ARGV[17] ~= '') then redis.call('ZREM', 'job:deadlines', id) end
+if ARGV[17] ~= '' then redis.call('ZADD', P .. 'job:deadlines', ARGV[17], id) end
+if terminal[to] and (f[5] or ARGV[17] ~= '') then redis.call('ZREM', P .. 'job:deadlines', id) end
 -- The hash's 'locked' says a lock was taken, so that a job never locked
 -- costs no DEL.
 if ARGV[9] ~= '' then
@@ -148,13 +151,13 @@ local retention = tonumber(ARGV[20])
 if terminal[to] and retention > 0 then
   redis.call('PEXPIRE', h, retention)
   redis.call('PEXPIRE', KEYS[2], retention)
-  redis.call('PEXPIRE', 'ctx:' .. id, retention)
-  redis.call('PEXPIRE', 'res:' .. id, retention)
+  redis.call('PEXPIRE', P .. 'ctx:' .. id, retention)
+  redis.call('PEXPIRE', P .. 'res:' .. id, retention)
   local idem = f[8]
-  if idem and idem ~= '' then redis.call('PEXPIRE', 'job:idem:' .. tenant .. ':' .. idem, retention) end
+  if idem and idem ~= '' then redis.call('PEXPIRE', P .. 'job:idem:' .. tenant .. ':' .. idem, retention) end
   local t = redis.call('TIME')
   local expires = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + retention
-  redis.call('ZADD', 'job:ended', string.format('%.0f', expires), (f[14] or '') .. ':' .. #tenant .. ':' .. tenant .. id)
+  redis.call('ZADD', P .. 'job:ended', string.format('%.0f', expires), (f[14] or '') .. ':' .. #tenant .. ':' .. tenant .. id)
 end
 if ARGV[23] == '1' then
   -- Transition.Brief: jobstore.briefFields, as read above, with this
