@@ -429,11 +429,35 @@ func (r *Redis) QueueHeads(ctx context.Context, pool string, limit int) ([]*Job,
 	if limit <= 0 {
 		return nil, nil
 	}
+	jobs, _, err := r.queueHeads(ctx, pool, limit)
+	return jobs, err
+}
+
+// queueHeads is QueueHeads with each job's score in the queue.
+func (r *Redis) queueHeads(ctx context.Context, pool string, limit int) ([]*Job, []float64, error) {
 	res, err := eval(ctx, r, queueHeadsCall{pool: pool, limit: limit}).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("jobstore: queue heads %s: %w", pool, err)
+		return nil, nil, fmt.Errorf("jobstore: queue heads %s: %w", pool, err)
 	}
-	return decodeHashes("queue heads", res)
+	jobs := make([]*Job, 0, len(res)/2)
+	scores := make([]float64, 0, len(res)/2)
+	for i := 0; i+1 < len(res); i += 2 {
+		s, _ := res[i].(string)
+		score, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("jobstore: queue heads %s: score %q: %w", pool, s, err)
+		}
+		h, err := hashReply("queue heads", res[i+1])
+		if err != nil {
+			return nil, nil, err
+		}
+		j, err := decodeJob(h)
+		if err != nil {
+			return nil, nil, err
+		}
+		jobs, scores = append(jobs, j), append(scores, score)
+	}
+	return jobs, scores, nil
 }
 
 // QueueLens returns each pool's queue length, in one round trip.
@@ -579,6 +603,23 @@ func (r *Redis) Sweep(ctx context.Context, now time.Time) (int, error) {
 	if r.retention <= 0 {
 		return 0, nil
 	}
+	n, err := r.sweepIndexes(ctx, now)
+	if err != nil {
+		return n, err
+	}
+	for {
+		took, _, err := r.sweepBatch(ctx)
+		if err != nil {
+			return n, err
+		}
+		if took < sweepBatch {
+			return n, nil
+		}
+	}
+}
+
+// sweepIndexes trims the ended states' indexes: how many it took.
+func (r *Redis) sweepIndexes(ctx context.Context, now time.Time) (int, error) {
 	cutoff := strconv.FormatInt(ms(now.Add(-r.retention)), 10)
 	var cmds []*redis.IntCmd
 	if _, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -593,15 +634,26 @@ func (r *Redis) Sweep(ctx context.Context, now time.Time) (int, error) {
 	for _, c := range cmds {
 		n += int(c.Val())
 	}
-	for {
-		took, err := eval(ctx, r, sweepCall{limit: sweepBatch}).Int()
-		if err != nil {
-			return n, fmt.Errorf("jobstore: sweep: %w", err)
-		}
-		if took < sweepBatch {
-			return n, nil
-		}
+	return n, nil
+}
+
+// sweepBatch runs sweep.lua once: how many entries of job:ended it took,
+// and the ids whose job is gone.
+func (r *Redis) sweepBatch(ctx context.Context) (int, []string, error) {
+	res, err := eval(ctx, r, sweepCall{limit: sweepBatch}).Slice()
+	if err != nil {
+		return 0, nil, fmt.Errorf("jobstore: sweep: %w", err)
 	}
+	if len(res) == 0 {
+		return 0, nil, fmt.Errorf("jobstore: sweep: empty reply")
+	}
+	took, _ := res[0].(int64)
+	gone := make([]string, 0, len(res)-1)
+	for _, v := range res[1:] {
+		id, _ := v.(string)
+		gone = append(gone, id)
+	}
+	return int(took), gone, nil
 }
 
 // AcquireLease takes or renews the named lease; see Store.

@@ -236,16 +236,21 @@ func (r *Redis) OrphanRuns(ctx context.Context, now time.Time, limit int) ([]str
 	if limit <= 0 {
 		return nil, nil
 	}
-	// owned_until (whole ms) < now: below now's ms rounded up.
-	cut := ms(now)
-	if now.Sub(fromMS(cut)) > 0 {
-		cut++
-	}
 	ids, err := r.c.ZRangeArgs(ctx, redis.ZRangeArgs{
-		Key: r.ns.runActive(), Start: "-inf", Stop: "(" + strconv.FormatInt(cut, 10), ByScore: true, Count: int64(limit),
+		Key: r.ns.runActive(), Start: "-inf", Stop: "(" + strconv.FormatInt(orphanCut(now), 10), ByScore: true, Count: int64(limit),
 	}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: orphan runs: %w", err)
 	}
 	return ids, nil
+}
+
+// orphanCut is the score under which a claim ran out before now:
+// owned_until (whole ms) < now, so below now's ms rounded up.
+func orphanCut(now time.Time) int64 {
+	cut := ms(now)
+	if now.Sub(fromMS(cut)) > 0 {
+		cut++
+	}
+	return cut
 }

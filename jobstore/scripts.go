@@ -136,14 +136,14 @@ type createCall struct {
 func (createCall) script() *redis.Script { return createScript }
 
 func (c createCall) keys(n ns) []string {
-	idem, rate := "", ""
+	idem, rate := string(n), string(n) // none: the namespace alone (create.lua)
 	if c.n.IdempotencyKey != "" {
 		idem = n.idem(c.n.Tenant, c.n.IdempotencyKey)
 	}
 	if c.guard.Rate > 0 {
 		rate = n.rate(c.n.Tenant)
 	}
-	tenant := ""
+	tenant := string(n)
 	if c.n.Tenant != "" {
 		tenant = n.tenantJobs(c.n.Tenant)
 	}
@@ -339,7 +339,7 @@ type runCreateCall struct {
 func (runCreateCall) script() *redis.Script { return runCreateScript }
 
 func (c runCreateCall) keys(n ns) []string {
-	tenant := ""
+	tenant := string(n)
 	if c.n.Tenant != "" {
 		tenant = n.runTenant(c.n.Tenant)
 	}

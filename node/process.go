@@ -129,7 +129,7 @@ func OpenStore(url string, memory bool) (jobstore.Store, string, error) {
 		}
 		return jobstore.NewMemory(), "memory", nil
 	}
-	s, err := jobstore.OpenRedis(url)
+	s, err := jobstore.Open(url)
 	if err != nil {
 		return nil, "", err
 	}

@@ -1,4 +1,4 @@
--- KEYS: [1] run hash run:id:<id>, [2] event list run:log:<id>, [3] run:index, [4] tenant index run:tenant:<tenant> or '', [5] run:active, [6] run:ended
+-- KEYS: [1] run hash run:id:<id>, [2] event list run:log:<id>, [3] run:index, [4] tenant index run:tenant:<tenant> or P (none: the namespace alone), [5] run:active, [6] run:ended
 -- ARGV: [1] id, [2] tenant, [3] state, [4] created ms, [5] owned-until ms (0: never owned), [6] retention ms (0: keep for ever), [7] now ms, [8] number of events, [9..] the events, then the run hash's field/value pairs
 --
 -- Creates a run with its first events unless its id exists, and indexes
@@ -16,6 +16,10 @@
 -- Returns 'created' or 'exists'.
 -- P: the key namespace (jobstore/keys.go), read off the first key: every key
 -- derived here starts with it, so that all are in that key's cluster slot.
+-- P: the key namespace (jobstore/keys.go), read off the first key: every key
+-- derived here starts with it, so that all are in that key's cluster slot.
+-- A key given as P alone is no key (a cluster needs every key in the slot).
+local P = string.match(KEYS[1], '^{[^}]*}') or ''
 local P = string.match(KEYS[1], '^{[^}]*}') or ''
 local due = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', ARGV[7], 'LIMIT', 0, 100)
 for _, m in ipairs(due) do
@@ -43,7 +47,7 @@ for i = 9, last, 1000 do
 end
 redis.call('HSET', KEYS[1], unpack(ARGV, last + 1, #ARGV))
 redis.call('ZADD', KEYS[3], created, id)
-if KEYS[4] ~= '' then redis.call('ZADD', KEYS[4], created, id) end
+if KEYS[4] ~= P then redis.call('ZADD', KEYS[4], created, id) end
 -- 'RUNNING' is jobstore.RunRunning.
 if ARGV[3] == 'RUNNING' then
   redis.call('ZADD', KEYS[5], ARGV[5], id)

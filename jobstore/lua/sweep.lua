@@ -10,13 +10,15 @@
 -- under another creation is the id made again: the index entries are the
 -- new job's (its tenant's).
 --
--- Returns how many entries it took.
+-- Returns how many entries it took, then the ids whose job is gone (a
+-- sharded store drops their directory entries: sharded.go).
 -- P: the key namespace (jobstore/keys.go), read off the first key: every key
 -- derived here starts with it, so that all are in that key's cluster slot.
 local P = string.match(KEYS[1], '^{[^}]*}') or ''
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local out = {#due}
 for _, m in ipairs(due) do
   local created, n, rest = string.match(m, '^(%-?%d+):(%d+):(.*)$')
   local keep = false
@@ -32,10 +34,13 @@ for _, m in ipairs(due) do
         keep = true
       end
     else
-      if not cur[1] then redis.call('ZREM', KEYS[2], id) end
+      if not cur[1] then
+        redis.call('ZREM', KEYS[2], id)
+        out[#out + 1] = id
+      end
       if tenant ~= '' and cur[2] ~= tenant then redis.call('ZREM', P .. 'job:tenant:' .. tenant .. ':all', id) end
     end
   end
   if not keep then redis.call('ZREM', KEYS[1], m) end
 end
-return #due
+return out

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"strconv"
@@ -46,19 +47,19 @@ func Start(t testing.TB) string {
 
 // start runs one server and waits for it to answer; on failure the server
 // is stopped.
-func start(t testing.TB, bin string) (string, error) {
+func start(t testing.TB, bin string, extra ...string) (string, error) {
 	port, err := freePort()
 	if err != nil {
 		return "", err
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(bin,
+	cmd := exec.Command(bin, append([]string{
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", dir,
-	)
+	}, extra...)...)
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -124,4 +125,98 @@ func ping(addr string) error {
 		return fmt.Errorf("PING answered %q", line)
 	}
 	return nil
+}
+
+// StartCluster runs a Redis Cluster of masters redis-server processes
+// (no replicas) on free loopback ports, joined with
+// `redis-cli --cluster create`, and returns its redis+cluster:// URL
+// (jobstore.Open). The servers are killed when the test ends.
+func StartCluster(t testing.TB, masters int) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal("redis-server not on PATH: the tests of the Redis job store need it (apt-get install redis-server)")
+	}
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Fatal("redis-cli not on PATH: it creates the test cluster (apt-get install redis-server)")
+	}
+	var addrs []string
+	for range masters {
+		var addr string
+		var last error
+		for range 3 {
+			bus, err := freePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The bus port is given (cluster-port): port+10000 may be
+			// taken, or past 65535.
+			if addr, last = start(t, bin, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+				"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", "5000"); last == nil {
+				break
+			}
+		}
+		if last != nil {
+			t.Fatalf("redistest: %v", last)
+		}
+		addrs = append(addrs, addr)
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	out, err := exec.Command(cli, append(args, "--cluster-yes")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster create: %v: %s", err, out)
+	}
+	deadline := time.Now().Add(startTimeout)
+	for _, addr := range addrs {
+		for {
+			info, err := command(addr, "CLUSTER INFO")
+			if err == nil && strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("redistest: cluster node %s not ok within %v: %q %v", addr, startTimeout, info, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	u := "redis+cluster://" + addrs[0]
+	for i, a := range addrs[1:] {
+		if i == 0 {
+			u += "?addr=" + a
+		} else {
+			u += "&addr=" + a
+		}
+	}
+	return u
+}
+
+// command sends an inline command and returns its bulk string reply.
+func command(addr, cmd string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte(cmd + "\r\n")); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(head, "$") {
+		return "", fmt.Errorf("%s answered %q", cmd, head)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	if err != nil || n < 0 {
+		return "", fmt.Errorf("%s answered %q", cmd, head)
+	}
+	body := make([]byte, n+2)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return "", err
+	}
+	return string(body[:n]), nil
 }

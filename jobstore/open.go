@@ -1,0 +1,139 @@
+package jobstore
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultClusterShards is the shard count of a Sharded store on a Redis
+// Cluster when the URL does not say (shards=N): enough for the slots of
+// 16 masters, few enough that a read across tenants (one call a shard,
+// all at once) stays cheap.
+const DefaultClusterShards = 16
+
+// Open connects to the Redis store url names and checks that it answers:
+//
+//	redis://[user:password@]host:port[/db]     one server (rediss:// for TLS)
+//	redis+sentinel://[user:password@]host:port?master_name=M[&addr=host2:port]
+//	                                           the primary of M, through Sentinel
+//	redis+cluster://[user:password@]host:port[?addr=host2:port&addr=...]
+//	                                           a Redis Cluster (rediss+cluster:// for TLS)
+//
+// The query takes go-redis's options (dial_timeout=3s, pool_size=20, ...)
+// and shards=N: a cluster's store is Sharded with DefaultClusterShards
+// shards unless N says otherwise; shards=N on one server makes it Sharded
+// too (the layout a cluster has, for trying it on one server).
+func Open(rawURL string) (Store, error) {
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return nil, fmt.Errorf("jobstore: redis url %q: no scheme (redis://, rediss://, redis+sentinel://, redis+cluster://)", redactPassword(rawURL))
+	}
+	base, kind, _ := strings.Cut(scheme, "+")
+	if base != "redis" && base != "rediss" {
+		return nil, fmt.Errorf("jobstore: redis url: scheme %q is not redis, rediss, redis+sentinel or redis+cluster", scheme)
+	}
+	plainURL, shards, err := cutShards(base + "://" + rest)
+	if err != nil {
+		return nil, err
+	}
+	var c redis.UniversalClient
+	switch kind {
+	case "":
+		opt, err := redis.ParseURL(plainURL)
+		if err != nil {
+			return nil, fmt.Errorf("jobstore: redis url: %w", err)
+		}
+		c = redis.NewClient(opt)
+	case "sentinel":
+		opt, err := redis.ParseFailoverURL(plainURL)
+		if err != nil {
+			return nil, fmt.Errorf("jobstore: redis sentinel url: %w", err)
+		}
+		if opt.MasterName == "" {
+			return nil, fmt.Errorf("jobstore: redis sentinel url: master_name= is required")
+		}
+		c = redis.NewFailoverClient(opt)
+	case "cluster":
+		opt, err := redis.ParseClusterURL(plainURL)
+		if err != nil {
+			return nil, fmt.Errorf("jobstore: redis cluster url: %w", err)
+		}
+		c = redis.NewClusterClient(opt)
+		if shards == 0 {
+			shards = DefaultClusterShards
+		}
+	default:
+		return nil, fmt.Errorf("jobstore: redis url: scheme %q is not redis, rediss, redis+sentinel or redis+cluster", scheme)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ping(ctx, c); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("jobstore: redis %s: %w", redactPassword(rawURL), err)
+	}
+	if shards > 0 {
+		return NewSharded(c, shards), nil
+	}
+	return NewRedis(c), nil
+}
+
+// ping checks that the server answers; on a cluster, every master, and
+// that all slots are served.
+func ping(ctx context.Context, c redis.UniversalClient) error {
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		return c.Ping(ctx).Err()
+	}
+	info, err := cc.ClusterInfo(ctx).Result()
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(info, "cluster_state:ok") {
+		return fmt.Errorf("cluster state is not ok (CLUSTER INFO: %q)", strings.TrimSpace(strings.SplitN(info, "\n", 2)[0]))
+	}
+	return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.Ping(ctx).Err() })
+}
+
+// cutShards takes shards=N out of u's query (go-redis refuses options it
+// does not know).
+func cutShards(u string) (string, int, error) {
+	pre, query, ok := strings.Cut(u, "?")
+	if !ok {
+		return u, 0, nil
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", 0, fmt.Errorf("jobstore: redis url query: %w", err)
+	}
+	v := q.Get("shards")
+	if v == "" {
+		return u, 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > slots {
+		return "", 0, fmt.Errorf("jobstore: redis url: shards=%q is not a count from 1 to %d", v, slots)
+	}
+	q.Del("shards")
+	if len(q) == 0 {
+		return pre, n, nil
+	}
+	return pre + "?" + q.Encode(), n, nil
+}
+
+// redactPassword hides a password in a URL for messages.
+func redactPassword(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		return scheme + "://***@" + rest[at+1:]
+	}
+	return u
+}
