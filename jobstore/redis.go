@@ -170,70 +170,77 @@ func (r *Redis) Events(ctx context.Context, id string) ([]Event, error) {
 
 // Transition moves a job atomically in one script; see Store.
 func (r *Redis) Transition(ctx context.Context, id string, t Transition) (*Job, error) {
+	j, _, err := r.transition(ctx, id, t)
+	return j, err
+}
+
+// transition is Transition, also returning the job's worker before the
+// move ("" for none).
+func (r *Redis) transition(ctx context.Context, id string, t Transition) (*Job, string, error) {
 	if err := checkTransition(id, t); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	fields, err := transitionFields(t)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	when := at(t.At)
 	moved := Event{At: when, State: t.To, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID}
 	ev, err := json.Marshal(moved)
 	if err != nil {
-		return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
+		return nil, "", fmt.Errorf("jobstore: transition %s: %w", id, err)
 	}
 	var via []byte
 	viaCanon := ""
 	if t.Via != "" {
 		passed := Event{At: when, State: t.Via, Message: t.ViaMessage, WorkerID: t.WorkerID}
 		if via, err = json.Marshal(passed); err != nil {
-			return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
+			return nil, "", fmt.Errorf("jobstore: transition %s: %w", id, err)
 		}
 		viaCanon = Canonical(passed)
 	}
 	res, err := eval(ctx, r, transitionCall{id: id, t: t, when: when, event: ev, via: via, canon: Canonical(moved), viaCanon: viaCanon,
 		fields: fields, retention: r.retention}).StringSlice()
 	if err != nil {
-		return nil, fmt.Errorf("jobstore: transition %s: %w", id, err)
+		return nil, "", fmt.Errorf("jobstore: transition %s: %w", id, err)
 	}
 	held := 0
-	if len(res) == 2 || len(res) == 3 {
+	if res[0] != "ok" && (len(res) == 2 || len(res) == 3) {
 		held, _ = strconv.Atoi(res[1])
 	}
 	switch {
-	case res[0] == "ok" && len(res) >= 2:
+	case res[0] == "ok" && len(res) >= 3:
 		decode := decodeJob
 		if t.Brief {
 			decode = decodeBrief
 		}
-		j, err := decode(hashOf(res[2:]))
+		j, err := decode(hashOf(res[3:]))
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		j.WorkerJobs, _ = strconv.Atoi(res[1])
-		return j, nil
+		return j, res[2], nil
 	case res[0] == "notfound":
-		return nil, fmt.Errorf("jobstore: transition %s: %w", id, ErrNotFound)
+		return nil, "", fmt.Errorf("jobstore: transition %s: %w", id, ErrNotFound)
 	case res[0] == "refused" && len(res) == 2:
-		return nil, refused(id, State(res[1]), t)
+		return nil, "", refused(id, State(res[1]), t)
 	case res[0] == "worker" && len(res) == 2:
-		return nil, &TransitionError{ID: id, Wanted: t.To, Required: t.From, IfWorker: t.IfWorker, Worker: res[1]}
+		return nil, "", &TransitionError{ID: id, Wanted: t.To, Required: t.From, IfWorker: t.IfWorker, Worker: res[1]}
 	case res[0] == "attempt" && len(res) == 3:
 		attempt, _ := strconv.Atoi(res[1])
-		return nil, attemptErr(id, State(res[2]), t, attempt)
+		return nil, "", attemptErr(id, State(res[2]), t, attempt)
 	case res[0] == "locked" && len(res) == 2:
-		return nil, fmt.Errorf("jobstore: transition %s: %w (%s)", id, ErrLocked, res[1])
+		return nil, "", fmt.Errorf("jobstore: transition %s: %w (%s)", id, ErrLocked, res[1])
 	case res[0] == "tenant" && len(res) == 3:
 		e := limitErr(id, ErrTenantLimit, t, held)
 		e.Key = res[2]
-		return nil, e
+		return nil, "", e
 	case res[0] == "worker_full":
-		return nil, limitErr(id, ErrWorkerFull, t, held)
+		return nil, "", limitErr(id, ErrWorkerFull, t, held)
 	case res[0] == "queue_full":
-		return nil, fmt.Errorf("jobstore: transition %s: %w: queue %s holds %d jobs", id, ErrQueueFull, t.Wait.Pool, held)
+		return nil, "", fmt.Errorf("jobstore: transition %s: %w: queue %s holds %d jobs", id, ErrQueueFull, t.Wait.Pool, held)
 	}
-	return nil, fmt.Errorf("jobstore: transition %s: unexpected reply %q", id, res)
+	return nil, "", fmt.Errorf("jobstore: transition %s: unexpected reply %q", id, res)
 }
 
 // limitErr is the *LimitError for a refused limit.

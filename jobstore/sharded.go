@@ -46,8 +46,9 @@ import (
 // DueDeferred hands out at most limit jobs, spread over the shards.
 type Sharded struct {
 	c      redis.UniversalClient
-	shards []*Redis
-	ids    idCache // job id -> shard; run ids as "run:" + id
+	shards  []*Redis
+	ids     idCache // job id -> shard; run ids as "run:" + id
+	workers nameSet // the workers this process listed in workersKey
 }
 
 var (
@@ -271,9 +272,134 @@ func (s *Sharded) Events(ctx context.Context, id string) ([]Event, error) {
 	return onJob(ctx, s, "events "+id, id, func(r *Redis) ([]Event, error) { return r.Events(ctx, id) })
 }
 
-// Transition moves a job atomically in its shard; see Store.
+// Transition moves a job atomically in its shard; see Store. A worker's
+// jobs are counted in the worker's own set (workerKey), in another slot
+// than the job's: a move onto a worker takes a place in it first
+// (refused at WorkerLimit), a move that fails gives it back, and a move
+// off a worker (to PENDING, an end, another worker) leaves it after. So
+// a move onto or off a worker costs one call more than on one server;
+// Sweep takes out places left by a process that died between the two.
 func (s *Sharded) Transition(ctx context.Context, id string, t Transition) (*Job, error) {
-	return onJob(ctx, s, "transition "+id, id, func(r *Redis) (*Job, error) { return r.Transition(ctx, id, t) })
+	return onJob(ctx, s, "transition "+id, id, func(r *Redis) (*Job, error) {
+		if err := checkTransition(id, t); err != nil {
+			return nil, err
+		}
+		held, took := -1, false
+		if t.WorkerID != "" && t.To.Active() {
+			code, n, err := s.workerOp(ctx, "add", t.WorkerID, id, t.WorkerLimit)
+			if err != nil {
+				return nil, fmt.Errorf("jobstore: transition %s: worker %s: %w", id, t.WorkerID, err)
+			}
+			if code < 0 {
+				return nil, limitErr(id, ErrWorkerFull, t, n)
+			}
+			held, took = n, code == 1
+		}
+		inner := t
+		inner.WorkerLimit = 0 // checked above, across the shards
+		j, oldw, err := r.transition(ctx, id, inner)
+		if err != nil {
+			if took {
+				s.workerOp(context.WithoutCancel(ctx), "rem", t.WorkerID, id, 0)
+			}
+			return nil, err
+		}
+		if oldw != "" && (oldw != j.WorkerID || !j.State.Active()) {
+			_, n, err := s.workerOp(context.WithoutCancel(ctx), "rem", oldw, id, 0)
+			if err != nil {
+				return nil, fmt.Errorf("jobstore: transition %s: worker %s: %w", id, oldw, err)
+			}
+			if oldw == j.WorkerID {
+				held = n
+			}
+		}
+		switch {
+		case j.WorkerID == "":
+			held = 0
+		case held < 0:
+			if _, held, err = s.workerOp(ctx, "count", j.WorkerID, id, 0); err != nil {
+				return nil, fmt.Errorf("jobstore: transition %s: worker %s: %w", id, j.WorkerID, err)
+			}
+		}
+		j.WorkerJobs = held
+		return j, nil
+	})
+}
+
+// workerKey is a worker's set of SCHEDULED, DISPATCHED and RUNNING jobs
+// in a Sharded store (zset: ids by when they took their place), in the
+// worker's own slot; workersKey lists the workers that have one.
+func workerKey(worker string) string { return "ward:worker:{" + worker + "}" }
+
+const workersKey = "ward:workers"
+
+// workerScript adds a job to a worker's set (refused at a limit), removes
+// it, or counts the set. Returns {code, count}: add gives 1 (added), 0
+// (there already) or -1 (full); rem and count give 0.
+var workerScript = redis.NewScript(`
+local op, id, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
+if op == 'add' then
+  if redis.call('ZSCORE', KEYS[1], id) then return {0, redis.call('ZCARD', KEYS[1])} end
+  local n = redis.call('ZCARD', KEYS[1])
+  if limit > 0 and n >= limit then return {-1, n} end
+  redis.call('ZADD', KEYS[1], ARGV[4], id)
+  return {1, n + 1}
+end
+if op == 'rem' then redis.call('ZREM', KEYS[1], id) end
+return {0, redis.call('ZCARD', KEYS[1])}`)
+
+// workerOp runs workerScript on worker's set.
+func (s *Sharded) workerOp(ctx context.Context, op, worker, id string, limit int) (int, int, error) {
+	if op == "add" && !s.workers.seen(worker) {
+		if err := s.c.SAdd(ctx, workersKey, worker).Err(); err != nil {
+			return 0, 0, err
+		}
+		s.workers.add(worker)
+	}
+	res, err := s.shards[0].scripts.run(ctx, workerScript, []string{workerKey(worker)},
+		[]any{op, id, limit, time.Now().UnixMilli()}).Int64Slice()
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(res) != 2 {
+		return 0, 0, fmt.Errorf("unexpected reply %v", res)
+	}
+	return int(res[0]), int(res[1]), nil
+}
+
+// workerGrace is how long a place in a worker's set is kept before Sweep
+// may find its job not there: the move that follows the place (or the
+// one that gives it back) comes within it.
+const workerGrace = time.Minute
+
+// sweepWorkers takes out of every worker's set the places taken more
+// than workerGrace ago whose job is not active on that worker (a process
+// died between the two calls of a move).
+func (s *Sharded) sweepWorkers(ctx context.Context, now time.Time) error {
+	workers, err := s.c.SMembers(ctx, workersKey).Result()
+	if err != nil {
+		return fmt.Errorf("jobstore: sweep: workers: %w", err)
+	}
+	for _, w := range workers {
+		ids, err := s.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: workerKey(w), Start: "-inf",
+			Stop: "(" + strconv.FormatInt(ms(now.Add(-workerGrace)), 10), ByScore: true}).Result()
+		if err != nil {
+			return fmt.Errorf("jobstore: sweep: worker %s: %w", w, err)
+		}
+		for _, id := range ids {
+			j, err := s.Get(ctx, id)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("jobstore: sweep: worker %s: %w", w, err)
+			}
+			if j != nil && j.State.Active() && j.WorkerID == w {
+				continue
+			}
+			if err := s.c.ZRem(ctx, workerKey(w), id).Err(); err != nil {
+				return fmt.Errorf("jobstore: sweep: worker %s: %w", w, err)
+			}
+		}
+	}
+	return nil
 }
 
 // LockDispatch takes or extends a job's dispatch lock; see Store.
@@ -626,9 +752,13 @@ func (s *Sharded) SetRetention(d time.Duration) {
 	}
 }
 
-// Sweep sweeps every shard, and drops the directory entries of the jobs
-// it found gone (an entry another shard's job took since is kept).
+// Sweep sweeps every shard, drops the directory entries of the jobs it
+// found gone (an entry another shard's job took since is kept), and
+// takes out of the workers' sets the places left behind (sweepWorkers).
 func (s *Sharded) Sweep(ctx context.Context, now time.Time) (int, error) {
+	if err := s.sweepWorkers(ctx, now); err != nil {
+		return 0, err
+	}
 	counts, err := each(s, func(i int, r *Redis) (int, error) {
 		if r.retention <= 0 {
 			return 0, nil
@@ -854,4 +984,25 @@ func (c *idCache) tick() uint64 {
 	defer c.mu.Unlock()
 	c.n++
 	return c.n
+}
+
+// nameSet is a set of names, safe for concurrent use.
+type nameSet struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func (n *nameSet) seen(name string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.m[name]
+}
+
+func (n *nameSet) add(name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.m == nil {
+		n.m = make(map[string]bool)
+	}
+	n.m[name] = true
 }

@@ -10,7 +10,8 @@
 -- transitions, State.Active and State.Terminal, the one place they are
 -- decided.
 --
--- Returns {'ok', worker jobs, hash pairs...} (only the brief fields with
+-- Returns {'ok', worker jobs, the worker before the move or '', hash pairs...}
+-- (only the brief fields with
 -- ARGV[23]), {'notfound'} (also for
 -- another tenant's job, so that the reply says nothing of it), {'refused',
 -- current state}, {'worker', current worker}, {'attempt', current attempt,
@@ -168,7 +169,7 @@ if ARGV[23] == '1' then
     if brief[ARGV[i]] then v[ARGV[i]] = ARGV[i + 1] end
   end
   if to == 'PENDING' then v.worker_id = nil end
-  local out = {'ok', tostring(held)}
+  local out = {'ok', tostring(held), oldw}
   for _, name in ipairs(briefNames) do
     if v[name] then
       out[#out + 1] = name
@@ -178,6 +179,7 @@ if ARGV[23] == '1' then
   return out
 end
 local out = redis.call('HGETALL', h)
+table.insert(out, 1, oldw)
 table.insert(out, 1, tostring(held))
 table.insert(out, 1, 'ok')
 return out

@@ -78,6 +78,8 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"BadTransitions", testBadTransitions},
 		{"RaceTenantLimit", testRaceTenantLimit},
 		{"RaceWorkerLimit", testRaceWorkerLimit},
+		{"WorkerAcrossTenants", testWorkerAcrossTenants},
+		{"IDAcrossTenants", testIDAcrossTenants},
 		{"RaceDueDeferred", testRaceDueDeferred},
 		{"RunCreateGet", testRunCreateGet},
 		{"RunExists", testRunExists},
@@ -2343,5 +2345,96 @@ func testLockDroppedPastDispatch(t *testing.T, s jobstore.Store) {
 	}
 	if ok, err := s.LockDispatch(ctx, "kept", "b", time.Minute); err != nil || ok {
 		t.Errorf("the lock went with a move into DISPATCHED: %v %v", ok, err)
+	}
+}
+
+// testWorkerAcrossTenants: a worker's limit and count hold over every
+// tenant's jobs (a sharded store keeps tenants in different shards):
+// racers of 8 tenants for a worker of 3 places, then the count falls
+// as jobs end and rises as others take the places.
+func testWorkerAcrossTenants(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	for i := range racers {
+		j := job(fmt.Sprintf("j%d", i))
+		j.Tenant = fmt.Sprintf("tenant-%d", i%8)
+		create(t, s, j)
+	}
+	errs := race(racers, func(i int) error {
+		_, err := s.Transition(ctx, fmt.Sprintf("j%d", i), jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w1", WorkerLimit: 3})
+		return err
+	})
+	var won []int
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won = append(won, i)
+		case !errors.Is(err, jobstore.ErrWorkerFull):
+			t.Errorf("goroutine %d: %v", i, err)
+		}
+	}
+	if len(won) != 3 {
+		t.Fatalf("%d placed on a worker of 3", len(won))
+	}
+	// Onward on the same worker: the count stays 3.
+	j, err := s.Transition(ctx, fmt.Sprintf("j%d", won[0]), jobstore.Transition{To: jobstore.Running, WorkerID: "w1", WorkerLimit: 3})
+	if err != nil || j.WorkerJobs != 3 {
+		t.Fatalf("RUNNING on w1: WorkerJobs %v, %v; want 3", j, err)
+	}
+	// An end frees a place, counted; a requeue too.
+	if j, err = s.Transition(ctx, fmt.Sprintf("j%d", won[0]), jobstore.Transition{To: jobstore.Succeeded}); err != nil || j.WorkerJobs != 2 {
+		t.Fatalf("SUCCEEDED: %+v, %v; want WorkerJobs 2", j, err)
+	}
+	if j, err = s.Transition(ctx, fmt.Sprintf("j%d", won[1]), jobstore.Transition{To: jobstore.Pending, Reason: "requeued"}); err != nil || j.WorkerJobs != 0 || j.WorkerID != "" {
+		t.Fatalf("back to PENDING: %+v, %v; want no worker", j, err)
+	}
+	loser := -1
+	for i := range racers {
+		if !slices.Contains(won, i) {
+			loser = i
+			break
+		}
+	}
+	j, err = s.Transition(ctx, fmt.Sprintf("j%d", loser), jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w1", WorkerLimit: 3})
+	if err != nil || j.WorkerJobs != 2 {
+		t.Fatalf("a refused job placed once places freed: %+v, %v; want WorkerJobs 2", j, err)
+	}
+	// A move refused for another reason takes no place.
+	if _, err := s.Transition(ctx, fmt.Sprintf("j%d", won[0]), jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w1", WorkerLimit: 3}); err == nil {
+		t.Fatal("an ended job moved back to SCHEDULED")
+	}
+	for i := range racers {
+		if i == loser || slices.Contains(won, i) {
+			continue
+		}
+		j, err = s.Transition(ctx, fmt.Sprintf("j%d", i), jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w1", WorkerLimit: 3})
+		if err != nil || j.WorkerJobs != 3 {
+			t.Fatalf("the last place: %+v, %v; want WorkerJobs 3", j, err)
+		}
+		break
+	}
+}
+
+// testIDAcrossTenants: an id is one job's in the whole store: another
+// tenant's create of it is ErrExists and changes nothing, and the first
+// tenant's job reads as it was.
+func testIDAcrossTenants(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	a := job("shared")
+	a.Tenant = "tenant-a"
+	create(t, s, a)
+	for _, tenant := range []string{"tenant-b", "tenant-c", "tenant-d", "tenant-e"} {
+		b := job("shared")
+		b.Tenant = tenant
+		b.Topic = "topic.b"
+		if _, _, err := s.Create(ctx, b, []byte("theirs")); !errors.Is(err, jobstore.ErrExists) {
+			t.Errorf("%s's create of tenant-a's id: %v, want ErrExists", tenant, err)
+		}
+	}
+	got := get(t, s, "shared")
+	if got.Tenant != "tenant-a" || got.Topic != "topic.a" {
+		t.Errorf("the job after the other tenants' creates: tenant %q topic %q", got.Tenant, got.Topic)
+	}
+	if b, err := s.Blob(ctx, got.ContextPtr); err != nil || string(b) != "payload-shared" {
+		t.Errorf("its payload: %q, %v", b, err)
 	}
 }
