@@ -78,9 +78,11 @@ bench-soak: build modules
 # prints, for each, the jobs it left unended and the seconds until
 # throughput is back (internal/testing/lattice; build tag lattice).
 # SOAK=30m keeps the load on that long after the faults and reports each
-# process's memory and goroutines at its start and end.
+# process's memory and goroutines at its start and end. REDIS=cluster puts
+# the store on a 3-master Redis Cluster (redis+cluster://, the Sharded
+# store) and restarts one master as the Redis fault.
 lattice-test: modules
-	$(GO) test -tags lattice -count=1 -timeout $(if $(SOAK),3h,20m) -v -run TestLattice ./internal/testing/lattice/ $(if $(SOAK),-args -soak $(SOAK))
+	$(GO) test -tags lattice -count=1 -timeout $(if $(SOAK),3h,20m) -v -run TestLattice ./internal/testing/lattice/ $(if $(or $(SOAK),$(filter cluster,$(REDIS))),-args) $(if $(SOAK),-soak $(SOAK)) $(if $(filter cluster,$(REDIS)),-redis-cluster)
 
 # deploy-check lints and renders the Helm chart (deploy/helm/ward) with helm
 # and validates it with kubeconform -strict, both built from deploy/tools (a

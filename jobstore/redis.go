@@ -41,8 +41,10 @@ import (
 //	job:dlq:<id>                string: the JSON DLQ entry
 //
 // The scripts derive index, tenant, worker, queue and per-job keys from what
-// they read, so the store needs a single Redis (with replicas if wanted),
-// not a cluster.
+// they read: on one server (with replicas, or Sentinel, if wanted) the
+// namespace is empty and the keys are as above. Sharded runs one Redis of
+// this kind per shard of a Redis Cluster, each with its hash tag as the
+// namespace, so that every key a script derives is in its slot.
 type Redis struct {
 	c         redis.UniversalClient
 	ns        ns       // "" on its own; a shard's hash tag in a Sharded store
@@ -58,6 +60,7 @@ func NewRedis(client redis.UniversalClient) *Redis {
 }
 
 // OpenRedis connects to a redis:// URL and checks that the server answers.
+// Open takes the other forms (Sentinel, Cluster) too.
 func OpenRedis(url string) (*Redis, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {

@@ -41,6 +41,12 @@ import (
 // and end.
 var soak = flag.Duration("soak", 0, "after the faults, keep the load on this long and report memory and goroutine growth per process")
 
+// redisCluster, when set (-redis-cluster), puts the store on a Redis
+// Cluster of three masters (each with AOF) instead of one redis-server:
+// the Sharded store (jobstore.Open, redis+cluster://), and the Redis
+// fault restarts one master.
+var redisCluster = flag.Bool("redis-cluster", false, "run the store on a 3-master Redis Cluster")
+
 // rate is the load offered, in jobs a second: a mix of echo, chat-simple
 // and (on the GPU host) chat-advanced jobs, from three tenants.
 const rate = 40
@@ -333,14 +339,40 @@ func TestLattice(t *testing.T) {
 	l.natsURL = strings.Join(urls, ",")
 	waitJetStream(t, l.natsURL, filepath.Join(l.auth, "admin.creds"))
 
-	// Redis with AOF on.
-	redisPort := freePort(t)
-	redisDir := filepath.Join(dir, "redis")
-	_ = os.MkdirAll(redisDir, 0o700)
-	l.start("redis", "redis-server", nil, "--port", fmt.Sprint(redisPort), "--bind", "127.0.0.1", "--appendonly", "yes",
-		"--appendfsync", "everysec", "--dir", redisDir, "--save", "")
-	waitListen(t, fmt.Sprintf("127.0.0.1:%d", redisPort))
-	l.redis = fmt.Sprintf("redis://127.0.0.1:%d", redisPort)
+	// Redis with AOF on: one server, or a cluster of three masters
+	// (-redis-cluster), whose first is the one the Redis fault restarts.
+	if *redisCluster {
+		var addrs []string
+		for i := range 3 {
+			port, bus := freePort(t), freePort(t)
+			rdir := filepath.Join(dir, fmt.Sprintf("redis-%d", i))
+			_ = os.MkdirAll(rdir, 0o700)
+			name := fmt.Sprintf("redis-%d", i)
+			if i == 0 {
+				name = "redis"
+			}
+			l.start(name, "redis-server", nil, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--appendonly", "yes",
+				"--appendfsync", "everysec", "--dir", rdir, "--save", "", "--cluster-enabled", "yes",
+				"--cluster-config-file", "nodes.conf", "--cluster-port", fmt.Sprint(bus), "--cluster-node-timeout", "5000")
+			addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port))
+		}
+		for _, a := range addrs {
+			waitListen(t, a)
+		}
+		if out, err := exec.Command("redis-cli", append(append([]string{"--cluster", "create"}, addrs...), "--cluster-yes")...).CombinedOutput(); err != nil {
+			t.Fatalf("redis-cli --cluster create: %v: %s", err, out)
+		}
+		l.redis = "redis+cluster://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2]
+		waitStore(t, l.redis)
+	} else {
+		redisPort := freePort(t)
+		redisDir := filepath.Join(dir, "redis")
+		_ = os.MkdirAll(redisDir, 0o700)
+		l.start("redis", "redis-server", nil, "--port", fmt.Sprint(redisPort), "--bind", "127.0.0.1", "--appendonly", "yes",
+			"--appendfsync", "everysec", "--dir", redisDir, "--save", "")
+		waitListen(t, fmt.Sprintf("127.0.0.1:%d", redisPort))
+		l.redis = fmt.Sprintf("redis://127.0.0.1:%d", redisPort)
+	}
 
 	write := func(name, data string) string {
 		p := filepath.Join(dir, name)
@@ -606,7 +638,11 @@ func TestLattice(t *testing.T) {
 		l.run(l.procs["nats-1"])
 		return ""
 	})
-	fault("restart Redis (SIGTERM, AOF)", func() string {
+	redisFault := "restart Redis (SIGTERM, AOF)"
+	if *redisCluster {
+		redisFault = "restart one of the 3 Redis masters (SIGTERM, AOF)"
+	}
+	fault(redisFault, func() string {
 		l.signal("redis", syscall.SIGTERM)
 		l.run(l.procs["redis"])
 		return ""
@@ -788,4 +824,22 @@ func tail(p *proc) string {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// waitStore waits until the store at url opens (a new cluster takes a
+// moment to agree that every slot is served).
+func waitStore(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := jobstore.Open(url)
+		if err == nil {
+			s.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("store %s: %v", url, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
