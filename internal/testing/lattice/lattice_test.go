@@ -6,8 +6,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -422,6 +425,12 @@ func TestLattice(t *testing.T) {
 	gw := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	l.start("gateway", l.ward, l.env, "gateway", "--creds", filepath.Join(l.auth, "admin.creds"), "--listen", gw)
 	waitListen(t, gw)
+	// An admin API key: a share of the load comes through the gateway.
+	apiKey := strings.TrimSpace(l.wardCmd("auth", "key", "add", "--tenant", "ops", "--admin", "--name", "lattice",
+		"--creds", filepath.Join(l.auth, "admin.creds"), "--nats", l.natsURL))
+	if !strings.HasPrefix(apiKey, "ward_") {
+		t.Fatalf("ward auth key add printed %q", apiKey)
+	}
 
 	c, err := client.Dial(l.natsURL, client.Options{Creds: filepath.Join(l.auth, "admin.creds")})
 	if err != nil {
@@ -479,6 +488,61 @@ func TestLattice(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 
+	// Workflow runs (a fan-out of three echo jobs and a join), started
+	// with the client, retried with the same id until a replica answers.
+	runs := map[string]time.Time{}
+	fan := []byte("name: lattice-fan\nsteps:\n  - id: each\n    topic: job.echo\n    for_each: 0..2\n    payload: {i: \"${{ item }}\"}\n" +
+		"  - id: sum\n    topic: job.echo\n    depends_on: [each]\n    payload: {n: \"${{ len(steps.each.output) }}\"}\n")
+	var runsRefused atomic.Int64
+	startRun := func(id, tenant string) {
+		for attempt := 0; ; attempt++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err := c.RunWorkflow(ctx, &wardv1.WorkflowRunRequest{RunId: id, TenantId: tenant, Definition: fan, Input: []byte("{}")})
+			cancel()
+			if err == nil || (errors.Is(err, client.ErrRefused) && strings.Contains(err.Error(), "exists")) {
+				return
+			}
+			if attempt > 20 {
+				runsRefused.Add(1)
+				mu.Lock()
+				delete(runs, id)
+				mu.Unlock()
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	// A job submitted through the gateway's API, with the job's id as its
+	// idempotency key, retried until the gateway answers.
+	var viaGateway atomic.Int64
+	gatewaySubmit := func(j *job, tenant string, payload []byte) {
+		body, _ := json.Marshal(map[string]any{"job_id": j.id, "topic": j.topic, "payload_text": string(payload), "tenant": tenant})
+		for attempt := 0; ; attempt++ {
+			req, _ := http.NewRequest(http.MethodPost, "http://"+gw+"/v1/jobs", bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+apiKey)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", j.id)
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusOK {
+					submitOK.Add(1)
+					viaGateway.Add(1)
+					return
+				}
+			}
+			if attempt > 20 {
+				refused.Add(1)
+				mu.Lock()
+				delete(jobs, j.id)
+				mu.Unlock()
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+
 	// The load: rate jobs a second, as long as it runs.
 	loadCtx, stopLoad := context.WithCancel(context.Background())
 	var loadWG sync.WaitGroup
@@ -500,10 +564,21 @@ func TestLattice(t *testing.T) {
 			case n%5 == 0:
 				topic, payload = "job.chat.simple", []byte("hello")
 			}
+			if n%120 == 0 { // a workflow run every 3 s
+				id := "run-" + uuid.NewString()
+				mu.Lock()
+				runs[id] = time.Now()
+				mu.Unlock()
+				go startRun(id, fmt.Sprintf("t%d", n%3))
+			}
 			j := &job{id: uuid.NewString(), topic: topic, at: time.Now(), retries: 3}
 			mu.Lock()
 			jobs[j.id] = j
 			mu.Unlock()
+			if n%10 == 3 { // one job in ten through the gateway's API
+				go gatewaySubmit(j, fmt.Sprintf("t%d", n%3), payload)
+				continue
+			}
 			go func() {
 				for attempt := 0; ; attempt++ {
 					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -653,6 +728,30 @@ func TestLattice(t *testing.T) {
 		l.signal("host-h3", syscall.SIGCONT)
 		return ""
 	})
+	fault("fill the echo pool past its capacity (400 jobs at once on 16 slots)", func() string {
+		var wg sync.WaitGroup
+		for i := range 400 {
+			j := &job{id: uuid.NewString(), topic: "job.echo", at: time.Now(), retries: 3}
+			mu.Lock()
+			jobs[j.id] = j
+			mu.Unlock()
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if _, err := c.Submit(ctx, &wardv1.JobRequest{JobId: j.id, Topic: j.topic, TenantId: fmt.Sprintf("t%d", i%3),
+					Payload: []byte(fmt.Sprintf(`{"burst":%d}`, i)), IdempotencyKey: j.id}); err != nil {
+					refused.Add(1)
+					mu.Lock()
+					delete(jobs, j.id)
+					mu.Unlock()
+					return
+				}
+				submitOK.Add(1)
+			})
+		}
+		wg.Wait()
+		return "queued behind the hosts' slots"
+	})
 	fault("push a policy and deploy a module under load", func() string {
 		pol := filepath.Join(dir, "policy")
 		_ = os.MkdirAll(pol, 0o755)
@@ -754,6 +853,11 @@ func TestLattice(t *testing.T) {
 		states[strings.TrimPrefix(rec.GetState().String(), "JOB_STATE_")]++
 		if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
 			reasons[rec.GetReason()]++
+			if reasons[rec.GetReason()] <= 3 { // say why, for the first few of each reason
+				last := rec.GetEvents()[len(rec.GetEvents())-1]
+				t.Logf("job %s (%s, %s) ended %s %s at %s: %s", id, rec.GetTopic(), rec.GetTenantId(), rec.GetState(), rec.GetReason(),
+					time.UnixMilli(last.GetAtUnixMs()).Sub(started).Round(time.Second), last.GetMessage())
+			}
 		}
 		// LLM jobs land only where Ollama is: the GPU host.
 		if rec.GetTopic() == "job.chat.advanced" && rec.GetState() == wardv1.JobState_JOB_STATE_SUCCEEDED && rec.GetWorkerId() != "h0" {
@@ -790,6 +894,40 @@ func TestLattice(t *testing.T) {
 	if len(pending) > 0 {
 		t.Errorf("%d jobs did not end: %v", len(pending), pending[:min(5, len(pending))])
 	}
+	// Every workflow run ends, each with its log's chain whole.
+	mu.Lock()
+	runIDs := slices.Collect(func(yield func(string) bool) {
+		for id := range runs {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	mu.Unlock()
+	runStates := map[string]int{}
+	deadline = time.Now().Add(2 * time.Minute)
+	for _, id := range runIDs {
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			run, err := c.Workflow(ctx, id, false)
+			cancel()
+			if err == nil && run.GetState() != "RUNNING" {
+				runStates[run.GetState()]++
+				if run.GetState() != "SUCCEEDED" {
+					t.Errorf("workflow run %s ended %s: %s", id, run.GetState(), run.GetReason())
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				runStates["not ended"]++
+				t.Errorf("workflow run %s did not end: %v %v", id, run.GetState(), err)
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	t.Logf("workflow runs: %d started, %v; not started (refused 20 times): %d; jobs submitted through the gateway: %d",
+		len(runIDs), runStates, runsRefused.Load(), viaGateway.Load())
 	for _, f := range figures {
 		if f.stuck > 0 {
 			t.Errorf("fault %q left %d jobs not ended", f.fault, f.stuck)
