@@ -148,7 +148,7 @@ func Dial(addr string, cfg ClientConfig) (*Client, error) {
 		r := manual.NewBuilderWithScheme("ward-safety")
 		r.InitialState(resolver.State{Addresses: as})
 		target = r.Scheme() + ":///kernels"
-		opts = append(opts, grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
+		opts = append(opts, grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(kernelsServiceConfig))
 	}
 	conn, err := grpc.NewClient(target, append(opts,
 		grpc.WithTransportCredentials(creds),
@@ -167,6 +167,26 @@ func Dial(addr string, cfg ClientConfig) (*Client, error) {
 	}
 	return c, nil
 }
+
+// kernelsServiceConfig is the service config with several kernels: round
+// robin over those connected, and a check that fails UNAVAILABLE (its
+// kernel died under it: the connection reset) is tried again, on the
+// next kernel the balancer picks, within the check's timeout. A check
+// reads and writes nothing but the kernel's cache, so asking twice is
+// safe.
+const kernelsServiceConfig = `{
+  "loadBalancingConfig": [{"round_robin": {}}],
+  "methodConfig": [{
+    "name": [{"service": "ward.safety.v1.SafetyKernel"}],
+    "retryPolicy": {
+      "maxAttempts": 3,
+      "initialBackoff": "0.01s",
+      "maxBackoff": "0.1s",
+      "backoffMultiplier": 2,
+      "retryableStatusCodes": ["UNAVAILABLE"]
+    }
+  }]
+}`
 
 // Check asks the kernel for a decision on req. An error wraps ErrUnavailable
 // when the kernel could not be reached or did not answer within the

@@ -345,7 +345,7 @@ func TestClientFailOpen(t *testing.T) {
 }
 
 // TestClientSeveralKernels: a client of two kernels keeps getting answers
-// while one of them is gone.
+// while one of them is gone, every one of them.
 func TestClientSeveralKernels(t *testing.T) {
 	a := startServer(t)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -375,7 +375,9 @@ func TestClientSeveralKernels(t *testing.T) {
 			failed++
 		}
 	}
-	if failed > 2 {
+	// A check sent to the gone kernel before the client noticed is tried
+	// again on the other (the retry policy): none fails.
+	if failed > 0 {
 		t.Errorf("%d of 50 checks failed with one of two kernels gone", failed)
 	}
 	if _, err := Dial("127.0.0.1:1,not-an-address", ClientConfig{}); err == nil {

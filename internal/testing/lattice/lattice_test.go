@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -426,8 +427,9 @@ func TestLattice(t *testing.T) {
 	l.start("gateway", l.ward, l.env, "gateway", "--creds", filepath.Join(l.auth, "admin.creds"), "--listen", gw)
 	waitListen(t, gw)
 	// An admin API key: a share of the load comes through the gateway.
-	apiKey := strings.TrimSpace(l.wardCmd("auth", "key", "add", "--tenant", "ops", "--admin", "--name", "lattice",
-		"--creds", filepath.Join(l.auth, "admin.creds"), "--nats", l.natsURL))
+	// (The key is stdout's first line; what it is follows on stderr.)
+	apiKey, _, _ := strings.Cut(l.wardCmd("auth", "key", "add", "--tenant", "ops", "--admin", "--name", "lattice",
+		"--creds", filepath.Join(l.auth, "admin.creds"), "--nats", l.natsURL), "\n")
 	if !strings.HasPrefix(apiKey, "ward_") {
 		t.Fatalf("ward auth key add printed %q", apiKey)
 	}
@@ -523,16 +525,23 @@ func TestLattice(t *testing.T) {
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Idempotency-Key", j.id)
 			resp, err := http.DefaultClient.Do(req)
+			var why string
 			if err == nil {
-				io.Copy(io.Discard, resp.Body)
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusOK {
 					submitOK.Add(1)
 					viaGateway.Add(1)
 					return
 				}
+				why = resp.Status + ": " + string(b)
+			} else {
+				why = err.Error()
 			}
 			if attempt > 20 {
+				if refused.Load() < 3 {
+					t.Logf("gateway submission of %s refused 20 times, the last: %s", j.id, why)
+				}
 				refused.Add(1)
 				mu.Lock()
 				delete(jobs, j.id)
@@ -928,6 +937,37 @@ func TestLattice(t *testing.T) {
 	}
 	t.Logf("workflow runs: %d started, %v; not started (refused 20 times): %d; jobs submitted through the gateway: %d",
 		len(runIDs), runStates, runsRefused.Load(), viaGateway.Load())
+	// What Ward's processes warned about, each message once.
+	for _, name := range slices.Sorted(maps.Keys(l.procs)) {
+		p := l.procs[name]
+		if p.bin != l.ward {
+			continue
+		}
+		p.mu.Lock()
+		out := p.out.String()
+		p.mu.Unlock()
+		seen := map[string]int{}
+		var order []string
+		for _, line := range strings.Split(out, "\n") {
+			if !strings.Contains(line, "level=WARN") && !strings.Contains(line, "level=ERROR") {
+				continue
+			}
+			msg := line
+			if i := strings.Index(line, "msg="); i >= 0 {
+				msg = line[i:]
+				if j := strings.Index(msg, " job_id="); j >= 0 {
+					msg = msg[:j]
+				}
+			}
+			if seen[msg] == 0 {
+				order = append(order, line)
+			}
+			seen[msg]++
+		}
+		for _, line := range order[:min(8, len(order))] {
+			t.Logf("%s warned: %.300s", name, line)
+		}
+	}
 	for _, f := range figures {
 		if f.stuck > 0 {
 			t.Errorf("fault %q left %d jobs not ended", f.fault, f.stuck)
