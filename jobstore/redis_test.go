@@ -117,7 +117,12 @@ func TestRedisScriptsFlushed(t *testing.T) {
 // one step, pointing at its result: three store round trips (the host's
 // SET of the result is a fourth).
 func hotPath(ctx context.Context, s jobstore.Store, id string) error {
-	j := &jobstore.Job{ID: id, Topic: "job.echo", Tenant: "acme", Labels: map[string]string{"team": "ml"}}
+	return hotPathOf(ctx, s, id, "acme")
+}
+
+// hotPathOf is hotPath for tenant's job.
+func hotPathOf(ctx context.Context, s jobstore.Store, id, tenant string) error {
+	j := &jobstore.Job{ID: id, Topic: "job.echo", Tenant: tenant, Labels: map[string]string{"team": "ml"}}
 	if _, err := s.Submit(ctx, j, []byte(`{"prompt":"hello"}`), jobstore.Guard{Rate: 1e9, Burst: 1 << 30, Queues: []string{"echo"}, QueueCap: 10000}); err != nil {
 		return err
 	}
@@ -143,8 +148,25 @@ func BenchmarkStoreHotPath(b *testing.B) {
 			}
 			return s
 		},
+		// The sharded layout (16 shards) on one server: what the tags,
+		// the directory and the worker places cost.
+		"redis-sharded": func(b *testing.B) jobstore.Store {
+			s, err := jobstore.Open(redistest.Start(b) + "?shards=16")
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		},
+		// A 3-master Redis Cluster (on this machine's cores).
+		"cluster": func(b *testing.B) jobstore.Store {
+			s, err := jobstore.Open(redistest.StartCluster(b, 3))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		},
 	}
-	for _, name := range []string{"memory", "redis"} {
+	for _, name := range []string{"memory", "redis", "redis-sharded", "cluster"} {
 		for _, par := range []int{1, 64} {
 			b.Run(fmt.Sprintf("%s/c%d", name, par), func(b *testing.B) {
 				s := stores[name](b)
@@ -153,9 +175,14 @@ func BenchmarkStoreHotPath(b *testing.B) {
 				var n atomic.Int64
 				b.ReportAllocs()
 				b.SetParallelism(par) // par × GOMAXPROCS goroutines
+				// 16 tenants: a sharded store spreads them over its shards.
+				job := func() error {
+					i := n.Add(1)
+					return hotPathOf(ctx, s, fmt.Sprintf("j%d", i), fmt.Sprintf("t%d", i%16))
+				}
 				if par == 1 {
 					for b.Loop() {
-						if err := hotPath(ctx, s, fmt.Sprintf("j%d", n.Add(1))); err != nil {
+						if err := job(); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -163,7 +190,7 @@ func BenchmarkStoreHotPath(b *testing.B) {
 				}
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						if err := hotPath(ctx, s, fmt.Sprintf("j%d", n.Add(1))); err != nil {
+						if err := job(); err != nil {
 							b.Error(err)
 							return
 						}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -219,4 +220,95 @@ func command(addr, cmd string) (string, error) {
 		return "", err
 	}
 	return string(body[:n]), nil
+}
+
+// Sentinel is a primary, a replica and one Sentinel watching them as
+// "ward", for tests of the store through Sentinel (redis+sentinel://).
+type Sentinel struct {
+	// URL is the store's: redis+sentinel://<sentinel>?master_name=ward.
+	URL string
+	// Primary and Replica are the servers' addresses as started.
+	Primary, Replica string
+	// Admin is the Sentinel's address.
+	Admin string
+}
+
+// StartSentinel runs a primary, its replica and a Sentinel (redis-server
+// --sentinel) that fails over after 1 s of silence. All are killed when
+// the test ends.
+func StartSentinel(t testing.TB) *Sentinel {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal("redis-server not on PATH: the tests of the Redis job store need it (apt-get install redis-server)")
+	}
+	primary, err := start(t, bin)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	host, port, _ := net.SplitHostPort(primary)
+	replica, err := start(t, bin, "--replicaof", host, port)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	deadline := time.Now().Add(startTimeout)
+	for {
+		info, _ := command(replica, "INFO replication")
+		if strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: replica %s did not sync with %s: %q", replica, primary, info)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	sport, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	conf := dir + "/sentinel.conf"
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n"+
+		"sentinel monitor ward %s %s 1\nsentinel down-after-milliseconds ward 1000\n"+
+		"sentinel failover-timeout ward 5000\nsentinel parallel-syncs ward 1\n", sport, dir, host, port)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, conf, "--sentinel")
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("redistest: start sentinel: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-done
+	})
+	admin := net.JoinHostPort("127.0.0.1", strconv.Itoa(sport))
+	for ping(admin) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: sentinel on %s did not answer: %s", admin, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return &Sentinel{URL: "redis+sentinel://" + admin + "?master_name=ward", Primary: primary, Replica: replica, Admin: admin}
+}
+
+// Kill stops the server at addr (started by this package) with SIGKILL,
+// by asking it to shut down without saving: as a crash, to the others.
+func Kill(t testing.TB, addr string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatalf("redistest: kill %s: %v", addr, err)
+	}
+	defer c.Close()
+	c.Write([]byte("SHUTDOWN NOSAVE\r\n"))
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	io.Copy(io.Discard, c) // until the server closes the connection
 }
