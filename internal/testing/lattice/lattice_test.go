@@ -866,6 +866,12 @@ func TestLattice(t *testing.T) {
 				last := rec.GetEvents()[len(rec.GetEvents())-1]
 				t.Logf("job %s (%s, %s) ended %s %s at %s: %s", id, rec.GetTopic(), rec.GetTenantId(), rec.GetState(), rec.GetReason(),
 					time.UnixMilli(last.GetAtUnixMs()).Sub(started).Round(time.Second), last.GetMessage())
+				if reasons[rec.GetReason()] == 1 {
+					for _, e := range rec.GetEvents() {
+						t.Logf("    %s %s worker=%q %s", time.UnixMilli(e.GetAtUnixMs()).Sub(started).Round(time.Millisecond),
+							e.GetState(), e.GetWorkerId(), e.GetMessage())
+					}
+				}
 			}
 		}
 		// LLM jobs land only where Ollama is: the GPU host.
