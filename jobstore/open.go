@@ -32,7 +32,7 @@ const DefaultClusterShards = 16
 func Open(rawURL string) (Store, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
-		return nil, fmt.Errorf("jobstore: redis url %q: no scheme (redis://, rediss://, redis+sentinel://, redis+cluster://)", redactPassword(rawURL))
+		return nil, fmt.Errorf("jobstore: redis url %q: no scheme (redis://, rediss://, redis+sentinel://, redis+cluster://)", RedactURL(rawURL))
 	}
 	base, kind, _ := strings.Cut(scheme, "+")
 	if base != "redis" && base != "rediss" {
@@ -75,7 +75,7 @@ func Open(rawURL string) (Store, error) {
 	defer cancel()
 	if err := ping(ctx, c); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("jobstore: redis %s: %w", redactPassword(rawURL), err)
+		return nil, fmt.Errorf("jobstore: redis %s: %w", RedactURL(rawURL), err)
 	}
 	if shards > 0 {
 		return NewSharded(c, shards), nil
@@ -126,8 +126,8 @@ func cutShards(u string) (string, int, error) {
 	return pre + "?" + q.Encode(), n, nil
 }
 
-// redactPassword hides a password in a URL for messages.
-func redactPassword(u string) string {
+// RedactURL hides a password in a URL, for messages and logs.
+func RedactURL(u string) string {
 	scheme, rest, ok := strings.Cut(u, "://")
 	if !ok {
 		return u

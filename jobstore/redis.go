@@ -610,6 +610,12 @@ func (r *Redis) SetRetention(d time.Duration) { r.retention = d }
 // Then it drops from the creation indexes the jobs whose keys expired
 // (sweep.lua, by Redis's clock), sweepBatch at a time.
 func (r *Redis) Sweep(ctx context.Context, now time.Time) (int, error) {
+	return r.sweep(ctx, now, nil)
+}
+
+// sweep is Sweep, handing each batch's ids whose job is gone to gone
+// (when not nil).
+func (r *Redis) sweep(ctx context.Context, now time.Time, gone func([]string) error) (int, error) {
 	if r.retention <= 0 {
 		return 0, nil
 	}
@@ -618,12 +624,12 @@ func (r *Redis) Sweep(ctx context.Context, now time.Time) (int, error) {
 		return n, err
 	}
 	for {
-		took, _, err := r.sweepBatch(ctx)
-		if err != nil {
-			return n, err
+		took, ids, err := r.sweepBatch(ctx)
+		if err == nil && gone != nil && len(ids) > 0 {
+			err = gone(ids)
 		}
-		if took < sweepBatch {
-			return n, nil
+		if err != nil || took < sweepBatch {
+			return n, err
 		}
 	}
 }

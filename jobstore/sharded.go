@@ -45,7 +45,7 @@ import (
 // max_parallel_jobs at once whatever it is handed (the rest wait there).
 // DueDeferred hands out at most limit jobs, spread over the shards.
 type Sharded struct {
-	c      redis.UniversalClient
+	c       redis.UniversalClient
 	shards  []*Redis
 	ids     idCache // job id -> shard; run ids as "run:" + id
 	workers nameSet // the workers this process listed in workersKey
@@ -760,22 +760,7 @@ func (s *Sharded) Sweep(ctx context.Context, now time.Time) (int, error) {
 		return 0, err
 	}
 	counts, err := each(s, func(i int, r *Redis) (int, error) {
-		if r.retention <= 0 {
-			return 0, nil
-		}
-		n, err := r.sweepIndexes(ctx, now)
-		if err != nil {
-			return n, err
-		}
-		for {
-			took, gone, err := r.sweepBatch(ctx)
-			if err == nil && len(gone) > 0 {
-				err = s.dropDir(ctx, i, gone)
-			}
-			if err != nil || took < sweepBatch {
-				return n, err
-			}
-		}
+		return r.sweep(ctx, now, func(gone []string) error { return s.dropDir(ctx, i, gone) })
 	})
 	total := 0
 	for _, n := range counts {

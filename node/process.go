@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -133,19 +132,7 @@ func OpenStore(url string, memory bool) (jobstore.Store, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return s, redactURL(url), nil
-}
-
-// redactURL hides a password in a URL for printing.
-func redactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		return scheme + "://***@" + rest[at+1:]
-	}
-	return u
+	return s, jobstore.RedactURL(url), nil
 }
 
 // DefaultRetention is how long an ended job is kept in the store by

@@ -490,6 +490,14 @@ func TestLattice(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 
+	// forget drops a job that was refused at submission: it is no job.
+	forget := func(id string) {
+		refused.Add(1)
+		mu.Lock()
+		delete(jobs, id)
+		mu.Unlock()
+	}
+
 	// Workflow runs (a fan-out of three echo jobs and a join), started
 	// with the client, retried with the same id until a replica answers.
 	runs := map[string]time.Time{}
@@ -542,10 +550,7 @@ func TestLattice(t *testing.T) {
 				if refused.Load() < 3 {
 					t.Logf("gateway submission of %s refused 20 times, the last: %s", j.id, why)
 				}
-				refused.Add(1)
-				mu.Lock()
-				delete(jobs, j.id)
-				mu.Unlock()
+				forget(j.id)
 				return
 			}
 			time.Sleep(500 * time.Millisecond)
@@ -602,10 +607,7 @@ func TestLattice(t *testing.T) {
 						return
 					}
 					if rep != nil && !rep.GetAccepted() && attempt > 20 {
-						refused.Add(1)
-						mu.Lock()
-						delete(jobs, j.id)
-						mu.Unlock()
+						forget(j.id)
 						return
 					}
 					time.Sleep(500 * time.Millisecond)
@@ -749,10 +751,7 @@ func TestLattice(t *testing.T) {
 				defer cancel()
 				if _, err := c.Submit(ctx, &wardv1.JobRequest{JobId: j.id, Topic: j.topic, TenantId: fmt.Sprintf("t%d", i%3),
 					Payload: []byte(fmt.Sprintf(`{"burst":%d}`, i)), IdempotencyKey: j.id}); err != nil {
-					refused.Add(1)
-					mu.Lock()
-					delete(jobs, j.id)
-					mu.Unlock()
+					forget(j.id)
 					return
 				}
 				submitOK.Add(1)
