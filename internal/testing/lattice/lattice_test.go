@@ -36,6 +36,7 @@ import (
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/internal/testing/ollamatest"
+	"github.com/ward-run/ward/internal/testing/repotest"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/scheduler"
 )
@@ -387,7 +388,8 @@ func TestLattice(t *testing.T) {
 	}
 	sched := "placement:\n  cpu_threshold: 100\ntenants:\n  default: {max_concurrent_jobs: 50, rate: 0}\n  wait_budget: 2m\n"
 	timeouts := "reconciler:\n  scan_interval: 1s\n  lease_ttl: 3s\n  pending_timeout: 5s\n  result_grace: 3s\n  dispatch_timeout: 10s\n  running_timeout: 20s\n" +
-		"topics:\n  job.echo: {max_retries: 3}\n  job.chat.simple: {max_retries: 3}\n  job.chat.advanced: {max_retries: 3, running_timeout: 20s}\n"
+		"topics:\n  job.echo: {max_retries: 3}\n  job.chat.simple: {max_retries: 3}\n  job.chat.advanced: {max_retries: 3, running_timeout: 20s}\n" +
+		"  job.repo.scan: {max_retries: 3}\n  job.repo.sast: {max_retries: 3}\n"
 	l.env = []string{"NATS_URL=" + l.natsURL, "REDIS_URL=" + l.redis, "WARD_JS_REPLICAS=3", "WARD_LOG_LEVEL=warn", "METRICS_ADDR=",
 		"SCHEDULER_CONFIG_PATH=" + write("scheduler.yaml", sched), "TIMEOUT_CONFIG_PATH=" + write("timeouts.yaml", timeouts),
 		"WARD_STATE_DIR=" + filepath.Join(dir, "state"), "WARD_AUTH_DIR=" + l.auth}
@@ -490,6 +492,10 @@ func TestLattice(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 
+	// A repository for the repo jobs, as `ward submit --repo` sends it: a
+	// JSON head, then the gzipped tar.
+	repoPayload := append([]byte("{}\n"), repotest.Archive(t, repotest.Tree(t))...)
+
 	// forget drops a job that was refused at submission: it is no job.
 	forget := func(id string) {
 		refused.Add(1)
@@ -577,6 +583,10 @@ func TestLattice(t *testing.T) {
 				topic, payload = "job.chat.advanced", []byte("why is the sky blue?")
 			case n%5 == 0:
 				topic, payload = "job.chat.simple", []byte("hello")
+			case n%20 == 7:
+				topic, payload = "job.repo.scan", repoPayload
+			case n%20 == 17:
+				topic, payload = "job.repo.sast", repoPayload
 			}
 			if n%120 == 0 { // a workflow run every 3 s
 				id := "run-" + uuid.NewString()
@@ -722,6 +732,16 @@ func TestLattice(t *testing.T) {
 		l.signal("nats-1", syscall.SIGKILL)
 		time.Sleep(5 * time.Second)
 		l.run(l.procs["nats-1"])
+		return ""
+	})
+	fault("kill -9 a scheduler, a host and a NATS server together (restarted after 5 s)", func() string {
+		for _, p := range []string{"scheduler-1", "host-h1", "nats-2"} {
+			l.signal(p, syscall.SIGKILL)
+		}
+		time.Sleep(5 * time.Second)
+		for _, p := range []string{"nats-2", "scheduler-1", "host-h1"} {
+			l.run(l.procs[p])
+		}
 		return ""
 	})
 	redisFault := "restart Redis (SIGTERM, AOF)"
