@@ -3,9 +3,11 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -18,7 +20,8 @@ import (
 // OllamaProbe watches an Ollama server beside the host. While it answers
 // /api/version and /api/tags, heartbeats carry capability `ollama`, label
 // ollama.version, and a label ollama.model.<name>=true for every model
-// present (ollama.models lists them all). When it stops answering, the
+// present (ollama.models lists them all). When it stops answering (a
+// refusal, an error, or slowDown probes in a row past probeTimeout), the
 // capability is gone from the next heartbeat, and comes back with it.
 type OllamaProbe struct {
 	url      string
@@ -26,11 +29,22 @@ type OllamaProbe struct {
 	client   *http.Client
 	log      *slog.Logger
 
-	mu      sync.Mutex // guards the 3 following fields
+	mu      sync.Mutex // guards the 4 following fields
 	up      bool
+	slow    int // probes in a row that timed out while up
 	version string
 	models  []string
 }
+
+// slowDown is how many probes in a row must time out before a slow Ollama
+// counts as gone: a machine under load answers late, and one late answer
+// should not take the host out of every LLM pool for a heartbeat (jobs
+// needing Ollama would fail no_workers meanwhile). A refusal or an error
+// answer counts at once.
+const slowDown = 3
+
+// probeTimeout bounds one probe (both requests).
+const probeTimeout = 2 * time.Second
 
 // NewOllamaProbe probes url every interval (default 2 s).
 func NewOllamaProbe(url string, interval time.Duration, log *slog.Logger) *OllamaProbe {
@@ -43,9 +57,9 @@ func NewOllamaProbe(url string, interval time.Duration, log *slog.Logger) *Ollam
 	return &OllamaProbe{
 		url:      strings.TrimRight(url, "/"),
 		interval: interval,
-		// A probe must never outlast its interval, nor follow a redirect
-		// somewhere else.
-		client: &http.Client{Timeout: min(interval, 2*time.Second),
+		// A probe may outlast a short interval (the next waits for it),
+		// and never follows a redirect somewhere else.
+		client: &http.Client{Timeout: probeTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		log: log,
 	}
@@ -89,13 +103,23 @@ func (p *OllamaProbe) probe(ctx context.Context) {
 
 	p.mu.Lock()
 	was := p.up
-	p.up = err == nil
-	if p.up {
+	var ne net.Error
+	switch {
+	case err == nil:
+		p.up, p.slow = true, 0
 		p.version, p.models = ver.Version, models
-	} else {
+	case was && errors.As(err, &ne) && ne.Timeout() && p.slow+1 < slowDown:
+		p.slow++ // late: still up, as last seen
+	default:
+		p.up, p.slow = false, 0
 		p.version, p.models = "", nil
 	}
+	up := p.up
 	p.mu.Unlock()
+	if up && err != nil {
+		p.log.Info("ollama answered late; still counted up", "url", p.url, "err", err)
+		return
+	}
 	switch {
 	case was && err != nil:
 		p.log.Warn("ollama went away", "url", p.url, "err", err)

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 )
@@ -138,5 +140,59 @@ func TestOllamaProbeFollowsTheServer(t *testing.T) {
 	p.probe(ctx)
 	if p.reachable() {
 		t.Fatal("a closed server counts as up")
+	}
+}
+
+// TestOllamaProbeToleratesLateAnswers: an Ollama that answers late (a
+// machine under load) stays up for slowDown-1 probes in a row, then
+// counts as gone; an answer in time resets the count.
+func TestOllamaProbeToleratesLateAnswers(t *testing.T) {
+	var up, slow atomic.Bool
+	up.Store(true)
+	fast := ollamaStandIn(t, &up)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slow.Load() {
+			time.Sleep(300 * time.Millisecond)
+		}
+		resp, err := http.Get(fast.URL + r.URL.Path)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	p := NewOllamaProbe(srv.URL, 0, nil)
+	p.client.Timeout = 100 * time.Millisecond
+	ctx := context.Background()
+	p.probe(ctx)
+	if !p.reachable() {
+		t.Fatal("not up at first")
+	}
+	slow.Store(true)
+	for i := range slowDown - 1 {
+		p.probe(ctx)
+		if !p.reachable() {
+			t.Fatalf("gone after %d late answers, want %d", i+1, slowDown)
+		}
+	}
+	slow.Store(false)
+	p.probe(ctx) // in time: the count starts again
+	slow.Store(true)
+	for range slowDown - 1 {
+		p.probe(ctx)
+	}
+	if !p.reachable() {
+		t.Fatal("gone: an answer in time did not reset the count")
+	}
+	p.probe(ctx)
+	if p.reachable() {
+		t.Fatalf("still up after %d late answers in a row", slowDown)
+	}
+	hb := &wardv1.Heartbeat{}
+	p.Observe(ctx, hb)
+	if slices.Contains(hb.GetCapabilities(), "ollama") {
+		t.Errorf("a gone Ollama still advertised: %v", hb.GetCapabilities())
 	}
 }
