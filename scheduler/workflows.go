@@ -426,6 +426,19 @@ func (r *runner) submit(ctx context.Context, lr *liveRun, a *workflow.Assignment
 		Labels: map[string]string{LabelRun: lr.id, LabelTask: a.Task},
 		Budget: &wardv1.Budget{MaxRetries: int32(retries), DeadlineMs: timeout.Milliseconds()}}
 	reply, job, queued := s.acceptFor(ctx, req, true)
+	// The store unreachable for a moment (a Redis restart, a cluster
+	// master's failover) is no reason to fail the step: ask again, the
+	// id being the idempotency key, for up to about 15 s.
+	for wait := 250 * time.Millisecond; !reply.GetAccepted() && reply.GetReason() == string(reason.StoreError) && wait <= 4*time.Second; wait *= 2 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		reply, job, queued = s.acceptFor(ctx, req, true)
+	}
 	switch {
 	case reply.GetDuplicate():
 		return // made before (a replica that died, a retried drive): its end comes as any job's
