@@ -524,7 +524,8 @@ func (s *Sharded) WithResult(ctx context.Context, state State, before time.Time,
 	if err != nil {
 		return nil, err
 	}
-	return slices.Concat(parts...)[:min(limit, len(slices.Concat(parts...)))], nil
+	all := slices.Concat(parts...)
+	return all[:min(limit, len(all))], nil
 }
 
 // QueueHeads returns the first jobs of pool's queue across the shards,
@@ -923,7 +924,6 @@ type idCache struct {
 	mu       sync.Mutex
 	cur, old map[string]int
 	max      int
-	n        uint64
 }
 
 func newIDCache(max int) idCache {
@@ -961,14 +961,6 @@ func (c *idCache) drop(id string) {
 	delete(c.cur, id)
 	delete(c.old, id)
 	c.mu.Unlock()
-}
-
-// tick counts calls, for taking turns.
-func (c *idCache) tick() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n++
-	return c.n
 }
 
 // nameSet is a set of names, safe for concurrent use.
