@@ -146,25 +146,51 @@ func (c *Conn) Close() {
 
 // Workers runs message handlers on at most n goroutines at once. Several
 // subscriptions may share one Workers, so that together they never exceed n.
+//
+// A goroutine that finished a handler waits for the next one rather than
+// ending, so that a busy subscription does not start a goroutine (and grow
+// its stack again through the store and bus calls) for every message: a
+// handler is handed to an idle goroutine when there is one, and a new
+// goroutine starts only while fewer than n run. Wait ends the idle ones.
 type Workers struct {
-	sem chan struct{}
-	wg  sync.WaitGroup
+	sem   chan struct{} // a token per goroutine, busy or idle
+	work  chan func()   // unbuffered: the hand-off to an idle goroutine
+	quit  chan struct{} // closed by Wait: idle goroutines end
+	once  sync.Once
+	tasks sync.WaitGroup // handlers running
+	procs sync.WaitGroup // goroutines
 }
 
 // NewWorkers returns a Workers of n goroutines (at least 1).
 func NewWorkers(n int) *Workers {
-	return &Workers{sem: make(chan struct{}, max(n, 1))}
+	return &Workers{sem: make(chan struct{}, max(n, 1)), work: make(chan func()), quit: make(chan struct{})}
 }
 
 // run runs f on a worker, blocking while all n are busy. Blocking here keeps
 // further messages in the NATS client's pending buffer, which is the queue.
 func (w *Workers) run(f func()) {
-	w.sem <- struct{}{}
-	w.wg.Add(1)
-	go func() {
-		defer func() { <-w.sem; w.wg.Done() }()
+	w.tasks.Add(1)
+	select {
+	case w.work <- f: // an idle goroutine took it
+	case w.sem <- struct{}{}:
+		w.procs.Add(1)
+		go w.loop(f)
+	}
+}
+
+// loop runs f, then each handler handed to it, until Wait ends it while
+// it is idle.
+func (w *Workers) loop(f func()) {
+	defer func() { <-w.sem; w.procs.Done() }()
+	for {
 		f()
-	}()
+		w.tasks.Done()
+		select {
+		case f = <-w.work:
+		case <-w.quit:
+			return
+		}
+	}
 }
 
 // Go runs f on a worker like a handler, blocking while all n are busy, so
@@ -172,10 +198,13 @@ func (w *Workers) run(f func()) {
 // for by Wait.
 func (w *Workers) Go(f func()) { w.run(f) }
 
-// Wait blocks until every running handler has returned, or ctx ends.
+// Wait blocks until every running handler has returned and the goroutines
+// have ended, or ctx ends. A component calls it as it stops, once its
+// subscriptions are drained.
 func (w *Workers) Wait(ctx context.Context) error {
+	w.once.Do(func() { close(w.quit) })
 	done := make(chan struct{})
-	go func() { w.wg.Wait(); close(done) }()
+	go func() { w.tasks.Wait(); w.procs.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil

@@ -545,6 +545,16 @@ func Terminal(s wardv1.JobState) bool {
 	return false
 }
 
+// quietTimers are Wait's timers, kept for the next Wait: a program that
+// waits for many jobs makes no timer for each. Since Go 1.23 a timer's
+// Stop and Reset leave no stale tick in its channel, so a used timer is
+// as good as a new one.
+var quietTimers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
 // Wait follows w until the job ends and returns the final event. Every
 // event, the final one included, is passed to each (which may be nil):
 // state changes, progress, and streamed output (Progress.Kind OUTPUT) in
@@ -594,8 +604,9 @@ func (c *Client) Wait(ctx context.Context, id string, w *Watcher, each func(*war
 		each(last)
 		return last
 	}
-	quiet := time.NewTimer(poll)
-	defer quiet.Stop()
+	quiet := quietTimers.Get().(*time.Timer)
+	quiet.Reset(poll)
+	defer func() { quiet.Stop(); quietTimers.Put(quiet) }()
 	for {
 		ev, err := w.nextUntil(ctx, quiet.C)
 		quiet.Reset(poll)

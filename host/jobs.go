@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -299,7 +300,10 @@ func serviceHost(raw string) (string, error) {
 func warnings(log []byte) []string {
 	const maxLines, maxLen = 5, 300
 	var out []string
-	for _, line := range strings.Split(string(log), "\n") {
+	if !bytes.Contains(log, []byte("warn: ")) {
+		return nil // the common case: no line to split
+	}
+	for line := range strings.SplitSeq(string(log), "\n") {
 		msg, ok := strings.CutPrefix(line, "warn: ")
 		if !ok {
 			continue

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // A job's event log is a hash chain: each event carries Chain, the hex
@@ -21,19 +20,36 @@ import (
 // time in Unix ms, state, reason, message and worker, each prefixed with
 // its length.
 func Canonical(e Event) string {
-	var b strings.Builder
-	for _, f := range []string{strconv.FormatInt(e.At.UnixMilli(), 10), string(e.State), e.Reason, e.Message, e.WorkerID} {
-		b.WriteString(strconv.Itoa(len(f)))
-		b.WriteByte(':')
-		b.WriteString(f)
+	var buf [160]byte
+	return string(appendCanonical(buf[:0], e))
+}
+
+// appendCanonical appends e's canonical encoding to b: Canonical without a
+// string, so that a link is computed on the stack for a common event.
+func appendCanonical(b []byte, e Event) []byte {
+	var at [20]byte
+	b = appendField(b, strconv.AppendInt(at[:0], e.At.UnixMilli(), 10))
+	for _, f := range [...]string{string(e.State), e.Reason, e.Message, e.WorkerID} {
+		b = strconv.AppendInt(b, int64(len(f)), 10)
+		b = append(b, ':')
+		b = append(b, f...)
 	}
-	return b.String()
+	return b
+}
+
+func appendField(b, f []byte) []byte {
+	b = strconv.AppendInt(b, int64(len(f)), 10)
+	b = append(b, ':')
+	return append(b, f...)
 }
 
 // ChainOf is the chain link of e after prev.
 func ChainOf(prev string, e Event) string {
-	h := sha1.Sum([]byte(prev + Canonical(e)))
-	return hex.EncodeToString(h[:])
+	var buf [256]byte
+	h := sha1.Sum(appendCanonical(append(buf[:0], prev...), e))
+	var x [2 * sha1.Size]byte
+	hex.Encode(x[:], h[:])
+	return string(x[:])
 }
 
 // ChainError names the first event of a job's log that does not hold.

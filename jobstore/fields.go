@@ -109,14 +109,18 @@ func pairs(p []string, field, value string) []string {
 // jobFields encodes j as field/value pairs, leaving out empty fields.
 func jobFields(j *Job) ([]string, error) {
 	p := make([]string, 0, 2*30)
+	created, updated := strconv.FormatInt(ms(j.CreatedAt), 10), ""
+	if updated = created; ms(j.UpdatedAt) != ms(j.CreatedAt) {
+		updated = strconv.FormatInt(ms(j.UpdatedAt), 10)
+	}
 	p = append(p,
 		fID, j.ID,
 		fTopic, j.Topic,
 		fTenant, j.Tenant,
 		fPriority, strconv.Itoa(j.Priority),
 		fState, string(j.State),
-		fCreatedAt, strconv.FormatInt(ms(j.CreatedAt), 10),
-		fUpdatedAt, strconv.FormatInt(ms(j.UpdatedAt), 10),
+		fCreatedAt, created,
+		fUpdatedAt, updated, // a new job's is its creation's: one string
 	)
 	p = pairs(p, fPool, j.Pool)
 	p = pairs(p, fWorkerID, j.WorkerID)

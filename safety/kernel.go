@@ -37,6 +37,12 @@ import (
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 )
 
+// Job and decision ids are random UUIDs, one or more a job: they come from
+// uuid's pool of random bytes, read from the system's generator in
+// batches, not a getrandom call (and an allocation) each. Set before any
+// id is made, as uuid asks.
+func init() { uuid.EnableRandPool() }
+
 // ErrNoPolicy is returned by Check on a Kernel that has no bundle loaded.
 var ErrNoPolicy = errors.New("safety: no policy loaded")
 

@@ -24,6 +24,12 @@ import (
 	"github.com/ward-run/ward/scheduler/placement"
 )
 
+// Job and decision ids are random UUIDs, one or more a job: they come from
+// uuid's pool of random bytes, read from the system's generator in
+// batches, not a getrandom call (and an allocation) each. Set before any
+// id is made, as uuid asks.
+func init() { uuid.EnableRandPool() }
+
 // deadlineAbsolute: budget deadlines at or above it are Unix milliseconds,
 // below it durations from submission (10^12 ms is September 2001).
 const deadlineAbsolute = 1_000_000_000_000
