@@ -262,27 +262,53 @@ type Watcher struct {
 	f    *Follower          // the Follower that feeds it, its job's id
 	id   string
 	ch   chan *nats.Msg
-	next *wardv1.JobEvent // the second half of an event with a via state
+	next [2]*wardv1.JobEvent // the rest of an event that told several states (Unfold), in order
+	kept int                 // how many of next are unread
 }
 
-// split turns an event that tells of a move through another state (its
-// via) into that state's event, returned, and its own, kept for the next
-// read.
+// Unfold calls f with each state change ev tells, in order: the job's
+// creation (PENDING) when ev carries it (created_at_unix_ms), the state
+// it moved through (via), then ev's own state, with those fields cleared.
+// An event of one state is passed as it is.
+func Unfold(ev *wardv1.JobEvent, f func(*wardv1.JobEvent)) {
+	if at := ev.GetCreatedAtUnixMs(); at != 0 {
+		f(&wardv1.JobEvent{JobId: ev.GetJobId(), State: wardv1.JobState_JOB_STATE_PENDING, AtUnixMs: at})
+		ev.CreatedAtUnixMs = 0
+	}
+	if ev.GetVia() != wardv1.JobState_JOB_STATE_UNSPECIFIED {
+		f(&wardv1.JobEvent{JobId: ev.GetJobId(), State: ev.GetVia(), AtUnixMs: ev.GetAtUnixMs(), Message: ev.GetViaMessage(),
+			WorkerId: ev.GetWorkerId()})
+		ev.Via, ev.ViaMessage = wardv1.JobState_JOB_STATE_UNSPECIFIED, ""
+	}
+	f(ev)
+}
+
+// split returns the first state change ev tells (Unfold) and keeps the
+// others for the next reads.
 func (w *Watcher) split(ev *wardv1.JobEvent) *wardv1.JobEvent {
-	if ev.GetVia() == wardv1.JobState_JOB_STATE_UNSPECIFIED {
+	if ev.GetVia() == wardv1.JobState_JOB_STATE_UNSPECIFIED && ev.GetCreatedAtUnixMs() == 0 {
 		return ev
 	}
-	first := &wardv1.JobEvent{JobId: ev.GetJobId(), State: ev.GetVia(), AtUnixMs: ev.GetAtUnixMs(), Message: ev.GetViaMessage(),
-		WorkerId: ev.GetWorkerId()}
-	ev.Via, ev.ViaMessage = wardv1.JobState_JOB_STATE_UNSPECIFIED, ""
-	w.next = ev
+	var first *wardv1.JobEvent
+	Unfold(ev, func(e *wardv1.JobEvent) {
+		if first == nil {
+			first = e
+		} else {
+			w.next[w.kept] = e
+			w.kept++
+		}
+	})
 	return first
 }
 
-// queued returns the event split kept, if any.
+// queued returns the next event split kept, if any.
 func (w *Watcher) queued() *wardv1.JobEvent {
-	ev := w.next
-	w.next = nil
+	if w.kept == 0 {
+		return nil
+	}
+	ev := w.next[0]
+	w.next[0], w.next[1] = w.next[1], nil
+	w.kept--
 	return ev
 }
 
@@ -440,7 +466,7 @@ func (w *Watcher) Close() {
 // pending returns the events already received and not yet read.
 func (w *Watcher) pending() []*wardv1.JobEvent {
 	var out []*wardv1.JobEvent
-	if ev := w.queued(); ev != nil {
+	for ev := w.queued(); ev != nil; ev = w.queued() {
 		out = append(out, ev)
 	}
 	for {
@@ -449,7 +475,7 @@ func (w *Watcher) pending() []*wardv1.JobEvent {
 			ev := &wardv1.JobEvent{}
 			if proto.Unmarshal(msg.Data, ev) == nil {
 				out = append(out, w.split(ev))
-				if ev := w.queued(); ev != nil {
+				for ev := w.queued(); ev != nil; ev = w.queued() {
 					out = append(out, ev)
 				}
 			}

@@ -1,8 +1,11 @@
 package client
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
@@ -112,5 +115,38 @@ func TestOutputHas(t *testing.T) {
 	o.Add(chunk(1, 2))
 	if !o.Has(3) || o.Has(4) {
 		t.Fatalf("with 1..3: Has(3) %v, Has(4) %v", o.Has(3), o.Has(4))
+	}
+}
+
+// TestUnfold checks that one bus event telling several state changes (a
+// fresh job's creation, the state it moved through, its own) reaches a
+// watcher as those changes, in order, and that a plain event is passed
+// as it is.
+func TestUnfold(t *testing.T) {
+	ev := &wardv1.JobEvent{JobId: "j", State: wardv1.JobState_JOB_STATE_DISPATCHED, AtUnixMs: 20, WorkerId: "h1",
+		Via: wardv1.JobState_JOB_STATE_SCHEDULED, ViaMessage: "picked h1", CreatedAtUnixMs: 10}
+	var got []string
+	Unfold(ev, func(e *wardv1.JobEvent) {
+		got = append(got, fmt.Sprintf("%s@%d %s %s via=%s created=%d", e.GetState(), e.GetAtUnixMs(), e.GetMessage(), e.GetWorkerId(),
+			e.GetVia(), e.GetCreatedAtUnixMs()))
+	})
+	want := []string{
+		"JOB_STATE_PENDING@10   via=JOB_STATE_UNSPECIFIED created=0",
+		"JOB_STATE_SCHEDULED@20 picked h1 h1 via=JOB_STATE_UNSPECIFIED created=0",
+		"JOB_STATE_DISPATCHED@20  h1 via=JOB_STATE_UNSPECIFIED created=0",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Unfold gave\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	plain := &wardv1.JobEvent{JobId: "j", State: wardv1.JobState_JOB_STATE_SUCCEEDED}
+	n := 0
+	Unfold(plain, func(e *wardv1.JobEvent) {
+		if e != plain {
+			t.Fatal("a plain event was copied")
+		}
+		n++
+	})
+	if n != 1 {
+		t.Fatalf("a plain event gave %d events", n)
 	}
 }

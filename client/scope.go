@@ -65,12 +65,7 @@ func (c *Client) Events(f func(*wardv1.JobEvent)) (stop func(), dropped func() i
 				if proto.Unmarshal(m.Data, ev) != nil || ev.GetState() == wardv1.JobState_JOB_STATE_UNSPECIFIED {
 					continue
 				}
-				if ev.GetVia() != wardv1.JobState_JOB_STATE_UNSPECIFIED {
-					f(&wardv1.JobEvent{JobId: ev.GetJobId(), State: ev.GetVia(), AtUnixMs: ev.GetAtUnixMs(),
-						Message: ev.GetViaMessage(), WorkerId: ev.GetWorkerId()})
-					ev.Via, ev.ViaMessage = wardv1.JobState_JOB_STATE_UNSPECIFIED, ""
-				}
-				f(ev)
+				Unfold(ev, f)
 			}
 		}
 	}()

@@ -67,7 +67,7 @@ func (s *Scheduler) handleSubmit(ctx context.Context, msg *nats.Msg, req *wardv1
 	if job == nil {
 		return
 	}
-	s.admit(ctx, job, queued, req.Payload)
+	s.admitCreated(ctx, job, queued, req.Payload)
 }
 
 // hasSystemLabel reports whether labels holds one of Ward's own.
@@ -199,7 +199,7 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 		return &wardv1.SubmitReply{JobId: res.ID, Accepted: true, Duplicate: true}, nil, nil
 	}
 	jobsReceived.WithLabelValues(s.topicLabel(req.Topic)).Inc()
-	s.publishEvent(job, jobstore.Event{At: job.CreatedAt, State: jobstore.Pending}, 0)
+	// Its PENDING event is told by admitCreated, which the caller runs.
 	var queued map[string]int // nil while every queue is empty, the common case
 	for i, p := range pools {
 		if res.Queued[i] > 0 {
@@ -430,7 +430,7 @@ func (s *Scheduler) end(ctx context.Context, job *jobstore.Job, lim limits, t jo
 	}
 	if !dlq {
 		jobsCompleted.WithLabelValues(s.topicLabel(moved.Topic), string(moved.State)).Inc()
-		s.moved(moved, t)
+		s.moved(ctx, moved, t)
 		return
 	}
 	s.deadLettered(ctx, moved, t)
@@ -448,7 +448,7 @@ func (s *Scheduler) deadLettered(ctx context.Context, job *jobstore.Job, t jobst
 	s.log.InfoContext(ctx, "job dead-lettered", "job_id", job.ID, "topic", job.Topic, "state", job.State, "reason", t.Reason, "message", t.Message)
 	_ = s.cfg.Bus.Publish(bus.SubjectDLQ, &wardv1.DLQEntry{JobId: e.JobID, Topic: e.Topic, TenantId: e.Tenant,
 		Reason: e.Reason, Message: e.Message, AtUnixMs: e.At.UnixMilli(), Job: Record(job)})
-	s.moved(job, t)
+	s.moved(ctx, job, t)
 }
 
 // contextSize returns the size of the context ptr points to, or why the

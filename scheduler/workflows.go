@@ -446,7 +446,7 @@ func (r *runner) submit(ctx context.Context, lr *liveRun, a *workflow.Assignment
 		r.complete(lr, a.Task, workflow.Result{Error: reply.GetReason() + ": " + reply.GetMessage(), JobID: req.JobId})
 		return
 	}
-	s.admit(ctx, job, queued, a.Payload)
+	s.admitCreated(ctx, job, queued, a.Payload)
 	r.placed(ctx, lr, a.Task, req.JobId)
 }
 
@@ -686,7 +686,7 @@ func (s *Scheduler) cancelJob(ctx context.Context, id, tenant, why string) (*job
 	}
 	s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, time.Now())
 	jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
-	s.moved(job, t)
+	s.moved(ctx, job, t)
 	s.poke()
 	_ = s.cfg.Bus.Publish(bus.SubjectHostCancel, &wardv1.JobCancel{JobId: id, Reason: why})
 	return job, nil

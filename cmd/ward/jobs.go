@@ -326,35 +326,40 @@ func printFollowed(ctx context.Context, out io.Writer, events <-chan *nats.Msg, 
 				continue // progress and streamed output are not state changes
 			}
 			tenant := eventTenant(m.Subject)
-			switch format {
-			case outJSON:
-				v := view.Of(ev)
-				v["tenant_id"] = tenant
-				b, err := json.Marshal(v)
-				if err != nil {
-					return err
+			var err error
+			client.Unfold(ev, func(ev *wardv1.JobEvent) {
+				if err == nil {
+					err = printFollowedEvent(out, ev, tenant, format)
 				}
-				fmt.Fprintf(out, "%s\n", b)
-				continue
-			case outYAML:
-				v := view.Of(ev)
-				v["tenant_id"] = tenant
-				fmt.Fprintln(out, "---")
-				if err := printAs(out, outYAML, v); err != nil {
-					return err
-				}
-				continue
+			})
+			if err != nil {
+				return err
 			}
-			at := time.UnixMilli(ev.GetAtUnixMs()).Format("15:04:05.000")
-			line := func(st wardv1.JobState, detail string) {
-				fmt.Fprintln(out, strings.TrimRight(fmt.Sprintf("%s  %s  %-12s  %-10s  %s", at, ev.GetJobId(), tenant, stateName(st), detail), " "))
-			}
-			if ev.GetVia() != wardv1.JobState_JOB_STATE_UNSPECIFIED {
-				line(ev.GetVia(), eventDetail(&wardv1.JobEvent{WorkerId: ev.GetWorkerId(), Message: ev.GetViaMessage()}))
-			}
-			line(ev.GetState(), eventDetail(ev))
 		}
 	}
+}
+
+// printFollowedEvent prints one state change of printFollowed's.
+func printFollowedEvent(out io.Writer, ev *wardv1.JobEvent, tenant, format string) error {
+	switch format {
+	case outJSON:
+		v := view.Of(ev)
+		v["tenant_id"] = tenant
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	case outYAML:
+		v := view.Of(ev)
+		v["tenant_id"] = tenant
+		fmt.Fprintln(out, "---")
+		return printAs(out, outYAML, v)
+	}
+	at := time.UnixMilli(ev.GetAtUnixMs()).Format("15:04:05.000")
+	_, err := fmt.Fprintln(out, strings.TrimRight(fmt.Sprintf("%s  %s  %-12s  %-10s  %s", at, ev.GetJobId(), tenant, stateName(ev.GetState()), eventDetail(ev)), " "))
+	return err
 }
 
 // eventTenant is the tenant token of an event's subject,

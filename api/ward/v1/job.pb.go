@@ -1091,9 +1091,15 @@ type JobEvent struct {
 	// chain is the event's link in the job's hash chain, on the events of
 	// a stored log (JobRecord.events): jobstore.VerifyEvents, `ward jobs
 	// verify`.
-	Chain         string `protobuf:"bytes,11,opt,name=chain,proto3" json:"chain,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Chain string `protobuf:"bytes,11,opt,name=chain,proto3" json:"chain,omitempty"`
+	// created_at_unix_ms, when set, says the job was created (PENDING) at
+	// that time and no event told it: a fresh submission's admission tells
+	// its creation with its first move, one message for both (SCHEDULED
+	// and DISPATCHED, or a denial). That PENDING event comes first, then
+	// via's, then this one's (client.Unfold).
+	CreatedAtUnixMs int64 `protobuf:"varint,12,opt,name=created_at_unix_ms,json=createdAtUnixMs,proto3" json:"created_at_unix_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *JobEvent) Reset() {
@@ -1201,6 +1207,13 @@ func (x *JobEvent) GetChain() string {
 		return x.Chain
 	}
 	return ""
+}
+
+func (x *JobEvent) GetCreatedAtUnixMs() int64 {
+	if x != nil {
+		return x.CreatedAtUnixMs
+	}
+	return 0
 }
 
 // SafetyRecord is the safety decision stored with a job.
@@ -2078,7 +2091,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\vKIND_OUTPUT\x10\x03\":\n" +
 	"\tJobCancel\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xea\x02\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x97\x03\n" +
 	"\bJobEvent\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12'\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x05state\x12\x1c\n" +
@@ -2093,7 +2106,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\vvia_message\x18\n" +
 	" \x01(\tR\n" +
 	"viaMessage\x12\x14\n" +
-	"\x05chain\x18\v \x01(\tR\x05chain\"\xc7\x02\n" +
+	"\x05chain\x18\v \x01(\tR\x05chain\x12+\n" +
+	"\x12created_at_unix_ms\x18\f \x01(\x03R\x0fcreatedAtUnixMs\"\xc7\x02\n" +
 	"\fSafetyRecord\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x18\n" +
 	"\areasons\x18\x02 \x03(\tR\areasons\x12'\n" +
