@@ -38,8 +38,8 @@ func TestTransitionLogFields(t *testing.T) {
 	if want := append(slices.Clone(base), fLog, "boom\n", fLogTruncated, "1"); !slices.Equal(got, want) {
 		t.Errorf("a log: fields %q, want %q", got, want)
 	}
-	call := transitionCall{id: "j", t: end, fields: base}
-	if n, m := len(call.argv()), len(transitionCall{id: "j", t: empty, fields: base}.argv()); n != m {
+	call, other := transitionCall{id: "j", t: end, fields: base}, transitionCall{id: "j", t: empty, fields: base}
+	if n, m := len(call.argv()), len(other.argv()); n != m {
 		t.Errorf("an empty log: %d script arguments, want %d", m, n)
 	}
 }

@@ -98,7 +98,7 @@ func (r *Redis) Submit(ctx context.Context, job *Job, payload []byte, g Guard) (
 	if err != nil {
 		return Submitted{}, fmt.Errorf("jobstore: create %s: %w", n.ID, err)
 	}
-	c := createCall{n: n, guard: g, event: ev, canon: Canonical(first), data: payload, fields: fields}
+	c := &createCall{n: n, guard: g, event: ev, canon: Canonical(first), data: payload, fields: fields}
 	if n.IdempotencyKey != "" {
 		c.digest = idemDigest(n, payload)
 	}
@@ -202,7 +202,7 @@ func (r *Redis) transition(ctx context.Context, id string, t Transition) (*Job, 
 		}
 		viaCanon = Canonical(passed)
 	}
-	res, err := eval(ctx, r, transitionCall{id: id, t: t, when: when, event: ev, via: via, canon: Canonical(moved), viaCanon: viaCanon,
+	res, err := eval(ctx, r, &transitionCall{id: id, t: t, when: when, event: ev, via: via, canon: Canonical(moved), viaCanon: viaCanon,
 		fields: fields, retention: r.retention}).StringSlice()
 	if err != nil {
 		return nil, "", fmt.Errorf("jobstore: transition %s: %w", id, err)

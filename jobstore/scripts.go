@@ -114,10 +114,13 @@ func optMS(t time.Time) string {
 	return strconv.FormatInt(ms(t), 10)
 }
 
-// anys appends the strings of p to args.
+// anys appends the strings of p to args, as pointers: go-redis writes a
+// *string as the string, and a pointer goes into an interface without an
+// allocation, where a string takes one. p must stay as it is until the
+// command has been sent (eval waits for its answer).
 func anys(args []any, p []string) []any {
-	for _, s := range p {
-		args = append(args, s)
+	for i := range p {
+		args = append(args, &p[i])
 	}
 	return args
 }
@@ -131,6 +134,12 @@ type createCall struct {
 	data   []byte   // the context blob
 	fields []string // n's hash, from jobFields
 	digest string   // idemDigest, with an idempotency key
+
+	// argv's values, which its arguments point to
+	argStr [4]string
+	argNum [2]int64
+	argF   [2]float64
+	argCap int
 }
 
 func (createCall) script() *redis.Script { return createScript }
@@ -154,11 +163,17 @@ func (c createCall) keys(n ns) []string {
 	return k
 }
 
-func (c createCall) argv() []any {
+func (c *createCall) argv() []any {
 	g := c.guard
-	a := make([]any, 0, 10+len(c.fields))
-	a = append(a, c.n.ID, ms(c.n.CreatedAt), c.data, c.event, c.digest, g.Rate, burst(g), g.QueueCap,
-		optMS(c.n.Deadline), len(g.Queues), c.canon)
+	// The values are kept in c and passed by pointer (see anys): the hot
+	// path's calls take no allocation an argument.
+	c.argStr = [...]string{c.n.ID, c.digest, optMS(c.n.Deadline), c.canon}
+	c.argNum = [...]int64{ms(c.n.CreatedAt), int64(len(g.Queues))}
+	c.argF = [...]float64{g.Rate, burst(g)}
+	c.argCap = g.QueueCap
+	a := make([]any, 0, 11+len(c.fields))
+	a = append(a, &c.argStr[0], &c.argNum[0], c.data, c.event, &c.argStr[1], &c.argF[0], &c.argF[1], &c.argCap,
+		&c.argStr[2], &c.argNum[1], &c.argStr[3])
 	return anys(a, c.fields)
 }
 
@@ -173,34 +188,46 @@ type transitionCall struct {
 	viaCanon  string        // t.Via's event's, "" without
 	fields    []string      // the hash fields t sets, from transitionFields
 	retention time.Duration // how long an ended job is kept; 0: for ever
+
+	// argv's values, which its arguments point to
+	argStr [16]string
+	argNum [7]int64
 }
 
 func (transitionCall) script() *redis.Script { return transitionScript }
 
 func (c transitionCall) keys(n ns) []string { return []string{n.job(c.id), n.events(c.id)} }
 
-func (c transitionCall) argv() []any {
+func (c *transitionCall) argv() []any {
 	t := c.t
 	var lockOwner string
 	var lockTTL int64
 	if t.Lock != nil {
 		lockOwner, lockTTL = t.Lock.Owner, t.Lock.TTL.Milliseconds()
 	}
-	var waitPool, waitUntil, hasWait string
-	var waitScore float64
+	var waitPool, waitUntil, hasWait, waitScore string
 	var waitCap int
 	if w := t.Wait; w != nil {
-		hasWait, waitPool, waitScore, waitCap, waitUntil = "1", w.Pool, w.Score, w.Cap, optMS(w.Until)
+		hasWait, waitPool, waitScore, waitCap, waitUntil = "1", w.Pool, strconv.FormatFloat(w.Score, 'f', -1, 64), w.Cap, optMS(w.Until)
+	} else {
+		waitScore = "0"
 	}
 	briefArg := ""
 	if t.Brief {
 		briefArg = "1"
 	}
+	// The values are kept in c and passed by pointer (see anys): the hot
+	// path's calls take no allocation an argument.
+	c.argStr = [...]string{c.id, string(t.To), string(t.From), t.IfWorker, lockOwner, waitPool, waitScore, waitUntil, hasWait,
+		t.WorkerID, optMS(t.Deadline), t.IfTenant, string(t.Via), briefArg, c.viaCanon, c.canon}
+	c.argNum = [...]int64{ms(c.when), int64(t.TenantLimit), int64(t.WorkerLimit), lockTTL, int64(waitCap),
+		int64(max(t.IfAttempt, 0)), c.retention.Milliseconds()}
+	v, n := &c.argStr, &c.argNum
 	a := make([]any, 0, 25+len(c.fields))
-	a = append(a, c.id, string(t.To), string(t.From), ms(c.when), c.event, t.IfWorker, t.TenantLimit, t.WorkerLimit,
-		lockOwner, lockTTL, waitPool, strconv.FormatFloat(waitScore, 'f', -1, 64), waitUntil, waitCap, hasWait,
-		t.WorkerID, optMS(t.Deadline), max(t.IfAttempt, 0), t.IfTenant, c.retention.Milliseconds(), string(t.Via), c.via, briefArg,
-		c.viaCanon, c.canon)
+	a = append(a, &v[0], &v[1], &v[2], &n[0], c.event, &v[3], &n[1], &n[2],
+		&v[4], &n[3], &v[5], &v[6], &v[7], &n[4], &v[8],
+		&v[9], &v[10], &n[5], &v[11], &n[6], &v[12], c.via, &v[13],
+		&v[14], &v[15])
 	return anys(a, c.fields)
 }
 

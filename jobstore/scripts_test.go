@@ -14,8 +14,8 @@ import (
 // fixed keys and arguments as the header numbers.
 func TestScriptHeaders(t *testing.T) {
 	calls := map[string]luaCall{
-		"create.lua":       createCall{n: &Job{ID: "j"}},
-		"transition.lua":   transitionCall{id: "j"},
+		"create.lua":       &createCall{n: &Job{ID: "j"}},
+		"transition.lua":   &transitionCall{id: "j"},
 		"list.lua":         listCall{},
 		"sweep.lua":        sweepCall{},
 		"queue_heads.lua":  queueHeadsCall{},
