@@ -126,12 +126,18 @@ func (b *batcher) flush(batch []*call) {
 		}
 		live = append(live, c)
 	}
+	// A call taken is sent whatever its ctx does from now on (wait), so
+	// it is sent without it: no hook reads a context's values here.
+	bg := context.Background()
 	if len(live) == 1 {
 		c := live[0]
 		if c.script == nil {
-			_ = b.c.Process(context.WithoutCancel(c.ctx), c.cmd)
+			_ = b.c.Process(bg, c.cmd)
 		} else {
-			c.cmd = c.script.Run(c.ctx, b.c, c.keys, c.args...)
+			c.cmd = evalSha(bg, c.script, c.keys, c.args)
+			if err := b.c.Process(bg, c.cmd); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+				c.cmd = c.script.Run(bg, b.c, c.keys, c.args...) // loads it
+			}
 		}
 		close(c.done)
 		return
@@ -144,19 +150,35 @@ func (b *batcher) flush(batch []*call) {
 	for i, c := range live {
 		if c.script == nil {
 			cmds[i] = c.cmd
-			_ = pipe.Process(context.WithoutCancel(c.ctx), c.cmd)
-			continue
+		} else {
+			cmds[i] = evalSha(bg, c.script, c.keys, c.args)
 		}
-		cmds[i] = pipe.EvalSha(context.WithoutCancel(c.ctx), c.script.Hash(), c.keys, c.args...)
+		_ = pipe.Process(bg, cmds[i])
 	}
-	_, _ = pipe.Exec(context.Background())
+	_, _ = pipe.Exec(bg)
 	for i, c := range live {
 		c.cmd = cmds[i]
 		if err := c.cmd.Err(); err != nil && c.script != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			c.cmd = c.script.Run(context.WithoutCancel(c.ctx), b.c, c.keys, c.args...)
+			c.cmd = c.script.Run(bg, b.c, c.keys, c.args...)
 		}
 		close(c.done)
 	}
+}
+
+// evalSha is the EVALSHA of script with keys and args, as go-redis's
+// EvalSha makes it, but with the keys passed by pointer (see anys): no
+// allocation a key.
+func evalSha(ctx context.Context, script *redis.Script, keys []string, args []any) *redis.Cmd {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "evalsha", script.Hash(), len(keys))
+	for i := range keys {
+		a = append(a, &keys[i])
+	}
+	cmd := redis.NewCmd(ctx, append(a, args...)...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // a cluster routes the call by its first key
+	}
+	return cmd
 }
 
 // close stops the senders; calls still waiting get redis.ErrClosed.
