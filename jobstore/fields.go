@@ -59,14 +59,14 @@ const (
 
 // briefFields are the fields a Brief transition returns (transition.lua
 // spells them too).
-var briefFields = []string{fID, fTopic, fTenant, fState, fPool, fWorkerID, fAttempt, fResultPtr, fUpdatedAt}
+var briefFields = []string{fID, fTopic, fTenant, fState, fPool, fWorkerID, fAttempt, fResultPtr, fUpdatedAt, fCreatedAt}
 
 // decodeBrief decodes the briefFields of hash h: the job a Brief
 // transition returns.
 func decodeBrief(h map[string]string) (*Job, error) {
 	j := &Job{ID: h[fID], Topic: h[fTopic], Tenant: h[fTenant], State: State(h[fState]), Pool: h[fPool],
 		WorkerID: h[fWorkerID], ResultPtr: h[fResultPtr]}
-	for _, f := range []string{fAttempt, fUpdatedAt} {
+	for _, f := range [...]string{fAttempt, fUpdatedAt, fCreatedAt} {
 		s := h[f]
 		if s == "" {
 			continue
@@ -75,10 +75,13 @@ func decodeBrief(h map[string]string) (*Job, error) {
 		if err != nil {
 			return nil, fmt.Errorf("jobstore: job %s: field %s: %w", j.ID, f, err)
 		}
-		if f == fAttempt {
+		switch f {
+		case fAttempt:
 			j.Attempt = int(v)
-		} else {
+		case fUpdatedAt:
 			j.UpdatedAt = fromMS(v)
+		default:
+			j.CreatedAt = fromMS(v)
 		}
 	}
 	return j, nil

@@ -243,6 +243,10 @@ type Job struct {
 	// SCHEDULED, DISPATCHED and RUNNING jobs the job's worker holds after
 	// the move, across every replica (placement learns capacity from it).
 	WorkerJobs int `json:"-"`
+	// FirstMove is set only on the job Transition returns: the move was
+	// the job's first (its log held only its creation), so that whoever
+	// publishes the move's event tells the creation with it.
+	FirstMove bool `json:"-"`
 }
 
 // Event is one entry in a job's event log.
@@ -347,8 +351,9 @@ type Transition struct {
 
 	// Brief makes Transition return the job with only the fields the hot
 	// path reads after a move — ID, Topic, Tenant, State, Pool, WorkerID,
-	// Attempt, ResultPtr, UpdatedAt and WorkerJobs — the others zero: the
-	// store need not read, send and decode the whole job.
+	// Attempt, ResultPtr, UpdatedAt, CreatedAt, WorkerJobs and FirstMove —
+	// the others zero: the store need not read, send and decode the
+	// whole job.
 	Brief bool
 }
 

@@ -338,6 +338,7 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 		delete(m.locks, lockKey)
 		delete(h, fLocked)
 	}
+	first := len(m.events[id]) == 1
 	if t.Via != "" {
 		e := Event{At: when, State: t.Via, Message: t.ViaMessage, WorkerID: t.WorkerID}
 		e.Chain = ChainOf(h[fChain], e)
@@ -356,7 +357,7 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	if err != nil {
 		return nil, err
 	}
-	j.WorkerJobs = held
+	j.WorkerJobs, j.FirstMove = held, first
 	return j, nil
 }
 

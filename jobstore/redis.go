@@ -212,16 +212,17 @@ func (r *Redis) transition(ctx context.Context, id string, t Transition) (*Job, 
 		held, _ = strconv.Atoi(res[1])
 	}
 	switch {
-	case res[0] == "ok" && len(res) >= 3:
+	case res[0] == "ok" && len(res) >= 4:
 		decode := decodeJob
 		if t.Brief {
 			decode = decodeBrief
 		}
-		j, err := decode(hashOf(res[3:]))
+		j, err := decode(hashOf(res[4:]))
 		if err != nil {
 			return nil, "", err
 		}
 		j.WorkerJobs, _ = strconv.Atoi(res[1])
+		j.FirstMove = res[3] == "1"
 		return j, res[2], nil
 	case res[0] == "notfound":
 		return nil, "", fmt.Errorf("jobstore: transition %s: %w", id, ErrNotFound)

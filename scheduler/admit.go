@@ -67,7 +67,7 @@ func (s *Scheduler) handleSubmit(ctx context.Context, msg *nats.Msg, req *wardv1
 	if job == nil {
 		return
 	}
-	s.admitCreated(ctx, job, queued, req.Payload)
+	s.admit(ctx, job, queued, req.Payload)
 }
 
 // hasSystemLabel reports whether labels holds one of Ward's own.
@@ -199,7 +199,8 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 		return &wardv1.SubmitReply{JobId: res.ID, Accepted: true, Duplicate: true}, nil, nil
 	}
 	jobsReceived.WithLabelValues(s.topicLabel(req.Topic)).Inc()
-	// Its PENDING event is told by admitCreated, which the caller runs.
+	// Its creation (PENDING) is told with its first move's event
+	// (jobstore.Job.FirstMove, publishVia): one message for both.
 	var queued map[string]int // nil while every queue is empty, the common case
 	for i, p := range pools {
 		if res.Queued[i] > 0 {

@@ -65,6 +65,7 @@ func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits,
 func after(job, moved *jobstore.Job, t jobstore.Transition) *jobstore.Job {
 	j := *job
 	j.State, j.Pool, j.WorkerID, j.Attempt, j.UpdatedAt, j.WorkerJobs = moved.State, moved.Pool, moved.WorkerID, moved.Attempt, moved.UpdatedAt, moved.WorkerJobs
+	j.FirstMove = moved.FirstMove
 	j.Waiting = ""
 	if t.MaxRetries != nil {
 		j.MaxRetries = *t.MaxRetries

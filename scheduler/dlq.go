@@ -49,7 +49,7 @@ func (s *Scheduler) handleDLQRetry(ctx context.Context, msg *nats.Msg, q *wardv1
 		s.log.Debug("dlq retry reply failed", "err", err)
 	}
 	if job != nil {
-		s.admitCreated(ctx, job, queued, nil)
+		s.admit(ctx, job, queued, nil)
 	}
 }
 

@@ -446,38 +446,16 @@ func (s *Scheduler) publishVia(ctx context.Context, job *jobstore.Job, e jobstor
 	if via != "" {
 		ev.Via, ev.ViaMessage = stateEnum(via), viaMsg
 	}
-	if c, _ := ctx.Value(createdKey{}).(*created); c != nil && c.id == job.ID && c.told.CompareAndSwap(false, true) {
-		ev.CreatedAtUnixMs = c.at.UnixMilli()
+	if job.FirstMove {
+		// The job's first move tells its creation too (JobEvent.
+		// created_at_unix_ms): no event of its own is published for it.
+		ev.CreatedAtUnixMs = job.CreatedAt.UnixMilli()
 	}
 	if err := s.cfg.Bus.Publish(bus.EventSubject(job.Tenant, job.ID), ev); err != nil {
-		s.log.Debug("event publish failed", "job_id", job.ID, "err", err)
+		s.log.DebugContext(ctx, "event publish failed", "job_id", job.ID, "err", err)
 	}
 	ev.Reset() // encoded and sent: the message is free again
 	events.Put(ev)
-}
-
-// created is a fresh job's creation, its PENDING event, not told yet. The
-// admission that follows at once tells it with the event of the job's
-// first move (JobEvent.created_at_unix_ms): one message, not two, for a
-// job dispatched or denied as it comes. admitCreated tells it alone when
-// the admission published nothing.
-type created struct {
-	id   string
-	at   time.Time
-	told atomic.Bool
-}
-
-type createdKey struct{}
-
-// admitCreated admits job, just created, telling its creation with the
-// admission's first event (created), or alone after it when the
-// admission published none (it failed to reach the store, say).
-func (s *Scheduler) admitCreated(ctx context.Context, job *jobstore.Job, queued map[string]int, payload []byte) {
-	c := &created{id: job.ID, at: job.CreatedAt}
-	s.admit(context.WithValue(ctx, createdKey{}, c), job, queued, payload)
-	if c.told.CompareAndSwap(false, true) {
-		s.publishEvent(ctx, job, jobstore.Event{At: job.CreatedAt, State: jobstore.Pending}, 0)
-	}
 }
 
 // events holds JobEvents for publishVia, which needs one only while it

@@ -446,7 +446,7 @@ func (r *runner) submit(ctx context.Context, lr *liveRun, a *workflow.Assignment
 		r.complete(lr, a.Task, workflow.Result{Error: reply.GetReason() + ": " + reply.GetMessage(), JobID: req.JobId})
 		return
 	}
-	s.admitCreated(ctx, job, queued, a.Payload)
+	s.admit(ctx, job, queued, a.Payload)
 	r.placed(ctx, lr, a.Task, req.JobId)
 }
 

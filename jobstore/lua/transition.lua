@@ -10,7 +10,9 @@
 -- transitions, State.Active and State.Terminal, the one place they are
 -- decided.
 --
--- Returns {'ok', worker jobs, the worker before the move or '', hash pairs...}
+-- Returns {'ok', worker jobs, the worker before the move or '', '1' when
+-- the move is the job's first (its log held only its creation) else '',
+-- hash pairs...}
 -- (only the brief fields with
 -- ARGV[23]), {'notfound'} (also for
 -- another tenant's job, so that the reply says nothing of it), {'refused',
@@ -139,11 +141,14 @@ elseif f[7] and to ~= 'SCHEDULED' and to ~= 'DISPATCHED' then
   redis.call('DEL', lockKey)
   redis.call('HDEL', h, 'locked')
 end
+local logged
 if via ~= '' then
-  redis.call('RPUSH', KEYS[2], viaEvent, event)
+  logged = redis.call('RPUSH', KEYS[2], viaEvent, event) - 2
 else
-  redis.call('RPUSH', KEYS[2], event)
+  logged = redis.call('RPUSH', KEYS[2], event) - 1
 end
+local first = ''
+if logged == 1 then first = '1' end
 -- A job that ended is kept for the retention, then its keys expire (the
 -- state indexes are trimmed by Sweep, and the creation indexes by
 -- sweep.lua through job:ended, scored by when the keys expire on Redis's
@@ -164,12 +169,12 @@ if ARGV[23] == '1' then
   -- Transition.Brief: jobstore.briefFields, as read above, with this
   -- move's writes over them.
   local v = {id = f[9], topic = f[10], tenant = f[3], state = to, pool = f[11], worker_id = f[2],
-    attempt = f[6], result_ptr = f[12], updated_at = now}
+    attempt = f[6], result_ptr = f[12], updated_at = now, created_at = f[14]}
   for i = 26, #ARGV - 1, 2 do
     if brief[ARGV[i]] then v[ARGV[i]] = ARGV[i + 1] end
   end
   if to == 'PENDING' then v.worker_id = nil end
-  local out = {'ok', tostring(held), oldw}
+  local out = {'ok', tostring(held), oldw, first}
   for _, name in ipairs(briefNames) do
     if v[name] then
       out[#out + 1] = name
@@ -179,6 +184,7 @@ if ARGV[23] == '1' then
   return out
 end
 local out = redis.call('HGETALL', h)
+table.insert(out, 1, first)
 table.insert(out, 1, oldw)
 table.insert(out, 1, tostring(held))
 table.insert(out, 1, 'ok')

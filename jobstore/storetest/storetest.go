@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"EventChain", testEventChain},
 		{"ReservedIDs", testReservedIDs},
 		{"Via", testVia},
+		{"FirstMove", testFirstMove},
 		{"Brief", testBrief},
 		{"Log", testLog},
 		{"Stale", testStale},
@@ -689,6 +690,42 @@ func testEvents(t *testing.T, s jobstore.Store) {
 // testVia: a move via a state is checked through it, logs both events,
 // and leaves the job indexed, counted and locked as the move to To alone
 // would; one that is not allowed through it changes nothing.
+// testFirstMove checks that a job's first move, and that only, says so
+// (Job.FirstMove: its publisher tells the creation with it), through a
+// Via or not, Brief or not, and that a Brief move returns the creation
+// time; a refused move says nothing.
+func testFirstMove(t *testing.T, s jobstore.Store) {
+	for _, brief := range []bool{false, true} {
+		id := fmt.Sprintf("fm-%t", brief)
+		j := job(id)
+		create(t, s, j)
+		got := move(t, s, id, jobstore.Transition{To: jobstore.Dispatched, From: jobstore.Pending, Via: jobstore.Scheduled,
+			WorkerID: "w1", Attempt: 1, Brief: brief})
+		if !got.FirstMove || !got.CreatedAt.Equal(j.CreatedAt) {
+			t.Errorf("brief %t: the first move: FirstMove %t, CreatedAt %v, want true and %v", brief, got.FirstMove, got.CreatedAt, j.CreatedAt)
+		}
+		if _, err := s.Transition(context.Background(), id, jobstore.Transition{To: jobstore.Dispatched, From: jobstore.Pending, Brief: brief}); err == nil {
+			t.Errorf("brief %t: a second dispatch from PENDING was taken", brief)
+		}
+		got = move(t, s, id, jobstore.Transition{To: jobstore.Succeeded, Via: jobstore.Running, Brief: brief})
+		if got.FirstMove {
+			t.Errorf("brief %t: the move that ended the job says it is the first", brief)
+		}
+	}
+	// A job whose first move is not Via, and one that waits first.
+	create(t, s, job("fm-cancel"))
+	if got := move(t, s, "fm-cancel", jobstore.Transition{To: jobstore.Cancelled}); !got.FirstMove {
+		t.Error("a job cancelled while PENDING: its cancel is its first move, FirstMove false")
+	}
+	create(t, s, job("fm-wait"))
+	if got := move(t, s, "fm-wait", jobstore.Transition{To: jobstore.Pending, Wait: &jobstore.Wait{Pool: "echo", Score: 1}}); !got.FirstMove {
+		t.Error("a job parked in a queue: its park is its first move, FirstMove false")
+	}
+	if got := move(t, s, "fm-wait", jobstore.Transition{To: jobstore.Dispatched, Via: jobstore.Scheduled, WorkerID: "w1", Attempt: 1}); got.FirstMove {
+		t.Error("the dispatch of a job that waited says it is its first move")
+	}
+}
+
 func testVia(t *testing.T, s jobstore.Store) {
 	create(t, s, job("v1"))
 	at := t0.Add(time.Second)

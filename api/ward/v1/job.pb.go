@@ -1093,10 +1093,11 @@ type JobEvent struct {
 	// verify`.
 	Chain string `protobuf:"bytes,11,opt,name=chain,proto3" json:"chain,omitempty"`
 	// created_at_unix_ms, when set, says the job was created (PENDING) at
-	// that time and no event told it: a fresh submission's admission tells
-	// its creation with its first move, one message for both (SCHEDULED
-	// and DISPATCHED, or a denial). That PENDING event comes first, then
-	// via's, then this one's (client.Unfold).
+	// that time and no event told it: a job's first move tells its
+	// creation, one message for both (PENDING, SCHEDULED and DISPATCHED; or
+	// PENDING and DENIED, or CANCELLED), whoever makes the move. That
+	// PENDING event comes first, then via's, then this one's
+	// (client.Unfold).
 	CreatedAtUnixMs int64 `protobuf:"varint,12,opt,name=created_at_unix_ms,json=createdAtUnixMs,proto3" json:"created_at_unix_ms,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
