@@ -112,10 +112,9 @@ func (b *batcher) send() {
 	}
 }
 
-// flush sends batch: one call on its own (EVALSHA, then EVAL if the
-// server lacks the script), several in a pipeline of EVALSHAs and
-// commands, in which a call the server lacks the script for is sent again
-// on its own.
+// flush sends batch: one call on its own, several in a pipeline, as
+// EVALSHAs and commands; a call the server lacks the script for is sent
+// again on its own (EVAL, which loads it).
 func (b *batcher) flush(batch []*call) {
 	live := batch[:0:0]
 	for _, c := range batch {
@@ -129,35 +128,24 @@ func (b *batcher) flush(batch []*call) {
 	// A call taken is sent whatever its ctx does from now on (wait), so
 	// it is sent without it: no hook reads a context's values here.
 	bg := context.Background()
-	if len(live) == 1 {
-		c := live[0]
-		if c.script == nil {
-			_ = b.c.Process(bg, c.cmd)
-		} else {
+	for _, c := range live {
+		if c.script != nil {
 			c.cmd = evalSha(bg, c.script, c.keys, c.args)
-			if err := b.c.Process(bg, c.cmd); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-				c.cmd = c.script.Run(bg, b.c, c.keys, c.args...) // loads it
-			}
 		}
-		close(c.done)
-		return
 	}
-	if len(live) == 0 {
+	switch len(live) {
+	case 0:
 		return
-	}
-	pipe := b.c.Pipeline()
-	cmds := make([]*redis.Cmd, len(live))
-	for i, c := range live {
-		if c.script == nil {
-			cmds[i] = c.cmd
-		} else {
-			cmds[i] = evalSha(bg, c.script, c.keys, c.args)
+	case 1:
+		_ = b.c.Process(bg, live[0].cmd)
+	default:
+		pipe := b.c.Pipeline()
+		for _, c := range live {
+			_ = pipe.Process(bg, c.cmd)
 		}
-		_ = pipe.Process(bg, cmds[i])
+		_, _ = pipe.Exec(bg)
 	}
-	_, _ = pipe.Exec(bg)
-	for i, c := range live {
-		c.cmd = cmds[i]
+	for _, c := range live {
 		if err := c.cmd.Err(); err != nil && c.script != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			c.cmd = c.script.Run(bg, b.c, c.keys, c.args...)
 		}

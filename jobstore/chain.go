@@ -30,14 +30,13 @@ func appendCanonical(b []byte, e Event) []byte {
 	var at [20]byte
 	b = appendField(b, strconv.AppendInt(at[:0], e.At.UnixMilli(), 10))
 	for _, f := range [...]string{string(e.State), e.Reason, e.Message, e.WorkerID} {
-		b = strconv.AppendInt(b, int64(len(f)), 10)
-		b = append(b, ':')
-		b = append(b, f...)
+		b = appendField(b, f)
 	}
 	return b
 }
 
-func appendField(b, f []byte) []byte {
+// appendField appends f with its length before it.
+func appendField[F string | []byte](b []byte, f F) []byte {
 	b = strconv.AppendInt(b, int64(len(f)), 10)
 	b = append(b, ':')
 	return append(b, f...)

@@ -112,8 +112,9 @@ func pairs(p []string, field, value string) []string {
 // jobFields encodes j as field/value pairs, leaving out empty fields.
 func jobFields(j *Job) ([]string, error) {
 	p := make([]string, 0, 2*30)
-	created, updated := strconv.FormatInt(ms(j.CreatedAt), 10), ""
-	if updated = created; ms(j.UpdatedAt) != ms(j.CreatedAt) {
+	created := strconv.FormatInt(ms(j.CreatedAt), 10)
+	updated := created // a new job's: one string
+	if ms(j.UpdatedAt) != ms(j.CreatedAt) {
 		updated = strconv.FormatInt(ms(j.UpdatedAt), 10)
 	}
 	p = append(p,
@@ -123,7 +124,7 @@ func jobFields(j *Job) ([]string, error) {
 		fPriority, strconv.Itoa(j.Priority),
 		fState, string(j.State),
 		fCreatedAt, created,
-		fUpdatedAt, updated, // a new job's is its creation's: one string
+		fUpdatedAt, updated,
 	)
 	p = pairs(p, fPool, j.Pool)
 	p = pairs(p, fWorkerID, j.WorkerID)

@@ -125,6 +125,21 @@ func anys(args []any, p []string) []any {
 	return args
 }
 
+// argBuf holds the values of a call's arguments, so that argv can hand
+// them to go-redis by pointer (see anys): the hot path's calls take no
+// allocation an argument. Its arrays fit transition.lua's arguments.
+type argBuf struct {
+	s      [16]string
+	n      [8]int64
+	f      [2]float64
+	ns, nn int
+	nf     int
+}
+
+func (b *argBuf) str(v string) any  { b.s[b.ns] = v; b.ns++; return &b.s[b.ns-1] }
+func (b *argBuf) num(v int64) any   { b.n[b.nn] = v; b.nn++; return &b.n[b.nn-1] }
+func (b *argBuf) flt(v float64) any { b.f[b.nf] = v; b.nf++; return &b.f[b.nf-1] }
+
 // createCall runs create.lua for job n (as newJob returned it) behind g.
 type createCall struct {
 	n      *Job
@@ -134,12 +149,7 @@ type createCall struct {
 	data   []byte   // the context blob
 	fields []string // n's hash, from jobFields
 	digest string   // idemDigest, with an idempotency key
-
-	// argv's values, which its arguments point to
-	argStr [4]string
-	argNum [2]int64
-	argF   [2]float64
-	argCap int
+	args   argBuf   // argv's values
 }
 
 func (createCall) script() *redis.Script { return createScript }
@@ -164,16 +174,11 @@ func (c createCall) keys(n ns) []string {
 }
 
 func (c *createCall) argv() []any {
-	g := c.guard
-	// The values are kept in c and passed by pointer (see anys): the hot
-	// path's calls take no allocation an argument.
-	c.argStr = [...]string{c.n.ID, c.digest, optMS(c.n.Deadline), c.canon}
-	c.argNum = [...]int64{ms(c.n.CreatedAt), int64(len(g.Queues))}
-	c.argF = [...]float64{g.Rate, burst(g)}
-	c.argCap = g.QueueCap
+	g, v := c.guard, &c.args
+	*v = argBuf{}
 	a := make([]any, 0, 11+len(c.fields))
-	a = append(a, &c.argStr[0], &c.argNum[0], c.data, c.event, &c.argStr[1], &c.argF[0], &c.argF[1], &c.argCap,
-		&c.argStr[2], &c.argNum[1], &c.argStr[3])
+	a = append(a, v.str(c.n.ID), v.num(ms(c.n.CreatedAt)), c.data, c.event, v.str(c.digest), v.flt(g.Rate), v.flt(burst(g)),
+		v.num(int64(g.QueueCap)), v.str(optMS(c.n.Deadline)), v.num(int64(len(g.Queues))), v.str(c.canon))
 	return anys(a, c.fields)
 }
 
@@ -188,10 +193,7 @@ type transitionCall struct {
 	viaCanon  string        // t.Via's event's, "" without
 	fields    []string      // the hash fields t sets, from transitionFields
 	retention time.Duration // how long an ended job is kept; 0: for ever
-
-	// argv's values, which its arguments point to
-	argStr [16]string
-	argNum [7]int64
+	args      argBuf        // argv's values
 }
 
 func (transitionCall) script() *redis.Script { return transitionScript }
@@ -216,18 +218,14 @@ func (c *transitionCall) argv() []any {
 	if t.Brief {
 		briefArg = "1"
 	}
-	// The values are kept in c and passed by pointer (see anys): the hot
-	// path's calls take no allocation an argument.
-	c.argStr = [...]string{c.id, string(t.To), string(t.From), t.IfWorker, lockOwner, waitPool, waitScore, waitUntil, hasWait,
-		t.WorkerID, optMS(t.Deadline), t.IfTenant, string(t.Via), briefArg, c.viaCanon, c.canon}
-	c.argNum = [...]int64{ms(c.when), int64(t.TenantLimit), int64(t.WorkerLimit), lockTTL, int64(waitCap),
-		int64(max(t.IfAttempt, 0)), c.retention.Milliseconds()}
-	v, n := &c.argStr, &c.argNum
+	v := &c.args
+	*v = argBuf{}
 	a := make([]any, 0, 25+len(c.fields))
-	a = append(a, &v[0], &v[1], &v[2], &n[0], c.event, &v[3], &n[1], &n[2],
-		&v[4], &n[3], &v[5], &v[6], &v[7], &n[4], &v[8],
-		&v[9], &v[10], &n[5], &v[11], &n[6], &v[12], c.via, &v[13],
-		&v[14], &v[15])
+	a = append(a, v.str(c.id), v.str(string(t.To)), v.str(string(t.From)), v.num(ms(c.when)), c.event, v.str(t.IfWorker),
+		v.num(int64(t.TenantLimit)), v.num(int64(t.WorkerLimit)), v.str(lockOwner), v.num(lockTTL), v.str(waitPool), v.str(waitScore),
+		v.str(waitUntil), v.num(int64(waitCap)), v.str(hasWait), v.str(t.WorkerID), v.str(optMS(t.Deadline)),
+		v.num(int64(max(t.IfAttempt, 0))), v.str(t.IfTenant), v.num(c.retention.Milliseconds()), v.str(string(t.Via)), c.via,
+		v.str(briefArg), v.str(c.viaCanon), v.str(c.canon))
 	return anys(a, c.fields)
 }
 

@@ -431,7 +431,7 @@ func (s *Scheduler) end(ctx context.Context, job *jobstore.Job, lim limits, t jo
 	}
 	if !dlq {
 		jobsCompleted.WithLabelValues(s.topicLabel(moved.Topic), string(moved.State)).Inc()
-		s.moved(ctx, moved, t)
+		s.moved(moved, t)
 		return
 	}
 	s.deadLettered(ctx, moved, t)
@@ -449,7 +449,7 @@ func (s *Scheduler) deadLettered(ctx context.Context, job *jobstore.Job, t jobst
 	s.log.InfoContext(ctx, "job dead-lettered", "job_id", job.ID, "topic", job.Topic, "state", job.State, "reason", t.Reason, "message", t.Message)
 	_ = s.cfg.Bus.Publish(bus.SubjectDLQ, &wardv1.DLQEntry{JobId: e.JobID, Topic: e.Topic, TenantId: e.Tenant,
 		Reason: e.Reason, Message: e.Message, AtUnixMs: e.At.UnixMilli(), Job: Record(job)})
-	s.moved(ctx, job, t)
+	s.moved(job, t)
 }
 
 // contextSize returns the size of the context ptr points to, or why the

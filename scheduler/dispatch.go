@@ -122,7 +122,7 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits,
 	}
 	// Watchers hear of SCHEDULED and DISPATCHED before the host can
 	// report RUNNING.
-	s.moved(ctx, job, t)
+	s.moved(job, t)
 	if err := s.cfg.Bus.Publish(bus.WorkerJobsSubject(worker), d); err != nil {
 		s.log.ErrorContext(ctx, "dispatch publish failed", "job_id", id, "worker_id", worker, "err", err)
 		ft := jobstore.Transition{To: jobstore.Failed, From: jobstore.Dispatched, Reason: string(reason.DispatchFailed), Message: err.Error()}

@@ -175,7 +175,7 @@ func (s *Scheduler) park(ctx context.Context, c *settings, job *jobstore.Job, li
 		return
 	}
 	waits.WithLabelValues(string(reason.PoolOverloaded)).Inc()
-	s.moved(ctx, moved, t)
+	s.moved(moved, t)
 	s.queues.queued(pool)
 	s.poke()
 }
@@ -201,7 +201,7 @@ func (s *Scheduler) deferTenant(ctx context.Context, c *settings, job *jobstore.
 		return
 	}
 	waits.WithLabelValues(string(reason.TenantLimit)).Inc()
-	s.moved(ctx, moved, t)
+	s.moved(moved, t)
 }
 
 // queueBook is the pump's bookkeeping of the pool queues: the pools known

@@ -101,7 +101,7 @@ func (s *Scheduler) expire(ctx context.Context, now time.Time) int {
 		n++
 		timeouts.WithLabelValues(string(reason.DeadlineExceeded)).Inc()
 		jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
-		s.moved(ctx, job, t)
+		s.moved(job, t)
 		if job.WorkerID != "" {
 			s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, now)
 			// The host running it stops it at once.
@@ -149,7 +149,7 @@ func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
 			recovered.WithLabelValues("result").Inc()
 			s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, now)
 			jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
-			s.moved(ctx, job, t)
+			s.moved(job, t)
 		}
 	}
 
@@ -211,7 +211,7 @@ func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
 		}
 		n++
 		recovered.WithLabelValues("scheduled").Inc()
-		s.moved(ctx, job, t)
+		s.moved(job, t)
 		s.handOut(ctx, job)
 	}
 

@@ -128,7 +128,7 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 	s.runs.observe(job.Pool, r.GetExecutionMs())
 	s.hosts.SetHeld(worker, job.WorkerJobs, time.Now())
 	jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
-	s.movedStreamed(ctx, job, t, r.GetOutputChunks())
+	s.movedStreamed(job, t, r.GetOutputChunks())
 }
 
 // fromItsHost checks what a host's report says of itself against what the
@@ -269,7 +269,7 @@ func (s *Scheduler) requeue(ctx context.Context, job *jobstore.Job, msg string) 
 	}
 	retries.WithLabelValues("bounced").Inc()
 	s.hosts.SetHeld(job.WorkerID, moved.WorkerJobs, time.Now())
-	s.moved(ctx, moved, t)
+	s.moved(moved, t)
 	return nil
 }
 
@@ -330,7 +330,7 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 		retries.WithLabelValues(cause).Inc()
 		waits.WithLabelValues(string(reason.Retry)).Inc()
 		s.hosts.SetHeld(worker, moved.WorkerJobs, time.Now())
-		s.moved(ctx, moved, t)
+		s.moved(moved, t)
 		return nil
 	}
 	t := jobstore.Transition{To: to, From: from, IfWorker: worker, IfAttempt: job.Attempt, Reason: cause, ErrorCode: code, ErrorMessage: errMsg, Message: msg,
@@ -356,7 +356,7 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 		return nil
 	}
 	jobsCompleted.WithLabelValues(s.topicLabel(moved.Topic), string(moved.State)).Inc()
-	s.moved(ctx, moved, t)
+	s.moved(moved, t)
 	return nil
 }
 
@@ -410,7 +410,7 @@ func (s *Scheduler) handleProgress(ctx context.Context, msg *nats.Msg, p *wardv1
 		s.late("progress", p.GetJobId(), err)
 		return
 	}
-	s.moved(ctx, job, t)
+	s.moved(job, t)
 }
 
 // handleCancel ends a job CANCELLED, if it is the asking tenant's (the
@@ -441,7 +441,7 @@ func (s *Scheduler) handleCancel(ctx context.Context, msg *nats.Msg, cm *wardv1.
 	default:
 		s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, time.Now())
 		jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
-		s.moved(ctx, job, t)
+		s.moved(job, t)
 		s.poke()
 		_ = s.cfg.Bus.Publish(bus.SubjectHostCancel, &wardv1.JobCancel{JobId: id, Reason: why})
 		reply.Job = Record(job)

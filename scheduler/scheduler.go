@@ -433,13 +433,13 @@ func (s *Scheduler) storeFailed(op, id string, err error) {
 // publishEvent tells watchers (ward submit --wait, the gateway) of a state
 // change. chunks, on the event that ends a job whose run streamed output,
 // is how many chunks it streamed: the watchers wait for them all.
-func (s *Scheduler) publishEvent(ctx context.Context, job *jobstore.Job, e jobstore.Event, chunks int64) {
-	s.publishVia(ctx, job, e, chunks, "", "")
+func (s *Scheduler) publishEvent(job *jobstore.Job, e jobstore.Event, chunks int64) {
+	s.publishVia(job, e, chunks, "", "")
 }
 
 // publishVia publishes e, which passed through state via (with its
 // message) in the same step, when via is set: one event tells both.
-func (s *Scheduler) publishVia(ctx context.Context, job *jobstore.Job, e jobstore.Event, chunks int64, via jobstore.State, viaMsg string) {
+func (s *Scheduler) publishVia(job *jobstore.Job, e jobstore.Event, chunks int64, via jobstore.State, viaMsg string) {
 	ev := events.Get().(*wardv1.JobEvent)
 	ev.JobId, ev.State, ev.AtUnixMs = job.ID, stateEnum(e.State), e.At.UnixMilli()
 	ev.Reason, ev.Message, ev.WorkerId, ev.OutputChunks = e.Reason, e.Message, e.WorkerID, chunks
@@ -452,7 +452,7 @@ func (s *Scheduler) publishVia(ctx context.Context, job *jobstore.Job, e jobstor
 		ev.CreatedAtUnixMs = job.CreatedAt.UnixMilli()
 	}
 	if err := s.cfg.Bus.Publish(bus.EventSubject(job.Tenant, job.ID), ev); err != nil {
-		s.log.DebugContext(ctx, "event publish failed", "job_id", job.ID, "err", err)
+		s.log.Debug("event publish failed", "job_id", job.ID, "err", err)
 	}
 	ev.Reset() // encoded and sent: the message is free again
 	events.Put(ev)
@@ -464,18 +464,16 @@ var events = sync.Pool{New: func() any { return new(wardv1.JobEvent) }}
 
 // moved publishes the event of a transition the store made (with its Via,
 // when it passed through one).
-func (s *Scheduler) moved(ctx context.Context, job *jobstore.Job, t jobstore.Transition) {
-	s.movedStreamed(ctx, job, t, 0)
-}
+func (s *Scheduler) moved(job *jobstore.Job, t jobstore.Transition) { s.movedStreamed(job, t, 0) }
 
 // movedStreamed is moved for a move that ends a job whose run streamed
 // chunks of output (JobEvent.output_chunks).
-func (s *Scheduler) movedStreamed(ctx context.Context, job *jobstore.Job, t jobstore.Transition, chunks int64) {
+func (s *Scheduler) movedStreamed(job *jobstore.Job, t jobstore.Transition, chunks int64) {
 	if job.State.Terminal() {
 		s.owners.forget(job.ID)
 		s.runner.jobEnded(job)
 	}
-	s.publishVia(ctx, job, jobstore.Event{At: job.UpdatedAt, State: job.State, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID},
+	s.publishVia(job, jobstore.Event{At: job.UpdatedAt, State: job.State, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID},
 		chunks, t.Via, t.ViaMessage)
 }
 

@@ -686,7 +686,7 @@ func (s *Scheduler) cancelJob(ctx context.Context, id, tenant, why string) (*job
 	}
 	s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, time.Now())
 	jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
-	s.moved(ctx, job, t)
+	s.moved(job, t)
 	s.poke()
 	_ = s.cfg.Bus.Publish(bus.SubjectHostCancel, &wardv1.JobCancel{JobId: id, Reason: why})
 	return job, nil
