@@ -93,7 +93,10 @@ func TestTenantReachesItsOwnSubjectsOnly(t *testing.T) {
 		bus.WorkerJobsSubject("h1"), bus.HeartbeatSubject("h1"), bus.ResultSubject("h1"), bus.SubjectHostCancel,
 		"$KV.ward_policy.bundle", "$JS.API.STREAM.INFO.OBJ_WARD_CTX_globex",
 		// The DLQ and the mode are an admin's: no tenant retries, drops or lists.
-		bus.SubjectDLQList, bus.SubjectDLQRetry, bus.SubjectDLQDrop, bus.SubjectMode} {
+		bus.SubjectDLQList, bus.SubjectDLQRetry, bus.SubjectDLQDrop, bus.SubjectMode,
+		// Job events are the schedulers': a tenant cannot forge one of its
+		// own jobs' (a state, or the creation an event tells).
+		bus.EventSubject("acme", "j1")} {
 		if err := acme.Publish(subj, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +129,8 @@ func TestTenantReachesItsOwnSubjectsOnly(t *testing.T) {
 	poll.Until(t, 5*time.Second, "permission violations reported to the tenant", func() bool {
 		return v.has(`Publish to "sys.job.submit.globex"`) && v.has(`Subscription to ">"`) &&
 			v.has(`Publish to "worker.h1.jobs"`) && v.has(`Subscription to "_INBOX.>"`) &&
-			v.has(`Publish to "sys.dlq.drop"`) && v.has(`Publish to "sys.dlq.retry"`)
+			v.has(`Publish to "sys.dlq.drop"`) && v.has(`Publish to "sys.dlq.retry"`) &&
+			v.has(`Publish to "sys.job.event.acme.j1"`)
 	})
 }
 
