@@ -8,16 +8,21 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Script calls, and the hot path's plain commands (a host's SET of a
-// result), are group-committed: each of a few senders takes the calls
-// that are waiting when it is free and sends them in one pipeline, one
-// write and one read for them all, on both sides of the connection. A
-// call that finds a sender idle goes alone, at once; under load the calls
-// that arrive while the senders' round trips are in flight go together.
-// Every script still runs atomically on its own: a pipeline only shares
-// the trip.
+// The hot path's script calls (a job's creation and its moves) and plain
+// commands (a host's SET of a result) are group-committed: one sender
+// takes the calls that are waiting when it is free and sends them in one
+// pipeline, one write and one read for them all, on both sides of the
+// connection. A call that finds the sender idle goes alone, at once; under
+// load the calls that arrive while its round trip is in flight go together
+// in the next. One sender, not several: each more one sends, idle, the
+// calls that would have shared a trip, and every trip costs a write and a
+// read here and in Redis (measured with `make bench-peers`: four senders
+// took about 10 % more CPU a job than one, and a higher p99). Every script
+// still runs atomically on its own: a pipeline only shares the trip.
+// Scripts that may run long (listings, sweeps) do not queue here, so as not
+// to hold the hot path up behind them (hotScript).
 const (
-	batchSenders = 4  // round trips in flight at most
+	batchSenders = 1  // round trips in flight at most
 	batchMax     = 64 // calls in one pipeline at most
 )
 

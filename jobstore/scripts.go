@@ -100,10 +100,23 @@ type luaCall interface {
 	argv() []any
 }
 
-// eval runs c's script on r. It is generic, not a method taking a
-// luaCall, so that c is not boxed into an interface on every call.
+// eval runs c's script on r: the hot path's through the group commit
+// (batch.go), the others on a connection of their own. It is generic, not
+// a method taking a luaCall, so that c is not boxed into an interface on
+// every call.
 func eval[C luaCall](ctx context.Context, r *Redis, c C) *redis.Cmd {
+	if s := c.script(); !hotScript(s) {
+		return s.Run(ctx, r.c, c.keys(r.ns), c.argv()...)
+	}
 	return r.scripts.run(ctx, c.script(), c.keys(r.ns), c.argv())
+}
+
+// hotScript reports whether s runs for every job (its creation, its moves):
+// those share round trips. The others (listings, sweeps, the DLQ, leases,
+// workflow runs) are rarer and may take long; one of them should not hold
+// up the jobs' moves queued behind it.
+func hotScript(s *redis.Script) bool {
+	return s == createScript || s == transitionScript
 }
 
 // optMS is t in Unix milliseconds, or "" when t is zero.
