@@ -70,7 +70,10 @@ func NewGPUProbe(log *slog.Logger) *GPUProbe {
 	return p
 }
 
-// Run does nothing: the probe reads the GPUs at every heartbeat.
+// Refresh and Run do nothing: the probe reads the GPUs at every heartbeat.
+func (p *GPUProbe) Refresh(ctx context.Context) {}
+
+// Run does nothing (see Refresh).
 func (p *GPUProbe) Run(ctx context.Context) {}
 
 // Close releases NVML.

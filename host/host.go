@@ -154,7 +154,14 @@ const DefaultStartedDelay = 50 * time.Millisecond
 
 // Probe observes something about the machine for heartbeats.
 type Probe interface {
-	// Run refreshes the probe until ctx ends; it may return at once.
+	// Refresh looks once, within ctx. The host refreshes every probe
+	// before its first heartbeat, so that it is never announced without
+	// what its probes find: a GPU host whose first heartbeat lacked
+	// `ollama`, and the next had it, would fail the LLM jobs placed in
+	// between no_workers.
+	Refresh(ctx context.Context)
+	// Run refreshes the probe until ctx ends, from one interval after
+	// Refresh; it may return at once.
 	Run(ctx context.Context)
 	// Observe adds capabilities, labels and figures to hb.
 	Observe(ctx context.Context, hb *wardv1.Heartbeat)
@@ -324,6 +331,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	beatCtx, stop := context.WithCancel(context.Background())
 	a.stopBeat, a.started = stop, true
+	refreshProbes(beatCtx, a.cfg.Probes)
 	for _, p := range a.cfg.Probes {
 		a.beating.Go(func() { p.Run(beatCtx) })
 	}
@@ -426,6 +434,26 @@ func (a *Agent) teardown(ctx context.Context) error {
 	a.cancelJob()
 	_ = a.cfg.Bus.Flush()
 	return errors.Join(errs...)
+}
+
+// firstRefresh bounds the probes' first look, before the first heartbeat:
+// a probe that has not answered by then reports what it has, and its next
+// refresh the rest.
+const firstRefresh = 3 * time.Second
+
+// refreshProbes refreshes probes at once, each on its own goroutine, and
+// returns when all are done or firstRefresh has passed.
+func refreshProbes(ctx context.Context, probes []Probe) {
+	if len(probes) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, firstRefresh)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, p := range probes {
+		wg.Go(func() { p.Refresh(ctx) })
+	}
+	wg.Wait()
 }
 
 func (a *Agent) beatLoop(ctx context.Context) {

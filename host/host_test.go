@@ -18,6 +18,7 @@ import (
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
 	"github.com/ward-run/ward/internal/testing/natstest"
+	"github.com/ward-run/ward/internal/testing/ollamatest"
 	"github.com/ward-run/ward/internal/testing/poll"
 	"github.com/ward-run/ward/internal/testing/redistest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
@@ -412,5 +413,43 @@ func TestFailuresAreResults(t *testing.T) {
 		if tc.code == "" && r.GetStatus() != wardv1.JobState_JOB_STATE_SUCCEEDED {
 			t.Errorf("%s: status %s", tc.req.GetJobId(), r.GetStatus())
 		}
+	}
+}
+
+// TestFirstHeartbeatCarriesProbes: a host beside Ollama has `ollama` from
+// its first heartbeat on. A first heartbeat without it, and the next with
+// it, would fail no_workers the jobs that need it placed in between (as
+// the lattice saw when its GPU host joined under load).
+func TestFirstHeartbeatCarriesProbes(t *testing.T) {
+	o := ollamatest.New(t, func(r ollamatest.Request) []string { return []string{r.Prompt} })
+	f := newFixtureWith(t, 1, auth.HostKey(dispatchSecret, "h1"), func(c *host.Config) {
+		c.Probes = []host.Probe{host.NewOllamaProbe(o.URL, time.Hour, nil)}
+		c.HeartbeatInterval = time.Hour // the first heartbeat only
+	})
+	first := make(chan *wardv1.Heartbeat, 1)
+	sub, err := f.conn.NATS().Subscribe(bus.HeartbeatSubject("h1"), func(m *nats.Msg) {
+		hb := &wardv1.Heartbeat{}
+		if proto.Unmarshal(m.Data, hb) == nil {
+			select {
+			case first <- hb:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	_ = f.conn.Flush()
+	if err := f.agent.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case hb := <-first:
+		if !slices.Contains(hb.GetCapabilities(), "ollama") || hb.GetLabels()["ollama.version"] == "" {
+			t.Fatalf("the first heartbeat lacks what the Ollama probe finds: capabilities %v, labels %v", hb.GetCapabilities(), hb.GetLabels())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no heartbeat")
 	}
 }

@@ -65,17 +65,22 @@ func NewOllamaProbe(url string, interval time.Duration, log *slog.Logger) *Ollam
 	}
 }
 
-// Run probes until ctx ends. The first probe happens at once.
+// Refresh probes once (the host's first look, before its first
+// heartbeat).
+func (p *OllamaProbe) Refresh(ctx context.Context) { p.probe(ctx) }
+
+// Run probes every interval until ctx ends, the first an interval after
+// Refresh.
 func (p *OllamaProbe) Run(ctx context.Context) {
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
 	for {
-		p.probe(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		p.probe(ctx)
 	}
 }
 

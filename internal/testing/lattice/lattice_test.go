@@ -491,6 +491,26 @@ func TestLattice(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
+	// ... and until every host has joined, the GPU host with Ollama: the
+	// first to come up runs that job, and an LLM job sent before h0 joined
+	// would fail no_workers, rightly (no live host can run it).
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		hbs, err := c.Workers(ctx, time.Second)
+		cancel()
+		ready := 0
+		for _, hb := range hbs {
+			if hb.GetWorkerId() != "h0" || slices.Contains(hb.GetCapabilities(), "ollama") {
+				ready++
+			}
+		}
+		if err == nil && ready == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every host joined: %d of 4 (%v)", ready, err)
+		}
+	}
 
 	// A repository for the repo jobs, as `ward submit --repo` sends it: a
 	// JSON head, then the gzipped tar.
