@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -41,16 +40,17 @@ type env struct {
 }
 
 // cacheDir is the compilation cache every test's host shares, as the
-// hosts of one machine do: echo is compiled once for the package.
+// hosts of one machine do, and with the other packages' tests
+// (wasmtest.SharedCacheDir): a module is compiled once, not once a test or
+// a package (the repo modules take tens of seconds each under -race).
 var cacheDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ward-stack-test-")
+	dir, err := wasmtest.SharedCacheDir()
 	if err != nil {
 		panic(err)
 	}
 	cacheDir = dir
-	defer os.RemoveAll(dir)
 	// Every part must end its goroutines on Shutdown (nats.go's own
 	// JetStream publisher watcher aside: see natstest).
 	goleak.VerifyTestMain(m, natstest.IgnoreJetStreamPublisher)

@@ -27,7 +27,10 @@ import (
 )
 
 // wardBin is the ward binary built once for the package's tests; cacheDir
-// is the compiled-module cache its hosts share, as on one machine.
+// is the compiled-module cache its hosts share, as on one machine, and with
+// the other packages' tests (wasmtest.SharedCacheDir): `make modules`
+// builds the modules as wasmtest does, byte for byte, so a module one
+// package compiled is not compiled again by the next.
 var wardBin, cacheDir string
 
 func TestMain(m *testing.M) {
@@ -36,7 +39,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	wardBin = filepath.Join(dir, "ward")
-	cacheDir = filepath.Join(dir, "cache")
+	if cacheDir, err = wasmtest.SharedCacheDir(); err != nil {
+		panic(err)
+	}
 	// Every ward process of these tests, `ward dev` and the CLI, keeps and
 	// finds its keys and credentials here, not in the user's home.
 	os.Setenv("WARD_STATE_DIR", filepath.Join(dir, "state"))

@@ -68,9 +68,18 @@ func BuildFile(t testing.TB, pkg string) string {
 // adds one.
 func CacheDir(t testing.TB) string {
 	t.Helper()
+	dir, err := SharedCacheDir()
+	if err != nil {
+		t.Fatalf("wasmtest: %v", err)
+	}
+	return dir
+}
+
+// SharedCacheDir is CacheDir for a TestMain, which has no testing.TB.
+func SharedCacheDir() (string, error) {
 	dir := filepath.Join(os.TempDir(), "ward-test-wazero-cache")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatalf("wasmtest: %v", err)
+		return "", err
 	}
 	pruneOnce.Do(func() {
 		old := time.Now().Add(-48 * time.Hour)
@@ -83,7 +92,7 @@ func CacheDir(t testing.TB) string {
 			return nil
 		})
 	})
-	return dir
+	return dir, nil
 }
 
 var pruneOnce sync.Once
