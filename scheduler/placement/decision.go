@@ -173,7 +173,12 @@ func (d *Decision) Why() string {
 		case d.Live == d.Stale:
 			return fmt.Sprintf("no live host serves pool %q", d.Pool)
 		}
-		return fmt.Sprintf("no live host of pool %q can run it: %s", d.Pool, d.Reasoning())
+		why := fmt.Sprintf("no live host of pool %q can run it: %s", d.Pool, d.Reasoning())
+		if d.Stale > 0 {
+			// They are not in the reasoning: say where they went.
+			why += fmt.Sprintf("; %d more hold another version of module %s (see `ward module ls`)", d.Stale, d.Module.Name)
+		}
+		return why
 	}
 	return d.Reasoning()
 }

@@ -438,7 +438,7 @@ func TestPlaceModule(t *testing.T) {
 	}
 	s.Now = now.Add(time.Hour)
 	if d, o = placeIn(t, s, Request{Requires: []string{"gpu"}}, defaultPolicy); o != NoWorker ||
-		d.Why() != `no live host of pool "hello" can run it: no worker: candidates=0 feasible=0 filtered: new=missing_capability` {
+		d.Why() != `no live host of pool "hello" can run it: no worker: candidates=0 feasible=0 filtered: new=missing_capability; 1 more hold another version of module hello (see `+"`ward module ls`)" {
 		t.Errorf("past the grace, ranked: %v %q", o, d.Why())
 	}
 	// Without a module, every worker; no worker at all: none serves.
