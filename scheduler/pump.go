@@ -129,13 +129,19 @@ func (s *Scheduler) deserted(pool string, now time.Time) bool {
 }
 
 // handOut admits a waiting job on a submission worker, unless this
-// replica is placing it already.
+// replica is placing it already, or went DRAINING since the pump round
+// began (the round's store reads may span the switch, and the slot a job
+// frees meanwhile: a job that waits is not started once DRAINING is in
+// force).
 func (s *Scheduler) handOut(ctx context.Context, job *jobstore.Job) {
 	if _, busy := s.placing.LoadOrStore(job.ID, struct{}{}); busy {
 		return
 	}
 	s.submits.Go(func() {
 		defer s.placing.Delete(job.ID)
+		if s.Mode() == ModeDraining {
+			return
+		}
 		s.admit(ctx, job, nil, nil)
 	})
 }
