@@ -14,8 +14,8 @@ import (
 // pipeline, one write and one read for them all, on both sides of the
 // connection. A call that finds the sender idle goes alone, at once; under
 // load the calls that arrive while its round trip is in flight go together
-// in the next. One sender, not several: each more one sends, idle, the
-// calls that would have shared a trip, and every trip costs a write and a
+// in the next. One sender, not several: an idle second sender takes alone
+// a call that would have shared a trip, and every trip costs a write and a
 // read here and in Redis (measured with `make bench-peers`: four senders
 // took about 10 % more CPU a job than one, and a higher p99). Every script
 // still runs atomically on its own: a pipeline only shares the trip.

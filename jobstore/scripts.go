@@ -105,10 +105,11 @@ type luaCall interface {
 // a method taking a luaCall, so that c is not boxed into an interface on
 // every call.
 func eval[C luaCall](ctx context.Context, r *Redis, c C) *redis.Cmd {
-	if s := c.script(); !hotScript(s) {
+	s := c.script()
+	if !hotScript(s) {
 		return s.Run(ctx, r.c, c.keys(r.ns), c.argv()...)
 	}
-	return r.scripts.run(ctx, c.script(), c.keys(r.ns), c.argv())
+	return r.scripts.run(ctx, s, c.keys(r.ns), c.argv())
 }
 
 // hotScript reports whether s runs for every job (its creation, its moves):

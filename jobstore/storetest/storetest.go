@@ -687,9 +687,6 @@ func testEvents(t *testing.T, s jobstore.Store) {
 	}
 }
 
-// testVia: a move via a state is checked through it, logs both events,
-// and leaves the job indexed, counted and locked as the move to To alone
-// would; one that is not allowed through it changes nothing.
 // testFirstMove checks that a job's first move, and that only, says so
 // (Job.FirstMove: its publisher tells the creation with it), through a
 // Via or not, Brief or not, and that a Brief move returns the creation
@@ -726,6 +723,9 @@ func testFirstMove(t *testing.T, s jobstore.Store) {
 	}
 }
 
+// testVia: a move via a state is checked through it, logs both events,
+// and leaves the job indexed, counted and locked as the move to To alone
+// would; one that is not allowed through it changes nothing.
 func testVia(t *testing.T, s jobstore.Store) {
 	create(t, s, job("v1"))
 	at := t0.Add(time.Second)
