@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
@@ -19,34 +21,42 @@ import (
 // bucket before its first job runs (ensureResultBucket, from admit).
 
 const (
-	// resultBucketTimeout bounds the creation of a tenant's result bucket.
+	// resultBucketTimeout bounds one try to create a tenant's result bucket.
 	resultBucketTimeout = 5 * time.Second
-	// resultBucketRetry is how long a replica waits before it tries again
-	// to create a bucket it failed to create (JetStream down or disabled):
-	// meanwhile the tenant's small results go on as ever, its large ones
+	// resultBucketRetryMin and resultBucketRetryMax bound the wait before
+	// another try at a bucket this replica failed to create (JetStream
+	// starting, down or disabled): it doubles from the first to the second.
+	// Meanwhile the tenant's small results go on as ever; its large ones
 	// fail result_unavailable.
-	resultBucketRetry = 30 * time.Second
+	resultBucketRetryMin = time.Second
+	resultBucketRetryMax = 30 * time.Second
 )
 
 // resultBuckets remembers the tenants whose result bucket this replica
-// made sure of.
+// made sure of, and those it failed to.
 type resultBuckets struct {
 	ready sync.Map // tenant -> struct{}: the bucket exists
 
-	mu    sync.Mutex            // guards tries; taken alone
-	tries map[string]*bucketTry // kept after success: one small entry a tenant
+	mu      sync.Mutex            // guards tries and failing; taken alone
+	tries   map[string]*bucketTry // kept after success: one small entry a tenant
+	failing map[string]*bucketTry // the last try failed: bucketLoop tries again
 }
 
 // bucketTry serializes the creation of one tenant's bucket.
 type bucketTry struct {
-	mu    sync.Mutex // held while creating; no other lock of the scheduler is taken under it
-	after time.Time  // no new try before
+	mu      sync.Mutex  // held while creating; only resultBuckets.mu is taken under it
+	failing atomic.Bool // the last try failed
+	fails   int         // failed tries in a row; guarded by mu
+	after   time.Time   // no new try before; guarded by mu
 }
 
-// ensureResultBucket creates tenant's result bucket unless this
-// replica did already: once per tenant, so the cost of a job is one map
-// lookup. A failure is logged and tried again resultBucketRetry later; the
-// job goes on.
+// ensureResultBucket creates tenant's result bucket unless this replica
+// did already: once per tenant, so the cost of a job is one map lookup. A
+// tenant's first admission makes the first try, so that the bucket is
+// there before its job runs (the tenant's admissions meanwhile wait for
+// it too). A failure is logged, and bucketLoop tries again
+// (retryResultBuckets), with a growing wait, until it succeeds; admissions
+// then go on without waiting for it.
 func (s *Scheduler) ensureResultBucket(ctx context.Context, tenant string) {
 	if tenant == "" {
 		return
@@ -65,11 +75,22 @@ func (s *Scheduler) ensureResultBucket(ctx context.Context, tenant string) {
 		rb.tries[tenant] = try
 	}
 	rb.mu.Unlock()
-
+	if try.failing.Load() {
+		return
+	}
 	try.mu.Lock()
 	defer try.mu.Unlock()
-	if _, ok := rb.ready.Load(tenant); ok || time.Now().Before(try.after) {
-		return
+	if !try.failing.Load() {
+		s.tryResultBucket(ctx, tenant, try)
+	}
+}
+
+// tryResultBucket makes one try at tenant's bucket, try.mu held, and
+// reports whether the bucket exists.
+func (s *Scheduler) tryResultBucket(ctx context.Context, tenant string, try *bucketTry) bool {
+	rb := &s.resBuckets
+	if _, ok := rb.ready.Load(tenant); ok {
+		return true
 	}
 	err := func() error {
 		s.objsOnce.Do(func() { s.objs, s.objsErr = bus.NewObjects(s.cfg.Bus) })
@@ -80,13 +101,75 @@ func (s *Scheduler) ensureResultBucket(ctx context.Context, tenant string) {
 		defer cancel()
 		return s.objs.CreateResultBucket(ctx, tenant)
 	}()
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
 	if err != nil {
-		try.after = time.Now().Add(resultBucketRetry)
-		s.log.Warn("result bucket not created: the tenant's results over the inline size will fail result_unavailable",
-			"tenant", tenant, "bucket", bus.ResultBucketOf(tenant), "err", err)
+		wait := min(resultBucketRetryMin<<min(try.fails, 8), resultBucketRetryMax)
+		try.fails++
+		try.after = time.Now().Add(wait)
+		if rb.failing == nil {
+			rb.failing = map[string]*bucketTry{}
+		}
+		rb.failing[tenant] = try
+		try.failing.Store(true)
+		s.log.Warn("result bucket not created: the tenant's results over the inline size fail result_unavailable until it is",
+			"tenant", tenant, "bucket", bus.ResultBucketOf(tenant), "tries", try.fails, "next_try_in", wait, "err", err)
+		return false
+	}
+	if try.fails > 0 {
+		s.log.Info("result bucket created", "tenant", tenant, "bucket", bus.ResultBucketOf(tenant), "failed_tries", try.fails)
+	}
+	try.fails = 0
+	delete(rb.failing, tenant)
+	rb.ready.Store(tenant, struct{}{})
+	try.failing.Store(false)
+	return true
+}
+
+// bucketLoop tries again, every second, the result buckets whose creation
+// failed (retryResultBuckets). It is a loop of its own so that a try
+// waiting on JetStream holds up nothing else.
+func (s *Scheduler) bucketLoop(lctx context.Context) {
+	defer s.loops.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-lctx.Done():
+			return
+		case now := <-t.C:
+			s.retryResultBuckets(lctx, now)
+		}
+	}
+}
+
+// retryResultBuckets tries again the buckets whose
+// creation failed and whose wait is over. A round stops at its first
+// failure: when JetStream is away, one try a round tells.
+func (s *Scheduler) retryResultBuckets(ctx context.Context, now time.Time) {
+	rb := &s.resBuckets
+	rb.mu.Lock()
+	if len(rb.failing) == 0 {
+		rb.mu.Unlock()
 		return
 	}
-	rb.ready.Store(tenant, struct{}{})
+	due := make(map[string]*bucketTry, len(rb.failing))
+	maps.Copy(due, rb.failing)
+	rb.mu.Unlock()
+	for tenant, try := range due {
+		if ctx.Err() != nil {
+			return
+		}
+		try.mu.Lock()
+		ok := true
+		if try.failing.Load() && !now.Before(try.after) {
+			ok = s.tryResultBucket(ctx, tenant, try)
+		}
+		try.mu.Unlock()
+		if !ok {
+			return
+		}
+	}
 }
 
 // resultPtrProblem checks the object pointer a host reports for a job's

@@ -10,6 +10,7 @@ import (
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/testing/poll"
 	"github.com/ward-run/ward/jobstore"
 )
 
@@ -53,4 +54,36 @@ func TestLargeResultPointers(t *testing.T) {
 			t.Errorf("%s: %s %q, result %q", name, j.State, j.ErrorCode, j.ResultPtr)
 		}
 	}
+}
+
+// TestResultBucketRetried: when JetStream cannot create a tenant's result
+// bucket at the tenant's first admission (here it is off, as while a
+// JetStream cluster elects its leader), the job goes on, and the replica
+// creates the bucket once JetStream is back, with no new job to prompt it.
+func TestResultBucketRetried(t *testing.T) {
+	e := start(t, options{})
+	e.addHost(hb("h", "a"), func(*wardv1.JobRequest, int) outcome { return outcome{hold: true} })
+	e.waitWorkers("h")
+	ns := e.secure.Server
+	jsConf := ns.JetStreamConfig()
+	if err := ns.DisableJetStream(); err != nil {
+		t.Fatal(err)
+	}
+
+	id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
+	e.waitState(id, jobstore.Running)
+
+	if err := ns.EnableJetStream(jsConf); err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(e.client.Bus().NATS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 20*time.Second, "acme's result bucket created after JetStream came back", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := js.ObjectStore(ctx, bus.ResultBucketOf("acme"))
+		return err == nil
+	})
 }

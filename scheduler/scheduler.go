@@ -326,11 +326,12 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.loops.Add(1)
 		go func() { defer s.loops.Done(); <-done }()
 	}
-	s.loops.Add(4)
+	s.loops.Add(5)
 	go s.runner.runsLoop(lctx)
 	go s.pumpLoop(lctx, ctx)
 	go s.leaseLoop(lctx, ctx)
 	go s.houseLoop(lctx)
+	go s.bucketLoop(lctx)
 	s.log.Info("scheduler started", "mode", s.Mode())
 	return nil
 }
