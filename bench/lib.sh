@@ -80,11 +80,14 @@ start_redis() {
 	echo "== redis-server $("$REDIS_SERVER" --version | grep -oE 'v=[^ ]+' | cut -d= -f2) on 127.0.0.1:$rport (no persistence), pid $redis"
 }
 
-# start_dev FLAG...: `ward dev` on $redis_url with NATS on $nport, its state
-# in $state/ward, its log in $state/dev.log, its pid in dev; FLAG... and
-# then WARD_DEV_FLAGS added. Fails if it does not print "try:" within 60 s.
+# start_dev FLAG...: `ward dev` on $redis_url (on its memory store when
+# dev_store is memory) with NATS on $nport, its state in $state/ward, its
+# log in $state/dev.log, its pid in dev; FLAG... and then WARD_DEV_FLAGS
+# added. Fails if it does not print "try:" within 60 s.
 start_dev() {
-	WARD_STATE_DIR="$state/ward" "$WARD" dev --redis "$redis_url" --modules "$MODULES" --nats-port "$nport" \
+	local store=(--redis "$redis_url")
+	[ "${dev_store:-}" = memory ] && store=()
+	WARD_STATE_DIR="$state/ward" "$WARD" dev "${store[@]}" --modules "$MODULES" --nats-port "$nport" \
 		--metrics "" --log-level warn "$@" ${WARD_DEV_FLAGS:-} >"$state/dev.log" 2>&1 &
 	dev=$!
 	wait_for "$dev" "$state/dev.log" "^try:" 600

@@ -2,8 +2,10 @@
 # Ward beside asynq on one fresh redis-server: the same closed loop (N jobs,
 # C submitters each waiting for its job, 64-byte payloads) through
 # `ward dev --redis` + `ward bench`, then through asynq with a no-op handler
-# (bench/asynq). Prints jobs/s, p50/p99 submit→done latency and the CPU per
-# job of every process involved, and the ratios. `make bench-peers` runs it
+# (bench/asynq). Ward runs a second time on ward dev's memory store (no
+# Redis), to show what its own parts cost with the store aside. Prints
+# jobs/s, p50/p99 submit→done latency and the CPU per job of every process
+# involved, and the ratios. `make bench-peers` runs it
 # from the repository root after `make build modules`; N and C override the
 # defaults, ASYNQ_FLAGS adds flags to the asynq program.
 #
@@ -42,34 +44,47 @@ machine
 start_redis || { echo "bench-peers: redis-server did not start" >&2; cat "$state/redis.log" >&2; exit 1; }
 
 # --- Ward ---------------------------------------------------------------
-nport=$(free_port)
-start_dev --safety-listen 127.0.0.1:0 ||
-	{ echo "bench-peers: ward dev did not start" >&2; cat "$state/dev.log" >&2; exit 1; }
-echo "== ward dev up (pid $dev, NATS :$nport, job store redis://127.0.0.1:$rport); ward bench -n $N -c $C"
+# ward_run STORE V: ward dev on STORE (redis, or memory: no Redis at all),
+# ward bench through it; sets V_rate, V_p50, V_p99 (ms) and V_dev_us,
+# V_red_us, V_cli_us, V_tot_us (CPU µs a job).
+ward_run() {
+	local store=$1 v=$2 dev0 dev1 red0 red1 rc p50 p99 what="job store redis://127.0.0.1:$rport"
+	[ "$store" = memory ] && what="memory store"
+	nport=$(free_port)
+	dev_store=$store start_dev --safety-listen 127.0.0.1:0 ||
+		{ echo "bench-peers: ward dev did not start" >&2; cat "$state/dev.log" >&2; exit 1; }
+	echo "== ward dev up (pid $dev, NATS :$nport, $what); ward bench -n $N -c $C"
+	"$REDIS_CLI" -p "$rport" config resetstat >/dev/null
+	dev0=$(cpu "$dev") red0=$(cpu "$redis")
+	set +e
+	/usr/bin/time -o "$state/client.time" -f "%U %S" \
+		"$WARD" bench --nats "nats://127.0.0.1:$nport" --creds "$state/ward/creds/admin.creds" -n "$N" -c "$C" \
+		>"$state/ward.out" 2>"$state/ward.err"
+	rc=$?
+	set -e
+	dev1=$(cpu "$dev") red1=$(cpu "$redis")
+	cat "$state/ward.out"
+	if [ "$rc" -ne 0 ]; then
+		echo "bench-peers: ward bench failed (exit $rc)" >&2; tail -5 "$state/ward.err" >&2; tail -20 "$state/dev.log" >&2; exit 1
+	fi
+	[ "$store" = redis ] && redis_top ward
+	stop "$dev"; dev=''
+	rm -rf "$state/ward"
 
-"$REDIS_CLI" -p "$rport" config resetstat >/dev/null
-w_dev0=$(cpu "$dev") w_red0=$(cpu "$redis")
-set +e
-/usr/bin/time -o "$state/client.time" -f "%U %S" \
-	"$WARD" bench --nats "nats://127.0.0.1:$nport" --creds "$state/ward/creds/admin.creds" -n "$N" -c "$C" \
-	>"$state/ward.out" 2>"$state/ward.err"
-wrc=$?
-set -e
-w_dev1=$(cpu "$dev") w_red1=$(cpu "$redis")
-cat "$state/ward.out"
-if [ "$wrc" -ne 0 ]; then
-	echo "bench-peers: ward bench failed (exit $wrc)" >&2; tail -5 "$state/ward.err" >&2; tail -20 "$state/dev.log" >&2; exit 1
-fi
-redis_top ward
-stop "$dev"; dev=''
-
-w_rate=$(grep -oE '^throughput: +[0-9.]+' "$state/ward.out" | grep -oE '[0-9.]+$')
-read -r w_p50 w_p99 < <(awk '/^latency:/{for(i=1;i<=NF;i++){if($i=="p50")a=$(i+1); if($i=="p99")b=$(i+1)}; print a, b}' "$state/ward.out")
-w_p50=$(dur_ms "$w_p50") w_p99=$(dur_ms "$w_p99")
-w_dev_us=$(( (w_dev1 - w_dev0) * 1000000 / TICK / N ))
-w_red_us=$(( (w_red1 - w_red0) * 1000000 / TICK / N ))
-w_cli_us=$(awk -v n="$N" '{printf "%d", ($1+$2)*1000000/n}' "$state/client.time")
-w_tot_us=$(( w_dev_us + w_red_us + w_cli_us ))
+	printf -v "${v}_rate" %s "$(grep -oE '^throughput: +[0-9.]+' "$state/ward.out" | grep -oE '[0-9.]+$')"
+	read -r p50 p99 < <(awk '/^latency:/{for(i=1;i<=NF;i++){if($i=="p50")a=$(i+1); if($i=="p99")b=$(i+1)}; print a, b}' "$state/ward.out")
+	printf -v "${v}_p50" %s "$(dur_ms "$p50")"
+	printf -v "${v}_p99" %s "$(dur_ms "$p99")"
+	printf -v "${v}_dev_us" %d $(( (dev1 - dev0) * 1000000 / TICK / N ))
+	printf -v "${v}_red_us" %d $(( (red1 - red0) * 1000000 / TICK / N ))
+	printf -v "${v}_cli_us" %s "$(awk -v n="$N" '{printf "%d", ($1+$2)*1000000/n}' "$state/client.time")"
+	local t=$(( ${v}_dev_us + ${v}_red_us + ${v}_cli_us ))
+	printf -v "${v}_tot_us" %d "$t"
+}
+ward_run redis w
+# The same without Redis: what Ward's own parts cost, the job store aside
+# (ward dev's memory store: nothing durable; redis-server idles).
+ward_run memory m
 
 # --- asynq --------------------------------------------------------------
 "$REDIS_CLI" -p "$rport" flushall >/dev/null
@@ -94,10 +109,13 @@ a_tot_us=$(awk -v a="$a_proc_us" -v b="$a_red_us" 'BEGIN{printf "%d", a+b}')
 echo
 echo "closed loop, $N jobs, $C in flight, 64-byte payload, one redis-server"
 awk -v wr="$w_rate" -v w50="$w_p50" -v w99="$w_p99" -v wd="$w_dev_us" -v wre="$w_red_us" -v wc="$w_cli_us" -v wt="$w_tot_us" \
+	-v mr="$m_rate" -v m50="$m_p50" -v m99="$m_p99" -v md="$m_dev_us" -v mc="$m_cli_us" -v mt=$((m_dev_us + m_cli_us)) \
 	-v ar="$a_rate" -v a50="$a_p50" -v a99="$a_p99" -v ap="$a_proc_us" -v are="$a_red_us" -v at="$a_tot_us" 'BEGIN{
 	printf "| system | jobs/s | p50 | p99 | CPU µs/job: system | redis-server | bench client | total |\n"
 	printf "|---|---:|---:|---:|---:|---:|---:|---:|\n"
 	printf "| ward (ward dev + ward bench) | %.0f | %.2f ms | %.2f ms | %d (ward dev) | %d | %d | %d |\n", wr, w50, w99, wd, wre, wc, wt
 	printf "| asynq (no-op handler) | %.0f | %.2f ms | %.2f ms | %.0f (server + client, one process) | %.0f | (in process) | %d |\n", ar, a50, a99, ap, are, at
 	printf "| ward / asynq | %.2f× | %.2f× | %.2f× | | %.2f× | | %.2f× |\n", wr/ar, w50/a50, w99/a99, (are>0?wre/are:0), wt/at
+	printf "| ward, memory store (no Redis: nothing durable) | %.0f | %.2f ms | %.2f ms | %d (ward dev) | — | %d | %d |\n", mr, m50, m99, md, mc, mt
+	printf "| ward memory / asynq | %.2f× | %.2f× | %.2f× | | | | %.2f× |\n", mr/ar, m50/a50, m99/a99, mt/at
 }'
