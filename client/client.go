@@ -711,8 +711,15 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) (*wardv1.JobReco
 
 // DLQ returns up to limit dead-lettered jobs, newest first.
 func (c *Client) DLQ(ctx context.Context, limit int) ([]*wardv1.DLQEntry, error) {
+	return c.TenantDLQ(ctx, "", limit)
+}
+
+// TenantDLQ returns up to limit of tenant's dead-lettered jobs, newest
+// first (every tenant's when tenant is ""). The DLQ is an admin's to read:
+// a tenant's credential may not ask.
+func (c *Client) TenantDLQ(ctx context.Context, tenant string, limit int) ([]*wardv1.DLQEntry, error) {
 	reply := &wardv1.DLQListReply{}
-	if err := c.bus.Request(ctx, bus.SubjectDLQList, &wardv1.DLQListRequest{Limit: int32(limit)}, reply); err != nil {
+	if err := c.bus.Request(ctx, bus.SubjectDLQList, &wardv1.DLQListRequest{Limit: int32(limit), TenantId: tenant}, reply); err != nil {
 		return nil, err
 	}
 	if reply.GetError() != "" {

@@ -91,13 +91,14 @@ func (s *Server) dlq(w http.ResponseWriter, r *http.Request, p Principal) (any, 
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	// The DLQ is read on an admin's subject; a tenant's entries are
-	// picked out here, from a bounded read.
-	want := limit
+	// The DLQ is read on an admin's subject: a tenant's key asks for its
+	// tenant's entries, and they are checked here again (a scheduler from
+	// before tenant_id would send every tenant's).
+	tenant := ""
 	if !p.Admin() {
-		want = 1000
+		tenant = p.Tenant
 	}
-	entries, err := s.cfg.Client.DLQ(ctx, want)
+	entries, err := s.cfg.Client.TenantDLQ(ctx, tenant, limit)
 	if err != nil {
 		return nil, err
 	}

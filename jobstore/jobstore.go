@@ -511,8 +511,10 @@ type Store interface {
 
 	// AddDLQ records a dead-lettered job.
 	AddDLQ(ctx context.Context, e DLQEntry) error
-	// DLQ returns up to limit entries, newest first, each with its job.
-	DLQ(ctx context.Context, limit int) ([]DLQEntry, error)
+	// DLQ returns up to limit entries, newest first, each with its job:
+	// every tenant's, or with tenant not "" that tenant's alone (however
+	// many newer entries other tenants have).
+	DLQ(ctx context.Context, tenant string, limit int) ([]DLQEntry, error)
 	// RemoveDLQ removes a job's entry and reports whether there was one.
 	RemoveDLQ(ctx context.Context, id string) (bool, error)
 

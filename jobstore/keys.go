@@ -28,6 +28,14 @@ func (n ns) queue(pool string) string       { return string(n) + "job:queue:" + 
 // creation ms (job:tenant:<tenant>:active is its active set).
 func (n ns) tenantJobs(tenant string) string { return string(n) + "job:tenant:" + tenant + ":all" }
 
+// tenantDLQ is the tenant's part of the DLQ: its dead-lettered ids by
+// dead-letter ms (add_dlq.lua, remove_dlq.lua).
+func (n ns) tenantDLQ(tenant string) string { return string(n) + "job:tenant:" + tenant + ":dlq" }
+
+// dlqIndexed is how far dlq_index.lua went putting the entries made
+// before tenantDLQ existed in it.
+func (n ns) dlqIndexed() string { return string(n) + "job:dlq:indexed" }
+
 func (n ns) recent() string     { return string(n) + "job:recent" }
 func (n ns) dlq() string        { return string(n) + "job:dlq" }
 func (n ns) deferred() string   { return string(n) + "job:deferred" }

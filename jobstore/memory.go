@@ -651,8 +651,9 @@ func (m *Memory) AddDLQ(ctx context.Context, e DLQEntry) error {
 	return nil
 }
 
-// DLQ returns up to limit entries, newest first, with their jobs.
-func (m *Memory) DLQ(ctx context.Context, limit int) ([]DLQEntry, error) {
+// DLQ returns up to limit entries, newest first, with their jobs: every
+// tenant's, or tenant's.
+func (m *Memory) DLQ(ctx context.Context, tenant string, limit int) ([]DLQEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -664,8 +665,14 @@ func (m *Memory) DLQ(ctx context.Context, limit int) ([]DLQEntry, error) {
 	ids := m.dlq.ascending()
 	slices.Reverse(ids)
 	var out []DLQEntry
-	for _, id := range ids[:min(limit, len(ids))] {
+	for _, id := range ids {
+		if len(out) == limit {
+			break
+		}
 		e := m.dlqs[id]
+		if tenant != "" && e.Tenant != tenant {
+			continue
+		}
 		if h, ok := m.jobs[id]; ok {
 			j, err := decodeListed(h)
 			if err != nil {

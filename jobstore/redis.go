@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,6 +40,8 @@ import (
 //	ctx:<id>, res:<id>          string: context and result blobs
 //	job:dlq                     zset: dead-lettered job ids, scored by ms
 //	job:dlq:<id>                string: the JSON DLQ entry
+//	job:tenant:<tenant>:dlq     zset: the tenant's dead-lettered ids, scored by ms
+//	job:dlq:indexed             string: how far the entries from before the tenants' DLQ indexes were put in them, then 'done'
 //
 // The scripts derive index, tenant, worker, queue and per-job keys from what
 // they read: on one server (with replicas, or Sentinel, if wanted) the
@@ -50,6 +53,8 @@ type Redis struct {
 	ns        ns       // "" on its own; a shard's hash tag in a Sharded store
 	scripts   *batcher // runs the scripts, group-committed (batch.go)
 	retention time.Duration
+
+	dlqIndexed atomic.Bool // dlq_index.lua said it is done
 }
 
 var _ Store = (*Redis)(nil)
@@ -530,33 +535,44 @@ func (r *Redis) WithResult(ctx context.Context, state State, before time.Time, l
 	return ids, nil
 }
 
-// AddDLQ records a dead-lettered job, replacing an earlier entry for it.
+// AddDLQ records a dead-lettered job, replacing an earlier entry for it
+// (add_dlq.lua).
 func (r *Redis) AddDLQ(ctx context.Context, e DLQEntry) error {
 	e.At = at(e.At)
 	b, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("jobstore: dlq %s: %w", e.JobID, err)
 	}
-	if _, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, r.ns.dlqEntry(e.JobID), b, 0)
-		p.ZAdd(ctx, r.ns.dlq(), redis.Z{Score: float64(ms(e.At)), Member: e.JobID})
-		// A dead-lettered job is kept while its entry is: retry reads it.
-		for _, k := range r.ns.retained(e.JobID) {
-			p.Persist(ctx, k)
-		}
-		return nil
-	}); err != nil {
+	if err := eval(ctx, r, addDLQCall{e: e, entry: b}).Err(); err != nil {
 		return fmt.Errorf("jobstore: dlq %s: %w", e.JobID, err)
 	}
 	return nil
 }
 
-// DLQ returns up to limit entries, newest first, with their jobs.
-func (r *Redis) DLQ(ctx context.Context, limit int) ([]DLQEntry, error) {
+// dlqIndexBatch is how many DLQ entries a dlq_index.lua call indexes.
+const dlqIndexBatch = 1000
+
+// DLQ returns up to limit entries, newest first, with their jobs: every
+// tenant's, or tenant's alone. The first call for a tenant puts the entries
+// made before the tenants' DLQ indexes existed in them (dlq_index.lua),
+// once for the store.
+func (r *Redis) DLQ(ctx context.Context, tenant string, limit int) ([]DLQEntry, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	res, err := eval(ctx, r, dlqCall{limit: limit}).Slice()
+	if tenant != "" && !r.dlqIndexed.Load() {
+		for {
+			done, err := eval(ctx, r, dlqIndexCall{batch: dlqIndexBatch}).Int()
+			if err != nil {
+				return nil, fmt.Errorf("jobstore: dlq: indexing the entries by tenant: %w", err)
+			}
+			if done == 1 {
+				r.dlqIndexed.Store(true)
+				break
+			}
+		}
+	}
+	res, err := eval(ctx, r, dlqCall{tenant: tenant, limit: limit}).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: dlq: %w", err)
 	}
@@ -589,13 +605,6 @@ func (r *Redis) RemoveDLQ(ctx context.Context, id string) (bool, error) {
 		return false, fmt.Errorf("jobstore: remove dlq %s: %w", id, err)
 	}
 	return n == 1, nil
-}
-
-// retained are the keys of a job that expire with it (its
-// idempotency key aside, which transition.lua expires too); remove_dlq.lua
-// spells them too.
-func (n ns) retained(id string) []string {
-	return []string{n.job(id), n.events(id), n.ctx(id), n.res(id)}
 }
 
 // sweepBatch is how many jobs one run of sweep.lua takes at most: the

@@ -288,3 +288,55 @@ func TestRedisEventChainSeesTampering(t *testing.T) {
 		t.Fatalf("the last event removed: %v", err)
 	}
 }
+
+// TestRedisDLQIndexesOldEntries: DLQ entries written before the tenants'
+// DLQ indexes existed (job:dlq and job:dlq:<id> alone) are in their
+// tenant's DLQ from the first read of a tenant's, however many there are,
+// many of them dead-lettered in the same millisecond.
+func TestRedisDLQIndexesOldEntries(t *testing.T) {
+	url := redistest.Start(t)
+	opt, _ := redis.ParseURL(url)
+	admin := redis.NewClient(opt)
+	defer admin.Close()
+	ctx := context.Background()
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	want := map[string]int{}
+	p := admin.Pipeline()
+	for i := range 2500 {
+		tenant := []string{"acme", "busy", ""}[i%3]
+		at := base.Add(time.Duration(i) * time.Millisecond)
+		if i >= 100 && i < 1400 {
+			at = base.Add(100 * time.Millisecond) // 1,300 entries of one ms: more than a batch
+		}
+		id := fmt.Sprintf("old%d", i)
+		p.Set(ctx, "job:dlq:"+id, fmt.Sprintf(`{"job_id":%q,"topic":"t","tenant":%q,"reason":"x","at":%q}`, id, tenant, at.Format(time.RFC3339Nano)), 0)
+		p.ZAdd(ctx, "job:dlq", redis.Z{Score: float64(at.UnixMilli()), Member: id})
+		want[tenant]++
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := jobstore.OpenRedis(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tenant := range []string{"acme", "busy"} {
+		got, err := s.DLQ(ctx, tenant, 5000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != want[tenant] {
+			t.Errorf("%s's DLQ holds %d entries, want %d", tenant, len(got), want[tenant])
+		}
+		for _, e := range got {
+			if e.Tenant != tenant {
+				t.Fatalf("%s's DLQ holds %s of %q", tenant, e.JobID, e.Tenant)
+			}
+		}
+	}
+	if all, err := s.DLQ(ctx, "", 5000); err != nil || len(all) != 2500 {
+		t.Errorf("every tenant's DLQ: %d entries, %v", len(all), err)
+	}
+}

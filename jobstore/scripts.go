@@ -33,6 +33,8 @@ var (
 	dueDeferredScript = loadScript("due_deferred.lua", "")
 	withResultScript  = loadScript("with_result.lua", "")
 	dlqScript         = loadScript("dlq.lua", "")
+	addDLQScript      = loadScript("add_dlq.lua", "")
+	dlqIndexScript    = loadScript("dlq_index.lua", "")
 	removeDLQScript   = loadScript("remove_dlq.lua", "")
 	lockScript        = loadScript("lock.lua", "")
 	unlockScript      = loadScript("unlock.lua", "")
@@ -313,14 +315,42 @@ func (withResultCall) script() *redis.Script { return withResultScript }
 func (c withResultCall) keys(n ns) []string  { return []string{n.index(c.state)} }
 func (c withResultCall) argv() []any         { return []any{ms(c.before), c.limit} }
 
-// dlqCall runs dlq.lua.
+// dlqCall runs dlq.lua: the DLQ's newest entries, or the tenant's.
 type dlqCall struct {
-	limit int
+	tenant string // "": every tenant's
+	limit  int
 }
 
 func (dlqCall) script() *redis.Script { return dlqScript }
-func (c dlqCall) keys(n ns) []string  { return []string{n.dlq()} }
-func (c dlqCall) argv() []any         { return []any{c.limit} }
+func (c dlqCall) keys(n ns) []string {
+	if c.tenant != "" {
+		return []string{n.tenantDLQ(c.tenant)}
+	}
+	return []string{n.dlq()}
+}
+func (c dlqCall) argv() []any { return []any{c.limit} }
+
+// addDLQCall runs add_dlq.lua: entry is e as JSON.
+type addDLQCall struct {
+	e     DLQEntry
+	entry []byte
+}
+
+func (addDLQCall) script() *redis.Script { return addDLQScript }
+func (c addDLQCall) keys(n ns) []string  { return []string{n.dlq(), n.dlqEntry(c.e.JobID)} }
+func (c addDLQCall) argv() []any {
+	return []any{c.e.JobID, ms(c.e.At), c.entry, c.e.Tenant}
+}
+
+// dlqIndexCall runs dlq_index.lua: the next batch entries into their
+// tenants' indexes.
+type dlqIndexCall struct {
+	batch int
+}
+
+func (dlqIndexCall) script() *redis.Script { return dlqIndexScript }
+func (c dlqIndexCall) keys(n ns) []string  { return []string{n.dlq(), n.dlqIndexed()} }
+func (c dlqIndexCall) argv() []any         { return []any{c.batch} }
 
 // removeDLQCall runs remove_dlq.lua for job id.
 type removeDLQCall struct {

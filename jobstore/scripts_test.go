@@ -23,6 +23,8 @@ func TestScriptHeaders(t *testing.T) {
 		"with_result.lua":  withResultCall{},
 		"dlq.lua":          dlqCall{},
 		"remove_dlq.lua":   removeDLQCall{},
+		"add_dlq.lua":      addDLQCall{},
+		"dlq_index.lua":    dlqIndexCall{},
 		"lock.lua":         lockCall{},
 		"unlock.lua":       unlockCall{},
 		"failure.lua":      failureCall{},

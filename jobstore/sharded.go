@@ -732,12 +732,13 @@ func (s *Sharded) Recent(ctx context.Context, limit int) ([]*Job, error) {
 	return p.Jobs, err
 }
 
-// DLQ returns up to limit entries, newest first, from every shard.
-func (s *Sharded) DLQ(ctx context.Context, limit int) ([]DLQEntry, error) {
+// DLQ returns up to limit entries, newest first, from every shard: every
+// tenant's, or tenant's.
+func (s *Sharded) DLQ(ctx context.Context, tenant string, limit int) ([]DLQEntry, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	parts, err := each(s, func(_ int, r *Redis) ([]DLQEntry, error) { return r.DLQ(ctx, limit) })
+	parts, err := each(s, func(_ int, r *Redis) ([]DLQEntry, error) { return r.DLQ(ctx, tenant, limit) })
 	if err != nil {
 		return nil, err
 	}

@@ -316,7 +316,7 @@ func TestJobsThatCannotRun(t *testing.T) {
 			if !strings.Contains(last.GetMessage(), tc.message) {
 				t.Errorf("last event message %q does not mention %q", last.GetMessage(), tc.message)
 			}
-			dlq, err := e.store.DLQ(context.Background(), 100)
+			dlq, err := e.store.DLQ(context.Background(), "", 100)
 			if err != nil {
 				t.Fatal(err)
 			}

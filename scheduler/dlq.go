@@ -20,7 +20,7 @@ func (s *Scheduler) handleDLQList(ctx context.Context, msg *nats.Msg, q *wardv1.
 		limit = 50
 	}
 	reply := &wardv1.DLQListReply{}
-	entries, err := s.cfg.Store.DLQ(ctx, limit)
+	entries, err := s.cfg.Store.DLQ(ctx, q.GetTenantId(), limit)
 	if err != nil {
 		reply.Error = "job store unavailable"
 		s.storeFailed("dlq", "", err)

@@ -421,7 +421,7 @@ func (e *env) inDLQ(id, reason string) bool {
 	e.t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		entries, err := e.store.DLQ(context.Background(), 1000)
+		entries, err := e.store.DLQ(context.Background(), "", 1000)
 		if err != nil {
 			e.t.Fatal(err)
 		}

@@ -105,7 +105,14 @@ func TestCLITour(t *testing.T) {
 	if out, code := cli(t, natsURL, "dlq", "retry", id); code == 0 || !strings.Contains(out, "is SUCCEEDED: only a job that ended FAILED") {
 		t.Errorf("dlq retry of a SUCCEEDED job: exit %d\n%s", code, out)
 	}
-	// The denied job went to the DLQ: dropped, it leaves it, once.
+	// The denied job went to the DLQ: its tenant's, not another's.
+	if out, code := cli(t, natsURL, "dlq", "ls", "--tenant", "acme"); code != 0 || !strings.Contains(out, denied) {
+		t.Errorf("dlq ls --tenant acme: exit %d\n%s", code, out)
+	}
+	if out, code := cli(t, natsURL, "dlq", "ls", "--tenant", "globex"); code != 0 || strings.Contains(out, denied) {
+		t.Errorf("dlq ls --tenant globex: exit %d\n%s", code, out)
+	}
+	// Dropped, it leaves the DLQ, once.
 	if out, code := cli(t, natsURL, "dlq", "drop", denied); code != 0 || !strings.Contains(out, "dropped "+denied) {
 		t.Errorf("dlq drop: exit %d\n%s", code, out)
 	}

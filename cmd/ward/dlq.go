@@ -14,6 +14,7 @@ import (
 func newDLQCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "dlq", Short: "The dead-letter queue: jobs that could not be placed or finished, with their reason"}
 	var limit int
+	var tenant string
 	var lsOut *output
 	ls := &cobra.Command{
 		Use:   "ls",
@@ -25,7 +26,7 @@ func newDLQCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer done()
-			entries, err := c.DLQ(ctx, limit)
+			entries, err := c.TenantDLQ(ctx, tenant, limit)
 			if err != nil {
 				return err
 			}
@@ -43,7 +44,8 @@ func newDLQCmd(g *globals) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	ls.Flags().IntVar(&limit, "limit", 50, "how many")
+	ls.Flags().IntVar(&limit, "limit", 50, "how many (1000 at most)")
+	ls.Flags().StringVar(&tenant, "tenant", "", "this tenant's entries alone")
 	lsOut = addOutput(ls)
 	lsOut.addJSONAlias(ls)
 	retry := &cobra.Command{

@@ -1,7 +1,7 @@
--- KEYS: [1] job:dlq
+-- KEYS: [1] job:dlq, or a tenant's job:tenant:<tenant>:dlq
 -- ARGV: [1] how many entries
 --
--- Returns the newest ARGV[1] DLQ entries, each as two items: its JSON
+-- Returns the newest ARGV[1] DLQ entries (of the tenant's index: its own), each as two items: its JSON
 -- (job:dlq:<id>) and its job's hash (empty when the job is gone), without
 -- the job's log (fields log, log_truncated): only a get carries it.
 -- P: the key namespace (jobstore/keys.go), read off the first key: every key

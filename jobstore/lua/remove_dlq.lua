@@ -1,7 +1,8 @@
 -- KEYS: [1] job:dlq, [2] job:ended
 -- ARGV: [1] job id, [2] retention ms (0: keep for ever)
 --
--- Removes the job's DLQ entry. With a retention, the job is then kept for
+-- Removes the job's DLQ entry, from job:dlq and from its tenant's
+-- job:tenant:<tenant>:dlq. With a retention, the job is then kept for
 -- it, as any ended job: its keys get the TTL back (AddDLQ took it away)
 -- and it goes back to job:ended (sweep.lua). Returns 1 when there was an
 -- entry, else 0.
@@ -10,6 +11,13 @@
 local P = string.match(KEYS[1], '^{[^}]*}') or ''
 local id = ARGV[1]
 redis.call('ZREM', KEYS[1], id)
+local entry = redis.call('GET', P .. 'job:dlq:' .. id)
+if entry then
+  local ok, e = pcall(cjson.decode, entry)
+  if ok and type(e) == 'table' and type(e.tenant) == 'string' and e.tenant ~= '' then
+    redis.call('ZREM', P .. 'job:tenant:' .. e.tenant .. ':dlq', id)
+  end
+end
 local n = redis.call('DEL', P .. 'job:dlq:' .. id)
 local retention = tonumber(ARGV[2])
 if n == 1 and retention > 0 then

@@ -103,7 +103,7 @@ func testLog(t *testing.T, s jobstore.Store) {
 	if err := s.AddDLQ(ctx, jobstore.DLQEntry{JobID: "l1", Topic: "topic.a", Tenant: "acme", Reason: "exit", At: t0.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	dlq, err := s.DLQ(ctx, 10)
+	dlq, err := s.DLQ(ctx, "", 10)
 	if err != nil || len(dlq) != 1 || dlq[0].Job == nil {
 		t.Fatalf("DLQ = %+v, %v; want l1's entry with its job", dlq, err)
 	}

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"DispatchLockExpiry", testDispatchLockExpiry},
 		{"Result", testResult},
 		{"DLQ", testDLQ},
+		{"TenantDLQ", testTenantDLQ},
 		{"RaceTransition", testRaceTransition},
 		{"RaceTerminal", testRaceTerminal},
 		{"RaceCreate", testRaceCreate},
@@ -1080,7 +1081,7 @@ func testResult(t *testing.T, s jobstore.Store) {
 
 func testDLQ(t *testing.T, s jobstore.Store) {
 	ctx := context.Background()
-	if got, err := s.DLQ(ctx, 10); err != nil || len(got) != 0 {
+	if got, err := s.DLQ(ctx, "", 10); err != nil || len(got) != 0 {
 		t.Fatalf("empty DLQ = %v, %v", got, err)
 	}
 	add := func(e jobstore.DLQEntry) {
@@ -1092,7 +1093,7 @@ func testDLQ(t *testing.T, s jobstore.Store) {
 	add(jobstore.DLQEntry{JobID: "j1", Topic: "a", Tenant: "acme", Reason: "MAX_RETRIES", Message: "3 attempts", At: t0.Add(1 * time.Second)})
 	add(jobstore.DLQEntry{JobID: "j3", Topic: "c", Tenant: "beta", Reason: "DENIED", At: t0.Add(3 * time.Second)})
 	add(jobstore.DLQEntry{JobID: "j2", Topic: "b", Tenant: "acme", Reason: "TIMEOUT", At: t0.Add(2 * time.Second)})
-	got, err := s.DLQ(ctx, 10)
+	got, err := s.DLQ(ctx, "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1112,18 +1113,79 @@ func testDLQ(t *testing.T, s jobstore.Store) {
 	if g != w {
 		t.Errorf("entry = %+v, want %+v", g, w)
 	}
-	if got, _ := s.DLQ(ctx, 1); len(got) != 1 || got[0].JobID != "j3" {
+	if got, _ := s.DLQ(ctx, "", 1); len(got) != 1 || got[0].JobID != "j3" {
 		t.Errorf("DLQ(1) = %+v", got)
 	}
 	// Dead-lettering a job again replaces its entry.
 	add(jobstore.DLQEntry{JobID: "j1", Reason: "AGAIN", At: t0.Add(4 * time.Second)})
-	if got, _ := s.DLQ(ctx, 10); len(got) != 3 || got[0].JobID != "j1" || got[0].Reason != "AGAIN" {
+	if got, _ := s.DLQ(ctx, "", 10); len(got) != 3 || got[0].JobID != "j1" || got[0].Reason != "AGAIN" {
 		t.Errorf("DLQ after re-adding j1 = %+v", got)
 	}
 	// A zero At means now, newer than every entry above.
 	add(jobstore.DLQEntry{JobID: "j4", Reason: "NOW"})
-	if got, _ := s.DLQ(ctx, 1); len(got) != 1 || got[0].JobID != "j4" || got[0].At.IsZero() {
+	if got, _ := s.DLQ(ctx, "", 1); len(got) != 1 || got[0].JobID != "j4" || got[0].At.IsZero() {
 		t.Errorf("DLQ after an entry with no time = %+v", got)
+	}
+}
+
+// testTenantDLQ: a tenant's DLQ holds its entries alone, newest first,
+// however many newer entries other tenants have; an entry leaves it when
+// it is removed, or replaced by one of another tenant.
+func testTenantDLQ(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	add := func(e jobstore.DLQEntry) {
+		t.Helper()
+		if err := s.AddDLQ(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(tenant string, limit int) []string {
+		t.Helper()
+		got, err := s.DLQ(ctx, tenant, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []string{}
+		for _, e := range got {
+			if e.Tenant != tenant {
+				t.Errorf("%s's DLQ holds %s of tenant %q", tenant, e.JobID, e.Tenant)
+			}
+			out = append(out, e.JobID)
+		}
+		return out
+	}
+	add(jobstore.DLQEntry{JobID: "a1", Tenant: "acme", Reason: "x", At: t0.Add(1 * time.Second)})
+	add(jobstore.DLQEntry{JobID: "a2", Tenant: "acme", Reason: "x", At: t0.Add(2 * time.Second)})
+	add(jobstore.DLQEntry{JobID: "a3", Tenant: "acme", Reason: "x", At: t0.Add(3 * time.Second)})
+	// More newer entries of another tenant's than a DLQ read may return.
+	for i := range 1001 {
+		add(jobstore.DLQEntry{JobID: fmt.Sprintf("b%d", i), Tenant: "busy", Reason: "x", At: t0.Add(time.Minute + time.Duration(i)*time.Millisecond)})
+	}
+	if got := ids("acme", 10); !slices.Equal(got, []string{"a3", "a2", "a1"}) {
+		t.Errorf("acme's DLQ = %v, want [a3 a2 a1]", got)
+	}
+	if got := ids("acme", 2); !slices.Equal(got, []string{"a3", "a2"}) {
+		t.Errorf("acme's DLQ, 2 = %v, want [a3 a2]", got)
+	}
+	if got := ids("busy", 2); !slices.Equal(got, []string{"b1000", "b999"}) {
+		t.Errorf("busy's DLQ, 2 = %v", got)
+	}
+	if got := ids("nobody", 10); len(got) != 0 {
+		t.Errorf("a tenant with no entry: %v", got)
+	}
+	if ok, err := s.RemoveDLQ(ctx, "a2"); err != nil || !ok {
+		t.Fatalf("RemoveDLQ(a2) = %v, %v", ok, err)
+	}
+	// Dead-lettered again under another tenant, a1 leaves acme's.
+	add(jobstore.DLQEntry{JobID: "a1", Tenant: "globex", Reason: "y", At: t0.Add(4 * time.Second)})
+	if got := ids("acme", 10); !slices.Equal(got, []string{"a3"}) {
+		t.Errorf("acme's DLQ after a removal and a move = %v, want [a3]", got)
+	}
+	if got := ids("globex", 10); !slices.Equal(got, []string{"a1"}) {
+		t.Errorf("globex's DLQ = %v, want [a1]", got)
+	}
+	if got, _ := s.DLQ(ctx, "", 1); len(got) != 1 || got[0].JobID != "b1000" {
+		t.Errorf("every tenant's DLQ, 1 = %+v", got)
 	}
 }
 
@@ -2017,7 +2079,7 @@ func testDLQJobs(t *testing.T, s jobstore.Store) {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.DLQ(ctx, 10)
+	got, err := s.DLQ(ctx, "", 10)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("DLQ = %+v, %v", got, err)
 	}
@@ -2033,7 +2095,7 @@ func testDLQJobs(t *testing.T, s jobstore.Store) {
 	if ok, err := s.RemoveDLQ(ctx, "j1"); err != nil || ok {
 		t.Errorf("RemoveDLQ(j1) again = %v, %v", ok, err)
 	}
-	if got, _ := s.DLQ(ctx, 10); len(got) != 1 || got[0].JobID != "ghost" {
+	if got, _ := s.DLQ(ctx, "", 10); len(got) != 1 || got[0].JobID != "ghost" {
 		t.Errorf("DLQ after the removal = %+v", got)
 	}
 }

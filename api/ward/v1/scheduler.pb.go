@@ -26,8 +26,11 @@ const (
 
 // DLQListRequest asks a scheduler for dead-lettered jobs, on sys.dlq.list.
 type DLQListRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Limit         int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Limit int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	// tenant_id, when set, asks for that tenant's entries alone: its newest,
+	// however many newer entries other tenants have.
+	TenantId      string `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -67,6 +70,13 @@ func (x *DLQListRequest) GetLimit() int32 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *DLQListRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
 }
 
 // DLQListReply answers DLQListRequest, newest first.
@@ -374,9 +384,10 @@ var File_ward_v1_scheduler_proto protoreflect.FileDescriptor
 
 const file_ward_v1_scheduler_proto_rawDesc = "" +
 	"\n" +
-	"\x17ward/v1/scheduler.proto\x12\award.v1\x1a\x11ward/v1/job.proto\"&\n" +
+	"\x17ward/v1/scheduler.proto\x12\award.v1\x1a\x11ward/v1/job.proto\"C\n" +
 	"\x0eDLQListRequest\x12\x14\n" +
-	"\x05limit\x18\x01 \x01(\x05R\x05limit\"Q\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x1b\n" +
+	"\ttenant_id\x18\x02 \x01(\tR\btenantId\"Q\n" +
 	"\fDLQListReply\x12+\n" +
 	"\aentries\x18\x01 \x03(\v2\x11.ward.v1.DLQEntryR\aentries\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"(\n" +
