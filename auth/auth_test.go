@@ -92,8 +92,9 @@ func TestTenantReachesItsOwnSubjectsOnly(t *testing.T) {
 	for _, subj := range []string{bus.TenantSubject(bus.SubjectSubmit, "globex"), bus.TenantSubject(bus.SubjectSubmit, bus.AllTenants),
 		bus.WorkerJobsSubject("h1"), bus.HeartbeatSubject("h1"), bus.ResultSubject("h1"), bus.SubjectHostCancel,
 		"$KV.ward_policy.bundle", "$JS.API.STREAM.INFO.OBJ_WARD_CTX_globex",
-		// The DLQ and the mode are an admin's: no tenant retries, drops or lists.
-		bus.SubjectDLQList, bus.SubjectDLQRetry, bus.SubjectDLQDrop, bus.SubjectMode,
+		// The DLQ, the mode and the replicas' status are an admin's: no
+		// tenant retries, drops or lists, or asks.
+		bus.SubjectDLQList, bus.SubjectDLQRetry, bus.SubjectDLQDrop, bus.SubjectMode, bus.SubjectSchedulerStatus,
 		// Job events are the schedulers': a tenant cannot forge one of its
 		// own jobs' (a state, or the creation an event tells).
 		bus.EventSubject("acme", "j1")} {

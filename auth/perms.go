@@ -70,7 +70,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.TenantSubject(bus.SubjectWorkflowList, "*"),
 			bus.TenantSubject(bus.SubjectWorkflowCancel, "*"),
 			bus.SubjectDLQList, bus.SubjectDLQRetry, bus.SubjectDLQDrop,
-			bus.SubjectMode, bus.SubjectModeChanged,
+			bus.SubjectMode, bus.SubjectModeChanged, bus.SubjectSchedulerStatus,
 			bus.SubjectHeartbeats,
 			bus.ResultSubject("*"), bus.ProgressSubject("*"),
 			"_INBOX.>",

@@ -59,6 +59,10 @@ const (
 	// SubjectMode is request/reply: SchedulerModeRequest →
 	// SchedulerModeReply. One replica stores the mode for all.
 	SubjectMode = "sys.scheduler.mode"
+	// SubjectSchedulerStatus is scatter-gather: a SchedulerStatusRequest,
+	// and every replica answers with its SchedulerStatus (`ward scheduler
+	// ls`).
+	SubjectSchedulerStatus = "sys.scheduler.status"
 	// SubjectModeChanged carries SchedulerModeReply to every replica
 	// (fan-out) when the mode changes, so that each applies it at once.
 	SubjectModeChanged = "sys.scheduler.mode.changed"

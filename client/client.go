@@ -661,35 +661,68 @@ func (c *Client) Wait(ctx context.Context, id string, w *Watcher, each func(*war
 // Workers asks every live host for its last heartbeat and returns the
 // answers that arrive within window, sorted by worker id.
 func (c *Client) Workers(ctx context.Context, window time.Duration) ([]*wardv1.Heartbeat, error) {
+	out, err := gather(ctx, c, bus.SubjectWorkerPing, nil, window, (*wardv1.Heartbeat).GetWorkerId)
+	if err != nil {
+		return nil, fmt.Errorf("workers: %w", err)
+	}
+	return out, nil
+}
+
+// Schedulers asks every scheduler replica for its status (an admin's
+// request) and returns the answers that arrive within window, sorted by
+// replica id.
+func (c *Client) Schedulers(ctx context.Context, window time.Duration) ([]*wardv1.SchedulerStatus, error) {
+	out, err := gather(ctx, c, bus.SubjectSchedulerStatus, &wardv1.SchedulerStatusRequest{}, window, (*wardv1.SchedulerStatus).GetSchedulerId)
+	if err != nil {
+		return nil, fmt.Errorf("schedulers: %w", err)
+	}
+	return out, nil
+}
+
+// gather publishes req (nil: an empty message) on the scatter-gather
+// subject and collects the answers that arrive within window: one for each
+// id, the last, sorted by id; an answer that does not decode, or has no
+// id, is dropped.
+func gather[T interface {
+	proto.Message
+	*M
+}, M any](ctx context.Context, c *Client, subject string, req proto.Message, window time.Duration, id func(T) string) ([]T, error) {
+	var data []byte
+	if req != nil {
+		var err error
+		if data, err = proto.Marshal(req); err != nil {
+			return nil, err
+		}
+	}
 	nc := c.bus.NATS()
 	inbox := nc.NewRespInbox()
 	ch := make(chan *nats.Msg, 256)
 	sub, err := nc.ChanSubscribe(inbox, ch)
 	if err != nil {
-		return nil, fmt.Errorf("workers: %w", err)
+		return nil, err
 	}
 	defer sub.Unsubscribe()
-	if err := nc.PublishRequest(bus.SubjectWorkerPing, inbox, nil); err != nil {
-		return nil, fmt.Errorf("workers: %w", err)
+	if err := nc.PublishRequest(subject, inbox, data); err != nil {
+		return nil, err
 	}
 	timer := time.NewTimer(window)
 	defer timer.Stop()
-	seen := map[string]*wardv1.Heartbeat{}
+	seen := map[string]T{}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-timer.C:
-			out := make([]*wardv1.Heartbeat, 0, len(seen))
-			for _, hb := range seen {
-				out = append(out, hb)
+			out := make([]T, 0, len(seen))
+			for _, v := range seen {
+				out = append(out, v)
 			}
-			slices.SortFunc(out, func(a, b *wardv1.Heartbeat) int { return strings.Compare(a.GetWorkerId(), b.GetWorkerId()) })
+			slices.SortFunc(out, func(a, b T) int { return strings.Compare(id(a), id(b)) })
 			return out, nil
 		case m := <-ch:
-			hb := &wardv1.Heartbeat{}
-			if proto.Unmarshal(m.Data, hb) == nil && hb.GetWorkerId() != "" {
-				seen[hb.GetWorkerId()] = hb
+			v := T(new(M))
+			if proto.Unmarshal(m.Data, v) == nil && id(v) != "" {
+				seen[id(v)] = v
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/version"
 )
 
 // Mode is the scheduler mode (seed 002). It is stored in the job store, so
@@ -125,5 +126,22 @@ func (s *Scheduler) refreshMode(ctx context.Context) {
 	}
 	if m != "" {
 		s.setMode(ParseMode(m))
+	}
+}
+
+// handleStatus answers sys.scheduler.status (every replica does): this
+// replica's id, build, mode, the reconciler's lease, the hosts it counts
+// live.
+func (s *Scheduler) handleStatus(_ context.Context, msg *nats.Msg, _ *wardv1.SchedulerStatusRequest) {
+	st := &wardv1.SchedulerStatus{
+		SchedulerId:     s.cfg.ID,
+		Version:         version.Version(),
+		Mode:            string(s.Mode()),
+		StartedAtUnixMs: s.started.UnixMilli(),
+		Reconciler:      s.leader.Load(),
+		LiveWorkers:     int32(s.hosts.Len()),
+	}
+	if err := s.cfg.Bus.Reply(msg, st); err != nil {
+		s.log.Debug("status reply failed", "err", err)
 	}
 }

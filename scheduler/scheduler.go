@@ -261,6 +261,8 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	err := errors.Join(
 		add(bus.Subscribe(ctx, c, bus.SubjectHeartbeats, "", s.beats, s.log, s.handleHeartbeat)),
 		add(bus.Subscribe(ctx, c, bus.SubjectModeChanged, "", s.beats, s.log, s.handleModeChanged)),
+		// Every replica answers a status request.
+		add(bus.Subscribe(ctx, c, bus.SubjectSchedulerStatus, "", s.updates, s.log, s.handleStatus)),
 		add(bus.Subscribe(ctx, c, bus.ResultSubject("*"), q, s.updates, s.log, s.handleResult)),
 		add(bus.Subscribe(ctx, c, bus.ProgressSubject("*"), q, s.updates, s.log, s.handleProgress)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectCancel, "*"), q, s.updates, s.log, s.handleCancel)),

@@ -90,13 +90,31 @@ func TestCLITour(t *testing.T) {
 		System struct {
 			Reachable  bool
 			NATSServer string `json:"nats_server"`
+			Schedulers []struct{ ID, Version string }
 			Hosts      []struct{ ID, Version string }
 			Kernels    []struct{ ID, Version, Revision string }
 		}
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || v.Client.Go == "" || !v.System.Reachable ||
-		v.System.NATSServer == "" || len(v.System.Hosts) != 1 || v.System.Hosts[0].Version == "" || len(v.System.Kernels) != 1 || v.System.Kernels[0].Version == "" {
+		v.System.NATSServer == "" || len(v.System.Schedulers) != 1 || v.System.Schedulers[0].Version != v.Client.Version ||
+		len(v.System.Hosts) != 1 || v.System.Hosts[0].Version == "" || len(v.System.Kernels) != 1 || v.System.Kernels[0].Version == "" {
 		t.Errorf("version -o json: exit %d, %v\n%s", code, err, out)
+	}
+	// Every replica says its build, its mode and whether it reconciles.
+	out, code = cli(t, natsURL, "scheduler", "ls", "-o", "json")
+	var scheds []struct {
+		SchedulerID string `json:"scheduler_id"`
+		Version     string `json:"version"`
+		Mode        string `json:"mode"`
+		Reconciler  bool   `json:"reconciler"`
+		LiveWorkers int    `json:"live_workers"`
+	}
+	if err := json.Unmarshal([]byte(out), &scheds); err != nil || code != 0 || len(scheds) != 1 || scheds[0].SchedulerID == "" ||
+		scheds[0].Version != v.Client.Version || scheds[0].Mode != "NORMAL" || scheds[0].LiveWorkers != 1 {
+		t.Errorf("scheduler ls -o json: exit %d, %v\n%s", code, err, out)
+	}
+	if out, code := cli(t, natsURL, "scheduler", "ls"); code != 0 || !strings.Contains(out, "SCHEDULER") || len(scheds) != 1 || !strings.Contains(out, scheds[0].SchedulerID) {
+		t.Errorf("scheduler ls: exit %d\n%s", code, out)
 	}
 	if out, code := cli(t, "nats://127.0.0.1:1", "version", "--wait", "500ms"); code != 0 || !strings.Contains(out, "not reachable") {
 		t.Errorf("version without a system: exit %d\n%s", code, out)

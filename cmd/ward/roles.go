@@ -96,7 +96,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 	f.DurationVar(&retention, "retention", envDuration("WARD_RETENTION", node.DefaultRetention), "how long an ended job (its record, events, input and result) is kept in Redis, then dropped; 0 keeps them for ever ($WARD_RETENTION)")
 	f.StringVar(&dispatchSecret, "dispatch-secret", os.Getenv("WARD_DISPATCH_SECRET"), "file of the schedulers' dispatch secret (ward auth init writes dispatch.secret) ($WARD_DISPATCH_SECRET)")
 	f.BoolVar(&useRegistry, "module-registry", true, "follow the module registry in NATS JetStream: deployed routes, versions in force")
-	cmd.AddCommand(newSchedulerModeCmd(g))
+	cmd.AddCommand(newSchedulerModeCmd(g), newSchedulerLsCmd(g))
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,6 +30,7 @@ type systemVersions struct {
 	Error     string `json:"error,omitempty"`
 	// NATSServer is the NATS server's version.
 	NATSServer string        `json:"nats_server,omitempty"`
+	Schedulers []partVersion `json:"schedulers"`
 	Hosts      []partVersion `json:"hosts"`
 	Kernels    []partVersion `json:"kernels"`
 }
@@ -49,13 +51,13 @@ func newVersionCmd(g *globals) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print this binary's build, and the versions of the NATS server, hosts and safety kernels it reaches",
+		Short: "Print this binary's build, and the versions of the NATS server, schedulers, hosts and safety kernels it reaches",
 		Long: `version prints the build of this binary (module version, VCS revision and
 time, Go version), then asks the system it talks to (--nats, as the other
-commands) for the versions of its parts: the NATS server's, each live
-host's (from its heartbeat) and each safety kernel's policy revision (a
-kernel's status does not carry its build). Schedulers do not report their
-build. A system that does not answer within --wait is "not reachable":
+commands) for the versions of its parts: the NATS server's, each scheduler
+replica's (its status, as ` + "`ward scheduler ls`" + `; an admin's to ask), each live
+host's (from its heartbeat) and each safety kernel's, with its policy
+revision. A system that does not answer within --wait is "not reachable":
 that is no error. --client prints the build alone.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -84,7 +86,7 @@ func (g *globals) systemVersions(ctx context.Context, wait time.Duration) *syste
 		ctx = context.Background()
 	}
 	url := client.NATSURL(g.natsURL)
-	sv := &systemVersions{NATSURL: url, Hosts: []partVersion{}, Kernels: []partVersion{}}
+	sv := &systemVersions{NATSURL: url, Schedulers: []partVersion{}, Hosts: []partVersion{}, Kernels: []partVersion{}}
 	opts, err := g.natsOptions(g.credsFile())
 	if err != nil {
 		sv.Error = err.Error()
@@ -101,18 +103,31 @@ func (g *globals) systemVersions(ctx context.Context, wait time.Duration) *syste
 	ctx, cancel := context.WithTimeout(ctx, 2*wait)
 	defer cancel()
 	window := min(wait, 500*time.Millisecond)
-	hbs, err := client.New(conn, client.Options{Admin: true}).Workers(ctx, window)
-	if err == nil {
-		for _, hb := range hbs {
-			sv.Hosts = append(sv.Hosts, partVersion{ID: hb.GetWorkerId(), Version: hb.GetVersion()})
+	// The three scatter-gathers at once: one window, not three.
+	c := client.New(conn, client.Options{Admin: true})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if sts, err := c.Schedulers(ctx, window); err == nil {
+			for _, st := range sts {
+				sv.Schedulers = append(sv.Schedulers, partVersion{ID: st.GetSchedulerId(), Version: st.GetVersion()})
+			}
 		}
-	}
-	sts, err := safety.Statuses(ctx, conn.NATS(), window)
-	if err == nil {
-		for _, st := range sts {
-			sv.Kernels = append(sv.Kernels, partVersion{ID: st.GetKernelId(), Version: st.GetVersion(), Revision: st.GetRevision()})
+	})
+	wg.Go(func() {
+		if hbs, err := c.Workers(ctx, window); err == nil {
+			for _, hb := range hbs {
+				sv.Hosts = append(sv.Hosts, partVersion{ID: hb.GetWorkerId(), Version: hb.GetVersion()})
+			}
 		}
-	}
+	})
+	wg.Go(func() {
+		if sts, err := safety.Statuses(ctx, conn.NATS(), window); err == nil {
+			for _, st := range sts {
+				sv.Kernels = append(sv.Kernels, partVersion{ID: st.GetKernelId(), Version: st.GetVersion(), Revision: st.GetRevision()})
+			}
+		}
+	})
+	wg.Wait()
 	return sv
 }
 
@@ -139,6 +154,12 @@ func printVersions(w io.Writer, v versions) {
 		return
 	}
 	fmt.Fprintf(w, "NATS server:  %s (%s)\n", sv.NATSServer, sv.NATSURL)
+	if len(sv.Schedulers) == 0 {
+		fmt.Fprintln(w, "schedulers:   none answered (a tenant's credential may not ask; an older build does not answer)")
+	}
+	for _, s := range sv.Schedulers {
+		fmt.Fprintf(w, "scheduler:    %s %s\n", s.ID, s.Version)
+	}
 	if len(sv.Hosts) == 0 {
 		fmt.Fprintln(w, "hosts:        none answered")
 	}
@@ -151,5 +172,4 @@ func printVersions(w io.Writer, v versions) {
 	for _, k := range sv.Kernels {
 		fmt.Fprintf(w, "kernel:       %s %s, policy revision %s\n", k.ID, orDefault(k.Version, "(did not say: an older build)"), k.Revision)
 	}
-	fmt.Fprintln(w, "schedulers:   do not report their build")
 }

@@ -380,6 +380,137 @@ func (x *SchedulerModeReply) GetError() string {
 	return ""
 }
 
+// SchedulerStatusRequest asks every scheduler replica for its status, on
+// sys.scheduler.status (scatter-gather: each replica answers with a
+// SchedulerStatus).
+type SchedulerStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchedulerStatusRequest) Reset() {
+	*x = SchedulerStatusRequest{}
+	mi := &file_ward_v1_scheduler_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchedulerStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchedulerStatusRequest) ProtoMessage() {}
+
+func (x *SchedulerStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_scheduler_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchedulerStatusRequest.ProtoReflect.Descriptor instead.
+func (*SchedulerStatusRequest) Descriptor() ([]byte, []int) {
+	return file_ward_v1_scheduler_proto_rawDescGZIP(), []int{7}
+}
+
+// SchedulerStatus is one scheduler replica as it sees itself (`ward
+// scheduler ls`, `ward version`).
+type SchedulerStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// scheduler_id names the replica (its lock and lease owner).
+	SchedulerId string `protobuf:"bytes,1,opt,name=scheduler_id,json=schedulerId,proto3" json:"scheduler_id,omitempty"`
+	// version is its build (internal/version: the module version and, for
+	// a build from a checkout, the VCS revision).
+	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// mode is the scheduler mode it follows.
+	Mode            string `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	StartedAtUnixMs int64  `protobuf:"varint,4,opt,name=started_at_unix_ms,json=startedAtUnixMs,proto3" json:"started_at_unix_ms,omitempty"`
+	// reconciler is true on the replica holding the reconciler's lease.
+	Reconciler bool `protobuf:"varint,5,opt,name=reconciler,proto3" json:"reconciler,omitempty"`
+	// live_workers is how many hosts it counts live.
+	LiveWorkers   int32 `protobuf:"varint,6,opt,name=live_workers,json=liveWorkers,proto3" json:"live_workers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchedulerStatus) Reset() {
+	*x = SchedulerStatus{}
+	mi := &file_ward_v1_scheduler_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchedulerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchedulerStatus) ProtoMessage() {}
+
+func (x *SchedulerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_scheduler_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchedulerStatus.ProtoReflect.Descriptor instead.
+func (*SchedulerStatus) Descriptor() ([]byte, []int) {
+	return file_ward_v1_scheduler_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SchedulerStatus) GetSchedulerId() string {
+	if x != nil {
+		return x.SchedulerId
+	}
+	return ""
+}
+
+func (x *SchedulerStatus) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *SchedulerStatus) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *SchedulerStatus) GetStartedAtUnixMs() int64 {
+	if x != nil {
+		return x.StartedAtUnixMs
+	}
+	return 0
+}
+
+func (x *SchedulerStatus) GetReconciler() bool {
+	if x != nil {
+		return x.Reconciler
+	}
+	return false
+}
+
+func (x *SchedulerStatus) GetLiveWorkers() int32 {
+	if x != nil {
+		return x.LiveWorkers
+	}
+	return 0
+}
+
 var File_ward_v1_scheduler_proto protoreflect.FileDescriptor
 
 const file_ward_v1_scheduler_proto_rawDesc = "" +
@@ -402,7 +533,17 @@ const file_ward_v1_scheduler_proto_rawDesc = "" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\">\n" +
 	"\x12SchedulerModeReply\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05errorB-Z+github.com/ward-run/ward/api/ward/v1;wardv1b\x06proto3"
+	"\x05error\x18\x02 \x01(\tR\x05error\"\x18\n" +
+	"\x16SchedulerStatusRequest\"\xd2\x01\n" +
+	"\x0fSchedulerStatus\x12!\n" +
+	"\fscheduler_id\x18\x01 \x01(\tR\vschedulerId\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\tR\x04mode\x12+\n" +
+	"\x12started_at_unix_ms\x18\x04 \x01(\x03R\x0fstartedAtUnixMs\x12\x1e\n" +
+	"\n" +
+	"reconciler\x18\x05 \x01(\bR\n" +
+	"reconciler\x12!\n" +
+	"\flive_workers\x18\x06 \x01(\x05R\vliveWorkersB-Z+github.com/ward-run/ward/api/ward/v1;wardv1b\x06proto3"
 
 var (
 	file_ward_v1_scheduler_proto_rawDescOnce sync.Once
@@ -416,19 +557,21 @@ func file_ward_v1_scheduler_proto_rawDescGZIP() []byte {
 	return file_ward_v1_scheduler_proto_rawDescData
 }
 
-var file_ward_v1_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_ward_v1_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_ward_v1_scheduler_proto_goTypes = []any{
-	(*DLQListRequest)(nil),       // 0: ward.v1.DLQListRequest
-	(*DLQListReply)(nil),         // 1: ward.v1.DLQListReply
-	(*DLQRetryRequest)(nil),      // 2: ward.v1.DLQRetryRequest
-	(*DLQDropRequest)(nil),       // 3: ward.v1.DLQDropRequest
-	(*DLQDropReply)(nil),         // 4: ward.v1.DLQDropReply
-	(*SchedulerModeRequest)(nil), // 5: ward.v1.SchedulerModeRequest
-	(*SchedulerModeReply)(nil),   // 6: ward.v1.SchedulerModeReply
-	(*DLQEntry)(nil),             // 7: ward.v1.DLQEntry
+	(*DLQListRequest)(nil),         // 0: ward.v1.DLQListRequest
+	(*DLQListReply)(nil),           // 1: ward.v1.DLQListReply
+	(*DLQRetryRequest)(nil),        // 2: ward.v1.DLQRetryRequest
+	(*DLQDropRequest)(nil),         // 3: ward.v1.DLQDropRequest
+	(*DLQDropReply)(nil),           // 4: ward.v1.DLQDropReply
+	(*SchedulerModeRequest)(nil),   // 5: ward.v1.SchedulerModeRequest
+	(*SchedulerModeReply)(nil),     // 6: ward.v1.SchedulerModeReply
+	(*SchedulerStatusRequest)(nil), // 7: ward.v1.SchedulerStatusRequest
+	(*SchedulerStatus)(nil),        // 8: ward.v1.SchedulerStatus
+	(*DLQEntry)(nil),               // 9: ward.v1.DLQEntry
 }
 var file_ward_v1_scheduler_proto_depIdxs = []int32{
-	7, // 0: ward.v1.DLQListReply.entries:type_name -> ward.v1.DLQEntry
+	9, // 0: ward.v1.DLQListReply.entries:type_name -> ward.v1.DLQEntry
 	1, // [1:1] is the sub-list for method output_type
 	1, // [1:1] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
@@ -448,7 +591,7 @@ func file_ward_v1_scheduler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ward_v1_scheduler_proto_rawDesc), len(file_ward_v1_scheduler_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
