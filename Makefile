@@ -31,7 +31,11 @@ $(WASM_DIR)/%.yaml: modules/%/manifest.yaml
 run: build modules
 	./bin/ward dev --modules $(WASM_DIR)
 
+# The modules are compiled into the tests' shared wazero cache first,
+# without -race (internal/testing/wasmtest/warm): seconds, where the
+# race-instrumented suite would take minutes of CPU on a fresh machine.
 test: modules
+	$(GO) test -count=1 ./internal/testing/wasmtest/warm
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 # proto regenerates api/ with protoc and the generators pinned in go.mod's
