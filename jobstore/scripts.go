@@ -33,9 +33,9 @@ var (
 	dueDeferredScript = loadScript("due_deferred.lua", "")
 	withResultScript  = loadScript("with_result.lua", "")
 	dlqScript         = loadScript("dlq.lua", "")
-	addDLQScript      = loadScript("add_dlq.lua", "")
-	dlqIndexScript    = loadScript("dlq_index.lua", "")
-	removeDLQScript   = loadScript("remove_dlq.lua", "")
+	addDLQScript      = loadScript("add_dlq.lua", dlqPrelude)
+	dlqIndexScript    = loadScript("dlq_index.lua", dlqPrelude)
+	removeDLQScript   = loadScript("remove_dlq.lua", dlqPrelude)
 	lockScript        = loadScript("lock.lua", "")
 	unlockScript      = loadScript("unlock.lua", "")
 	failureScript     = loadScript("failure.lua", "")
@@ -53,6 +53,18 @@ func loadScript(name, prelude string) *redis.Script {
 	}
 	return redis.NewScript(prelude + string(src))
 }
+
+// dlqPrelude is the function the DLQ scripts that keep the tenants'
+// indexes share: tenantDLQ(P, entry) is the key of the tenant's index
+// (ns.tenantDLQ) that a JSON DLQ entry belongs in, or nil (no entry, no
+// tenant, not an entry).
+const dlqPrelude = `local function tenantDLQ(P, entry)
+  if not entry then return nil end
+  local ok, e = pcall(cjson.decode, entry)
+  if not ok or type(e) ~= 'table' or type(e.tenant) ~= 'string' or e.tenant == '' then return nil end
+  return P .. 'job:tenant:' .. e.tenant .. ':dlq'
+end
+`
 
 // transitionTables renders the tables transition.lua reads and does not
 // define, from the Go ones, so that the state table stays the one source
@@ -338,9 +350,7 @@ type addDLQCall struct {
 
 func (addDLQCall) script() *redis.Script { return addDLQScript }
 func (c addDLQCall) keys(n ns) []string  { return []string{n.dlq(), n.dlqEntry(c.e.JobID)} }
-func (c addDLQCall) argv() []any {
-	return []any{c.e.JobID, ms(c.e.At), c.entry, c.e.Tenant}
-}
+func (c addDLQCall) argv() []any         { return []any{c.e.JobID, ms(c.e.At), c.entry} }
 
 // dlqIndexCall runs dlq_index.lua: the next batch entries into their
 // tenants' indexes.

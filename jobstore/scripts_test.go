@@ -52,8 +52,11 @@ func TestScriptHeaders(t *testing.T) {
 				t.Fatal(err)
 			}
 			prelude := ""
-			if name == "transition.lua" {
+			switch name {
+			case "transition.lua":
 				prelude = transitionTables()
+			case "add_dlq.lua", "dlq_index.lua", "remove_dlq.lua":
+				prelude = dlqPrelude
 			}
 			if c.script().Hash() != loadScript(name, prelude).Hash() {
 				t.Errorf("the call type for %s runs another script", name)

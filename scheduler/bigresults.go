@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
@@ -44,10 +43,9 @@ type resultBuckets struct {
 
 // bucketTry serializes the creation of one tenant's bucket.
 type bucketTry struct {
-	mu      sync.Mutex  // held while creating; only resultBuckets.mu is taken under it
-	failing atomic.Bool // the last try failed
-	fails   int         // failed tries in a row; guarded by mu
-	after   time.Time   // no new try before; guarded by mu
+	mu    sync.Mutex // held while creating; only resultBuckets.mu is taken under it
+	fails int        // failed tries in a row (then the tenant is in failing); guarded by mu
+	after time.Time  // no new try before; guarded by mu
 }
 
 // ensureResultBucket creates tenant's result bucket unless this replica
@@ -74,13 +72,14 @@ func (s *Scheduler) ensureResultBucket(ctx context.Context, tenant string) {
 		try = &bucketTry{}
 		rb.tries[tenant] = try
 	}
+	_, failing := rb.failing[tenant]
 	rb.mu.Unlock()
-	if try.failing.Load() {
+	if failing {
 		return
 	}
 	try.mu.Lock()
 	defer try.mu.Unlock()
-	if !try.failing.Load() {
+	if try.fails == 0 {
 		s.tryResultBucket(ctx, tenant, try)
 	}
 }
@@ -111,7 +110,6 @@ func (s *Scheduler) tryResultBucket(ctx context.Context, tenant string, try *buc
 			rb.failing = map[string]*bucketTry{}
 		}
 		rb.failing[tenant] = try
-		try.failing.Store(true)
 		s.log.Warn("result bucket not created: the tenant's results over the inline size fail result_unavailable until it is",
 			"tenant", tenant, "bucket", bus.ResultBucketOf(tenant), "tries", try.fails, "next_try_in", wait, "err", err)
 		return false
@@ -122,7 +120,6 @@ func (s *Scheduler) tryResultBucket(ctx context.Context, tenant string, try *buc
 	try.fails = 0
 	delete(rb.failing, tenant)
 	rb.ready.Store(tenant, struct{}{})
-	try.failing.Store(false)
 	return true
 }
 
@@ -143,8 +140,8 @@ func (s *Scheduler) bucketLoop(lctx context.Context) {
 	}
 }
 
-// retryResultBuckets tries again the buckets whose
-// creation failed and whose wait is over. A round stops at its first
+// retryResultBuckets tries again the buckets whose creation failed and
+// whose wait is over. A round stops at its first
 // failure: when JetStream is away, one try a round tells.
 func (s *Scheduler) retryResultBuckets(ctx context.Context, now time.Time) {
 	rb := &s.resBuckets
@@ -162,7 +159,7 @@ func (s *Scheduler) retryResultBuckets(ctx context.Context, now time.Time) {
 		}
 		try.mu.Lock()
 		ok := true
-		if try.failing.Load() && !now.Before(try.after) {
+		if try.fails > 0 && !now.Before(try.after) {
 			ok = s.tryResultBucket(ctx, tenant, try)
 		}
 		try.mu.Unlock()

@@ -20,13 +20,8 @@ if #page == 2 * n and last and ('' .. last) == from then
   page = redis.call('ZRANGEBYSCORE', KEYS[1], from, from, 'WITHSCORES')
 end
 for i = 1, #page, 2 do
-  local e = redis.call('GET', P .. 'job:dlq:' .. page[i])
-  if e then
-    local ok, d = pcall(cjson.decode, e)
-    if ok and type(d) == 'table' and type(d.tenant) == 'string' and d.tenant ~= '' then
-      redis.call('ZADD', P .. 'job:tenant:' .. d.tenant .. ':dlq', page[i + 1], page[i])
-    end
-  end
+  local k = tenantDLQ(P, redis.call('GET', P .. 'job:dlq:' .. page[i]))
+  if k then redis.call('ZADD', k, page[i + 1], page[i]) end
 end
 if #page < 2 * n then
   redis.call('SET', KEYS[2], 'done')

@@ -11,13 +11,8 @@
 local P = string.match(KEYS[1], '^{[^}]*}') or ''
 local id = ARGV[1]
 redis.call('ZREM', KEYS[1], id)
-local entry = redis.call('GET', P .. 'job:dlq:' .. id)
-if entry then
-  local ok, e = pcall(cjson.decode, entry)
-  if ok and type(e) == 'table' and type(e.tenant) == 'string' and e.tenant ~= '' then
-    redis.call('ZREM', P .. 'job:tenant:' .. e.tenant .. ':dlq', id)
-  end
-end
+local k = tenantDLQ(P, redis.call('GET', P .. 'job:dlq:' .. id))
+if k then redis.call('ZREM', k, id) end
 local n = redis.call('DEL', P .. 'job:dlq:' .. id)
 local retention = tonumber(ARGV[2])
 if n == 1 and retention > 0 then
