@@ -1,7 +1,9 @@
 package auth
 
 import (
+	"bytes"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -25,6 +27,26 @@ import (
 // A ticket is checked when the host takes the job from its queue, so this
 // covers the wait there.
 const DefaultTicketTTL = 5 * time.Minute
+
+// BootNonceSize is the length of a host's boot nonce (NewBootNonce).
+const BootNonceSize = 16
+
+// NewBootNonce returns a random boot nonce. A host agent makes one each
+// time it starts and announces it in its heartbeats; schedulers put it in
+// the tickets they sign for the host (DispatchTicket.boot_nonce), and the
+// host's Verifier (NewBootVerifier) refuses a ticket of any other boot. So
+// a restart voids every ticket signed before it, although the set of job
+// attempts a Verifier took, which refuses replays within a boot, lives in
+// memory and is lost with it. The nonce need not be secret (heartbeats
+// carry it in the clear), only new: what a ticket says of it is under the
+// ticket's signature.
+func NewBootNonce() ([]byte, error) {
+	b := make([]byte, BootNonceSize)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("auth: boot nonce: %w", err)
+	}
+	return b, nil
+}
 
 // HostKey is host id's dispatch key, derived from the schedulers' secret.
 func HostKey(secret []byte, hostID string) []byte {
@@ -105,11 +127,14 @@ func Unsigned(t *wardv1.DispatchTicket, now time.Time) (*wardv1.Dispatch, error)
 	return &wardv1.Dispatch{Ticket: b}, nil
 }
 
-// TicketError is a refused dispatch, with its reason code.
+// TicketError is a refused dispatch, with its reason code. JobID and
+// Attempt are what the ticket says, once it decoded (under a verified
+// signature when the host has a key).
 type TicketError struct {
-	Code   reason.Code
-	JobID  string
-	Detail string
+	Code    reason.Code
+	JobID   string
+	Attempt int32
+	Detail  string
 }
 
 func (e *TicketError) Error() string {
@@ -125,6 +150,7 @@ type Verifier struct {
 	hostID string
 	key    []byte   // nil: unsigned dispatches are accepted (--insecure)
 	macs   *macPool // under key
+	boot   []byte   // this boot's nonce; nil: no boot is checked
 
 	mu   sync.Mutex
 	seen map[attemptKey]int64 // job attempts accepted → their expiry, in ms
@@ -133,9 +159,19 @@ type Verifier struct {
 
 // NewVerifier returns the Verifier of host id with its dispatch key. A nil
 // key accepts unsigned dispatches (and still checks address, expiry and
-// replay): a system run --insecure.
+// replay): a system run --insecure. It checks no boot: a host that
+// announces none (a test double, a host older than boot nonces); the host
+// agent uses NewBootVerifier.
 func NewVerifier(hostID string, key []byte) *Verifier {
-	v := &Verifier{hostID: hostID, key: key, seen: map[attemptKey]int64{}}
+	return NewBootVerifier(hostID, key, nil)
+}
+
+// NewBootVerifier is NewVerifier for one boot of host id, whose nonce
+// (NewBootNonce) the host announces in its heartbeats: besides the rest,
+// it refuses a ticket whose boot_nonce is not boot, one without any
+// included (TicketStaleBoot). A nil boot checks none.
+func NewBootVerifier(hostID string, key, boot []byte) *Verifier {
+	v := &Verifier{hostID: hostID, key: key, boot: boot, seen: map[attemptKey]int64{}}
 	if key != nil {
 		v.macs = newMACPool(key)
 	}
@@ -150,8 +186,9 @@ type attemptKey struct {
 
 // Open checks d and returns its ticket. It refuses, with a *TicketError,
 // a dispatch that is unsigned (when the host has a key), whose signature
-// does not verify, that is addressed to another host, expired, or that
-// repeats a job attempt it accepted before.
+// does not verify, that is addressed to another host, expired, signed for
+// another boot of the host (a Verifier with a boot), or that repeats a job
+// attempt it accepted before.
 func (v *Verifier) Open(d *wardv1.Dispatch, now time.Time) (*wardv1.DispatchTicket, error) {
 	if v.key != nil {
 		if len(d.GetSignature()) == 0 {
@@ -168,20 +205,33 @@ func (v *Verifier) Open(d *wardv1.Dispatch, now time.Time) (*wardv1.DispatchTick
 	}
 	id := t.GetJob().GetJobId()
 	if t.GetHostId() != v.hostID {
-		return nil, &TicketError{Code: reason.TicketMisaddressed, JobID: id, Detail: fmt.Sprintf("it is for host %q, this is %q", t.GetHostId(), v.hostID)}
+		return nil, &TicketError{Code: reason.TicketMisaddressed, JobID: id, Attempt: t.GetJob().GetAttempt(), Detail: fmt.Sprintf("it is for host %q, this is %q", t.GetHostId(), v.hostID)}
 	}
 	if id == "" {
 		return nil, &TicketError{Code: reason.TicketForged, Detail: "the ticket names no job"}
 	}
+	attempt := t.GetJob().GetAttempt()
 	ms := now.UnixMilli()
 	if t.GetExpiresUnixMs() <= ms {
-		return nil, &TicketError{Code: reason.TicketExpired, JobID: id, Detail: fmt.Sprintf("expired %s ago", time.Duration(ms-t.GetExpiresUnixMs())*time.Millisecond)}
+		return nil, &TicketError{Code: reason.TicketExpired, JobID: id, Attempt: attempt, Detail: fmt.Sprintf("expired %s ago", time.Duration(ms-t.GetExpiresUnixMs())*time.Millisecond)}
 	}
-	key := attemptKey{id, t.GetJob().GetAttempt()}
+	if v.boot != nil && !bytes.Equal(t.GetBootNonce(), v.boot) {
+		// Signed before this host restarted (a replay, or a scheduler
+		// that had not heard the new boot yet), or by a scheduler that
+		// puts no boot in its tickets. The attempts taken before the
+		// restart are not in seen: this check is what keeps them from
+		// running again.
+		detail := fmt.Sprintf("it is for boot %x; this host's boot is %x (it restarted since the ticket was signed)", t.GetBootNonce(), v.boot)
+		if len(t.GetBootNonce()) == 0 {
+			detail = fmt.Sprintf("it names no boot; this host's boot is %x (its scheduler puts none in its tickets)", v.boot)
+		}
+		return nil, &TicketError{Code: reason.TicketStaleBoot, JobID: id, Attempt: attempt, Detail: detail}
+	}
+	key := attemptKey{id, attempt}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if _, dup := v.seen[key]; dup {
-		return nil, &TicketError{Code: reason.TicketReplayed, JobID: id, Detail: fmt.Sprintf("attempt %d was dispatched here already", t.GetJob().GetAttempt())}
+		return nil, &TicketError{Code: reason.TicketReplayed, JobID: id, Attempt: attempt, Detail: fmt.Sprintf("attempt %d was dispatched here already", attempt)}
 	}
 	if ms >= v.next {
 		// A ticket cannot come back once expired, so neither need its entry.

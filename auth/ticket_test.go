@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"time"
@@ -96,12 +97,98 @@ func TestTicketsOpenOnlyForTheirHostOnce(t *testing.T) {
 	}
 }
 
+// TestTicketsOpenOnlyForTheirBoot: a ticket carries the boot of the host
+// it was signed for (the nonce the host announced), and the Verifier of
+// another boot of that host refuses it, as does one whose ticket names no
+// boot: a host restarted within a ticket's life does not run it again,
+// although the attempts it took before the restart are forgotten.
+func TestTicketsOpenOnlyForTheirBoot(t *testing.T) {
+	now := time.Now()
+	s := auth.NewSigner(secret, time.Minute)
+	key := auth.HostKey(secret, "h1")
+	bootA, err := auth.NewBootNonce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bootB, err := auth.NewBootNonce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bootA) != auth.BootNonceSize || bytes.Equal(bootA, bootB) {
+		t.Fatalf("boot nonces %x and %x", bootA, bootB)
+	}
+	forBoot := func(job string, boot []byte) *wardv1.Dispatch {
+		tk := ticket("h1", job, 1)
+		tk.BootNonce = boot
+		d, err := s.Sign(tk, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+
+	// Signed for boot A: the host restarted, and boot B refuses it.
+	dA := forBoot("j1", bootA)
+	afterRestart := auth.NewBootVerifier("h1", key, bootB)
+	_, err = afterRestart.Open(dA, now)
+	refusedWith(t, "signed for the earlier boot", err, reason.TicketStaleBoot)
+	var te *auth.TicketError
+	if errors.As(err, &te) && (te.JobID != "j1" || te.Attempt != 1) {
+		t.Errorf("the refusal names job %q attempt %d, want j1 attempt 1", te.JobID, te.Attempt)
+	}
+	// Boot A itself accepts it, once.
+	beforeRestart := auth.NewBootVerifier("h1", key, bootA)
+	if _, err := beforeRestart.Open(dA, now); err != nil {
+		t.Errorf("boot A refused its own ticket: %v", err)
+	}
+	_, err = beforeRestart.Open(dA, now)
+	refusedWith(t, "replayed within boot A", err, reason.TicketReplayed)
+
+	// The same attempt signed for boot B runs there: the refusal of the
+	// stale ticket did not take the attempt.
+	if _, err := afterRestart.Open(forBoot("j1", bootB), now); err != nil {
+		t.Errorf("boot B refused a ticket for boot B: %v", err)
+	}
+
+	// A ticket that names no boot (a scheduler that puts none in).
+	_, err = afterRestart.Open(forBoot("j2", nil), now)
+	refusedWith(t, "no boot", err, reason.TicketStaleBoot)
+
+	// The boot is under the signature: changed after signing, the ticket
+	// is altered.
+	d := forBoot("j3", bootA)
+	var tk wardv1.DispatchTicket
+	if err := proto.Unmarshal(d.Ticket, &tk); err != nil {
+		t.Fatal(err)
+	}
+	tk.BootNonce = bootB
+	if d.Ticket, err = proto.Marshal(&tk); err != nil {
+		t.Fatal(err)
+	}
+	_, err = afterRestart.Open(d, now)
+	refusedWith(t, "boot rewritten", err, reason.TicketForged)
+
+	// An expired ticket of another boot is refused as expired.
+	_, err = afterRestart.Open(forBoot("j4", bootA), now.Add(2*time.Minute))
+	refusedWith(t, "expired, earlier boot", err, reason.TicketExpired)
+
+	// A Verifier with no boot (a host that announces none) checks none.
+	if _, err := auth.NewVerifier("h1", key).Open(forBoot("j5", bootA), now); err != nil {
+		t.Errorf("a Verifier without a boot refused a ticket with one: %v", err)
+	}
+}
+
 // BenchmarkTicket is the hot-path cost of signed dispatch: the scheduler
 // signs, the host verifies (ns/op is both, for one job).
 func BenchmarkTicket(b *testing.B) {
 	s := auth.NewSigner(secret, time.Minute)
-	v := auth.NewVerifier("h1", auth.HostKey(secret, "h1"))
+	boot, err := auth.NewBootNonce()
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := auth.NewBootVerifier("h1", auth.HostKey(secret, "h1"), boot)
 	tk := ticket("h1", "01JBZ7Q8V3W9X0Y1Z2A3B4C5D6", 1)
+	tk.BootNonce = boot
 	now := time.Now()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {

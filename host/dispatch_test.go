@@ -51,7 +51,7 @@ func ran(status string) float64 {
 // call gives a new one (signing stamps it).
 func ticket(id string, req *wardv1.JobRequest) *wardv1.DispatchTicket {
 	return &wardv1.DispatchTicket{HostId: id, Job: proto.Clone(req).(*wardv1.JobRequest), Module: "sleep",
-		SchedulerId: "test", DecisionId: "d-" + req.GetJobId()}
+		SchedulerId: "test", DecisionId: "d-" + req.GetJobId(), BootNonce: bootOf(id)}
 }
 
 // publish sends d to h1 as it is.

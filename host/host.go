@@ -1,8 +1,8 @@
 // Package host is Ward's host agent. It announces itself with heartbeats
 // (carrying its credential, by which schedulers admit it), takes jobs only
 // as signed dispatches on its own subject, worker.<id>.jobs, refusing a
-// ticket that is unsigned, forged or altered, for another host, expired or
-// replayed (auth/ticket.go), runs each job in the wasm sandbox with the
+// ticket that is unsigned, forged or altered, for another host, expired,
+// signed for an earlier boot of the host, or replayed (auth/ticket.go), runs each job in the wasm sandbox with the
 // limits the safety decision granted, and reports progress and results on
 // its own subjects, with the attempt it ran. It never runs more than
 // MaxParallel jobs.
@@ -54,7 +54,7 @@ var (
 	}, []string{"module"})
 	dispatchesRefused = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_host_dispatches_refused_total",
-		Help: "Dispatches this host refused to run, by reason code: unsigned, forged or altered, for another host, expired, replayed.",
+		Help: "Dispatches this host refused to run, by reason code: unsigned, forged or altered, for another host, expired, for an earlier boot of the host, replayed.",
 	}, []string{"reason"})
 	activeJobs = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "ward_host_active_jobs",
@@ -184,7 +184,8 @@ type Agent struct {
 	jobs       jobTable       // the jobs running, to cancel one
 	announcing sync.WaitGroup // results being stored and published (announce)
 	cancels    cancels        // sys.host.cancel (cancel.go)
-	tickets    *auth.Verifier
+	boot       []byte         // this boot's nonce, in every heartbeat; tickets must carry it
+	tickets    *auth.Verifier // of this boot
 	objs       objectsOnce
 
 	mu        sync.Mutex // guards the 8 following fields
@@ -237,11 +238,18 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxContextBytes <= 0 {
 		cfg.MaxContextBytes = 256 << 20
 	}
+	// A new boot: the tickets signed for an earlier run of this host id
+	// are void here (the attempts that run took are not remembered).
+	boot, err := auth.NewBootNonce()
+	if err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
 	a := &Agent{
 		cfg:     cfg,
 		log:     cfg.Logger.With("component", "host", "worker_id", cfg.ID),
 		table:   newTable(cfg.Pools, cfg.Modules),
-		tickets: auth.NewVerifier(cfg.ID, cfg.DispatchKey),
+		boot:    boot,
+		tickets: auth.NewBootVerifier(cfg.ID, cfg.DispatchKey, boot),
 		work:    bus.NewWorkers(cfg.MaxParallel),
 		cpu:     cpuSampler{path: "/proc/stat"},
 	}
@@ -260,6 +268,10 @@ func hasAll(have, want []string) bool {
 
 // ID returns the worker id.
 func (a *Agent) ID() string { return a.cfg.ID }
+
+// Boot returns this agent's boot nonce, which its heartbeats announce and
+// the tickets it runs must carry (auth.NewBootVerifier).
+func (a *Agent) Boot() []byte { return slices.Clone(a.boot) }
 
 // Pools returns the pools this host serves.
 func (a *Agent) Pools() []string { return slices.Clone(a.table.load().pools) }
@@ -491,6 +503,7 @@ func (a *Agent) heartbeat(status string) {
 		SentAtUnixMs:    time.Now().UnixMilli(),
 		Credential:      a.cfg.Credential,
 		Version:         version.Version(),
+		BootNonce:       a.boot,
 	}
 	if len(served.pools) > 0 {
 		hb.Pool = served.pools[0]
@@ -508,9 +521,10 @@ func (a *Agent) heartbeat(status string) {
 
 // handleDispatch opens a dispatch and runs its job. A dispatch whose
 // ticket the host refuses (unsigned, forged or altered, for another host,
-// expired, replayed) is logged and counted in
+// expired, for an earlier boot, replayed) is logged and counted in
 // ward_host_dispatches_refused_total, and nothing runs: it carries no
-// authority, so nothing is reported for its job either.
+// authority, so nothing is reported for its job either, but for a ticket
+// of an earlier boot (staleBoot).
 func (a *Agent) handleDispatch(ctx context.Context, _ *nats.Msg, d *wardv1.Dispatch) {
 	t, err := a.tickets.Open(d, time.Now())
 	if err != nil {
@@ -521,9 +535,33 @@ func (a *Agent) handleDispatch(ctx context.Context, _ *nats.Msg, d *wardv1.Dispa
 		}
 		dispatchesRefused.WithLabelValues(string(code)).Inc()
 		a.log.Warn("dispatch refused", "code", code, "err", err)
+		if code == reason.TicketStaleBoot {
+			a.staleBoot(te)
+		}
 		return
 	}
 	a.handleJob(ctx, t)
+}
+
+// staleBoot reports a ticket refused for its boot as its attempt's
+// result: FAILED ticket_stale_boot, which schedulers take as a bounce (the
+// host did not start the job) and place the job again. Such a ticket is a
+// scheduler's (its signature verified): one signed before this host
+// restarted, by a replica that had not heard the new boot yet, whose job
+// would otherwise wait for its dispatch timeout. The report is harmless
+// when the ticket is a replay: the attempt is over, or not at this host,
+// and schedulers refuse it (IfWorker, IfAttempt); and no boot of this host
+// ran that attempt since no ticket of this boot names it (each attempt is
+// signed once), so the job is not taken from a run.
+func (a *Agent) staleBoot(te *auth.TicketError) {
+	if te.JobID == "" || te.Attempt <= 0 {
+		return
+	}
+	res := &wardv1.JobResult{JobId: te.JobID, WorkerId: a.cfg.ID, Attempt: te.Attempt, Status: wardv1.JobState_JOB_STATE_FAILED,
+		ErrorCode: string(reason.TicketStaleBoot), ErrorMessage: te.Detail}
+	if err := a.cfg.Bus.Publish(bus.ResultSubject(a.cfg.ID), res); err != nil {
+		a.log.Error("stale ticket's report failed", "job_id", te.JobID, "err", err)
+	}
 }
 
 // handleJob runs one job and publishes its result. Every failure is a

@@ -55,10 +55,22 @@ func connectWith(t *testing.T, s *natstest.Secure, creds, name string) *bus.Conn
 	return c
 }
 
+// boots holds the boot nonce of the agent made last for each host id: the
+// tickets the tests sign carry it, as a scheduler's do (it heard it in the
+// host's heartbeats).
+var boots sync.Map
+
+// bootOf is the boot nonce of the agent made last for host id.
+func bootOf(id string) []byte {
+	b, _ := boots.Load(id)
+	boot, _ := b.([]byte)
+	return boot
+}
+
 // signed is req's dispatch to host id, signed the way a scheduler signs it.
 func signed(t *testing.T, id string, req *wardv1.JobRequest) *wardv1.Dispatch {
 	t.Helper()
-	d, err := signer.Sign(&wardv1.DispatchTicket{HostId: id, Job: req}, time.Now())
+	d, err := signer.Sign(&wardv1.DispatchTicket{HostId: id, Job: req, BootNonce: bootOf(id)}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,6 +276,7 @@ func newFixtureWith(t *testing.T, maxParallel int, key []byte, edit func(*host.C
 	if err != nil {
 		t.Fatal(err)
 	}
+	boots.Store(cfg.ID, a.Boot())
 	// Before the bus closes, whether or not the test got to its own.
 	t.Cleanup(func() {
 		if err := a.Shutdown(context.Background()); err != nil {

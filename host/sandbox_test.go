@@ -95,6 +95,7 @@ func newSandboxHost(t *testing.T) *sandboxHost {
 	if err != nil {
 		t.Fatal(err)
 	}
+	boots.Store("h1", a.Boot())
 	c := connectAs(t, s, auth.Scheduler, "test")
 	h := &sandboxHost{t: t, agent: a, store: store, nats: s, conn: c, events: watch(t, c), mount: mount}
 	if err := a.Start(ctx); err != nil {

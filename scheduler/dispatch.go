@@ -110,12 +110,12 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits,
 	if sf == nil {
 		sf = lim.safety
 	}
-	module, digest := s.moduleOf(job.Pool, worker)
+	module, digest, boot := s.moduleOf(job.Pool, worker)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("ward.job_id", id), attribute.String("ward.worker_id", worker),
 			attribute.Int("ward.attempt", job.Attempt), attribute.String("ward.module", module), attribute.String("ward.module_digest", digest))
 	}
-	d, err := s.ticket(out, worker, module, digest, sf, time.Now())
+	d, err := s.ticket(out, worker, module, digest, boot, sf, time.Now())
 	if err != nil {
 		s.log.ErrorContext(ctx, "dispatch ticket failed", "job_id", id, "err", err)
 		return

@@ -73,6 +73,7 @@ func (r *Hosts) Observe(hb *wardv1.Heartbeat, now time.Time) {
 		MemFree:      int64(hb.GetMemory().GetAvailableBytes()),
 		Inflight:     hb.GetActiveJobs(),
 		Seen:         now,
+		Boot:         hb.GetBootNonce(),
 	}
 	r.caps = r.caps.Prepare(&w)
 	if old == nil || !slices.Equal(old.w.Pools, w.Pools) {

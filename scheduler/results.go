@@ -251,9 +251,15 @@ func hostAtFault(code string) bool {
 const maxBounces = 2
 
 // bounced reports whether a host's error code says it did not start the
-// job because it no longer serves its pool or meets its requires.
+// job because it no longer serves its pool or meets its requires, or
+// because the ticket was signed for an earlier boot of the host (it
+// restarted before this replica heard its new boot).
 func bounced(code string) bool {
-	return reason.Code(code) == reason.ModuleUnavailable || reason.Code(code) == reason.CapabilityMissing
+	switch reason.Code(code) {
+	case reason.ModuleUnavailable, reason.CapabilityMissing, reason.TicketStaleBoot:
+		return true
+	}
+	return false
 }
 
 // requeue puts a bounced job back to PENDING, to be placed again once the

@@ -9,6 +9,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -407,6 +408,11 @@ func (s *Scheduler) handleHeartbeat(_ context.Context, msg *nats.Msg, hb *wardv1
 	}
 	before, known := s.hosts.Get(hb.GetWorkerId())
 	s.hosts.Observe(hb, time.Now())
+	if known && before.Boot != nil && !bytes.Equal(before.Boot, hb.GetBootNonce()) {
+		// The tickets signed for its earlier boot are void there now: a
+		// dispatch in flight comes back bounced (ticket_stale_boot).
+		s.log.Info("host restarted", "worker_id", hb.GetWorkerId())
+	}
 	// A new worker, one with room again, or one holding another module
 	// version (a rollout waits for it) may take waiting jobs.
 	if !known || hb.GetActiveJobs() < before.Inflight || hb.GetActiveJobs() < hb.GetMaxParallelJobs() ||

@@ -68,9 +68,11 @@ func (s *Scheduler) admitHost(subject string, hb *wardv1.Heartbeat) bool {
 	return true
 }
 
-// ticket is the signed order to run job on its worker.
-func (s *Scheduler) ticket(out *wardv1.JobRequest, worker, module, digest string, sf *jobstore.Safety, now time.Time) (*wardv1.Dispatch, error) {
-	t := &wardv1.DispatchTicket{HostId: worker, Job: out, Module: module, ModuleDigest: digest, SchedulerId: s.id}
+// ticket is the signed order to run job on its worker, for the worker's
+// boot as its last heartbeat announced it (none when it announced none: a
+// host that checks boots refuses such a ticket).
+func (s *Scheduler) ticket(out *wardv1.JobRequest, worker, module, digest string, boot []byte, sf *jobstore.Safety, now time.Time) (*wardv1.Dispatch, error) {
+	t := &wardv1.DispatchTicket{HostId: worker, Job: out, Module: module, ModuleDigest: digest, SchedulerId: s.id, BootNonce: boot}
 	if sf != nil {
 		t.DecisionId, t.PolicyRevision = sf.DecisionID, sf.PolicyRevision
 	}
@@ -81,21 +83,26 @@ func (s *Scheduler) ticket(out *wardv1.JobRequest, worker, module, digest string
 }
 
 // moduleOf names the module pool runs and the digest of the version the
-// worker said it holds: the ticket binds them, and the host runs nothing
-// else (a version swapped in since bounces the job, which is placed again).
-func (s *Scheduler) moduleOf(pool, worker string) (module, digest string) {
+// worker said it holds, and the worker's boot: the ticket binds them, and
+// the host runs nothing else (a version swapped in since, or a restart,
+// bounces the job, which is placed again).
+func (s *Scheduler) moduleOf(pool, worker string) (module, digest string, boot []byte) {
+	w, known := s.hosts.Get(worker)
+	if known {
+		boot = w.Boot
+	}
 	p, ok := s.conf.load().pools.Pools[pool]
 	if !ok {
-		return "", ""
+		return "", "", boot
 	}
 	module = p.Module
 	if module == "" {
 		module = pool
 	}
-	if w, ok := s.hosts.Get(worker); ok {
+	if known {
 		digest = w.Modules[module]
 	}
-	return module, digest
+	return module, digest, boot
 }
 
 // owner is who runs a dispatched job: its tenant, worker and attempt.

@@ -136,6 +136,13 @@ const (
 	TicketReplayed Code = "ticket_replayed"
 	// TicketMisaddressed: a dispatch for another host.
 	TicketMisaddressed Code = "ticket_misaddressed"
+	// TicketStaleBoot: a dispatch signed for another boot of the host (the
+	// ticket's boot_nonce is not the one the host announces since it last
+	// started), or for none: a ticket issued before the host restarted,
+	// replayed or late. The host also reports it as the error code of the
+	// job attempt's result, so that a scheduler that signed it before it
+	// heard of the restart places the job again.
+	TicketStaleBoot Code = "ticket_stale_boot"
 	// StaleResult: a result or progress report for an attempt or a host
 	// the job is not at.
 	StaleResult Code = "stale_result"
@@ -211,7 +218,8 @@ func All() []Code {
 		BadRequest, StoreError, RateLimited, QueueFull, ModeReadOnly, ModeDraining, ModeDegraded,
 		TenantMismatch, WorkflowUnknown, WorkflowInvalid, WorkflowBusy, IdempotencyConflict,
 		Unauthenticated, Forbidden, NotFound, Conflict, Unavailable,
-		TicketUnsigned, TicketForged, TicketExpired, TicketReplayed, TicketMisaddressed, StaleResult,
+		TicketUnsigned, TicketForged, TicketExpired, TicketReplayed, TicketMisaddressed, TicketStaleBoot,
+		StaleResult,
 		HostNotAdmitted,
 		ModuleUnavailable, CapabilityMissing, InputUnavailable, ContextUnavailable, ResultUnavailable, Internal,
 		OutputTooLarge, Timeout, MemoryLimit, NotGranted, ModuleError, Exit, Trap, InputTooLarge,

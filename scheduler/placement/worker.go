@@ -49,6 +49,10 @@ type Worker struct {
 	CPUCores int
 	// Seen is when the last heartbeat arrived.
 	Seen time.Time
+	// Boot is the boot nonce the host's heartbeats announce (nil: none):
+	// a ticket signed for the host carries it, and the host runs no
+	// ticket of another boot. Placement does not read it.
+	Boot []byte
 }
 
 // hash returns fnv(w.ID), computed once by Caps.Prepare.

@@ -43,6 +43,12 @@ type DispatchTicket struct {
 	IssuedUnixMs   int64  `protobuf:"varint,8,opt,name=issued_unix_ms,json=issuedUnixMs,proto3" json:"issued_unix_ms,omitempty"`
 	// expires_unix_ms is when the host stops accepting it.
 	ExpiresUnixMs int64 `protobuf:"varint,9,opt,name=expires_unix_ms,json=expiresUnixMs,proto3" json:"expires_unix_ms,omitempty"`
+	// boot_nonce is the boot of the host the ticket is for, as its
+	// heartbeats announce it (Heartbeat.boot_nonce): the host runs a ticket
+	// of its current boot only (auth.Verifier), so a ticket signed before
+	// it restarted cannot be replayed after (ticket_stale_boot). Empty for a
+	// host that announced none.
+	BootNonce     []byte `protobuf:"bytes,10,opt,name=boot_nonce,json=bootNonce,proto3" json:"boot_nonce,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -140,6 +146,13 @@ func (x *DispatchTicket) GetExpiresUnixMs() int64 {
 	return 0
 }
 
+func (x *DispatchTicket) GetBootNonce() []byte {
+	if x != nil {
+		return x.BootNonce
+	}
+	return nil
+}
+
 // Dispatch is what a host receives on worker.<id>.jobs.
 type Dispatch struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -212,7 +225,7 @@ var File_ward_v1_dispatch_proto protoreflect.FileDescriptor
 
 const file_ward_v1_dispatch_proto_rawDesc = "" +
 	"\n" +
-	"\x16ward/v1/dispatch.proto\x12\award.v1\x1a\x11ward/v1/job.proto\"\xc8\x02\n" +
+	"\x16ward/v1/dispatch.proto\x12\award.v1\x1a\x11ward/v1/job.proto\"\xe7\x02\n" +
 	"\x0eDispatchTicket\x12\x17\n" +
 	"\ahost_id\x18\x01 \x01(\tR\x06hostId\x12%\n" +
 	"\x03job\x18\x02 \x01(\v2\x13.ward.v1.JobRequestR\x03job\x12\x16\n" +
@@ -223,7 +236,10 @@ const file_ward_v1_dispatch_proto_rawDesc = "" +
 	"\x0fpolicy_revision\x18\x06 \x01(\tR\x0epolicyRevision\x12!\n" +
 	"\fscheduler_id\x18\a \x01(\tR\vschedulerId\x12$\n" +
 	"\x0eissued_unix_ms\x18\b \x01(\x03R\fissuedUnixMs\x12&\n" +
-	"\x0fexpires_unix_ms\x18\t \x01(\x03R\rexpiresUnixMs\"W\n" +
+	"\x0fexpires_unix_ms\x18\t \x01(\x03R\rexpiresUnixMs\x12\x1d\n" +
+	"\n" +
+	"boot_nonce\x18\n" +
+	" \x01(\fR\tbootNonce\"W\n" +
 	"\bDispatch\x12\x16\n" +
 	"\x06ticket\x18\x01 \x01(\fR\x06ticket\x12\x1c\n" +
 	"\tsignature\x18\x02 \x01(\fR\tsignature\x12\x15\n" +

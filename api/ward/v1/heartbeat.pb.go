@@ -111,7 +111,12 @@ type Heartbeat struct {
 	Credential string `protobuf:"bytes,19,opt,name=credential,proto3" json:"credential,omitempty"`
 	// version is the host's build (internal/version: the module version and
 	// VCS revision), for `ward version`.
-	Version       string `protobuf:"bytes,20,opt,name=version,proto3" json:"version,omitempty"`
+	Version string `protobuf:"bytes,20,opt,name=version,proto3" json:"version,omitempty"`
+	// boot_nonce is random, made anew each time the host agent starts (16
+	// bytes): schedulers put it in every ticket they sign for the host
+	// (DispatchTicket.boot_nonce), and the host refuses a ticket of another
+	// boot, so a restart voids every ticket signed before it.
+	BootNonce     []byte `protobuf:"bytes,21,opt,name=boot_nonce,json=bootNonce,proto3" json:"boot_nonce,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -286,6 +291,13 @@ func (x *Heartbeat) GetVersion() string {
 	return ""
 }
 
+func (x *Heartbeat) GetBootNonce() []byte {
+	if x != nil {
+		return x.BootNonce
+	}
+	return nil
+}
+
 var File_ward_v1_heartbeat_proto protoreflect.FileDescriptor
 
 const file_ward_v1_heartbeat_proto_rawDesc = "" +
@@ -294,7 +306,7 @@ const file_ward_v1_heartbeat_proto_rawDesc = "" +
 	"\x06Memory\x12\x1f\n" +
 	"\vtotal_bytes\x18\x01 \x01(\x04R\n" +
 	"totalBytes\x12'\n" +
-	"\x0favailable_bytes\x18\x02 \x01(\x04R\x0eavailableBytes\"\xa0\x06\n" +
+	"\x0favailable_bytes\x18\x02 \x01(\x04R\x0eavailableBytes\"\xbf\x06\n" +
 	"\tHeartbeat\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x16\n" +
 	"\x06region\x18\x02 \x01(\tR\x06region\x12\x12\n" +
@@ -319,7 +331,9 @@ const file_ward_v1_heartbeat_proto_rawDesc = "" +
 	"\n" +
 	"credential\x18\x13 \x01(\tR\n" +
 	"credential\x12\x18\n" +
-	"\aversion\x18\x14 \x01(\tR\aversion\x1a9\n" +
+	"\aversion\x18\x14 \x01(\tR\aversion\x12\x1d\n" +
+	"\n" +
+	"boot_nonce\x18\x15 \x01(\fR\tbootNonce\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
