@@ -37,6 +37,8 @@ const (
 	KeyLen = len(Prefix) + IDLen + 1 + SecretLen
 	// MaxNameLen bounds a key's name and its creator's, in bytes.
 	MaxNameLen = 128
+	// MaxReasonLen bounds why a key or a tenant was revoked, in bytes.
+	MaxReasonLen = 256
 )
 
 const (
@@ -56,6 +58,10 @@ var (
 	ErrRevoked = errors.New("apikey: key revoked")
 	// ErrExpired: the key is past its expiry.
 	ErrExpired = errors.New("apikey: key expired")
+	// ErrTenantRevoked: the key's tenant was revoked (RevokeTenant): its
+	// keys are refused, Verify's error wrapping ErrRevoked too, and Add
+	// refuses new keys for it until ReinstateTenant.
+	ErrTenantRevoked = errors.New("apikey: tenant revoked")
 	// ErrInvalid: a Spec, a scope or a tenant name that is not valid.
 	ErrInvalid = errors.New("apikey: invalid")
 	// ErrClosed: the Store was closed, or its watch of the bucket ended
@@ -140,6 +146,9 @@ type Record struct {
 	// RevokedAt is zero for a key not revoked.
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 	RevokedBy string    `json:"revoked_by,omitempty"`
+	// RevokedReason says why, when the revoker said: "tenant acme
+	// revoked: ..." for a key revoked with its tenant (RevokeTenant).
+	RevokedReason string `json:"revoked_reason,omitempty"`
 }
 
 // Prefix is the recognisable start of the key, ward_<id>, as lists show
@@ -207,9 +216,11 @@ func (s Spec) check(now time.Time) (Spec, error) {
 	return s, nil
 }
 
-func checkText(what, v string) error {
-	if len(v) > MaxNameLen {
-		return fmt.Errorf("%w: %s is longer than %d bytes", ErrInvalid, what, MaxNameLen)
+func checkText(what, v string) error { return checkTextLen(what, v, MaxNameLen) }
+
+func checkTextLen(what, v string, max int) error {
+	if len(v) > max {
+		return fmt.Errorf("%w: %s is longer than %d bytes", ErrInvalid, what, max)
 	}
 	if strings.ContainsFunc(v, func(r rune) bool { return !unicode.IsPrint(r) || r == unicode.ReplacementChar }) {
 		return fmt.Errorf("%w: %s %q holds a control or invalid character", ErrInvalid, what, v)

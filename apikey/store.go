@@ -50,7 +50,9 @@ type Store struct {
 
 	mu   sync.RWMutex
 	keys map[string]*entry
-	err  error // ErrClosed once closed or the watch ended
+	// tenants are the revoked tenants' marks (RevokeTenant), by tenant.
+	tenants map[string]*tenantEntry
+	err     error // ErrClosed once closed or the watch ended
 
 	w         jetstream.KeyWatcher
 	cancel    context.CancelFunc
@@ -73,7 +75,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Store, 
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{kv: kv, now: time.Now, keys: map[string]*entry{}, done: make(chan struct{})}
+	s := &Store{kv: kv, now: time.Now, keys: map[string]*entry{}, tenants: map[string]*tenantEntry{}, done: make(chan struct{})}
 	for _, o := range opts {
 		o(s)
 	}
@@ -153,6 +155,10 @@ func (s *Store) run(w jetstream.KeyWatcher, ready chan struct{}) {
 // is there already (Add and Revoke apply what they wrote before the watch
 // delivers it).
 func (s *Store) apply(id string, op jetstream.KeyValueOp, value []byte, rev uint64) {
+	if tenant, ok := strings.CutPrefix(id, tenantKeyPrefix); ok {
+		s.applyTenant(tenant, op, value, rev)
+		return
+	}
 	e := &entry{rev: rev, gone: true}
 	if op == jetstream.KeyValuePut {
 		if d, err := decode(id, value); err == nil {
@@ -220,6 +226,10 @@ func (s *Store) Add(ctx context.Context, spec Spec) (key string, rec Record, err
 	if spec, err = spec.check(now); err != nil {
 		return "", Record{}, err
 	}
+	if tr, ok := s.TenantRevoked(spec.Tenant); ok {
+		return "", Record{}, fmt.Errorf("%w: %s, at %s by %s (ward auth tenant add %s reinstates it)",
+			ErrTenantRevoked, tr.Tenant, tr.RevokedAt.Format(time.RFC3339), tr.RevokedBy, tr.Tenant)
+	}
 	for range 5 { // ids are 41 bits: a collision is rare, two are rarer
 		k, id := newKey()
 		rec = Record{ID: id, Name: spec.Name, Tenant: spec.Tenant, Scopes: spec.Scopes,
@@ -250,52 +260,68 @@ func (s *Store) Add(ctx context.Context, spec Spec) (key string, rec Record, err
 // there is no such key, ErrRevoked (with when) when it was revoked
 // already.
 func (s *Store) Revoke(ctx context.Context, id, by string) error {
+	_, err := s.revoke(ctx, id, by, "")
+	return err
+}
+
+// RevokeWithReason is Revoke, recording why too (Record.RevokedReason).
+func (s *Store) RevokeWithReason(ctx context.Context, id, by, reason string) error {
+	_, err := s.revoke(ctx, id, by, reason)
+	return err
+}
+
+// revoke revokes the key id and returns its record, revoked.
+func (s *Store) revoke(ctx context.Context, id, by, reason string) (Record, error) {
 	if err := s.closed(); err != nil {
-		return err
+		return Record{}, err
 	}
 	id, err := IDOf(id)
 	if err != nil {
-		return err
+		return Record{}, err
 	}
 	if err := checkText("revoked by", by); err != nil {
-		return err
+		return Record{}, err
+	}
+	if err := checkTextLen("reason", reason, MaxReasonLen); err != nil {
+		return Record{}, err
 	}
 	for {
 		e, err := s.kv.Get(ctx, id)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return fmt.Errorf("%w: %s", ErrUnknown, id)
+			return Record{}, fmt.Errorf("%w: %s", ErrUnknown, id)
 		}
 		if err != nil {
-			return fmt.Errorf("apikey: revoke %s: %w", id, err)
+			return Record{}, fmt.Errorf("apikey: revoke %s: %w", id, err)
 		}
 		d, err := decode(id, e.Value())
 		if err != nil {
-			return fmt.Errorf("apikey: revoke %s: %w", id, err)
+			return Record{}, fmt.Errorf("apikey: revoke %s: %w", id, err)
 		}
 		if d.rec.Revoked() {
-			return fmt.Errorf("%w: %s at %s by %s", ErrRevoked, id, d.rec.RevokedAt.Format(time.RFC3339), d.rec.RevokedBy)
+			return Record{}, fmt.Errorf("%w: %s at %s by %s", ErrRevoked, id, d.rec.RevokedAt.Format(time.RFC3339), d.rec.RevokedBy)
 		}
-		d.rec.RevokedAt, d.rec.RevokedBy = s.now().UTC(), by
+		d.rec.RevokedAt, d.rec.RevokedBy, d.rec.RevokedReason = s.now().UTC(), by, reason
 		b, err := encode(d.rec, d.hash)
 		if err != nil {
-			return err
+			return Record{}, err
 		}
 		rev, err := s.kv.Update(ctx, id, b, e.Revision())
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			continue // changed meanwhile: read it again
 		}
 		if err != nil {
-			return fmt.Errorf("apikey: revoke %s: %w", id, err)
+			return Record{}, fmt.Errorf("apikey: revoke %s: %w", id, err)
 		}
 		s.apply(id, jetstream.KeyValuePut, b, rev)
-		return nil
+		return d.rec.clone(), nil
 	}
 }
 
 // Verify returns the record of key, a bearer token ("Bearer " before it
 // is allowed), from memory: ErrMalformed, ErrUnknown (no such id, or the
-// secret does not match: compared in constant time), ErrRevoked,
-// ErrExpired, or ErrClosed once the store stopped watching the bucket.
+// secret does not match: compared in constant time), ErrRevoked (the key
+// was revoked, or its tenant: then ErrTenantRevoked too), ErrExpired, or
+// ErrClosed once the store stopped watching the bucket.
 // A key added on another replica is known here once the watch delivers it.
 func (s *Store) Verify(_ context.Context, bearer string) (Record, error) {
 	if len(bearer) > len("Bearer ") && strings.EqualFold(bearer[:len("Bearer ")], "Bearer ") {
@@ -307,6 +333,11 @@ func (s *Store) Verify(_ context.Context, bearer string) (Record, error) {
 	}
 	s.mu.RLock()
 	e, ok := s.keys[id]
+	var tenantRevoked bool
+	if ok {
+		t, marked := s.tenants[e.rec.Tenant]
+		tenantRevoked = marked && !t.gone
+	}
 	closedErr := s.err
 	s.mu.RUnlock()
 	if closedErr != nil {
@@ -322,6 +353,10 @@ func (s *Store) Verify(_ context.Context, bearer string) (Record, error) {
 	switch {
 	case e.rec.Revoked():
 		return Record{}, fmt.Errorf("%w: %s", ErrRevoked, id)
+	case tenantRevoked:
+		// Whatever the key's own record says: a key added on another
+		// replica before the tenant's mark reached it is refused too.
+		return Record{}, fmt.Errorf("%w: %s: %w: %s", ErrRevoked, id, ErrTenantRevoked, e.rec.Tenant)
 	case e.rec.Expired(s.now()):
 		return Record{}, fmt.Errorf("%w: %s", ErrExpired, id)
 	}

@@ -59,11 +59,15 @@ const (
 	SchedulerMode  = "scheduler.mode"
 	APIKeyAdd      = "apikey.add"
 	APIKeyRevoke   = "apikey.revoke"
+	// APIKeyThrottle: a gateway refuses a source address or a key id
+	// unchecked after too many failed authentications (once per episode,
+	// not per request).
+	APIKeyThrottle = "apikey.throttle"
 )
 
 var actions = []string{PolicyPush, ModuleDeploy, ModuleRollback, ModuleRm,
 	TenantAdd, TenantRevoke, HostAdd, HostRevoke, DLQRetry, DLQDrop, SchedulerMode,
-	APIKeyAdd, APIKeyRevoke}
+	APIKeyAdd, APIKeyRevoke, APIKeyThrottle}
 
 // Errors.
 var (

@@ -101,6 +101,12 @@ type Config struct {
 	// and 100.
 	Rate  float64
 	Burst int
+	// AuthFailureRate and AuthFailureBurst throttle failed
+	// authentication, per source address and per key id (throttle.go):
+	// AuthFailureBurst failures, then AuthFailureRate a second; 0: 0.2
+	// (one every 5 s) and 20.
+	AuthFailureRate  float64
+	AuthFailureBurst int
 	// MaxBody bounds a request's body; 0: 8 MiB.
 	MaxBody int64
 	// Timeout bounds a request's calls to the system; 0: 10 s.
@@ -128,10 +134,14 @@ type Server struct {
 	routes  []route
 	metrics *metrics
 
-	mu       sync.Mutex
-	limiters map[string]*rate.Limiter
-	tenants  map[string]*client.Client
-	policy   policyCache
+	// rates are the keys' request rate limits; guard throttles failed
+	// authentication.
+	rates *limiterSet
+	guard *authGuard
+
+	mu      sync.Mutex
+	tenants map[string]*client.Client
+	policy  policyCache
 }
 
 // route is one endpoint, for the OpenAPI document's test.
@@ -153,6 +163,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Burst <= 0 {
 		cfg.Burst = int(cfg.Rate) * 2
 	}
+	if cfg.AuthFailureRate <= 0 {
+		cfg.AuthFailureRate = defaultAuthFailureRate
+	}
+	if cfg.AuthFailureBurst <= 0 {
+		cfg.AuthFailureBurst = defaultAuthFailureBurst
+	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 8 << 20
 	}
@@ -163,7 +179,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.Log = slog.Default()
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Log,
-		limiters: map[string]*rate.Limiter{}, tenants: map[string]*client.Client{}}
+		rates:   newLimiterSet(rate.Limit(cfg.Rate), cfg.Burst, maxLimiters),
+		guard:   newAuthGuard(cfg.AuthFailureRate, cfg.AuthFailureBurst),
+		tenants: map[string]*client.Client{}}
 	s.metrics = newMetrics(cfg.Metrics)
 	s.routesAPI()
 	s.routesUI()
@@ -208,7 +226,7 @@ func (s *Server) serve(w *statusWriter, r *http.Request, scope string, h handler
 			s.writeError(w, r, err)
 			return
 		}
-		if !s.limiter(p.KeyID).Allow() {
+		if !s.rates.allow(p.KeyID) {
 			w.Header().Set("Retry-After", "1")
 			s.writeError(w, r, errorf(http.StatusTooManyRequests, reason.RateLimited, "key %s is over its rate limit of %g requests a second", p.KeyID, s.cfg.Rate))
 			return
@@ -236,23 +254,16 @@ func (s *Server) serve(w *statusWriter, r *http.Request, scope string, h handler
 
 // authenticate reads the request's key: Authorization: Bearer, else the
 // dashboard's session cookie (whose requests that change things must
-// carry the CSRF token).
+// carry the CSRF token). Failures are throttled (check).
 func (s *Server) authenticate(r *http.Request) (Principal, error) {
-	token, fromCookie := bearer(r), false
+	token, fromCookie := bearerOrCookie(r)
 	if token == "" {
-		if c, err := r.Cookie(sessionCookie); err == nil {
-			token, fromCookie = c.Value, true
-		}
-	}
-	if token == "" {
+		s.metrics.authFailures.WithLabelValues("missing").Inc()
 		return Principal{}, errorf(http.StatusUnauthorized, CodeUnauthenticated, "an API key is required: Authorization: Bearer <key> (ward auth key add)")
 	}
-	p, err := s.cfg.Auth.Authenticate(r.Context(), token)
+	p, err := s.check(r, token)
 	if err != nil {
-		if errors.Is(err, ErrUnauthenticated) {
-			return Principal{}, errorf(http.StatusUnauthorized, CodeUnauthenticated, "%v", err)
-		}
-		return Principal{}, errorf(http.StatusServiceUnavailable, reason.Internal, "checking the API key: %v", err)
+		return Principal{}, err
 	}
 	if fromCookie && !safeMethod(r.Method) && !s.csrfOK(r, token) {
 		return Principal{}, errorf(http.StatusForbidden, CodeForbidden, "the request lacks the dashboard's CSRF token")
@@ -272,24 +283,9 @@ func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
 }
 
-// limiter is key id's token bucket.
-func (s *Server) limiter(id string) *rate.Limiter {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l, ok := s.limiters[id]
-	if !ok {
-		if len(s.limiters) >= maxLimiters {
-			// Bounded: many keys (or login addresses) at once start
-			// their buckets afresh rather than grow the map for ever.
-			clear(s.limiters)
-		}
-		l = rate.NewLimiter(rate.Limit(s.cfg.Rate), s.cfg.Burst)
-		s.limiters[id] = l
-	}
-	return l
-}
-
-// maxLimiters bounds the token buckets a gateway keeps.
+// maxLimiters bounds the token buckets a gateway keeps in each of its
+// limiterSets (keys' request rates, failures by source, failures by key
+// id).
 const maxLimiters = 10000
 
 // clientOf is the client p acts through: the admin's, or one bound to
@@ -347,6 +343,8 @@ type apiError struct {
 	Status  int
 	Code    reason.Code
 	Message string
+	// retryAfter, when not 0, is the Retry-After header's seconds.
+	retryAfter int
 }
 
 func (e *apiError) Error() string { return string(e.Code) + ": " + e.Message }
@@ -376,6 +374,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Warn("gateway request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = errorf(http.StatusBadGateway, CodeUnavailable, "%v", err)
 	}
+	retryAfter(w, ae)
 	var b errorBody
 	b.Error.Code, b.Error.Message = string(ae.Code), ae.Message
 	writeJSON(w, ae.Status, b)

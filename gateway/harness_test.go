@@ -55,6 +55,10 @@ type sysOptions struct {
 	rate    float64
 	burst   int
 	maxBody int64
+	// authFailureRate and authFailureBurst throttle failed
+	// authentication (gateway.Config's); 0: the defaults.
+	authFailureRate  float64
+	authFailureBurst int
 	// node, when set, changes the system's options (modules, probes).
 	node func(*node.Options)
 }
@@ -130,6 +134,7 @@ func start(t testing.TB, so sysOptions) *system {
 		Client: c, Auth: gateway.APIKeys(keys), Keys: keys,
 		Admin: gateway.AdminParts{Registry: reg, JS: js},
 		Rate:  so.rate, Burst: so.burst, MaxBody: so.maxBody,
+		AuthFailureRate: so.authFailureRate, AuthFailureBurst: so.authFailureBurst,
 		Metrics: s.Metric, Version: "test",
 	})
 	if err != nil {

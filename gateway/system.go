@@ -87,6 +87,10 @@ func readAll(r *http.Request) ([]byte, error) {
 type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	// authFailures counts refused keys by why; authThrottled the
+	// requests refused unchecked after too many failures, by what.
+	authFailures  *prometheus.CounterVec
+	authThrottled *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -98,9 +102,23 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "ward_gateway_request_seconds", Help: "Time to answer an HTTP request, by route (event streams: their whole life).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10},
 		}, []string{"route"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ward_gateway_auth_failures_total",
+			Help: "Requests whose API key was refused, by reason: missing, malformed, unknown (no such id, or a wrong secret), revoked, tenant_revoked, expired, other.",
+		}, []string{"reason"}),
+		authThrottled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ward_gateway_auth_throttled_total",
+			Help: "Requests refused (429) without their key checked, after too many failed authentications from their source address or for their key id, by which.",
+		}, []string{"by"}),
+	}
+	for _, r := range []string{"missing", "malformed", "unknown", "revoked", "tenant_revoked", "expired", "other"} {
+		m.authFailures.WithLabelValues(r)
+	}
+	for _, by := range []string{throttledBySource, throttledByKey} {
+		m.authThrottled.WithLabelValues(by)
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency)
+		reg.MustRegister(m.requests, m.latency, m.authFailures, m.authThrottled)
 	}
 	return m
 }

@@ -154,7 +154,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, scope string,
 		return
 	}
 	v := &pageView{P: p, CSRF: csrfToken(token), Path: r.URL.Path}
-	if !s.limiter(p.KeyID).Allow() {
+	if !s.rates.allow(p.KeyID) {
 		w.Header().Set("Retry-After", "1")
 		s.renderError(w, r, v, errorf(http.StatusTooManyRequests, "rate_limited", "key %s is over its rate limit of %g requests a second", p.KeyID, s.cfg.Rate))
 		return
@@ -174,22 +174,15 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, scope string,
 
 // session is who a page's request is, and the key it came with: the
 // session cookie's, or a bearer key (for tools).
+// Failures are throttled (check).
 func (s *Server) session(r *http.Request) (Principal, string, error) {
-	token := bearer(r)
-	if token == "" {
-		if c, err := r.Cookie(sessionCookie); err == nil {
-			token = c.Value
-		}
-	}
+	token, _ := bearerOrCookie(r)
 	if token == "" {
 		return Principal{}, "", errorf(http.StatusUnauthorized, CodeUnauthenticated, "log in with an API key")
 	}
-	p, err := s.cfg.Auth.Authenticate(r.Context(), token)
+	p, err := s.check(r, token)
 	if err != nil {
-		if errors.Is(err, ErrUnauthenticated) {
-			return Principal{}, "", errorf(http.StatusUnauthorized, CodeUnauthenticated, "%v", err)
-		}
-		return Principal{}, "", errorf(http.StatusServiceUnavailable, CodeUnavailable, "checking the API key: %v", err)
+		return Principal{}, "", err
 	}
 	return p, token, nil
 }
@@ -246,16 +239,20 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusUnauthorized, "enter an API key (ward auth key add)")
 		return
 	}
-	if !s.limiter("login:" + clientIP(r)).Allow() {
-		w.Header().Set("Retry-After", "1")
-		fail(http.StatusTooManyRequests, "too many attempts: wait a moment")
-		return
-	}
-	if _, err := s.cfg.Auth.Authenticate(r.Context(), key); err != nil {
-		if errors.Is(err, ErrUnauthenticated) {
-			fail(http.StatusUnauthorized, "the key was not accepted: "+strings.TrimPrefix(err.Error(), ErrUnauthenticated.Error()+": "))
-		} else {
+	// The API's throttle of failed authentication, per address and key
+	// id: a form that guesses keys is refused as the API is.
+	if _, err := s.check(r, key); err != nil {
+		var ae *apiError
+		switch {
+		case !errors.As(err, &ae):
 			fail(http.StatusServiceUnavailable, "the key could not be checked: "+err.Error())
+		case ae.Status == http.StatusTooManyRequests:
+			retryAfter(w, ae)
+			fail(http.StatusTooManyRequests, "too many failed attempts: wait a moment")
+		case ae.Status == http.StatusUnauthorized:
+			fail(http.StatusUnauthorized, "the key was not accepted: "+strings.TrimPrefix(ae.Message, ErrUnauthenticated.Error()+": "))
+		default:
+			fail(ae.Status, "the key could not be checked: "+ae.Message)
 		}
 		return
 	}

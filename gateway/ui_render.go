@@ -107,6 +107,7 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, v *pageView
 	if v == nil {
 		v = &pageView{Path: r.URL.Path}
 	}
+	retryAfter(w, ae)
 	v.Title = http.StatusText(ae.Status)
 	v.Data = errorData{Status: ae.Status, Code: string(ae.Code), Message: ae.Message}
 	s.render(w, "error", ae.Status, v)

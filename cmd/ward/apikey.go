@@ -40,30 +40,37 @@ with the admin credential (--creds, else ward dev's).`,
 // openKeys opens the key store over an admin connection, and returns it
 // with what closes it and the connection.
 func (g *globals) openKeys(ctx context.Context) (*apikey.Store, func(), error) {
+	s, _, done, err := g.openKeysJS(ctx)
+	return s, done, err
+}
+
+// openKeysJS is openKeys, with the connection's JetStream (for the audit
+// log).
+func (g *globals) openKeysJS(ctx context.Context) (*apikey.Store, jetstream.JetStream, func(), error) {
 	if f := g.credsFile(); f != "" {
 		id, _, err := auth.ReadIdentity(f)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if id.Role != auth.Admin {
-			return nil, nil, fmt.Errorf("API keys need an admin credential: %s is %s:%s's (--creds)", f, id.Role, id.Name)
+			return nil, nil, nil, fmt.Errorf("API keys need an admin credential: %s is %s:%s's (--creds)", f, id.Role, id.Name)
 		}
 	}
 	conn, err := g.connect("ward-auth-key")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	js, err := jetstream.New(conn.NATS())
 	if err != nil {
 		conn.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	s, err := apikey.Open(ctx, js)
 	if err != nil {
 		conn.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return s, func() { _ = s.Close(); conn.Close() }, nil
+	return s, js, func() { _ = s.Close(); conn.Close() }, nil
 }
 
 func newAuthKeyAddCmd(g *globals) *cobra.Command {
@@ -216,7 +223,8 @@ func newAuthKeyLsCmd(g *globals) *cobra.Command {
 }
 
 func newAuthKeyRevokeCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var reason string
+	cmd := &cobra.Command{
 		Use:   "revoke ID",
 		Short: "Revoke an API key: every gateway refuses it at once",
 		Long: `revoke revokes the API key ID: its id (ab12cd34), its prefix (ward_ab12cd34)
@@ -238,7 +246,7 @@ as ward auth key ls shows it, or the whole key. Its record stays, revoked.`,
 			if err != nil {
 				return err
 			}
-			err = s.Revoke(ctx, id, g.actor())
+			err = s.RevokeWithReason(ctx, id, g.actor(), reason)
 			out := cmd.OutOrStdout()
 			if errors.Is(err, apikey.ErrRevoked) {
 				fmt.Fprintf(out, "key %s (tenant %s) was revoked already\n", rec.Prefix(), rec.Tenant)
@@ -247,11 +255,17 @@ as ward auth key ls shows it, or the whole key. Its record stays, revoked.`,
 			if err != nil {
 				return err
 			}
-			g.audit(audit.APIKeyRevoke, rec.Prefix(), map[string]string{"tenant": rec.Tenant})
+			detail := map[string]string{"tenant": rec.Tenant}
+			if reason != "" {
+				detail["reason"] = reason
+			}
+			g.audit(audit.APIKeyRevoke, rec.Prefix(), detail)
 			fmt.Fprintf(out, "revoked key %s (tenant %s)\n", rec.Prefix(), rec.Tenant)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, kept in the key's record and the audit log")
+	return cmd
 }
 
 func scopeString(sc []apikey.Scope) string {

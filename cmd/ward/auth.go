@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/ward-run/ward/apikey"
 	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/bus"
@@ -225,13 +227,21 @@ Give each tenant and host its own: ward auth tenant add, ward auth host add.`,
 
 func newAuthTenantCmd(g *globals, load func() (*auth.Authority, error)) *cobra.Command {
 	cmd := &cobra.Command{Use: "tenant", Short: "Add, list and revoke tenants' credentials"}
-	var out string
+	var out, reason string
 	add := &cobra.Command{
 		Use:   "add NAME",
 		Short: "Write a tenant's .creds file; the servers accept it at once, without a restart",
-		Args:  cobra.ExactArgs(1),
+		Long: `add writes a tenant's .creds file; the servers accept it at once, without a
+restart. A tenant revoked before (ward auth tenant revoke) is reinstated:
+the gateway's API keys may be added for it again (its old ones stay
+revoked), which needs NATS and the admin credential.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := load()
+			if err != nil {
+				return err
+			}
+			_, wasRevoked, err := a.Issued(auth.Tenant)
 			if err != nil {
 				return err
 			}
@@ -247,18 +257,33 @@ func newAuthTenantCmd(g *globals, load func() (*auth.Authority, error)) *cobra.C
 			}
 			g.audit(audit.TenantAdd, args[0], nil)
 			fmt.Fprintf(cmd.OutOrStdout(), "tenant %s: %s (give it to the tenant: WARD_CREDS=%s ward submit ...)\n", args[0], out, out)
+			g.reinstateTenantKeys(cmd, args[0], wasRevoked[args[0]])
 			return nil
 		},
 	}
 	add.Flags().StringVarP(&out, "output", "o", "", "file to write (default tenant-NAME.creds)")
 	revoke := &cobra.Command{
 		Use:   "revoke NAME",
-		Short: "Revoke every credential of a tenant and cut its connections at once",
-		Args:  cobra.ExactArgs(1),
+		Short: "Revoke everything a tenant holds: its credentials (its connections are cut) and its API keys, at once",
+		Long: `revoke revokes everything tenant NAME holds, at once:
+
+  - its NATS credentials: it adds their keys to the account's revocations
+    and pushes the account to the running servers, which cut the tenant's
+    connections (and rewrites nats-server.conf for a restart);
+  - its API keys: it marks the tenant revoked in the gateway's key bucket
+    (` + apikey.Bucket + `), so that every gateway replica refuses every key
+    of the tenant as soon as its watch delivers the mark, and refuses new
+    keys for it, then revokes each of its keys (who and why recorded, as
+    ward auth key revoke does). This part needs NATS and the admin
+    credential (--creds); run the command again if it could not be done.
+
+ward auth tenant add NAME reinstates the tenant (its old keys stay revoked).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.revoke(cmd, load, auth.Tenant, args[0], audit.TenantRevoke)
+			return g.revokeTenant(cmd, load, args[0], reason)
 		},
 	}
+	revoke.Flags().StringVar(&reason, "reason", "", "why: kept with the revoked API keys and in the audit log")
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List the tenants issued a credential here",
@@ -344,45 +369,171 @@ func (g *globals) revoke(cmd *cobra.Command, load func() (*auth.Authority, error
 	if err != nil {
 		return err
 	}
-	n, accountJWT, err := a.Revoke(role, name)
+	pushed, err := g.revokeCreds(cmd, a, role, name)
+	if err == nil && pushed {
+		g.audit(action, string(role)+":"+name, nil)
+	}
+	return err
+}
+
+// revokeTenant is ward auth tenant revoke: the tenant's credentials, as
+// revoke does, then its API keys. A tenant with API keys and no
+// credential issued here (a tenant of the gateway alone) is revoked too.
+func (g *globals) revokeTenant(cmd *cobra.Command, load func() (*auth.Authority, error), name, reason string) error {
+	if err := auth.ValidName("tenant", name); err != nil {
+		return err
+	}
+	a, err := load()
 	if err != nil {
 		return err
+	}
+	issued, _, err := a.Issued(auth.Tenant)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	hasCreds := slices.Contains(issued, name)
+	var credsErr error
+	pushed := false
+	if hasCreds {
+		pushed, credsErr = g.revokeCreds(cmd, a, auth.Tenant, name)
+	} else {
+		fmt.Fprintf(out, "no NATS credential of tenant %s was issued here (%s)\n", name, a.Dir())
+	}
+	keys, keysErr := g.revokeTenantKeys(cmd, name, reason, hasCreds)
+	if keysErr != nil {
+		keysErr = fmt.Errorf("the API keys of tenant %s: %w (run ward auth tenant revoke %s again, with NATS up and --creds an admin's)", name, keysErr, name)
+	}
+	if pushed || keys >= 0 {
+		detail := map[string]string{}
+		if reason != "" {
+			detail["reason"] = reason
+		}
+		if keys >= 0 {
+			detail["api_keys"] = strconv.Itoa(keys)
+		}
+		g.audit(audit.TenantRevoke, string(auth.Tenant)+":"+name, detail)
+	}
+	return errors.Join(credsErr, keysErr)
+}
+
+// revokeTenantKeys marks tenant revoked in the API key bucket and revokes
+// its keys (apikey.Store.RevokeTenant), auditing each key. It returns how
+// many it revoked now, -1 when it did nothing. A tenant that has neither
+// credentials here (hasCreds) nor keys is refused: a typo is not marked.
+func (g *globals) revokeTenantKeys(cmd *cobra.Command, tenant, reason string, hasCreds bool) (int, error) {
+	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+	defer cancel()
+	s, js, done, err := g.openKeysJS(ctx)
+	if err != nil {
+		return -1, err
+	}
+	defer done()
+	recs, err := s.List(ctx, tenant)
+	if err != nil {
+		return -1, err
+	}
+	if _, marked := s.TenantRevoked(tenant); !hasCreds && !marked && len(recs) == 0 {
+		return -1, fmt.Errorf("no tenant %q was issued here, and it has no API keys", tenant)
+	}
+	by := g.actor()
+	tr, revoked, err := s.RevokeTenant(ctx, tenant, by, reason)
+	out := cmd.OutOrStdout()
+	if tr.Tenant != "" {
+		fmt.Fprintf(out, "API keys of tenant %s: refused by every gateway (revoked at %s by %s); new keys refused until ward auth tenant add %s\n",
+			tenant, tr.RevokedAt.Local().Format(time.DateTime), tr.RevokedBy, tenant)
+	}
+	ids := make([]string, len(revoked))
+	if err := audit.Ensure(ctx, js); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "audit log not written: %v\n", err)
+		js = nil
+	}
+	for i, rec := range revoked {
+		ids[i] = rec.Prefix()
+		if js == nil {
+			continue
+		}
+		e := audit.Entry{Actor: by, Action: audit.APIKeyRevoke, Target: rec.Prefix(),
+			Detail: map[string]string{"tenant": rec.Tenant, "reason": rec.RevokedReason}}
+		if aerr := audit.Record(ctx, js, e); aerr != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "audit log not written: %v\n", aerr)
+		}
+	}
+	fmt.Fprintf(out, "revoked %d API key(s) of tenant %s%s\n", len(revoked), tenant, listSuffix(ids))
+	return len(revoked), err
+}
+
+// reinstateTenantKeys lifts tenant's mark in the API key bucket, if it
+// has one (ward auth tenant add of a revoked tenant). Unreachable NATS is
+// said only when the tenant was revoked here (wasRevoked): its new keys
+// stay refused until this is done.
+func (g *globals) reinstateTenantKeys(cmd *cobra.Command, tenant string, wasRevoked bool) {
+	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+	defer cancel()
+	s, done, err := g.openKeys(ctx)
+	if err == nil {
+		defer done()
+		var ok bool
+		var revoked []apikey.Record
+		ok, revoked, err = s.ReinstateTenant(ctx, tenant, g.actor())
+		if ok {
+			fmt.Fprintf(cmd.OutOrStdout(), "API keys of tenant %s: reinstated, new keys may be added (its old keys stay revoked; %d more revoked now)\n", tenant, len(revoked))
+		}
+	}
+	if err != nil && wasRevoked {
+		fmt.Fprintf(cmd.ErrOrStderr(), "the API key bucket was not reached (%v): new API keys of tenant %s stay refused until ward auth tenant add %s reaches it\n", err, tenant, tenant)
+	}
+}
+
+func listSuffix(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(ids, ", ")
+}
+
+// revokeCreds revokes role name's credentials in a, pushes the account to
+// the running servers and rewrites nats-server.conf. pushed: the servers
+// took it.
+func (g *globals) revokeCreds(cmd *cobra.Command, a *auth.Authority, role auth.Role, name string) (pushed bool, err error) {
+	n, accountJWT, err := a.Revoke(role, name)
+	if err != nil {
+		return false, err
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "revoked %d credential(s) of %s %s\n", n, role, name)
 	if conf := filepath.Join(a.Dir(), auth.FileServerConfig); fileExists(conf) {
 		if err := rewriteServerConfig(a, conf); err != nil {
-			return err
+			return false, err
 		}
 	}
 	sys, err := a.SystemCreds()
 	if err != nil {
-		return err
+		return false, err
 	}
 	f, err := os.CreateTemp("", "ward-sys-*.creds")
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer os.Remove(f.Name())
 	_, _ = f.Write(sys)
 	_ = f.Close()
 	tlsOpts, err := g.tls.NATSOptions()
 	if err != nil {
-		return err
+		return false, err
 	}
 	nc, err := nats.Connect(client.NATSURL(g.natsURL), append(tlsOpts, nats.UserCredentials(f.Name()), nats.Timeout(5*time.Second))...)
 	if err != nil {
 		fmt.Fprintf(out, "the servers were not told (%v): push it when they are up, or restart them with %s\n", err, auth.FileServerConfig)
-		return nil
+		return false, nil
 	}
 	defer nc.Close()
 	msg, err := nc.Request(auth.UpdateSubject(a.AccountKey()), []byte(accountJWT), 5*time.Second)
 	if err != nil {
-		return fmt.Errorf("push the revocation: %w", err)
+		return false, fmt.Errorf("push the revocation: %w", err)
 	}
 	fmt.Fprintf(out, "servers: %s\n", strings.TrimSpace(string(msg.Data)))
-	g.audit(action, string(role)+":"+name, nil)
-	return nil
+	return true, nil
 }
 
 // absTLS is f with absolute paths, for a configuration read from
