@@ -92,6 +92,9 @@ func TestTenantReachesItsOwnSubjectsOnly(t *testing.T) {
 	for _, subj := range []string{bus.TenantSubject(bus.SubjectSubmit, "globex"), bus.TenantSubject(bus.SubjectSubmit, bus.AllTenants),
 		bus.WorkerJobsSubject("h1"), bus.HeartbeatSubject("h1"), bus.ResultSubject("h1"), bus.SubjectHostCancel,
 		"$KV.ward_policy.bundle", "$JS.API.STREAM.INFO.OBJ_WARD_CTX_globex",
+		// Another tenant's buckets are a scheduler's to make, on that
+		// tenant's asking only.
+		bus.TenantSubject(bus.SubjectBuckets, "globex"),
 		// The DLQ, the mode and the replicas' status are an admin's: no
 		// tenant retries, drops or lists, or asks.
 		bus.SubjectDLQList, bus.SubjectDLQRetry, bus.SubjectDLQDrop, bus.SubjectMode, bus.SubjectSchedulerStatus,
@@ -131,7 +134,7 @@ func TestTenantReachesItsOwnSubjectsOnly(t *testing.T) {
 		return v.has(`Publish to "sys.job.submit.globex"`) && v.has(`Subscription to ">"`) &&
 			v.has(`Publish to "worker.h1.jobs"`) && v.has(`Subscription to "_INBOX.>"`) &&
 			v.has(`Publish to "sys.dlq.drop"`) && v.has(`Publish to "sys.dlq.retry"`) &&
-			v.has(`Publish to "sys.job.event.acme.j1"`)
+			v.has(`Publish to "sys.job.event.acme.j1"`) && v.has(`Publish to "sys.job.buckets.globex"`)
 	})
 }
 

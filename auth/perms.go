@@ -64,6 +64,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.TenantSubject(bus.SubjectSubmit, "*"),
 			bus.TenantSubject(bus.SubjectJobGet, "*"),
 			bus.TenantSubject(bus.SubjectJobList, "*"),
+			bus.TenantSubject(bus.SubjectBuckets, "*"),
 			bus.TenantSubject(bus.SubjectCancel, "*"),
 			bus.TenantSubject(bus.SubjectWorkflowRun, "*"),
 			bus.TenantSubject(bus.SubjectWorkflowGet, "*"),
@@ -94,8 +95,13 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			"$KV.ward_modules.mod.*.event."+name,
 		)
 		// Reading the module registry and the inputs of the jobs it runs, of
-		// every tenant.
-		p.Pub.Allow.Add(jsRead("*")...)
+		// every tenant: with direct gets, and the registry's changes with a
+		// subscription (internal/jsread). No consumer: a consumer's
+		// configuration names the subject it delivers to, which NATS does
+		// not check against its creator's permissions, and the host writes
+		// messages into streams (its keys of the registry, results) that a
+		// consumer of its own would then publish anywhere.
+		p.Pub.Allow.Add(jsDirectRead("*")...)
 		// Writing the results too large for a message in the job's
 		// tenant's result bucket (bus.ResultBucketOf), of every tenant: a
 		// subject cannot name the buckets by their prefix, so a host may
@@ -103,16 +109,16 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 		// others are the tenants' context and result buckets: a host runs
 		// any tenant's jobs already, and a context it rewrote fails its
 		// digest check (host.readContext). It may not create, update,
-		// purge or delete a stream: the schedulers create the result
-		// buckets.
+		// purge or delete a stream: the schedulers create the buckets.
 		p.Pub.Allow.Add("$O.>")
 		p.Pub.Deny.Add("$O.ward_modules.>")
-		// Not the API keys: jsRead("*") would read them.
+		// Not the API keys: jsDirectRead("*") would read them.
 		p.Pub.Deny.Add(adminOnly()...)
 		p.Sub.Allow.Add(
 			bus.WorkerJobsSubject(name),
 			bus.SubjectHostCancel,
 			bus.SubjectWorkerPing,
+			"$KV.ward_modules.mod.>", // the registry's changes (modreg.FollowDirect)
 			InboxPrefix(Host, name)+".>",
 		)
 		p.Resp = resp
@@ -129,15 +135,20 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.TenantSubject(bus.SubjectWorkflowGet, name),
 			bus.TenantSubject(bus.SubjectWorkflowList, name),
 			bus.TenantSubject(bus.SubjectWorkflowCancel, name),
+			bus.TenantSubject(bus.SubjectBuckets, name),
 		)
 		// Its own context bucket, and no other: it stores large inputs
 		// there and the scheduler and hosts read them. Its own result
-		// bucket, to read: hosts store large results there.
+		// bucket, to read: hosts store large results there. It reads with
+		// direct gets and configures nothing: no stream (a stream's
+		// subjects, sources and republish reach any subject of the
+		// account; the schedulers create its buckets, SubjectBuckets) and
+		// no consumer (whose delivery subject NATS does not check). Purge
+		// stays, of its own context bucket only: an upload that failed
+		// cleans up its chunks.
 		obj := "OBJ_" + bus.ContextBucketOf(name)
-		p.Pub.Allow.Add(jsRead(obj, "OBJ_"+bus.ResultBucketOf(name))...)
+		p.Pub.Allow.Add(jsDirectRead(obj, "OBJ_"+bus.ResultBucketOf(name))...)
 		p.Pub.Allow.Add(
-			"$JS.API.STREAM.CREATE."+obj,
-			"$JS.API.STREAM.UPDATE."+obj,
 			"$JS.API.STREAM.PURGE."+obj,
 			"$O."+bus.ContextBucketOf(name)+".>",
 		)
@@ -153,9 +164,10 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 	return p, nil
 }
 
-// jsRead is the JetStream API a reader of streams needs: look them up,
-// fetch messages, and run the consumers that watch and read them.
-func jsRead(streams ...string) []string {
+// jsDirectRead is the JetStream API a reader that may create no consumer
+// needs: look streams up, and get their messages, the last of a subject
+// or the next one from a sequence (internal/jsread).
+func jsDirectRead(streams ...string) []string {
 	out := []string{"$JS.API.INFO"}
 	for _, s := range streams {
 		out = append(out,
@@ -163,11 +175,6 @@ func jsRead(streams ...string) []string {
 			"$JS.API.STREAM.MSG.GET."+s,
 			"$JS.API.DIRECT.GET."+s,
 			"$JS.API.DIRECT.GET."+s+".>",
-			"$JS.API.CONSUMER.CREATE."+s,
-			"$JS.API.CONSUMER.CREATE."+s+".>",
-			"$JS.API.CONSUMER.DELETE."+s+".>",
-			"$JS.API.CONSUMER.INFO."+s+".>",
-			"$JS.API.CONSUMER.MSG.NEXT."+s+".>",
 		)
 	}
 	return out

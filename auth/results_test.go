@@ -53,13 +53,13 @@ func TestResultBucketsAccess(t *testing.T) {
 		t.Fatalf("a put before the bucket exists: %v", err)
 	}
 	short, cancelShort := context.WithTimeout(ctx, time.Second)
-	if err := host.CreateResultBucket(short, "acme"); err == nil {
+	if err := host.CreateTenantBuckets(short, "acme"); err == nil {
 		t.Fatal("a host created a result bucket")
 	}
 	cancelShort()
 
 	sched, _ := objectsAs(t, s, s.Creds(auth.Scheduler, "s1"), nil)
-	if err := sched.CreateResultBucket(ctx, "acme"); err != nil {
+	if err := sched.CreateTenantBuckets(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
 	ptr, err := host.PutResult(ctx, "acme", "j1", 1, data)

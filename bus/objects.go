@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/internal/jsread"
 )
 
 // Large job contexts do not travel in messages (NATS refuses a message
@@ -165,8 +166,11 @@ func ContentDigest(data []byte) string {
 type Objects struct {
 	js jetstream.JetStream
 
-	mu      sync.Mutex // guards buckets
+	mu      sync.Mutex // guards buckets and streams
 	buckets map[string]jetstream.ObjectStore
+	// streams are the buckets' streams, which Get reads with direct gets:
+	// tenants and hosts may create no consumer (internal/jsread).
+	streams map[string]jetstream.Stream
 }
 
 // NewObjects returns the Objects of c.
@@ -175,7 +179,7 @@ func NewObjects(c *Conn) (*Objects, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
-	return &Objects{js: js, buckets: map[string]jetstream.ObjectStore{}}, nil
+	return &Objects{js: js, buckets: map[string]jetstream.ObjectStore{}, streams: map[string]jetstream.Stream{}}, nil
 }
 
 // contextBucket and resultBucket are the configurations of a tenant's
@@ -213,9 +217,16 @@ func (o *Objects) bucket(ctx context.Context, name string, create *jetstream.Obj
 	return b, nil
 }
 
+// ErrNoContextBucket is returned by PutContext when the tenant's context
+// bucket does not exist: the schedulers create it (CreateTenantBuckets),
+// on a tenant's request (SubjectBuckets) or when they admit its jobs; a
+// tenant may configure no stream (auth/perms.go).
+var ErrNoContextBucket = errors.New("bus: no context bucket")
+
 // PutContext stores tenant's context, read from f (rewound to its start
-// after hashing), in the tenant's bucket unless it is there already, and returns
-// its pointer.
+// after hashing), in the tenant's bucket, which must exist
+// (ErrNoContextBucket), unless it is there already, and returns its
+// pointer.
 func (o *Objects) PutContext(ctx context.Context, tenant string, f io.ReadSeeker) (string, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
@@ -229,7 +240,10 @@ func (o *Objects) PutContext(ctx context.Context, tenant string, f io.ReadSeeker
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	name, bucket := ContextObjectName(sum), ContextBucketOf(tenant)
-	b, err := o.bucket(ctx, bucket, contextBucket(tenant))
+	b, err := o.bucket(ctx, bucket, nil)
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return "", fmt.Errorf("%w: %s does not exist (a scheduler creates it)", ErrNoContextBucket, bucket)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -244,27 +258,33 @@ func (o *Objects) PutContext(ctx context.Context, tenant string, f io.ReadSeeker
 }
 
 // ErrNoResultBucket is returned by PutResult when the tenant's result
-// bucket does not exist: the schedulers create it (CreateResultBucket)
+// bucket does not exist: the schedulers create it (CreateTenantBuckets)
 // when they admit the tenant's jobs, and hosts may not create streams.
 var ErrNoResultBucket = errors.New("bus: no result bucket")
 
-// CreateResultBucket creates tenant's result bucket unless it exists. The
-// schedulers call it before a tenant's first job runs: hosts write in the
-// bucket but may not create it.
-func (o *Objects) CreateResultBucket(ctx context.Context, tenant string) error {
+// CreateTenantBuckets creates tenant's context and result buckets unless
+// they exist. Only the control plane calls it (the schedulers, before a
+// tenant's first job runs or when the tenant asks, SubjectBuckets): a
+// stream's configuration can reach any subject of the account (its
+// subjects, sources, republish), so tenants and hosts may configure none.
+func (o *Objects) CreateTenantBuckets(ctx context.Context, tenant string) error {
 	if tenant == "" {
-		return errors.New("bus: create result bucket: no tenant")
+		return errors.New("bus: create tenant buckets: no tenant")
 	}
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	o.mu.Lock()
-	_, ok := o.buckets[ResultBucketOf(tenant)]
-	o.mu.Unlock()
-	if ok {
-		return nil
+	for _, cfg := range []*jetstream.ObjectStoreConfig{contextBucket(tenant), resultBucket(tenant)} {
+		o.mu.Lock()
+		_, ok := o.buckets[cfg.Bucket]
+		o.mu.Unlock()
+		if ok {
+			continue
+		}
+		if _, err := o.bucket(ctx, cfg.Bucket, cfg); err != nil {
+			return err
+		}
 	}
-	_, err := o.bucket(ctx, ResultBucketOf(tenant), resultBucket(tenant))
-	return err
+	return nil
 }
 
 // PutResult stores the result of attempt of tenant's job jobID in the
@@ -330,9 +350,29 @@ func (o *Objects) Size(ctx context.Context, ptr string) (int64, error) {
 }
 
 // ErrTooLarge is returned by Get for an object over the size asked.
-var ErrTooLarge = errors.New("bus: object too large")
+var ErrTooLarge = jsread.ErrTooLarge
 
-// Get reads the object ptr names, refusing one over max bytes.
+// stream opens the stream of bucket name.
+func (o *Objects) stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if s, ok := o.streams[name]; ok {
+		return s, nil
+	}
+	s, err := o.js.Stream(ctx, jsread.ObjectStream(name))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("bus: object store %s: %w", name, jetstream.ErrBucketNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bus: object store %s: %w", name, err)
+	}
+	o.streams[name] = s
+	return s, nil
+}
+
+// Get reads the object ptr names, refusing one over max bytes, and checks
+// it against the size and digest its description gives. It reads with
+// direct gets, creating no consumer (internal/jsread).
 func (o *Objects) Get(ctx context.Context, ptr string, max int64) ([]byte, error) {
 	bucket, name, err := ParseObjectPtr(ptr)
 	if err != nil {
@@ -340,25 +380,13 @@ func (o *Objects) Get(ctx context.Context, ptr string, max int64) ([]byte, error
 	}
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	b, err := o.bucket(ctx, bucket, nil)
+	s, err := o.stream(ctx, bucket)
 	if err != nil {
 		return nil, err
 	}
-	res, err := b.Get(ctx, name)
+	data, _, err := jsread.Object(ctx, s, bucket, name, max)
 	if err != nil {
 		return nil, fmt.Errorf("bus: get %s: %w", ptr, err)
 	}
-	defer res.Close()
-	info, err := res.Info()
-	if err != nil {
-		return nil, fmt.Errorf("bus: get %s: %w", ptr, err)
-	}
-	if int64(info.Size) > max {
-		return nil, fmt.Errorf("%w: %s holds %d bytes, more than %d", ErrTooLarge, ptr, info.Size, max)
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, info.Size))
-	if _, err := buf.ReadFrom(res); err != nil {
-		return nil, fmt.Errorf("bus: get %s: %w", ptr, err)
-	}
-	return buf.Bytes(), nil
+	return data, nil
 }

@@ -35,6 +35,13 @@ func TestContextObjects(t *testing.T) {
 	// Well over one message (max_payload is 1 MiB).
 	data := make([]byte, 3<<20+17)
 	_, _ = rand.Read(data)
+	// Tenants may not create the bucket: until a scheduler did, a put fails.
+	if _, err := objs.PutContext(ctx, "acme-eu", bytes.NewReader(data)); !errors.Is(err, bus.ErrNoContextBucket) {
+		t.Fatalf("put without a bucket: %v", err)
+	}
+	if err := objs.CreateTenantBuckets(ctx, "acme-eu"); err != nil {
+		t.Fatal(err)
+	}
 	ptr, err := objs.PutContext(ctx, "acme-eu", bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
@@ -74,10 +81,10 @@ func TestResultObjects(t *testing.T) {
 	if _, err := objs.PutResult(ctx, "acme", "job-1", 1, data); !errors.Is(err, bus.ErrNoResultBucket) {
 		t.Fatalf("put without a bucket: %v", err)
 	}
-	if err := objs.CreateResultBucket(ctx, "acme"); err != nil {
+	if err := objs.CreateTenantBuckets(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	if err := objs.CreateResultBucket(ctx, "acme"); err != nil {
+	if err := objs.CreateTenantBuckets(ctx, "acme"); err != nil {
 		t.Fatalf("second create: %v", err)
 	}
 	ptr, err := objs.PutResult(ctx, "acme", "job-1", 1, data)

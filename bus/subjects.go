@@ -25,6 +25,12 @@ const (
 	// sys.job.cancel.<tenant> (queue group: one ends the job CANCELLED and,
 	// when asked as a request, answers GetJobReply).
 	SubjectCancel = "sys.job.cancel"
+	// SubjectBuckets is request/reply on sys.job.buckets.<tenant>: an
+	// empty message, answered with a StringValue that is empty once the
+	// tenant's context and result buckets exist, or says why they do not.
+	// A client asks before it stores its first large context: a tenant may
+	// configure no stream itself (auth/perms.go).
+	SubjectBuckets = "sys.job.buckets"
 	// AllTenants is the tenant token of an admin's get, list and cancel:
 	// the job of any tenant. Tenant names never start with '_'.
 	AllTenants = "_all"

@@ -35,6 +35,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/auth"
@@ -219,11 +221,7 @@ func (c *Client) Submit(ctx context.Context, req *wardv1.JobRequest) (_ *wardv1.
 		return nil, err
 	}
 	if len(req.Payload) > bus.InlineContextMax {
-		c.objsOnce.Do(func() { c.objs, c.objsErr = bus.NewObjects(c.bus) })
-		if c.objsErr != nil {
-			return nil, c.objsErr
-		}
-		ptr, err := c.objs.PutContext(ctx, tenant, bytes.NewReader(req.Payload))
+		ptr, err := c.putContext(ctx, tenant, req.Payload)
 		if err != nil {
 			return nil, fmt.Errorf("the payload of %d bytes is too large for a message, and storing it failed: %w", len(req.Payload), err)
 		}
@@ -510,6 +508,30 @@ func (c *Client) Get(ctx context.Context, id string, includeResult bool) (*wardv
 		rec.Result = data
 	}
 	return rec, nil
+}
+
+// putContext stores a context too large for a message in tenant's
+// context bucket and returns its pointer. A tenant may configure no stream
+// (auth/perms.go): when the bucket does not exist yet, it asks a scheduler
+// to create it (bus.SubjectBuckets), then stores.
+func (c *Client) putContext(ctx context.Context, tenant string, data []byte) (string, error) {
+	c.objsOnce.Do(func() { c.objs, c.objsErr = bus.NewObjects(c.bus) })
+	if c.objsErr != nil {
+		return "", c.objsErr
+	}
+	ptr, err := c.objs.PutContext(ctx, tenant, bytes.NewReader(data))
+	if !errors.Is(err, bus.ErrNoContextBucket) {
+		return ptr, err
+	}
+	reply := &wrapperspb.StringValue{}
+	subject := bus.TenantSubject(bus.SubjectBuckets, tenant)
+	if err := c.bus.Request(ctx, subject, &emptypb.Empty{}, reply); err != nil {
+		return "", fmt.Errorf("asking a scheduler for the tenant's context bucket on %s: %w", subject, err)
+	}
+	if reply.GetValue() != "" {
+		return "", errors.New(reply.GetValue())
+	}
+	return c.objs.PutContext(ctx, tenant, bytes.NewReader(data))
 }
 
 // objectResult reads a result stored by pointer, in the job's tenant's

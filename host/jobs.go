@@ -141,21 +141,37 @@ func (a *Agent) readContext(ctx context.Context, req *wardv1.JobRequest) ([]byte
 		if err != nil {
 			return nil, err
 		}
+		// The policy judged the size the ticket carries: a host reads no
+		// more, and runs bytes of that size or nothing (the object's
+		// description, which gave the scheduler the size, is the
+		// tenant's to rewrite).
+		size := req.GetContextSize()
+		if size <= 0 {
+			return nil, &inputError{fmt.Errorf("context %s: the ticket names no size for it (a scheduler older than this host?)", ptr)}
+		}
+		if size > a.cfg.MaxContextBytes {
+			return nil, &inputError{fmt.Errorf("context %s: %d bytes, more than this host takes (%d)", ptr, size, a.cfg.MaxContextBytes)}
+		}
 		objs, err := a.objs.get(a.cfg.Bus)
 		if err != nil {
 			return nil, err
 		}
-		data, err := objs.Get(ctx, ptr, a.cfg.MaxContextBytes)
-		if errors.Is(err, jetstream.ErrObjectNotFound) {
+		data, err := objs.Get(ctx, ptr, size)
+		switch {
+		case errors.Is(err, jetstream.ErrObjectNotFound):
 			return nil, &inputError{fmt.Errorf("context %s is gone (its tenant deleted it, or it expired)", ptr)}
-		}
-		if err != nil {
+		case errors.Is(err, bus.ErrTooLarge), errors.Is(err, jetstream.ErrDigestMismatch):
+			return nil, &inputError{fmt.Errorf("context %s is not the %d bytes the policy judged: %w", ptr, size, err)}
+		case err != nil:
 			return nil, err
 		}
-		// The policy judged the digest the pointer names: run those bytes
-		// or nothing.
+		// The policy judged the digest the pointer names and the size the
+		// ticket carries: run those bytes or nothing.
 		if got := bus.ContentDigest(data); got != want {
 			return nil, &inputError{fmt.Errorf("context %s holds %s, not the %s its name says", ptr, got, want)}
+		}
+		if int64(len(data)) != size {
+			return nil, &inputError{fmt.Errorf("context %s holds %d bytes, not the %d the policy judged", ptr, len(data), size)}
 		}
 		return data, nil
 	}

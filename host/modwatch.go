@@ -67,7 +67,8 @@ func (w *moduleWatcher) run(ctx context.Context, synced chan<- struct{}) error {
 	seen := map[string]modreg.Active{} // the active records applied
 	known := map[string]bool{}         // "<name> <version>" of the records seen
 	var live atomic.Bool               // past the state at start
-	done, err := w.registry.Follow(ctx, func(st *modreg.State) {
+	// FollowDirect: a host may create no consumer (auth/perms.go).
+	done, err := w.registry.FollowDirect(ctx, func(st *modreg.State) {
 		for _, name := range slices.Sorted(maps.Keys(st.Versions)) {
 			for _, v := range st.Versions[name] {
 				if key := name + " " + v.Version; !known[key] {

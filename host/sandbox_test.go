@@ -116,6 +116,7 @@ type job struct {
 	grants  *wardv1.Grants
 	env     map[string]string
 	ptr     string // the context pointer, when not the job's own blob
+	size    int64  // the size of ptr's context the ticket carries (what the policy judged)
 }
 
 // send stores j's context and dispatches it to the host, signed; it
@@ -138,7 +139,7 @@ func (h *sandboxHost) send(j job) string {
 		ptr = j.ptr
 	}
 	dispatch(h.t, h.conn, "h1", &wardv1.JobRequest{JobId: id, Topic: "job.hostile", TenantId: j.tenant, ContextPtr: ptr,
-		Pool: "hostile", Env: j.env, Attempt: 1, Constraints: &wardv1.Constraints{Grants: j.grants}})
+		ContextSize: j.size, Pool: "hostile", Env: j.env, Attempt: 1, Constraints: &wardv1.Constraints{Grants: j.grants}})
 	return id
 }
 
@@ -229,14 +230,22 @@ func TestGrantsThroughHost(t *testing.T) {
 }
 
 // TestLargeContext: a context far over one NATS message reaches the module
-// whole through the object store; another tenant's object is refused.
-// (internal/stack's TestSandboxThroughEveryPart sends 64 MiB end to end.)
+// whole through the object store; another tenant's object is refused, and
+// so is one whose size is not the one the ticket carries (the size the
+// policy judged), or that the ticket does not give.
 func TestLargeContext(t *testing.T) {
 	h := newSandboxHost(t)
 	data := make([]byte, 8<<20)
 	_, _ = rand.Read(data)
-	// The tenant stores its context in its own bucket; the host reads it
-	// with its host credential.
+	// A scheduler creates the tenant's buckets; the tenant stores its
+	// context in its own; the host reads it with its host credential.
+	sched, err := bus.NewObjects(h.conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sched.CreateTenantBuckets(context.Background(), "acme"); err != nil {
+		t.Fatal(err)
+	}
 	objs, err := bus.NewObjects(connectAs(t, h.nats, auth.Tenant, "acme"))
 	if err != nil {
 		t.Fatal(err)
@@ -245,13 +254,27 @@ func TestLargeContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	size := int64(len(data))
 	sum := sha256.Sum256(data)
-	if got := h.output(h.wait(h.send(job{ptr: ptr}))); got != hex.EncodeToString(sum[:]) {
+	if got := h.output(h.wait(h.send(job{ptr: ptr, size: size}))); got != hex.EncodeToString(sum[:]) {
 		t.Fatalf("the module saw a context with sha256 %s", got)
 	}
-	r := h.wait(h.send(job{tenant: "intruder", ptr: ptr}))
+	r := h.wait(h.send(job{tenant: "intruder", ptr: ptr, size: size}))
 	if r.GetErrorCode() != "context_unavailable" || !strings.Contains(r.GetErrorMessage(), "another tenant") {
 		t.Fatalf("another tenant's context: %s %s", r.GetErrorCode(), r.GetErrorMessage())
+	}
+	for _, tc := range []struct {
+		size int64
+		want string
+	}{
+		{1024, "not the 1024 bytes the policy judged"},
+		{size + 1, "holds 8388608 bytes, not the 8388609 the policy judged"},
+		{0, "the ticket names no size"},
+	} {
+		r := h.wait(h.send(job{ptr: ptr, size: tc.size}))
+		if r.GetStatus() != wardv1.JobState_JOB_STATE_FAILED || !strings.Contains(r.GetErrorMessage(), tc.want) {
+			t.Errorf("a ticket judging %d bytes: %s %s %q, want %q", tc.size, r.GetStatus(), r.GetErrorCode(), r.GetErrorMessage(), tc.want)
+		}
 	}
 }
 

@@ -8,16 +8,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// flakyStore answers GetBytes corrupt the first bad times, then right.
+// flakyStore answers reads corrupt the first bad times, then right.
 type flakyStore struct {
-	jetstream.ObjectStore
 	data     []byte
 	bad      int
 	notFound int // the first notFound reads find nothing
 	calls    int
 }
 
-func (f *flakyStore) GetBytes(context.Context, string, ...jetstream.GetObjectOpt) ([]byte, error) {
+func (f *flakyStore) read(context.Context, string) ([]byte, error) {
 	f.calls++
 	if f.calls <= f.notFound {
 		return nil, jetstream.ErrObjectNotFound
@@ -34,24 +33,24 @@ func (f *flakyStore) GetBytes(context.Context, string, ...jetstream.GetObjectOpt
 func TestBlobReadsACorruptReadAgain(t *testing.T) {
 	wasm := []byte("\x00asm\x01\x00\x00\x00")
 	f := &flakyStore{data: wasm, bad: 2}
-	r := &Registry{obs: f}
+	r := &Registry{readBlob: f.read}
 	b, err := r.Blob(context.Background(), Digest(wasm))
 	if err != nil || string(b) != string(wasm) || f.calls != 3 {
 		t.Fatalf("after 2 corrupt reads: %v, %d calls", err, f.calls)
 	}
 	f = &flakyStore{data: wasm, bad: 100}
-	r = &Registry{obs: f}
+	r = &Registry{readBlob: f.read}
 	if _, err := r.Blob(context.Background(), Digest(wasm)); !errors.Is(err, jetstream.ErrDigestMismatch) || f.calls != blobTries {
 		t.Fatalf("always corrupt: %v, %d calls", err, f.calls)
 	}
 	// Not there at first (a lagging replica answered), then there.
 	f = &flakyStore{data: wasm, notFound: 1}
-	r = &Registry{obs: f}
+	r = &Registry{readBlob: f.read}
 	if _, err := r.Blob(context.Background(), Digest(wasm)); err != nil || f.calls != 2 {
 		t.Fatalf("not found once: %v, %d calls", err, f.calls)
 	}
 	f = &flakyStore{data: []byte("other bytes")}
-	r = &Registry{obs: f}
+	r = &Registry{readBlob: f.read}
 	if _, err := r.Blob(context.Background(), Digest(wasm)); !errors.Is(err, ErrDigest) {
 		t.Fatalf("the wrong bytes: %v", err)
 	}

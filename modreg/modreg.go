@@ -38,6 +38,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/internal/jsread"
 )
 
 // Bucket is the name of both the KV bucket and the Object Store bucket.
@@ -146,8 +147,13 @@ type Module struct {
 
 // Registry is a handle on the buckets.
 type Registry struct {
+	nc  *nats.Conn
 	kv  jetstream.KeyValue
 	obs jetstream.ObjectStore
+	// readBlob reads a blob of the Object Store by name: with direct gets
+	// of its stream, since a host may create no consumer
+	// (internal/jsread).
+	readBlob func(ctx context.Context, name string) ([]byte, error)
 }
 
 // Open returns the registry on nc's JetStream, creating the buckets if
@@ -181,7 +187,15 @@ func Open(ctx context.Context, nc *nats.Conn) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("modreg: object store: %w", err)
 	}
-	return &Registry{kv: kv, obs: obs}, nil
+	blobs, err := js.Stream(ctx, jsread.ObjectStream(Bucket))
+	if err != nil {
+		return nil, fmt.Errorf("modreg: object store: %w", err)
+	}
+	readBlob := func(ctx context.Context, name string) ([]byte, error) {
+		b, _, err := jsread.Object(ctx, blobs, Bucket, name, MaxBlobBytes)
+		return b, err
+	}
+	return &Registry{nc: nc, kv: kv, obs: obs, readBlob: readBlob}, nil
 }
 
 // Digest returns the content address of wasm: "sha256:<hex>".
@@ -447,6 +461,10 @@ func (r *Registry) Version(ctx context.Context, name, version string) (*Version,
 	return v, nil
 }
 
+// MaxBlobBytes is the largest module blob Blob reads: a module is a few
+// MiB, and a host reads what the registry names before it checks it.
+const MaxBlobBytes = 256 << 20
+
 // blobTries is how many times Blob reads a blob that arrives corrupt or
 // is not found (about 7 s in all).
 const blobTries = 8
@@ -469,7 +487,7 @@ func (r *Registry) Blob(ctx context.Context, digest string) ([]byte, error) {
 			}
 		}
 		var b []byte
-		b, err = r.obs.GetBytes(ctx, objectName(digest))
+		b, err = r.readBlob(ctx, objectName(digest))
 		switch {
 		case errors.Is(err, jetstream.ErrObjectNotFound):
 			err = fmt.Errorf("%w: blob %s", ErrNotFound, digest)
@@ -599,74 +617,19 @@ type State struct {
 // Follow calls onChange with the registry's state: once with the state
 // when it starts, before it returns, then after every change, until ctx
 // ends. Each call gets a new State that nothing modifies afterwards. done
-// is closed when Follow has stopped.
+// is closed when Follow has stopped. It watches the bucket with a
+// consumer, which the control plane's credentials may create; a host
+// follows with FollowDirect.
 func (r *Registry) Follow(ctx context.Context, onChange func(*State)) (done <-chan struct{}, err error) {
 	w, err := r.kv.Watch(ctx, "mod.>")
 	if err != nil {
 		return nil, fmt.Errorf("modreg: watch: %w", err)
 	}
-	st := &State{Actives: map[string]*Active{}, Refused: map[string]map[string]Event{},
-		Staged: map[string]map[string]string{}, Versions: map[string]map[string]*Version{}}
+	st := newFollowState()
 	apply := func(e jetstream.KeyValueEntry) {
-		st.Revision = max(st.Revision, e.Revision())
-		parts := strings.SplitN(e.Key(), ".", 4)
-		if len(parts) < 3 {
-			return
-		}
-		name, del := parts[1], e.Operation() != jetstream.KeyValuePut
-		switch {
-		case parts[2] == "active":
-			a := &Active{}
-			if del || json.Unmarshal(e.Value(), a) != nil {
-				delete(st.Actives, name)
-				return
-			}
-			st.Actives[name] = a
-		case parts[2] == "event" && len(parts) == 4:
-			var ev Event
-			if del || json.Unmarshal(e.Value(), &ev) != nil {
-				delete(st.Refused[name], parts[3])
-				return
-			}
-			if st.Refused[name] == nil {
-				st.Refused[name] = map[string]Event{}
-			}
-			st.Refused[name][parts[3]] = ev
-		case parts[2] == "staged" && len(parts) == 4:
-			if del {
-				delete(st.Staged[name], parts[3])
-				return
-			}
-			if st.Staged[name] == nil {
-				st.Staged[name] = map[string]string{}
-			}
-			st.Staged[name][parts[3]] = string(e.Value())
-		case parts[2] == "v" && len(parts) == 4:
-			v := &Version{}
-			if del || json.Unmarshal(e.Value(), v) != nil {
-				delete(st.Versions[name], parts[3])
-				return
-			}
-			if st.Versions[name] == nil {
-				st.Versions[name] = map[string]*Version{}
-			}
-			st.Versions[name][parts[3]] = v
-		}
+		st.apply(e.Key(), e.Value(), e.Revision(), e.Operation() != jetstream.KeyValuePut)
 	}
-	snapshot := func() *State {
-		out := &State{Revision: st.Revision, Actives: maps.Clone(st.Actives), Refused: make(map[string]map[string]Event, len(st.Refused)),
-			Staged: make(map[string]map[string]string, len(st.Staged)), Versions: make(map[string]map[string]*Version, len(st.Versions))}
-		for k, v := range st.Refused {
-			out.Refused[k] = maps.Clone(v)
-		}
-		for k, v := range st.Staged {
-			out.Staged[k] = maps.Clone(v)
-		}
-		for k, v := range st.Versions {
-			out.Versions[k] = maps.Clone(v)
-		}
-		return out
-	}
+	snapshot := st.snapshot
 	// The current values first, up to the nil marker.
 	for e := range w.Updates() {
 		if e == nil {
@@ -713,4 +676,102 @@ func CheckWasm(b []byte) error {
 		return fmt.Errorf("WebAssembly binary format version %d; hosts run version 1", uint32(b[4])|uint32(b[5])<<8|uint32(b[6])<<16|uint32(b[7])<<24)
 	}
 	return nil
+}
+
+// FollowResync is how often FollowDirect reads the whole registry again,
+// in case its subscription missed a change (a reconnect).
+const FollowResync = 15 * time.Second
+
+// FollowDirect is Follow for a credential that may create no consumer, a
+// host's (auth/perms.go): it learns of changes through a subscription to
+// the registry's subjects and reads each changed key with a direct get
+// (internal/jsread), and reads every key again each FollowResync. State's
+// Revision is the highest revision applied.
+func (r *Registry) FollowDirect(ctx context.Context, onChange func(*State)) (done <-chan struct{}, err error) {
+	st := newFollowState()
+	done, err = jsread.FollowKV(ctx, r.nc, Bucket, "mod.>", FollowResync, func(batch []jsread.Entry) {
+		for _, e := range batch {
+			st.apply(e.Key, e.Value, e.Revision, e.Deleted)
+		}
+		onChange(st.snapshot())
+	})
+	if err != nil {
+		return nil, fmt.Errorf("modreg: follow: %w", err)
+	}
+	return done, nil
+}
+
+// followState is the State Follow and FollowDirect build from the
+// registry's keys.
+type followState struct{ st *State }
+
+func newFollowState() *followState {
+	return &followState{st: &State{Actives: map[string]*Active{}, Refused: map[string]map[string]Event{},
+		Staged: map[string]map[string]string{}, Versions: map[string]map[string]*Version{}}}
+}
+
+// apply applies key's value at revision, or its deletion.
+func (f *followState) apply(key string, value []byte, revision uint64, del bool) {
+	st := f.st
+	st.Revision = max(st.Revision, revision)
+	parts := strings.SplitN(key, ".", 4)
+	if len(parts) < 3 {
+		return
+	}
+	name := parts[1]
+	switch {
+	case parts[2] == "active":
+		a := &Active{}
+		if del || json.Unmarshal(value, a) != nil {
+			delete(st.Actives, name)
+			return
+		}
+		st.Actives[name] = a
+	case parts[2] == "event" && len(parts) == 4:
+		var ev Event
+		if del || json.Unmarshal(value, &ev) != nil {
+			delete(st.Refused[name], parts[3])
+			return
+		}
+		if st.Refused[name] == nil {
+			st.Refused[name] = map[string]Event{}
+		}
+		st.Refused[name][parts[3]] = ev
+	case parts[2] == "staged" && len(parts) == 4:
+		if del {
+			delete(st.Staged[name], parts[3])
+			return
+		}
+		if st.Staged[name] == nil {
+			st.Staged[name] = map[string]string{}
+		}
+		st.Staged[name][parts[3]] = string(value)
+	case parts[2] == "v" && len(parts) == 4:
+		v := &Version{}
+		if del || json.Unmarshal(value, v) != nil {
+			delete(st.Versions[name], parts[3])
+			return
+		}
+		if st.Versions[name] == nil {
+			st.Versions[name] = map[string]*Version{}
+		}
+		st.Versions[name][parts[3]] = v
+	}
+}
+
+// snapshot returns a copy of the state that nothing modifies afterwards.
+func (f *followState) snapshot() *State {
+	st := f.st
+	out := &State{Revision: st.Revision, Actives: maps.Clone(st.Actives), Refused: make(map[string]map[string]Event, len(st.Refused)),
+		Staged: make(map[string]map[string]string, len(st.Staged)), Versions: make(map[string]map[string]*Version, len(st.Versions))}
+	for k, v := range st.Refused {
+		out.Refused[k] = maps.Clone(v)
+	}
+	for k, v := range st.Staged {
+		out.Staged[k] = maps.Clone(v)
+	}
+	for k, v := range st.Versions {
+		out.Versions[k] = maps.Clone(v)
+	}
+	return out
 }

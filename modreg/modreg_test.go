@@ -182,14 +182,27 @@ func TestSignVerify(t *testing.T) {
 	}
 }
 
+// TestFollow follows the registry both ways: with a KV watch (the control
+// plane's) and with direct gets (FollowDirect, a host's, which may create
+// no consumer).
 func TestFollow(t *testing.T) {
+	for _, how := range []string{"watch", "direct"} {
+		t.Run(how, func(t *testing.T) { testFollow(t, how == "direct") })
+	}
+}
+
+func testFollow(t *testing.T, direct bool) {
 	r := open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	if _, err := r.Deploy(ctx, Version{Name: "hello", Version: "1", Route: Route{Topic: "job.hello"}}, []byte("\x00asm 1")); err != nil {
 		t.Fatal(err)
 	}
 	states := make(chan *State, 16)
-	done, err := r.Follow(ctx, func(s *State) { states <- s })
+	follow := r.Follow
+	if direct {
+		follow = r.FollowDirect
+	}
+	done, err := follow(ctx, func(s *State) { states <- s })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +239,11 @@ func TestFollow(t *testing.T) {
 	if e := s.Refused["hello"]["h1"]; e.Digest != a2.Digest || e.Version != "2" || e.Error != "bad" {
 		t.Errorf("refused = %v", s.Refused)
 	}
+	// A deleted key leaves the state.
+	if err := r.RemoveVersion(ctx, "hello", "1"); err != nil {
+		t.Fatal(err)
+	}
+	next(func(s *State) bool { _, ok := s.Versions["hello"]["1"]; return !ok && s.Versions["hello"]["2"] != nil })
 	cancel()
 	select {
 	case <-done:

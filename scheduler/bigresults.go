@@ -7,6 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/jobstore"
@@ -15,9 +19,12 @@ import (
 // Results too large for a message (over bus.InlineResultMax) do not go to
 // the job store: the host stores them in the job's tenant's result bucket,
 // WARD_RES_<tenant> (JetStream Object Store), and reports the pointer; the
-// tenant's clients read them there (client.Get). Hosts may write in the
-// buckets but not create streams, so the schedulers create a tenant's
-// bucket before its first job runs (ensureResultBucket, from admit).
+// tenant's clients read them there (client.Get). Contexts too large for a
+// message go the other way, through the tenant's context bucket,
+// WARD_CTX_<tenant>. Tenants and hosts may write in the buckets but
+// configure no stream, so the schedulers create both of a tenant's buckets
+// before its first job runs (ensureResultBucket, from admit) and when the
+// tenant asks (handleBuckets).
 
 const (
 	// resultBucketTimeout bounds one try to create a tenant's result bucket.
@@ -98,7 +105,7 @@ func (s *Scheduler) tryResultBucket(ctx context.Context, tenant string, try *buc
 		}
 		ctx, cancel := context.WithTimeout(ctx, resultBucketTimeout)
 		defer cancel()
-		return s.objs.CreateResultBucket(ctx, tenant)
+		return s.objs.CreateTenantBuckets(ctx, tenant)
 	}()
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
@@ -121,6 +128,27 @@ func (s *Scheduler) tryResultBucket(ctx context.Context, tenant string, try *buc
 	delete(rb.failing, tenant)
 	rb.ready.Store(tenant, struct{}{})
 	return true
+}
+
+// handleBuckets makes sure of the asking tenant's context and result
+// buckets, and answers once they exist (an empty StringValue) or with why
+// not: a client asks before it stores its tenant's first large context,
+// since a tenant may configure no stream itself (auth/perms.go).
+func (s *Scheduler) handleBuckets(ctx context.Context, msg *nats.Msg, _ *emptypb.Empty) {
+	tenant := tenantOf(msg)
+	reply := &wrapperspb.StringValue{}
+	if tenant == "" {
+		reply.Value = "name a tenant: sys.job.buckets.<tenant>"
+	} else {
+		s.ensureResultBucket(ctx, tenant)
+		if _, ok := s.resBuckets.ready.Load(tenant); !ok {
+			reply.Value = "the tenant's buckets " + bus.ContextBucketOf(tenant) + " and " + bus.ResultBucketOf(tenant) +
+				" could not be created now (is JetStream up?); the scheduler tries again, ask again later"
+		}
+	}
+	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
+		s.log.Warn("buckets reply failed", "tenant", tenant, "err", err)
+	}
 }
 
 // bucketLoop tries again, every second, the result buckets whose creation

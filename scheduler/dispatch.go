@@ -103,6 +103,11 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits,
 		Payload:     lim.payload,
 		Traceparent: traceparent,
 	}
+	if bus.IsObjectPtr(job.ContextPtr) {
+		// The size the policy judged: the host reads no more, and runs
+		// bytes of that size only.
+		out.ContextSize = job.PayloadSize
+	}
 	if job.CPUMillicores > 0 || job.MemoryBytes > 0 {
 		out.Resources = &wardv1.Resources{CpuMillicores: job.CPUMillicores, MemoryBytes: job.MemoryBytes}
 	}

@@ -463,7 +463,12 @@ type JobRequest struct {
 	// in a dispatch ticket (signed with it), the scheduler's dispatch span,
 	// which the host's run span is a child of. Empty when nobody traces.
 	// trace_id, when empty, is taken from it. docs/ARCHITECTURE.md, "Traces".
-	Traceparent   string `protobuf:"bytes,19,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Traceparent string `protobuf:"bytes,19,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// context_size is, in a dispatch ticket, the size in bytes of the context
+	// context_ptr names, as the safety kernel judged it: the host runs bytes
+	// of that size and digest or nothing. Ignored on a submission (the
+	// scheduler reads the size itself).
+	ContextSize   int64 `protobuf:"varint,20,opt,name=context_size,json=contextSize,proto3" json:"context_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -629,6 +634,13 @@ func (x *JobRequest) GetTraceparent() string {
 		return x.Traceparent
 	}
 	return ""
+}
+
+func (x *JobRequest) GetContextSize() int64 {
+	if x != nil {
+		return x.ContextSize
+	}
+	return 0
 }
 
 // SubmitReply answers a submission sent as a NATS request.
@@ -2018,7 +2030,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"maxRetries\x12\x1f\n" +
 	"\vdeadline_ms\x18\x03 \x01(\x03R\n" +
 	"deadlineMs\x12'\n" +
-	"\x06grants\x18\x04 \x01(\v2\x0f.ward.v1.GrantsR\x06grants\"\x91\x06\n" +
+	"\x06grants\x18\x04 \x01(\v2\x0f.ward.v1.GrantsR\x06grants\"\xb4\x06\n" +
 	"\n" +
 	"JobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
@@ -2042,7 +2054,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x04pool\x18\x10 \x01(\tR\x04pool\x12\x18\n" +
 	"\aattempt\x18\x11 \x01(\x05R\aattempt\x120\n" +
 	"\tresources\x18\x12 \x01(\v2\x12.ward.v1.ResourcesR\tresources\x12 \n" +
-	"\vtraceparent\x18\x13 \x01(\tR\vtraceparent\x1a9\n" +
+	"\vtraceparent\x18\x13 \x01(\tR\vtraceparent\x12!\n" +
+	"\fcontext_size\x18\x14 \x01(\x03R\vcontextSize\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +

@@ -30,6 +30,7 @@ var layers = []struct {
 	{"internal/version", 1}, // the build, as every part reports it
 	{"sandbox", 1},          // stands on api alone; modreg reads its manifests
 	{"internal/telemetry", 1},
+	{"internal/jsread", 1}, // JetStream reads without a consumer: bus and modreg read with it
 	{"audit", 2},
 	{"bus", 2},
 	{"jobstore", 2},
