@@ -31,8 +31,10 @@ const (
 	// StreamName is the JetStream stream that holds the log.
 	StreamName = "WARD_AUDIT"
 	// SubjectPrefix starts every record's subject: ward.audit.<action>.
-	// Only admin credentials and the scheduler may publish under it; NATS
-	// subject permissions enforce that, not this package.
+	// Only admin credentials may publish under it, and the schedulers and
+	// kernels the actions they carry out (auth.SchedulerAudits,
+	// auth.SafetyAudits); NATS subject permissions enforce that, not this
+	// package.
 	SubjectPrefix = "ward.audit."
 	// DefaultMaxAge is how long records are kept when Config.MaxAge is 0.
 	DefaultMaxAge = 90 * 24 * time.Hour
@@ -63,11 +65,27 @@ const (
 	// unchecked after too many failed authentications (once per episode,
 	// not per request).
 	APIKeyThrottle = "apikey.throttle"
+	// JobCancel: an admin cancelled a job of any tenant (sys.job.cancel._all,
+	// or an admin API key); WorkflowCancel: a workflow run.
+	JobCancel      = "job.cancel"
+	WorkflowCancel = "workflow.cancel"
+	// PolicyApply: a safety kernel put a bundle pushed to its bucket in
+	// force, or refused it.
+	PolicyApply = "policy.apply"
 )
 
 var actions = []string{PolicyPush, ModuleDeploy, ModuleRollback, ModuleRm,
 	TenantAdd, TenantRevoke, HostAdd, HostRevoke, DLQRetry, DLQDrop, SchedulerMode,
-	APIKeyAdd, APIKeyRevoke, APIKeyThrottle}
+	APIKeyAdd, APIKeyRevoke, APIKeyThrottle, JobCancel, WorkflowCancel, PolicyApply}
+
+// Claimed is how a record names an actor that no part authenticated, but
+// the record of the change claims (a KV write's "by"): "claimed:admin:alice".
+func Claimed(by string) string {
+	if by == "" {
+		by = "unknown"
+	}
+	return "claimed:" + by
+}
 
 // Errors.
 var (
@@ -141,15 +159,27 @@ func Ensure(ctx context.Context, js jetstream.JetStream) error {
 	return EnsureConfig(ctx, js, Config{Replicas: config.JetStreamReplicas()})
 }
 
-// EnsureConfig creates the stream with c, or updates it to c.
-func EnsureConfig(ctx context.Context, js jetstream.JetStream, c Config) error {
-	if c.MaxAge < 0 || c.Replicas < 0 {
-		return fmt.Errorf("%w: config %+v", ErrInvalid, c)
+// Create creates the stream with the default Config when it does not
+// exist, and leaves one that does as it is: for the parts whose
+// credentials may create the stream but not update it (schedulers,
+// kernels).
+func Create(ctx context.Context, js jetstream.JetStream) error {
+	_, err := js.Stream(ctx, StreamName)
+	if err == nil {
+		return nil
 	}
-	if c.MaxAge == 0 {
-		c.MaxAge = DefaultMaxAge
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("audit: stream %s: %w", StreamName, err)
 	}
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	_, err = js.CreateStream(ctx, streamConfig(Config{MaxAge: DefaultMaxAge, Replicas: config.JetStreamReplicas()}))
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return fmt.Errorf("audit: stream %s: %w (is JetStream enabled on the NATS server?)", StreamName, err)
+	}
+	return nil
+}
+
+func streamConfig(c Config) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
 		Name:        StreamName,
 		Description: "Ward's audit log of admin actions",
 		Subjects:    []string{SubjectPrefix + ">"},
@@ -162,7 +192,18 @@ func EnsureConfig(ctx context.Context, js jetstream.JetStream, c Config) error {
 		DenyDelete:  true,
 		DenyPurge:   true,
 		AllowDirect: true,
-	})
+	}
+}
+
+// EnsureConfig creates the stream with c, or updates it to c.
+func EnsureConfig(ctx context.Context, js jetstream.JetStream, c Config) error {
+	if c.MaxAge < 0 || c.Replicas < 0 {
+		return fmt.Errorf("%w: config %+v", ErrInvalid, c)
+	}
+	if c.MaxAge == 0 {
+		c.MaxAge = DefaultMaxAge
+	}
+	_, err := js.CreateOrUpdateStream(ctx, streamConfig(c))
 	if err != nil {
 		return fmt.Errorf("audit: stream %s: %w (is JetStream enabled on the NATS server?)", StreamName, err)
 	}

@@ -58,6 +58,8 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			"_INBOX.>", // replies to clients' requests
 			"$JS.API.>", "$JS.ACK.>", "$JS.FC.>",
 		)
+		// The audit records of the admin actions it carries out.
+		p.Pub.Allow.Add(auditSubjects(SchedulerAudits)...)
 		p.Pub.Deny.Add(guardedWrites()...)
 		p.Pub.Deny.Add(adminOnly()...)
 		p.Sub.Allow.Add(
@@ -78,6 +80,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 		)
 	case Safety:
 		p.Pub.Allow.Add("sys.safety.>", "_INBOX.>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>")
+		p.Pub.Allow.Add(auditSubjects(SafetyAudits)...)
 		p.Pub.Deny.Add(guardedWrites()...)
 		p.Pub.Deny.Add(adminOnly()...)
 		p.Sub.Allow.Add("sys.safety.>", "_INBOX.>")
@@ -180,12 +183,34 @@ func jsDirectRead(streams ...string) []string {
 	return out
 }
 
+// SchedulerAudits and SafetyAudits are the audit actions (package audit,
+// whose subjects are ward.audit.<action>) a scheduler and a safety kernel
+// record, of the admin actions they carry out: they may publish those
+// records, and no others (package audit imports nothing of this one, so
+// the names are spelled here; audit's tests keep them in its set).
+var (
+	SchedulerAudits = []string{"scheduler.mode", "dlq.retry", "dlq.drop", "job.cancel", "workflow.cancel",
+		"module.deploy", "module.rollback", "module.rm"}
+	SafetyAudits = []string{"policy.apply"}
+)
+
+func auditSubjects(actions []string) []string {
+	out := make([]string, len(actions))
+	for i, a := range actions {
+		out[i] = "ward.audit." + a
+	}
+	return out
+}
+
 // guardedWrites are the subjects that change a guarded stream: its
 // messages and its configuration. Creating one that is missing stays
 // allowed, so a scheduler or a kernel that starts first can set it up;
-// only admins write what is in it.
+// only admins write what is in it. The audit log's records are the
+// exception: the schedulers and kernels record the admin actions they
+// carry out (their Pub.Allow names those subjects; deny would win), but
+// none may change the stream, or delete or purge a record.
 func guardedWrites() []string {
-	out := []string{"$KV.ward_policy.>", "$KV.ward_modules.>", "$O.ward_modules.>", "ward.audit.>"}
+	out := []string{"$KV.ward_policy.>", "$KV.ward_modules.>", "$O.ward_modules.>"}
 	for _, s := range guardedStreams {
 		out = append(out,
 			"$JS.API.STREAM.UPDATE."+s,

@@ -130,6 +130,30 @@ func (c *Conn) Request(ctx context.Context, subject string, req, reply proto.Mes
 	return nil
 }
 
+// RequestSigned is Request with headers: sign, given the subject and the
+// encoded request, returns them (an admin's identity, auth.RequestSigner).
+func (c *Conn) RequestSigned(ctx context.Context, subject string, req, reply proto.Message, sign func(subject string, data []byte) (nats.Header, error)) error {
+	data, err := proto.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("bus: encode for %s: %w", subject, err)
+	}
+	h, err := sign(subject, data)
+	if err != nil {
+		return err
+	}
+	msg, err := c.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subject, Header: h, Data: data})
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return fmt.Errorf("%w on %s", ErrNoResponders, subject)
+		}
+		return fmt.Errorf("bus: request %s: %w", subject, err)
+	}
+	if err := proto.Unmarshal(msg.Data, reply); err != nil {
+		return fmt.Errorf("bus: decode reply from %s: %w", subject, err)
+	}
+	return nil
+}
+
 // Flush waits until the server has processed everything published so far.
 func (c *Conn) Flush() error { return c.nc.Flush() }
 

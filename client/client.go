@@ -74,6 +74,10 @@ type Client struct {
 	// another is sent on its subject anyway (and refused); otherwise (an
 	// admin, or no credential) the request's tenant picks the subject.
 	bound bool
+	// signer signs the admin requests of a client with an admin's
+	// credential (auth.RequestSigner), so that the scheduler that carries
+	// them out knows and audits who asked; nil without one.
+	signer *auth.RequestSigner
 
 	objsOnce sync.Once
 	objs     *bus.Objects
@@ -114,6 +118,7 @@ func New(c *bus.Conn, o Options) *Client {
 // Dial connects to NATS at url as o says.
 func Dial(url string, o Options) (*Client, error) {
 	bound := false
+	var signer *auth.RequestSigner
 	if o.Creds == "" {
 		// No credential: a system run --insecure, where nothing tells
 		// tenants apart; queries see every tenant's jobs, as an admin's.
@@ -132,6 +137,9 @@ func Dial(url string, o Options) (*Client, error) {
 			o.Tenant, o.Admin = id.Name, false
 		case auth.Admin:
 			o.Admin = true
+			if signer, err = auth.NewRequestSigner(o.Creds); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, fmt.Errorf("the credential %s is a %s's, not a tenant's or an admin's", o.Creds, id.Role)
 		}
@@ -154,8 +162,29 @@ func Dial(url string, o Options) (*Client, error) {
 		return nil, err
 	}
 	cl := New(c, o)
-	cl.bound = bound
+	cl.bound, cl.signer = bound, signer
 	return cl, nil
+}
+
+// adminRequest is a request only an admin's credential may make: signed
+// with it (the scheduler refuses an admin request it cannot identify),
+// unsigned by a client without a credential (--insecure).
+func (c *Client) adminRequest(ctx context.Context, subject string, req, reply proto.Message) error {
+	if c.signer == nil {
+		return c.bus.Request(ctx, subject, req, reply)
+	}
+	return c.bus.RequestSigned(ctx, subject, req, reply, func(subject string, data []byte) (nats.Header, error) {
+		return c.signer.Sign(subject, data, time.Now())
+	})
+}
+
+// scoped is a request on a subject of the client's scope: an admin
+// request when the scope is every tenant's.
+func (c *Client) scoped(ctx context.Context, base string, req, reply proto.Message) error {
+	if c.admin {
+		return c.adminRequest(ctx, bus.TenantSubject(base, bus.AllTenants), req, reply)
+	}
+	return c.bus.Request(ctx, bus.TenantSubject(base, c.tenant), req, reply)
 }
 
 // Tenant is the tenant the client submits for.
@@ -755,7 +784,7 @@ func gather[T interface {
 // ended already is returned with an error that says so.
 func (c *Client) Cancel(ctx context.Context, id, reason string) (*wardv1.JobRecord, error) {
 	reply := &wardv1.GetJobReply{}
-	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectCancel, c.scope()), &wardv1.JobCancel{JobId: id, Reason: reason}, reply); err != nil {
+	if err := c.scoped(ctx, bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: reason}, reply); err != nil {
 		return nil, err
 	}
 	if reply.GetError() != "" {
@@ -787,7 +816,7 @@ func (c *Client) TenantDLQ(ctx context.Context, tenant string, limit int) ([]*wa
 // the scheduler's answer (the new job's id).
 func (c *Client) RetryDLQ(ctx context.Context, id string) (*wardv1.SubmitReply, error) {
 	reply := &wardv1.SubmitReply{}
-	if err := c.bus.Request(ctx, bus.SubjectDLQRetry, &wardv1.DLQRetryRequest{JobId: id}, reply); err != nil {
+	if err := c.adminRequest(ctx, bus.SubjectDLQRetry, &wardv1.DLQRetryRequest{JobId: id}, reply); err != nil {
 		return nil, err
 	}
 	if !reply.GetAccepted() {
@@ -800,7 +829,7 @@ func (c *Client) RetryDLQ(ctx context.Context, id string) (*wardv1.SubmitReply, 
 // stays, until its retention). It reports false when there was none.
 func (c *Client) DropDLQ(ctx context.Context, id string) (bool, error) {
 	reply := &wardv1.DLQDropReply{}
-	if err := c.bus.Request(ctx, bus.SubjectDLQDrop, &wardv1.DLQDropRequest{JobId: id}, reply); err != nil {
+	if err := c.adminRequest(ctx, bus.SubjectDLQDrop, &wardv1.DLQDropRequest{JobId: id}, reply); err != nil {
 		return false, err
 	}
 	if reply.GetError() != "" {
@@ -813,7 +842,7 @@ func (c *Client) DropDLQ(ctx context.Context, id string) (bool, error) {
 // DEGRADED, READ_ONLY, DRAINING), or, with an empty mode, reads it.
 func (c *Client) SchedulerMode(ctx context.Context, mode string) (string, error) {
 	reply := &wardv1.SchedulerModeReply{}
-	if err := c.bus.Request(ctx, bus.SubjectMode, &wardv1.SchedulerModeRequest{Mode: mode}, reply); err != nil {
+	if err := c.adminRequest(ctx, bus.SubjectMode, &wardv1.SchedulerModeRequest{Mode: mode}, reply); err != nil {
 		return "", err
 	}
 	if reply.GetError() != "" {

@@ -99,7 +99,7 @@ func (c *Client) CancelWorkflow(ctx context.Context, id, reason string) (*wardv1
 		return run, fmt.Errorf("run %s has ended already (%s)", id, run.GetState())
 	}
 	reply := &wardv1.WorkflowGetReply{}
-	err = c.bus.Request(ctx, bus.TenantSubject(bus.SubjectWorkflowCancel, c.scope()), &wardv1.WorkflowCancelRequest{RunId: id, Reason: reason}, reply)
+	err = c.scoped(ctx, bus.SubjectWorkflowCancel, &wardv1.WorkflowCancelRequest{RunId: id, Reason: reason}, reply)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
 			return nil, fmt.Errorf("no scheduler answered for run %s: the one driving it may have stopped, and another carries it on once its claim runs out (a lease_ttl); try again: %w", id, err)

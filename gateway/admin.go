@@ -245,7 +245,7 @@ func (s *Server) moduleRollback(w http.ResponseWriter, r *http.Request, p Princi
 	if _, err := s.module(w, r, p); err != nil {
 		return nil, err
 	}
-	a, err := reg.Rollback(ctx, name)
+	a, err := reg.Rollback(modreg.WithActor(ctx, p.Actor()), name)
 	if err != nil {
 		return nil, errorf(http.StatusConflict, CodeConflict, "%v", err)
 	}
@@ -321,7 +321,7 @@ func (s *Server) moduleDeploy(w http.ResponseWriter, r *http.Request, p Principa
 	if s.cfg.Admin.ModuleKey != nil {
 		v.Signature = modreg.Sign(s.cfg.Admin.ModuleKey, modreg.Digest(wasm))
 	}
-	a, err := reg.Deploy(ctx, v, wasm)
+	a, err := reg.Deploy(modreg.WithActor(ctx, p.Actor()), v, wasm)
 	if err != nil {
 		return nil, errorf(http.StatusConflict, CodeConflict, "%v", err)
 	}
@@ -352,7 +352,7 @@ func (s *Server) policyPush(w http.ResponseWriter, r *http.Request, p Principal)
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	opts := safety.PushOptions{By: "key:" + p.KeyID, SigningKey: s.cfg.Admin.PolicyKey, Unsigned: s.cfg.Admin.PolicyKey == nil}
+	opts := safety.PushOptions{By: p.Actor(), SigningKey: s.cfg.Admin.PolicyKey, Unsigned: s.cfg.Admin.PolicyKey == nil}
 	res, err := safety.Push(ctx, s.cfg.Client.Bus().NATS(), s.cfg.Admin.PolicyBucket, b, opts)
 	var tf *safety.TestsFailedError
 	switch {
@@ -370,15 +370,21 @@ func (s *Server) policyPush(w http.ResponseWriter, r *http.Request, p Principal)
 		"unchanged": res.Unchanged, "signed": res.KeyID != "", "key_id": res.KeyID}, nil
 }
 
+// Actor is how the audit log names the key: key:<id>, and :<name> when
+// it has one.
+func (p Principal) Actor() string {
+	if p.Name != "" {
+		return "key:" + p.KeyID + ":" + p.Name
+	}
+	return "key:" + p.KeyID
+}
+
 // audit records what p did, best effort: a failure is logged.
 func (s *Server) audit(ctx context.Context, p Principal, action, target string, detail map[string]string) {
 	if s.cfg.Admin.JS == nil {
 		return
 	}
-	e := audit.Entry{Actor: "key:" + p.KeyID, Action: action, Target: target, Detail: detail}
-	if p.Name != "" {
-		e.Actor += ":" + p.Name
-	}
+	e := audit.Entry{Actor: p.Actor(), Action: action, Target: target, Detail: detail}
 	if err := audit.Record(ctx, s.cfg.Admin.JS, e); err != nil {
 		s.log.Warn("audit record failed", "action", action, "target", target, "err", err)
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/view"
@@ -308,7 +310,16 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request, p Principal) 
 		}
 		return nil, notFound(err, "job", id)
 	}
+	s.auditCancel(ctx, p, rec)
 	return view.Of(rec), nil
+}
+
+// auditCancel records an admin key's cancel: it acts on every tenant's
+// jobs (a tenant key's cancel of its own job is not an admin action).
+func (s *Server) auditCancel(ctx context.Context, p Principal, rec *wardv1.JobRecord) {
+	if p.Admin() {
+		s.audit(ctx, p, audit.JobCancel, rec.GetJobId(), map[string]string{"tenant": rec.GetTenantId(), "state": strings.TrimPrefix(rec.GetState().String(), "JOB_STATE_")})
+	}
 }
 
 func cancelReason(r string, p Principal) string {
@@ -379,10 +390,12 @@ func (s *Server) bulkCancel(w http.ResponseWriter, r *http.Request, p Principal)
 	}
 	out := BulkCancelReply{Cancelled: []string{}, Failed: map[string]string{}}
 	for _, id := range ids {
-		if _, err := c.Cancel(ctx, id, cancelReason(in.Reason, p)); err != nil {
+		rec, err := c.Cancel(ctx, id, cancelReason(in.Reason, p))
+		if err != nil {
 			out.Failed[id] = err.Error()
 			continue
 		}
+		s.auditCancel(ctx, p, rec)
 		out.Cancelled = append(out.Cancelled, id)
 	}
 	return out, nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/view"
 )
 
@@ -109,6 +110,9 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) 
 			return nil, errorf(http.StatusConflict, CodeConflict, "%v", err)
 		}
 		return nil, notFound(err, "run", id)
+	}
+	if p.Admin() {
+		s.audit(ctx, p, audit.WorkflowCancel, id, map[string]string{"tenant": run.GetTenantId()})
 	}
 	return view.Of(run), nil
 }

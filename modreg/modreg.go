@@ -125,6 +125,24 @@ type Active struct {
 	Requested *Requested `json:"requested,omitempty"`
 	Retired   bool       `json:"retired,omitempty"`
 	UpdatedAt time.Time  `json:"updated_at"`
+	// By is who made the change, as its writer claims (WithActor): the
+	// schedulers audit the change with it, marked claimed, since nothing
+	// authenticates what a record says of its writer (only admins may
+	// write the registry at all).
+	By string `json:"by,omitempty"`
+}
+
+type actorKey struct{}
+
+// WithActor returns ctx with the actor the activations made with it
+// record as their writer (Active.By): "admin:alice", "key:<id>".
+func WithActor(ctx context.Context, by string) context.Context {
+	return context.WithValue(ctx, actorKey{}, by)
+}
+
+func actorOf(ctx context.Context) string {
+	by, _ := ctx.Value(actorKey{}).(string)
+	return by
 }
 
 // Event is a host's report that it refused a version.
@@ -428,7 +446,7 @@ func (r *Registry) activate(ctx context.Context, name string, change func(*Activ
 		if err != nil {
 			return nil, err
 		}
-		next.UpdatedAt = time.Now().UTC()
+		next.UpdatedAt, next.By = time.Now().UTC(), actorOf(ctx)
 		b, _ := json.Marshal(next)
 		if rev == 0 {
 			_, err = r.kv.Create(ctx, activeKey(name), b)

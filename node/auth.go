@@ -1,14 +1,20 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/safety"
 )
@@ -142,4 +148,23 @@ func EnsureSigningKeys(dir string) (SigningKeys, error) {
 		}
 	}
 	return k, nil
+}
+
+// auditLog is the audit log's JetStream for a part that records the admin
+// actions it carries out (schedulers, kernels): it creates the stream
+// when it is missing (audit.Create; a part may not update it). A log that
+// cannot be reached now is logged, not fatal: each record that fails is
+// logged again.
+func auditLog(ctx context.Context, c *bus.Conn, log *slog.Logger) jetstream.JetStream {
+	js, err := jetstream.New(c.NATS())
+	if err != nil {
+		log.Warn("no audit log: admin actions carried out here are not recorded", "err", err)
+		return nil
+	}
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := audit.Create(actx, js); err != nil {
+		log.Warn("the audit log could not be opened now; records will be tried as actions come", "err", err)
+	}
+	return js
 }

@@ -123,8 +123,12 @@ func StartSafety(ctx context.Context, cfg SafetyConfig) (_ *Safety, err error) {
 		return nil, fmt.Errorf("safety kernel: %w", err)
 	}
 	s.addr = lis.Addr().String()
-	s.reloader, err = safety.NewReloader(safety.ReloaderConfig{Kernel: s.kernel, Dir: cfg.PolicyDir, Bus: s.conn,
-		Bucket: cfg.Bucket, Debounce: cfg.Debounce, Addr: s.addr, Logger: cfg.Logger, VerifyKey: verify})
+	rc := safety.ReloaderConfig{Kernel: s.kernel, Dir: cfg.PolicyDir, Bus: s.conn,
+		Bucket: cfg.Bucket, Debounce: cfg.Debounce, Addr: s.addr, Logger: cfg.Logger, VerifyKey: verify}
+	if s.conn != nil {
+		rc.Audit = auditLog(ctx, s.conn, cfg.Logger)
+	}
+	s.reloader, err = safety.NewReloader(rc)
 	if err == nil {
 		err = s.reloader.Start(ctx)
 	}

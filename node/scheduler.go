@@ -103,6 +103,7 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (_ *Scheduler, err
 	var (
 		signer *auth.Signer
 		trust  *auth.HostTrust
+		admins *auth.AdminTrust
 	)
 	if cfg.DispatchSecret != nil {
 		signer = auth.NewSigner(cfg.DispatchSecret, 0)
@@ -113,6 +114,9 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (_ *Scheduler, err
 			return nil, err
 		}
 		if trust, err = auth.NewHostTrust(own); err != nil {
+			return nil, err
+		}
+		if admins, err = auth.NewAdminTrust(own); err != nil {
 			return nil, err
 		}
 	}
@@ -128,7 +132,8 @@ func StartScheduler(ctx context.Context, cfg SchedulerConfig) (_ *Scheduler, err
 	}
 	s.Scheduler, err = scheduler.New(scheduler.Config{ID: cfg.ID, Bus: s.conn, Store: cfg.Store, Safety: checker,
 		Pools: cfg.Config.Pools, Timeouts: cfg.Config.Timeouts, Settings: cfg.Config.Scheduler, Files: cfg.Files,
-		Logger: cfg.Logger, Modules: reg, Signer: signer, HostTrust: trust, Workflows: workflows, WorkflowDir: cfg.WorkflowDir})
+		Logger: cfg.Logger, Modules: reg, Signer: signer, HostTrust: trust, Workflows: workflows, WorkflowDir: cfg.WorkflowDir,
+		AdminTrust: admins, Audit: auditLog(ctx, s.conn, cfg.Logger)})
 	if err != nil {
 		return nil, err
 	}

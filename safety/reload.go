@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
+	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/internal/version"
 )
@@ -162,6 +164,13 @@ type ReloaderConfig struct {
 	// bucket's bundles unsigned; Start logs a warning saying so. Bundles
 	// from Dir, the operator's own files, need no signature.
 	VerifyKey *PolicyPublicKey
+	// Audit, when set, is the JetStream of the audit log (package audit):
+	// the kernel records there each bundle pushed to the bucket that it
+	// put in force or refused (audit.PolicyApply), as it hears the push
+	// (not the bundle it finds at start). What the record says of who
+	// pushed is what the bundle claims (audit.Claimed); what is
+	// authenticated is the signature, checked with VerifyKey.
+	Audit jetstream.JetStream
 	// Addr is the kernel's gRPC address, reported in its status.
 	Addr   string
 	Logger *slog.Logger // slog.Default() when nil
@@ -188,7 +197,7 @@ type Reloader struct {
 	status       *bus.Subscription
 	statusWorker *bus.Workers
 
-	kvUpdates chan jetstream.KeyValueEntry
+	kvUpdates chan kvUpdate
 	wg        sync.WaitGroup // loop and watchKV
 }
 
@@ -209,7 +218,7 @@ func NewReloader(cfg ReloaderConfig) (*Reloader, error) {
 	return &Reloader{
 		cfg:       cfg,
 		log:       cfg.Logger.With("component", "safety", "kernel_id", cfg.Kernel.ID()),
-		kvUpdates: make(chan jetstream.KeyValueEntry),
+		kvUpdates: make(chan kvUpdate),
 	}, nil
 }
 
@@ -398,8 +407,8 @@ func (r *Reloader) loop(ctx context.Context, w *fsnotify.Watcher) {
 		case <-fire:
 			fire = nil
 			r.reloadDir(ctx)
-		case e := <-r.kvUpdates:
-			r.reloadKV(ctx, e)
+		case u := <-r.kvUpdates:
+			r.reloadKV(ctx, u)
 		}
 	}
 }
@@ -410,22 +419,33 @@ func (r *Reloader) reloadDir(ctx context.Context) {
 		r.refuse("dir", "", err)
 		return
 	}
-	r.load(ctx, "dir", "dir "+r.cfg.Dir, b)
+	_, _ = r.load(ctx, "dir", "dir "+r.cfg.Dir, b) // a refusal is logged, counted and in the status
 }
 
-func (r *Reloader) reloadKV(ctx context.Context, e jetstream.KeyValueEntry) {
+// kvUpdate is a change of the bucket's bundle key; live: heard as it
+// was made, not read as the bucket's value when the watch began.
+type kvUpdate struct {
+	e    jetstream.KeyValueEntry
+	live bool
+}
+
+func (r *Reloader) reloadKV(ctx context.Context, u kvUpdate) {
+	e := u.e
 	if e.Operation() != jetstream.KeyValuePut {
 		r.log.Warn("policy bundle deleted from the bucket; the policy in force stays", "bucket", r.cfg.Bucket)
 		return
 	}
 	var pb safetyv1.PolicyBundle
 	if err := proto.Unmarshal(e.Value(), &pb); err != nil {
-		r.refuse("kv", "", fmt.Errorf("safety: bundle in %s#%d: %w", r.cfg.Bucket, e.Revision(), err))
+		err = fmt.Errorf("safety: bundle in %s#%d: %w", r.cfg.Bucket, e.Revision(), err)
+		r.refuse("kv", "", err)
+		r.audit(ctx, u, &pb, "", err)
 		return
 	}
 	b, err := BundleFromProto(&pb)
 	if err != nil {
 		r.refuse("kv", pb.GetRevision(), err)
+		r.audit(ctx, u, &pb, pb.GetRevision(), err)
 		return
 	}
 	if r.cfg.VerifyKey != nil {
@@ -435,15 +455,54 @@ func (r *Reloader) reloadKV(ctx context.Context, e jetstream.KeyValueEntry) {
 			if len(by) > 64 {
 				by = by[:64] + "..."
 			}
-			r.refuse("kv", b.Revision(), fmt.Errorf("%w (bucket %s#%d, pushed by %q)", err, r.cfg.Bucket, e.Revision(), by))
+			err = fmt.Errorf("%w (bucket %s#%d, pushed by %q)", err, r.cfg.Bucket, e.Revision(), by)
+			r.refuse("kv", b.Revision(), err)
+			r.audit(ctx, u, &pb, b.Revision(), err)
 			return
 		}
 	}
-	r.load(ctx, "kv", fmt.Sprintf("kv %s#%d", r.cfg.Bucket, e.Revision()), b)
+	loaded, err := r.load(ctx, "kv", fmt.Sprintf("kv %s#%d", r.cfg.Bucket, e.Revision()), b)
+	if loaded || err != nil {
+		r.audit(ctx, u, &pb, b.Revision(), err)
+	}
 }
 
-// load puts b in force unless it is the revision in force already.
-func (r *Reloader) load(ctx context.Context, kind, source string, b *Bundle) {
+// audit records a pushed bundle this kernel put in force (err nil) or
+// refused, when it heard the push live. The record is the same from
+// every kernel that reached the same outcome (its time is the bucket
+// entry's, it names no kernel), and the audit log keeps identical records
+// once, so a fleet of kernels leaves one record per push and outcome.
+// Its actor is what the bundle claims of who pushed it (audit.Claimed):
+// nothing authenticates it. What is authenticated is the signature, when
+// the kernel has a key: "signature" says so.
+func (r *Reloader) audit(ctx context.Context, u kvUpdate, pb *safetyv1.PolicyBundle, rev string, err error) {
+	if r.cfg.Audit == nil || !u.live {
+		return
+	}
+	detail := map[string]string{"revision": rev, "kv_revision": strconv.FormatUint(u.e.Revision(), 10), "result": "applied"}
+	if err != nil {
+		detail["result"], detail["reason"] = "refused", refusalReason(err)
+	}
+	switch {
+	case r.cfg.VerifyKey == nil:
+		detail["signature"] = "not checked (the kernel has no --policy-pubkey)"
+	case err != nil && errors.Is(err, ErrBundleSignature):
+		detail["signature"] = "invalid for key " + r.cfg.VerifyKey.ID()
+	default:
+		detail["signature"] = "verified: key " + r.cfg.VerifyKey.ID()
+	}
+	e := audit.Entry{At: u.e.Created(), Actor: audit.Claimed(pb.GetPushedBy()), Action: audit.PolicyApply,
+		Target: r.cfg.Bucket, Detail: detail}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if aerr := audit.Record(actx, r.cfg.Audit, e); aerr != nil {
+		r.log.Warn("audit record not written", "action", e.Action, "revision", rev, "err", aerr)
+	}
+}
+
+// load puts b in force unless it is the revision in force already: it
+// reports whether it did, or the error that refused it.
+func (r *Reloader) load(ctx context.Context, kind, source string, b *Bundle) (bool, error) {
 	rev := b.Revision()
 	if rev == r.cfg.Kernel.Revision() {
 		// Back to the policy in force (a fixed typo, a re-push): nothing
@@ -451,16 +510,17 @@ func (r *Reloader) load(ctx context.Context, kind, source string, b *Bundle) {
 		reloads.WithLabelValues(kind, "unchanged").Inc()
 		r.clearRefusal()
 		r.log.Debug("policy unchanged", "source", source, "revision", rev)
-		return
+		return false, nil
 	}
 	start := time.Now()
 	if err := r.cfg.Kernel.LoadBundle(ctx, b, source); err != nil {
 		r.refuse(kind, rev, err)
-		return
+		return false, err
 	}
 	reloads.WithLabelValues(kind, "loaded").Inc()
 	r.clearRefusal()
 	r.log.Info("policy loaded", "source", source, "revision", rev, "took", time.Since(start))
+	return true, nil
 }
 
 func (r *Reloader) clearRefusal() {
@@ -544,6 +604,7 @@ func (r *Reloader) watchKVOnce(ctx context.Context) error {
 	r.kvConnected = true
 	r.mu.Unlock()
 	r.log.Info("watching the policy bucket", "bucket", r.cfg.Bucket)
+	live := false // the bucket's value when the watch began comes first, then nil
 	for {
 		select {
 		case <-ctx.Done():
@@ -553,10 +614,11 @@ func (r *Reloader) watchKVOnce(ctx context.Context) error {
 				return fmt.Errorf("safety: watch %s: watcher closed", r.cfg.Bucket)
 			}
 			if e == nil {
-				continue // the initial values are all in
+				live = true // the initial values are all in
+				continue
 			}
 			select {
-			case r.kvUpdates <- e:
+			case r.kvUpdates <- kvUpdate{e: e, live: live}:
 			case <-ctx.Done():
 				return nil
 			}

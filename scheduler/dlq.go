@@ -9,6 +9,7 @@ import (
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/jobstore"
 )
 
@@ -44,9 +45,20 @@ func (s *Scheduler) handleDLQList(ctx context.Context, msg *nats.Msg, q *wardv1.
 // new job's idempotency key is dlq-retry:<id>, so that retrying the same
 // entry twice makes one job.
 func (s *Scheduler) handleDLQRetry(ctx context.Context, msg *nats.Msg, q *wardv1.DLQRetryRequest) {
+	actor, err := s.adminOf(msg)
+	if err != nil {
+		if err := s.cfg.Bus.Reply(msg, refuse(reason.Unauthenticated, "%v", err)); err != nil {
+			s.log.Debug("dlq retry reply failed", "err", err)
+		}
+		return
+	}
 	reply, job, queued := s.retryDLQ(ctx, q.GetJobId())
 	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
 		s.log.Debug("dlq retry reply failed", "err", err)
+	}
+	if reply.GetAccepted() {
+		s.record(ctx, audit.Entry{Actor: actor, Action: audit.DLQRetry, Target: q.GetJobId(),
+			Detail: map[string]string{"new_job": reply.GetJobId(), "duplicate": boolString(reply.GetDuplicate())}})
 	}
 	if job != nil {
 		s.admit(ctx, job, queued, nil)
@@ -57,6 +69,14 @@ func (s *Scheduler) handleDLQRetry(ctx context.Context, msg *nats.Msg, q *wardv1
 // the job stays, until its retention.
 func (s *Scheduler) handleDLQDrop(ctx context.Context, msg *nats.Msg, q *wardv1.DLQDropRequest) {
 	reply := &wardv1.DLQDropReply{}
+	actor, err := s.adminOf(msg)
+	if err != nil {
+		reply.Error = err.Error()
+		if err := s.cfg.Bus.Reply(msg, reply); err != nil {
+			s.log.Debug("dlq drop reply failed", "err", err)
+		}
+		return
+	}
 	ok, err := s.cfg.Store.RemoveDLQ(ctx, q.GetJobId())
 	if err != nil {
 		reply.Error = "job store unavailable"
@@ -68,6 +88,9 @@ func (s *Scheduler) handleDLQDrop(ctx context.Context, msg *nats.Msg, q *wardv1.
 	}
 	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
 		s.log.Debug("dlq drop reply failed", "err", err)
+	}
+	if ok {
+		s.record(ctx, audit.Entry{Actor: actor, Action: audit.DLQDrop, Target: q.GetJobId()})
 	}
 }
 

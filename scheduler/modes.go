@@ -9,6 +9,7 @@ import (
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/internal/version"
 )
@@ -91,8 +92,14 @@ func (s *Scheduler) refuseMode(priority int32) (code reason.Code, msg string) {
 func (s *Scheduler) handleMode(ctx context.Context, msg *nats.Msg, q *wardv1.SchedulerModeRequest) {
 	reply := &wardv1.SchedulerModeReply{}
 	if q.GetMode() != "" {
+		// A change is an admin's, identified and audited (admin.go); a
+		// read is not.
+		actor, aerr := s.adminOf(msg)
 		m, ok := parseMode(q.GetMode())
-		if !ok {
+		old := s.Mode()
+		if aerr != nil {
+			reply.Error = aerr.Error()
+		} else if !ok {
 			reply.Error = fmt.Sprintf("unknown mode %q: want one of %v", q.GetMode(), Modes())
 		} else if err := s.cfg.Store.SetMode(ctx, string(m)); err != nil {
 			reply.Error = "job store unavailable"
@@ -101,6 +108,7 @@ func (s *Scheduler) handleMode(ctx context.Context, msg *nats.Msg, q *wardv1.Sch
 			s.setMode(m)
 			_ = s.cfg.Bus.Publish(bus.SubjectModeChanged, &wardv1.SchedulerModeReply{Mode: string(m)})
 			s.poke()
+			defer s.record(ctx, audit.Entry{Actor: actor, Action: audit.SchedulerMode, Target: string(m), Detail: map[string]string{"from": string(old)}})
 		}
 	}
 	reply.Mode = string(s.Mode())

@@ -22,6 +22,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
@@ -81,6 +82,16 @@ type Config struct {
 	// HostTrust admits hosts by the credential their heartbeats carry. Nil
 	// admits any heartbeat: --insecure.
 	HostTrust *auth.HostTrust
+	// AdminTrust identifies the admin credential that signed an admin
+	// request (a mode change, a DLQ retry or drop, a cancel for every
+	// tenant): one it cannot identify is refused (admin.go). Nil takes
+	// every request on an admin subject as an admin's: --insecure.
+	AdminTrust *auth.AdminTrust
+	// Audit, when set, is the JetStream of the audit log (package audit):
+	// the replica records there the admin actions it carries out, with
+	// the admin credential AdminTrust identified, and the module
+	// registry's changes with the actor their record claims.
+	Audit jetstream.JetStream
 	// Workflows are the workflow definitions (YAML) the replica runs by
 	// name, by file (config.Workflows: the seed ones and a directory's).
 	Workflows map[string][]byte
@@ -144,6 +155,9 @@ type Scheduler struct {
 	queues  *queueBook    // pools holding waiting jobs, pools with no live host
 	runs    *runTimes     // pool -> its jobs' average running time
 	runner  *runner       // the workflow runs this replica drives (workflows.go)
+	// modsSeen is the registry's active records as followModules last
+	// saw them (admin.go): only its calls, one at a time, touch it.
+	modsSeen map[string]*modreg.Active
 
 	mu        sync.Mutex // guards the 5 following fields
 	subs      []*bus.Subscription
@@ -266,7 +280,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		add(bus.Subscribe(ctx, c, bus.SubjectSchedulerStatus, "", s.updates, s.log, s.handleStatus)),
 		add(bus.Subscribe(ctx, c, bus.ResultSubject("*"), q, s.updates, s.log, s.handleResult)),
 		add(bus.Subscribe(ctx, c, bus.ProgressSubject("*"), q, s.updates, s.log, s.handleProgress)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectCancel, "*"), q, s.updates, s.log, s.handleCancel)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectCancel, "*"), q, s.updates, s.log, s.handleCancelAs)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobGet, "*"), q, s.updates, s.log, s.handleGet)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobList, "*"), q, s.updates, s.log, s.handleList)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectBuckets, "*"), q, s.updates, s.log, s.handleBuckets)),
@@ -322,7 +336,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.mu.Unlock()
 	}
 	if s.cfg.Modules != nil {
-		done, err := s.cfg.Modules.Follow(lctx, s.conf.follow)
+		done, err := s.cfg.Modules.Follow(lctx, s.followModules)
 		if err != nil {
 			_ = s.Shutdown(context.Background())
 			return fmt.Errorf("scheduler: %w", err)

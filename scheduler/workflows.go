@@ -17,6 +17,7 @@ import (
 	"github.com/ward-run/ward/api/reason"
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/workflow"
@@ -651,6 +652,21 @@ func (s *Scheduler) handleWorkflowCancel(ctx context.Context, msg *nats.Msg, q *
 	lr := r.runs[q.GetRunId()]
 	r.mu.Unlock()
 	tenant := tenantOf(msg)
+	actor := ""
+	if tenant == "" {
+		// An admin's cancel of any tenant's run: identified and audited
+		// (admin.go). Every replica hears it; the one driving the run
+		// answers a refusal, the others stay silent.
+		var err error
+		if actor, err = s.adminOf(msg); err != nil {
+			if lr != nil {
+				if rerr := s.cfg.Bus.Reply(msg, &wardv1.WorkflowGetReply{Error: err.Error()}); rerr != nil {
+					s.log.Debug("workflow cancel reply failed", "err", rerr)
+				}
+			}
+			return
+		}
+	}
 	if lr == nil {
 		// Nobody drives it (its replica died, its claim ran out): one
 		// replica claims it now, rebuilds it, and cancels it.
@@ -665,6 +681,10 @@ func (s *Scheduler) handleWorkflowCancel(ctx context.Context, msg *nats.Msg, q *
 	}
 	r.stop(lr, lr.eng.Cancel, why)
 	s.log.Info("workflow run cancelled", "run", lr.id, "reason", why)
+	if tenant == "" {
+		s.record(ctx, audit.Entry{Actor: actor, Action: audit.WorkflowCancel, Target: lr.id,
+			Detail: map[string]string{"tenant": lr.tenant, "reason": q.GetReason()}})
+	}
 	reply := &wardv1.WorkflowGetReply{}
 	if run, err := s.runRecord(ctx, lr.id, tenant, false); err != nil {
 		reply.Error = err.Error()

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/view"
 )
 
@@ -63,7 +62,8 @@ func newDLQCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "job %s\n", reply.GetJobId())
-			g.audit(audit.DLQRetry, args[0], map[string]string{"new_job": reply.GetJobId()})
+			// The scheduler that retried it recorded it (dlq.retry), with
+			// the credential it verified: no second record from here.
 			if reply.GetDuplicate() {
 				fmt.Fprintf(cmd.OutOrStdout(), "(job %s was retried already: this is that retry)\n", args[0])
 			}
@@ -88,7 +88,6 @@ func newDLQCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("job %s is not in the DLQ", args[0])
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "dropped %s from the DLQ\n", args[0])
-			g.audit(audit.DLQDrop, args[0], nil)
 			return nil
 		},
 	}
@@ -147,9 +146,6 @@ replica follows it, or shows it when given none:
 			m, err := c.SchedulerMode(ctx, mode)
 			if err != nil {
 				return err
-			}
-			if mode != "" {
-				g.audit(audit.SchedulerMode, m, nil)
 			}
 			if !out.table() {
 				return out.print(cmd.OutOrStdout(), map[string]string{"mode": m})

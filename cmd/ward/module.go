@@ -124,6 +124,9 @@ host refused while staging it.)`,
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute+stageTimeout)
 			defer cancel()
+			// The registry's record names who changed it; the schedulers
+			// audit the change with that claim (module.deploy, ...).
+			ctx = modreg.WithActor(ctx, g.actor())
 			c, r, err := open(ctx)
 			if err != nil {
 				return err
@@ -169,7 +172,6 @@ host refused while staging it.)`,
 				}
 			}
 			fmt.Fprintf(out, "deployed %s %s (%s, %d bytes%s)\n", a.Name, a.Version, a.Digest, len(wasm), signedNote(v.Signature))
-			g.audit(audit.ModuleDeploy, a.Name, map[string]string{"version": a.Version, "digest": a.Digest, "signed": fmt.Sprint(len(v.Signature) > 0)})
 			if a.Route.Topic != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "route: %s → pool %s\n", a.Route.Topic, orDefault(a.Route.Pool, a.Name))
 			}
@@ -197,6 +199,9 @@ hosts: how many live hosts serve it, and active), refused}.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
+			// The registry's record names who changed it; the schedulers
+			// audit the change with that claim (module.deploy, ...).
+			ctx = modreg.WithActor(ctx, g.actor())
 			c, r, err := open(ctx)
 			if err != nil {
 				return err
@@ -260,6 +265,9 @@ hosts: how many live hosts serve it, and active), refused}.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
+			// The registry's record names who changed it; the schedulers
+			// audit the change with that claim (module.deploy, ...).
+			ctx = modreg.WithActor(ctx, g.actor())
 			c, r, err := open(ctx)
 			if err != nil {
 				return err
@@ -270,7 +278,6 @@ hosts: how many live hosts serve it, and active), refused}.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s) is active\n", a.Name, a.Version, a.Digest)
-			g.audit(audit.ModuleRollback, a.Name, map[string]string{"version": a.Version, "digest": a.Digest})
 			return waitFor(wait, &modreg.Rollout{Registry: r, Hosts: natsHosts{c}}, a, cmd.OutOrStdout())
 		},
 	}
@@ -282,6 +289,9 @@ hosts: how many live hosts serve it, and active), refused}.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
+			// The registry's record names who changed it; the schedulers
+			// audit the change with that claim (module.deploy, ...).
+			ctx = modreg.WithActor(ctx, g.actor())
 			c, r, err := open(ctx)
 			if err != nil {
 				return err
@@ -292,7 +302,6 @@ hosts: how many live hosts serve it, and active), refused}.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s retired (`ward module rollback %s` brings it back)\n", args[0], args[0])
-			g.audit(audit.ModuleRm, args[0], nil)
 			return waitFor(wait, &modreg.Rollout{Registry: r, Hosts: natsHosts{c}}, a, cmd.OutOrStdout())
 		},
 	}
@@ -320,6 +329,9 @@ live host refused before, unless --force.`,
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
+			// The registry's record names who changed it; the schedulers
+			// audit the change with that claim (module.deploy, ...).
+			ctx = modreg.WithActor(ctx, g.actor())
 			c, r, err := open(ctx)
 			if err != nil {
 				return err
@@ -338,7 +350,6 @@ live host refused before, unless --force.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s) is active\n", a.Name, a.Version, a.Digest)
-			g.audit(audit.ModuleDeploy, a.Name, map[string]string{"version": a.Version, "digest": a.Digest, "activated": "true"})
 			return waitFor(wait, &modreg.Rollout{Registry: r, Hosts: natsHosts{c}}, a, cmd.OutOrStdout())
 		},
 	}
@@ -353,6 +364,9 @@ live host refused before, unless --force.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
+			// The registry's record names who changed it; the schedulers
+			// audit the change with that claim (module.deploy, ...).
+			ctx = modreg.WithActor(ctx, g.actor())
 			c, r, err := open(ctx)
 			if err != nil {
 				return err

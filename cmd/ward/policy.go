@@ -17,7 +17,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
-	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/node"
 	"github.com/ward-run/ward/safety"
 	"github.com/ward-run/ward/view"
@@ -383,7 +382,7 @@ without --policy-pubkey accept.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			opts := safety.PushOptions{By: pusher(), Unsigned: unsigned}
+			opts := safety.PushOptions{By: g.actor() + " (" + pusher() + ")", Unsigned: unsigned}
 			switch {
 			case unsigned && keyFile != "" && cmd.Flags().Changed("signing-key"):
 				return errors.New("--unsigned and --signing-key: choose one")
@@ -439,7 +438,8 @@ without --policy-pubkey accept.`,
 			} else {
 				fmt.Fprintf(out, "pushed revision %s (%d tests passed, %s) to %s, bucket revision %d\n",
 					res.Revision, res.Tests, signed, res.Bucket, res.KVRevision)
-				g.audit(audit.PolicyPush, res.Bucket, map[string]string{"revision": res.Revision, "signed": signed})
+				// Every kernel that hears the push records it (policy.apply)
+				// with the pusher the bundle names and its signature's check.
 			}
 			if wait <= 0 {
 				return nil
