@@ -67,7 +67,7 @@ func TestResultBucketsAccess(t *testing.T) {
 		t.Fatalf("the host's put: %v", err)
 	}
 	acme, _ := objectsAs(t, s, s.Creds(auth.Tenant, "acme"), nil)
-	if got, err := acme.GetResult(ctx, "acme", ptr, 1<<30); err != nil || !bytes.Equal(got, data) {
+	if got, err := acme.GetResult(ctx, "acme", ptr, bus.ContentDigest(data), 1<<30); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("acme reads %d bytes, %v", len(got), err)
 	}
 	admin, _ := objectsAs(t, s, s.Creds(auth.Admin, "admin"), nil)

@@ -151,6 +151,16 @@ func ContextDigest(ptr string) (string, error) {
 	return "sha256:" + hexsum, nil
 }
 
+// IsDigest reports whether d is "sha256:<hex>", as ContentDigest writes.
+func IsDigest(d string) bool {
+	hexsum, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(hexsum) != 2*sha256.Size {
+		return false
+	}
+	_, err := hex.DecodeString(hexsum)
+	return err == nil
+}
+
 // ContentDigest is "sha256:<hex>" of data: the payload digest the safety
 // kernel sees.
 func ContentDigest(data []byte) string {
@@ -311,11 +321,19 @@ func (o *Objects) PutResult(ctx context.Context, tenant, jobID string, attempt i
 	return ptr, nil
 }
 
+// ErrResultDigest is returned by GetResult for bytes that are not those
+// the job's host reported: any host may write a tenant's result bucket,
+// so the digest the scheduler recorded (JobRecord.result_digest) is what
+// binds the object to the job's attempt.
+var ErrResultDigest = errors.New("bus: result digest mismatch")
+
 // GetResult reads the result ptr names for tenant, refusing a pointer into
-// another tenant's bucket (ResultOwner) and a result over max bytes
-// (ErrTooLarge). A result that is gone (expired after ResultTTL) is an
-// error that wraps jetstream.ErrObjectNotFound.
-func (o *Objects) GetResult(ctx context.Context, tenant, ptr string, max int64) ([]byte, error) {
+// another tenant's bucket (ResultOwner), a result over max bytes
+// (ErrTooLarge), and bytes whose digest is not digest (ErrResultDigest;
+// "" checks none: a result recorded before digests were). A result that
+// is gone (expired after ResultTTL) is an error that wraps
+// jetstream.ErrObjectNotFound.
+func (o *Objects) GetResult(ctx context.Context, tenant, ptr, digest string, max int64) ([]byte, error) {
 	owner, err := ResultOwner(ptr)
 	if err != nil {
 		return nil, err
@@ -323,7 +341,16 @@ func (o *Objects) GetResult(ctx context.Context, tenant, ptr string, max int64) 
 	if owner != tenant {
 		return nil, fmt.Errorf("%w: result %s is not tenant %q's", ErrBadPointer, ptr, tenant)
 	}
-	return o.Get(ctx, ptr, max)
+	data, err := o.Get(ctx, ptr, max)
+	if err != nil {
+		return nil, err
+	}
+	if digest != "" {
+		if got := ContentDigest(data); got != digest {
+			return nil, fmt.Errorf("%w: %s holds %s, its job's host reported %s", ErrResultDigest, ptr, got, digest)
+		}
+	}
+	return data, nil
 }
 
 // Size returns the size in bytes of the object ptr names. A pointer to no

@@ -97,14 +97,26 @@ func TestResultObjects(t *testing.T) {
 	if owner, err := bus.ResultOwner(ptr); err != nil || owner != "acme" {
 		t.Fatalf("owner %q, %v", owner, err)
 	}
-	got, err := objs.GetResult(ctx, "acme", ptr, int64(len(data)))
+	digest := bus.ContentDigest(data)
+	got, err := objs.GetResult(ctx, "acme", ptr, digest, int64(len(data)))
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read back %d bytes, %v", len(got), err)
 	}
-	if _, err := objs.GetResult(ctx, "globex", ptr, 1<<30); !errors.Is(err, bus.ErrBadPointer) {
+	if _, err := objs.GetResult(ctx, "globex", ptr, digest, 1<<30); !errors.Is(err, bus.ErrBadPointer) {
 		t.Fatalf("another tenant's read: %v", err)
 	}
-	if _, err := objs.GetResult(ctx, "acme", ptr, 1<<20); !errors.Is(err, bus.ErrTooLarge) {
+	// Rewritten by another host (any host may write the bucket): the
+	// digest the job's host reported no longer matches.
+	if _, err := objs.PutResult(ctx, "acme", "job-1", 1, []byte("forged")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := objs.GetResult(ctx, "acme", ptr, digest, 1<<30); !errors.Is(err, bus.ErrResultDigest) {
+		t.Fatalf("a rewritten result: %v", err)
+	}
+	if _, err := objs.PutResult(ctx, "acme", "job-1", 1, data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := objs.GetResult(ctx, "acme", ptr, digest, 1<<20); !errors.Is(err, bus.ErrTooLarge) {
 		t.Fatalf("capped get: %v", err)
 	}
 	ctxPtr, err := objs.PutContext(ctx, "acme", bytes.NewReader([]byte("x")))

@@ -571,7 +571,7 @@ func (c *Client) objectResult(ctx context.Context, rec *wardv1.JobRecord) ([]byt
 	if c.objsErr != nil {
 		return nil, fmt.Errorf("job %s: reading its result %s: %w", rec.GetJobId(), ptr, c.objsErr)
 	}
-	data, err := c.objs.GetResult(ctx, rec.GetTenantId(), ptr, MaxResultBytes)
+	data, err := c.objs.GetResult(ctx, rec.GetTenantId(), ptr, rec.GetResultDigest(), MaxResultBytes)
 	switch {
 	case errors.Is(err, jetstream.ErrObjectNotFound):
 		return nil, fmt.Errorf("job %s: its result %s is gone (results stored by pointer are kept %s)", rec.GetJobId(), ptr, bus.ResultTTL)

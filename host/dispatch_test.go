@@ -104,8 +104,8 @@ func (f *fixture) runs(t *testing.T, req *wardv1.JobRequest, n int, payload stri
 	if r.GetStatus() != wardv1.JobState_JOB_STATE_SUCCEEDED || r.GetWorkerId() != "h1" || r.GetAttempt() != req.GetAttempt() {
 		t.Fatalf("%s: result %v, want SUCCEEDED on h1 for attempt %d", id, r, req.GetAttempt())
 	}
-	if out, err := f.store.Blob(context.Background(), r.GetResultPtr()); err != nil || string(out) != payload {
-		t.Errorf("%s: output %q %v", id, out, err)
+	if out := r.GetResult(); r.GetResultPtr() != "" || string(out) != payload {
+		t.Errorf("%s: output %q at %q", id, out, r.GetResultPtr())
 	}
 	results, started := f.events.of(id)
 	reported := 0 // results that say a STARTED report went before them
@@ -305,11 +305,8 @@ func TestDispatchForAnotherModule(t *testing.T) {
 				tc.name, r.GetAttempt(), r.GetErrorCode(), r.GetErrorMessage(), req.GetAttempt(), tc.code)
 		}
 		if tc.code != "" {
-			if r.GetStatus() != wardv1.JobState_JOB_STATE_FAILED || r.GetResultPtr() != "" {
+			if r.GetStatus() != wardv1.JobState_JOB_STATE_FAILED || r.GetResultPtr() != "" || len(r.GetResult()) != 0 {
 				t.Fatalf("%s: %v", tc.name, r)
-			}
-			if out, err := f.store.Blob(ctx, jobstore.ResultPtr(req.GetJobId())); err == nil {
-				t.Fatalf("%s: the module ran, its output %q", tc.name, out)
 			}
 			continue
 		}
@@ -400,7 +397,13 @@ func TestHostSubjects(t *testing.T) {
 	for _, c := range cz.Conns {
 		if c.Name == "host:h1" {
 			found = true
-			subs = append(subs, c.Subs...)
+			for _, s := range c.Subs {
+				// The answers to its own requests (its results, sent until
+				// a scheduler answers) come to its own inbox.
+				if !strings.HasPrefix(s, auth.InboxPrefix(auth.Host, "h1")+".") {
+					subs = append(subs, s)
+				}
+			}
 		}
 	}
 	if !found {
@@ -419,15 +422,13 @@ func TestHostSubjects(t *testing.T) {
 
 // TestStartedReport: a job that ends within the started delay sends no
 // STARTED report, and its result says so; a longer one reports its start
-// while it runs, before its result, which says that too. Either stores its
-// output before announcing it (a lost result message is recovered from
-// the store).
+// while it runs, before its result, which says that too. Either carries
+// its output in the result.
 func TestStartedReport(t *testing.T) {
 	f := newFixture(t, 2)
 	if err := f.agent.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	for _, tc := range []struct {
 		id, payload string
 		reported    bool
@@ -444,9 +445,37 @@ func TestStartedReport(t *testing.T) {
 		if _, started := f.events.of(req.GetJobId()); r.GetStartedReported() != tc.reported || len(started) != map[bool]int{false: 0, true: 1}[tc.reported] {
 			t.Errorf("%s job: started reported %v with %d STARTED reports; want %v", tc.payload, r.GetStartedReported(), len(started), tc.reported)
 		}
-		if b, err := f.store.Blob(ctx, r.GetResultPtr()); err != nil || string(b) != tc.payload || r.GetResultPtr() != jobstore.ResultPtr(req.GetJobId()) {
-			t.Errorf("%s job: stored output %q at %q, %v", tc.payload, b, r.GetResultPtr(), err)
+		if b := r.GetResult(); string(b) != tc.payload || r.GetResultPtr() != "" {
+			t.Errorf("%s job: output %q at %q", tc.payload, b, r.GetResultPtr())
 		}
+	}
+}
+
+// TestResultSentUntilAnswered: a host holds no job store, so a result no
+// scheduler answered (lost on the way, or not stored) is sent again, the
+// same result for the same attempt, until one answers; then no more.
+func TestResultSentUntilAnswered(t *testing.T) {
+	f := newFixture(t, 1)
+	if err := f.agent.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := testutil.ToFloat64(host.ResultResends)
+	f.events.unanswered.Store(2)
+	req := f.create(t, "resent", "1ms")
+	dispatch(t, f.conn, "h1", req)
+	rs := f.events.waitN(t, req.GetJobId(), 3)
+	for i, r := range rs {
+		if r.GetStatus() != wardv1.JobState_JOB_STATE_SUCCEEDED || r.GetAttempt() != 1 || string(r.GetResult()) != "1ms" {
+			t.Errorf("send %d: %v", i+1, r)
+		}
+	}
+	poll.Until(t, 10*time.Second, "the resends counted", func() bool { return testutil.ToFloat64(host.ResultResends)-before == 2 })
+	// Answered the third time: the next job's result is the only other.
+	next := f.create(t, "next", "1ms")
+	dispatch(t, f.conn, "h1", next)
+	f.events.wait(t, next.GetJobId())
+	if results, _ := f.events.of(req.GetJobId()); len(results) != 3 {
+		t.Errorf("the answered result was sent %d times in all, want 3", len(results))
 	}
 }
 
@@ -465,22 +494,29 @@ func TestStartedAtOnce(t *testing.T) {
 	}
 }
 
-// TestInlineContext: a ticket that carries the job's context is run on
-// those bytes, without reading the store; one that carries none is run on
-// the job's stored context.
+// TestInlineContext: a ticket carries the job's context (the host reads
+// no job store), and the host runs those bytes only if they are the size
+// the policy judged; a ticket that points at another job's context is
+// refused whatever it carries.
 func TestInlineContext(t *testing.T) {
 	f := newFixture(t, 1)
 	if err := f.agent.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	req := f.create(t, "inline", "1ms")
-	req.Payload = []byte("2ms") // what the submission carried
-	// A pointer the host would refuse to read: the ticket's bytes are used.
-	req.ContextPtr = jobstore.ContextPtr("someone-else")
+	req := f.create(t, "inline", "2ms")
 	dispatch(t, f.conn, "h1", req)
 	f.runs(t, req, 1, "2ms")
 
-	stored := f.create(t, "stored", "3ms")
-	dispatch(t, f.conn, "h1", stored)
-	f.runs(t, stored, 1, "3ms")
+	other := f.create(t, "other", "3ms")
+	other.ContextPtr = jobstore.ContextPtr("someone-else")
+	dispatch(t, f.conn, "h1", other)
+	if r := f.events.wait(t, "other"); r.GetErrorCode() != string(reason.ContextUnavailable) {
+		t.Errorf("a ticket pointing at another job's context: %s %q", r.GetErrorCode(), r.GetErrorMessage())
+	}
+	longer := f.create(t, "longer", "3ms")
+	longer.ContextSize = proto.Int64(2)
+	dispatch(t, f.conn, "h1", longer)
+	if r := f.events.wait(t, "longer"); r.GetErrorCode() != string(reason.InputUnavailable) || !strings.Contains(r.GetErrorMessage(), "not the 2 the policy judged") {
+		t.Errorf("a context of another size than judged: %s %q", r.GetErrorCode(), r.GetErrorMessage())
+	}
 }

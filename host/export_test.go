@@ -4,4 +4,5 @@ package host
 var (
 	DispatchesRefused = dispatchesRefused
 	JobsRun           = jobsRun
+	ResultResends     = resultResends
 )

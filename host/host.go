@@ -22,9 +22,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ward-run/ward/api/reason"
-	"github.com/ward-run/ward/auth"
-
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,8 +29,11 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/internal/telemetry"
@@ -60,17 +60,21 @@ var (
 		Name: "ward_host_active_jobs",
 		Help: "Jobs running now on this host.",
 	})
+	resultResends = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ward_host_result_resends_total",
+		Help: "Results sent again because no scheduler answered the earlier try.",
+	})
+	resultsUnanswered = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ward_host_results_unanswered_total",
+		Help: "Results no scheduler answered within the host's time for it (the job times out and is retried).",
+	})
 )
 
-// BlobStore is what a host needs of the job store: read a job's context,
-// write its result (one of up to bus.InlineResultMax bytes: a larger one
-// goes to the tenant's result bucket in JetStream).
-type BlobStore interface {
-	Blob(ctx context.Context, ptr string) ([]byte, error)
-	PutResult(ctx context.Context, id string, data []byte) (string, error)
-}
-
-// Config configures an Agent. Bus, Store, Runtime and Pools are required.
+// Config configures an Agent. Bus, Runtime and Pools are required. A host
+// holds no job store credential: a job's context comes in its ticket, or
+// from its tenant's bucket in JetStream; its result goes to the schedulers
+// in the result message, or, over bus.InlineResultMax, to the tenant's
+// result bucket.
 type Config struct {
 	// ID is the worker id; a random one when empty.
 	ID string
@@ -85,8 +89,6 @@ type Config struct {
 	// Bus is the host's NATS connection: jobs, results, heartbeats. The
 	// caller closes it after Shutdown.
 	Bus *bus.Conn
-	// Store holds the jobs' contexts and takes their results.
-	Store BlobStore
 	// Runtime is the wasm sandbox the jobs run in; the caller closes it
 	// after Shutdown.
 	Runtime *sandbox.Runtime
@@ -180,6 +182,10 @@ type Agent struct {
 
 	jobCtx    context.Context // cancelled when Shutdown gives up waiting
 	cancelJob context.CancelFunc
+	// announceCtx is cancelled when Shutdown gives up waiting for the
+	// results still being sent (sendResult).
+	announceCtx  context.Context
+	stopAnnounce context.CancelFunc
 
 	jobs       jobTable       // the jobs running, to cancel one
 	announcing sync.WaitGroup // results being stored and published (announce)
@@ -210,8 +216,6 @@ func New(cfg Config) (*Agent, error) {
 	switch {
 	case cfg.Bus == nil:
 		return nil, errors.New("host: Config.Bus is required")
-	case cfg.Store == nil:
-		return nil, errors.New("host: Config.Store is required")
 	case cfg.Runtime == nil:
 		return nil, errors.New("host: Config.Runtime is required")
 	case cfg.Pools == nil:
@@ -254,6 +258,7 @@ func New(cfg Config) (*Agent, error) {
 		cpu:     cpuSampler{path: "/proc/stat"},
 	}
 	a.jobCtx, a.cancelJob = context.WithCancel(context.Background())
+	a.announceCtx, a.stopAnnounce = context.WithCancel(context.Background())
 	return a, nil
 }
 
@@ -442,7 +447,17 @@ func (a *Agent) teardown(ctx context.Context) error {
 		a.cancelJob()
 		errs = append(errs, a.work.Wait(context.Background()))
 	}
-	a.announcing.Wait() // each a store write and a publish, each with its timeout
+	// The results still being sent, until a scheduler answers each; past
+	// ctx, they are given up (their jobs time out and are retried).
+	sent := make(chan struct{})
+	go func() { a.announcing.Wait(); close(sent) }()
+	select {
+	case <-sent:
+	case <-ctx.Done():
+		a.stopAnnounce()
+		<-sent
+	}
+	a.stopAnnounce()
 	a.cancelJob()
 	_ = a.cfg.Bus.Flush()
 	return errors.Join(errs...)
@@ -608,19 +623,25 @@ func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 	a.announcing.Go(func() { a.announce(ctx, span, req, res, moduleName, data, err) })
 }
 
-// announce stores the output of a job that succeeded, then publishes its
-// result: stored before it is announced, so that a result message lost
-// (no scheduler listening, say) is recovered from the store. A result
-// that cannot be stored fails the job (result_unavailable). It ends the
-// run's span.
+// announce sends a job's result to the schedulers (sendResult): the
+// output of a job that succeeded in the message itself, or, over
+// bus.InlineResultMax, stored in the tenant's result bucket first and
+// pointed at. A result that cannot be stored fails the job
+// (result_unavailable). It ends the run's span.
 func (a *Agent) announce(ctx context.Context, span trace.Span, req *wardv1.JobRequest, res *wardv1.JobResult, moduleName string, data []byte, err error) {
 	defer span.End()
 	if err == nil {
-		ptr, perr := a.putResult(context.WithoutCancel(ctx), req, data)
-		if perr != nil {
-			res.ErrorCode, res.ErrorMessage, err = string(reason.ResultUnavailable), perr.Error(), perr
+		if len(data) <= bus.InlineResultMax {
+			res.Result = data
+		} else {
+			ptr, perr := a.putResult(context.WithoutCancel(ctx), req, data)
+			if perr != nil {
+				res.ErrorCode, res.ErrorMessage, err = string(reason.ResultUnavailable), perr.Error(), perr
+			}
+			// The digest binds the object to this attempt: the scheduler
+			// records it, and readers check the bytes against it.
+			res.ResultPtr, res.ResultDigest = ptr, bus.ContentDigest(data)
 		}
-		res.ResultPtr = ptr
 	}
 	if err != nil {
 		res.Status = wardv1.JobState_JOB_STATE_FAILED
@@ -638,8 +659,58 @@ func (a *Agent) announce(ctx context.Context, span trace.Span, req *wardv1.JobRe
 		ran(span, req, res, err)
 	}
 	jobsRun.WithLabelValues(moduleName, strings.TrimPrefix(res.Status.String(), "JOB_STATE_")).Inc()
-	if err := a.cfg.Bus.Publish(bus.ResultSubject(a.cfg.ID), res); err != nil {
-		a.log.ErrorContext(ctx, "result publish failed", "job_id", req.GetJobId(), "err", err)
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	defer context.AfterFunc(a.announceCtx, stop)()
+	a.sendResult(sctx, res)
+}
+
+// resultTry bounds one try at sending a result, resultFor all of them, and
+// resultWaitMax the wait between two.
+const (
+	resultTry     = 5 * time.Second
+	resultFor     = 2 * time.Minute
+	resultWaitMax = 5 * time.Second
+)
+
+// sendResult sends a job's result to the schedulers as a request, and
+// again until one answers: a scheduler answers once the result is applied
+// or refused for good (scheduler.handleResult). A host holds no job store
+// credential, so a result lost on the way (no scheduler listening, a cut
+// connection, a scheduler killed while storing it) is sent again, not
+// recovered from the store. It gives up after resultFor, or when ctx ends
+// (Shutdown gave up waiting), logs it and counts it
+// (ward_host_results_unanswered_total): the job then times out at the
+// scheduler and is retried.
+func (a *Agent) sendResult(ctx context.Context, res *wardv1.JobResult) {
+	subject := bus.ResultSubject(a.cfg.ID)
+	deadline := time.Now().Add(resultFor)
+	wait := 100 * time.Millisecond
+	for try := 1; ; try++ {
+		tctx, cancel := context.WithTimeout(ctx, resultTry)
+		err := a.cfg.Bus.Request(tctx, subject, res, &emptypb.Empty{})
+		cancel()
+		if err == nil {
+			if try > 1 {
+				resultResends.Add(float64(try - 1))
+				a.log.Info("result answered", "job_id", res.GetJobId(), "attempt", res.GetAttempt(), "tries", try)
+			}
+			return
+		}
+		if ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+			resultsUnanswered.Inc()
+			a.log.Error("result not answered by any scheduler: the job times out there and is retried", "job_id", res.GetJobId(),
+				"attempt", res.GetAttempt(), "tries", try, "err", err)
+			return
+		}
+		if try == 1 {
+			a.log.Warn("result not answered yet: sending it again", "job_id", res.GetJobId(), "attempt", res.GetAttempt(), "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, resultWaitMax)
 	}
 }
 

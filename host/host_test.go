@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +21,6 @@ import (
 	"github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/ollamatest"
 	"github.com/ward-run/ward/internal/testing/poll"
-	"github.com/ward-run/ward/internal/testing/redistest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/sandbox"
@@ -118,6 +118,9 @@ func (e event) jobID() string {
 type watcher struct {
 	mu     sync.Mutex // guards events
 	events []event
+	// unanswered is how many results to leave unanswered (a scheduler
+	// that did not get them, or failed to store them) before answering.
+	unanswered atomic.Int32
 }
 
 // watch subscribes c, a scheduler's connection, to every host's results and
@@ -126,6 +129,7 @@ func watch(t *testing.T, c *bus.Conn) *watcher {
 	t.Helper()
 	w := &watcher{}
 	ch := make(chan *nats.Msg, 1<<14)
+	w.unanswered.Store(-1 << 30)
 	for _, subject := range []string{bus.ResultSubject("*"), bus.ProgressSubject("*")} {
 		sub, err := c.NATS().ChanSubscribe(subject, ch)
 		if err != nil {
@@ -156,6 +160,11 @@ func watch(t *testing.T, c *bus.Conn) *watcher {
 				if err := proto.Unmarshal(m.Data, msg); err != nil {
 					t.Errorf("%s: %v", m.Subject, err)
 					continue
+				}
+				if m.Reply != "" && (e.result == nil || w.unanswered.Add(-1) < 0) {
+					// As a scheduler does once it applied the result: the
+					// host stops sending it.
+					_ = c.NATS().Publish(m.Reply, nil)
 				}
 				w.mu.Lock()
 				w.events = append(w.events, e)
@@ -215,15 +224,14 @@ func (w *watcher) waitN(t testing.TB, id string, n int) []*wardv1.JobResult {
 type fixture struct {
 	agent  *host.Agent
 	cred   string // h1's user JWT
-	store  *jobstore.Redis
 	nats   *natstest.Secure
 	conn   *bus.Conn // the test's, with a scheduler's credential
 	events *watcher
 }
 
 // newFixture is host h1 serving the sleep module, on a NATS server with
-// auth on (h1 has a host credential, the test a scheduler's) and a real
-// Redis; h1 holds its dispatch key. It is not started.
+// auth on (h1 has a host credential, the test a scheduler's); h1 holds its
+// dispatch key, and no job store: there is none. It is not started.
 func newFixture(t *testing.T, maxParallel int) *fixture {
 	t.Helper()
 	return newFixtureKey(t, maxParallel, auth.HostKey(dispatchSecret, "h1"))
@@ -241,11 +249,6 @@ func newFixtureKey(t *testing.T, maxParallel int, key []byte) *fixture {
 func newFixtureWith(t *testing.T, maxParallel int, key []byte, edit func(*host.Config)) *fixture {
 	t.Helper()
 	s := natstest.StartSecure(t)
-	store, err := jobstore.OpenRedis(redistest.Start(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
 	ctx := context.Background()
 	rt, err := sandbox.New(ctx, sandbox.Config{})
 	if err != nil {
@@ -266,7 +269,7 @@ func newFixtureWith(t *testing.T, maxParallel int, key []byte, edit func(*host.C
 		t.Fatal(err)
 	}
 	hc := connectWith(t, s, creds, "host:h1")
-	cfg := host.Config{ID: "h1", DispatchKey: key, Credential: cred, Bus: hc, Store: store,
+	cfg := host.Config{ID: "h1", DispatchKey: key, Credential: cred, Bus: hc,
 		Runtime: rt, Pools: pools, Modules: map[string]*sandbox.Module{"sleep": mod}, MaxParallel: maxParallel,
 		HeartbeatInterval: 50 * time.Millisecond}
 	if edit != nil {
@@ -284,18 +287,16 @@ func newFixtureWith(t *testing.T, maxParallel int, key []byte, edit func(*host.C
 		}
 	})
 	c := connectAs(t, s, auth.Scheduler, "test")
-	return &fixture{agent: a, cred: cred, store: store, nats: s, conn: c, events: watch(t, c)}
+	return &fixture{agent: a, cred: cred, nats: s, conn: c, events: watch(t, c)}
 }
 
-// create stores job id of job.sleep for tenant t with payload, and returns
-// its request as a scheduler would send it.
+// create returns the request of job id of job.sleep for tenant t with
+// payload, as a scheduler sends it: the context, which the job store
+// holds, in the ticket, with its size.
 func (f *fixture) create(t *testing.T, id, payload string) *wardv1.JobRequest {
 	t.Helper()
-	job := &jobstore.Job{ID: id, Topic: "job.sleep", Tenant: "t"}
-	if _, _, err := f.store.Create(context.Background(), job, []byte(payload)); err != nil {
-		t.Fatal(err)
-	}
-	return &wardv1.JobRequest{JobId: id, Topic: job.Topic, TenantId: job.Tenant, ContextPtr: job.ContextPtr, Pool: "sleep", Attempt: 1}
+	return &wardv1.JobRequest{JobId: id, Topic: "job.sleep", TenantId: "t", ContextPtr: jobstore.ContextPtr(id), Pool: "sleep", Attempt: 1,
+		Payload: []byte(payload), ContextSize: proto.Int64(int64(len(payload)))}
 }
 
 // TestMaxParallel: a host told to run 2 jobs at once never runs 3, and runs
@@ -362,8 +363,8 @@ func TestMaxParallel(t *testing.T) {
 			t.Errorf("%s: %v", id, r)
 			continue
 		}
-		if data, err := f.store.Blob(ctx, r.GetResultPtr()); err != nil || string(data) != "100ms" {
-			t.Errorf("%s: result %q %v", id, data, err)
+		if data := r.GetResult(); r.GetResultPtr() != "" || string(data) != "100ms" {
+			t.Errorf("%s: result %q at %q", id, data, r.GetResultPtr())
 		}
 	}
 	var hb *wardv1.Heartbeat
@@ -401,7 +402,7 @@ func TestFailuresAreResults(t *testing.T) {
 	ok := f.create(t, "ok", "1ms")
 	with := func(id string, change func(*wardv1.JobRequest)) *wardv1.JobRequest {
 		req := proto.Clone(ok).(*wardv1.JobRequest)
-		req.JobId = id
+		req.JobId, req.ContextPtr = id, jobstore.ContextPtr(id)
 		change(req)
 		return req
 	}
@@ -411,6 +412,8 @@ func TestFailuresAreResults(t *testing.T) {
 	}{
 		{bad, "exit"},
 		{with("noctx", func(r *wardv1.JobRequest) { r.ContextPtr = jobstore.ContextPtr("missing") }), "context_unavailable"},
+		{with("short", func(r *wardv1.JobRequest) { r.Payload = r.Payload[:1] }), "input_unavailable"},
+		{with("nosize", func(r *wardv1.JobRequest) { r.Payload, r.ContextSize = nil, nil }), "input_unavailable"},
 		{with("nopool", func(r *wardv1.JobRequest) { r.Pool = "chat" }), "module_unavailable"},
 		{with("nogpu", func(r *wardv1.JobRequest) { r.Pool = "gpu-only" }), "capability_missing"},
 		{ok, ""},

@@ -98,16 +98,12 @@ func (o *objectsOnce) get(c *bus.Conn) (*bus.Objects, error) {
 	return o.objs, nil
 }
 
-// putResult stores a job's result and returns its pointer: in the job
-// store (redis://res:<job id>), from which the schedulers send it inside
-// their replies, or, over bus.InlineResultMax, in the job's tenant's result
-// bucket (nats-os://WARD_RES_<tenant>/<job id>-<attempt>), from which the
-// tenant's clients read it themselves: a reply carrying it would be over
-// NATS's max_payload, and refused.
+// putResult stores a result over bus.InlineResultMax in the job's tenant's
+// result bucket (nats-os://WARD_RES_<tenant>/<job id>-<attempt>), from
+// which the tenant's clients read it themselves (a reply carrying it would
+// be over NATS's max_payload, and refused), and returns its pointer. A
+// smaller one travels in the result message, and the scheduler stores it.
 func (a *Agent) putResult(ctx context.Context, req *wardv1.JobRequest, data []byte) (string, error) {
-	if len(data) <= bus.InlineResultMax {
-		return a.cfg.Store.PutResult(ctx, req.GetJobId(), data)
-	}
 	objs, err := a.objs.get(a.cfg.Bus)
 	if err != nil {
 		return "", err
@@ -115,70 +111,74 @@ func (a *Agent) putResult(ctx context.Context, req *wardv1.JobRequest, data []by
 	return objs.PutResult(ctx, req.GetTenantId(), req.GetJobId(), int(req.GetAttempt()), data)
 }
 
-// readContext reads the job's context: the payload its ticket carries (a
-// fresh submission's), else its own blob in the job store
-// (redis://ctx:<job id>), or a context object of its tenant in JetStream
-// (nats-os://WARD_CTX_<tenant>/sha256-<hex>), whose bytes must have the
-// digest its name says (the one the policy judged). A pointer to anything
+// readContext reads the job's context: a context object of its tenant in
+// JetStream (nats-os://WARD_CTX_<tenant>/sha256-<hex>), whose bytes must
+// have the digest its name says and the size the ticket carries (those
+// the policy judged); else the payload its ticket carries, which the
+// scheduler signed: the bytes the client submitted and the policy judged.
+// A host holds no job store credential, so a ticket whose context is in
+// the job store (redis://ctx:<job id>) carries it. A pointer to anything
 // else — some other job's blob, another tenant's object — is refused: a
 // client chooses the pointer it submits.
 func (a *Agent) readContext(ctx context.Context, req *wardv1.JobRequest) ([]byte, error) {
-	if p := req.GetPayload(); len(p) > 0 {
-		// The context came in the ticket, which the scheduler signed:
-		// the bytes the client submitted and the policy judged.
+	ptr := req.GetContextPtr()
+	if !strings.HasPrefix(ptr, bus.ObjectScheme) {
+		if ptr != "" && ptr != jobstore.ContextPtr(req.GetJobId()) {
+			return nil, fmt.Errorf("context pointer %q is not job %s's", ptr, req.GetJobId())
+		}
+		p := req.GetPayload()
+		switch {
+		case req.ContextSize == nil && len(p) == 0 && ptr != "":
+			return nil, &inputError{errors.New("the ticket carries neither the context nor its size, and this host reads no job store (a scheduler older than this host?)")}
+		case req.ContextSize != nil && int64(len(p)) != req.GetContextSize():
+			return nil, &inputError{fmt.Errorf("the ticket carries %d bytes of context, not the %d the policy judged", len(p), req.GetContextSize())}
+		}
 		return p, nil
 	}
-	ptr := req.GetContextPtr()
-	if strings.HasPrefix(ptr, bus.ObjectScheme) {
-		owner, err := bus.ContextOwner(ptr)
-		if err != nil {
-			return nil, err
-		}
-		if owner != req.GetTenantId() {
-			return nil, fmt.Errorf("context %s belongs to another tenant", ptr)
-		}
-		want, err := bus.ContextDigest(ptr)
-		if err != nil {
-			return nil, err
-		}
-		// The policy judged the size the ticket carries: a host reads no
-		// more, and runs bytes of that size or nothing (the object's
-		// description, which gave the scheduler the size, is the
-		// tenant's to rewrite).
-		size := req.GetContextSize()
-		if size <= 0 {
-			return nil, &inputError{fmt.Errorf("context %s: the ticket names no size for it (a scheduler older than this host?)", ptr)}
-		}
-		if size > a.cfg.MaxContextBytes {
-			return nil, &inputError{fmt.Errorf("context %s: %d bytes, more than this host takes (%d)", ptr, size, a.cfg.MaxContextBytes)}
-		}
-		objs, err := a.objs.get(a.cfg.Bus)
-		if err != nil {
-			return nil, err
-		}
-		data, err := objs.Get(ctx, ptr, size)
-		switch {
-		case errors.Is(err, jetstream.ErrObjectNotFound):
-			return nil, &inputError{fmt.Errorf("context %s is gone (its tenant deleted it, or it expired)", ptr)}
-		case errors.Is(err, bus.ErrTooLarge), errors.Is(err, jetstream.ErrDigestMismatch):
-			return nil, &inputError{fmt.Errorf("context %s is not the %d bytes the policy judged: %w", ptr, size, err)}
-		case err != nil:
-			return nil, err
-		}
-		// The policy judged the digest the pointer names and the size the
-		// ticket carries: run those bytes or nothing.
-		if got := bus.ContentDigest(data); got != want {
-			return nil, &inputError{fmt.Errorf("context %s holds %s, not the %s its name says", ptr, got, want)}
-		}
-		if int64(len(data)) != size {
-			return nil, &inputError{fmt.Errorf("context %s holds %d bytes, not the %d the policy judged", ptr, len(data), size)}
-		}
-		return data, nil
+	owner, err := bus.ContextOwner(ptr)
+	if err != nil {
+		return nil, err
 	}
-	if ptr != jobstore.ContextPtr(req.GetJobId()) {
-		return nil, fmt.Errorf("context pointer %q is not job %s's", ptr, req.GetJobId())
+	if owner != req.GetTenantId() {
+		return nil, fmt.Errorf("context %s belongs to another tenant", ptr)
 	}
-	return a.cfg.Store.Blob(ctx, ptr)
+	want, err := bus.ContextDigest(ptr)
+	if err != nil {
+		return nil, err
+	}
+	// The policy judged the size the ticket carries: a host reads no
+	// more, and runs bytes of that size or nothing (the object's
+	// description, which gave the scheduler the size, is the
+	// tenant's to rewrite).
+	size := req.GetContextSize()
+	if req.ContextSize == nil || size <= 0 {
+		return nil, &inputError{fmt.Errorf("context %s: the ticket names no size for it (a scheduler older than this host?)", ptr)}
+	}
+	if size > a.cfg.MaxContextBytes {
+		return nil, &inputError{fmt.Errorf("context %s: %d bytes, more than this host takes (%d)", ptr, size, a.cfg.MaxContextBytes)}
+	}
+	objs, err := a.objs.get(a.cfg.Bus)
+	if err != nil {
+		return nil, err
+	}
+	data, err := objs.Get(ctx, ptr, size)
+	switch {
+	case errors.Is(err, jetstream.ErrObjectNotFound):
+		return nil, &inputError{fmt.Errorf("context %s is gone (its tenant deleted it, or it expired)", ptr)}
+	case errors.Is(err, bus.ErrTooLarge), errors.Is(err, jetstream.ErrDigestMismatch):
+		return nil, &inputError{fmt.Errorf("context %s is not the %d bytes the policy judged: %w", ptr, size, err)}
+	case err != nil:
+		return nil, err
+	}
+	// The policy judged the digest the pointer names and the size the
+	// ticket carries: run those bytes or nothing.
+	if got := bus.ContentDigest(data); got != want {
+		return nil, &inputError{fmt.Errorf("context %s holds %s, not the %s its name says", ptr, got, want)}
+	}
+	if int64(len(data)) != size {
+		return nil, &inputError{fmt.Errorf("context %s holds %d bytes, not the %d the policy judged", ptr, len(data), size)}
+	}
+	return data, nil
 }
 
 // input turns a job into the sandbox's Input: its payload, and exactly what

@@ -18,17 +18,6 @@ import (
 	"github.com/ward-run/ward/sandbox"
 )
 
-// noStore is a BlobStore for hosts that run no job.
-type noStore struct{}
-
-func (noStore) Blob(context.Context, string) ([]byte, error) {
-	return nil, errors.New("no store")
-}
-
-func (noStore) PutResult(context.Context, string, []byte) (string, error) {
-	return "", errors.New("no store")
-}
-
 // TestFailedStartLeaksNothing: a Start that fails at any step (the
 // registry's watch, the bus under the watcher already running, the last
 // flush with every subscription made) returns the error and leaves no
@@ -81,7 +70,7 @@ func TestFailedStartLeaksNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			hc, reg, ctx := tc.setup(t)
 			a, err := host.New(host.Config{ID: "h1", DispatchKey: auth.HostKey(dispatchSecret, "h1"), Bus: hc,
-				Store: noStore{}, Runtime: rt, Pools: pools, Modules: map[string]*sandbox.Module{"sleep": mod}, Registry: reg})
+				Runtime: rt, Pools: pools, Modules: map[string]*sandbox.Module{"sleep": mod}, Registry: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +133,7 @@ func TestShutdownDuringStart(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	for range 20 {
 		a, err := host.New(host.Config{ID: "h1", DispatchKey: auth.HostKey(dispatchSecret, "h1"), Bus: hc,
-			Store: noStore{}, Runtime: rt, Pools: pools, Modules: map[string]*sandbox.Module{"sleep": mod}, HeartbeatInterval: time.Millisecond})
+			Runtime: rt, Pools: pools, Modules: map[string]*sandbox.Module{"sleep": mod}, HeartbeatInterval: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/bus"
@@ -24,7 +26,6 @@ import (
 	"github.com/ward-run/ward/host"
 	"github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/poll"
-	"github.com/ward-run/ward/internal/testing/redistest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/sandbox"
@@ -37,7 +38,6 @@ import (
 type sandboxHost struct {
 	t      *testing.T
 	agent  *host.Agent
-	store  *jobstore.Redis
 	nats   *natstest.Secure
 	conn   *bus.Conn // the test's, with a scheduler's credential
 	events *watcher
@@ -49,11 +49,6 @@ type sandboxHost struct {
 func newSandboxHost(t *testing.T) *sandboxHost {
 	t.Helper()
 	s := natstest.StartSecure(t)
-	store, err := jobstore.OpenRedis(redistest.Start(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
 	ctx := context.Background()
 	rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: wasmtest.CacheDir(t)})
 	if err != nil {
@@ -88,7 +83,7 @@ func newSandboxHost(t *testing.T) *sandboxHost {
 	}
 
 	hc := connectAs(t, s, auth.Host, "h1")
-	a, err := host.New(host.Config{ID: "h1", DispatchKey: auth.HostKey(dispatchSecret, "h1"), Bus: hc, Store: store,
+	a, err := host.New(host.Config{ID: "h1", DispatchKey: auth.HostKey(dispatchSecret, "h1"), Bus: hc,
 		Runtime: rt, Pools: pools, Modules: map[string]*sandbox.Module{"hostile": mod}, MaxParallel: 2,
 		HeartbeatInterval: time.Second, MountRoots: []string{mount},
 		Env: map[string]string{"OLLAMA_MODEL": "llama3", "HOST_SECRET": "no"}})
@@ -97,7 +92,7 @@ func newSandboxHost(t *testing.T) *sandboxHost {
 	}
 	boots.Store("h1", a.Boot())
 	c := connectAs(t, s, auth.Scheduler, "test")
-	h := &sandboxHost{t: t, agent: a, store: store, nats: s, conn: c, events: watch(t, c), mount: mount}
+	h := &sandboxHost{t: t, agent: a, nats: s, conn: c, events: watch(t, c), mount: mount}
 	if err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -130,16 +125,16 @@ func (h *sandboxHost) send(j job) string {
 	if j.tenant == "" {
 		j.tenant = "acme"
 	}
-	stored := &jobstore.Job{ID: id, Topic: "job.hostile", Tenant: j.tenant}
-	if _, _, err := h.store.Create(context.Background(), stored, j.payload); err != nil {
-		h.t.Fatal(err)
-	}
-	ptr := stored.ContextPtr
+	// As a scheduler sends it: a context of the job store in the ticket,
+	// with its size; one in the tenant's bucket by its pointer, with the
+	// size given.
+	req := &wardv1.JobRequest{JobId: id, Topic: "job.hostile", TenantId: j.tenant, ContextPtr: jobstore.ContextPtr(id),
+		Payload: j.payload, ContextSize: proto.Int64(int64(len(j.payload))), Pool: "hostile", Env: j.env, Attempt: 1,
+		Constraints: &wardv1.Constraints{Grants: j.grants}}
 	if j.ptr != "" {
-		ptr = j.ptr
+		req.ContextPtr, req.ContextSize = j.ptr, proto.Int64(j.size)
 	}
-	dispatch(h.t, h.conn, "h1", &wardv1.JobRequest{JobId: id, Topic: "job.hostile", TenantId: j.tenant, ContextPtr: ptr,
-		ContextSize: j.size, Pool: "hostile", Env: j.env, Attempt: 1, Constraints: &wardv1.Constraints{Grants: j.grants}})
+	dispatch(h.t, h.conn, "h1", req)
 	return id
 }
 
@@ -149,17 +144,13 @@ func (h *sandboxHost) wait(id string) *wardv1.JobResult {
 	return h.events.wait(h.t, id)
 }
 
-// output returns a succeeded job's result blob.
+// output returns a succeeded job's result, which its message carries.
 func (h *sandboxHost) output(r *wardv1.JobResult) string {
 	h.t.Helper()
-	if r.GetStatus() != wardv1.JobState_JOB_STATE_SUCCEEDED {
-		h.t.Fatalf("job %s: %s %s: %s", r.GetJobId(), r.GetStatus(), r.GetErrorCode(), r.GetErrorMessage())
+	if r.GetStatus() != wardv1.JobState_JOB_STATE_SUCCEEDED || r.GetResultPtr() != "" {
+		h.t.Fatalf("job %s: %s %s: %s (result at %q)", r.GetJobId(), r.GetStatus(), r.GetErrorCode(), r.GetErrorMessage(), r.GetResultPtr())
 	}
-	b, err := h.store.Blob(context.Background(), r.GetResultPtr())
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return string(b)
+	return string(r.GetResult())
 }
 
 func ask(do, arg string) []byte {

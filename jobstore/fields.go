@@ -25,6 +25,7 @@ const (
 	fWorkerID       = "worker_id"
 	fContextPtr     = "context_ptr"
 	fResultPtr      = "result_ptr"
+	fResultDigest   = "result_digest"
 	fModule         = "module"
 	fModuleDigest   = "module_digest"
 	fLabels         = "labels"
@@ -130,6 +131,7 @@ func jobFields(j *Job) ([]string, error) {
 	p = pairs(p, fWorkerID, j.WorkerID)
 	p = pairs(p, fContextPtr, j.ContextPtr)
 	p = pairs(p, fResultPtr, j.ResultPtr)
+	p = pairs(p, fResultDigest, j.ResultDigest)
 	p = pairs(p, fModule, j.Module)
 	p = pairs(p, fModuleDigest, j.ModuleDigest)
 	if len(j.Labels) > 0 {
@@ -207,6 +209,7 @@ func transitionFields(t Transition) ([]string, error) {
 	p = pairs(p, fPool, t.Pool)
 	p = pairs(p, fWorkerID, t.WorkerID)
 	p = pairs(p, fResultPtr, t.ResultPtr)
+	p = pairs(p, fResultDigest, t.ResultDigest)
 	p = pairs(p, fModule, t.Module)
 	p = pairs(p, fModuleDigest, t.ModuleDigest)
 	if t.To.Terminal() {
@@ -265,6 +268,7 @@ func decodeListed(h map[string]string) (*Job, error) {
 		WorkerID:       h[fWorkerID],
 		ContextPtr:     h[fContextPtr],
 		ResultPtr:      h[fResultPtr],
+		ResultDigest:   h[fResultDigest],
 		Module:         h[fModule],
 		ModuleDigest:   h[fModuleDigest],
 		IdempotencyKey: h[fIdempotencyKey],

@@ -195,6 +195,10 @@ type Job struct {
 	WorkerID   string `json:"worker_id,omitempty"`
 	ContextPtr string `json:"context_ptr,omitempty"`
 	ResultPtr  string `json:"result_ptr,omitempty"`
+	// ResultDigest is "sha256:<hex>" of a result stored in the tenant's
+	// result bucket (a host's to write, and another host's to overwrite):
+	// its reader checks the bytes against it.
+	ResultDigest string `json:"result_digest,omitempty"`
 	// Module and ModuleDigest name the module version that ran the job.
 	Module         string            `json:"module,omitempty"`
 	ModuleDigest   string            `json:"module_digest,omitempty"`
@@ -272,6 +276,16 @@ type Transition struct {
 	Pool      string
 	WorkerID  string
 	ResultPtr string
+	// Result, when StoreResult is set, is stored as the job's result blob
+	// with the move, and only if the move is made: a result of an attempt
+	// the job is past overwrites nothing. ResultPtr is then the blob's,
+	// ResultPtr(id). Hosts hold no job store credential: the scheduler
+	// stores what a host's result message carries this way.
+	Result      []byte
+	StoreResult bool
+	// ResultDigest, with a ResultPtr into the tenant's result bucket, is
+	// the digest of the result stored there, as its host reported it.
+	ResultDigest string
 	// Module and ModuleDigest: the module version that ran the attempt.
 	Module, ModuleDigest string
 	// Reason goes into the event; the job keeps it, with ErrorCode and

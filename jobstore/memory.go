@@ -211,6 +211,9 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	if err := checkTransition(id, t); err != nil {
 		return nil, err
 	}
+	if t.StoreResult {
+		t.ResultPtr = ResultPtr(id)
+	}
 	fields, err := transitionFields(t)
 	if err != nil {
 		return nil, err
@@ -283,6 +286,9 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	}
 
 	setPairs(h, fields)
+	if t.StoreResult {
+		m.blobs[plain.res(id)] = slices.Clone(t.Result)
+	}
 	h[fState] = string(t.To)
 	h[fUpdatedAt] = strconv.FormatInt(ms(when), 10)
 	if w, ok := h[fWaiting]; ok {

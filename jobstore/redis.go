@@ -188,6 +188,9 @@ func (r *Redis) transition(ctx context.Context, id string, t Transition) (*Job, 
 	if err := checkTransition(id, t); err != nil {
 		return nil, "", err
 	}
+	if t.StoreResult {
+		t.ResultPtr = ResultPtr(id)
+	}
 	fields, err := transitionFields(t)
 	if err != nil {
 		return nil, "", err

@@ -157,7 +157,7 @@ func anys(args []any, p []string) []any {
 // them to go-redis by pointer (see anys): the hot path's calls take no
 // allocation an argument. Its arrays fit transition.lua's arguments.
 type argBuf struct {
-	s      [16]string
+	s      [17]string
 	n      [8]int64
 	f      [2]float64
 	ns, nn int
@@ -246,14 +246,18 @@ func (c *transitionCall) argv() []any {
 	if t.Brief {
 		briefArg = "1"
 	}
+	storeResult := ""
+	if t.StoreResult {
+		storeResult = "1"
+	}
 	v := &c.args
 	*v = argBuf{}
-	a := make([]any, 0, 25+len(c.fields))
+	a := make([]any, 0, 27+len(c.fields))
 	a = append(a, v.str(c.id), v.str(string(t.To)), v.str(string(t.From)), v.num(ms(c.when)), c.event, v.str(t.IfWorker),
 		v.num(int64(t.TenantLimit)), v.num(int64(t.WorkerLimit)), v.str(lockOwner), v.num(lockTTL), v.str(waitPool), v.str(waitScore),
 		v.str(waitUntil), v.num(int64(waitCap)), v.str(hasWait), v.str(t.WorkerID), v.str(optMS(t.Deadline)),
 		v.num(int64(max(t.IfAttempt, 0))), v.str(t.IfTenant), v.num(c.retention.Milliseconds()), v.str(string(t.Via)), c.via,
-		v.str(briefArg), v.str(c.viaCanon), v.str(c.canon))
+		v.str(briefArg), v.str(c.viaCanon), v.str(c.canon), v.str(storeResult), t.Result)
 	return anys(a, c.fields)
 }
 

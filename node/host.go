@@ -15,16 +15,15 @@ import (
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/sandbox"
 )
 
-// HostConfig configures a host agent part (`ward host`). NATSURL and Store
-// are required.
+// HostConfig configures a host agent part (`ward host`). NATSURL is
+// required. A host holds no job store credential: contexts come in its
+// tickets, results go to the schedulers on the bus.
 type HostConfig struct {
 	ID      string // the worker id; random when empty
 	NATSURL string
-	Store   jobstore.Store
 	// Modules are the wasm modules served from the start, by module name,
 	// with their manifests (see ReadModuleDir); a module without one gets
 	// the defaults. The registry's versions replace them.
@@ -78,9 +77,6 @@ type Host struct {
 // StartHost compiles the configured modules, connects to the bus and starts
 // a host agent. On error nothing is left running.
 func StartHost(ctx context.Context, cfg HostConfig) (_ *Host, err error) {
-	if cfg.Store == nil {
-		return nil, errors.New("node: HostConfig.Store is required")
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -129,7 +125,7 @@ func StartHost(ctx context.Context, cfg HostConfig) (_ *Host, err error) {
 	if err != nil {
 		return nil, err
 	}
-	h.Agent, err = host.New(host.Config{ID: cfg.ID, Bus: h.conn, Store: cfg.Store, Runtime: h.rt, Modules: mods,
+	h.Agent, err = host.New(host.Config{ID: cfg.ID, Bus: h.conn, Runtime: h.rt, Modules: mods,
 		Pools: cfg.Pools, MaxParallel: cfg.MaxParallel, HeartbeatInterval: cfg.HeartbeatInterval, StartedDelay: cfg.StartedDelay,
 		Capabilities: cfg.Capabilities, Labels: cfg.Labels, Region: cfg.Region, Zone: cfg.Zone, Probes: cfg.Probes,
 		Logger: cfg.Logger, MountRoots: cfg.MountRoots, Env: cfg.Env, Registry: reg, Trusted: cfg.Trusted,

@@ -149,7 +149,7 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 	if len(o.Modules) == 0 && !o.ModuleRegistry {
 		return n, nil
 	}
-	n.Host, err = StartHost(ctx, HostConfig{ID: o.HostID, NATSURL: o.NATSURL, Store: o.Store,
+	n.Host, err = StartHost(ctx, HostConfig{ID: o.HostID, NATSURL: o.NATSURL,
 		Modules: o.Modules, Manifests: o.Manifests, ModuleRegistry: o.ModuleRegistry, Trusted: o.Trusted,
 		CacheDir: o.CacheDir, Pools: o.Pools, MaxParallel: o.MaxParallel, HeartbeatInterval: o.HeartbeatInterval, StartedDelay: o.StartedDelay,
 		Capabilities: o.Capabilities, Labels: o.Labels, Region: o.Region, Zone: o.Zone, Probes: o.Probes,

@@ -125,7 +125,7 @@ func start(t testing.TB, o node.Options) *env {
 // defaults. The host stops when t ends.
 func (e *env) addHost(t testing.TB, cfg node.HostConfig, wasm map[string][]byte, mans map[string]*sandbox.Manifest, registry bool) *node.Host {
 	t.Helper()
-	cfg.NATSURL, cfg.Store, cfg.CacheDir = e.natsURL, e.store, wasmtest.CacheDir(t)
+	cfg.NATSURL, cfg.CacheDir = e.natsURL, wasmtest.CacheDir(t)
 	if cfg.Creds == "" {
 		cfg.Creds = e.sec.Creds(auth.Host, cfg.ID, auth.IssueOptions{GPU: true})
 		cfg.DispatchKey = auth.HostKey(e.creds.DispatchSecret, cfg.ID)

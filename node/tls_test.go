@@ -97,7 +97,7 @@ func TestTLSEveryLink(t *testing.T) {
 		}
 		return sched.Shutdown(ctx)
 	})
-	h, err := node.StartHost(ctx, node.HostConfig{ID: creds.HostID, NATSURL: url, Store: store, Creds: creds.Host,
+	h, err := node.StartHost(ctx, node.HostConfig{ID: creds.HostID, NATSURL: url, Creds: creds.Host,
 		NATSTLS: p.Client, DispatchKey: creds.HostKey, Modules: echoModules(t), CacheDir: cacheDir,
 		MaxParallel: 2, HeartbeatInterval: 100 * time.Millisecond})
 	if err != nil {

@@ -197,17 +197,35 @@ func (s *Scheduler) retryResultBuckets(ctx context.Context, now time.Time) {
 	}
 }
 
-// resultPtrProblem checks the object pointer a host reports for a job's
-// result: it must be the one of this attempt in the job's tenant's result
-// bucket (bus.ResultObjectPtr), so that a host cannot point a tenant at an
-// object of another tenant's, or of another job. It returns what is wrong,
-// or "" — also when the job cannot be read, which the transition then
-// deals with.
+// resultPtrProblem checks where a host's succeeded result is: in the
+// message itself (no pointer), at most bus.InlineResultMax; or at the
+// object of this attempt in the job's tenant's result bucket
+// (bus.ResultObjectPtr), so that a host cannot point a tenant at an object
+// of another tenant's, or of another job; or, from a host of an earlier
+// version that stored it itself, at the job's own result blob
+// (jobstore.ResultPtr) and nowhere else in the job store, so that no host
+// can point a tenant at another job's context or result. It returns what
+// is wrong, or "" — also when the job cannot be read, which the
+// transition then deals with.
 func (s *Scheduler) resultPtrProblem(ctx context.Context, r *wardv1.JobResult) string {
 	ptr := r.GetResultPtr()
+	switch {
+	case ptr == "":
+		if n := len(r.GetResult()); n > bus.InlineResultMax {
+			return fmt.Sprintf("a result of %d bytes in the message, more than %d (a larger one goes to the tenant's result bucket)", n, bus.InlineResultMax)
+		}
+		return ""
+	case ptr == jobstore.ResultPtr(r.GetJobId()) && len(r.GetResult()) == 0:
+		return ""
+	case !bus.IsObjectPtr(ptr):
+		return fmt.Sprintf("result pointer %s is not job %s's result", ptr, r.GetJobId())
+	}
 	owner, err := bus.ResultOwner(ptr)
 	if err != nil {
 		return err.Error()
+	}
+	if !bus.IsDigest(r.GetResultDigest()) {
+		return fmt.Sprintf("result %s comes with no digest (%q): its readers could not tell it from another host's rewrite", ptr, r.GetResultDigest())
 	}
 	if want := bus.ResultObjectPtr(owner, r.GetJobId(), int(r.GetAttempt())); ptr != want {
 		return fmt.Sprintf("result pointer %s is not job %s attempt %d's (%s)", ptr, r.GetJobId(), r.GetAttempt(), want)

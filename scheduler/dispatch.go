@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
@@ -103,10 +104,21 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits,
 		Payload:     lim.payload,
 		Traceparent: traceparent,
 	}
-	if bus.IsObjectPtr(job.ContextPtr) {
-		// The size the policy judged: the host reads no more, and runs
-		// bytes of that size only.
-		out.ContextSize = job.PayloadSize
+	// The size the policy judged: the host reads no more, and runs bytes
+	// of that size only.
+	out.ContextSize = proto.Int64(job.PayloadSize)
+	if len(out.Payload) == 0 && job.PayloadSize > 0 && !bus.IsObjectPtr(job.ContextPtr) {
+		// A context in the job store travels in the ticket, always: hosts
+		// hold no job store credential. A dispatch made later than the
+		// submission's admission (a queue, a retry) reads it here.
+		blob, err := s.cfg.Store.Blob(ctx, job.ContextPtr)
+		if err != nil {
+			// The job stays DISPATCHED: the reconciler retries it after
+			// its dispatch_timeout.
+			s.storeFailed("context", id, err)
+			return
+		}
+		out.Payload = blob
 	}
 	if job.CPUMillicores > 0 || job.MemoryBytes > 0 {
 		out.Resources = &wardv1.Resources{CpuMillicores: job.CPUMillicores, MemoryBytes: job.MemoryBytes}

@@ -30,7 +30,25 @@ const startedMsg = "started (reported with the result)"
 // (IfWorker and IfAttempt refuse the last two). The worker is the one the
 // subject names — a host may publish only on its own — whatever the
 // message says.
+//
+// A host sends its result as a request and sends it again until a
+// scheduler answers (hosts hold no job store credential, so a result
+// lost on the way is lost unless sent again): the answer, an empty
+// message, comes once the result is applied or refused for good, never
+// when the store failed. A result sent again for a job already moved on
+// is refused as late, and answered.
 func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.JobResult) {
+	if !s.applyResult(ctx, msg, r) || msg.Reply == "" {
+		return
+	}
+	if err := s.cfg.Bus.NATS().Publish(msg.Reply, nil); err != nil {
+		s.log.Warn("result answer failed: the host sends it again", "job_id", r.GetJobId(), "err", err)
+	}
+}
+
+// applyResult applies a host's result, and reports whether it is settled:
+// applied, or refused for good. It is not when the store failed.
+func (s *Scheduler) applyResult(ctx context.Context, msg *nats.Msg, r *wardv1.JobResult) bool {
 	// The result's span is the child of the host's run span.
 	ctx, span := telemetry.StartFrom(ctx, r.GetTraceparent(), "ward.result", trace.SpanKindConsumer)
 	defer span.End()
@@ -45,11 +63,11 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 	if !to.Terminal() || to == jobstore.Denied {
 		s.log.WarnContext(ctx, "result with a non-terminal status dropped", "job_id", r.GetJobId(), "status", r.GetStatus())
 		lateUpdates.WithLabelValues("bad_status").Inc()
-		return
+		return true
 	}
 	worker := bus.WorkerOf(msg.Subject)
 	if !s.fromItsHost("result", msg.Subject, r.GetJobId(), r.GetWorkerId(), r.GetAttempt()) {
-		return
+		return true
 	}
 	defer s.poke() // the worker has room again
 	c := s.conf.load()
@@ -57,7 +75,7 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 	if w, ok := s.hosts.Get(worker); ok {
 		zone = w.Zone
 	}
-	if to == jobstore.Succeeded && bus.IsObjectPtr(r.GetResultPtr()) {
+	if to == jobstore.Succeeded {
 		if why := s.resultPtrProblem(ctx, r); why != "" {
 			// A result stored where this job's result does not go: the
 			// host's fault, and the job has no result to show.
@@ -70,8 +88,7 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 		}
 	}
 	if to != jobstore.Succeeded {
-		s.failed(ctx, r, worker, zone)
-		return
+		return s.failed(ctx, r, worker, zone)
 	}
 	ranMsg := "ran in " + strconv.FormatInt(r.GetExecutionMs(), 10) + " ms"
 	if w := r.GetWarnings(); len(w) > 0 {
@@ -81,6 +98,13 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 	t := jobstore.Transition{To: to, From: jobstore.Running, IfWorker: worker, IfAttempt: int(r.GetAttempt()), ResultPtr: r.GetResultPtr(),
 		WorkerID: worker, Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(), Message: ranMsg, Brief: true,
 		Log: r.GetLog(), LogTruncated: r.GetLogTruncated()} // the job keeps the log of the attempt that ended it
+	if t.ResultPtr == "" {
+		// The result itself: stored with the move, and only if the move is
+		// made (a late attempt's overwrites nothing).
+		t.Result, t.StoreResult = r.GetResult(), true
+	} else if bus.IsObjectPtr(t.ResultPtr) {
+		t.ResultDigest = r.GetResultDigest()
+	}
 	if !r.GetStartedReported() {
 		// A job that ended before its host reported the start: the log
 		// says it ran, then how it ended, in one step.
@@ -119,7 +143,7 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 			span.SetStatus(codes.Error, "not stored: "+err.Error())
 		}
 		s.late("result", r.GetJobId(), err)
-		return
+		return settled(err)
 	}
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("ward.state", string(job.State)))
@@ -129,6 +153,7 @@ func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.J
 	s.hosts.SetHeld(worker, job.WorkerJobs, time.Now())
 	jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
 	s.movedStreamed(job, t, r.GetOutputChunks())
+	return true
 }
 
 // fromItsHost checks what a host's report says of itself against what the
@@ -172,7 +197,7 @@ func (s *Scheduler) late(kind, id string, err error) {
 
 // failed handles a failed attempt: it counts it against the worker and its
 // zone, then retries the job or ends it.
-func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, worker, zone string) {
+func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, worker, zone string) bool {
 	code := r.GetErrorCode()
 	if code == "" {
 		code = string(stateOf(r.GetStatus()))
@@ -189,17 +214,17 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, worker, zon
 		job, err := s.cfg.Store.Get(ctx, r.GetJobId())
 		if err != nil {
 			s.late("result", r.GetJobId(), err)
-			return
+			return settled(err)
 		}
 		if job.State.Terminal() || job.WorkerID != worker {
 			lateUpdates.WithLabelValues("result").Inc()
-			return
+			return true
 		}
 		if job.Attempt != int(r.GetAttempt()) {
 			reportsRefused.WithLabelValues("result", string(reason.StaleResult)).Inc()
 			s.log.Warn("host report refused", "kind", "result", "job_id", job.ID, "worker_id", worker, "code", reason.StaleResult,
 				"why", fmt.Sprintf("it is for attempt %d, the job is at %d", r.GetAttempt(), job.Attempt))
-			return
+			return true
 		}
 		if bounced(code) && job.Attempt <= job.MaxRetries+maxBounces {
 			// The host never ran it: this replica's view of the host was
@@ -208,7 +233,7 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, worker, zon
 			// the host's failure, and it costs the job no retry.
 			err := s.requeue(ctx, job, msg)
 			if !errors.Is(err, jobstore.ErrInvalidTransition) {
-				return
+				return settled(err)
 			}
 			continue
 		}
@@ -226,9 +251,18 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, worker, zon
 		}
 		ran := ran{module: r.GetModule(), digest: r.GetModuleDigest(), log: r.GetLog(), logTruncated: r.GetLogTruncated()}
 		if err := s.retryOrEnd(ctx, job, stateOf(r.GetStatus()), code, code, r.GetErrorMessage(), msg, ran); !errors.Is(err, jobstore.ErrInvalidTransition) {
-			return
+			return settled(err)
 		}
 	}
+	return true // moved on under it five times: another report is deciding
+}
+
+// settled reports whether err leaves a host's report decided: applied
+// (nil), or refused for good because the job moved past it. A store
+// failure does not: the host sends the result again.
+func settled(err error) bool {
+	var te *jobstore.TransitionError
+	return err == nil || errors.As(err, &te) || errors.Is(err, jobstore.ErrInvalidTransition) || errors.Is(err, jobstore.ErrNotFound)
 }
 
 // hostAtFault reports whether a failed attempt's error code blames its

@@ -540,7 +540,7 @@ func (r *runner) output(ctx context.Context, job *jobstore.Job) (any, error) {
 		if s.objsErr != nil {
 			return nil, s.objsErr
 		}
-		b, err = s.objs.Get(ctx, job.ResultPtr, maxStepOutput)
+		b, err = s.objs.GetResult(ctx, job.Tenant, job.ResultPtr, job.ResultDigest, maxStepOutput)
 	} else {
 		b, err = r.s.cfg.Store.Blob(ctx, job.ResultPtr)
 	}

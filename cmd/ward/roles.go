@@ -289,17 +289,15 @@ func newHostCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			store, _, err := node.OpenStore(redisURL, false)
-			if err != nil {
-				return err
+			if redisURL != "" {
+				log.Warn("a host holds no job store credential: ignoring the Redis URL ($REDIS_URL, --redis); remove it from the host's environment")
 			}
-			defer store.Close()
 			_, stopMetrics, err := node.ServeMetrics(metricsAddr, log)
 			if err != nil {
 				return err
 			}
 			defer stopMetrics()
-			cfg.NATSURL, cfg.Store, cfg.ModuleRegistry = client.NATSURL(g.natsURL), store, useRegistry
+			cfg.NATSURL, cfg.ModuleRegistry = client.NATSURL(g.natsURL), useRegistry
 			cfg.Creds, cfg.NATSTLS = g.creds, g.tls
 			if cfg.DispatchKey, err = readHexKey(dispatchKey); err != nil {
 				return err
@@ -330,7 +328,8 @@ func newHostCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL ($REDIS_URL)")
+	f.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "ignored: a host holds no job store credential")
+	_ = f.MarkDeprecated("redis", "a host holds no job store credential; drop --redis and REDIS_URL")
 	f.StringVar(&modulesDir, "modules", envOr("WARD_MODULES_DIR", "modules/build"), "directory of <name>.wasm modules loaded at start, empty for none; the registry's versions replace them ($WARD_MODULES_DIR)")
 	f.StringVar(&dispatchKey, "dispatch-key", os.Getenv("WARD_DISPATCH_KEY"), "file of this host's dispatch key (ward auth host add writes host-NAME.key) ($WARD_DISPATCH_KEY)")
 	f.BoolVar(&useRegistry, "module-registry", true, "follow the module registry in NATS JetStream: load the active versions, swap them as they are deployed")

@@ -1,5 +1,5 @@
 -- KEYS: [1] job hash job:<id>, [2] event list job:events:<id>
--- ARGV: [1] id, [2] to state, [3] required from state or '', [4] now ms, [5] event JSON, [6] if-worker or '', [7] tenant limit (0: none), [8] worker limit (0: none), [9] lock owner or '', [10] lock ttl ms, [11] wait pool or '', [12] wait score, [13] wait until ms or '', [14] wait cap (0: none), [15] '1' with a wait else '', [16] new worker or '', [17] deadline ms or '', [18] if-attempt (0: none), [19] if-tenant or '', [20] retention ms (0: keep for ever), [21] via state or '', [22] via event JSON or '', [23] '1' to return the brief fields only else '', [24] the via event's canonical encoding or '', [25] the event's canonical encoding, [26..] job hash field/value pairs to set
+-- ARGV: [1] id, [2] to state, [3] required from state or '', [4] now ms, [5] event JSON, [6] if-worker or '', [7] tenant limit (0: none), [8] worker limit (0: none), [9] lock owner or '', [10] lock ttl ms, [11] wait pool or '', [12] wait score, [13] wait until ms or '', [14] wait cap (0: none), [15] '1' with a wait else '', [16] new worker or '', [17] deadline ms or '', [18] if-attempt (0: none), [19] if-tenant or '', [20] retention ms (0: keep for ever), [21] via state or '', [22] via event JSON or '', [23] '1' to return the brief fields only else '', [24] the via event's canonical encoding or '', [25] the event's canonical encoding, [26] '1' to store the next as the job's result blob (res:<id>) else '', [27] the result or '', [28..] job hash field/value pairs to set
 --
 -- Moves a job, with the checks of Transition (jobstore.go), and keeps the
 -- state indexes, the waiting sets, the tenant's and workers' active sets,
@@ -93,7 +93,10 @@ if via ~= '' then
 end
 chain = redis.sha1hex(chain .. ARGV[25])
 event = string.sub(ARGV[5], 1, -2) .. ',"chain":"' .. chain .. '"}'
-redis.call('HSET', h, 'state', to, 'updated_at', now, 'chain', chain, unpack(ARGV, 26, #ARGV))
+redis.call('HSET', h, 'state', to, 'updated_at', now, 'chain', chain, unpack(ARGV, 28, #ARGV))
+-- Transition.StoreResult: the result with the move that is made, never
+-- with one refused above.
+if ARGV[26] == '1' then redis.call('SET', P .. 'res:' .. id, ARGV[27]) end
 local waiting = f[4]
 if waiting then
   redis.call('ZREM', P .. 'job:' .. waiting, id)
@@ -170,7 +173,7 @@ if ARGV[23] == '1' then
   -- move's writes over them.
   local v = {id = f[9], topic = f[10], tenant = f[3], state = to, pool = f[11], worker_id = f[2],
     attempt = f[6], result_ptr = f[12], updated_at = now, created_at = f[14]}
-  for i = 26, #ARGV - 1, 2 do
+  for i = 28, #ARGV - 1, 2 do
     if brief[ARGV[i]] then v[ARGV[i]] = ARGV[i + 1] end
   end
   if to == 'PENDING' then v.worker_id = nil end

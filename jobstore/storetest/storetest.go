@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"DispatchLock", testDispatchLock},
 		{"DispatchLockExpiry", testDispatchLockExpiry},
 		{"Result", testResult},
+		{"ResultWithMove", testResultWithMove},
 		{"DLQ", testDLQ},
 		{"TenantDLQ", testTenantDLQ},
 		{"RaceTransition", testRaceTransition},
@@ -1076,6 +1077,53 @@ func testResult(t *testing.T, s jobstore.Store) {
 	}
 	if _, err := s.PutResult(ctx, "", []byte("x")); err == nil {
 		t.Error("PutResult with no id succeeded")
+	}
+}
+
+// testResultWithMove: a result stored with the move that ends the job
+// (Transition.StoreResult, as the scheduler stores a host's result) is
+// stored only when the move is made: an earlier attempt's late result
+// overwrites nothing; an empty result is a result.
+func testResultWithMove(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	create(t, s, job("j1"))
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w1", Attempt: 1})
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Dispatched, IfAttempt: 1})
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Running, IfWorker: "w1", IfAttempt: 1})
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Pending, From: jobstore.Running, IfWorker: "w1", IfAttempt: 1, Reason: "retry"})
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Scheduled, From: jobstore.Pending, WorkerID: "w1", Attempt: 2})
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Dispatched, IfAttempt: 2})
+	move(t, s, "j1", jobstore.Transition{To: jobstore.Running, IfWorker: "w1", IfAttempt: 2})
+
+	late := jobstore.Transition{To: jobstore.Succeeded, From: jobstore.Running, IfWorker: "w1", IfAttempt: 1,
+		Result: []byte("attempt 1"), StoreResult: true}
+	_, err := s.Transition(ctx, "j1", late)
+	attemptRefused(t, err, jobstore.Running, 2, 1)
+	if b, err := s.Blob(ctx, jobstore.ResultPtr("j1")); err == nil {
+		t.Errorf("a refused move stored its result %q", b)
+	}
+	j := move(t, s, "j1", jobstore.Transition{To: jobstore.Succeeded, From: jobstore.Running, IfWorker: "w1", IfAttempt: 2,
+		Result: []byte("attempt 2"), StoreResult: true})
+	if j.ResultPtr != jobstore.ResultPtr("j1") || get(t, s, "j1").ResultPtr != jobstore.ResultPtr("j1") {
+		t.Errorf("result pointer %q, stored %q; want %q", j.ResultPtr, get(t, s, "j1").ResultPtr, jobstore.ResultPtr("j1"))
+	}
+	if b, err := s.Blob(ctx, jobstore.ResultPtr("j1")); err != nil || string(b) != "attempt 2" {
+		t.Errorf("result = %q, %v; want attempt 2", b, err)
+	}
+	// Attempt 1's result once more, after the end: nothing changes.
+	if _, err := s.Transition(ctx, "j1", late); err == nil {
+		t.Error("a late result moved an ended job")
+	}
+	if b, _ := s.Blob(ctx, jobstore.ResultPtr("j1")); string(b) != "attempt 2" {
+		t.Errorf("after a late result the result is %q", b)
+	}
+	// An empty result is stored as one.
+	create(t, s, job("j2"))
+	move(t, s, "j2", jobstore.Transition{To: jobstore.Scheduled, WorkerID: "w1", Attempt: 1})
+	move(t, s, "j2", jobstore.Transition{To: jobstore.Dispatched, IfAttempt: 1})
+	move(t, s, "j2", jobstore.Transition{To: jobstore.Succeeded, From: jobstore.Dispatched, Via: jobstore.Running, IfAttempt: 1, StoreResult: true})
+	if b, err := s.Blob(ctx, jobstore.ResultPtr("j2")); err != nil || len(b) != 0 {
+		t.Errorf("empty result = %q, %v", b, err)
 	}
 }
 

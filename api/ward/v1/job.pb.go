@@ -464,11 +464,14 @@ type JobRequest struct {
 	// which the host's run span is a child of. Empty when nobody traces.
 	// trace_id, when empty, is taken from it. docs/ARCHITECTURE.md, "Traces".
 	Traceparent string `protobuf:"bytes,19,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
-	// context_size is, in a dispatch ticket, the size in bytes of the context
-	// context_ptr names, as the safety kernel judged it: the host runs bytes
-	// of that size and digest or nothing. Ignored on a submission (the
-	// scheduler reads the size itself).
-	ContextSize   int64 `protobuf:"varint,20,opt,name=context_size,json=contextSize,proto3" json:"context_size,omitempty"`
+	// context_size is, in a dispatch ticket, the size in bytes of the job's
+	// context, as the safety kernel judged it: the host runs bytes of that
+	// size (and, for an object, of the digest its name says) or nothing. A
+	// context in the job store travels in payload, always; one in the
+	// tenant's bucket is read there. Absent from a ticket of a scheduler
+	// older than this field; ignored on a submission (the scheduler reads
+	// the size itself).
+	ContextSize   *int64 `protobuf:"varint,20,opt,name=context_size,json=contextSize,proto3,oneof" json:"context_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -637,8 +640,8 @@ func (x *JobRequest) GetTraceparent() string {
 }
 
 func (x *JobRequest) GetContextSize() int64 {
-	if x != nil {
-		return x.ContextSize
+	if x != nil && x.ContextSize != nil {
+		return *x.ContextSize
 	}
 	return 0
 }
@@ -759,7 +762,18 @@ type JobResult struct {
 	LogTruncated bool   `protobuf:"varint,17,opt,name=log_truncated,json=logTruncated,proto3" json:"log_truncated,omitempty"`
 	// traceparent is the W3C trace context of the host's run span (else the
 	// ticket's, passed on): the scheduler's result span is its child.
-	Traceparent   string `protobuf:"bytes,18,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Traceparent string `protobuf:"bytes,18,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// result is a succeeded run's result, when result_ptr is empty: at most
+	// bus.InlineResultMax (512 KiB). Hosts hold no job store credential: the
+	// scheduler stores it, then answers the result (sent as a request), and
+	// the host sends it again until one does. A larger result is in the
+	// tenant's result bucket, at result_ptr.
+	Result []byte `protobuf:"bytes,19,opt,name=result,proto3" json:"result,omitempty"`
+	// result_digest is "sha256:<hex>" of the result stored at result_ptr
+	// (required with one): the scheduler records it with the job, and every
+	// reader checks the bytes it reads against it, since any host may write
+	// a tenant's result bucket.
+	ResultDigest  string `protobuf:"bytes,20,opt,name=result_digest,json=resultDigest,proto3" json:"result_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -902,6 +916,20 @@ func (x *JobResult) GetLogTruncated() bool {
 func (x *JobResult) GetTraceparent() string {
 	if x != nil {
 		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *JobResult) GetResult() []byte {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *JobResult) GetResultDigest() string {
+	if x != nil {
+		return x.ResultDigest
 	}
 	return ""
 }
@@ -1385,7 +1413,10 @@ type JobRecord struct {
 	// trace_id is the OpenTelemetry trace of the job's path (submit, admit,
 	// safety check, placement, dispatch, run, result), when it was traced:
 	// 32 hex digits, to look it up in the tracing backend.
-	TraceId       string `protobuf:"bytes,30,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	TraceId string `protobuf:"bytes,30,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	// result_digest is "sha256:<hex>" of a result at a nats-os:// result_ptr,
+	// as the job's host reported it: client.Get refuses bytes of any other.
+	ResultDigest  string `protobuf:"bytes,31,opt,name=result_digest,json=resultDigest,proto3" json:"result_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1626,6 +1657,13 @@ func (x *JobRecord) GetLogTruncated() bool {
 func (x *JobRecord) GetTraceId() string {
 	if x != nil {
 		return x.TraceId
+	}
+	return ""
+}
+
+func (x *JobRecord) GetResultDigest() string {
+	if x != nil {
+		return x.ResultDigest
 	}
 	return ""
 }
@@ -2030,7 +2068,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"maxRetries\x12\x1f\n" +
 	"\vdeadline_ms\x18\x03 \x01(\x03R\n" +
 	"deadlineMs\x12'\n" +
-	"\x06grants\x18\x04 \x01(\v2\x0f.ward.v1.GrantsR\x06grants\"\xb4\x06\n" +
+	"\x06grants\x18\x04 \x01(\v2\x0f.ward.v1.GrantsR\x06grants\"\xca\x06\n" +
 	"\n" +
 	"JobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
@@ -2054,20 +2092,21 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x04pool\x18\x10 \x01(\tR\x04pool\x12\x18\n" +
 	"\aattempt\x18\x11 \x01(\x05R\aattempt\x120\n" +
 	"\tresources\x18\x12 \x01(\v2\x12.ward.v1.ResourcesR\tresources\x12 \n" +
-	"\vtraceparent\x18\x13 \x01(\tR\vtraceparent\x12!\n" +
-	"\fcontext_size\x18\x14 \x01(\x03R\vcontextSize\x1a9\n" +
+	"\vtraceparent\x18\x13 \x01(\tR\vtraceparent\x12&\n" +
+	"\fcontext_size\x18\x14 \x01(\x03H\x00R\vcontextSize\x88\x01\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x90\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
+	"\r_context_size\"\x90\x01\n" +
 	"\vSubmitReply\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1a\n" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\x98\x04\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xd5\x04\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x06status\x12\x1d\n" +
@@ -2087,7 +2126,9 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x10started_reported\x18\r \x01(\bR\x0fstartedReported\x12\x10\n" +
 	"\x03log\x18\x10 \x01(\fR\x03log\x12#\n" +
 	"\rlog_truncated\x18\x11 \x01(\bR\flogTruncated\x12 \n" +
-	"\vtraceparent\x18\x12 \x01(\tR\vtraceparentJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xe3\x02\n" +
+	"\vtraceparent\x18\x12 \x01(\tR\vtraceparent\x12\x16\n" +
+	"\x06result\x18\x13 \x01(\fR\x06result\x12#\n" +
+	"\rresult_digest\x18\x14 \x01(\tR\fresultDigestJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xe3\x02\n" +
 	"\vJobProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12-\n" +
@@ -2132,7 +2173,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\finput_digest\x18\x06 \x01(\tR\vinputDigest\x12\x17\n" +
 	"\aeval_ns\x18\a \x01(\x03R\x06evalNs\x12\x16\n" +
 	"\x06cached\x18\b \x01(\bR\x06cached\x12+\n" +
-	"\x12decided_at_unix_ms\x18\t \x01(\x03R\x0fdecidedAtUnixMs\"\xb2\b\n" +
+	"\x12decided_at_unix_ms\x18\t \x01(\x03R\x0fdecidedAtUnixMs\"\xd7\b\n" +
 	"\tJobRecord\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +
@@ -2168,7 +2209,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\fevents_chain\x18\x1b \x01(\tR\veventsChain\x12\x10\n" +
 	"\x03log\x18\x1c \x01(\fR\x03log\x12#\n" +
 	"\rlog_truncated\x18\x1d \x01(\bR\flogTruncated\x12\x19\n" +
-	"\btrace_id\x18\x1e \x01(\tR\atraceId\x1a9\n" +
+	"\btrace_id\x18\x1e \x01(\tR\atraceId\x12#\n" +
+	"\rresult_digest\x18\x1f \x01(\tR\fresultDigest\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +
@@ -2284,6 +2326,7 @@ func file_ward_v1_job_proto_init() {
 	if File_ward_v1_job_proto != nil {
 		return
 	}
+	file_ward_v1_job_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -1,0 +1,185 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ward-run/ward/api/reason"
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/jobstore"
+	"github.com/ward-run/ward/node"
+)
+
+// TestAttackHostResultPointers: a host holds no job store credential. It
+// answers a job with the result itself, or with the pointer to its
+// attempt's object in the tenant's result bucket; a compromised host that
+// answers acme's job with a pointer into the job store naming globex's
+// job's context or result gets acme's job failed result_unavailable, and
+// acme reads nothing of globex's. Beside it, the same host's honest answer
+// (the result in the message) is stored by the scheduler and read back.
+// Every answer, refused or applied, is acknowledged, so the host stops
+// sending it.
+func TestAttackHostResultPointers(t *testing.T) {
+	to, err := config.ParseTimeouts("test", []byte("reconciler:\n  dispatch_timeout: 1m\n  running_timeout: 1m\n  scan_interval: 100ms\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, node.Options{Timeouts: to})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// rogue is an admitted host, compromised: it takes jobs and answers
+	// them as it likes.
+	rogue := e.conn(t, auth.Host, "rogue")
+	_, rogueJWT, _ := auth.ReadIdentity(e.sec.Creds(auth.Host, "rogue"))
+	boot, err := auth.NewBootNonce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tickets := auth.NewBootVerifier("rogue", auth.HostKey(e.creds.DispatchSecret, "rogue"), boot)
+	took := make(chan *wardv1.DispatchTicket, 4)
+	sub, err := rogue.NATS().Subscribe(bus.WorkerJobsSubject("rogue"), func(m *nats.Msg) {
+		var d wardv1.Dispatch
+		if proto.Unmarshal(m.Data, &d) == nil {
+			if tk, err := tickets.Open(&d, time.Now()); err == nil {
+				took <- tk
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := rogue.Publish(bus.HeartbeatSubject("rogue"), &wardv1.Heartbeat{WorkerId: "rogue", Pools: []string{"echo"},
+		MaxParallelJobs: 4, SentAtUnixMs: time.Now().UnixMilli(), Credential: rogueJWT, BootNonce: boot}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitWorkers(t, 1)
+	take := func() *wardv1.DispatchTicket {
+		t.Helper()
+		select {
+		case tk := <-took:
+			return tk
+		case <-ctx.Done():
+			t.Fatal("rogue got no job")
+		}
+		return nil
+	}
+	// answer sends a result as a host does, and reports whether a
+	// scheduler acknowledged it.
+	answer := func(res *wardv1.JobResult) bool {
+		t.Helper()
+		b, err := proto.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = rogue.NATS().Request(bus.ResultSubject("rogue"), b, 10*time.Second)
+		return err == nil
+	}
+
+	globex := e.clientAs(t, auth.Tenant, "globex")
+	secret := []byte("globex's secret input")
+	victim := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "job.echo", Payload: secret}
+	if _, err := globex.Submit(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	vt := take()
+	if !bytes.Equal(vt.GetJob().GetPayload(), secret) || vt.GetJob().GetContextSize() != int64(len(secret)) {
+		t.Fatalf("the ticket carries %q (%d bytes judged), want the context itself", vt.GetJob().GetPayload(), vt.GetJob().GetContextSize())
+	}
+	acme := e.clientAs(t, auth.Tenant, "acme")
+	for _, ptr := range []string{jobstore.ContextPtr(victim.JobId), jobstore.ResultPtr(victim.JobId), "redis://job:" + victim.JobId} {
+		req := &wardv1.JobRequest{JobId: uuid.NewString(), Topic: "job.echo", Payload: []byte("acme's")}
+		if _, err := acme.Submit(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		tk := take()
+		if tk.GetJob().GetJobId() != req.JobId {
+			t.Fatalf("rogue got %s, want acme's %s", tk.GetJob().GetJobId(), req.JobId)
+		}
+		if !answer(&wardv1.JobResult{JobId: req.JobId, WorkerId: "rogue", Attempt: tk.GetJob().GetAttempt(),
+			Status: wardv1.JobState_JOB_STATE_SUCCEEDED, ResultPtr: ptr}) {
+			t.Fatalf("the refused answer %s was not acknowledged: the host would send it for ever", ptr)
+		}
+		var rec *wardv1.JobRecord
+		checkFor(t, 10*time.Second, func() bool {
+			rec, err = acme.Get(ctx, req.JobId, true)
+			return err == nil && rec.GetState() == wardv1.JobState_JOB_STATE_FAILED
+		})
+		if rec.GetErrorCode() != string(reason.ResultUnavailable) || bytes.Contains(rec.GetResult(), secret) || rec.GetResultPtr() != "" {
+			t.Fatalf("acme's job answered with %s: %s %s %q, result %q at %q", ptr, rec.GetState(), rec.GetErrorCode(),
+				rec.GetErrorMessage(), rec.GetResult(), rec.GetResultPtr())
+		}
+	}
+	// The honest answer: the result in the message, stored by the
+	// scheduler with the move that ends the job.
+	if !answer(&wardv1.JobResult{JobId: victim.JobId, WorkerId: "rogue", Attempt: vt.GetJob().GetAttempt(),
+		Status: wardv1.JobState_JOB_STATE_SUCCEEDED, Result: []byte("done")}) {
+		t.Fatal("the honest answer was not acknowledged")
+	}
+	checkFor(t, 10*time.Second, func() bool {
+		rec, err := globex.Get(ctx, victim.JobId, true)
+		return err == nil && rec.GetState() == wardv1.JobState_JOB_STATE_SUCCEEDED && string(rec.GetResult()) == "done" &&
+			rec.GetResultPtr() == jobstore.ResultPtr(victim.JobId)
+	})
+	// Sent again (its first answer lost, as the host sees it): refused as
+	// late, acknowledged, and nothing changes.
+	if !answer(&wardv1.JobResult{JobId: victim.JobId, WorkerId: "rogue", Attempt: vt.GetJob().GetAttempt(),
+		Status: wardv1.JobState_JOB_STATE_SUCCEEDED, Result: []byte("changed")}) {
+		t.Fatal("a result sent again was not acknowledged")
+	}
+	if rec, err := globex.Get(ctx, victim.JobId, true); err != nil || string(rec.GetResult()) != "done" {
+		t.Fatalf("after the result was sent again: %q, %v", rec.GetResult(), err)
+	}
+}
+
+// TestAttackHostRewritesAResult: any host may write a tenant's result
+// bucket (it stores the large results of the jobs it runs), so a stolen
+// host credential can rewrite another job's result object. The digest the
+// job's host reported, which the scheduler recorded with the job, binds
+// the object to the attempt: the tenant's read of the rewritten object is
+// refused, never the forged bytes returned. The result as written reads
+// back beside it.
+func TestAttackHostRewritesAResult(t *testing.T) {
+	e := start(t, node.Options{Modules: echoModules(t)})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	acme := e.clientAs(t, auth.Tenant, "acme")
+	big := bytes.Repeat([]byte("r"), max(bus.InlineContextMax, bus.InlineResultMax)+1)
+	rec := submitAndWait(t, acme, &wardv1.JobRequest{Topic: "job.echo", Payload: big})
+	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || !bytes.Equal(rec.GetResult(), big) ||
+		rec.GetResultDigest() != bus.ContentDigest(big) || !bus.IsObjectPtr(rec.GetResultPtr()) {
+		t.Fatalf("acme's large result: %s, %d bytes at %s, digest %q", rec.GetState(), len(rec.GetResult()), rec.GetResultPtr(), rec.GetResultDigest())
+	}
+	thief, err := bus.NewObjects(e.conn(t, auth.Host, "h9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := bytes.Repeat([]byte("f"), len(big))
+	// The put writes the new chunks and description; its purge of the old
+	// chunks is refused (a host may purge no stream) and goes unanswered.
+	short, cancelShort := context.WithTimeout(ctx, 3*time.Second)
+	_, _ = thief.PutResult(short, "acme", rec.GetJobId(), int(rec.GetAttempt()), forged)
+	cancelShort()
+	// The object now holds the forged bytes, as a plain read shows.
+	admin, err := bus.NewObjects(e.client.Bus())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := admin.Get(ctx, rec.GetResultPtr(), 1<<30); err != nil || !bytes.Equal(raw, forged) {
+		t.Fatalf("the rewrite did not take: %d bytes, %v", len(raw), err)
+	}
+	got, err := acme.Get(ctx, rec.GetJobId(), true)
+	if !errors.Is(err, bus.ErrResultDigest) || bytes.Equal(got.GetResult(), forged) {
+		t.Fatalf("acme read the rewritten result: %d bytes, %v", len(got.GetResult()), err)
+	}
+}
