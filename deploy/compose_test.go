@@ -313,16 +313,64 @@ func TestComposeConfig(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"scheduler-1", "scheduler-2", "host-cpu-1", "host-gpu-1"} {
-		if u := c.Services[name].Environment["REDIS_URL"]; u != "redis://:test@redis:6379/0" {
-			t.Errorf("%s: REDIS_URL %q, want the password-protected redis service", name, u)
+	// Only the schedulers reach Redis, as its ACL user ward-scheduler; the
+	// hosts (and every other part) hold no Redis setting and do not wait
+	// for it.
+	for name, s := range c.Services {
+		if s.Image != wardImage || name == "ward-init" {
+			continue
+		}
+		u, has := s.Environment["REDIS_URL"]
+		_, waits := s.DependsOn["redis"]
+		if strings.HasPrefix(name, "scheduler-") {
+			if u != "redis://"+redisSchedulerUser+":test@redis:6379/0" {
+				t.Errorf("%s: REDIS_URL %q, want the redis service as %s with REDIS_PASSWORD", name, u, redisSchedulerUser)
+			}
+			if !waits {
+				t.Errorf("%s: does not wait for redis", name)
+			}
+			continue
+		}
+		if has || waits {
+			t.Errorf("%s: REDIS_URL %q (set: %v), depends on redis: %v; only the schedulers reach Redis", name, u, has, waits)
+		}
+		if slices.Contains(s.Command, "--redis") {
+			t.Errorf("%s: runs with --redis; only the schedulers reach Redis", name)
+		}
+	}
+	for _, name := range []string{"scheduler-1", "scheduler-2", "host-cpu-1", "host-cpu-2", "host-gpu-1"} {
+		if _, ok := c.Services[name]; !ok {
+			t.Errorf("service %s is missing", name)
 		}
 	}
 	if a := c.Services["scheduler-1"].Environment["SAFETY_KERNEL_ADDR"]; a != "safety:50051" {
 		t.Errorf("scheduler-1: SAFETY_KERNEL_ADDR %q", a)
 	}
-	if cmd := strings.Join(c.Services["redis"].Command, " "); !strings.Contains(cmd, "--appendonly yes") || !strings.Contains(cmd, "--requirepass") {
-		t.Errorf("redis: want AOF and a password: %s", cmd)
+	// Redis: AOF, and the ACL file acl.sh writes (deploy/redis, mounted),
+	// no password of the default user.
+	redisSvc := c.Services["redis"]
+	cmd := strings.Join(redisSvc.Command, " ")
+	if !strings.Contains(cmd, "--appendonly yes") || !strings.Contains(cmd, "sh /etc/redis/ward/acl.sh /tmp/users.acl &&") ||
+		!strings.Contains(cmd, "--aclfile /tmp/users.acl") || strings.Contains(cmd, "--requirepass") {
+		t.Errorf("redis: want AOF and the ACL file of /etc/redis/ward/acl.sh, no --requirepass: %s", cmd)
+	}
+	mounted := false
+	for _, v := range redisSvc.Volumes {
+		src, dst, _ := strings.Cut(v, ":")
+		dst, _, _ = strings.Cut(dst, ":")
+		if dst == "/etc/redis/ward" {
+			abs, err := filepath.Abs("redis")
+			mounted = err == nil && filepath.Clean(src) == abs
+		}
+	}
+	if !mounted {
+		t.Errorf("redis: deploy/redis is not mounted at /etc/redis/ward: %v", redisSvc.Volumes)
+	}
+	if redisSvc.Environment["REDIS_PASSWORD"] != "test" {
+		t.Errorf("redis: REDIS_PASSWORD %q, want .env's (acl.sh reads it)", redisSvc.Environment["REDIS_PASSWORD"])
+	}
+	if hc := redisSvc.Healthcheck; hc == nil || !strings.Contains(strings.Join(hc.Test, " "), "--user "+redisSchedulerUser) {
+		t.Errorf("redis: the healthcheck does not log in as %s (the default user is off)", redisSchedulerUser)
 	}
 	gpu := c.Services["host-gpu-1"]
 	if d := gpu.Deploy.Resources.Reservations.Devices; len(d) == 0 || d[0].Driver != "nvidia" {

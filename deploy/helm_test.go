@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -139,6 +140,11 @@ type k8sObject struct {
 	Data map[string]string `yaml:"data"`
 }
 
+type k8sEnv struct {
+	Name  string `yaml:"name"`
+	Value string `yaml:"value"`
+}
+
 type podSpec struct {
 	SecurityContext struct {
 		RunAsNonRoot *bool `yaml:"runAsNonRoot"`
@@ -147,13 +153,10 @@ type podSpec struct {
 	Tolerations  []map[string]any  `yaml:"tolerations"`
 	Affinity     map[string]any    `yaml:"affinity"`
 	Containers   []struct {
-		Name  string   `yaml:"name"`
-		Image string   `yaml:"image"`
-		Args  []string `yaml:"args"`
-		Env   []struct {
-			Name  string `yaml:"name"`
-			Value string `yaml:"value"`
-		} `yaml:"env"`
+		Name      string   `yaml:"name"`
+		Image     string   `yaml:"image"`
+		Args      []string `yaml:"args"`
+		Env       []k8sEnv `yaml:"env"`
 		Resources struct {
 			Limits map[string]any `yaml:"limits"`
 		} `yaml:"resources"`
@@ -199,6 +202,39 @@ func checkManifests(t *testing.T, variant string, manifests []byte) {
 		t.Errorf("DaemonSet/ward-host-gpu rendered: %v, want %v", ok, gpu)
 	}
 	auth := variant != "insecure"
+	// Only the schedulers reach Redis: no other container has a Redis
+	// setting (REDIS_URL, --redis).
+	for key, o := range objs {
+		if o.Kind != "Deployment" && o.Kind != "DaemonSet" {
+			continue
+		}
+		for _, c := range o.Spec.Template.Spec.Containers {
+			hasURL := slices.ContainsFunc(c.Env, func(e k8sEnv) bool { return e.Name == "REDIS_URL" })
+			hasFlag := slices.ContainsFunc(c.Args, func(a string) bool { return a == "--redis" || strings.HasPrefix(a, "--redis=") })
+			if want := key == "Deployment/ward-scheduler"; hasURL != want || hasFlag {
+				t.Errorf("%s container %s: REDIS_URL set: %v, want %v; --redis: %v (only the schedulers reach Redis)", key, c.Name, hasURL, want, hasFlag)
+			}
+		}
+	}
+	for _, k := range []string{"DaemonSet/ward-host", "Deployment/ward-scheduler"} {
+		if _, ok := objs[k]; !ok {
+			t.Errorf("%s is missing", k)
+		}
+	}
+	// The scheduler's Redis ACL user: the rules of deploy/redis, which
+	// TestRedisACL runs the store under.
+	src, err := os.ReadFile(redisACLRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := redisACLRuleLine(t, src)
+	acl := objs["ConfigMap/ward-redis-acl"]
+	if got := acl.Data["ward-scheduler.rules"]; got != rules {
+		t.Errorf("ConfigMap/ward-redis-acl: ward-scheduler.rules %q, want %s's %q", got, redisACLRules, rules)
+	}
+	if got, want := acl.Data["setuser.redis"], "ACL SETUSER ward-scheduler reset on "+rules+"\n"; got != want {
+		t.Errorf("ConfigMap/ward-redis-acl: setuser.redis %q, want %q", got, want)
+	}
 	for key, o := range objs {
 		if o.Kind != "Deployment" && o.Kind != "DaemonSet" {
 			continue

@@ -110,6 +110,16 @@ func TestSystemdUnits(t *testing.T) {
 		for _, ef := range svc["EnvironmentFile"] {
 			ex := filepath.Join("systemd", filepath.Base(strings.TrimPrefix(ef, "-"))+".example")
 			checkEnvExample(t, ex)
+			// Only the schedulers reach Redis: no other unit is given it.
+			if args[1] != "scheduler" {
+				b, _ := os.ReadFile(ex)
+				if regexp.MustCompile(`(?m)^\s*REDIS_URL=`).Match(b) {
+					t.Errorf("%s: %s sets REDIS_URL; only the schedulers reach Redis", path, ex)
+				}
+			}
+		}
+		if args[1] != "scheduler" && regexp.MustCompile(`(?m)^\s*Environment=.*REDIS_URL=|--redis\b`).MatchString(strings.Join(append(svc["Environment"], exec[0]), "\n")) {
+			t.Errorf("%s: gives ward %s Redis; only the schedulers reach Redis", path, args[1])
 		}
 	}
 	for _, role := range []string{"scheduler", "safety", "host", "gateway"} {

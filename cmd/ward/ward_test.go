@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -87,7 +88,7 @@ func startWard(t *testing.T, name string, env []string, args ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, out: &lockedBuffer{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(wardBin, args...)
-	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Env = append(environWithoutRedis(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -105,6 +106,12 @@ func startWard(t *testing.T, name string, env []string, args ...string) *proc {
 		}
 	})
 	return p
+}
+
+// environWithoutRedis is the test's environment less REDIS_URL: a process
+// reaches Redis only where its test gives it the URL.
+func environWithoutRedis() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "REDIS_URL=") })
 }
 
 // stop sends SIGTERM and requires a clean exit.
@@ -213,7 +220,17 @@ func TestSeparateProcesses(t *testing.T) {
 	opts.Host, opts.Port, opts.StoreDir, opts.NoSigs = "127.0.0.1", -1, t.TempDir(), true
 	ns := natstest.RunServer(opts)
 	defer ns.Shutdown()
-	redisURL := redistest.Start(t)
+	// Redis as the deployment files run it (deploy/redis/acl.sh): its
+	// default user off, and the schedulers' user ward-scheduler limited to
+	// the job store's commands and keys. The scheduler alone is given it.
+	redisPass := fmt.Sprintf("%x", time.Now().UnixNano())
+	aclFile := filepath.Join(t.TempDir(), "users.acl")
+	acl := exec.Command("sh", filepath.Join("..", "..", "deploy", "redis", "acl.sh"), aclFile)
+	acl.Env = append(os.Environ(), "REDIS_PASSWORD="+redisPass, "REDIS_ADMIN_PASSWORD=")
+	if out, err := acl.CombinedOutput(); err != nil {
+		t.Fatalf("deploy/redis/acl.sh: %v\n%s", err, out)
+	}
+	redisURL := "redis://ward-scheduler:" + redisPass + "@" + redistest.StartArgs(t, "--aclfile", aclFile) + "/0"
 	safetyAddr := freeAddr(t)
 	// The hosts share the machine with the test and whatever runs beside
 	// it: their CPU load says nothing about them, and placement must not
@@ -223,14 +240,18 @@ func TestSeparateProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := func(f string) string { return filepath.Join(keys, f) }
-	env := []string{"NATS_URL=" + ns.ClientURL(), "REDIS_URL=" + redisURL, "SAFETY_KERNEL_ADDR=" + safetyAddr, "METRICS_ADDR=",
+	// env has no Redis: the kernel and the hosts run with no Redis setting
+	// at all (startWard drops a REDIS_URL of the test's own environment);
+	// the scheduler's adds REDIS_URL.
+	env := []string{"NATS_URL=" + ns.ClientURL(), "SAFETY_KERNEL_ADDR=" + safetyAddr, "METRICS_ADDR=",
 		"SCHEDULER_CONFIG_PATH=" + schedCfg, "WARD_AUTH_DIR=" + keys}
+	schedEnv := append(slices.Clone(env), "REDIS_URL="+redisURL)
 
 	// --metrics "": METRICS_ADDR= in env does not disable them (an empty
 	// variable reads as unset), and the default ports may be taken.
 	safety := startWard(t, "safety", env, "safety", "--listen", safetyAddr, "--metrics", "",
 		"--creds", k("safety.creds"), "--policy-pubkey", k("policy.pub"))
-	sched := startWard(t, "scheduler", env, "scheduler", "--metrics", "", "--creds", k("scheduler.creds"), "--dispatch-secret", k("dispatch.secret"))
+	sched := startWard(t, "scheduler", schedEnv, "scheduler", "--metrics", "", "--creds", k("scheduler.creds"), "--dispatch-secret", k("dispatch.secret"))
 	host := startWard(t, "host", env, "host", "--id", "host-1", "--modules", echoDir(t), "--heartbeat", "200ms", "--cache-dir", cacheDir, "--metrics", "",
 		"--creds", k("host-host-1.creds"), "--dispatch-key", k("host-host-1.key"), "--trusted-key", k("module.pub"))
 	// A second host with no modules of its own: the registry's only.
@@ -243,6 +264,22 @@ func TestSeparateProcesses(t *testing.T) {
 	}
 	defer c.Close()
 	waitSucceeded(t, c, `{"hello":"world"}`)
+	// The hosts ran that job, and run the module jobs below, with no Redis
+	// setting: none in their environment (as the kernel sees it, on Linux)
+	// and none on their command lines.
+	for _, h := range []*proc{host, host2} {
+		if slices.ContainsFunc(h.cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "REDIS_URL=") }) ||
+			slices.ContainsFunc(h.cmd.Args, func(a string) bool { return strings.HasPrefix(a, "--redis") }) {
+			t.Fatalf("%s was given Redis: %v %v", h.name, h.cmd.Env, h.cmd.Args)
+		}
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", h.cmd.Process.Pid)); err == nil {
+			for kv := range strings.SplitSeq(string(b), "\x00") {
+				if strings.HasPrefix(kv, "REDIS_URL=") {
+					t.Errorf("%s runs with %s in its environment", h.name, kv)
+				}
+			}
+		}
+	}
 
 	// Deploy a module with a new topic to the running processes, then a
 	// second version, roll back, and retire it; no process restarts.

@@ -144,7 +144,7 @@ func (l *lattice) run(p *proc) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cmd := exec.Command(p.bin, p.args...)
-	cmd.Env = append(os.Environ(), p.env...)
+	cmd.Env = append(environWithoutRedis(), p.env...)
 	cmd.Stdout, cmd.Stderr = &lockedWriter{p: p}, &lockedWriter{p: p}
 	if err := cmd.Start(); err != nil {
 		l.t.Fatalf("%s: %v", p.name, err)
@@ -152,6 +152,12 @@ func (l *lattice) run(p *proc) {
 	p.cmd, p.done = cmd, make(chan struct{})
 	done := p.done
 	go func() { _ = cmd.Wait(); close(done) }()
+}
+
+// environWithoutRedis is the test's environment less REDIS_URL: a process
+// reaches Redis only where the lattice gives it the URL (the schedulers).
+func environWithoutRedis() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "REDIS_URL=") })
 }
 
 type lockedWriter struct{ p *proc }
@@ -270,7 +276,7 @@ func repoRoot(t *testing.T) string {
 func (l *lattice) wardCmd(args ...string) string {
 	l.t.Helper()
 	cmd := exec.Command(l.ward, args...)
-	cmd.Env = append(os.Environ(), l.env...)
+	cmd.Env = append(environWithoutRedis(), l.env...)
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		l.t.Fatalf("ward %v: %v\n%s", args, err, b)
@@ -390,7 +396,10 @@ func TestLattice(t *testing.T) {
 	timeouts := "reconciler:\n  scan_interval: 1s\n  lease_ttl: 3s\n  pending_timeout: 5s\n  result_grace: 3s\n  dispatch_timeout: 10s\n  running_timeout: 20s\n" +
 		"topics:\n  job.echo: {max_retries: 3}\n  job.chat.simple: {max_retries: 3}\n  job.chat.advanced: {max_retries: 3, running_timeout: 20s}\n" +
 		"  job.repo.scan: {max_retries: 3}\n  job.repo.sast: {max_retries: 3}\n"
-	l.env = []string{"NATS_URL=" + l.natsURL, "REDIS_URL=" + l.redis, "WARD_JS_REPLICAS=3", "WARD_LOG_LEVEL=warn", "METRICS_ADDR=",
+	// The environment every process shares, with no Redis in it: only the
+	// schedulers reach Redis (REDIS_URL, added to theirs); hosts, kernels,
+	// the gateway and the CLI hold no Redis setting at all.
+	l.env = []string{"NATS_URL=" + l.natsURL, "WARD_JS_REPLICAS=3", "WARD_LOG_LEVEL=warn", "METRICS_ADDR=",
 		"SCHEDULER_CONFIG_PATH=" + write("scheduler.yaml", sched), "TIMEOUT_CONFIG_PATH=" + write("timeouts.yaml", timeouts),
 		"WARD_STATE_DIR=" + filepath.Join(dir, "state"), "WARD_AUTH_DIR=" + l.auth}
 
@@ -405,7 +414,7 @@ func TestLattice(t *testing.T) {
 		waitListen(t, k)
 	}
 	for i := range 2 {
-		l.start(fmt.Sprintf("scheduler-%d", i), l.ward, append(slices.Clone(l.env), "SAFETY_KERNEL_ADDR="+kernels[i]+","+kernels[1-i]), "scheduler",
+		l.start(fmt.Sprintf("scheduler-%d", i), l.ward, append(slices.Clone(l.env), "REDIS_URL="+l.redis, "SAFETY_KERNEL_ADDR="+kernels[i]+","+kernels[1-i]), "scheduler",
 			"--id", fmt.Sprintf("s%d", i), "--creds", filepath.Join(l.auth, "scheduler.creds"),
 			"--dispatch-secret", filepath.Join(l.auth, "dispatch.secret"))
 	}

@@ -46,6 +46,28 @@ func Start(t testing.TB) string {
 	return ""
 }
 
+// StartArgs is Start with args added to redis-server's command line (an
+// --aclfile, say), and returns the server's address (127.0.0.1:port), not a
+// URL: with an ACL, the URL names a user. A server whose default user is
+// off counts as up when it answers NOAUTH.
+func StartArgs(t testing.TB, args ...string) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal("redis-server not on PATH: the tests of the Redis job store need it (apt-get install redis-server)")
+	}
+	var last error
+	for range 3 {
+		addr, err := start(t, bin, args...)
+		if err == nil {
+			return addr
+		}
+		last = err
+	}
+	t.Fatalf("redistest: %v", last)
+	return ""
+}
+
 // start runs one server and waits for it to answer; on failure the server
 // is stopped.
 func start(t testing.TB, bin string, extra ...string) (string, error) {
@@ -107,7 +129,8 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// ping sends PING in the inline protocol and expects +PONG.
+// ping sends PING in the inline protocol and expects +PONG (or NOAUTH,
+// from a server whose default user is off).
 func ping(addr string) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
@@ -122,7 +145,8 @@ func ping(addr string) error {
 	if err != nil {
 		return err
 	}
-	if line != "+PONG\r\n" {
+	// NOAUTH: a server that requires a user answers, and is up.
+	if line != "+PONG\r\n" && !strings.HasPrefix(line, "-NOAUTH") {
 		return fmt.Errorf("PING answered %q", line)
 	}
 	return nil
