@@ -217,6 +217,11 @@ func StateOf(st *safetyv1.KernelStatus, rev string) KernelState {
 type Rollout struct {
 	// Revision is the revision waited for.
 	Revision string
+	// KVRevision is the bucket revision that carried it (PushResult), 0
+	// when not known: a refusal counts only if it is of that bucket
+	// revision or a later one, so that a bundle pushed again is not taken
+	// for refused by the refusal of its earlier push.
+	KVRevision uint64
 	// Kernels are the statuses of the kernels that answered, sorted by
 	// kernel id; none when no kernel answered.
 	Kernels []*safetyv1.KernelStatus
@@ -226,7 +231,7 @@ type Rollout struct {
 // enforces the revision or refused it.
 func (r *Rollout) Settled() bool {
 	for _, st := range r.Kernels {
-		if StateOf(st, r.Revision) == KernelPending {
+		if r.State(st) == KernelPending {
 			return false
 		}
 	}
@@ -237,11 +242,21 @@ func (r *Rollout) Settled() bool {
 // revision.
 func (r *Rollout) Enforced() bool {
 	for _, st := range r.Kernels {
-		if StateOf(st, r.Revision) != KernelEnforces {
+		if r.State(st) != KernelEnforces {
 			return false
 		}
 	}
 	return len(r.Kernels) > 0
+}
+
+// State says where the kernel whose status is st stands on the revision
+// waited for (StateOf), a refusal of an earlier push of it not counted.
+func (r *Rollout) State(st *safetyv1.KernelStatus) KernelState {
+	s := StateOf(st, r.Revision)
+	if s == KernelRefused && r.KVRevision > 0 && st.GetRefusedKvRevision() > 0 && st.GetRefusedKvRevision() < r.KVRevision {
+		return KernelPending
+	}
+	return s
 }
 
 // statusWait is how long WaitKernels collects answers each time it asks.
@@ -250,17 +265,18 @@ const statusWait = 300 * time.Millisecond
 // WaitKernels asks the kernels for their status on sys.safety.status (see
 // Statuses) again and again until every kernel that answers enforces rev
 // or refused it, or wait has passed, and returns where they stood last.
-// `ward policy push` waits so for the revision it pushed. A kernel that
-// does not answer (none running, or not connected to NATS) is not waited
-// for: it loads the bucket's bundle when it connects.
-func WaitKernels(ctx context.Context, nc *nats.Conn, rev string, wait time.Duration) (*Rollout, error) {
+// `ward policy push` waits so for the revision it pushed, from bucket
+// revision kvRev (0: any). A kernel that does not answer (none running, or
+// not connected to NATS) is not waited for: it loads the bucket's bundle
+// when it connects.
+func WaitKernels(ctx context.Context, nc *nats.Conn, rev string, kvRev uint64, wait time.Duration) (*Rollout, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		sts, err := Statuses(ctx, nc, statusWait)
 		if err != nil {
 			return nil, err
 		}
-		r := &Rollout{Revision: rev, Kernels: sts}
+		r := &Rollout{Revision: rev, KVRevision: kvRev, Kernels: sts}
 		if r.Settled() || time.Now().After(deadline) || ctx.Err() != nil {
 			return r, nil
 		}

@@ -188,6 +188,7 @@ type Reloader struct {
 
 	mu           sync.Mutex // guards the 9 following fields
 	refusedRev   string
+	refusedKV    uint64 // the bucket revision of refusedRev, 0 for none
 	lastErr      string
 	kvConnected  bool
 	started      bool               // Start was called
@@ -343,7 +344,7 @@ func (r *Reloader) Status() *safetyv1.KernelStatus {
 	n, ok := k.CacheLen()
 	st.CacheEnabled, st.CacheEntries = ok, int64(n)
 	r.mu.Lock()
-	st.RefusedRevision, st.LastError = r.refusedRev, r.lastErr
+	st.RefusedRevision, st.LastError, st.RefusedKvRevision = r.refusedRev, r.lastErr, r.refusedKV
 	r.mu.Unlock()
 	return st
 }
@@ -419,7 +420,7 @@ func (r *Reloader) reloadDir(ctx context.Context) {
 		r.refuse("dir", "", err)
 		return
 	}
-	_, _ = r.load(ctx, "dir", "dir "+r.cfg.Dir, b) // a refusal is logged, counted and in the status
+	_, _ = r.load(ctx, "dir", "dir "+r.cfg.Dir, 0, b) // a refusal is logged, counted and in the status
 }
 
 // kvUpdate is a change of the bucket's bundle key; live: heard as it
@@ -438,13 +439,13 @@ func (r *Reloader) reloadKV(ctx context.Context, u kvUpdate) {
 	var pb safetyv1.PolicyBundle
 	if err := proto.Unmarshal(e.Value(), &pb); err != nil {
 		err = fmt.Errorf("safety: bundle in %s#%d: %w", r.cfg.Bucket, e.Revision(), err)
-		r.refuse("kv", "", err)
+		r.refuseAt("kv", "", e.Revision(), err)
 		r.audit(ctx, u, &pb, "", err)
 		return
 	}
 	b, err := BundleFromProto(&pb)
 	if err != nil {
-		r.refuse("kv", pb.GetRevision(), err)
+		r.refuseAt("kv", pb.GetRevision(), e.Revision(), err)
 		r.audit(ctx, u, &pb, pb.GetRevision(), err)
 		return
 	}
@@ -456,12 +457,12 @@ func (r *Reloader) reloadKV(ctx context.Context, u kvUpdate) {
 				by = by[:64] + "..."
 			}
 			err = fmt.Errorf("%w (bucket %s#%d, pushed by %q)", err, r.cfg.Bucket, e.Revision(), by)
-			r.refuse("kv", b.Revision(), err)
+			r.refuseAt("kv", b.Revision(), e.Revision(), err)
 			r.audit(ctx, u, &pb, b.Revision(), err)
 			return
 		}
 	}
-	loaded, err := r.load(ctx, "kv", fmt.Sprintf("kv %s#%d", r.cfg.Bucket, e.Revision()), b)
+	loaded, err := r.load(ctx, "kv", fmt.Sprintf("kv %s#%d", r.cfg.Bucket, e.Revision()), e.Revision(), b)
 	if loaded || err != nil {
 		r.audit(ctx, u, &pb, b.Revision(), err)
 	}
@@ -501,8 +502,9 @@ func (r *Reloader) audit(ctx context.Context, u kvUpdate, pb *safetyv1.PolicyBun
 }
 
 // load puts b in force unless it is the revision in force already: it
-// reports whether it did, or the error that refused it.
-func (r *Reloader) load(ctx context.Context, kind, source string, b *Bundle) (bool, error) {
+// reports whether it did, or the error that refused it. kvRev is the
+// bucket revision b came from, 0 for none.
+func (r *Reloader) load(ctx context.Context, kind, source string, kvRev uint64, b *Bundle) (bool, error) {
 	rev := b.Revision()
 	if rev == r.cfg.Kernel.Revision() {
 		// Back to the policy in force (a fixed typo, a re-push): nothing
@@ -514,7 +516,7 @@ func (r *Reloader) load(ctx context.Context, kind, source string, b *Bundle) (bo
 	}
 	start := time.Now()
 	if err := r.cfg.Kernel.LoadBundle(ctx, b, source); err != nil {
-		r.refuse(kind, rev, err)
+		r.refuseAt(kind, rev, kvRev, err)
 		return false, err
 	}
 	reloads.WithLabelValues(kind, "loaded").Inc()
@@ -525,16 +527,19 @@ func (r *Reloader) load(ctx context.Context, kind, source string, b *Bundle) (bo
 
 func (r *Reloader) clearRefusal() {
 	r.mu.Lock()
-	r.refusedRev, r.lastErr = "", ""
+	r.refusedRev, r.lastErr, r.refusedKV = "", "", 0
 	r.mu.Unlock()
 }
 
-func (r *Reloader) refuse(kind, rev string, err error) {
+func (r *Reloader) refuse(kind, rev string, err error) { r.refuseAt(kind, rev, 0, err) }
+
+// refuseAt is refuse for a bundle of the bucket's revision kvRev.
+func (r *Reloader) refuseAt(kind, rev string, kvRev uint64, err error) {
 	reason := refusalReason(err)
 	reloads.WithLabelValues(kind, "refused").Inc()
 	bundlesRefused.WithLabelValues(kind, reason).Inc()
 	r.mu.Lock()
-	r.refusedRev, r.lastErr = rev, err.Error()
+	r.refusedRev, r.lastErr, r.refusedKV = rev, err.Error(), kvRev
 	r.mu.Unlock()
 	r.log.Error("policy bundle refused; the policy in force stays", "source", kind, "revision", rev,
 		"reason", reason, "in_force", r.cfg.Kernel.Revision(), "err", err)

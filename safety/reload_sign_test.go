@@ -88,7 +88,7 @@ func TestReloaderVerifiesSignedBundles(t *testing.T) {
 	if err != nil || res.KeyID != pk.ID() {
 		t.Fatalf("Push = %+v, %v", res, err)
 	}
-	ro, err := WaitKernels(ctx, conn.NATS(), res.Revision, 30*time.Second)
+	ro, err := WaitKernels(ctx, conn.NATS(), res.Revision, res.KVRevision, 30*time.Second)
 	if err != nil || !ro.Enforced() || len(ro.Kernels) != 2 {
 		t.Fatalf("WaitKernels(signed push) = %+v, %v; want both kernels enforcing it", ro, err)
 	}
@@ -186,7 +186,7 @@ func TestReloaderVerifiesSignedBundles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro, err = WaitKernels(ctx, conn.NATS(), res2.Revision, 30*time.Second)
+	ro, err = WaitKernels(ctx, conn.NATS(), res2.Revision, res2.KVRevision, 30*time.Second)
 	if err != nil || !ro.Enforced() || len(ro.Kernels) != 3 {
 		t.Fatalf("WaitKernels(signed allow-all) = %+v, %v; want all three kernels enforcing it", ro, err)
 	}

@@ -194,7 +194,7 @@ func TestPushAndKVWatch(t *testing.T) {
 	if res.Unchanged || res.KVRevision == 0 || res.Revision != b.Revision() {
 		t.Fatalf("Push = %+v", res)
 	}
-	ro, err := WaitKernels(ctx, conn.NATS(), res.Revision, 30*time.Second)
+	ro, err := WaitKernels(ctx, conn.NATS(), res.Revision, res.KVRevision, 30*time.Second)
 	if err != nil || !ro.Enforced() || len(ro.Kernels) != 1 || StateOf(ro.Kernels[0], res.Revision) != KernelEnforces {
 		t.Fatalf("WaitKernels(%s) = %+v, %v; want the kernel enforcing it", res.Revision, ro, err)
 	}
@@ -235,7 +235,7 @@ func TestPushAndKVWatch(t *testing.T) {
 		sts, _ := Statuses(ctx, conn.NATS(), 200*time.Millisecond)
 		return len(sts) == 1 && sts[0].GetRefusedRevision() == broken.Revision() && sts[0].GetLastError() != ""
 	})
-	ro, err = WaitKernels(ctx, conn.NATS(), broken.Revision(), time.Second)
+	ro, err = WaitKernels(ctx, conn.NATS(), broken.Revision(), 0, time.Second)
 	if err != nil || !ro.Settled() || ro.Enforced() || StateOf(ro.Kernels[0], broken.Revision()) != KernelRefused {
 		t.Errorf("WaitKernels(refused revision) = %+v, %v; want settled, refused", ro, err)
 	}

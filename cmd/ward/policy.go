@@ -444,7 +444,7 @@ without --policy-pubkey accept.`,
 			if wait <= 0 {
 				return nil
 			}
-			ro, err := safety.WaitKernels(ctx, conn.NATS(), res.Revision, wait)
+			ro, err := safety.WaitKernels(ctx, conn.NATS(), res.Revision, res.KVRevision, wait)
 			if err != nil {
 				return err
 			}
@@ -542,7 +542,7 @@ func printRollout(out io.Writer, ro *safety.Rollout) error {
 	}
 	for _, st := range ro.Kernels {
 		var state string
-		switch safety.StateOf(st, ro.Revision) {
+		switch ro.State(st) {
 		case safety.KernelEnforces:
 			state = "enforces it"
 		case safety.KernelRefused:

@@ -961,9 +961,13 @@ type KernelStatus struct {
 	// addr is the kernel's gRPC address.
 	Addr string `protobuf:"bytes,9,opt,name=addr,proto3" json:"addr,omitempty"`
 	// version is the kernel's build (internal/version).
-	Version       string `protobuf:"bytes,10,opt,name=version,proto3" json:"version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Version string `protobuf:"bytes,10,opt,name=version,proto3" json:"version,omitempty"`
+	// refused_kv_revision is the bucket revision of the refused bundle when
+	// it came from the policy bucket (0 otherwise): the same bundle pushed
+	// twice is told apart by it (safety.WaitKernels).
+	RefusedKvRevision uint64 `protobuf:"varint,11,opt,name=refused_kv_revision,json=refusedKvRevision,proto3" json:"refused_kv_revision,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *KernelStatus) Reset() {
@@ -1066,6 +1070,13 @@ func (x *KernelStatus) GetVersion() string {
 	return ""
 }
 
+func (x *KernelStatus) GetRefusedKvRevision() uint64 {
+	if x != nil {
+		return x.RefusedKvRevision
+	}
+	return 0
+}
+
 var File_ward_safety_v1_safety_proto protoreflect.FileDescriptor
 
 const file_ward_safety_v1_safety_proto_rawDesc = "" +
@@ -1147,7 +1158,7 @@ const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"FilesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\x0f\n" +
-	"\rStatusRequest\"\xcc\x02\n" +
+	"\rStatusRequest\"\xfc\x02\n" +
 	"\fKernelStatus\x12\x1b\n" +
 	"\tkernel_id\x18\x01 \x01(\tR\bkernelId\x12\x1a\n" +
 	"\brevision\x18\x02 \x01(\tR\brevision\x12\x16\n" +
@@ -1160,7 +1171,8 @@ const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"\rcache_entries\x18\b \x01(\x03R\fcacheEntries\x12\x12\n" +
 	"\x04addr\x18\t \x01(\tR\x04addr\x12\x18\n" +
 	"\aversion\x18\n" +
-	" \x01(\tR\aversion*\x8e\x01\n" +
+	" \x01(\tR\aversion\x12.\n" +
+	"\x13refused_kv_revision\x18\v \x01(\x04R\x11refusedKvRevision*\x8e\x01\n" +
 	"\bDecision\x12\x18\n" +
 	"\x14DECISION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eDECISION_ALLOW\x10\x01\x12\x11\n" +
