@@ -36,20 +36,27 @@ func TestLargeResultPointers(t *testing.T) {
 		t.Fatalf("acme's result bucket after its job was admitted: %v", err)
 	}
 	ptr := bus.ResultObjectPtr("acme", ok, 1)
-	h.publish(&wardv1.JobResult{JobId: ok, WorkerId: "h", Attempt: 1, Status: wardv1.JobState_JOB_STATE_SUCCEEDED, ResultPtr: ptr})
-	if j := e.waitState(ok, jobstore.Succeeded); j.ResultPtr != ptr {
-		t.Fatalf("result pointer %q, want %q", j.ResultPtr, ptr)
+	digest := bus.ContentDigest([]byte("the result"))
+	h.publish(&wardv1.JobResult{JobId: ok, WorkerId: "h", Attempt: 1, Status: wardv1.JobState_JOB_STATE_SUCCEEDED, ResultPtr: ptr, ResultDigest: digest})
+	if j := e.waitState(ok, jobstore.Succeeded); j.ResultPtr != ptr || j.ResultDigest != digest {
+		t.Fatalf("result pointer %q digest %q, want %q %q", j.ResultPtr, j.ResultDigest, ptr, digest)
 	}
 
-	for name, forged := range map[string]func(id string) string{
-		"another tenant's bucket": func(id string) string { return bus.ResultObjectPtr("globex", id, 1) },
-		"another job's object":    func(string) string { return ptr },
-		"another attempt's":       func(id string) string { return bus.ResultObjectPtr("acme", id, 2) },
-		"not a result bucket":     func(id string) string { return bus.ObjectScheme + bus.ContextBucketOf("acme") + "/" + id + "-1" },
+	for name, forged := range map[string]func(id string) (ptr, digest string){
+		"another tenant's bucket": func(id string) (string, string) { return bus.ResultObjectPtr("globex", id, 1), digest },
+		"another job's object":    func(string) (string, string) { return ptr, digest },
+		"another attempt's":       func(id string) (string, string) { return bus.ResultObjectPtr("acme", id, 2), digest },
+		"not a result bucket": func(id string) (string, string) {
+			return bus.ObjectScheme + bus.ContextBucketOf("acme") + "/" + id + "-1", digest
+		},
+		"no digest":                 func(id string) (string, string) { return bus.ResultObjectPtr("acme", id, 1), "" },
+		"another job's stored blob": func(string) (string, string) { return jobstore.ResultPtr(ok), "" },
+		"a stored context":          func(id string) (string, string) { return jobstore.ContextPtr(id), "" },
 	} {
 		id := e.mustSubmit(&wardv1.JobRequest{Topic: "job.a"})
 		e.waitState(id, jobstore.Running)
-		h.publish(&wardv1.JobResult{JobId: id, WorkerId: "h", Attempt: 1, Status: wardv1.JobState_JOB_STATE_SUCCEEDED, ResultPtr: forged(id)})
+		fp, fd := forged(id)
+		h.publish(&wardv1.JobResult{JobId: id, WorkerId: "h", Attempt: 1, Status: wardv1.JobState_JOB_STATE_SUCCEEDED, ResultPtr: fp, ResultDigest: fd})
 		if j := e.waitState(id, jobstore.Failed); j.ErrorCode != string(reason.ResultUnavailable) || j.ResultPtr != "" {
 			t.Errorf("%s: %s %q, result %q", name, j.State, j.ErrorCode, j.ResultPtr)
 		}
