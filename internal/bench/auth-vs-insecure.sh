@@ -30,7 +30,7 @@ round() { # mode: secure | insecure
 	kill -TERM $dev; wait $dev 2>/dev/null || true
 	local rate
 	rate=$(echo "$out" | grep -oE 'throughput: +[0-9.]+ jobs/s' | grep -oE '[0-9.]+ jobs/s')
-	client=$(echo "$out" | awk '/^client /{printf "%d", ($2+$3)*1000000}')
+	client=$(echo "$out" | awk '/^client [0-9]/{printf "%d", ($2+$3)*1000000}')
 	echo "$1: $rate; CPU per job: ward dev $(( (after-before) * 1000000 / TICK / N )) µs, bench client $(( client / N )) µs"
 }
 
