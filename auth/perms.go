@@ -75,7 +75,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.SubjectDLQList, bus.SubjectDLQRetry, bus.SubjectDLQDrop,
 			bus.SubjectMode, bus.SubjectModeChanged, bus.SubjectSchedulerStatus,
 			bus.SubjectHeartbeats,
-			bus.ResultSubject("*"), bus.ProgressSubject("*"),
+			bus.ResultSubject("*"), bus.ProgressSubject("*"), bus.ContextSubject("*"),
 			"_INBOX.>",
 		)
 	case Safety:
@@ -96,15 +96,24 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			// compiled ahead and the ones it refused.
 			"$KV.ward_modules.mod.*.staged."+name,
 			"$KV.ward_modules.mod.*.event."+name,
+			// The stored contexts of the jobs dispatched to it, which a
+			// scheduler serves it (it reads no tenant's bucket).
+			bus.ContextSubject(name),
 		)
-		// Reading the module registry and the inputs of the jobs it runs, of
-		// every tenant: with direct gets, and the registry's changes with a
-		// subscription (internal/jsread). No consumer: a consumer's
+		// Reading the module registry: with direct gets, and its changes
+		// with a subscription (internal/jsread). No consumer: a consumer's
 		// configuration names the subject it delivers to, which NATS does
 		// not check against its creator's permissions, and the host writes
 		// messages into streams (its keys of the registry, results) that a
-		// consumer of its own would then publish anywhere.
-		p.Pub.Allow.Add(jsDirectRead("*")...)
+		// consumer of its own would then publish anywhere. No tenant's
+		// bucket: a job's stored context comes from the schedulers, for
+		// the host it is dispatched to only (bus.SubjectContext).
+		p.Pub.Allow.Add(jsDirectRead("KV_ward_modules", "OBJ_ward_modules")...)
+		// What a put of a large result needs of the result bucket: its
+		// stream's info, and the description an object of that name may
+		// have already (the last message of an object's meta subject:
+		// name, size, digest; never a chunk).
+		p.Pub.Allow.Add("$JS.API.STREAM.INFO.*", "$JS.API.DIRECT.GET.*.$O.*.M.*")
 		// Writing the results too large for a message in the job's
 		// tenant's result bucket (bus.ResultBucketOf), of every tenant: a
 		// subject cannot name the buckets by their prefix, so a host may
@@ -115,7 +124,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 		// purge or delete a stream: the schedulers create the buckets.
 		p.Pub.Allow.Add("$O.>")
 		p.Pub.Deny.Add("$O.ward_modules.>")
-		// Not the API keys: jsDirectRead("*") would read them.
+		// Not the API keys (STREAM.INFO.* names their stream too).
 		p.Pub.Deny.Add(adminOnly()...)
 		p.Sub.Allow.Add(
 			bus.WorkerJobsSubject(name),

@@ -397,6 +397,37 @@ func (o *Objects) stream(ctx context.Context, name string) (jetstream.Stream, er
 	return s, nil
 }
 
+// ContextChunks reads the chunks of the context object ptr names that come
+// after stream sequence after, offset bytes into it, about max bytes of
+// them, for a host that may not read its tenant's bucket itself (the
+// schedulers serve a job's context to the host it is dispatched to). An
+// object over size bytes, the size the policy judged, is refused
+// (ErrTooLarge).
+func (o *Objects) ContextChunks(ctx context.Context, ptr string, size int64, after uint64, offset int64, max int) (data []byte, last uint64, done bool, err error) {
+	bucket, name, err := ParseObjectPtr(ptr)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	s, err := o.stream(ctx, bucket)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	info, err := jsread.ObjectInfo(ctx, s, bucket, name)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("bus: get %s: %w", ptr, err)
+	}
+	if int64(info.Size) > size {
+		return nil, 0, false, fmt.Errorf("%w: %s holds %d bytes, more than %d", ErrTooLarge, ptr, info.Size, size)
+	}
+	data, last, done, err = jsread.Chunks(ctx, s, info, after, offset, max)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("bus: get %s: %w", ptr, err)
+	}
+	return data, last, done, nil
+}
+
 // Get reads the object ptr names, refusing one over max bytes, and checks
 // it against the size and digest its description gives. It reads with
 // direct gets, creating no consumer (internal/jsread).

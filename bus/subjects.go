@@ -44,6 +44,12 @@ const (
 	// on its own, and its result is applied only to the attempt it was
 	// dispatched.
 	SubjectResult = "sys.job.result"
+	// SubjectContext is request/reply on sys.job.context.<worker_id>
+	// (ContextSubject): ContextRequest → ContextReply, the chunks of the
+	// context of a job dispatched to that host that its tenant stored in
+	// its bucket. Hosts read no tenant's bucket: the schedulers serve a
+	// context to the host its job is dispatched to, at that attempt.
+	SubjectContext = "sys.job.context"
 	// SubjectProgress carries JobProgress from hosts, on
 	// sys.job.progress.<worker_id> (ProgressSubject).
 	SubjectProgress = "sys.job.progress"
@@ -103,6 +109,9 @@ func lastToken(subject string) string {
 
 // ResultSubject is where worker id publishes its results.
 func ResultSubject(workerID string) string { return SubjectResult + "." + workerID }
+
+// ContextSubject is where worker id asks for its jobs' stored contexts.
+func ContextSubject(workerID string) string { return SubjectContext + "." + workerID }
 
 // ProgressSubject is where worker id publishes its progress reports.
 func ProgressSubject(workerID string) string { return SubjectProgress + "." + workerID }

@@ -13,10 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/jobstore"
@@ -157,17 +157,8 @@ func (a *Agent) readContext(ctx context.Context, req *wardv1.JobRequest) ([]byte
 	if size > a.cfg.MaxContextBytes {
 		return nil, &inputError{fmt.Errorf("context %s: %d bytes, more than this host takes (%d)", ptr, size, a.cfg.MaxContextBytes)}
 	}
-	objs, err := a.objs.get(a.cfg.Bus)
+	data, err := a.fetchContext(ctx, req, size)
 	if err != nil {
-		return nil, err
-	}
-	data, err := objs.Get(ctx, ptr, size)
-	switch {
-	case errors.Is(err, jetstream.ErrObjectNotFound):
-		return nil, &inputError{fmt.Errorf("context %s is gone (its tenant deleted it, or it expired)", ptr)}
-	case errors.Is(err, bus.ErrTooLarge), errors.Is(err, jetstream.ErrDigestMismatch):
-		return nil, &inputError{fmt.Errorf("context %s is not the %d bytes the policy judged: %w", ptr, size, err)}
-	case err != nil:
 		return nil, err
 	}
 	// The policy judged the digest the pointer names and the size the
@@ -180,6 +171,43 @@ func (a *Agent) readContext(ctx context.Context, req *wardv1.JobRequest) ([]byte
 	}
 	return data, nil
 }
+
+// fetchContext asks the schedulers for the stored context of req's job, in
+// chunks (bus.SubjectContext): a host reads no tenant's bucket, and a
+// scheduler serves a context only to the host its job is dispatched to,
+// at that attempt. It stops at size bytes, the size the policy judged.
+func (a *Agent) fetchContext(ctx context.Context, req *wardv1.JobRequest, size int64) ([]byte, error) {
+	ptr := req.GetContextPtr()
+	buf := make([]byte, 0, size)
+	q := &wardv1.ContextRequest{JobId: req.GetJobId(), Attempt: req.GetAttempt()}
+	for {
+		reply := &wardv1.ContextReply{}
+		tctx, cancel := context.WithTimeout(ctx, contextTry)
+		err := a.cfg.Bus.Request(tctx, bus.ContextSubject(a.cfg.ID), q, reply)
+		cancel()
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("context %s: %w", ptr, err)
+		case reply.GetCode() == string(reason.InputUnavailable):
+			return nil, &inputError{fmt.Errorf("context %s is gone or not the %d bytes the policy judged: %s", ptr, size, reply.GetError())}
+		case reply.GetError() != "":
+			return nil, fmt.Errorf("context %s: %s", ptr, reply.GetError())
+		case int64(len(buf)+len(reply.GetData())) > size:
+			return nil, &inputError{fmt.Errorf("context %s is not the %d bytes the policy judged: more came", ptr, size)}
+		}
+		buf = append(buf, reply.GetData()...)
+		if reply.GetDone() {
+			return buf, nil
+		}
+		if len(reply.GetData()) == 0 {
+			return nil, fmt.Errorf("context %s: a scheduler sent nothing at %d bytes", ptr, len(buf))
+		}
+		q.After, q.Offset = reply.GetLast(), int64(len(buf))
+	}
+}
+
+// contextTry bounds one request of fetchContext.
+const contextTry = 30 * time.Second
 
 // input turns a job into the sandbox's Input: its payload, and exactly what
 // the safety decision granted, no more. A granted directory this host may

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
@@ -44,6 +45,45 @@ type sandboxHost struct {
 	mount  string     // under the host's MountRoots
 	mu     sync.Mutex // guards n
 	n      int
+	// stored are the jobs whose context is an object: job id → the
+	// pointer and the size judged, which serveContexts serves as a
+	// scheduler does.
+	stored sync.Map
+}
+
+type storedContext struct {
+	ptr  string
+	size int64
+}
+
+// serveContexts answers the host's requests for stored contexts as a
+// scheduler does (scheduler.handleContext): the jobs sent to h1 with a
+// pointer, and no other.
+func (h *sandboxHost) serveContexts() {
+	objs, err := bus.NewObjects(h.conn)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	sub, err := h.conn.NATS().Subscribe(bus.ContextSubject("*"), func(m *nats.Msg) {
+		q, reply := &wardv1.ContextRequest{}, &wardv1.ContextReply{}
+		if err := proto.Unmarshal(m.Data, q); err != nil {
+			reply.Error = err.Error()
+		} else if v, ok := h.stored.Load(q.GetJobId()); !ok || bus.WorkerOf(m.Subject) != "h1" {
+			reply.Error = "not dispatched to " + bus.WorkerOf(m.Subject)
+		} else {
+			sc := v.(storedContext)
+			reply.Data, reply.Last, reply.Done, err = objs.ContextChunks(context.Background(), sc.ptr, sc.size, q.GetAfter(), q.GetOffset(), 768<<10)
+			if err != nil {
+				reply.Error, reply.Code = err.Error(), "input_unavailable"
+			}
+		}
+		b, _ := proto.Marshal(reply)
+		_ = m.Respond(b)
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = sub.Unsubscribe() })
 }
 
 func newSandboxHost(t *testing.T) *sandboxHost {
@@ -93,6 +133,7 @@ func newSandboxHost(t *testing.T) *sandboxHost {
 	boots.Store("h1", a.Boot())
 	c := connectAs(t, s, auth.Scheduler, "test")
 	h := &sandboxHost{t: t, agent: a, nats: s, conn: c, events: watch(t, c), mount: mount}
+	h.serveContexts()
 	if err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +174,7 @@ func (h *sandboxHost) send(j job) string {
 		Constraints: &wardv1.Constraints{Grants: j.grants}}
 	if j.ptr != "" {
 		req.ContextPtr, req.ContextSize = j.ptr, proto.Int64(j.size)
+		h.stored.Store(id, storedContext{ptr: j.ptr, size: j.size})
 	}
 	dispatch(h.t, h.conn, "h1", req)
 	return id
@@ -260,6 +302,7 @@ func TestLargeContext(t *testing.T) {
 	}{
 		{1024, "not the 1024 bytes the policy judged"},
 		{size + 1, "holds 8388608 bytes, not the 8388609 the policy judged"},
+		{size - 1, "not the 8388607 bytes the policy judged"},
 		{0, "the ticket names no size"},
 	} {
 		r := h.wait(h.send(job{ptr: ptr, size: tc.size}))

@@ -183,3 +183,48 @@ func TestAttackHostRewritesAResult(t *testing.T) {
 		t.Fatalf("acme read the rewritten result: %d bytes, %v", len(got.GetResult()), err)
 	}
 }
+
+// TestAttackHostReadsContexts: a host reads no tenant's bucket. A stored
+// context is served by the schedulers to the host its job is dispatched
+// to, at that attempt, and to no other: a stolen host credential's direct
+// get of a tenant's context chunk is refused by the server, its request
+// for a job dispatched elsewhere is refused by the scheduler, and it
+// cannot ask as the job's host. The job itself, beside it, ran on its
+// host with its context whole.
+func TestAttackHostReadsContexts(t *testing.T) {
+	e := start(t, node.Options{Modules: echoModules(t)})
+	acme := e.clientAs(t, auth.Tenant, "acme")
+	secret := bytes.Repeat([]byte("acme's secret "), (bus.InlineContextMax/14)+1)
+	rec := submitAndWait(t, acme, &wardv1.JobRequest{Topic: "job.echo", Payload: secret})
+	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || !bytes.Equal(rec.GetResult(), secret) || !bus.IsObjectPtr(rec.GetContextPtr()) {
+		t.Fatalf("acme's job: %s %q, context %s", rec.GetState(), rec.GetErrorMessage(), rec.GetContextPtr())
+	}
+	thief, refused := e.raw(t, auth.Host, "h9")
+	stream := "OBJ_" + bus.ContextBucketOf("acme")
+	if _, err := thief.Request("$JS.API.DIRECT.GET."+stream, []byte(`{"seq":1}`), time.Second); err == nil {
+		t.Error("a host's direct get of acme's context was answered")
+	}
+	if _, err := thief.Request("$JS.API.CONSUMER.CREATE."+stream, []byte(`{"stream_name":"`+stream+`","config":{"ack_policy":"none"}}`), time.Second); err == nil {
+		t.Error("a host's consumer on acme's context bucket was answered")
+	}
+	ask := func(subject string) (*wardv1.ContextReply, error) {
+		b, _ := proto.Marshal(&wardv1.ContextRequest{JobId: rec.GetJobId(), Attempt: rec.GetAttempt()})
+		m, err := thief.Request(subject, b, 5*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		reply := &wardv1.ContextReply{}
+		return reply, proto.Unmarshal(m.Data, reply)
+	}
+	if _, err := ask(bus.ContextSubject(rec.GetWorkerId())); err == nil {
+		t.Errorf("h9 asked as %s and was answered", rec.GetWorkerId())
+	}
+	reply, err := ask(bus.ContextSubject("h9"))
+	if err != nil || reply.GetError() == "" || len(reply.GetData()) != 0 {
+		t.Fatalf("h9's request for a job not dispatched to it: %v, %v", reply, err)
+	}
+	checkFor(t, 5*time.Second, func() bool {
+		return refused.saw(`Publish to "$JS.API.DIRECT.GET.`+stream+`"`) && refused.saw(`Publish to "$JS.API.CONSUMER.CREATE.`+stream+`"`) &&
+			refused.saw(`Publish to "`+bus.ContextSubject(rec.GetWorkerId())+`"`)
+	})
+}

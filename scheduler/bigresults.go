@@ -2,15 +2,18 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/jobstore"
@@ -148,6 +151,50 @@ func (s *Scheduler) handleBuckets(ctx context.Context, msg *nats.Msg, _ *emptypb
 	}
 	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
 		s.log.Warn("buckets reply failed", "tenant", tenant, "err", err)
+	}
+}
+
+// contextReplyMax bounds the bytes of one ContextReply: a message stays
+// under NATS's max_payload (1 MiB by default) with its chunks of 128 KiB.
+const contextReplyMax = 768 << 10
+
+// handleContext serves the context of a job dispatched to the asking host
+// (the subject's), at the attempt it names, while the job is DISPATCHED or
+// RUNNING there: its tenant stored it in its bucket, which no host may
+// read itself, so a context is readable only by the host its job was
+// dispatched to. Anything else is refused with its reason, and counted.
+func (s *Scheduler) handleContext(ctx context.Context, msg *nats.Msg, q *wardv1.ContextRequest) {
+	worker := bus.WorkerOf(msg.Subject)
+	reply := &wardv1.ContextReply{}
+	job, err := s.cfg.Store.Get(ctx, q.GetJobId())
+	switch {
+	case errors.Is(err, jobstore.ErrNotFound):
+		reply.Error = "job " + q.GetJobId() + " not found"
+	case err != nil:
+		reply.Error = "job store unavailable"
+		s.storeFailed("context", q.GetJobId(), err)
+	case job.WorkerID != worker || job.Attempt != int(q.GetAttempt()) || (job.State != jobstore.Dispatched && job.State != jobstore.Running):
+		reply.Error = fmt.Sprintf("job %s attempt %d is not dispatched to %s", job.ID, q.GetAttempt(), worker)
+		reportsRefused.WithLabelValues("context", string(reason.StaleResult)).Inc()
+		s.log.Warn("host context request refused", "job_id", job.ID, "worker_id", worker, "attempt", q.GetAttempt(), "why", reply.Error)
+	case !bus.IsObjectPtr(job.ContextPtr):
+		reply.Error = "job " + job.ID + "'s context is not in its tenant's bucket: it travels in the ticket"
+	default:
+		s.objsOnce.Do(func() { s.objs, s.objsErr = bus.NewObjects(s.cfg.Bus) })
+		if s.objsErr != nil {
+			reply.Error = s.objsErr.Error()
+			break
+		}
+		reply.Data, reply.Last, reply.Done, err = s.objs.ContextChunks(ctx, job.ContextPtr, job.PayloadSize, q.GetAfter(), q.GetOffset(), contextReplyMax)
+		if err != nil {
+			reply.Error = err.Error()
+			if errors.Is(err, jetstream.ErrObjectNotFound) || errors.Is(err, bus.ErrTooLarge) || errors.Is(err, jetstream.ErrDigestMismatch) {
+				reply.Code = string(reason.InputUnavailable)
+			}
+		}
+	}
+	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
+		s.log.Warn("context reply failed", "job_id", q.GetJobId(), "worker_id", worker, "err", err)
 	}
 }
 

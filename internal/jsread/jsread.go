@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -60,6 +61,8 @@ func ObjectInfo(ctx context.Context, s jetstream.Stream, bucket, name string) (*
 	if info.Deleted {
 		return nil, fmt.Errorf("%w: %s/%s (deleted)", jetstream.ErrObjectNotFound, bucket, name)
 	}
+	// Where it was read, not what its writer says (Chunks reads there).
+	info.Bucket, info.Name = bucket, name
 	return info, nil
 }
 
@@ -75,31 +78,52 @@ func Object(ctx context.Context, s jetstream.Stream, bucket, name string, max in
 	if int64(info.Size) > max {
 		return nil, info, fmt.Errorf("%w: %s/%s holds %d bytes, more than %d", ErrTooLarge, bucket, name, info.Size, max)
 	}
-	chunks := "$O." + bucket + ".C." + info.NUID
 	buf := bytes.NewBuffer(make([]byte, 0, info.Size))
-	seq := uint64(1)
-	for range info.Chunks {
-		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(chunks))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil, info, fmt.Errorf("%w: %s/%s: %d of its %d chunks are there", jetstream.ErrDigestMismatch, bucket, name, buf.Len(), info.Chunks)
-		}
+	var after uint64
+	for {
+		data, last, done, err := Chunks(ctx, s, info, after, int64(buf.Len()), math.MaxInt)
 		if err != nil {
-			return nil, info, fmt.Errorf("jsread: %s/%s: %w", bucket, name, err)
+			return nil, info, err
 		}
-		if uint64(buf.Len()+len(m.Data)) > info.Size {
-			return nil, info, fmt.Errorf("%w: %s/%s: more bytes than its %d", jetstream.ErrDigestMismatch, bucket, name, info.Size)
+		buf.Write(data)
+		if done {
+			break
 		}
-		buf.Write(m.Data)
-		seq = m.Sequence + 1
-	}
-	if uint64(buf.Len()) != info.Size {
-		return nil, info, fmt.Errorf("%w: %s/%s: %d bytes, its description says %d", jetstream.ErrDigestMismatch, bucket, name, buf.Len(), info.Size)
+		after = last
 	}
 	sum := sha256.Sum256(buf.Bytes())
 	if want, got := info.Digest, "SHA-256="+base64.URLEncoding.EncodeToString(sum[:]); want != got {
 		return nil, info, fmt.Errorf("%w: %s/%s: digest %s, its description says %s", jetstream.ErrDigestMismatch, bucket, name, got, want)
 	}
 	return buf.Bytes(), info, nil
+}
+
+// Chunks reads the chunks of the object info describes that come after
+// stream sequence after, offset bytes into it, until their bytes reach
+// max (one chunk at least) or the object ends. It returns their bytes,
+// the sequence of the last one, and whether the object ended there. The
+// bytes are checked against the size the description gives (a mismatch
+// wraps jetstream.ErrDigestMismatch); the digest is the reader's to check
+// once it holds them all.
+func Chunks(ctx context.Context, s jetstream.Stream, info *jetstream.ObjectInfo, after uint64, offset int64, max int) (data []byte, last uint64, done bool, err error) {
+	bucket, name := info.Bucket, info.Name
+	chunks := "$O." + bucket + ".C." + info.NUID
+	last = after
+	for offset+int64(len(data)) < int64(info.Size) && (len(data) == 0 || len(data) < max) {
+		m, err := s.GetMsg(ctx, last+1, jetstream.WithGetMsgSubject(chunks))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, 0, false, fmt.Errorf("%w: %s/%s: %d of its %d bytes are there", jetstream.ErrDigestMismatch, bucket, name, offset+int64(len(data)), info.Size)
+		}
+		if err != nil {
+			return nil, 0, false, fmt.Errorf("jsread: %s/%s: %w", bucket, name, err)
+		}
+		if offset+int64(len(data)+len(m.Data)) > int64(info.Size) {
+			return nil, 0, false, fmt.Errorf("%w: %s/%s: more bytes than its %d", jetstream.ErrDigestMismatch, bucket, name, info.Size)
+		}
+		data = append(data, m.Data...)
+		last = m.Sequence
+	}
+	return data, last, offset+int64(len(data)) == int64(info.Size), nil
 }
 
 // Entry is the latest value of a Key-Value key.

@@ -221,6 +221,169 @@ func (x *Dispatch) GetKeyId() string {
 	return ""
 }
 
+// ContextRequest is what a host asks on sys.job.context.<worker_id> (a
+// request, to the schedulers' queue group) for the context of a job
+// dispatched to it that its tenant stored in its bucket: hosts read no
+// tenant's bucket themselves, so a context is readable only by the host
+// its job was dispatched to. A scheduler answers with a ContextReply of
+// the next chunks after `after`, while the job is DISPATCHED or RUNNING
+// on that host at that attempt.
+type ContextRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// after is the stream sequence of the last chunk received (the reply's
+	// last), 0 for the first request.
+	After uint64 `protobuf:"varint,3,opt,name=after,proto3" json:"after,omitempty"`
+	// offset is how many bytes were received so far.
+	Offset        int64 `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContextRequest) Reset() {
+	*x = ContextRequest{}
+	mi := &file_ward_v1_dispatch_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContextRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContextRequest) ProtoMessage() {}
+
+func (x *ContextRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_dispatch_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContextRequest.ProtoReflect.Descriptor instead.
+func (*ContextRequest) Descriptor() ([]byte, []int) {
+	return file_ward_v1_dispatch_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ContextRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *ContextRequest) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *ContextRequest) GetAfter() uint64 {
+	if x != nil {
+		return x.After
+	}
+	return 0
+}
+
+func (x *ContextRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+// ContextReply is a scheduler's answer to a ContextRequest.
+type ContextReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// error says why nothing is sent: the job is not dispatched to the
+	// asking host at that attempt, its context is not in its tenant's
+	// bucket, the object is gone, or the store failed.
+	Error string `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	// data is the next chunks' bytes, in order (at most about 768 KiB).
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// last is the stream sequence of the last chunk in data: ask after it.
+	Last uint64 `protobuf:"varint,3,opt,name=last,proto3" json:"last,omitempty"`
+	// done is set when data ends the object.
+	Done bool `protobuf:"varint,4,opt,name=done,proto3" json:"done,omitempty"`
+	// code is input_unavailable when the error is the object's (gone, or not
+	// of the size the policy judged): the job cannot run, anywhere.
+	Code          string `protobuf:"bytes,5,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContextReply) Reset() {
+	*x = ContextReply{}
+	mi := &file_ward_v1_dispatch_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContextReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContextReply) ProtoMessage() {}
+
+func (x *ContextReply) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_dispatch_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContextReply.ProtoReflect.Descriptor instead.
+func (*ContextReply) Descriptor() ([]byte, []int) {
+	return file_ward_v1_dispatch_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ContextReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ContextReply) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ContextReply) GetLast() uint64 {
+	if x != nil {
+		return x.Last
+	}
+	return 0
+}
+
+func (x *ContextReply) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *ContextReply) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
 var File_ward_v1_dispatch_proto protoreflect.FileDescriptor
 
 const file_ward_v1_dispatch_proto_rawDesc = "" +
@@ -243,7 +406,18 @@ const file_ward_v1_dispatch_proto_rawDesc = "" +
 	"\bDispatch\x12\x16\n" +
 	"\x06ticket\x18\x01 \x01(\fR\x06ticket\x12\x1c\n" +
 	"\tsignature\x18\x02 \x01(\fR\tsignature\x12\x15\n" +
-	"\x06key_id\x18\x03 \x01(\tR\x05keyIdB-Z+github.com/ward-run/ward/api/ward/v1;wardv1b\x06proto3"
+	"\x06key_id\x18\x03 \x01(\tR\x05keyId\"o\n" +
+	"\x0eContextRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
+	"\x05after\x18\x03 \x01(\x04R\x05after\x12\x16\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\"t\n" +
+	"\fContextReply\x12\x14\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
+	"\x04last\x18\x03 \x01(\x04R\x04last\x12\x12\n" +
+	"\x04done\x18\x04 \x01(\bR\x04done\x12\x12\n" +
+	"\x04code\x18\x05 \x01(\tR\x04codeB-Z+github.com/ward-run/ward/api/ward/v1;wardv1b\x06proto3"
 
 var (
 	file_ward_v1_dispatch_proto_rawDescOnce sync.Once
@@ -257,14 +431,16 @@ func file_ward_v1_dispatch_proto_rawDescGZIP() []byte {
 	return file_ward_v1_dispatch_proto_rawDescData
 }
 
-var file_ward_v1_dispatch_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_ward_v1_dispatch_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_ward_v1_dispatch_proto_goTypes = []any{
 	(*DispatchTicket)(nil), // 0: ward.v1.DispatchTicket
 	(*Dispatch)(nil),       // 1: ward.v1.Dispatch
-	(*JobRequest)(nil),     // 2: ward.v1.JobRequest
+	(*ContextRequest)(nil), // 2: ward.v1.ContextRequest
+	(*ContextReply)(nil),   // 3: ward.v1.ContextReply
+	(*JobRequest)(nil),     // 4: ward.v1.JobRequest
 }
 var file_ward_v1_dispatch_proto_depIdxs = []int32{
-	2, // 0: ward.v1.DispatchTicket.job:type_name -> ward.v1.JobRequest
+	4, // 0: ward.v1.DispatchTicket.job:type_name -> ward.v1.JobRequest
 	1, // [1:1] is the sub-list for method output_type
 	1, // [1:1] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
@@ -284,7 +460,7 @@ func file_ward_v1_dispatch_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ward_v1_dispatch_proto_rawDesc), len(file_ward_v1_dispatch_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
