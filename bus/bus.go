@@ -118,6 +118,12 @@ func (c *Conn) Request(ctx context.Context, subject string, req, reply proto.Mes
 	}
 	msg, err := c.nc.RequestWithContext(ctx, subject, data)
 	putEncodeBuf(bp, data)
+	return decodeReply(subject, msg, err, reply)
+}
+
+// decodeReply decodes the answer msg to a request on subject into reply,
+// or says why there is none (err).
+func decodeReply(subject string, msg *nats.Msg, err error, reply proto.Message) error {
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return fmt.Errorf("%w on %s", ErrNoResponders, subject)
@@ -142,16 +148,7 @@ func (c *Conn) RequestSigned(ctx context.Context, subject string, req, reply pro
 		return err
 	}
 	msg, err := c.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subject, Header: h, Data: data})
-	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) {
-			return fmt.Errorf("%w on %s", ErrNoResponders, subject)
-		}
-		return fmt.Errorf("bus: request %s: %w", subject, err)
-	}
-	if err := proto.Unmarshal(msg.Data, reply); err != nil {
-		return fmt.Errorf("bus: decode reply from %s: %w", subject, err)
-	}
-	return nil
+	return decodeReply(subject, msg, err, reply)
 }
 
 // Flush waits until the server has processed everything published so far.

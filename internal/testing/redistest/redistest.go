@@ -28,22 +28,7 @@ const startTimeout = 10 * time.Second
 // not come up.
 func Start(t testing.TB) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatal("redis-server not on PATH: the tests of the Redis job store need it (apt-get install redis-server)")
-	}
-	// Another process can take the free port between our probe and the
-	// server's bind, so try a few ports before giving up.
-	var last error
-	for range 3 {
-		addr, err := start(t, bin)
-		if err == nil {
-			return "redis://" + addr
-		}
-		last = err
-	}
-	t.Fatalf("redistest: %v", last)
-	return ""
+	return "redis://" + StartArgs(t)
 }
 
 // StartArgs is Start with args added to redis-server's command line (an
@@ -56,6 +41,8 @@ func StartArgs(t testing.TB, args ...string) string {
 	if err != nil {
 		t.Fatal("redis-server not on PATH: the tests of the Redis job store need it (apt-get install redis-server)")
 	}
+	// Another process can take the free port between our probe and the
+	// server's bind, so try a few ports before giving up.
 	var last error
 	for range 3 {
 		addr, err := start(t, bin, args...)
