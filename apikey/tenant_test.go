@@ -54,9 +54,15 @@ func TestRevokeTenant(t *testing.T) {
 			t.Fatalf("another tenant's key: %+v, %v", r, err)
 		}
 	}
-	got, err := b.Get(ctx, rec1.ID)
-	if err != nil || !got.Revoked() || got.RevokedBy != "admin:alice" || got.RevokedReason != "tenant acme revoked: unpaid bill" {
-		t.Fatalf("the revoked key's record: %+v, %v", got, err)
+	// The mark comes first, then each key's own revocation: B's copy of
+	// the key's record follows as its watch delivers it.
+	var got Record
+	poll.Until(t, 10*time.Second, "replica B's record of the revoked key", func() bool {
+		got, err = b.Get(ctx, rec1.ID)
+		return err == nil && got.Revoked()
+	})
+	if got.RevokedBy != "admin:alice" || got.RevokedReason != "tenant acme revoked: unpaid bill" {
+		t.Fatalf("the revoked key's record: %+v", got)
 	}
 	// A key for the revoked tenant is refused, on either replica.
 	for _, s := range []*Store{a, b} {
