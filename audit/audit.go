@@ -210,6 +210,10 @@ func EnsureConfig(ctx context.Context, js jetstream.JetStream, c Config) error {
 	return nil
 }
 
+// errDuplicateInProcess is JetStream's answer to a publish whose message id
+// another publish of the same id is storing at that moment (409, 10158).
+const errDuplicateInProcess jetstream.ErrorCode = 10158
+
 // Record stores e and returns once JetStream acknowledged it. Its message
 // id is the digest of its encoding, so a retried Record of the same entry
 // (At included) is stored once.
@@ -235,6 +239,12 @@ func Record(ctx context.Context, js jetstream.JetStream, e Entry) error {
 	msg := &nats.Msg{Subject: Subject(e.Action), Data: data}
 	if _, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(hex.EncodeToString(sum[:16])),
 		jetstream.WithExpectStream(StreamName)); err != nil {
+		var api *jetstream.APIError
+		if errors.As(err, &api) && api.ErrorCode == errDuplicateInProcess {
+			// The same record, being stored for another writer (two
+			// scheduler replicas record each module change): stored once.
+			return nil
+		}
 		return fmt.Errorf("audit: record %s: %w", e.Action, err)
 	}
 	return nil

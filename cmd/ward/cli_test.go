@@ -86,7 +86,7 @@ func TestCLITour(t *testing.T) {
 
 	out, code = cli(t, natsURL, "version", "-o", "json")
 	var v struct {
-		Client struct{ Version, Go string }
+		Client struct{ Version, Build, Go string }
 		System struct {
 			Reachable  bool
 			NATSServer string `json:"nats_server"`
@@ -96,7 +96,7 @@ func TestCLITour(t *testing.T) {
 		}
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || v.Client.Go == "" || !v.System.Reachable ||
-		v.System.NATSServer == "" || len(v.System.Schedulers) != 1 || v.System.Schedulers[0].Version != v.Client.Version ||
+		v.System.NATSServer == "" || len(v.System.Schedulers) != 1 || v.System.Schedulers[0].Version != v.Client.Build ||
 		len(v.System.Hosts) != 1 || v.System.Hosts[0].Version == "" || len(v.System.Kernels) != 1 || v.System.Kernels[0].Version == "" {
 		t.Errorf("version -o json: exit %d, %v\n%s", code, err, out)
 	}
@@ -110,7 +110,7 @@ func TestCLITour(t *testing.T) {
 		LiveWorkers int    `json:"live_workers"`
 	}
 	if err := json.Unmarshal([]byte(out), &scheds); err != nil || code != 0 || len(scheds) != 1 || scheds[0].SchedulerID == "" ||
-		scheds[0].Version != v.Client.Version || scheds[0].Mode != "NORMAL" || scheds[0].LiveWorkers != 1 {
+		scheds[0].Version != v.Client.Build || scheds[0].Mode != "NORMAL" || scheds[0].LiveWorkers != 1 {
 		t.Errorf("scheduler ls -o json: exit %d, %v\n%s", code, err, out)
 	}
 	if out, code := cli(t, natsURL, "scheduler", "ls"); code != 0 || !strings.Contains(out, "SCHEDULER") || len(scheds) != 1 || !strings.Contains(out, scheds[0].SchedulerID) {

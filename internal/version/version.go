@@ -8,6 +8,7 @@ package version
 import (
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 )
 
@@ -23,6 +24,9 @@ type Build struct {
 	Revision string `json:"revision,omitempty"`
 	Time     string `json:"time,omitempty"`
 	Modified bool   `json:"modified,omitempty"`
+	// Build is String's form, what the other parts report of theirs
+	// (Version), so that a client can compare its own with theirs.
+	Build string `json:"build,omitempty"`
 	// Go is the toolchain's version.
 	Go string `json:"go"`
 }
@@ -34,7 +38,10 @@ var (
 
 // Info returns the running binary's build.
 func Info() Build {
-	once.Do(func() { build = read(debug.ReadBuildInfo()) })
+	once.Do(func() {
+		build = read(debug.ReadBuildInfo())
+		build.Build = build.String()
+	})
 	return build
 }
 
@@ -76,6 +83,11 @@ func (b Build) String() string {
 		r := b.Revision
 		if len(r) > 12 {
 			r = r[:12]
+		}
+		if strings.Contains(s, r) {
+			// A pseudo-version Go derived from the revision (and the
+			// tree's state: "+dirty") says it all already.
+			return s
 		}
 		s += " " + r
 		if b.Modified {

@@ -17,6 +17,12 @@ func TestRead(t *testing.T) {
 	if got, want := b.String(), "v1.2.3 0123456789ab+dirty"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
+	// A pseudo-version Go made from the revision names it already.
+	pseudo := read(&debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261128083351-0123456789ab+dirty"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}, true)
+	if got, want := pseudo.String(), "v0.0.0-20261128083351-0123456789ab+dirty"; got != want {
+		t.Errorf("String() of a pseudo-version = %q, want %q", got, want)
+	}
 	if b := read(nil, false); b.Version != "(unknown)" || !strings.HasPrefix(b.Go, "go") {
 		t.Errorf("without build info: %+v", b)
 	}
