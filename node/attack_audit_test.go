@@ -7,6 +7,7 @@ package node_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,9 +138,10 @@ func TestAttackAdminActionsAreAuditedWhereCarriedOut(t *testing.T) {
 	if r := find(audit.DLQRetry, dead.GetJobId(), "admin:mallory"); r.Detail["new_job"] != rep.GetJobId() {
 		t.Errorf("retry record: %+v", r)
 	}
+	// The job ends, then its entry is added to the DLQ: wait for the entry.
 	checkFor(t, 10*time.Second, func() bool {
-		rec, err := c.Get(ctx, rep.GetJobId(), false)
-		return err == nil && rec.GetReason() == "no_pool_mapping"
+		entries, err := c.DLQ(ctx, 100)
+		return err == nil && slices.ContainsFunc(entries, func(e *wardv1.DLQEntry) bool { return e.GetJobId() == rep.GetJobId() })
 	})
 	if ok, err := c.DropDLQ(ctx, rep.GetJobId()); err != nil || !ok {
 		t.Fatalf("drop: %v %v", ok, err)
