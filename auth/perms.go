@@ -11,7 +11,10 @@ import (
 
 // Streams whose writes only admins may make: the policy bundles, the
 // module registry (its KV and its Object Store) and the audit log.
-var guardedStreams = []string{"KV_ward_policy", "KV_ward_modules", "OBJ_ward_modules", "WARD_AUDIT"}
+var guardedStreams = []string{"KV_ward_policy", "KV_ward_modules", "OBJ_ward_modules", auditStream}
+
+// auditStream is the audit log's stream (package audit's StreamName).
+const auditStream = "WARD_AUDIT"
 
 // APIKeyBucket is the JetStream KV bucket of the HTTP gateway's API keys
 // (package apikey). Unlike the guarded streams, only admins may touch it
@@ -79,11 +82,22 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			"_INBOX.>",
 		)
 	case Safety:
-		p.Pub.Allow.Add("sys.safety.>", "_INBOX.>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>")
+		// A kernel follows the policy bucket with a subscription and
+		// direct gets (internal/jsread), makes it and the audit stream
+		// when they are missing (a kernel that starts first), and writes
+		// its own audit records: no other JetStream API. No consumer
+		// (whose delivery subject NATS does not check) and no other
+		// stream (whose republish rule or sources it does not check
+		// either): a stolen kernel credential reaches no subject past its
+		// own through JetStream.
+		p.Pub.Allow.Add("sys.safety.>", "_INBOX.>")
+		p.Pub.Allow.Add(jsDirectRead("KV_ward_policy")...)
+		p.Pub.Allow.Add("$JS.API.STREAM.CREATE.KV_ward_policy",
+			"$JS.API.STREAM.INFO."+auditStream, "$JS.API.STREAM.CREATE."+auditStream)
 		p.Pub.Allow.Add(auditSubjects(SafetyAudits)...)
 		p.Pub.Deny.Add(guardedWrites()...)
 		p.Pub.Deny.Add(adminOnly()...)
-		p.Sub.Allow.Add("sys.safety.>", "_INBOX.>")
+		p.Sub.Allow.Add("sys.safety.>", "_INBOX.>", "$KV.ward_policy.>")
 	case Host:
 		if err := ValidName("host", name); err != nil {
 			return p, err

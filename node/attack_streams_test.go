@@ -25,7 +25,8 @@ import (
 // delivers to) reach any subject of the account, whatever the permissions
 // of whoever wrote them: NATS checks neither against them. So neither a
 // tenant nor a host may write one. Each attack the security review made
-// with a tenant's credential, and the same with a host's, is refused by
+// with a tenant's credential, and the same with a host's and a safety
+// kernel's, is refused by
 // the server, and nothing was created or changed. The legitimate paths are
 // beside them: a large input and a large result go through the tenant's
 // buckets, which a scheduler created when the tenant asked, and are read
@@ -68,6 +69,7 @@ func TestAttackStreamConfiguration(t *testing.T) {
 
 	tenantNC, tenantRefused := e.raw(t, auth.Tenant, "acme")
 	hostNC, hostRefused := e.raw(t, auth.Host, "h9")
+	kernelNC, kernelRefused := e.raw(t, auth.Safety, "k9")
 	// request sends a JetStream API request with body: a refused one gets
 	// no answer.
 	request := func(nc *nats.Conn, subject string, body any) error {
@@ -107,6 +109,13 @@ func TestAttackStreamConfiguration(t *testing.T) {
 		{"host", hostNC, "$JS.API.CONSUMER.CREATE." + ctxStream, pushTo(ctxStream, bus.ResultSubject("h1"))},
 		{"host", hostNC, "$JS.API.STREAM.CREATE.EVIL", jetstream.StreamConfig{Name: "EVIL", Subjects: []string{bus.SubjectEvents}}},
 		{"host", hostNC, "$JS.API.STREAM.UPDATE." + ctxStream, widened},
+		// A kernel follows the policy bucket by subscription and direct
+		// gets, and writes its own audit records: no consumer, and no
+		// stream but the two it makes when they are missing.
+		{"kernel", kernelNC, "$JS.API.CONSUMER.CREATE.KV_ward_policy", pushTo("KV_ward_policy", "$KV."+auth.APIKeyBucket+".minted")},
+		{"kernel", kernelNC, "$JS.API.CONSUMER.CREATE.WARD_AUDIT", pushTo("WARD_AUDIT", bus.ResultSubject("h1"))},
+		{"kernel", kernelNC, "$JS.API.STREAM.CREATE.EVIL", jetstream.StreamConfig{Name: "EVIL", Subjects: []string{bus.WorkerJobsSubject("*")}}},
+		{"kernel", kernelNC, "$JS.API.STREAM.UPDATE." + ctxStream, republished},
 	}
 	for _, a := range attacks {
 		if err := request(a.nc, a.subject, a.body); err == nil {
@@ -118,7 +127,9 @@ func TestAttackStreamConfiguration(t *testing.T) {
 			tenantRefused.saw(`Publish to "$JS.API.CONSUMER.CREATE.`+ctxStream+`"`) &&
 			tenantRefused.saw(`Publish to "$JS.API.STREAM.CREATE.EVIL"`) &&
 			hostRefused.saw(`Publish to "$JS.API.CONSUMER.CREATE.KV_ward_modules"`) &&
-			hostRefused.saw(`Publish to "$JS.API.STREAM.CREATE.EVIL"`)
+			hostRefused.saw(`Publish to "$JS.API.STREAM.CREATE.EVIL"`) &&
+			kernelRefused.saw(`Publish to "$JS.API.CONSUMER.CREATE.KV_ward_policy"`) &&
+			kernelRefused.saw(`Publish to "$JS.API.STREAM.CREATE.EVIL"`)
 	})
 
 	// Nothing changed: the streams are configured as before, no stream

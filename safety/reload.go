@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -23,6 +24,7 @@ import (
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/jsread"
 	"github.com/ward-run/ward/internal/version"
 )
 
@@ -426,26 +428,26 @@ func (r *Reloader) reloadDir(ctx context.Context) {
 // kvUpdate is a change of the bucket's bundle key; live: heard as it
 // was made, not read as the bucket's value when the watch began.
 type kvUpdate struct {
-	e    jetstream.KeyValueEntry
+	e    jsread.Entry
 	live bool
 }
 
 func (r *Reloader) reloadKV(ctx context.Context, u kvUpdate) {
 	e := u.e
-	if e.Operation() != jetstream.KeyValuePut {
+	if e.Deleted {
 		r.log.Warn("policy bundle deleted from the bucket; the policy in force stays", "bucket", r.cfg.Bucket)
 		return
 	}
 	var pb safetyv1.PolicyBundle
-	if err := proto.Unmarshal(e.Value(), &pb); err != nil {
-		err = fmt.Errorf("safety: bundle in %s#%d: %w", r.cfg.Bucket, e.Revision(), err)
-		r.refuseAt("kv", "", e.Revision(), err)
+	if err := proto.Unmarshal(e.Value, &pb); err != nil {
+		err = fmt.Errorf("safety: bundle in %s#%d: %w", r.cfg.Bucket, e.Revision, err)
+		r.refuseAt("kv", "", e.Revision, err)
 		r.audit(ctx, u, &pb, "", err)
 		return
 	}
 	b, err := BundleFromProto(&pb)
 	if err != nil {
-		r.refuseAt("kv", pb.GetRevision(), e.Revision(), err)
+		r.refuseAt("kv", pb.GetRevision(), e.Revision, err)
 		r.audit(ctx, u, &pb, pb.GetRevision(), err)
 		return
 	}
@@ -456,13 +458,13 @@ func (r *Reloader) reloadKV(ctx context.Context, u kvUpdate) {
 			if len(by) > 64 {
 				by = by[:64] + "..."
 			}
-			err = fmt.Errorf("%w (bucket %s#%d, pushed by %q)", err, r.cfg.Bucket, e.Revision(), by)
-			r.refuseAt("kv", b.Revision(), e.Revision(), err)
+			err = fmt.Errorf("%w (bucket %s#%d, pushed by %q)", err, r.cfg.Bucket, e.Revision, by)
+			r.refuseAt("kv", b.Revision(), e.Revision, err)
 			r.audit(ctx, u, &pb, b.Revision(), err)
 			return
 		}
 	}
-	loaded, err := r.load(ctx, "kv", fmt.Sprintf("kv %s#%d", r.cfg.Bucket, e.Revision()), e.Revision(), b)
+	loaded, err := r.load(ctx, "kv", fmt.Sprintf("kv %s#%d", r.cfg.Bucket, e.Revision), e.Revision, b)
 	if loaded || err != nil {
 		r.audit(ctx, u, &pb, b.Revision(), err)
 	}
@@ -480,7 +482,7 @@ func (r *Reloader) audit(ctx context.Context, u kvUpdate, pb *safetyv1.PolicyBun
 	if r.cfg.Audit == nil || !u.live {
 		return
 	}
-	detail := map[string]string{"revision": rev, "kv_revision": strconv.FormatUint(u.e.Revision(), 10), "result": "applied"}
+	detail := map[string]string{"revision": rev, "kv_revision": strconv.FormatUint(u.e.Revision, 10), "result": "applied"}
 	if err != nil {
 		detail["result"], detail["reason"] = "refused", refusalReason(err)
 	}
@@ -492,7 +494,7 @@ func (r *Reloader) audit(ctx context.Context, u kvUpdate, pb *safetyv1.PolicyBun
 	default:
 		detail["signature"] = "verified: key " + r.cfg.VerifyKey.ID()
 	}
-	e := audit.Entry{At: u.e.Created(), Actor: audit.Claimed(pb.GetPushedBy()), Action: audit.PolicyApply,
+	e := audit.Entry{At: u.e.Created, Actor: audit.Claimed(pb.GetPushedBy()), Action: audit.PolicyApply,
 		Target: r.cfg.Bucket, Detail: detail}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -596,37 +598,37 @@ func (r *Reloader) kvWasConnected() bool {
 }
 
 func (r *Reloader) watchKVOnce(ctx context.Context) error {
-	kv, err := policyBucket(ctx, r.cfg.Bus.NATS(), r.cfg.Bucket)
-	if err != nil {
+	if _, err := policyBucket(ctx, r.cfg.Bus.NATS(), r.cfg.Bucket); err != nil {
 		return err
 	}
-	w, err := kv.Watch(ctx, bundleKey)
+	// The bundle key's value when the follow begins comes first, then its
+	// changes as they are made (live). Followed with a subscription and
+	// direct gets (internal/jsread): a kernel's credential may create no
+	// consumer, whose delivery subject NATS would not check.
+	var live atomic.Bool
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done, err := jsread.FollowKV(wctx, r.cfg.Bus.NATS(), r.cfg.Bucket, bundleKey, kvResync, func(batch []jsread.Entry) {
+		for _, e := range batch {
+			select {
+			case r.kvUpdates <- kvUpdate{e: e, live: live.Load()}:
+			case <-wctx.Done():
+				return
+			}
+		}
+	})
 	if err != nil {
-		return fmt.Errorf("safety: watch %s: %w", r.cfg.Bucket, err)
+		return fmt.Errorf("safety: follow %s: %w", r.cfg.Bucket, err)
 	}
-	defer w.Stop()
+	live.Store(true)
 	r.mu.Lock()
 	r.kvConnected = true
 	r.mu.Unlock()
 	r.log.Info("watching the policy bucket", "bucket", r.cfg.Bucket)
-	live := false // the bucket's value when the watch began comes first, then nil
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return fmt.Errorf("safety: watch %s: watcher closed", r.cfg.Bucket)
-			}
-			if e == nil {
-				live = true // the initial values are all in
-				continue
-			}
-			select {
-			case r.kvUpdates <- kvUpdate{e: e, live: live}:
-			case <-ctx.Done():
-				return nil
-			}
-		}
-	}
+	<-done
+	return nil
 }
+
+// kvResync is how often the kernel reads the bundle key again, in case
+// its subscription missed a change (a reconnect).
+const kvResync = 10 * time.Second

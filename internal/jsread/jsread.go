@@ -131,6 +131,8 @@ type Entry struct {
 	Key      string
 	Value    []byte
 	Revision uint64
+	// Created is when the value was stored, by the server's clock.
+	Created time.Time
 	// Deleted is set for a key deleted or purged: Value is empty.
 	Deleted bool
 }
@@ -298,7 +300,7 @@ func (f *kvFollower) read(ctx context.Context, subject string) (Entry, bool, err
 		return Entry{}, false, nil
 	}
 	f.known[subject] = m.Sequence
-	e := Entry{Key: key, Value: m.Data, Revision: m.Sequence}
+	e := Entry{Key: key, Value: m.Data, Revision: m.Sequence, Created: m.Time}
 	switch m.Header.Get("KV-Operation") {
 	case "DEL", "PURGE":
 		e.Value, e.Deleted = nil, true
