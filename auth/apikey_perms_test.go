@@ -50,6 +50,9 @@ func TestAPIKeyBucketPermRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A bucket the schedulers and hosts read, for the legitimate path.
+	if _, err := admin.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ward_policy"}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := admin.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "ward_modules"}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,10 +96,15 @@ func TestAPIKeyBucketPermRefused(t *testing.T) {
 		if o.role == auth.Tenant {
 			continue
 		}
-		// The module registry stays readable to them.
+		// What they read stays readable to them: the module registry, and
+		// a kernel the policy bucket (the only stream it may read).
+		bucket := "ward_modules"
+		if o.role == auth.Safety {
+			bucket = "ward_policy"
+		}
 		short, cancelShort = context.WithTimeout(ctx, 5*time.Second)
-		if _, err := js.KeyValue(short, "ward_modules"); err != nil {
-			t.Fatalf("%s %s no longer reads ward_modules: %v", o.role, o.name, err)
+		if _, err := js.KeyValue(short, bucket); err != nil {
+			t.Fatalf("%s %s no longer reads %s: %v", o.role, o.name, bucket, err)
 		}
 		cancelShort()
 	}

@@ -264,6 +264,18 @@ func TestSeparateProcesses(t *testing.T) {
 	}
 	defer c.Close()
 	waitSucceeded(t, c, `{"hello":"world"}`)
+	// Both hosts up before the deploy counts them: host-2 waits for the
+	// module registry a scheduler creates, as a host may create no stream.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		ws, err := c.Workers(context.Background(), 500*time.Millisecond)
+		if err == nil && len(ws) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("live hosts: %d, %v; want 2", len(ws), err)
+		}
+	}
 	// The hosts ran that job, and run the module jobs below, with no Redis
 	// setting: none in their environment (as the kernel sees it, on Linux)
 	// and none on their command lines.
