@@ -574,9 +574,8 @@ func (a *Agent) staleBoot(te *auth.TicketError) {
 	}
 	res := &wardv1.JobResult{JobId: te.JobID, WorkerId: a.cfg.ID, Attempt: te.Attempt, Status: wardv1.JobState_JOB_STATE_FAILED,
 		ErrorCode: string(reason.TicketStaleBoot), ErrorMessage: te.Detail}
-	if err := a.cfg.Bus.Publish(bus.ResultSubject(a.cfg.ID), res); err != nil {
-		a.log.Error("stale ticket's report failed", "job_id", te.JobID, "err", err)
-	}
+	// Sent as every result is, again until a scheduler answers.
+	a.announcing.Go(func() { a.sendResult(a.announceCtx, res) })
 }
 
 // handleJob runs one job and publishes its result. Every failure is a
