@@ -14,41 +14,36 @@ import (
 // cancels is the host's side of sys.host.cancel. Clients cancel on
 // sys.job.cancel.<tenant>, which only schedulers hear; a scheduler ends the
 // job CANCELLED (once it has checked the job is the asking tenant's), or
-// the reconciler times it out, and then publishes the JobCancel on
-// sys.host.cancel, where only schedulers may publish. Every host hears it
-// (fan-out): the one running the job stops its sandbox at once
-// (jobTable.cancel); a cancel for a job not running here is remembered for
-// a while, so that the job is dropped should its dispatch still arrive (a
-// job waiting on the host behind its running ones, say).
+// the reconciler times an attempt out, and then publishes the JobCancel on
+// sys.host.cancel, where only schedulers may publish, naming the attempt
+// it ends. Every host hears it (fan-out): the one running that attempt (or
+// an earlier one) stops its sandbox at once (jobTable.cancel); a cancel
+// for an attempt not running here is remembered for a while, so that its
+// dispatch is refused should it still arrive (a job waiting on the host
+// behind its running ones, say), and the refusal is reported as the
+// attempt's result (handleJob). A later attempt of the same job, a retry
+// placed here again, runs.
 type cancels struct {
-	mu     sync.Mutex // guards the 3 following fields
-	sub    *nats.Subscription
-	recent map[string]time.Time // job id -> when its cancel came
-	order  []string             // recent's ids, oldest first
+	mu  sync.Mutex // guards sub
+	sub *nats.Subscription
 }
 
-// Bounds of what a host remembers of cancels for jobs it does not run.
-const (
-	cancelMemory  = 10 * time.Minute
-	cancelsKept   = 10000
-	cancelSubject = bus.SubjectHostCancel
-)
+const cancelSubject = bus.SubjectHostCancel
 
 // start subscribes to sys.host.cancel. The handler runs on the
-// subscription's own goroutine: it only looks up a map and cancels a
-// context, so it ends with the subscription.
+// subscription's own goroutine: it only looks up a map and cancels
+// contexts, so it ends with the subscription.
 func (c *cancels) start(a *Agent) error {
 	sub, err := a.cfg.Bus.NATS().Subscribe(cancelSubject, func(m *nats.Msg) {
 		var req wardv1.JobCancel
 		if err := proto.Unmarshal(m.Data, &req); err != nil || req.GetJobId() == "" {
 			bus.Malformed(cancelSubject).Inc()
+			a.log.Warn("malformed cancel refused", "subject", m.Subject, "err", err)
 			return
 		}
-		if a.jobs.cancel(req.GetJobId()) {
-			a.log.Info("job cancelled: its sandbox is stopped", "job_id", req.GetJobId(), "reason", req.GetReason())
-			return
+		if n := a.jobs.cancel(req.GetJobId(), req.GetAttempt(), time.Now()); n > 0 {
+			a.log.Info("job cancelled: its sandbox is stopped", "job_id", req.GetJobId(), "attempt", req.GetAttempt(), "reason", req.GetReason())
 		}
-		c.remember(req.GetJobId(), time.Now())
 	})
 	if err != nil {
 		return err
@@ -66,30 +61,8 @@ func (c *cancels) stop() {
 	c.sub = nil
 	c.mu.Unlock()
 	if sub != nil {
+		// An error means the connection is closed: the subscription
+		// ended with it.
 		_ = sub.Unsubscribe()
 	}
-}
-
-func (c *cancels) remember(id string, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.recent == nil {
-		c.recent = make(map[string]time.Time)
-	}
-	if _, ok := c.recent[id]; !ok {
-		c.order = append(c.order, id)
-	}
-	c.recent[id] = now
-	for len(c.order) > 0 && (len(c.order) > cancelsKept || now.Sub(c.recent[c.order[0]]) > cancelMemory) {
-		delete(c.recent, c.order[0])
-		c.order = c.order[1:]
-	}
-}
-
-// cancelled reports whether job id was cancelled before it came to run.
-func (c *cancels) cancelled(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.recent[id]
-	return ok
 }

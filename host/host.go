@@ -578,13 +578,33 @@ func (a *Agent) staleBoot(te *auth.TicketError) {
 	a.announcing.Go(func() { a.sendResult(a.announceCtx, res) })
 }
 
+// refuseCancelled reports a dispatch refused because its attempt was
+// cancelled before it came to run: logged, counted
+// (ward_host_dispatches_refused_total{code="cancelled"}) and sent as the
+// attempt's result, FAILED cancelled, so that nothing a host receives
+// vanishes without a trace. Schedulers refuse the result when the job has
+// moved past the attempt (it ended, or a later attempt is placed), which
+// is the usual case; should the attempt still be current (the cancel was
+// sent and its store write failed), the job goes on from there at once.
+func (a *Agent) refuseCancelled(req *wardv1.JobRequest) {
+	dispatchesRefused.WithLabelValues(string(reason.Cancelled)).Inc()
+	a.log.Info("dispatch refused: its attempt was cancelled", "job_id", req.GetJobId(), "attempt", req.GetAttempt())
+	res := &wardv1.JobResult{JobId: req.GetJobId(), WorkerId: a.cfg.ID, Attempt: req.GetAttempt(), Status: wardv1.JobState_JOB_STATE_FAILED,
+		ErrorCode: string(reason.Cancelled), ErrorMessage: fmt.Sprintf("attempt %d was cancelled before it came to run", req.GetAttempt())}
+	a.announcing.Go(func() { a.sendResult(a.announceCtx, res) })
+}
+
 // handleJob runs one job and publishes its result. Every failure is a
 // FAILED result with a code; nothing here stops the host.
 func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 	req := t.GetJob()
-	if a.cancels.cancelled(req.GetJobId()) {
-		return // cancelled while it waited here: it ended CANCELLED already
+	if a.jobs.cancelled(req.GetJobId(), req.GetAttempt()) {
+		// Its attempt was cancelled while the dispatch was on its way or
+		// waited here: it does not run, and the attempt's result says so.
+		a.refuseCancelled(req)
+		return
 	}
+	a.log.Debug("job accepted", "job_id", req.GetJobId(), "attempt", req.GetAttempt(), "module", t.GetModule())
 	a.active.Add(1)
 	activeJobs.Inc()
 	defer func() { a.active.Add(-1); activeJobs.Dec() }()
@@ -692,8 +712,13 @@ func (a *Agent) sendResult(ctx context.Context, res *wardv1.JobResult) {
 		if err == nil {
 			if try > 1 {
 				resultResends.Add(float64(try - 1))
-				a.log.Info("result answered", "job_id", res.GetJobId(), "attempt", res.GetAttempt(), "tries", try)
 			}
+			lvl := slog.LevelDebug
+			if try > 1 {
+				lvl = slog.LevelInfo
+			}
+			a.log.Log(ctx, lvl, "result answered", "job_id", res.GetJobId(), "attempt", res.GetAttempt(),
+				"status", strings.TrimPrefix(res.GetStatus().String(), "JOB_STATE_"), "code", res.GetErrorCode(), "tries", try)
 			return
 		}
 		if ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
@@ -784,7 +809,13 @@ func (a *Agent) run(ctx context.Context, t *wardv1.DispatchTicket, res *wardv1.J
 		}
 	}
 	defer func() { res.OutputChunks = streamed.Load() }()
-	ctx, done := a.jobs.add(ctx, req.GetJobId())
+	ctx, done, ok := a.jobs.add(ctx, req.GetJobId(), req.GetAttempt())
+	if !ok {
+		// A cancel of this attempt came while its input was fetched.
+		dispatchesRefused.WithLabelValues(string(reason.Cancelled)).Inc()
+		res.ErrorCode, res.ErrorMessage = string(reason.Cancelled), fmt.Sprintf("attempt %d was cancelled before it started", req.GetAttempt())
+		return p.Module, nil, errors.New(res.ErrorMessage)
+	}
 	defer done()
 	out, err := a.cfg.Runtime.Run(ctx, mod, in)
 	if errors.Is(err, sandbox.ErrModuleClosed) {

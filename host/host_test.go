@@ -97,6 +97,17 @@ func cancelJob(t *testing.T, c *bus.Conn, id string) {
 	}
 }
 
+// cancelAttempt publishes a scheduler's cancel of attempt n of job id.
+func cancelAttempt(t *testing.T, c *bus.Conn, id string, n int32) {
+	t.Helper()
+	if err := c.Publish(bus.SubjectHostCancel, &wardv1.JobCancel{JobId: id, Attempt: n, Reason: "running_timeout"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // event is one message a host published on its result or progress subject.
 type event struct {
 	subject  string

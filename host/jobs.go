@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -38,44 +39,107 @@ func instanceKind(m *sandbox.Module, out *sandbox.Output) string {
 	return "cold"
 }
 
-// jobTable holds a cancel function for every running job.
+// jobTable holds a cancel function for every run on this host, by job and
+// attempt, and the cancels of attempts that were not running when they
+// came (sys.host.cancel, cancel.go). Both live under one lock, so that a
+// cancel and a run's start cannot pass each other: a cancel that comes
+// before its attempt starts refuses the start (add), one that comes after
+// stops the run.
 type jobTable struct {
-	mu   sync.Mutex // guards runs
-	runs map[string]context.CancelCauseFunc
+	mu     sync.Mutex // guards the fields below
+	runs   map[runKey]context.CancelCauseFunc
+	recent map[string]cancelMark // job id -> the highest attempt cancelled
+	order  []string              // recent's ids, oldest first
 }
+
+// runKey names one attempt of a job. Two attempts of one job may run on
+// one host at once: a host paused past its running timeout comes back
+// still running attempt 1 while attempt 2 was placed here again.
+type runKey struct {
+	id      string
+	attempt int32
+}
+
+// cancelMark is what a host remembers of a cancel for a job it did not run
+// when the cancel came.
+type cancelMark struct {
+	attempt int32 // every attempt up to this one is cancelled
+	at      time.Time
+}
+
+// Bounds of what a host remembers of cancels for attempts it does not
+// run: long enough for any dispatch still on its way to arrive.
+const (
+	cancelMemory = 10 * time.Minute
+	cancelsKept  = 10000
+)
 
 // errJobCancelled is the cause of a job's context when a cancel ended it.
 var errJobCancelled = errors.New("job cancelled")
 
-// add registers job id and returns its context, and the function that
-// unregisters it.
-func (t *jobTable) add(ctx context.Context, id string) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(ctx)
+// add registers attempt of job id and returns its context and the function
+// that unregisters it; ok is false, and nothing is registered, when a
+// cancel for that attempt (or a later one) came first.
+func (t *jobTable) add(ctx context.Context, id string, attempt int32) (_ context.Context, done func(), ok bool) {
 	t.mu.Lock()
-	if t.runs == nil {
-		t.runs = map[string]context.CancelCauseFunc{}
+	defer t.mu.Unlock()
+	if m, seen := t.recent[id]; seen && attempt <= m.attempt {
+		return nil, nil, false
 	}
-	t.runs[id] = cancel
-	t.mu.Unlock()
+	ctx, cancel := context.WithCancelCause(ctx)
+	if t.runs == nil {
+		t.runs = map[runKey]context.CancelCauseFunc{}
+	}
+	k := runKey{id, attempt}
+	t.runs[k] = cancel
 	return ctx, func() {
 		t.mu.Lock()
-		delete(t.runs, id)
+		delete(t.runs, k)
 		t.mu.Unlock()
 		cancel(nil)
-	}
+	}, true
 }
 
-// cancel stops job id if it is running: its sandbox is stopped at once and
-// the job ends FAILED with code cancelled. It reports whether the job was
-// running.
-func (t *jobTable) cancel(id string) bool {
-	t.mu.Lock()
-	cancel, ok := t.runs[id]
-	t.mu.Unlock()
-	if ok {
-		cancel(errJobCancelled)
+// cancel stops the runs of job id up to attempt (an attempt of 0 or less
+// names every one): their sandboxes stop at once and each ends FAILED with
+// code cancelled. It remembers the cancel, so that a dispatch of such an
+// attempt that comes later is refused, and reports how many runs it
+// stopped. A later attempt of the job is not touched.
+func (t *jobTable) cancel(id string, attempt int32, now time.Time) int {
+	if attempt <= 0 {
+		attempt = math.MaxInt32
 	}
-	return ok
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for k, cancel := range t.runs {
+		if k.id == id && k.attempt <= attempt {
+			cancel(errJobCancelled)
+			n++
+		}
+	}
+	if t.recent == nil {
+		t.recent = make(map[string]cancelMark)
+	}
+	m, seen := t.recent[id]
+	if !seen {
+		t.order = append(t.order, id)
+	}
+	t.recent[id] = cancelMark{attempt: max(m.attempt, attempt), at: now}
+	for len(t.order) > 0 && (len(t.order) > cancelsKept || now.Sub(t.recent[t.order[0]].at) > cancelMemory) {
+		delete(t.recent, t.order[0])
+		t.order = t.order[1:]
+	}
+	return n
+}
+
+// cancelled reports whether attempt of job id was cancelled before it came
+// to run.
+func (t *jobTable) cancelled(id string, attempt int32) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m, seen := t.recent[id]
+	return seen && attempt <= m.attempt
 }
 
 // objectsOnce opens the connection's object stores on first use: a host

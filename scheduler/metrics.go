@@ -110,6 +110,10 @@ var (
 		Name: "ward_scheduler_config_reloads_total",
 		Help: "Configuration reloads, by result (ok, error).",
 	}, []string{"result"})
+	publishFailures = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_scheduler_publish_failures_total",
+		Help: "Messages this replica failed to publish, by kind: host_cancel (a host may run a cancelled attempt to its end; its result is refused), dlq, mode.",
+	}, []string{"kind"})
 )
 
 // workflowReloads counts loads of the workflow definitions.

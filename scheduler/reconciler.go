@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/ward-run/ward/api/reason"
-	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/jobstore"
 )
 
@@ -105,7 +103,7 @@ func (s *Scheduler) expire(ctx context.Context, now time.Time) int {
 		if job.WorkerID != "" {
 			s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, now)
 			// The host running it stops it at once.
-			_ = s.cfg.Bus.Publish(bus.SubjectHostCancel, &wardv1.JobCancel{JobId: id, Reason: string(reason.DeadlineExceeded)})
+			s.stopOnHosts(job, string(reason.DeadlineExceeded))
 		}
 		s.poke()
 	}
@@ -189,10 +187,17 @@ func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
 			s.countFailure(lctx, job.WorkerID, zone)
 			msg := fmt.Sprintf("no progress for %s in %s on worker %s", limit, k.state, job.WorkerID)
 			s.log.Info("job timed out", "job_id", id, "reason", string(k.code), "worker_id", job.WorkerID)
-			s.retryOrEnd(lctx, job, jobstore.Timeout, string(k.code), "", "", msg, ran{})
-			if k.state == jobstore.Running && job.WorkerID != "" {
-				// Should the host still run it, it stops.
-				_ = s.cfg.Bus.Publish(bus.SubjectHostCancel, &wardv1.JobCancel{JobId: id, Reason: string(k.code)})
+			// The attempt is over, whatever comes of the job: should its
+			// host still run it (or still hold its dispatch), it stops
+			// (refuses) that attempt and no other. Told before the retry
+			// is placed, so that the cancel cannot reach the host after
+			// the new attempt's dispatch.
+			s.stopOnHosts(job, string(k.code))
+			if err := s.retryOrEnd(lctx, job, jobstore.Timeout, string(k.code), "", "", msg, ran{}); err != nil {
+				// Logged and counted there (late): another replica or the
+				// host's report moved it first, or the store failed and
+				// the next pass reads it again.
+				continue
 			}
 		}
 	}

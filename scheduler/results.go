@@ -483,12 +483,32 @@ func (s *Scheduler) handleCancel(ctx context.Context, msg *nats.Msg, cm *wardv1.
 		jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
 		s.moved(job, t)
 		s.poke()
-		_ = s.cfg.Bus.Publish(bus.SubjectHostCancel, &wardv1.JobCancel{JobId: id, Reason: why})
+		s.stopOnHosts(job, why)
 		reply.Job = Record(job)
 		s.log.Info("job cancelled", "job_id", id, "reason", why)
 	}
 	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
 		s.log.Debug("cancel reply failed", "err", err)
+	}
+}
+
+// stopOnHosts tells the hosts (sys.host.cancel, fan-out) that job's
+// current attempt is over: the host running it, or an earlier attempt,
+// stops its sandbox at once; one whose dispatch of it is still on its way
+// refuses it and reports so. The cancel names the attempt, so a retry of
+// the job placed on the same host runs. A job never dispatched (attempt 0,
+// or no worker) has nothing to stop. A cancel that cannot be published is
+// logged and counted: the host then runs the attempt to its end, and the
+// store refuses its result.
+func (s *Scheduler) stopOnHosts(job *jobstore.Job, why string) {
+	if job.WorkerID == "" || job.Attempt <= 0 {
+		return
+	}
+	c := &wardv1.JobCancel{JobId: job.ID, Attempt: int32(job.Attempt), Reason: why}
+	if err := s.cfg.Bus.Publish(bus.SubjectHostCancel, c); err != nil {
+		publishFailures.WithLabelValues("host_cancel").Inc()
+		s.log.Warn("host cancel not sent: the host may run the attempt to its end, and its result is refused",
+			"job_id", job.ID, "attempt", job.Attempt, "worker_id", job.WorkerID, "err", err)
 	}
 }
 

@@ -708,7 +708,7 @@ func (s *Scheduler) cancelJob(ctx context.Context, id, tenant, why string) (*job
 	jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
 	s.moved(job, t)
 	s.poke()
-	_ = s.cfg.Bus.Publish(bus.SubjectHostCancel, &wardv1.JobCancel{JobId: id, Reason: why})
+	s.stopOnHosts(job, why)
 	return job, nil
 }
 

@@ -1050,11 +1050,20 @@ func (x *JobProgress) GetAttempt() int32 {
 	return 0
 }
 
-// JobCancel asks for a job to stop, on sys.job.cancel.
+// JobCancel asks for a job to stop. A client sends it on
+// sys.job.cancel.<tenant> with the job id alone; a scheduler, once the job
+// has ended (or the attempt was given up), tells the hosts on
+// sys.host.cancel, naming the attempt it ends.
 type JobCancel struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	JobId  string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Reason string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// attempt is the attempt the cancel ends (JobRequest.attempt), on
+	// sys.host.cancel: a host stops a run of that attempt or an earlier one,
+	// and refuses a dispatch of it that comes later (reporting it as the
+	// attempt's result, FAILED cancelled); a later attempt of the same job
+	// runs. 0 (a client's cancel) names none.
+	Attempt       int32 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1101,6 +1110,13 @@ func (x *JobCancel) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *JobCancel) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
 }
 
 // JobEvent is one entry of a job's event log. Schedulers publish each state
@@ -2143,10 +2159,11 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fKIND_STARTED\x10\x01\x12\x11\n" +
 	"\rKIND_PROGRESS\x10\x02\x12\x0f\n" +
-	"\vKIND_OUTPUT\x10\x03\":\n" +
+	"\vKIND_OUTPUT\x10\x03\"T\n" +
 	"\tJobCancel\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x97\x03\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
+	"\aattempt\x18\x03 \x01(\x05R\aattempt\"\x97\x03\n" +
 	"\bJobEvent\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12'\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x05state\x12\x1c\n" +
