@@ -22,7 +22,7 @@ modules: $(WASM) $(MANIFESTS)
 # a WASI reactor (-buildmode=c-shared); any other as a WASI command.
 $(WASM_DIR)/%.wasm: $(MODULE_GO) go.mod modules/%/manifest.yaml
 	@mkdir -p $(WASM_DIR)
-	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath $(if $(shell grep -qs '^abi: *ward-reactor' modules/$*/manifest.yaml && echo reactor),-buildmode=c-shared) -o $@ ./modules/$*
+	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false $(if $(shell grep -qs '^abi: *ward-reactor' modules/$*/manifest.yaml && echo reactor),-buildmode=c-shared) -o $@ ./modules/$*
 
 $(WASM_DIR)/%.yaml: modules/%/manifest.yaml
 	@mkdir -p $(WASM_DIR)
@@ -31,10 +31,17 @@ $(WASM_DIR)/%.yaml: modules/%/manifest.yaml
 run: build modules
 	./bin/ward dev --modules $(WASM_DIR)
 
+# deps installs what the tests run besides Go and is missing (redis-server,
+# chromium, docker-compose, promtool) with apt-get, or says what and how
+# and fails (scripts/deps.sh; silent when all are there). .ci/run runs it too.
+.PHONY: deps
+deps:
+	./scripts/deps.sh
+
 # The modules are compiled into the tests' shared wazero cache first,
 # without -race (internal/testing/wasmtest/warm): seconds, where the
 # race-instrumented suite would take minutes of CPU on a fresh machine.
-test: modules
+test: deps modules
 	$(GO) test -count=1 ./internal/testing/wasmtest/warm
 	$(GO) test -race -count=1 -timeout 20m ./...
 

@@ -1,8 +1,12 @@
 // Package version is the build of the running binary, as every part of
-// Ward reports it: the host in its heartbeats, `ward version` for itself.
-// It reads what the Go toolchain stamped into the binary
+// Ward reports it: the host in its heartbeats, the scheduler and the
+// safety kernel in their statuses, the gateway at /healthz, `ward version`
+// for itself. It reads what the Go toolchain stamped into the binary
 // (runtime/debug.ReadBuildInfo): the module's version, and the VCS
 // revision and time of a build from a checkout.
+//
+// A build has one version string, the same for every part of it,
+// whatever the Go settings it was built with: Version below.
 package version
 
 import (
@@ -14,19 +18,19 @@ import (
 
 // Build is what a binary knows of its own build.
 type Build struct {
-	// Module is the main module's path, Version its version: a tag
-	// ("v1.2.3") when built with `go install ...@version`, else
-	// "(devel)" or a pseudo-version.
-	Module  string `json:"module,omitempty"`
+	// Module is the main module's path.
+	Module string `json:"module,omitempty"`
+	// Version is the build in one string, what every part of it reports
+	// (see Version): the module's version ("v1.2.3" when built with `go
+	// install ...@version`, a pseudo-version Go derived from the
+	// checkout, or "(devel)"), the revision when the module's version
+	// does not name it, "+dirty" when the tree had changes.
 	Version string `json:"version"`
 	// Revision is the VCS commit the binary was built from, Time its
 	// commit time (RFC 3339), Modified whether the tree had changes.
 	Revision string `json:"revision,omitempty"`
 	Time     string `json:"time,omitempty"`
 	Modified bool   `json:"modified,omitempty"`
-	// Build is String's form, what the other parts report of theirs
-	// (Version), so that a client can compare its own with theirs.
-	Build string `json:"build,omitempty"`
 	// Go is the toolchain's version.
 	Go string `json:"go"`
 }
@@ -38,12 +42,14 @@ var (
 
 // Info returns the running binary's build.
 func Info() Build {
-	once.Do(func() {
-		build = read(debug.ReadBuildInfo())
-		build.Build = build.String()
-	})
+	once.Do(func() { build = read(debug.ReadBuildInfo()) })
 	return build
 }
+
+// Version is the running binary's build in one short string, what a part
+// reports to others (a host's heartbeat, a scheduler's status): Info's
+// Version.
+func Version() string { return Info().Version }
 
 func read(bi *debug.BuildInfo, ok bool) Build {
 	b := Build{Version: "(unknown)", Go: runtime.Version()}
@@ -51,9 +57,7 @@ func read(bi *debug.BuildInfo, ok bool) Build {
 		return b
 	}
 	b.Module = bi.Main.Path
-	if bi.Main.Version != "" {
-		b.Version = bi.Main.Version
-	}
+	mod := bi.Main.Version
 	if bi.GoVersion != "" {
 		b.Go = bi.GoVersion
 	}
@@ -67,32 +71,44 @@ func read(bi *debug.BuildInfo, ok bool) Build {
 			b.Modified = s.Value == "true"
 		}
 	}
+	b.Version = format(mod, b.Revision, b.Modified)
 	return b
 }
 
-// Version is the build in one short string, what a part reports to
-// others (a host's heartbeat): the module version, then the first 12
-// characters of the VCS revision when known, "+dirty" when the tree had
-// changes: "v1.2.3", "(devel) 3f2a1b4c5d6e+dirty".
-func Version() string { return Info().String() }
-
-// String is Version's form of b.
-func (b Build) String() string {
-	s := b.Version
-	if b.Revision != "" {
-		r := b.Revision
+// format is Version's one form of a build: the module's version, then
+// the first 12 characters of the revision unless the module's version
+// names it already (a pseudo-version Go derived from the checkout), then
+// "+dirty", once, when the tree had changes:
+//
+//	v1.2.3                                  go install ...@v1.2.3
+//	v0.0.0-20261128083351-0123456789ab      a clean checkout
+//	v0.0.0-20261128083351-0123456789ab+dirty
+//	v1.2.3 0123456789ab+dirty               a checkout of a tag, modified
+//	(devel) 0123456789ab                    a checkout, Go before 1.24
+//	(devel)                                 built with -buildvcs=false
+//
+// Go marks a modified checkout's version "+dirty" itself (since 1.24);
+// that mark is moved to the end, so that it is not said twice.
+func format(mod, revision string, modified bool) string {
+	if mod == "" {
+		mod = "(unknown)"
+	}
+	if strings.HasSuffix(mod, "+dirty") {
+		mod = strings.TrimSuffix(mod, "+dirty")
+		modified = true
+	}
+	s := mod
+	if revision != "" {
+		r := revision
 		if len(r) > 12 {
 			r = r[:12]
 		}
-		if strings.Contains(s, r) {
-			// A pseudo-version Go derived from the revision (and the
-			// tree's state: "+dirty") says it all already.
-			return s
+		if !strings.Contains(s, r) {
+			s += " " + r
 		}
-		s += " " + r
-		if b.Modified {
-			s += "+dirty"
-		}
+	}
+	if modified {
+		s += "+dirty"
 	}
 	return s
 }

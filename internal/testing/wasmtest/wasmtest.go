@@ -116,7 +116,13 @@ func build(t testing.TB, pkg string, reactor bool, sets ...string) []byte {
 		gobin = findGo(t)
 	}
 	out := filepath.Join(t.TempDir(), "module.wasm")
-	args := []string{"build", "-trimpath", "-o", out}
+	// -buildvcs=false: a module's bytes are its source's alone, not the
+	// checkout's state too (its revision, "vcs.modified" when any file is
+	// changed or untracked), whatever the user's Go settings (GOFLAGS): the
+	// shared wazero cache, keyed by the bytes, then finds a module compiled
+	// by `make modules` (which builds with the same flags) or by another
+	// test package however the tree changes meanwhile.
+	args := []string{"build", "-trimpath", "-buildvcs=false", "-o", out}
 	if reactor {
 		args = append(args, "-buildmode=c-shared")
 	}
