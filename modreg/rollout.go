@@ -43,6 +43,22 @@ type Hosts interface {
 	Watch(ctx context.Context, f func(HostReport)) error
 }
 
+// Counter is a Hosts that also knows, from elsewhere than the hosts'
+// own reports, how many hosts are live: `ward module deploy` asks the
+// schedulers, whose registry of live hosts is what places jobs. A wait
+// with a Counter is not done while it has seen fewer live hosts than
+// that count: a host too slow to answer the hosts query (a loaded
+// machine) is waited for until its heartbeat comes, not left out.
+type Counter interface {
+	// LiveCount returns how many hosts are live, or ok false when it
+	// could not tell (nobody answered in time).
+	LiveCount(ctx context.Context) (n int, ok bool, err error)
+}
+
+// countWait is how long a wait asks a Counter before it gives up on it
+// and counts the hosts it saw.
+const countWait = 15 * time.Second
+
 // Rollout takes one version to every live host, in the steps of `ward
 // module deploy`:
 //
@@ -92,13 +108,16 @@ type Staging struct {
 	Refused        map[string]string
 	// Took is how long the wait took.
 	Took time.Duration
-	// TimedOut says the wait ended with hosts Waiting: they compile the
-	// version when it is activated.
+	// Unseen is how many hosts the Hosts' Counter counts live beyond
+	// those the wait heard from.
+	Unseen int
+	// TimedOut says the wait ended with hosts Waiting (or Unseen): they
+	// compile the version when it is activated.
 	TimedOut bool
 }
 
 // Live is how many live hosts the wait counted.
-func (s *Staging) Live() int { return len(s.Ready) + len(s.Waiting) + len(s.Refused) }
+func (s *Staging) Live() int { return len(s.Ready) + len(s.Waiting) + len(s.Refused) + s.Unseen }
 
 // WaitStaged waits up to timeout until every live host has compiled v
 // ahead, serves it already, or refused it. It returns what it saw, and an
@@ -118,10 +137,12 @@ func (ro *Rollout) WaitStaged(ctx context.Context, v *Version, timeout time.Dura
 		return nil, err
 	}
 	defer ro.unfollow()
+	count := ro.count(ctx)
 	for {
 		st := view.state()
 		out := &Staging{Refused: map[string]string{}}
 		reached, live := ro.snapshot(w)
+		out.Unseen = count.unseen(len(live))
 		for _, id := range live {
 			_, served := reached[id]
 			switch {
@@ -133,12 +154,14 @@ func (ro *Rollout) WaitStaged(ctx context.Context, v *Version, timeout time.Dura
 				out.Waiting = append(out.Waiting, id)
 			}
 		}
-		done := len(out.Waiting) == 0
+		done := len(out.Waiting) == 0 && out.Unseen == 0
 		if !done {
 			select {
 			case <-view.changed:
 				continue
 			case <-w.changed:
+				continue
+			case <-count.changed:
 				continue
 			case <-ctx.Done():
 				out.TimedOut = true
@@ -160,6 +183,9 @@ type RolledOut struct {
 	// is sorted by host.
 	Held, Waiting []string
 	Refused       map[string]string
+	// Unseen is how many hosts the Hosts' Counter counts live beyond
+	// those the wait heard from: the wait is not done while there are.
+	Unseen int
 	// Took is the time from the call to the heartbeat of the last host to
 	// swap: hosts send one the moment they do. On a timeout, the time
 	// waited.
@@ -167,7 +193,7 @@ type RolledOut struct {
 }
 
 // Live is how many live hosts the wait counted.
-func (r *RolledOut) Live() int { return len(r.Held) + len(r.Waiting) + len(r.Refused) }
+func (r *RolledOut) Live() int { return len(r.Held) + len(r.Waiting) + len(r.Refused) + r.Unseen }
 
 // WaitRolledOut waits until every live host serves a's version, or
 // refused it; for a retired module, until no live host serves it. It
@@ -194,10 +220,12 @@ func (ro *Rollout) WaitRolledOut(ctx context.Context, a *Active) (*RolledOut, er
 		return nil, err
 	}
 	defer view.stop()
+	count := ro.count(ctx)
 	for {
 		out := &RolledOut{Refused: map[string]string{}}
 		var last time.Time
 		reached, live := ro.snapshot(w)
+		out.Unseen = count.unseen(len(live))
 		refusals := view.state().Refused[a.Name]
 		for _, id := range live {
 			switch at, ok := reached[id]; {
@@ -212,7 +240,7 @@ func (ro *Rollout) WaitRolledOut(ctx context.Context, a *Active) (*RolledOut, er
 				out.Waiting = append(out.Waiting, id)
 			}
 		}
-		if len(out.Waiting) == 0 {
+		if len(out.Waiting) == 0 && out.Unseen == 0 {
 			if last.IsZero() {
 				last = time.Now()
 			}
@@ -225,12 +253,69 @@ func (ro *Rollout) WaitRolledOut(ctx context.Context, a *Active) (*RolledOut, er
 		select {
 		case <-ctx.Done():
 			out.Took = time.Since(start)
-			return out, fmt.Errorf("modreg: rollout of %s %s: hosts %v do not serve it after %s: %w",
-				a.Name, a.Version, out.Waiting, out.Took.Round(time.Millisecond), ctx.Err())
+			return out, fmt.Errorf("modreg: rollout of %s %s: hosts %v (and %d live host(s) not heard from) do not serve it after %s: %w",
+				a.Name, a.Version, out.Waiting, out.Unseen, out.Took.Round(time.Millisecond), ctx.Err())
 		case <-view.changed:
 		case <-w.changed:
+		case <-count.changed:
 		}
 	}
+}
+
+// liveCount is a wait's view of a Counter: the count, asked again every
+// second until the wait ends (hosts come and go meanwhile).
+type liveCount struct {
+	mu      sync.Mutex
+	n       int  // guarded by mu: the latest count
+	known   bool // guarded by mu: a count came, or the Counter gave up
+	changed chan struct{}
+}
+
+// count starts asking ro.Hosts's Counter, if it has one, until ctx ends.
+// Until a first count comes (up to countWait), the wait is not done: a
+// rollout that says it reached every live host must have.
+func (ro *Rollout) count(ctx context.Context) *liveCount {
+	c := &liveCount{changed: make(chan struct{}, 1)}
+	counter, ok := ro.Hosts.(Counter)
+	if !ok {
+		c.known = true
+		return c
+	}
+	go func() {
+		giveUp := time.Now().Add(countWait)
+		for {
+			n, ok, err := counter.LiveCount(ctx)
+			c.mu.Lock()
+			switch {
+			case err == nil && ok:
+				c.n, c.known = n, true
+			case !c.known && time.Now().After(giveUp):
+				c.known = true // nobody counts: the hosts seen are all there is to go by
+			}
+			c.mu.Unlock()
+			select {
+			case c.changed <- struct{}{}:
+			default:
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return c
+}
+
+// unseen is how many more hosts the count has than the seen live ones;
+// 1 while no count came yet (the wait goes on).
+func (c *liveCount) unseen(seen int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.known {
+		return 1
+	}
+	return max(0, c.n-seen)
 }
 
 // hostWait is one wait's view of the hosts: when each first served what

@@ -206,3 +206,53 @@ func TestRolloutRetiredAndNoHosts(t *testing.T) {
 		t.Fatalf("retired: %+v %v", res, err)
 	}
 }
+
+// countedHosts is a fakeHosts with a Counter: the schedulers' count of
+// live hosts.
+type countedHosts struct {
+	*fakeHosts
+	n int
+}
+
+func (c countedHosts) LiveCount(ctx context.Context) (int, bool, error) { return c.n, true, nil }
+
+// TestRolloutWaitsForCountedHosts: with a Counter saying 2 hosts are
+// live, a rollout that heard only from h1 (all of whose answers came in
+// time, so nothing else is Waiting) does not say it reached every live
+// host until h2's heartbeat came and it serves the version too (issue 29:
+// "rolled out … on 3/3 live hosts" with 4 up, on a starved CPU).
+func TestRolloutWaitsForCountedHosts(t *testing.T) {
+	r := open(t)
+	ctx := context.Background()
+	a, err := r.Deploy(ctx, Version{Name: "hello", Version: "1"}, []byte("\x00asm 1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := &fakeHosts{}
+	hosts.setLive(host("h1", "hello", a.Digest)) // h2 does not answer the query in time
+	ro := &Rollout{Registry: r, Hosts: countedHosts{hosts, 2}}
+	done := make(chan waitResult[*RolledOut], 1)
+	go func() {
+		res, err := ro.WaitRolledOut(ctx, a)
+		done <- waitResult[*RolledOut]{res, err}
+	}()
+	select {
+	case got := <-done:
+		t.Fatalf("the rollout ended with h2 not heard from: %+v %v", got.res, got.err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	hosts.beat(t, host("h2", "hello", a.Digest))
+	got := <-done
+	if got.err != nil || !slices.Equal(got.res.Held, []string{"h1", "h2"}) || got.res.Live() != 2 || got.res.Unseen != 0 {
+		t.Fatalf("rollout: %+v %v", got.res, got.err)
+	}
+
+	// A wait that ends first says how many it did not hear from.
+	ro = &Rollout{Registry: r, Hosts: countedHosts{&fakeHosts{live: []HostReport{host("h1", "hello", a.Digest)}}, 2}}
+	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	res, err := ro.WaitRolledOut(tctx, a)
+	if !errors.Is(err, context.DeadlineExceeded) || res == nil || res.Unseen != 1 || res.Live() != 2 {
+		t.Fatalf("a timed-out rollout: %+v %v", res, err)
+	}
+}

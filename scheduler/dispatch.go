@@ -12,6 +12,7 @@ import (
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/failpoint"
 	"github.com/ward-run/ward/internal/telemetry"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/scheduler/placement"
@@ -140,6 +141,9 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits,
 	// Watchers hear of SCHEDULED and DISPATCHED before the host can
 	// report RUNNING.
 	s.moved(job, t)
+	if failpoint.Enabled { // a test build's kill -9 here (internal/failpoint); constant false in Ward's builds
+		failpoint.Hit("dispatch-after-store", "job_id=", id, " attempt=", job.Attempt, " worker_id=", worker)
+	}
 	if err := s.cfg.Bus.Publish(bus.WorkerJobsSubject(worker), d); err != nil {
 		s.log.ErrorContext(ctx, "dispatch publish failed", "job_id", id, "worker_id", worker, "err", err)
 		ft := jobstore.Transition{To: jobstore.Failed, From: jobstore.Dispatched, Reason: string(reason.DispatchFailed), Message: err.Error()}

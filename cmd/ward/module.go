@@ -563,8 +563,8 @@ func reportStaging(out io.Writer, v *modreg.Version, st *modreg.Staging, timeout
 		return err
 	}
 	if st.TimedOut {
-		fmt.Fprintf(out, "staging: hosts %v had not compiled %s %s after %s; they load it on activation\n",
-			st.Waiting, v.Name, v.Version, timeout)
+		fmt.Fprintf(out, "staging: hosts %v (and %d live host(s) the schedulers count that did not report) had not compiled %s %s after %s; they load it on activation\n",
+			st.Waiting, st.Unseen, v.Name, v.Version, timeout)
 	} else if len(st.Refused) == 0 {
 		fmt.Fprintf(out, "staged: %s %s compiled ahead on %d/%d live hosts in %s\n", v.Name, v.Version, len(st.Ready), st.Live(),
 			st.Took.Round(time.Millisecond))
@@ -590,7 +590,7 @@ func waitFor(wait time.Duration, ro *modreg.Rollout, a *modreg.Active, out io.Wr
 		return errors.New("no live host to roll out to")
 	case res == nil:
 		return err
-	case len(res.Waiting) == 0:
+	case len(res.Waiting) == 0 && res.Unseen == 0:
 		what := fmt.Sprintf("%s %s", a.Name, a.Version)
 		if a.Retired {
 			what = a.Name + " retired"
@@ -604,8 +604,8 @@ func waitFor(wait time.Duration, ro *modreg.Rollout, a *modreg.Active, out io.Wr
 		}
 		return nil
 	case ctx.Err() != nil:
-		return fmt.Errorf("rollout of %s %s: hosts %v do not hold it after %s (a host started with --module-registry=false never will)",
-			a.Name, a.Version, res.Waiting, res.Took.Round(time.Millisecond))
+		return fmt.Errorf("rollout of %s %s: hosts %v (and %d live host(s) the schedulers count that did not report) do not hold it after %s (a host started with --module-registry=false never will)",
+			a.Name, a.Version, res.Waiting, res.Unseen, res.Took.Round(time.Millisecond))
 	}
 	return err
 }
@@ -625,6 +625,22 @@ func (h natsHosts) Live(ctx context.Context) ([]modreg.HostReport, error) {
 		out[i] = hostReport(hb)
 	}
 	return out, nil
+}
+
+// LiveCount asks the scheduler replicas how many hosts they count live
+// (modreg.Counter): the most any replica counts, so that a host slow to
+// answer the hosts query is waited for, not left out of "every live
+// host". ok is false when no replica answered within the window.
+func (h natsHosts) LiveCount(ctx context.Context) (int, bool, error) {
+	sts, err := h.c.Schedulers(ctx, 500*time.Millisecond)
+	if err != nil || len(sts) == 0 {
+		return 0, false, err
+	}
+	n := 0
+	for _, st := range sts {
+		n = max(n, int(st.GetLiveWorkers()))
+	}
+	return n, true, nil
 }
 
 // Watch passes every heartbeat to f until ctx ends.

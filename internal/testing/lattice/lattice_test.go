@@ -35,6 +35,7 @@ import (
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/testing/history"
 	"github.com/ward-run/ward/internal/testing/ollamatest"
 	"github.com/ward-run/ward/internal/testing/repotest"
 	"github.com/ward-run/ward/jobstore"
@@ -63,6 +64,10 @@ type proc struct {
 	args []string
 	env  []string
 	out  *bytes.Buffer
+	// log is the process's whole output, appended across restarts (out
+	// keeps its last 4 MiB): the history checker reads the hosts' and
+	// the schedulers'.
+	log  *os.File
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -114,12 +119,21 @@ type lattice struct {
 	natsURL string
 	auth    string
 	redis   string
-	env     []string
+	// redisAddrs are the Redis servers (a cluster's masters): the end
+	// reads the store's counts there.
+	redisAddrs []string
+	env        []string
 }
 
 func (l *lattice) start(name, bin string, env []string, args ...string) *proc {
 	l.t.Helper()
 	p := &proc{name: name, bin: bin, args: args, env: env, out: &bytes.Buffer{}}
+	f, err := os.OpenFile(l.logPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.t.Cleanup(func() { f.Close() })
+	p.log = f
 	if bin == l.ward {
 		// Each Ward process serves its metrics: the soak reads its
 		// goroutines there.
@@ -168,6 +182,7 @@ func (w *lockedWriter) Write(b []byte) (int, error) {
 	if w.p.out.Len() > 4<<20 {
 		w.p.out.Reset()
 	}
+	_, _ = w.p.log.Write(b)
 	return w.p.out.Write(b)
 }
 
@@ -203,6 +218,9 @@ func (l *lattice) stopAll() {
 		}
 	}
 }
+
+// logPath is where a process's output is kept.
+func (l *lattice) logPath(name string) string { return filepath.Join(l.dir, "logs", name+".log") }
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -258,9 +276,9 @@ func waitJetStream(t *testing.T, url, creds string) {
 	}
 }
 
-func goBuild(t *testing.T, out, pkg string) {
+func goBuild(t *testing.T, out, pkg string, flags ...string) {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, pkg)...)
 	cmd.Dir = repoRoot(t)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
@@ -300,9 +318,23 @@ func TestLattice(t *testing.T) {
 	}
 	dir := t.TempDir()
 	l := &lattice{t: t, dir: dir, procs: map[string]*proc{}}
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// HOG=1: busy loops on every core for the whole run, beside the
+	// lattice (separate processes, as other work on the machine is).
+	// With it, the waits for jobs to end are twice as long; what is
+	// checked is the same.
+	patience := time.Duration(1)
+	if os.Getenv("HOG") != "" && os.Getenv("HOG") != "0" {
+		startHog(t, runtime.NumCPU())
+		patience = 2
+	}
 	l.ward = filepath.Join(dir, "ward")
 	natsBin := filepath.Join(dir, "nats-server")
-	goBuild(t, l.ward, "./cmd/ward")
+	// The lattice's ward has failpoints (internal/failpoint): a scheduler
+	// can be killed between a dispatch's store write and its publish.
+	goBuild(t, l.ward, "./cmd/ward", "-tags", "failpoints")
 	goBuild(t, natsBin, "github.com/nats-io/nats-server/v2")
 	defer l.stopAll()
 	defer func() {
@@ -336,7 +368,10 @@ func TestLattice(t *testing.T) {
 		}
 		c := strings.Replace(string(conf), `listen: "0.0.0.0:4222"`, fmt.Sprintf(`listen: "127.0.0.1:%d"`, clientPorts[i]), 1)
 		c = strings.Replace(c, `jetstream { store_dir: "/var/lib/nats" }`, fmt.Sprintf(`jetstream { store_dir: %q }`, filepath.Join(dir, fmt.Sprintf("js%d", i))), 1)
-		c += fmt.Sprintf("\nserver_name: n%d\ncluster {\n  name: ward\n  listen: \"127.0.0.1:%d\"\n  routes: [%s]\n}\n", i, routePorts[i], strings.Join(routes, ", "))
+		// no_advertise: a client knows the servers it was given, and no
+		// others: the host behind the cut proxies reaches NATS only
+		// through them.
+		c += fmt.Sprintf("\nserver_name: n%d\ncluster {\n  name: ward\n  listen: \"127.0.0.1:%d\"\n  routes: [%s]\n  no_advertise: true\n}\n", i, routePorts[i], strings.Join(routes, ", "))
 		path := filepath.Join(dir, fmt.Sprintf("nats-%d.conf", i))
 		if err := os.WriteFile(path, []byte(c), 0o600); err != nil {
 			t.Fatal(err)
@@ -349,6 +384,14 @@ func TestLattice(t *testing.T) {
 	}
 	l.natsURL = strings.Join(urls, ",")
 	waitJetStream(t, l.natsURL, filepath.Join(l.auth, "admin.creds"))
+	// Host h1 reaches each NATS server through a proxy that can cut it off.
+	var cuts []*cutProxy
+	var cutURLs []string
+	for _, p := range clientPorts {
+		cp := newCutProxy(t, fmt.Sprintf("127.0.0.1:%d", p))
+		cuts = append(cuts, cp)
+		cutURLs = append(cutURLs, "nats://"+cp.addr())
+	}
 
 	// Redis with AOF on: one server, or a cluster of three masters
 	// (-redis-cluster), whose first is the one the Redis fault restarts.
@@ -374,6 +417,7 @@ func TestLattice(t *testing.T) {
 			t.Fatalf("redis-cli --cluster create: %v: %s", err, out)
 		}
 		l.redis = "redis+cluster://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2]
+		l.redisAddrs = addrs
 		waitStore(t, l.redis)
 	} else {
 		redisPort := freePort(t)
@@ -383,6 +427,7 @@ func TestLattice(t *testing.T) {
 			"--appendfsync", "everysec", "--dir", redisDir, "--save", "")
 		waitListen(t, fmt.Sprintf("127.0.0.1:%d", redisPort))
 		l.redis = fmt.Sprintf("redis://127.0.0.1:%d", redisPort)
+		l.redisAddrs = []string{fmt.Sprintf("127.0.0.1:%d", redisPort)}
 	}
 
 	write := func(name, data string) string {
@@ -396,9 +441,15 @@ func TestLattice(t *testing.T) {
 	timeouts := "reconciler:\n  scan_interval: 1s\n  lease_ttl: 3s\n  pending_timeout: 5s\n  result_grace: 3s\n  dispatch_timeout: 10s\n  running_timeout: 20s\n" +
 		"topics:\n  job.echo: {max_retries: 3}\n  job.chat.simple: {max_retries: 3}\n  job.chat.advanced: {max_retries: 3, running_timeout: 20s}\n" +
 		"  job.repo.scan: {max_retries: 3}\n  job.repo.sast: {max_retries: 3}\n"
+	// bound is the longest a job may take by these timeouts, with no
+	// fault: the tenants' wait_budget in a queue, then 4 attempts (3
+	// retries), each at most pending + dispatch + running timeouts, the
+	// result grace, a reconciler scan and a retry's backoff (≤ 2 s here).
+	bound := 2*time.Minute + 4*(5+10+20+3+1+2)*time.Second
 	// The environment every process shares, with no Redis in it: only the
 	// schedulers reach Redis (REDIS_URL, added to theirs); hosts, kernels,
 	// the gateway and the CLI hold no Redis setting at all.
+	failpointFile := filepath.Join(dir, "failpoint")
 	l.env = []string{"NATS_URL=" + l.natsURL, "WARD_JS_REPLICAS=3", "WARD_LOG_LEVEL=warn", "METRICS_ADDR=",
 		"SCHEDULER_CONFIG_PATH=" + write("scheduler.yaml", sched), "TIMEOUT_CONFIG_PATH=" + write("timeouts.yaml", timeouts),
 		"WARD_STATE_DIR=" + filepath.Join(dir, "state"), "WARD_AUTH_DIR=" + l.auth}
@@ -414,7 +465,8 @@ func TestLattice(t *testing.T) {
 		waitListen(t, k)
 	}
 	for i := range 2 {
-		l.start(fmt.Sprintf("scheduler-%d", i), l.ward, append(slices.Clone(l.env), "REDIS_URL="+l.redis, "SAFETY_KERNEL_ADDR="+kernels[i]+","+kernels[1-i]), "scheduler",
+		l.start(fmt.Sprintf("scheduler-%d", i), l.ward, append(slices.Clone(l.env), "REDIS_URL="+l.redis, "SAFETY_KERNEL_ADDR="+kernels[i]+","+kernels[1-i],
+			"WARD_FAILPOINT_FILE="+failpointFile), "scheduler",
 			"--id", fmt.Sprintf("s%d", i), "--creds", filepath.Join(l.auth, "scheduler.creds"),
 			"--dispatch-secret", filepath.Join(l.auth, "dispatch.secret"))
 	}
@@ -432,7 +484,13 @@ func TestLattice(t *testing.T) {
 			args = append(args, "--capability", "gpu", "--ollama-url", ollama.URL)
 		}
 		l.wardCmd(add...)
-		l.start("host-"+id, l.ward, l.env, args...)
+		// Hosts log at DEBUG: every (job, attempt) accepted and every
+		// result answered, for the history checker.
+		env := append(slices.Clone(l.env), "WARD_LOG_LEVEL=debug")
+		if id == "h1" {
+			env = append(env, "NATS_URL="+strings.Join(cutURLs, ","))
+		}
+		l.start("host-"+id, l.ward, env, args...)
 	}
 	gw := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	l.start("gateway", l.ward, l.env, "gateway", "--creds", filepath.Join(l.auth, "admin.creds"), "--listen", gw)
@@ -450,6 +508,12 @@ func TestLattice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+
+	// The history: every acknowledged submit in the submitters' log, what
+	// the hosts ran in theirs, the store's record of each job.
+	acks := newAckLog(t, filepath.Join(dir, "acks.log"))
+	k := &checker{t: t, l: l, c: c, acks: filepath.Join(dir, "acks.log"), bound: bound,
+		hosts: []string{"host-h0", "host-h1", "host-h2", "host-h3"}, recs: map[string]*wardv1.JobRecord{}}
 
 	// Every job's end, on one subscription; ends counted by the second.
 	var (
@@ -574,6 +638,7 @@ func TestLattice(t *testing.T) {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusOK {
 					submitOK.Add(1)
+					acks.ack(j)
 					viaGateway.Add(1)
 					return
 				}
@@ -589,6 +654,17 @@ func TestLattice(t *testing.T) {
 				return
 			}
 			time.Sleep(500 * time.Millisecond)
+		}
+	}
+
+	// cancelJob cancels an acknowledged job (it may have ended already):
+	// the history checker then finds no attempt of it run after.
+	var cancels atomic.Int64
+	cancelJob := func(j *job) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := c.Cancel(ctx, j.id, "lattice"); err == nil {
+			cancels.Add(1)
 		}
 	}
 
@@ -632,6 +708,7 @@ func TestLattice(t *testing.T) {
 				go gatewaySubmit(j, fmt.Sprintf("t%d", n%3), payload)
 				continue
 			}
+			n := n // this job's number, for its goroutine
 			go func() {
 				for attempt := 0; ; attempt++ {
 					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -643,6 +720,10 @@ func TestLattice(t *testing.T) {
 					cancel()
 					if err == nil && rep.GetAccepted() {
 						submitOK.Add(1)
+						acks.ack(j)
+						if n%50 == 21 { // one job in 50 is cancelled at once
+							cancelJob(j)
+						}
 						return
 					}
 					if rep != nil && !rep.GetAccepted() && attempt > 20 {
@@ -708,18 +789,27 @@ func TestLattice(t *testing.T) {
 
 	time.Sleep(8 * time.Second) // a steady state
 	var figures []figure
+	// Results that did not move their job (refused as stale, or late),
+	// by the schedulers' metrics, across their restarts.
+	var late lateResults
+	lateCtx, stopLate := context.WithCancel(context.Background())
+	defer stopLate()
+	late.follow(lateCtx, l)
+	var lastJobs int
 	fault := func(name string, inject func() string) {
 		t.Helper()
+		from, lateFrom := time.Now(), late.count()
 		faultSec := int64(time.Since(started) / time.Second)
 		// The steady rate: what ended in the seconds before, at most the
 		// rate offered (the first seconds end a warm-up's backlog too).
 		base := min(baseline(max(1, faultSec-6), faultSec), rate)
 		note := inject()
+		to := time.Now()
 		endSec := int64(time.Since(started) / time.Second)
 		// Recovery: from the fault until the first whole second, once the
 		// fault is over, whose ends are back to 90% of the steady rate
 		// (up to 90 s), and the lowest second meanwhile.
-		rec, low := "not within 90 s", base
+		rec, low, recovery := "not within 90 s", base, 90*time.Second
 		for until := time.Now().Add(90 * time.Second); time.Now().Before(until); {
 			time.Sleep(time.Second)
 			cur, found := int64(time.Since(started)/time.Second), false
@@ -727,6 +817,7 @@ func TestLattice(t *testing.T) {
 				low = min(low, float64(rateAt(sec)))
 				if sec >= endSec && float64(rateAt(sec)) >= 0.9*base {
 					rec, found = fmt.Sprintf("%d s", sec-faultSec), true
+					recovery = time.Duration(sec-endSec) * time.Second
 					break
 				}
 			}
@@ -734,9 +825,28 @@ func TestLattice(t *testing.T) {
 				break
 			}
 		}
-		pending := settle(time.Now().Add(-2*time.Second), 90*time.Second)
-		figures = append(figures, figure{fault: name, stuck: len(pending), recovery: rec, base: base, low: low, note: note})
+		// The ends of each second from the fault to its recovery.
+		var series []string
+		for sec := faultSec; sec < int64(time.Since(started)/time.Second) && len(series) < 120; sec++ {
+			series = append(series, strconv.Itoa(rateAt(sec)))
+		}
+		t.Logf("fault %q: ends per second from it on: %s", name, strings.Join(series, " "))
+		pending := settle(time.Now().Add(-2*time.Second), patience*90*time.Second)
+		// The history so far, with this fault's window and recovery.
+		k.mu.Lock()
+		k.faults = append(k.faults, history.Fault{Name: name, From: from, To: to, Recovery: recovery})
+		k.mu.Unlock()
+		h := k.check(false)
+		fig := figure{fault: name, stuck: len(pending), recovery: rec, base: base, low: low, note: note,
+			jobs: h.Jobs - lastJobs, lost: len(h.Lost), dup: len(h.Duplicated), refused: late.count() - lateFrom, violations: h.Violations()}
+		lastJobs = h.Jobs
+		figures = append(figures, fig)
 		t.Logf("fault %q: steady %.0f ends/s, lowest %.0f, recovery %s, jobs not ended %d %s", name, base, low, rec, len(pending), note)
+		t.Logf("fault %q: %s; results of earlier attempts the schedulers refused or ignored since the fault: %d (%d logged refused as stale)",
+			name, h, fig.refused, k.refusedSince(from))
+		if h.Violations() > 0 {
+			t.Errorf("fault %q: the history checker found %d violations", name, h.Violations())
+		}
 	}
 
 	fault("kill -9 a scheduler (restarted after 3 s)", func() string {
@@ -782,12 +892,105 @@ func TestLattice(t *testing.T) {
 		l.run(l.procs["redis"])
 		return ""
 	})
-	fault("SIGSTOP a host past its heartbeat timeout (35 s), then SIGCONT", func() string {
+	// A host stopped, not dead: the schedulers place jobs on it until its
+	// heartbeats are 30 s late, its attempts pass their dispatch (10 s) and
+	// running (20 s) timeouts and are retried elsewhere; once continued,
+	// its late results must be refused, not end the new attempts.
+	var stopAt, contAt time.Time
+	fault("SIGSTOP a host past its running timeout and heartbeat TTL (35 s), then SIGCONT", func() string {
+		waitHolding(l.logPath("host-h3"), patience*30*time.Second) // stopped while it runs a job
+		stopAt = time.Now()
 		l.signal("host-h3", syscall.SIGSTOP)
 		time.Sleep(35 * time.Second)
 		l.signal("host-h3", syscall.SIGCONT)
-		return ""
+		contAt = time.Now()
+		return fmt.Sprintf("h3 held %d attempts it had accepted", len(hostsRunning(l.logPath("host-h3"), stopAt)))
 	})
+	k.stranded(t, "h3", stopAt, contAt)
+
+	// A host cut off NATS, alive: through the proxies between h1 and each
+	// NATS server, nothing passes for 35 s (no close either way), then
+	// every connection is reset and h1 reconnects; its jobs are retried
+	// elsewhere meanwhile, and what it sends of them after is refused.
+	var cutAt, healAt time.Time
+	fault("cut a host off NATS (its proxies drop everything, 35 s), then heal", func() string {
+		waitHolding(l.logPath("host-h1"), patience*30*time.Second) // cut off while it runs a job
+		cutAt = time.Now()
+		for _, cp := range cuts {
+			cp.partition()
+		}
+		time.Sleep(35 * time.Second)
+		for _, cp := range cuts {
+			cp.heal()
+		}
+		healAt = time.Now()
+		return fmt.Sprintf("h1 held %d attempts it had accepted", len(hostsRunning(l.logPath("host-h1"), cutAt)))
+	})
+	k.stranded(t, "h1", cutAt, healAt)
+
+	// A scheduler killed between a dispatch's store write and its publish:
+	// the failpoint in the lattice's build (internal/failpoint), armed by
+	// SIGUSR1, SIGKILLs it at its next dispatch. The job's attempt is
+	// DISPATCHED in the store and no host ever hears of it: the reconciler
+	// retries it after the dispatch timeout.
+	var fpJob, fpAttempt string
+	fault("kill -9 a scheduler between a dispatch's store write and its publish (failpoint; restarted after 3 s)", func() string {
+		if err := os.WriteFile(failpointFile, []byte("dispatch-after-store"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := l.procs["scheduler-0"]
+		p.mu.Lock()
+		done := p.done
+		p.mu.Unlock()
+		l.signal("scheduler-0", syscall.SIGUSR1)
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			t.Errorf("the dispatch-after-store failpoint was not hit in 2 minutes")
+			l.signal("scheduler-0", syscall.SIGKILL)
+		}
+		_ = os.Remove(failpointFile)
+		time.Sleep(3 * time.Second)
+		l.run(p)
+		b, _ := os.ReadFile(l.logPath("scheduler-0"))
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "failpoint: dispatch-after-store hit at "); ok {
+				for _, f := range strings.Fields(strings.TrimSuffix(rest, ": SIGKILL")) {
+					if v, ok := strings.CutPrefix(f, "job_id="); ok {
+						fpJob = v
+					}
+					if v, ok := strings.CutPrefix(f, "attempt="); ok {
+						fpAttempt = v
+					}
+				}
+			}
+		}
+		return fmt.Sprintf("killed with job %s attempt %s stored DISPATCHED, unpublished", fpJob, fpAttempt)
+	})
+	if fpJob != "" {
+		// That attempt never reached a host, and the job still ended.
+		rec := k.record(fpJob)
+		ran := 0
+		for _, h := range k.hosts {
+			lines, _ := history.ReadLog(l.logPath(h))
+			runs, _ := history.HostHistory(h, lines)
+			for _, r := range runs {
+				if r.Job == fpJob && strconv.Itoa(r.Attempt) == fpAttempt {
+					ran++
+				}
+			}
+		}
+		switch {
+		case rec == nil: // a job of the warm-up or a workflow step: not in the history
+			t.Logf("the failpoint's job %s is not one the load submitted (a workflow step?)", fpJob)
+		case ran > 0:
+			t.Errorf("job %s attempt %s, never published, was accepted by a host %d times", fpJob, fpAttempt, ran)
+		case !client.Terminal(rec.GetState()):
+			t.Errorf("job %s, whose dispatch was never published, did not end: %s", fpJob, rec.GetState())
+		default:
+			t.Logf("the failpoint's job %s (attempt %s never published) ended %s after %d attempts", fpJob, fpAttempt, rec.GetState(), rec.GetAttempt())
+		}
+	}
 	fault("fill the echo pool past its capacity (400 jobs at once on 16 slots)", func() string {
 		var wg sync.WaitGroup
 		for i := range 400 {
@@ -804,6 +1007,10 @@ func TestLattice(t *testing.T) {
 					return
 				}
 				submitOK.Add(1)
+				acks.ack(j)
+				if i%10 == 5 { // one in ten of the burst is cancelled while it queues
+					cancelJob(j)
+				}
 			})
 		}
 		wg.Wait()
@@ -824,7 +1031,7 @@ func TestLattice(t *testing.T) {
 		man := filepath.Join(dir, "hello.yaml")
 		_ = os.WriteFile(man, []byte("name: hello\nversion: \"1\"\nabi: ward-reactor-v1\nisolation: pooled\ntopic: job.hello\npool: hello\n"), 0o644)
 		out += l.wardCmd("module", "deploy", filepath.Join(root, "modules", "build", "echo.wasm"), "--manifest", man,
-			"--creds", filepath.Join(l.auth, "admin.creds"), "--nats", l.natsURL, "--wait", "60s")
+			"--creds", filepath.Join(l.auth, "admin.creds"), "--nats", l.natsURL, "--wait", (patience * time.Minute).String())
 		return strings.Join(strings.Fields(lastLines(out, 2)), " ")
 	})
 
@@ -842,7 +1049,7 @@ func TestLattice(t *testing.T) {
 		man := filepath.Join(dir, "hello2.yaml")
 		_ = os.WriteFile(man, []byte("name: hello\nversion: \"2\"\nabi: ward-reactor-v1\nisolation: pooled\ntopic: job.hello\npool: hello\n"), 0o644)
 		out := l.wardCmd("module", "deploy", filepath.Join(root, "modules", "build", "echo.wasm"), "--manifest", man,
-			"--creds", filepath.Join(l.auth, "admin.creds"), "--nats", l.natsURL, "--wait", "120s")
+			"--creds", filepath.Join(l.auth, "admin.creds"), "--nats", l.natsURL, "--wait", (patience * 2 * time.Minute).String())
 		cancel()
 		hogs.Wait()
 		if !strings.Contains(out, "on 4/4 live hosts") {
@@ -886,7 +1093,20 @@ func TestLattice(t *testing.T) {
 	// The end: no more load, every job ends, and each is checked.
 	stopLoad()
 	loadWG.Wait()
-	pending := settle(time.Now(), 2*time.Minute)
+	pending := settle(time.Now(), patience*2*time.Minute)
+	// The history of the whole run, every record read again.
+	final := k.check(true)
+	t.Logf("the end: %s", final)
+	if final.Violations() > 0 {
+		t.Errorf("the history checker found %d violations at the end", final.Violations())
+	}
+	// Nothing runs: the store's tenant and worker counts and the hosts'
+	// active jobs are back to zero.
+	if nonzero := k.countsZero(l.redisAddrs, time.Minute); len(nonzero) > 0 {
+		t.Errorf("counts not back to zero a minute after the last job ended: %v", nonzero)
+	} else {
+		t.Logf("the end: every tenant's and worker's active count in the store, and every host's active jobs, back to 0")
+	}
 	mu.Lock()
 	ids := make([]string, 0, len(jobs))
 	for id := range jobs {
@@ -900,11 +1120,9 @@ func TestLattice(t *testing.T) {
 		offGPU                     int
 	)
 	for _, id := range ids {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		rec, err := c.Get(ctx, id, false)
-		cancel()
-		if err != nil {
-			t.Errorf("job %s: %v", id, err)
+		rec := k.record(id) // as the final check read it
+		if rec == nil {
+			t.Errorf("job %s: no record", id)
 			continue
 		}
 		states[strings.TrimPrefix(rec.GetState().String(), "JOB_STATE_")]++
@@ -952,6 +1170,8 @@ func TestLattice(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", table(figures, len(ids), len(pending), int(refused.Load()), states, overRun, badLog, multiTerm))
+	t.Logf("history at the end: %d jobs acknowledged, %d lost, %d duplicated, %d violations; %d jobs cancelled by the load; results of earlier attempts refused or ignored over the run: %d (%d logged refused as stale)",
+		final.Jobs, len(final.Lost), len(final.Duplicated), final.Violations(), cancels.Load(), late.count(), k.refusedSince(started))
 	t.Logf("end events the bus did not deliver (the store had the end): %d; why the others did not succeed: %v; LLM jobs off the GPU host: %d",
 		missedEvents.Load(), reasons, offGPU)
 	if len(pending) > 0 {
@@ -968,7 +1188,7 @@ func TestLattice(t *testing.T) {
 	})
 	mu.Unlock()
 	runStates := map[string]int{}
-	deadline = time.Now().Add(2 * time.Minute)
+	deadline = time.Now().Add(patience * 2 * time.Minute)
 	for _, id := range runIDs {
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -1034,13 +1254,19 @@ type figure struct {
 	fault, recovery, note string
 	stuck                 int
 	base, low             float64
+	// The history checker's: jobs acknowledged since the fault before,
+	// lost (not ended past their bound), (job, attempt)s run twice, and
+	// every violation, all so far; results of earlier attempts the
+	// schedulers refused since the fault began.
+	jobs, lost, dup, refused, violations int
 }
 
 func table(fs []figure, submitted, notEnded, refused int, states map[string]int, overRun, badLog, multiTerm int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| fault | jobs not ended after it | steady ends/s | lowest ends/s | recovery to 90%% | note |\n|---|---:|---:|---:|---|---|\n")
+	fmt.Fprintf(&b, "| fault | jobs | lost (not ended) | duplicated | late results refused or ignored | history violations | recovery to 90%% | steady ends/s | lowest ends/s | note |\n|---|---:|---:|---:|---:|---:|---|---:|---:|---|\n")
 	for _, f := range fs {
-		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %s | %s |\n", f.fault, f.stuck, f.base, f.low, f.recovery, f.note)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s | %.0f | %.0f | %s |\n", f.fault, f.jobs, max(f.stuck, f.lost), f.dup, f.refused, f.violations,
+			f.recovery, f.base, f.low, f.note)
 	}
 	fmt.Fprintf(&b, "\nsubmitted %d, not ended %d (lost or stuck), refused at submission %d; ended: %v\n", submitted, notEnded, refused, states)
 	fmt.Fprintf(&b, "run more often than the retry policy allows: %d; a broken or unordered event log: %d; other than one terminal event: %d\n", overRun, badLog, multiTerm)

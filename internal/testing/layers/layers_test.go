@@ -30,6 +30,7 @@ var layers = []struct {
 	{"internal/version", 1}, // the build, as every part reports it
 	{"sandbox", 1},          // stands on api alone; modreg reads its manifests
 	{"internal/telemetry", 1},
+	{"internal/failpoint", 1},
 	{"internal/jsread", 1}, // JetStream reads without a consumer: bus and modreg read with it
 	{"audit", 2},
 	{"bus", 2},
@@ -49,6 +50,7 @@ var layers = []struct {
 	{"internal/testing", 6}, // test helpers: imported by tests only
 	{"deploy", 6},           // tests only: the monitoring files against a running system
 	{"cmd", 7},
+	{"scripts", 7}, // what make runs (scripts/fuzzlist lists the fuzz targets)
 }
 
 // layerOf returns the layer of a package path inside the module, and the
