@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -189,7 +190,12 @@ func (s *Scheduler) late(kind, id string, err error) {
 	}
 	if errors.Is(err, jobstore.ErrInvalidTransition) || errors.Is(err, jobstore.ErrNotFound) {
 		lateUpdates.WithLabelValues(kind).Inc()
-		s.log.Debug("late update ignored", "kind", kind, "job_id", id, "err", err)
+		// A progress report that lost a race is routine; a result is not.
+		lvl := slog.LevelDebug
+		if kind == "result" {
+			lvl = slog.LevelInfo
+		}
+		s.log.Log(context.Background(), lvl, "late update ignored", "kind", kind, "job_id", id, "err", err)
 		return
 	}
 	s.storeFailed(kind, id, err)
@@ -218,6 +224,8 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, worker, zon
 		}
 		if job.State.Terminal() || job.WorkerID != worker {
 			lateUpdates.WithLabelValues("result").Inc()
+			s.log.Info("late result ignored: the job moved past it", "job_id", job.ID, "worker_id", worker, "attempt", r.GetAttempt(),
+				"code", code, "state", string(job.State), "job_worker_id", job.WorkerID, "job_attempt", job.Attempt)
 			return true
 		}
 		if job.Attempt != int(r.GetAttempt()) {
