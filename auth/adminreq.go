@@ -55,20 +55,30 @@ func NewRequestSigner(credsFile string) (*RequestSigner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
-	tok, err := jwt.ParseDecoratedJWT(raw)
-	if err != nil {
-		return nil, fmt.Errorf("auth: %s: %w", credsFile, err)
-	}
-	id, err := ParseIdentity(tok)
+	return newRequestSigner(credsFile, raw)
+}
+
+// newRequestSigner is NewRequestSigner of the contents raw of file name.
+// The seed must be the JWT's key: signatures with another would be
+// refused by every verifier, each request with a misleading error.
+func newRequestSigner(name string, raw []byte) (*RequestSigner, error) {
+	id, tok, err := readIdentity(name, raw)
 	if err != nil {
 		return nil, err
 	}
 	if id.Role != Admin {
-		return nil, fmt.Errorf("auth: %s is a %s credential, not an admin's", credsFile, id.Role)
+		return nil, fmt.Errorf("auth: %s is a %s credential, not an admin's", name, id.Role)
 	}
 	kp, err := jwt.ParseDecoratedUserNKey(raw)
 	if err != nil {
-		return nil, fmt.Errorf("auth: %s: %w", credsFile, err)
+		return nil, fmt.Errorf("auth: %s: %w", name, err)
+	}
+	uc, err := jwt.DecodeUserClaims(tok)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %s: %w", name, err)
+	}
+	if pub, err := kp.PublicKey(); err != nil || pub != uc.Subject {
+		return nil, fmt.Errorf("auth: %s: its seed is not the key of its JWT (%s): the file was put together from two credentials", name, uc.Subject)
 	}
 	return &RequestSigner{jwt: tok, kp: kp}, nil
 }

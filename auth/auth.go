@@ -193,7 +193,47 @@ func Load(dir string) (*Authority, error) {
 		return nil, fmt.Errorf("auth: %s is not a 32-byte hex secret", fileDispatch)
 	}
 	a.dispatchID = KeyID(a.dispatch)
-	return a, a.signServerJWTs()
+	if err := a.check(); err != nil {
+		return nil, err
+	}
+	if err := a.signServerJWTs(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// check says whether the files Load read belong together: each key of its
+// kind, and the account JWT the account key's, signed by the operator and
+// naming the signing key. A mixed-up directory (an account.jwt copied
+// from another installation, a seed in the wrong file) would otherwise
+// load, and issue credentials no server accepts.
+func (a *Authority) check() error {
+	for _, k := range []struct {
+		file string
+		kp   nkeys.KeyPair
+		want nkeys.PrefixByte
+	}{{fileOperator, a.operator, nkeys.PrefixByteOperator}, {fileSystem, a.system, nkeys.PrefixByteAccount},
+		{fileAccount, a.account, nkeys.PrefixByteAccount}, {fileSigning, a.signing, nkeys.PrefixByteAccount}} {
+		pub, err := k.kp.PublicKey()
+		if err != nil {
+			return fmt.Errorf("auth: %s: %w", k.file, err)
+		}
+		if p := nkeys.Prefix(pub); p != k.want {
+			return fmt.Errorf("auth: %s holds the seed of a key of kind %v, want %v", k.file, p, k.want)
+		}
+	}
+	opub, _ := a.operator.PublicKey()
+	spub, _ := a.signing.PublicKey()
+	ac := a.accountClaims
+	switch {
+	case ac.Subject != a.AccountKey():
+		return fmt.Errorf("auth: %s is account %s's, not %s's (%s)", fileAccountJWT, ac.Subject, fileAccount, a.AccountKey())
+	case ac.Issuer != opub:
+		return fmt.Errorf("auth: %s was signed by %s, not by the operator (%s)", fileAccountJWT, ac.Issuer, fileOperator)
+	case !ac.SigningKeys.Contains(spub):
+		return fmt.Errorf("auth: %s does not name the signing key of %s", fileAccountJWT, fileSigning)
+	}
+	return nil
 }
 
 // Dir is where the keys live.

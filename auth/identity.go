@@ -35,9 +35,14 @@ func ReadIdentity(credsFile string) (Identity, string, error) {
 	if err != nil {
 		return Identity{}, "", fmt.Errorf("auth: %w", err)
 	}
+	return readIdentity(credsFile, raw)
+}
+
+// readIdentity is ReadIdentity of the contents raw of file name.
+func readIdentity(name string, raw []byte) (Identity, string, error) {
 	tok, err := jwt.ParseDecoratedJWT(raw)
 	if err != nil {
-		return Identity{}, "", fmt.Errorf("auth: %s: %w", credsFile, err)
+		return Identity{}, "", fmt.Errorf("auth: %s: %w", name, err)
 	}
 	id, err := ParseIdentity(tok)
 	return id, tok, err

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -56,7 +57,8 @@ func (s *Server) routesJobs() {
 	s.api("GET", "/v1/events", ScopeRead, s.tenantEvents)
 }
 
-// decode reads a JSON body into v, refusing unknown fields.
+// decode reads a JSON body into v, refusing unknown fields, and anything
+// but white space after the value (d.More would miss a stray ] or }).
 func decode(r *http.Request, v any) error {
 	d := json.NewDecoder(r.Body)
 	d.DisallowUnknownFields()
@@ -67,7 +69,11 @@ func decode(r *http.Request, v any) error {
 		}
 		return errorf(http.StatusBadRequest, reason.BadRequest, "the body is not the JSON expected: %v", err)
 	}
-	if d.More() {
+	if _, err := d.Token(); err != io.EOF {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
 		return errorf(http.StatusBadRequest, reason.BadRequest, "the body holds more than one JSON value")
 	}
 	return nil
@@ -339,6 +345,20 @@ type BulkCancelRequest struct {
 	Reason string   `json:"reason,omitempty"`
 }
 
+// check checks in, and sets its limit: 1 to 1000, 1000 when not given.
+func (in *BulkCancelRequest) check() error {
+	if len(in.IDs) == 0 && in.State == "" && in.Topic == "" {
+		return errorf(http.StatusBadRequest, reason.BadRequest, "name the jobs: ids, or a state or topic filter")
+	}
+	if in.Limit <= 0 || in.Limit > 1000 {
+		in.Limit = 1000
+	}
+	if len(in.IDs) > in.Limit {
+		return errorf(http.StatusBadRequest, reason.BadRequest, "%d ids: at most %d a request", len(in.IDs), in.Limit)
+	}
+	return nil
+}
+
 // BulkCancelReply says what became of each job.
 type BulkCancelReply struct {
 	Cancelled []string          `json:"cancelled"`
@@ -350,14 +370,8 @@ func (s *Server) bulkCancel(w http.ResponseWriter, r *http.Request, p Principal)
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
-	if len(in.IDs) == 0 && in.State == "" && in.Topic == "" {
-		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "name the jobs: ids, or a state or topic filter")
-	}
-	if in.Limit <= 0 || in.Limit > 1000 {
-		in.Limit = 1000
-	}
-	if len(in.IDs) > in.Limit {
-		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%d ids: at most %d a request", len(in.IDs), in.Limit)
+	if err := in.check(); err != nil {
+		return nil, err
 	}
 	c := s.clientOf(p)
 	ctx, cancel := s.ctx(r)

@@ -39,6 +39,16 @@ func (s *Server) runWorkflow(w http.ResponseWriter, r *http.Request, p Principal
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
+	req, err := runRequest(in, p)
+	if err != nil {
+		return nil, err
+	}
+	return s.startRun(r, p, req)
+}
+
+// runRequest is the run p asks for with in, checked as far as the
+// gateway can (the scheduler checks the definition and the input).
+func runRequest(in RunRequest, p Principal) (*wardv1.WorkflowRunRequest, error) {
 	if in.Workflow == "" && in.Definition == "" {
 		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "name a workflow, or give its definition")
 	}
@@ -49,15 +59,26 @@ func (s *Server) runWorkflow(w http.ResponseWriter, r *http.Request, p Principal
 		}
 		req.TenantId = in.Tenant
 	}
-	return s.startRun(r, p, req)
+	if err := checkRun(req, p); err != nil {
+		return nil, err
+	}
+	return req, nil
 }
 
-func (s *Server) startRun(r *http.Request, p Principal, req *wardv1.WorkflowRunRequest) (any, error) {
+// checkRun gives req p's tenant when it names none, and checks its input.
+func checkRun(req *wardv1.WorkflowRunRequest, p Principal) error {
 	if req.TenantId == "" {
 		req.TenantId = p.Tenant
 	}
 	if len(req.Input) > 0 && !json.Valid(req.Input) {
-		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "input is not JSON")
+		return errorf(http.StatusBadRequest, reason.BadRequest, "input is not JSON")
+	}
+	return nil
+}
+
+func (s *Server) startRun(r *http.Request, p Principal, req *wardv1.WorkflowRunRequest) (any, error) {
+	if err := checkRun(req, p); err != nil {
+		return nil, err
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()

@@ -143,6 +143,10 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// MarshalYAML writes d as UnmarshalYAML reads it ("2m0s"), so that a
+// manifest written out parses back the same.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
 // ParseManifest parses and validates a manifest. Unknown fields are errors,
 // so that a misspelt limit is not silently ignored.
 func ParseManifest(data []byte) (*Manifest, error) {

@@ -1,8 +1,11 @@
 package workflow
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -10,6 +13,8 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/vm"
 )
 
@@ -78,6 +83,9 @@ func Compile(def *Definition, opts Options) (*Plan, error) {
 	if def.Timeout < 0 {
 		fail("timeout is %s, below 0", def.Timeout.Std())
 	}
+	if err := jsonable(def.Input); err != nil {
+		fail("input: %v", err)
+	}
 	p := &Plan{def: def, byID: map[string]*node{}, progs: map[string]*vm.Program{}, refs: map[string][]string{}}
 	for i := range def.Steps {
 		s := def.Steps[i]
@@ -141,13 +149,15 @@ func Compile(def *Definition, opts Options) (*Plan, error) {
 	for _, n := range p.steps {
 		errs = append(errs, p.compileStep(n)...)
 	}
-	for name, src := range def.Outputs {
+	for name := range def.Outputs {
 		p.outputs = append(p.outputs, name)
-		if err := p.compileExpr(nil, exprOf(src)); err != nil {
+	}
+	sort.Strings(p.outputs) // the errors too are named in a stable order
+	for _, name := range p.outputs {
+		if err := p.compileExpr(nil, exprOf(def.Outputs[name])); err != nil {
 			fail("output %q: %v", name, err)
 		}
 	}
-	sort.Strings(p.outputs)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("workflow %s: %w", def.Name, errors.Join(errs...))
 	}
@@ -295,10 +305,45 @@ func (p *Plan) compileStep(n *node) []error {
 			errs = append(errs, fmt.Errorf("%s: for_each: %v", label, err))
 		}
 	}
-	if err := walkTemplate(n.Payload, func(src string) error { return p.compileExpr(n, src) }); err != nil {
+	if err := jsonable(n.Payload); err != nil {
+		errs = append(errs, fmt.Errorf("%s: payload: %v", label, err))
+	} else if err := walkTemplate(n.Payload, func(src string) error { return p.compileExpr(n, src) }); err != nil {
 		errs = append(errs, fmt.Errorf("%s: payload: %v", label, err))
 	}
 	return errs
+}
+
+// jsonable says why v, a payload template's or the input's literal
+// YAML, cannot be sent as JSON: a map key that is not a string, a number
+// JSON has no way to write (.nan, .inf). Compile refuses it rather than
+// let every run fail the step.
+func jsonable(v any) error {
+	switch t := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(t) {
+			if err := jsonable(t[k]); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		}
+	case map[any]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, fmt.Sprint(k))
+		}
+		slices.Sort(keys)
+		return fmt.Errorf("the key %s is not a string (JSON has only string keys: quote it)", keys[0])
+	case []any:
+		for i, e := range t {
+			if err := jsonable(e); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return fmt.Errorf("%v is not a number JSON can carry", t)
+		}
+	}
+	return nil
 }
 
 // exprOf is a condition's or list's expression: its text, without the
@@ -316,13 +361,16 @@ func (p *Plan) compileExpr(n *node, src string) error {
 	if strings.TrimSpace(src) == "" {
 		return errors.New("empty expression")
 	}
-	prog, err := expr.Compile(src, expr.Env(sampleEnv(n)), expr.MaxNodes(maxExprNodes))
+	prog, err := compileMetered(src, exprOptions(sampleEnv(n))...)
 	if err != nil {
 		return fmt.Errorf("expression %q: %v", src, err)
 	}
 	root := prog.Node()
 	v := &stepRefs{}
 	ast.Walk(&root, v)
+	if v.now {
+		return fmt.Errorf("expression %q calls now(): an expression must give the same value when the run's log is replayed, on any replica, at any time (pass the time in the input)", src)
+	}
 	for _, id := range v.ids {
 		switch {
 		case p.byID[id] == nil:
@@ -356,6 +404,7 @@ type env struct {
 	Input map[string]any `expr:"input"`
 	Steps map[string]any `expr:"steps"`
 	Run   map[string]any `expr:"run"`
+	Meter *meter         `expr:"#meter_state"` // meterVar: no expression can name it
 }
 
 type eachEnv struct {
@@ -364,6 +413,7 @@ type eachEnv struct {
 	Run   map[string]any `expr:"run"`
 	Item  any            `expr:"item"`
 	Index int            `expr:"index"`
+	Meter *meter         `expr:"#meter_state"`
 }
 
 // sampleEnv is the variables an expression of step n may read.
@@ -374,10 +424,97 @@ func sampleEnv(n *node) any {
 	return env{}
 }
 
-// stepRefs collects the step ids an expression reads (steps.x, steps["x"]).
-type stepRefs struct{ ids []string }
+// exprOptions are every expression's compile options: its variables
+// (env), its size bound, and builtins that give the same value wherever
+// and whenever they run, as the log's replay needs: keys, values and
+// toPairs list in key order, not Go's random map order. (now() is
+// refused: stepRefs. date() without a zone reads its time as UTC, not in
+// the replica's zone.) What one evaluation may do is bounded: meter.go.
+func exprOptions(env any) []expr.Option {
+	return []expr.Option{expr.Env(env), expr.MaxNodes(maxExprNodes),
+		inKeyOrder("keys"), inKeyOrder("values"), inKeyOrder("toPairs"),
+		bounded("repeat"), bounded("replace"), bounded("join")}
+}
+
+// inKeyOrder replaces builtin name (keys, values or toPairs) with one
+// that lists the map's entries in key order.
+func inKeyOrder(name string) expr.Option {
+	return func(c *conf.Config) {
+		b := c.Builtins[name]
+		if b == nil {
+			return
+		}
+		c.Functions[name] = &builtin.Function{Name: name, Validate: b.Validate, Func: func(args ...any) (any, error) {
+			if len(args) != 1 {
+				return nil, fmt.Errorf("%s: want 1 argument, got %d", name, len(args))
+			}
+			m := reflect.ValueOf(args[0])
+			if m.Kind() != reflect.Map {
+				return nil, fmt.Errorf("%s: %T is not a map", name, args[0])
+			}
+			keys := m.MapKeys()
+			slices.SortStableFunc(keys, compareKeys)
+			out := make([]any, len(keys))
+			for i, k := range keys {
+				switch name {
+				case "keys":
+					out[i] = k.Interface()
+				case "values":
+					out[i] = m.MapIndex(k).Interface()
+				default:
+					out[i] = []any{k.Interface(), m.MapIndex(k).Interface()}
+				}
+			}
+			return out, nil
+		}}
+	}
+}
+
+// compareKeys orders map keys: strings as strings, numbers as numbers,
+// anything else (and ties between kinds) by type and text.
+func compareKeys(a, b reflect.Value) int {
+	x, y := a.Interface(), b.Interface()
+	if s, ok := x.(string); ok {
+		if t, ok := y.(string); ok {
+			return strings.Compare(s, t)
+		}
+	}
+	if f, ok := number(a); ok {
+		if g, ok := number(b); ok {
+			if c := cmp.Compare(f, g); c != 0 {
+				return c
+			}
+		}
+	}
+	return cmp.Or(strings.Compare(fmt.Sprintf("%T", x), fmt.Sprintf("%T", y)), strings.Compare(fmt.Sprint(x), fmt.Sprint(y)))
+}
+
+func number(v reflect.Value) (float64, bool) {
+	for v.Kind() == reflect.Interface && !v.IsNil() {
+		v = v.Elem()
+	}
+	switch {
+	case v.CanInt():
+		return float64(v.Int()), true
+	case v.CanUint():
+		return float64(v.Uint()), true
+	case v.CanFloat():
+		return v.Float(), true
+	}
+	return 0, false
+}
+
+// stepRefs collects the step ids an expression reads (steps.x,
+// steps["x"]), and whether it calls now().
+type stepRefs struct {
+	ids []string
+	now bool
+}
 
 func (v *stepRefs) Visit(n *ast.Node) {
+	if b, ok := (*n).(*ast.BuiltinNode); ok && b.Name == "now" {
+		v.now = true
+	}
 	m, ok := (*n).(*ast.MemberNode)
 	if !ok {
 		return

@@ -170,6 +170,17 @@ func StartRun(p *Plan, id string, input map[string]any, re Rerun) (*Engine, erro
 	for k, v := range input {
 		in[k] = v
 	}
+	// The input as JSON decodes it, as the log's RunStarted holds it: a
+	// replay starts from that, so the run must too (a YAML default of 3 is
+	// an int, which the replay would see as the float 3).
+	norm, err := normalize(in)
+	if err != nil {
+		return nil, fmt.Errorf("workflow: input: %w", err)
+	}
+	in, _ = norm.(map[string]any)
+	if in == nil {
+		in = map[string]any{}
+	}
 	e := &Engine{plan: p, run: id, input: in, byStep: map[string]*stepRun{}, tasks: map[string]*task{},
 		state: RunRunning, log: newLog(id)}
 	for _, n := range p.steps {
@@ -569,7 +580,7 @@ func (e *Engine) expand(s *stepRun) {
 		s.state = Ready
 		return
 	}
-	v, err := e.eval(s.n, nil, -1, exprOf(s.n.ForEach))
+	v, err := e.eval(s.n, nil, -1, exprOf(s.n.ForEach), &meter{})
 	if err != nil {
 		e.failStep(s, "for_each: "+err.Error())
 		return
@@ -637,9 +648,15 @@ func (e *Engine) finish() {
 		}
 	}
 	outs := map[string]any{}
+	m := &meter{} // the outputs are one value, the run's
 	for _, name := range e.plan.outputs {
-		v, err := e.eval(nil, nil, -1, exprOf(e.plan.def.Outputs[name]))
+		v, err := e.eval(nil, nil, -1, exprOf(e.plan.def.Outputs[name]), m)
 		if err != nil {
+			e.state, e.reason = RunFailed, fmt.Sprintf("output %s: %v", name, err)
+			e.log.add(e, "RunFailed", "", map[string]any{"reason": e.reason}, "")
+			return
+		}
+		if _, err := json.Marshal(v); err != nil { // the log and the run's record carry it as JSON
 			e.state, e.reason = RunFailed, fmt.Sprintf("output %s: %v", name, err)
 			e.log.add(e, "RunFailed", "", map[string]any{"reason": e.reason}, "")
 			return
@@ -652,7 +669,7 @@ func (e *Engine) finish() {
 
 // condition evaluates s's if.
 func (e *Engine) condition(s *stepRun) (bool, error) {
-	v, err := e.eval(s.n, nil, -1, exprOf(s.n.If))
+	v, err := e.eval(s.n, nil, -1, exprOf(s.n.If), &meter{})
 	if err != nil {
 		return false, err
 	}
@@ -665,7 +682,8 @@ func (e *Engine) condition(s *stepRun) (bool, error) {
 
 // payload renders t's payload.
 func (e *Engine) payload(t *task) ([]byte, error) {
-	v, err := render(t.step.Payload, func(src string) (any, error) { return e.eval(t.step, t.item, t.index, src) })
+	m := &meter{} // one payload, whatever the expressions of its template
+	v, err := render(t.step.Payload, func(src string) (any, error) { return e.eval(t.step, t.item, t.index, src, m) })
 	if err != nil {
 		return nil, err
 	}
@@ -674,7 +692,8 @@ func (e *Engine) payload(t *task) ([]byte, error) {
 
 // eval runs the compiled expression src of step n (nil: the run's
 // outputs) with the run's variables; item and index for a for_each item.
-func (e *Engine) eval(n *node, item any, index int, src string) (any, error) {
+// What it does, and the value it gives, count on m (meter.go).
+func (e *Engine) eval(n *node, item any, index int, src string, m *meter) (any, error) {
 	key := progKey(n, src)
 	prog := e.plan.progs[key]
 	if prog == nil && n != nil && n.ForEach != "" {
@@ -686,11 +705,14 @@ func (e *Engine) eval(n *node, item any, index int, src string) (any, error) {
 		return nil, fmt.Errorf("expression %q was not compiled", src)
 	}
 	run := map[string]any{"id": e.run, "workflow": e.plan.def.Name}
-	var vars any = env{Input: e.input, Steps: e.stepsEnv(e.plan.refs[key]), Run: run}
+	var vars any = env{Input: e.input, Steps: e.stepsEnv(e.plan.refs[key]), Run: run, Meter: m}
 	if strings.HasPrefix(key, "each\x00") {
-		vars = eachEnv{Input: e.input, Steps: e.stepsEnv(e.plan.refs[key]), Run: run, Item: item, Index: index}
+		vars = eachEnv{Input: e.input, Steps: e.stepsEnv(e.plan.refs[key]), Run: run, Item: item, Index: index, Meter: m}
 	}
 	v, err := expr.Run(prog, vars)
+	if err == nil {
+		err = m.weigh(v) // what rendering it as JSON will cost
+	}
 	if err != nil {
 		return nil, fmt.Errorf("expression %q: %v", src, err)
 	}

@@ -275,7 +275,14 @@ func replay(plan *Plan, events []Event) (*Engine, error) {
 			if err := e.Placed(ev.Task, Placement{JobID: d.JobID, Worker: d.Worker, Reasoning: d.Reasoning, DecisionID: ev.DecisionID}); err != nil {
 				return nil, &ReplayError{Seq: ev.Seq, Reason: err.Error()}
 			}
-		case KindTaskSucceeded, KindTaskFailed:
+		case KindTaskFailed, KindTaskSucceeded:
+			if t := e.tasks[ev.Task]; ev.Kind == KindTaskFailed && t != nil && t.state == Ready {
+				// A task whose payload would not render failed in a call
+				// of Next, which may have gone on to assign another; that
+				// call made no event of its own: this is its first.
+				e.Next()
+				break
+			}
 			r := Result{OK: ev.Kind == KindTaskSucceeded, Output: d.Output, Error: d.Error, JobID: d.JobID, DecisionID: ev.DecisionID}
 			if err := e.Complete(ev.Task, r); err != nil {
 				return nil, &ReplayError{Seq: ev.Seq, Reason: err.Error()}
