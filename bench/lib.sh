@@ -22,10 +22,10 @@ need() { # need HINT TOOL...: each TOOL a command, else die with HINT
 		command -v "$tool" >/dev/null || die "$tool not found ($hint)"
 	done
 }
-# need_build: redis-server and redis-cli installed, $WARD and the modules
-# built, else die with what to do.
+# need_build: redis-server and redis-cli installed (unless dev_store is
+# memory), $WARD and the modules built, else die with what to do.
 need_build() {
-	need "apt-get install redis-server" "$REDIS_SERVER" "$REDIS_CLI"
+	[ "${dev_store:-}" = memory ] || need "apt-get install redis-server" "$REDIS_SERVER" "$REDIS_CLI"
 	[ -x "$WARD" ] || die "$WARD not built (make build)"
 	compgen -G "$MODULES/*.wasm" >/dev/null || die "no modules in $MODULES (make modules)"
 }
@@ -85,7 +85,7 @@ start_redis() {
 # log in $state/dev.log, its pid in dev; FLAG... and then WARD_DEV_FLAGS
 # added. Fails if it does not print "try:" within 60 s.
 start_dev() {
-	local store=(--redis "$redis_url")
+	local store=(--redis "${redis_url:-}")
 	[ "${dev_store:-}" = memory ] && store=()
 	WARD_STATE_DIR="$state/ward" "$WARD" dev "${store[@]}" --modules "$MODULES" --nats-port "$nport" \
 		--metrics "" --log-level warn "$@" ${WARD_DEV_FLAGS:-} >"$state/dev.log" 2>&1 &

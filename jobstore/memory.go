@@ -15,6 +15,10 @@ import (
 // keeps the same structures as the Redis store (state indexes scored by
 // when the job entered the state, creation indexes of every job and of
 // each tenant's, tenant and worker active sets, pool queues, ...) so that both behave alike, down to the order of ties. One mutex makes every call atomic, as a script is.
+//
+// Unlike Redis, it keeps what it holds in the process's memory: with a
+// Bound (SetBound, memory_bound.go) it keeps at most so many ended jobs,
+// dropping the oldest-ended first before their retention passes.
 type Memory struct {
 	mu         sync.Mutex                     // guards the fields below
 	jobs       map[string]map[string]string   // id -> hash, encoded as in Redis
@@ -30,6 +34,9 @@ type Memory struct {
 	dlq        zset                           // job ids scored by dead-letter time
 	dlqs       map[string]DLQEntry            // job id -> entry
 	retention  time.Duration                  // how long an ended job is kept; 0: for ever
+	bound      Bound                          // how many ended jobs are kept at most (memory_bound.go)
+	ended      endedSet                       // the ended jobs, oldest ended first, and their sizes
+	evicted    int64                          // ended jobs dropped to stay within the bound
 	waits      map[string]zset                // job:queue:<pool>, job:deferred -> ids
 	deadlines  zset                           // ids scored by deadline
 	rates      map[string]bucket              // tenant -> submission bucket
@@ -364,6 +371,12 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 		return nil, err
 	}
 	j.WorkerJobs, j.FirstMove = held, first
+	if t.To.Terminal() {
+		// It counts against the bound from now on; the oldest ended go
+		// when it is passed (this one too, should it be the oldest).
+		m.ended.add(id, ms(when), m.jobBytes(id, h))
+		m.evict()
+	}
 	return j, nil
 }
 
@@ -838,18 +851,6 @@ func (z zset) below(cut float64, inclusive bool, limit int) []string {
 	return ids
 }
 
-// first returns the lowest member of a non-empty set.
-func (z zset) first() string {
-	var lo string
-	ok := false
-	for id := range z {
-		if !ok || z.less(id, lo) < 0 {
-			lo, ok = id, true
-		}
-	}
-	return lo
-}
-
 // SetRetention makes jobs that ended go after d (0: never), at the next
 // Sweep after that; see Store.Sweep. Call it before the store is used.
 func (m *Memory) SetRetention(d time.Duration) {
@@ -859,8 +860,8 @@ func (m *Memory) SetRetention(d time.Duration) {
 }
 
 // Sweep drops the jobs that ended before now less the retention, unless
-// they are dead-lettered: their hash, events, blobs, idempotency key and
-// index entries.
+// they are dead-lettered: their hash, events, blobs, idempotency key,
+// dispatch lock and index entries.
 func (m *Memory) Sweep(ctx context.Context, now time.Time) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -871,7 +872,6 @@ func (m *Memory) Sweep(ctx context.Context, now time.Time) (int, error) {
 		return 0, nil
 	}
 	cutoff := float64(ms(now.Add(-m.retention)))
-	n := 0
 	gone := make(map[string]bool)
 	tenants := make(map[string]bool)
 	for _, s := range terminalStates() {
@@ -881,32 +881,12 @@ func (m *Memory) Sweep(ctx context.Context, now time.Time) (int, error) {
 				continue // kept while its DLQ entry is
 			}
 			delete(idx, id)
-			n++
-			if h, ok := m.jobs[id]; ok {
-				if h[fIdempotencyKey] != "" {
-					delete(m.idem, idemKey(h[fTenant], h[fIdempotencyKey]))
-				}
-				tenants[h[fTenant]] = true
-			}
-			gone[id] = true
-			delete(m.jobs, id)
-			delete(m.events, id)
-			delete(m.blobs, "ctx:"+id)
-			delete(m.blobs, "res:"+id)
+			m.drop(id, gone, tenants)
 		}
 	}
-	if len(gone) > 0 {
-		// Out of the creation indexes in one pass each.
-		m.created.remove(gone)
-		for t := range tenants {
-			if x := m.tenantJobs[t]; x != nil {
-				if x.remove(gone); len(x.e) == 0 {
-					delete(m.tenantJobs, t)
-				}
-			}
-		}
-	}
-	return n, nil
+	m.dropIndexed(gone, tenants)
+	m.ended.gauge()
+	return len(gone), nil
 }
 
 // ctxKeyOf is plain.ctx(n.ID), cut from the context pointer newJob gave n

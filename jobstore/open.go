@@ -2,6 +2,7 @@ package jobstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -74,13 +75,26 @@ func Open(rawURL string) (Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := ping(ctx, c); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("jobstore: redis %s: %w", RedactURL(rawURL), err)
+		return nil, errors.Join(fmt.Errorf("jobstore: redis %s: %w", RedactURL(rawURL), err), c.Close())
 	}
 	if shards > 0 {
 		return NewSharded(c, shards), nil
 	}
 	return NewRedis(c), nil
+}
+
+// Kind names the kind of store s is, for a status: "memory", "redis",
+// "redis-sharded"; "" for another Store.
+func Kind(s Store) string {
+	switch s.(type) {
+	case *Memory:
+		return "memory"
+	case *Redis:
+		return "redis"
+	case *Sharded:
+		return "redis-sharded"
+	}
+	return ""
 }
 
 // ping checks that the server answers; on a cluster, every master, and

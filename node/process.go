@@ -45,7 +45,9 @@ func StartNATSIn(host string, port int, keys *auth.ServerKeys, dataDir string) (
 		if err != nil {
 			return nil, fmt.Errorf("nats: %w", err)
 		}
-		l.Close()
+		if err := l.Close(); err != nil {
+			return nil, fmt.Errorf("nats: %w", err)
+		}
 	}
 	dir, temp := dataDir, dataDir == ""
 	if temp {
@@ -56,40 +58,42 @@ func StartNATSIn(host string, port int, keys *auth.ServerKeys, dataDir string) (
 	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("nats: data dir: %w", err)
 	}
-	cleanup := func() {
+	cleanup := func() error {
 		if temp {
-			os.RemoveAll(dir)
+			return os.RemoveAll(dir)
 		}
+		return nil
 	}
 	opts := &server.Options{Host: host, Port: port, JetStream: true, StoreDir: dir, NoSigs: true, ServerName: "ward-dev"}
 	if keys != nil {
 		if err := keys.Apply(opts); err != nil {
-			cleanup()
-			return nil, err
+			return nil, errors.Join(err, cleanup())
 		}
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
-		cleanup()
-		return nil, fmt.Errorf("nats: %w", err)
+		return nil, errors.Join(fmt.Errorf("nats: %w", err), cleanup())
 	}
 	go ns.Start()
 	e := &EmbeddedNATS{Server: ns, dir: dir, temp: temp}
 	if !ns.ReadyForConnections(10 * time.Second) {
-		e.Shutdown()
-		return nil, fmt.Errorf("nats: not ready on %s:%d (is the port taken?)", host, port)
+		return nil, errors.Join(fmt.Errorf("nats: not ready on %s:%d (is the port taken?)", host, port), e.Shutdown())
 	}
 	return e, nil
 }
 
 // Shutdown stops the server and removes its store, unless it is a data
-// directory (StartNATSIn).
-func (e *EmbeddedNATS) Shutdown() {
+// directory (StartNATSIn). Its error is the store's removal's: a
+// temporary directory left behind.
+func (e *EmbeddedNATS) Shutdown() error {
 	e.Server.Shutdown()
 	e.WaitForShutdown()
 	if e.temp {
-		os.RemoveAll(e.dir)
+		if err := os.RemoveAll(e.dir); err != nil {
+			return fmt.Errorf("nats: remove the temporary store: %w", err)
+		}
 	}
+	return nil
 }
 
 // ServeMetrics serves Prometheus metrics on addr's /metrics and returns the
@@ -145,4 +149,28 @@ func SetRetention(s jobstore.Store, d time.Duration) {
 	if r, ok := s.(interface{ SetRetention(time.Duration) }); ok {
 		r.SetRetention(d)
 	}
+}
+
+// DefaultMaxEndedJobs and DefaultMaxEndedBytes bound what the in-memory
+// job store (`ward dev` without Redis) keeps of the jobs that ended
+// (`--max-ended-jobs`, `--max-ended-bytes`), beside the retention: an
+// ended job takes some kilobytes of the process's memory (its record,
+// events, input and result), and a day's retention of a benchmark's jobs
+// would take gigabytes. 20,000 small jobs are about 70 MiB by the store's
+// estimate; the byte bound holds when their inputs or results are large.
+const (
+	DefaultMaxEndedJobs  = 20000
+	DefaultMaxEndedBytes = 128 << 20
+)
+
+// SetBound makes s, when it is the in-memory store, keep at most what b
+// says of the jobs that ended, dropping the oldest-ended first
+// (jobstore.Bound). It reports false for a store that keeps them outside
+// the process (Redis, for the retention), which it leaves as it is.
+func SetBound(s jobstore.Store, b jobstore.Bound) bool {
+	m, ok := s.(interface{ SetBound(jobstore.Bound) })
+	if ok {
+		m.SetBound(b)
+	}
+	return ok
 }

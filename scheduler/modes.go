@@ -12,6 +12,7 @@ import (
 	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/internal/version"
+	"github.com/ward-run/ward/jobstore"
 )
 
 // Mode is the scheduler mode (seed 002). It is stored in the job store, so
@@ -139,7 +140,7 @@ func (s *Scheduler) refreshMode(ctx context.Context) {
 
 // handleStatus answers sys.scheduler.status (every replica does): this
 // replica's id, build, mode, the reconciler's lease, the hosts it counts
-// live.
+// live, its job store's kind and (a memory store's) bound on ended jobs.
 func (s *Scheduler) handleStatus(_ context.Context, msg *nats.Msg, _ *wardv1.SchedulerStatusRequest) {
 	st := &wardv1.SchedulerStatus{
 		SchedulerId:     s.cfg.ID,
@@ -148,6 +149,11 @@ func (s *Scheduler) handleStatus(_ context.Context, msg *nats.Msg, _ *wardv1.Sch
 		StartedAtUnixMs: s.started.UnixMilli(),
 		Reconciler:      s.leader.Load(),
 		LiveWorkers:     int32(s.hosts.Len()),
+		Store:           jobstore.Kind(s.cfg.Store),
+	}
+	if m, ok := s.cfg.Store.(interface{ Bound() jobstore.Bound }); ok {
+		b := m.Bound()
+		st.MaxEndedJobs, st.MaxEndedBytes = int64(b.MaxEnded), b.MaxEndedBytes
 	}
 	if err := s.cfg.Bus.Reply(msg, st); err != nil {
 		s.log.Debug("status reply failed", "err", err)

@@ -51,6 +51,10 @@ func TestCLITour(t *testing.T) {
 		return strings.Contains(watch.out.String(), id) && strings.Contains(watch.out.String(), "SUCCEEDED")
 	})
 	out, code = cli(t, natsURL, "submit", "--topic", "sys.destroy", "--tenant", "acme")
+	if code != 0 || len(strings.Fields(out)) < 2 {
+		// Accepted: the kernel denies it after (jobs watch below).
+		t.Fatalf("submit sys.destroy: exit %d\n%s", code, out)
+	}
 	denied := strings.Fields(out)[1]
 	out, code = cli(t, natsURL, "jobs", "watch", denied)
 	if code != 2 || !strings.Contains(out, "ended DENIED: safety_denied: topic sys.destroy is forbidden") {
@@ -90,9 +94,13 @@ func TestCLITour(t *testing.T) {
 		System struct {
 			Reachable  bool
 			NATSServer string `json:"nats_server"`
-			Schedulers []struct{ ID, Version string }
-			Hosts      []struct{ ID, Version string }
-			Kernels    []struct{ ID, Version, Revision string }
+			Schedulers []struct {
+				ID, Version, Store string
+				MaxEndedJobs       int64 `json:"max_ended_jobs"`
+				MaxEndedBytes      int64 `json:"max_ended_bytes"`
+			}
+			Hosts   []struct{ ID, Version string }
+			Kernels []struct{ ID, Version, Revision string }
 		}
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || v.Client.Go == "" || !v.System.Reachable ||
@@ -103,11 +111,15 @@ func TestCLITour(t *testing.T) {
 		// host's and kernel's, in the form each reports, whatever Go
 		// stamped into the binary (buildvcs, a modified tree).
 		t.Errorf("version -o json: the parts of one build report other versions than the client's %q\n%s", cv, out)
+	} else if sc := v.System.Schedulers[0]; sc.Store != "memory" || sc.MaxEndedJobs != 20000 || sc.MaxEndedBytes != 128<<20 {
+		// ward dev's memory store says its bound (the defaults).
+		t.Errorf("version -o json: the scheduler's store %q, bound %d jobs, %d bytes; want memory, 20000, 128 MiB\n%s", sc.Store, sc.MaxEndedJobs, sc.MaxEndedBytes, out)
 	}
 	// What a user compares: the lines of the table.
 	if out, code := cli(t, natsURL, "version"); code != 0 || len(v.System.Schedulers) != 1 ||
 		!strings.Contains(out, "ward:         "+v.Client.Version+"\n") ||
-		!strings.Contains(out, "scheduler:    "+v.System.Schedulers[0].ID+" "+v.Client.Version+"\n") {
+		!strings.Contains(out, "scheduler:    "+v.System.Schedulers[0].ID+" "+v.Client.Version+"\n") ||
+		!strings.Contains(out, "  job store:  memory, at most 20000 ended jobs and 128 MiB of them\n") {
 		t.Errorf("version: exit %d, not %q for the client and its scheduler\n%s", code, v.Client.Version, out)
 	}
 	// Every replica says its build, its mode and whether it reconciles.

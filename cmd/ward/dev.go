@@ -13,14 +13,17 @@ import (
 
 	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/node"
+	"github.com/ward-run/ward/sandbox"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
 	var (
 		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile, stateDir, workflowDir, dataDir, gatewayAddr string
-		natsPort                                                                                                                    int
+		maxEndedBytes                                                                                                               string
+		natsPort, maxEnded                                                                                                          int
 		insecure                                                                                                                    bool
 		retention                                                                                                                   time.Duration
 		hf                                                                                                                          hostFlags
@@ -58,6 +61,13 @@ restart (with the same --state-dir: the data belongs to its account); with
 (the default) the store is a temporary directory, removed at exit, and
 each run starts empty; the in-memory job store never survives.
 
+The in-memory job store keeps an ended job until the retention passes
+(--retention, 24h), but at most --max-ended-jobs of them (20000) and
+--max-ended-bytes (128MiB, by its estimate of their records): past
+either, the jobs that ended first are dropped before their retention,
+with their events, input, result and idempotency key (a job that has not
+ended is never dropped). Redis keeps them for the retention alone.
+
 Every port it needs (--nats-port, --safety-listen, --metrics) is checked
 before anything starts, and all those taken are reported at once.`,
 		Args: cobra.NoArgs,
@@ -75,7 +85,13 @@ before anything starts, and all those taken are reported at once.`,
 				if err != nil {
 					return err
 				}
-				defer f.Close()
+				defer func() {
+					// After StopCPUProfile (deferred below) has written
+					// the profile: a failed Close may have lost its end.
+					if err := f.Close(); err != nil {
+						log.Error("cpu profile not written", "file", cpuProfile, "err", err)
+					}
+				}()
 				if err := pprof.StartCPUProfile(f); err != nil {
 					return err
 				}
@@ -109,12 +125,27 @@ before anything starts, and all those taken are reported at once.`,
 				// (SCHEDULER_CONFIG_PATH) sets the threshold again.
 				conf.Scheduler.Placement.CPUThreshold = 100
 			}
+			bound, err := endedBound(maxEnded, maxEndedBytes)
+			if err != nil {
+				return err
+			}
 			store, storeName, err := node.OpenStore(redisURL, true)
 			if err != nil {
 				return err
 			}
 			node.SetRetention(store, retention)
-			defer store.Close()
+			if node.SetBound(store, bound) {
+				storeName += ", " + bound.String() + " (--max-ended-jobs, --max-ended-bytes; the oldest ended go first)"
+				log.Info("in-memory job store bounded: past the bound, the jobs that ended first are dropped before their retention",
+					"max_ended_jobs", bound.MaxEnded, "max_ended_bytes", bound.MaxEndedBytes, "bound", bound.String(), "retention", retention)
+			} else if cmd.Flags().Changed("max-ended-jobs") || cmd.Flags().Changed("max-ended-bytes") {
+				log.Warn("--max-ended-jobs and --max-ended-bytes bound the in-memory job store only: Redis keeps ended jobs for the retention", "retention", retention)
+			}
+			defer func() {
+				if err := store.Close(); err != nil {
+					log.Warn("job store close", "err", err)
+				}
+			}()
 			var (
 				keys    *auth.ServerKeys
 				creds   *node.DevCreds
@@ -156,7 +187,11 @@ before anything starts, and all those taken are reported at once.`,
 			if err != nil {
 				return err
 			}
-			defer ns.Shutdown()
+			defer func() {
+				if err := ns.Shutdown(); err != nil {
+					log.Warn("embedded NATS shutdown", "err", err)
+				}
+			}()
 			metrics, stopMetrics, err := node.ServeMetrics(metricsAddr, log)
 			if err != nil {
 				return err
@@ -246,6 +281,8 @@ before anything starts, and all those taken are reported at once.`,
 	f.StringVar(&stateDir, "state-dir", envOr("WARD_STATE_DIR", defaultStateDir()), "where the keys and credentials are kept ($WARD_STATE_DIR)")
 	f.StringVar(&dataDir, "data-dir", os.Getenv("WARD_DATA_DIR"), "keep the embedded NATS server's JetStream store here: modules, policies, API keys, audit records and results survive a restart (default: a temporary directory, removed at exit) ($WARD_DATA_DIR)")
 	f.DurationVar(&retention, "retention", envDuration("WARD_RETENTION", node.DefaultRetention), "how long an ended job (its record, events, input and result) is kept, then dropped; 0 keeps them for ever ($WARD_RETENTION)")
+	f.IntVar(&maxEnded, "max-ended-jobs", envInt("WARD_MAX_ENDED_JOBS", node.DefaultMaxEndedJobs), "the in-memory job store keeps at most this many ended jobs, dropping those that ended first before their retention; 0: no count bound (not with --redis: Redis keeps them for the retention) ($WARD_MAX_ENDED_JOBS)")
+	f.StringVar(&maxEndedBytes, "max-ended-bytes", envOr("WARD_MAX_ENDED_BYTES", fmt.Sprintf("%dMiB", node.DefaultMaxEndedBytes>>20)), "likewise, at most this much of ended jobs, by the store's estimate of their records (64MiB, 1GiB; the process's RSS runs up to about twice it); 0: no byte bound ($WARD_MAX_ENDED_BYTES)")
 	f.BoolVar(&insecure, "insecure", false, "run without credentials, permissions or signed dispatch (for comparisons only)")
 	f.IntVar(&natsPort, "nats-port", 4222, "embedded NATS port (-1 for a random one)")
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", "127.0.0.1:9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
@@ -257,6 +294,19 @@ before anything starts, and all those taken are reported at once.`,
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	hf.register(f, "dev-host")
 	return cmd
+}
+
+// endedBound is the memory store's bound of --max-ended-jobs and
+// --max-ended-bytes.
+func endedBound(jobs int, size string) (jobstore.Bound, error) {
+	if jobs < 0 {
+		return jobstore.Bound{}, fmt.Errorf("--max-ended-jobs %d: want a count of jobs, or 0 for no count bound", jobs)
+	}
+	n, err := sandbox.ParseByteSize(size)
+	if err != nil {
+		return jobstore.Bound{}, fmt.Errorf("--max-ended-bytes: %w", err)
+	}
+	return jobstore.Bound{MaxEnded: jobs, MaxEndedBytes: int64(n)}, nil
 }
 
 func defaultCacheDir() string {

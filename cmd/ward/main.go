@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -120,6 +121,17 @@ func (g *globals) dial(timeout time.Duration) (*client.Client, context.Context, 
 // clientOptions say who a client command is, and how it reaches NATS.
 func (g *globals) clientOptions() client.Options {
 	return client.Options{Creds: g.credsFile(), Tenant: g.tenant, TLS: g.tls}
+}
+
+// envInt is the integer in key, else def; a value that does not parse is
+// def too (the flag's help names the variable).
+func envInt(key string, def int) int {
+	if v := os.Getenv(key); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return def
 }
 
 // envDuration is the duration in key, else def; a value that does not

@@ -13,6 +13,7 @@ import (
 	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/internal/version"
+	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/safety"
 )
 
@@ -36,11 +37,16 @@ type systemVersions struct {
 }
 
 // partVersion is a running part: its id and the build it reports (a
-// kernel its policy revision too).
+// kernel its policy revision too; a scheduler its job store's kind and a
+// memory store's bound on the ended jobs it keeps, 0 for none of that
+// kind).
 type partVersion struct {
-	ID       string `json:"id"`
-	Version  string `json:"version,omitempty"`
-	Revision string `json:"revision,omitempty"`
+	ID            string `json:"id"`
+	Version       string `json:"version,omitempty"`
+	Revision      string `json:"revision,omitempty"`
+	Store         string `json:"store,omitempty"`
+	MaxEndedJobs  int64  `json:"max_ended_jobs,omitempty"`
+	MaxEndedBytes int64  `json:"max_ended_bytes,omitempty"`
 }
 
 func newVersionCmd(g *globals) *cobra.Command {
@@ -55,7 +61,8 @@ func newVersionCmd(g *globals) *cobra.Command {
 		Long: `version prints the build of this binary (module version, VCS revision and
 time, Go version), then asks the system it talks to (--nats, as the other
 commands) for the versions of its parts: the NATS server's, each scheduler
-replica's (its status, as ` + "`ward scheduler ls`" + `; an admin's to ask), each live
+replica's (its status, as ` + "`ward scheduler ls`" + `; an admin's to ask; with its job
+store, and the bound on the ended jobs a memory store keeps), each live
 host's (from its heartbeat) and each safety kernel's, with its policy
 revision. A system that does not answer within --wait is "not reachable":
 that is no error. --client prints the build alone.`,
@@ -109,7 +116,8 @@ func (g *globals) systemVersions(ctx context.Context, wait time.Duration) *syste
 	wg.Go(func() {
 		if sts, err := c.Schedulers(ctx, window); err == nil {
 			for _, st := range sts {
-				sv.Schedulers = append(sv.Schedulers, partVersion{ID: st.GetSchedulerId(), Version: st.GetVersion()})
+				sv.Schedulers = append(sv.Schedulers, partVersion{ID: st.GetSchedulerId(), Version: st.GetVersion(),
+					Store: st.GetStore(), MaxEndedJobs: st.GetMaxEndedJobs(), MaxEndedBytes: st.GetMaxEndedBytes()})
 			}
 		}
 	})
@@ -159,6 +167,12 @@ func printVersions(w io.Writer, v versions) {
 	}
 	for _, s := range sv.Schedulers {
 		fmt.Fprintf(w, "scheduler:    %s %s\n", s.ID, s.Version)
+		if s.Store == "memory" {
+			b := jobstore.Bound{MaxEnded: int(s.MaxEndedJobs), MaxEndedBytes: s.MaxEndedBytes}
+			fmt.Fprintf(w, "  job store:  memory, %s\n", b)
+		} else if s.Store != "" {
+			fmt.Fprintf(w, "  job store:  %s\n", s.Store)
+		}
 	}
 	if len(sv.Hosts) == 0 {
 		fmt.Fprintln(w, "hosts:        none answered")

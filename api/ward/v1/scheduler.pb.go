@@ -434,7 +434,16 @@ type SchedulerStatus struct {
 	// reconciler is true on the replica holding the reconciler's lease.
 	Reconciler bool `protobuf:"varint,5,opt,name=reconciler,proto3" json:"reconciler,omitempty"`
 	// live_workers is how many hosts it counts live.
-	LiveWorkers   int32 `protobuf:"varint,6,opt,name=live_workers,json=liveWorkers,proto3" json:"live_workers,omitempty"`
+	LiveWorkers int32 `protobuf:"varint,6,opt,name=live_workers,json=liveWorkers,proto3" json:"live_workers,omitempty"`
+	// store is the kind of job store it uses: "memory" (ward dev's store,
+	// in its process), "redis" or "redis-sharded".
+	Store string `protobuf:"bytes,7,opt,name=store,proto3" json:"store,omitempty"`
+	// max_ended_jobs and max_ended_bytes are a memory store's bound on the
+	// ended jobs it keeps (ward dev --max-ended-jobs, --max-ended-bytes; 0:
+	// no bound of that kind): past it, those that ended first are dropped
+	// before their retention. A Redis store keeps them for the retention.
+	MaxEndedJobs  int64 `protobuf:"varint,8,opt,name=max_ended_jobs,json=maxEndedJobs,proto3" json:"max_ended_jobs,omitempty"`
+	MaxEndedBytes int64 `protobuf:"varint,9,opt,name=max_ended_bytes,json=maxEndedBytes,proto3" json:"max_ended_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -511,6 +520,27 @@ func (x *SchedulerStatus) GetLiveWorkers() int32 {
 	return 0
 }
 
+func (x *SchedulerStatus) GetStore() string {
+	if x != nil {
+		return x.Store
+	}
+	return ""
+}
+
+func (x *SchedulerStatus) GetMaxEndedJobs() int64 {
+	if x != nil {
+		return x.MaxEndedJobs
+	}
+	return 0
+}
+
+func (x *SchedulerStatus) GetMaxEndedBytes() int64 {
+	if x != nil {
+		return x.MaxEndedBytes
+	}
+	return 0
+}
+
 var File_ward_v1_scheduler_proto protoreflect.FileDescriptor
 
 const file_ward_v1_scheduler_proto_rawDesc = "" +
@@ -534,7 +564,7 @@ const file_ward_v1_scheduler_proto_rawDesc = "" +
 	"\x12SchedulerModeReply\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"\x18\n" +
-	"\x16SchedulerStatusRequest\"\xd2\x01\n" +
+	"\x16SchedulerStatusRequest\"\xb6\x02\n" +
 	"\x0fSchedulerStatus\x12!\n" +
 	"\fscheduler_id\x18\x01 \x01(\tR\vschedulerId\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x12\n" +
@@ -543,7 +573,10 @@ const file_ward_v1_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"reconciler\x18\x05 \x01(\bR\n" +
 	"reconciler\x12!\n" +
-	"\flive_workers\x18\x06 \x01(\x05R\vliveWorkersB-Z+github.com/ward-run/ward/api/ward/v1;wardv1b\x06proto3"
+	"\flive_workers\x18\x06 \x01(\x05R\vliveWorkers\x12\x14\n" +
+	"\x05store\x18\a \x01(\tR\x05store\x12$\n" +
+	"\x0emax_ended_jobs\x18\b \x01(\x03R\fmaxEndedJobs\x12&\n" +
+	"\x0fmax_ended_bytes\x18\t \x01(\x03R\rmaxEndedBytesB-Z+github.com/ward-run/ward/api/ward/v1;wardv1b\x06proto3"
 
 var (
 	file_ward_v1_scheduler_proto_rawDescOnce sync.Once
