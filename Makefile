@@ -107,5 +107,33 @@ lattice-test: modules
 deploy-check:
 	$(GO) test -tags deploy -count=1 -timeout 30m ./deploy/...
 
+# lint runs golangci-lint with .golangci.yml (errcheck, staticcheck, govet,
+# ineffassign, unused; the gate is zero findings) over every package with
+# its tests and the lattice and deploy build tags, then over modules/ as
+# built for wasip1 (modules/sdk/wasip1.go), then over bench/ (a module of
+# its own). golangci-lint is pinned in tools/lint/go.mod, a module of its
+# own (not a dependency of Ward's), and built into bin/ through the Go
+# module proxy when that go.mod changes.
+GOLANGCI_LINT := bin/golangci-lint
+.PHONY: lint
+lint: $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
+	GOOS=wasip1 GOARCH=wasm $(GOLANGCI_LINT) run --tests=false ./modules/...
+	cd bench && ../$(GOLANGCI_LINT) run --config ../.golangci.yml ./...
+
+$(GOLANGCI_LINT): tools/lint/go.mod tools/lint/go.sum
+	$(GO) -C tools/lint build -o $(CURDIR)/$(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+# fuzz runs every Go fuzz target in the repo, one after another, each for
+# FUZZTIME (60s): scripts/fuzz.sh finds them in the test files
+# (scripts/fuzzlist), so a new target is never left out. FUZZ=regexp picks
+# targets. A finding fails it, saved under the package's testdata/fuzz/:
+# keep it (a seed from then on) and fix the code. FUZZTIME=2s is the short
+# run for make test.
+FUZZTIME ?= 60s
+.PHONY: fuzz
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
 clean:
 	rm -rf bin $(WASM_DIR)

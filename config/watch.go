@@ -85,8 +85,7 @@ func Watch(f Files, debounce time.Duration, onChange func(*Bundle), onError func
 	for _, p := range f.paths() {
 		abs, err := filepath.Abs(p)
 		if err != nil {
-			fsw.Close()
-			return nil, fmt.Errorf("config: watch %s: %w", p, err)
+			return nil, errors.Join(fmt.Errorf("config: watch %s: %w", p, err), fsw.Close())
 		}
 		dir := filepath.Dir(abs)
 		if dirs[dir] {
@@ -94,8 +93,7 @@ func Watch(f Files, debounce time.Duration, onChange func(*Bundle), onError func
 		}
 		dirs[dir] = true
 		if err := fsw.Add(dir); err != nil {
-			fsw.Close()
-			return nil, fmt.Errorf("config: watch %s: %w", dir, err)
+			return nil, errors.Join(fmt.Errorf("config: watch %s: %w", dir, err), fsw.Close())
 		}
 	}
 	w := &Watcher{fsw: fsw, done: make(chan struct{})}
@@ -205,8 +203,7 @@ func WatchWorkflows(dir string, debounce time.Duration, onChange func(map[string
 		return nil, fmt.Errorf("config: watch: %w", err)
 	}
 	if err := fsw.Add(dir); err != nil {
-		fsw.Close()
-		return nil, fmt.Errorf("config: watch %s: %w", dir, err)
+		return nil, errors.Join(fmt.Errorf("config: watch %s: %w", dir, err), fsw.Close())
 	}
 	w := &Watcher{fsw: fsw, done: make(chan struct{})}
 	last, _ := Workflows(dir)

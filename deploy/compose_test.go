@@ -65,7 +65,12 @@ func wardHelp(t *testing.T, path string) string {
 			helpErr = err
 			return
 		}
-		defer os.RemoveAll(dir)
+		defer func() {
+			// A ward binary (some 100 MB) would stay in the temp dir.
+			if err := os.RemoveAll(dir); err != nil {
+				t.Logf("removing %s: %v", dir, err)
+			}
+		}()
 		bin, err := goBuildWard(dir)
 		if err != nil {
 			helpErr = err

@@ -271,7 +271,12 @@ func (s *Server) moduleDeploy(w http.ResponseWriter, r *http.Request, p Principa
 		}
 		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "the body is not a multipart form with the file module: %v", err)
 	}
-	defer r.MultipartForm.RemoveAll()
+	defer func() {
+		// A large upload is spooled to temporary files.
+		if err := r.MultipartForm.RemoveAll(); err != nil {
+			s.log.Warn("module deploy: the upload's temporary files were not removed", "err", err)
+		}
+	}()
 	file := func(name string) ([]byte, error) {
 		f, _, err := r.FormFile(name)
 		if errors.Is(err, http.ErrMissingFile) {

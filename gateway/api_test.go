@@ -151,6 +151,9 @@ func TestAPI(t *testing.T) {
 		t.Fatalf("job: %v", job)
 	}
 	st, b = c.call(s.Acme, "GET", "/v1/jobs/"+id, nil)
+	if st != http.StatusOK {
+		t.Fatalf("GET /v1/jobs/{id}: %d %s", st, b)
+	}
 	job = object(t, b)
 	if res, ok := job["result"].(map[string]any); !ok || res["hello"] != "world" {
 		t.Errorf("the echo's result is not the JSON sent: %s", b)

@@ -324,7 +324,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := hs.Shutdown(sctx)
-	<-errc
+	// Serve returns ErrServerClosed once Shutdown has begun; anything else
+	// (the listener failing meanwhile) is an error of its own.
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
 	return err
 }
 

@@ -30,7 +30,7 @@ type gpuInfo struct {
 type gpuSource interface {
 	name() string
 	read(ctx context.Context) ([]gpuInfo, error)
-	close()
+	close() error
 }
 
 // GPUProbe reports the machine's NVIDIA GPUs in every heartbeat:
@@ -79,7 +79,9 @@ func (p *GPUProbe) Run(ctx context.Context) {}
 // Close releases NVML.
 func (p *GPUProbe) Close() {
 	if p.src != nil {
-		p.src.close()
+		if err := p.src.close(); err != nil {
+			p.log.Warn("GPU probe close", "source", p.src.name(), "err", err)
+		}
 	}
 }
 
@@ -133,7 +135,7 @@ func appendNew(have []string, add ...string) []string {
 type smiSource struct{ path string }
 
 func (s *smiSource) name() string { return "nvidia-smi" }
-func (s *smiSource) close()       {}
+func (s *smiSource) close() error { return nil }
 
 func (s *smiSource) read(ctx context.Context) ([]gpuInfo, error) {
 	out, err := exec.CommandContext(ctx, s.path, "--query-gpu=name,memory.total,utilization.gpu",

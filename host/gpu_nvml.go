@@ -29,7 +29,12 @@ func openNVML() (_ gpuSource, err error) {
 }
 
 func (s *nvmlSource) name() string { return "nvml" }
-func (s *nvmlSource) close()       { s.lib.Shutdown() }
+func (s *nvmlSource) close() error {
+	if ret := s.lib.Shutdown(); ret != nvml.SUCCESS {
+		return fmt.Errorf("nvml: shutdown: %s", nvml.ErrorString(ret))
+	}
+	return nil
+}
 
 func (s *nvmlSource) read(context.Context) ([]gpuInfo, error) {
 	n, ret := s.lib.DeviceGetCount()

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"strconv"
@@ -64,14 +63,12 @@ func parseProcStat(data []byte) (idle, total uint64, ok bool) {
 
 // readMemInfo returns MemTotal and MemAvailable in bytes, or zeros.
 func readMemInfo(path string) (total, available uint64) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		key, rest, ok := strings.Cut(sc.Text(), ":")
+	for line := range strings.Lines(string(b)) {
+		key, rest, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
 		}

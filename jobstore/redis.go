@@ -75,8 +75,7 @@ func OpenRedis(url string) (*Redis, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("jobstore: redis ping %s: %w", opt.Addr, err)
+		return nil, errors.Join(fmt.Errorf("jobstore: redis ping %s: %w", opt.Addr, err), c.Close())
 	}
 	return NewRedis(c), nil
 }

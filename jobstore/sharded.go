@@ -300,7 +300,14 @@ func (s *Sharded) Transition(ctx context.Context, id string, t Transition) (*Job
 		j, oldw, err := r.transition(ctx, id, inner)
 		if err != nil {
 			if took {
-				s.workerOp(context.WithoutCancel(ctx), "rem", t.WorkerID, id, 0)
+				// The move failed: give the place back. Failing that, the
+				// place stays taken (the worker counts one job more) until
+				// Sweep takes it out, workerGrace after it was taken: say
+				// so with the move's own error, which stays the one that
+				// errors.Is finds.
+				if _, _, rerr := s.workerOp(context.WithoutCancel(ctx), "rem", t.WorkerID, id, 0); rerr != nil {
+					return nil, fmt.Errorf("%w (and worker %s's place was not given back, Sweep takes it out: %v)", err, t.WorkerID, rerr)
+				}
 			}
 			return nil, err
 		}

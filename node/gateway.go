@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/ward-run/ward/apikey"
 	"github.com/ward-run/ward/audit"
@@ -122,7 +123,7 @@ func StartGateway(ctx context.Context, cfg GatewayConfig) (_ *Gateway, err error
 		}
 	}
 	metrics := prometheus.NewRegistry()
-	metrics.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	g.Server, err = gateway.New(gateway.Config{
 		Client: c, Auth: gateway.APIKeys(g.keys), Keys: g.keys,
 		Admin: parts,

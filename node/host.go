@@ -88,7 +88,7 @@ func StartHost(ctx context.Context, cfg HostConfig) (_ *Host, err error) {
 	h := &Host{}
 	defer func() {
 		if err != nil {
-			h.close()
+			err = errors.Join(err, h.close())
 		}
 	}()
 	if h.rt, err = sandbox.New(ctx, sandbox.Config{CacheDir: cfg.CacheDir}); err != nil {

@@ -134,8 +134,7 @@ func StartSafety(ctx context.Context, cfg SafetyConfig) (_ *Safety, err error) {
 	}
 	if err != nil {
 		s.reloader = nil
-		lis.Close()
-		return nil, err
+		return nil, errors.Join(err, lis.Close())
 	}
 	s.srv = safety.NewServerTLS(s.kernel, serverTLS)
 	go func() {

@@ -161,8 +161,6 @@ func (s *Scheduler) close() {
 	}
 }
 
-// openRegistry opens the module registry in conn's JetStream when use is
-// set; nil otherwise.
 // registryWait bounds how long a host waits for the module registry to be
 // created.
 const registryWait = 2 * time.Minute
@@ -188,6 +186,8 @@ func openRegistryWaiting(ctx context.Context, conn *bus.Conn, use bool, log *slo
 	}
 }
 
+// openRegistry opens the module registry in conn's JetStream when use is
+// set; nil otherwise.
 func openRegistry(ctx context.Context, conn *bus.Conn, use bool) (*modreg.Registry, error) {
 	if !use {
 		return nil, nil

@@ -174,11 +174,11 @@ func TestTraceFollowsAJob(t *testing.T) {
 		{"ward.result", "ward.state", "SUCCEEDED"},
 		{"ward.admit", "ward.job_id", job.GetJobId()},
 	} {
-		if s, ok := spans[c.span]; ok && attr(s, c.key).Emit() != c.want {
-			t.Errorf("%s: %s = %q, want %q", c.span, c.key, attr(s, c.key).Emit(), c.want)
+		if s, ok := spans[c.span]; ok && attr(s, c.key).String() != c.want {
+			t.Errorf("%s: %s = %q, want %q", c.span, c.key, attr(s, c.key).String(), c.want)
 		}
 	}
-	if s, ok := spans["ward.run"]; ok && attr(s, "ward.module_digest").Emit() == "" {
+	if s, ok := spans["ward.run"]; ok && attr(s, "ward.module_digest").String() == "" {
 		t.Error("the run's span names no module digest")
 	}
 }

@@ -152,7 +152,6 @@ func Dial(addr string, cfg ClientConfig) (*Client, error) {
 	}
 	conn, err := grpc.NewClient(target, append(opts,
 		grpc.WithTransportCredentials(creds),
-		grpc.WithSharedWriteBuffer(true),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 			MinConnectTimeout: cfg.Timeout,

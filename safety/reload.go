@@ -245,17 +245,18 @@ func (r *Reloader) Start(ctx context.Context) error {
 		workers *bus.Workers
 	)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	undo := func() {
+	undo := func() error {
 		cancel()
+		var errs []error
 		if sub != nil {
 			dctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = sub.Drain(dctx)
-			_ = workers.Wait(dctx)
+			errs = append(errs, sub.Drain(dctx), workers.Wait(dctx))
 			stop()
 		}
 		if w != nil {
-			w.Close()
+			errs = append(errs, w.Close())
 		}
+		return errors.Join(errs...)
 	}
 	if r.cfg.Dir != "" {
 		var err error
@@ -264,8 +265,7 @@ func (r *Reloader) Start(ctx context.Context) error {
 			return fmt.Errorf("safety: watch %s: %w", r.cfg.Dir, err)
 		}
 		if err := watchTree(w, r.cfg.Dir); err != nil {
-			undo()
-			return err
+			return errors.Join(err, undo())
 		}
 	}
 	if r.cfg.Bus != nil {
@@ -277,8 +277,7 @@ func (r *Reloader) Start(ctx context.Context) error {
 				}
 			})
 		if err != nil {
-			undo()
-			return err
+			return errors.Join(err, undo())
 		}
 		sub = s
 	}
@@ -287,8 +286,8 @@ func (r *Reloader) Start(ctx context.Context) error {
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
-		undo() // outside r.mu: a status request in flight takes it
-		return errors.New("safety: Reloader shut down while starting")
+		// undo outside r.mu: a status request in flight takes it.
+		return errors.Join(errors.New("safety: Reloader shut down while starting"), undo())
 	}
 	r.stop, r.watcher, r.status, r.statusWorker = cancel, w, sub, workers
 	if r.cfg.Bus != nil {
@@ -331,7 +330,7 @@ func (r *Reloader) Shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("safety: reloader shutdown: %w", ctx.Err()))
 	}
 	if w != nil {
-		w.Close()
+		errs = append(errs, w.Close())
 	}
 	return errors.Join(errs...)
 }

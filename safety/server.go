@@ -38,11 +38,10 @@ func NewServer(k *Kernel) *Server { return NewServerTLS(k, nil) }
 func NewServerTLS(k *Kernel, cfg *tls.Config) *Server {
 	opts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(recoverUnary),
-		// A pool of stream workers instead of a goroutine per Check,
-		// and one write buffer per connection shared across writes:
-		// both cut the CPU each Check costs.
+		// A pool of stream workers instead of a goroutine per Check:
+		// it cuts the CPU each Check costs. (grpc-go shares each
+		// connection's write buffer across writes by default.)
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
-		grpc.SharedWriteBuffer(true),
 	}
 	if cfg != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg)))

@@ -28,9 +28,16 @@ func startServer(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	srv := NewServer(newDefaultKernel(tb))
+	tb.Cleanup(serve(tb, srv, lis))
+	return lis.Addr().String()
+}
+
+// serve runs srv on lis and returns what stops it: Shutdown, then Serve's
+// return (nil after a Shutdown), each an error of the test's if it fails.
+func serve(tb testing.TB, srv *Server, lis net.Listener) (stop func()) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
-	tb.Cleanup(func() {
+	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
@@ -39,8 +46,7 @@ func startServer(tb testing.TB) string {
 		if err := <-served; err != nil {
 			tb.Errorf("Serve: %v", err)
 		}
-	})
-	return lis.Addr().String()
+	}
 }
 
 func dial(tb testing.TB, addr string, cfg ClientConfig) *Client {
@@ -232,8 +238,7 @@ func TestServerNoPolicyIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := NewServer(NewKernel(Config{}))
-	go srv.Serve(lis)
-	defer srv.Shutdown(context.Background())
+	defer serve(t, srv, lis)()
 	c := dial(t, lis.Addr().String(), ClientConfig{BreakerFailures: -1})
 	if _, err := c.Check(context.Background(), echoJob()); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Check on a kernel without a policy = %v, want ErrUnavailable", err)
@@ -250,14 +255,13 @@ func TestClientBreaker(t *testing.T) {
 	}
 	addr := lis.Addr().String()
 	k := newDefaultKernel(t)
-	srv := NewServer(k)
-	go srv.Serve(lis)
+	stop := serve(t, NewServer(k), lis)
 	c := dial(t, addr, ClientConfig{Timeout: time.Second, BreakerFailures: 3, BreakerCooldown: 50 * time.Millisecond})
 	if _, err := c.Check(context.Background(), echoJob()); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
+	if stop(); t.Failed() {
+		t.FailNow()
 	}
 	for i := range 3 {
 		if _, err := c.Check(context.Background(), echoJob()); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrBreakerOpen) {
@@ -272,9 +276,7 @@ func TestClientBreaker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv = NewServer(k)
-	go srv.Serve(lis)
-	defer srv.Shutdown(context.Background())
+	defer serve(t, NewServer(k), lis)()
 	poll.Until(t, 10*time.Second, "a Check answered after the kernel came back", func() bool {
 		_, err := c.Check(context.Background(), echoJob())
 		if err != nil && !errors.Is(err, ErrUnavailable) {
@@ -335,9 +337,7 @@ func TestClientFailOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewServer(k)
-	go srv.Serve(lis)
-	defer srv.Shutdown(context.Background())
+	defer serve(t, NewServer(k), lis)()
 	c = dial(t, lis.Addr().String(), ClientConfig{FailOpen: true})
 	if resp, err := c.Check(context.Background(), echoJob()); err == nil || errors.Is(err, ErrUnavailable) {
 		t.Errorf("Check on a failing policy = %v, %v; want the kernel's error", resp, err)
@@ -367,7 +367,9 @@ func TestClientSeveralKernels(t *testing.T) {
 	if err := srv.Shutdown(sctx); err != nil {
 		t.Fatal(err)
 	}
-	<-served
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
 	// The client finds the second one gone; the checks go to the first.
 	failed := 0
 	for range 50 {

@@ -455,15 +455,11 @@ func (s *Scheduler) storeFailed(op, id string, err error) {
 	s.log.Error("job store failed", "op", op, "job_id", id, "err", err)
 }
 
-// publishEvent tells watchers (ward submit --wait, the gateway) of a state
-// change. chunks, on the event that ends a job whose run streamed output,
-// is how many chunks it streamed: the watchers wait for them all.
-func (s *Scheduler) publishEvent(job *jobstore.Job, e jobstore.Event, chunks int64) {
-	s.publishVia(job, e, chunks, "", "")
-}
-
-// publishVia publishes e, which passed through state via (with its
-// message) in the same step, when via is set: one event tells both.
+// publishVia tells watchers (ward submit --wait, the gateway) of a state
+// change e, which passed through state via (with its message) in the same
+// step, when via is set: one event tells both. chunks, on the event that
+// ends a job whose run streamed output, is how many chunks it streamed:
+// the watchers wait for them all.
 func (s *Scheduler) publishVia(job *jobstore.Job, e jobstore.Event, chunks int64, via jobstore.State, viaMsg string) {
 	ev := events.Get().(*wardv1.JobEvent)
 	ev.JobId, ev.State, ev.AtUnixMs = job.ID, stateEnum(e.State), e.At.UnixMilli()

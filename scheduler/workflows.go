@@ -635,7 +635,12 @@ func (r *runner) stop(lr *liveRun, stop func(string) []string, why string) []str
 			r.stop(child, child.eng.Cancel, "its parent run "+lr.id+" stopped: "+why)
 			continue
 		}
-		r.s.cancelJob(context.Background(), id, "", "workflow run "+lr.id+": "+why)
+		if _, err := r.s.cancelJob(context.Background(), id, "", "workflow run "+lr.id+": "+why); err != nil && !errors.Is(err, jobstore.ErrNotFound) {
+			// Ended already (logged at debug), or the store failed
+			// (logged and counted): the step's job then runs to its end
+			// and the stopped run ignores its result.
+			r.s.storeFailed("cancel step", id, err)
+		}
 	}
 	return running
 }

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -64,7 +65,7 @@ func main() {
 	}
 }
 
-func run(redisURL string, n, c, payloadSize, workers int, checkInterval time.Duration, warmup, redisPID int, timeout time.Duration) error {
+func run(redisURL string, n, c, payloadSize, workers int, checkInterval time.Duration, warmup, redisPID int, timeout time.Duration) (err error) {
 	if !strings.Contains(redisURL, "://") {
 		redisURL = "redis://" + redisURL
 	}
@@ -91,7 +92,7 @@ func run(redisURL string, n, c, payloadSize, workers int, checkInterval time.Dur
 	}
 	defer srv.Shutdown()
 	cl := asynq.NewClient(opt)
-	defer cl.Close()
+	defer func() { err = errors.Join(err, cl.Close()) }()
 	payload := bytes.Repeat([]byte("x"), payloadSize)
 
 	// loop runs total tasks, c at a time, and returns the latencies of those that ended.

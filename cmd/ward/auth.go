@@ -515,9 +515,21 @@ func (g *globals) revokeCreds(cmd *cobra.Command, a *auth.Authority, role auth.R
 	if err != nil {
 		return false, err
 	}
-	defer os.Remove(f.Name())
-	_, _ = f.Write(sys)
-	_ = f.Close()
+	defer func() {
+		// The file holds the system account's credential: say so if it
+		// stays behind.
+		if err := os.Remove(f.Name()); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "remove the system credential's temporary file: %v\n", err)
+		}
+	}()
+	_, werr := f.Write(sys)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		fmt.Fprintf(out, "the servers were not told (writing the system credential: %v): push it when they are up, or restart them with %s\n", werr, auth.FileServerConfig)
+		return false, nil
+	}
 	tlsOpts, err := g.tls.NATSOptions()
 	if err != nil {
 		return false, err

@@ -89,7 +89,11 @@ func TestDevCrashRetry(t *testing.T) {
 	if err := dev.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	<-dev.done
+	// Wait's error is the kill's (signal: killed); none means ward dev
+	// had exited on its own.
+	if err := <-dev.done; err == nil {
+		t.Fatal("ward dev had exited before the kill")
+	}
 	dev.waited = true
 	dev = start()
 

@@ -44,8 +44,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 			if !getOut.table() {
 				return getOut.print(cmd.OutOrStdout(), view.Of(rec))
 			}
-			printJob(cmd.OutOrStdout(), rec)
-			return nil
+			return printJob(cmd.OutOrStdout(), rec)
 		},
 	}
 	getOut = addOutput(get)
@@ -372,7 +371,7 @@ func eventTenant(subject string) string {
 	return parts[3]
 }
 
-func printJob(out io.Writer, j *wardv1.JobRecord) {
+func printJob(out io.Writer, j *wardv1.JobRecord) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
@@ -429,7 +428,9 @@ func printJob(out io.Writer, j *wardv1.JobRecord) {
 		b, _ := json.Marshal(j.GetLabels())
 		row("labels", string(b))
 	}
-	tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	if len(j.GetEvents()) > 0 {
 		fmt.Fprintln(out, "events:")
 		for _, ev := range j.GetEvents() {
@@ -440,4 +441,5 @@ func printJob(out io.Writer, j *wardv1.JobRecord) {
 	if len(j.GetResult()) > 0 {
 		fmt.Fprintf(out, "result data:\n%s\n", j.GetResult())
 	}
+	return nil
 }

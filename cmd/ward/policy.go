@@ -270,8 +270,8 @@ ExplainResponse.`,
 				if err := out.print(w, view.Of(resp)); err != nil {
 					return err
 				}
-			} else {
-				printExplain(w, resp)
+			} else if err := printExplain(w, resp); err != nil {
+				return err
 			}
 			if resp.GetResult().GetDecision() == safetyv1.Decision_DECISION_DENY {
 				return exitError{code: 1} // why: the deny messages printed
@@ -312,7 +312,7 @@ func errorsExit(cmd *cobra.Command, code int) {
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return wrap(c, err) })
 }
 
-func printExplain(out io.Writer, resp *safetyv1.ExplainResponse) {
+func printExplain(out io.Writer, resp *safetyv1.ExplainResponse) error {
 	res := resp.GetResult()
 	fmt.Fprintf(out, "decision:  %s\n", strings.TrimPrefix(res.GetDecision().String(), "DECISION_"))
 	fmt.Fprintf(out, "revision:  %s\n", res.GetPolicyRevision())
@@ -333,8 +333,11 @@ func printExplain(out io.Writer, resp *safetyv1.ExplainResponse) {
 	for _, f := range resp.GetFired() {
 		fmt.Fprintf(tw, "  %s\t%s\t= %s\n", f.GetLocation(), f.GetRule(), f.GetValue())
 	}
-	tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "input: %s\n", resp.GetInput())
+	return nil
 }
 
 // defaultPolicyKeyFile is the signing key `ward policy push` uses when
@@ -515,8 +518,7 @@ func writeNew(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+		return errors.Join(err, f.Close())
 	}
 	return f.Close()
 }

@@ -37,7 +37,9 @@ func checkPorts(addrs map[string]string) error {
 			busy = append(busy, fmt.Sprintf("%s (%s): %s", addr, flag, why))
 			continue
 		}
-		l.Close()
+		if err := l.Close(); err != nil {
+			busy = append(busy, fmt.Sprintf("%s (%s): close the probe: %v", addr, flag, err))
+		}
 	}
 	if len(busy) > 0 {
 		return fmt.Errorf("cannot listen on %s; is another ward dev running? Stop it, or move these with the flags named", strings.Join(busy, ", "))

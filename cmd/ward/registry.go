@@ -1,28 +1,13 @@
 package main
 
 import (
-	"context"
 	"crypto/ed25519"
 	"fmt"
 	"os"
 	"strings"
 
-	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/modreg"
 )
-
-// openRegistry opens the module registry on conn's JetStream, or returns
-// nil when use is false.
-func openRegistry(ctx context.Context, conn *bus.Conn, use bool) (*modreg.Registry, error) {
-	if !use {
-		return nil, nil
-	}
-	reg, err := modreg.Open(ctx, conn.NATS())
-	if err != nil {
-		return nil, fmt.Errorf("%w; run without the registry with --module-registry=false", err)
-	}
-	return reg, nil
-}
 
 // readTrustedKeys reads ed25519 public keys, one PEM file each.
 func readTrustedKeys(paths []string) ([]ed25519.PublicKey, error) {

@@ -50,7 +50,11 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			node.SetRetention(store, retention)
-			defer store.Close()
+			defer func() {
+				if err := store.Close(); err != nil {
+					log.Warn("job store close", "err", err)
+				}
+			}()
 			safetyCfg, err := safetyFlags.config()
 			if err != nil {
 				return err

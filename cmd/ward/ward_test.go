@@ -45,8 +45,12 @@ func TestMain(m *testing.M) {
 	}
 	// Every ward process of these tests, `ward dev` and the CLI, keeps and
 	// finds its keys and credentials here, not in the user's home.
-	os.Setenv("WARD_STATE_DIR", filepath.Join(dir, "state"))
-	os.Unsetenv("WARD_CREDS")
+	if err := os.Setenv("WARD_STATE_DIR", filepath.Join(dir, "state")); err != nil {
+		panic(err)
+	}
+	if err := os.Unsetenv("WARD_CREDS"); err != nil {
+		panic(err)
+	}
 	build := exec.Command("go", "build", "-race", "-o", wardBin, ".")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
@@ -54,7 +58,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "removing the test binaries:", err)
+	}
 	os.Exit(code)
 }
 
@@ -98,8 +104,10 @@ func startWard(t *testing.T, name string, env []string, args ...string) *proc {
 		// ProcessState is Wait's to write: the process may have exited
 		// on its own, so only done says whether it was waited for.
 		if !p.waited {
-			_ = p.cmd.Process.Kill()
-			<-p.done
+			_ = p.cmd.Process.Kill() // fails only when it has exited already
+			if err := <-p.done; t.Failed() {
+				t.Logf("--- %s, killed at the test's end: %v", name, err)
+			}
 		}
 		if t.Failed() {
 			t.Logf("--- %s output:\n%s", name, p.out.String())

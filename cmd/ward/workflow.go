@@ -192,8 +192,8 @@ func startRun(cmd *cobra.Command, g *globals, req *wardv1.WorkflowRunRequest, wa
 				if err := printAs(out, output, view.Of(run)); err != nil {
 					return err
 				}
-			} else {
-				printRun(out, run)
+			} else if err := printRun(out, run); err != nil {
+				return err
 			}
 			if run.GetState() != string(workflow.RunSucceeded) {
 				return fmt.Errorf("run %s ended %s: %s", run.GetRunId(), run.GetState(), run.GetReason())
@@ -230,7 +230,7 @@ func printRunEvent(w io.Writer, ev *wardv1.WorkflowEvent) {
 	fmt.Fprintf(w, "  %3d %-14s %-14s %s\n", ev.GetSeq(), ev.GetKind(), ev.GetTask(), detail)
 }
 
-func printRun(w io.Writer, r *wardv1.WorkflowRun) {
+func printRun(w io.Writer, r *wardv1.WorkflowRun) error {
 	fmt.Fprintf(w, "run %s (%s, tenant %s): %s", r.GetRunId(), r.GetWorkflow(), r.GetTenantId(), r.GetState())
 	if r.GetReason() != "" {
 		fmt.Fprintf(w, ": %s", r.GetReason())
@@ -242,11 +242,14 @@ func printRun(w io.Writer, r *wardv1.WorkflowRun) {
 		for _, t := range r.GetTasks() {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", t.GetId(), t.GetState(), t.GetJobId(), t.GetError())
 		}
-		tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(r.GetOutputs()) > 0 {
 		fmt.Fprintf(w, "outputs: %s\n", r.GetOutputs())
 	}
+	return nil
 }
 
 func newWorkflowGetCmd(g *globals) *cobra.Command {
@@ -269,7 +272,9 @@ func newWorkflowGetCmd(g *globals) *cobra.Command {
 			if !out.table() {
 				return out.print(cmd.OutOrStdout(), view.Of(run))
 			}
-			printRun(cmd.OutOrStdout(), run)
+			if err := printRun(cmd.OutOrStdout(), run); err != nil {
+				return err
+			}
 			for _, ev := range run.GetEvents() {
 				printRunEvent(cmd.OutOrStdout(), ev)
 			}
@@ -332,8 +337,7 @@ func newWorkflowCancelCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printRun(cmd.OutOrStdout(), run)
-			return nil
+			return printRun(cmd.OutOrStdout(), run)
 		},
 	}
 	cmd.Flags().StringVar(&why, "reason", "", "why (recorded in the run's log)")

@@ -63,8 +63,11 @@ func (s *Secure) Creds(role auth.Role, name string, o ...auth.IssueOptions) stri
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	defer f.Close()
-	if _, err := f.Write(b); err != nil {
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		s.t.Fatal(err)
 	}
 	return f.Name()

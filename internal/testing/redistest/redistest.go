@@ -6,6 +6,7 @@ package redistest
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -76,13 +77,16 @@ func start(t testing.TB, bin string, extra ...string) (string, error) {
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start redis-server: %w", err)
 	}
+	var waitErr error // Wait's, read after done
 	done := make(chan struct{})
 	go func() {
-		cmd.Wait()
+		waitErr = cmd.Wait()
 		close(done)
 	}()
 	stop := func() {
-		cmd.Process.Kill()
+		// Kill fails only when the server has exited already; either
+		// way done says when Wait has returned.
+		_ = cmd.Process.Kill()
 		<-done
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -91,7 +95,7 @@ func start(t testing.TB, bin string, extra ...string) (string, error) {
 		select {
 		case <-done:
 			// out is complete: Wait has returned.
-			return "", fmt.Errorf("redis-server on %s exited: %s", addr, strings.TrimSpace(out.String()))
+			return "", fmt.Errorf("redis-server on %s exited (%v): %s", addr, waitErr, strings.TrimSpace(out.String()))
 		default:
 		}
 		if ping(addr) == nil {
@@ -112,19 +116,24 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	return port, nil
 }
 
 // ping sends PING in the inline protocol and expects +PONG (or NOAUTH,
 // from a server whose default user is off).
-func ping(addr string) error {
+func ping(addr string) (err error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Second))
+	defer func() { err = errors.Join(err, c.Close()) }()
+	if err := c.SetDeadline(time.Now().Add(time.Second)); err != nil {
+		return err
+	}
 	if _, err := c.Write([]byte("PING\r\n")); err != nil {
 		return err
 	}
@@ -204,13 +213,15 @@ func StartCluster(t testing.TB, masters int) string {
 }
 
 // command sends an inline command and returns its bulk string reply.
-func command(addr, cmd string) (string, error) {
+func command(addr, cmd string) (_ string, err error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Second))
+	defer func() { err = errors.Join(err, c.Close()) }()
+	if err := c.SetDeadline(time.Now().Add(time.Second)); err != nil {
+		return "", err
+	}
 	if _, err := c.Write([]byte(cmd + "\r\n")); err != nil {
 		return "", err
 	}
@@ -293,11 +304,13 @@ func StartSentinel(t testing.TB) *Sentinel {
 	}
 	done := make(chan struct{})
 	go func() {
-		cmd.Wait()
+		// Ended by the Kill below when the test ends: Wait's error is
+		// that kill's.
+		_ = cmd.Wait()
 		close(done)
 	}()
 	t.Cleanup(func() {
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill() // fails only when it has exited already
 		<-done
 	})
 	admin := net.JoinHostPort("127.0.0.1", strconv.Itoa(sport))
@@ -318,8 +331,17 @@ func Kill(t testing.TB, addr string) {
 	if err != nil {
 		t.Fatalf("redistest: kill %s: %v", addr, err)
 	}
-	defer c.Close()
-	c.Write([]byte("SHUTDOWN NOSAVE\r\n"))
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
-	io.Copy(io.Discard, c) // until the server closes the connection
+	// The server closes the connection as it shuts down: ours only frees
+	// the descriptor, and its error would say nothing about the kill.
+	defer func() { _ = c.Close() }()
+	if _, err := c.Write([]byte("SHUTDOWN NOSAVE\r\n")); err != nil {
+		t.Fatalf("redistest: kill %s: %v", addr, err)
+	}
+	if err := c.SetReadDeadline(time.Now().Add(2 * time.Second)); err != nil {
+		t.Fatalf("redistest: kill %s: %v", addr, err)
+	}
+	// Until the server closes the connection.
+	if _, err := io.Copy(io.Discard, c); err != nil {
+		t.Logf("redistest: kill %s: the server did not close the connection cleanly: %v", addr, err)
+	}
 }

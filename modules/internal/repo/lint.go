@@ -7,7 +7,6 @@ import (
 	"go/parser"
 	"go/scanner"
 	"go/token"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/ward-run/ward/modules/sdk"
@@ -116,14 +115,3 @@ func (fs *findings) add(file string, line, col int, rule, severity, msg string) 
 }
 
 func (fs *findings) list() []sdk.Finding { return fs.all }
-
-// lines calls fn for each line of data, numbered from 1, without its end.
-func lines(data []byte, fn func(n int, line string)) {
-	n := 0
-	for len(data) > 0 {
-		n++
-		line, rest, _ := bytes.Cut(data, []byte("\n"))
-		fn(n, strings.TrimSuffix(string(line), "\r"))
-		data = rest
-	}
-}

@@ -308,29 +308,6 @@ func callArgs(code string, open int, lang string) (string, int, bool) {
 	return "", open, false
 }
 
-// splitArgs splits a skeleton at its top-level commas.
-func splitArgs(sk string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i := 0; i < len(sk); i++ {
-		switch sk[i] {
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, strings.TrimSpace(sk[start:i]))
-				start = i + 1
-			}
-		}
-	}
-	if rest := strings.TrimSpace(sk[start:]); rest != "" || len(out) > 0 {
-		out = append(out, rest)
-	}
-	return out
-}
-
 // identWords splits identifiers into lower-case words: userPassword,
 // user_password and USER-PASSWORD are all "user", "password".
 func identWords(s string) []string {
