@@ -41,9 +41,18 @@ deps:
 # The modules are compiled into the tests' shared wazero cache first,
 # without -race (internal/testing/wasmtest/warm): seconds, where the
 # race-instrumented suite would take minutes of CPU on a fresh machine.
+#
+# go test runs every fuzz target's seeds and saved findings; then the
+# targets of what tenants send most directly (workflow definitions and
+# expressions, module manifests and sizes, API keys) fuzz new inputs for
+# FUZZTIME_TEST each. make fuzz runs every target longer: the short run
+# keeps make test within its time, its builds being most of the cost.
+FUZZTIME_TEST ?= 2s
+FUZZ_TEST     ?= ^Fuzz(Workflow|Expression|Meter|ParseManifest|ParseByteSize|Bearer|Spec|KeyRecord)$$
 test: deps modules
 	$(GO) test -count=1 ./internal/testing/wasmtest/warm
 	$(GO) test -race -count=1 -timeout 20m ./...
+	FUZZTIME=$(FUZZTIME_TEST) FUZZ='$(FUZZ_TEST)' ./scripts/fuzz.sh
 
 # proto regenerates api/ with protoc and the generators pinned in go.mod's
 # tool block (protoc-gen-go, protoc-gen-go-grpc).
