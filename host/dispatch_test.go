@@ -424,15 +424,20 @@ func TestHostSubjects(t *testing.T) {
 // STARTED report, and its result says so; a longer one reports its start
 // while it runs, before its result, which says that too. Either carries
 // its output in the result.
+//
+// Each case runs on a host whose started delay puts the job's end clearly
+// on one side of it, so that a loaded machine cannot move it to the other:
+// an hour for the quick job, a millisecond for the slow one.
 func TestStartedReport(t *testing.T) {
-	f := newFixture(t, 2)
-	if err := f.agent.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		id, payload string
+		delay       time.Duration
 		reported    bool
-	}{{"quick", "1ms", false}, {"slow", "400ms", true}} {
+	}{{"quick", "1ms", time.Hour, false}, {"slow", "400ms", time.Millisecond, true}} {
+		f := newFixtureWith(t, 2, auth.HostKey(dispatchSecret, "h1"), func(c *host.Config) { c.StartedDelay = tc.delay })
+		if err := f.agent.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		req := f.create(t, tc.id, tc.payload)
 		dispatch(t, f.conn, "h1", req)
 		if tc.reported {
