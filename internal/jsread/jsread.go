@@ -22,7 +22,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -156,9 +158,9 @@ func FollowKV(ctx context.Context, nc *nats.Conn, bucket, filter string, resync 
 		return nil, fmt.Errorf("jsread: bucket %s: %w", bucket, err)
 	}
 	f := &kvFollower{s: s, prefix: "$KV." + bucket + ".", filter: filter, known: map[string]uint64{},
-		pending: map[string]bool{}, wake: make(chan struct{}, 1)}
+		pending: map[string]int{}, wake: make(chan struct{}, 1)}
 	// Subscribed before the first read, so that no change falls between.
-	sub, err := nc.Subscribe(f.prefix+filter, func(m *nats.Msg) { f.note(m.Subject) })
+	sub, err := nc.Subscribe(f.prefix+filter, func(m *nats.Msg) { f.note(m.Subject, 0) })
 	if err != nil {
 		return nil, fmt.Errorf("jsread: subscribe to bucket %s: %w", bucket, err)
 	}
@@ -208,15 +210,28 @@ type kvFollower struct {
 	prefix, filter string
 	known          map[string]uint64 // subject → revision applied; the reading goroutine's
 
-	mu      sync.Mutex // guards pending
-	pending map[string]bool
+	mu      sync.Mutex     // guards pending
+	pending map[string]int // subject → how often it was read and found unchanged
 	wake    chan struct{}
 }
 
-// note records that subject changed, and wakes the reader.
-func (f *kvFollower) note(subject string) {
+// Rereads of a noted subject found unchanged: the message reaches this
+// subscriber and the stream independently, so the direct get may come
+// before the stream has stored it and read the revision before. Such a
+// subject is read again after rereadAfter, doubling, rereads times; past
+// them the resync reads it.
+const (
+	rereads     = 6
+	rereadAfter = 20 * time.Millisecond
+)
+
+// note records that subject changed (tries: the rereads so far that found
+// it unchanged), and wakes the reader.
+func (f *kvFollower) note(subject string, tries int) {
 	f.mu.Lock()
-	f.pending[subject] = true
+	if cur, ok := f.pending[subject]; !ok || tries < cur { // a new change starts the rereads again
+		f.pending[subject] = tries
+	}
 	f.mu.Unlock()
 	select {
 	case f.wake <- struct{}{}:
@@ -227,25 +242,24 @@ func (f *kvFollower) note(subject string) {
 // readPending reads the keys noted since the last call.
 func (f *kvFollower) readPending(ctx context.Context) ([]Entry, error) {
 	f.mu.Lock()
-	subjects := make([]string, 0, len(f.pending))
-	for s := range f.pending {
-		subjects = append(subjects, s)
-	}
+	tries := maps.Clone(f.pending)
 	clear(f.pending)
 	f.mu.Unlock()
-	sort.Strings(subjects)
+	subjects := slices.Sorted(maps.Keys(tries))
 	var out []Entry
 	for i, subj := range subjects {
 		e, changed, err := f.read(ctx, subj)
 		if err != nil {
 			// Noted again, to be read at the next wake or resync.
 			for _, s := range subjects[i:] {
-				f.note(s)
+				f.note(s, tries[s])
 			}
 			return out, err
 		}
 		if changed {
 			out = append(out, e)
+		} else if n := tries[subj]; n < rereads {
+			time.AfterFunc(rereadAfter<<n, func() { f.note(subj, n+1) })
 		}
 	}
 	return out, nil
