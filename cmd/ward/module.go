@@ -185,7 +185,7 @@ host refused while staging it.)`,
 	deploy.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version (or refused it), and say how long it took")
 	deploy.Flags().DurationVar(&stageTimeout, "stage-timeout", 30*time.Second, "before activating, wait up to this long for every live host to compile the version ahead (0: activate at once, hosts compile on activation)")
 	deploy.Flags().BoolVar(&force, "force", false, "deploy even when pools.yaml overrides the declared route, and activate even when a host refused the version while staging it")
-	deploy.Flags().StringVar(&sigPath, "signature", "", "signature file from `ward module sign` (default: <module>.wasm.sig if present)")
+	deploy.Flags().StringVar(&sigPath, "signature", "", "signature `file` from ward module sign (default: <module>.wasm.sig if present)")
 
 	var lsOut *output
 	ls := &cobra.Command{
@@ -408,7 +408,7 @@ live host refused before, unless --force.`,
 			return nil
 		},
 	}
-	sign.Flags().StringVar(&signKey, "key", "", "ed25519 private key (PEM), from `ward module keygen`")
+	sign.Flags().StringVar(&signKey, "key", "", "ed25519 private key `file` (PEM), from ward module keygen")
 	_ = sign.MarkFlagRequired("key")
 
 	var keyOut string

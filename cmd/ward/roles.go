@@ -207,7 +207,7 @@ func (h *hostFlags) register(f *pflag.FlagSet, defaultID string) {
 	f.DurationVar(&h.heartbeat, "heartbeat", 2*time.Second, "heartbeat interval")
 	f.DurationVar(&h.startedDelay, "started-delay", host.DefaultStartedDelay,
 		"report a job's start (RUNNING) once it has run this long; a job that ends sooner reports it with its result, in one store step (negative: every start at once)")
-	f.StringSliceVar(&h.trustedKeys, "trusted-key", envList("WARD_TRUSTED_KEYS"), "ed25519 public key file (PEM, `ward module keygen`); with any, registry modules must be signed by one ($WARD_TRUSTED_KEYS, comma-separated)")
+	f.StringSliceVar(&h.trustedKeys, "trusted-key", envList("WARD_TRUSTED_KEYS"), "ed25519 public key `file` (PEM, from ward module keygen); with any, registry modules must be signed by one ($WARD_TRUSTED_KEYS, comma-separated)")
 	h.sb.register(f)
 }
 
