@@ -61,6 +61,15 @@ func TestCLITour(t *testing.T) {
 		t.Errorf("jobs watch of a denied job: exit %d\n%s", code, out)
 	}
 
+	// A submission refused before it ran exits 2, as the README says of
+	// the tour's failures: a tenant's credential naming another tenant.
+	mismatch := exec.Command(wardBin, "--nats", natsURL, "submit", "--topic", "job.echo", "--tenant", "acme", "--wait")
+	mismatch.Env = append(os.Environ(), "WARD_CREDS="+filepath.Join(os.Getenv("WARD_STATE_DIR"), "creds", "tenant-default.creds"))
+	mout, merr := mismatch.CombinedOutput()
+	if exitCode(merr) != 2 || !strings.Contains(string(mout), "submission refused: tenant_mismatch") {
+		t.Errorf("a tenant's credential naming another tenant: exit %d\n%s", exitCode(merr), mout)
+	}
+
 	out, code = cli(t, natsURL, "jobs", "get", id, "-o", "json", "--result")
 	var rec map[string]any
 	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != 0 || rec["state"] != "SUCCEEDED" ||

@@ -28,6 +28,12 @@ func main() {
 			os.Exit(ee.code)
 		}
 		fmt.Fprintln(os.Stderr, "ward:", err)
+		if errors.Is(err, client.ErrRefused) {
+			// Refused before it ran (tenant_mismatch, a payload too
+			// large, a rate limit): the job did not end as asked, as
+			// with a job that ended DENIED or FAILED.
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
