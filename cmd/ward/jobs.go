@@ -230,6 +230,13 @@ its module (denied, cancelled before it ran) has an empty log.
 			if !logsOut.table() {
 				return logsOut.print(cmd.OutOrStdout(), jobLogView{JobID: rec.GetJobId(), Log: string(rec.GetLog()), Truncated: rec.GetLogTruncated()})
 			}
+			if len(rec.GetLog()) == 0 {
+				// Nothing on stdout (a script reads the log as it is),
+				// and a line on stderr so a person is not left guessing.
+				fmt.Fprintf(cmd.ErrOrStderr(), "ward: job %s (%s) has an empty log: its module wrote nothing to stderr or ward.log, or it never ran\n",
+					rec.GetJobId(), stateName(rec.GetState()))
+				return nil
+			}
 			if _, err := cmd.OutOrStdout().Write(rec.GetLog()); err != nil {
 				return err
 			}
