@@ -60,6 +60,10 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.SubjectModeChanged,
 			"_INBOX.>", // replies to clients' requests
 			"$JS.API.>", "$JS.ACK.>", "$JS.FC.>",
+			// The parts and descriptions of the large results hosts send
+			// it (bus.PutResultPart, SealResult), in the tenants' result
+			// buckets; not the module registry's (guardedWrites).
+			"$O.>",
 		)
 		// The audit records of the admin actions it carries out.
 		p.Pub.Allow.Add(auditSubjects(SchedulerAudits)...)
@@ -78,7 +82,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.SubjectDLQList, bus.SubjectDLQRetry, bus.SubjectDLQDrop,
 			bus.SubjectMode, bus.SubjectModeChanged, bus.SubjectSchedulerStatus,
 			bus.SubjectHeartbeats,
-			bus.ResultSubject("*"), bus.ProgressSubject("*"), bus.ContextSubject("*"),
+			bus.ResultSubject("*"), bus.ProgressSubject("*"), bus.ContextSubject("*"), bus.ResultPartSubject("*"),
 			"_INBOX.>",
 		)
 	case Safety:
@@ -123,22 +127,13 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 		// bucket: a job's stored context comes from the schedulers, for
 		// the host it is dispatched to only (bus.SubjectContext).
 		p.Pub.Allow.Add(jsDirectRead("KV_ward_modules", "OBJ_ward_modules")...)
-		// What a put of a large result needs of the result bucket: its
-		// stream's info, and the description an object of that name may
-		// have already (the last message of an object's meta subject:
-		// name, size, digest; never a chunk).
-		p.Pub.Allow.Add("$JS.API.STREAM.INFO.*", "$JS.API.DIRECT.GET.*.$O.*.M.*")
-		// Writing the results too large for a message in the job's
-		// tenant's result bucket (bus.ResultBucketOf), of every tenant: a
-		// subject cannot name the buckets by their prefix, so a host may
-		// write objects of every bucket but the module registry's. The
-		// others are the tenants' context and result buckets: a host runs
-		// any tenant's jobs already, and a context it rewrote fails its
-		// digest check (host.readContext). It may not create, update,
-		// purge or delete a stream: the schedulers create the buckets.
-		p.Pub.Allow.Add("$O.>")
-		p.Pub.Deny.Add("$O.ward_modules.>")
-		// Not the API keys (STREAM.INFO.* names their stream too).
+		// No tenant's bucket at all: a result too large for the result
+		// message goes to the schedulers in parts (bus.SubjectResultPart),
+		// which store the parts of the jobs dispatched to this host, at
+		// their attempt, in the job's tenant's result bucket. A host
+		// writes no object, so it can neither rewrite nor spoil another
+		// job's input or output, and sees no object's description.
+		p.Pub.Allow.Add(bus.ResultPartSubject(name))
 		p.Pub.Deny.Add(adminOnly()...)
 		p.Sub.Allow.Add(
 			bus.WorkerJobsSubject(name),

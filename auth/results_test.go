@@ -3,7 +3,6 @@ package auth_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -38,9 +37,10 @@ func objectsAs(t *testing.T, s *natstest.Secure, creds string, v *violations) (*
 	return objs, c
 }
 
-// Large results: a scheduler creates a tenant's result bucket, any host
-// writes in it, and only that tenant (and admins) read it. A host may
-// neither create a bucket nor write the module registry's objects.
+// Large results: a scheduler creates a tenant's result bucket and writes
+// the results hosts send it in parts; only that tenant (and admins) read
+// it. A host may neither create a bucket nor write any object: not a
+// tenant's result, context or description, nor the module registry's.
 func TestResultBucketsAccess(t *testing.T) {
 	s := natstest.StartSecure(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -49,9 +49,6 @@ func TestResultBucketsAccess(t *testing.T) {
 
 	var hv violations
 	host, hc := objectsAs(t, s, s.Creds(auth.Host, "h1"), &hv)
-	if _, err := host.PutResult(ctx, "acme", "j1", 1, data); !errors.Is(err, bus.ErrNoResultBucket) {
-		t.Fatalf("a put before the bucket exists: %v", err)
-	}
 	short, cancelShort := context.WithTimeout(ctx, time.Second)
 	if err := host.CreateTenantBuckets(short, "acme"); err == nil {
 		t.Fatal("a host created a result bucket")
@@ -62,9 +59,17 @@ func TestResultBucketsAccess(t *testing.T) {
 	if err := sched.CreateTenantBuckets(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	ptr, err := host.PutResult(ctx, "acme", "j1", 1, data)
+	// What a scheduler stores for a host: the parts, then the description.
+	parts := 0
+	for off := 0; off < len(data); off += bus.ResultPartMax {
+		if err := sched.PutResultPart(ctx, "acme", "j1", 1, parts, data[off:min(off+bus.ResultPartMax, len(data))]); err != nil {
+			t.Fatalf("the scheduler's part %d: %v", parts, err)
+		}
+		parts++
+	}
+	ptr, err := sched.SealResult(ctx, "acme", "j1", 1, int64(len(data)), parts, bus.ContentDigest(data))
 	if err != nil {
-		t.Fatalf("the host's put: %v", err)
+		t.Fatalf("the scheduler's seal: %v", err)
 	}
 	acme, _ := objectsAs(t, s, s.Creds(auth.Tenant, "acme"), nil)
 	if got, err := acme.GetResult(ctx, "acme", ptr, bus.ContentDigest(data), 1<<30); err != nil || !bytes.Equal(got, data) {
@@ -82,11 +87,23 @@ func TestResultBucketsAccess(t *testing.T) {
 	if _, err := globex.Get(short, ptr, 1<<30); err == nil {
 		t.Fatal("globex read acme's result")
 	}
-
-	// The module registry's objects stay the admins'.
-	_ = hc.NATS().Publish("$O.ward_modules.C.x", []byte("x"))
+	// The host: no part, no description, no read, of acme's result; no
+	// object of the module registry.
+	short2, cancelShort2 := context.WithTimeout(ctx, time.Second)
+	defer cancelShort2()
+	if err := host.PutResultPart(short2, "acme", "j1", 1, 0, []byte("forged")); err == nil {
+		t.Fatal("the host stored a part of acme's result")
+	}
+	for _, subj := range []string{"$O.WARD_RES_acme.C.x", "$O.WARD_RES_acme.M.ajEtMQ==", "$O.WARD_CTX_acme.C.x", "$O.ward_modules.C.x"} {
+		_ = hc.NATS().Publish(subj, []byte("x"))
+	}
 	_ = hc.NATS().Flush()
+	if got, err := acme.GetResult(ctx, "acme", ptr, bus.ContentDigest(data), 1<<30); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("acme reads %d bytes after the host's writes, %v", len(got), err)
+	}
 	poll.Until(t, 5*time.Second, "the host's refused writes reported", func() bool {
-		return hv.has(`Publish to "$O.ward_modules.C.x"`) && hv.has(`Publish to "$JS.API.STREAM.`)
+		return hv.has(`Publish to "$O.ward_modules.C.x"`) && hv.has(`Publish to "$O.WARD_RES_acme.C.x"`) &&
+			hv.has(`Publish to "$O.WARD_RES_acme.M.ajEtMQ=="`) && hv.has(`Publish to "$O.WARD_CTX_acme.C.x"`) &&
+			hv.has(`Publish to "$JS.API.STREAM.`)
 	})
 }

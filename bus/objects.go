@@ -1,17 +1,20 @@
 package bus
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ward-run/ward/config"
@@ -41,10 +44,11 @@ const (
 	ResultBucketPrefix = "WARD_RES_"
 	// ResultTTL is how long a result stored by pointer is kept.
 	ResultTTL = ContextTTL
-	// InlineResultMax is the largest result a host writes to the job store,
-	// from which the schedulers send it inside their replies; a larger one
-	// goes to its tenant's result bucket (PutResult), and clients read it
-	// from there.
+	// InlineResultMax is the largest result a host sends in its result
+	// message, which the scheduler stores in the job store and sends inside
+	// its replies; a larger one the host sends in parts, which the
+	// schedulers store in its tenant's result bucket (PutResultPart,
+	// SealResult), and clients read it from there.
 	InlineResultMax = 512 << 10
 	// objectTimeout bounds a whole put or get when the caller's context has
 	// no deadline: JetStream's own default (5 s) is too short for a 64 MiB
@@ -267,7 +271,7 @@ func (o *Objects) PutContext(ctx context.Context, tenant string, f io.ReadSeeker
 	return ptr, nil
 }
 
-// ErrNoResultBucket is returned by PutResult when the tenant's result
+// ErrNoResultBucket is returned by PutResultPart when the tenant's result
 // bucket does not exist: the schedulers create it (CreateTenantBuckets)
 // when they admit the tenant's jobs, and hosts may not create streams.
 var ErrNoResultBucket = errors.New("bus: no result bucket")
@@ -297,34 +301,94 @@ func (o *Objects) CreateTenantBuckets(ctx context.Context, tenant string) error 
 	return nil
 }
 
-// PutResult stores the result of attempt of tenant's job jobID in the
-// tenant's result bucket, which must exist (ErrNoResultBucket), and returns
-// its pointer (ResultObjectPtr).
-func (o *Objects) PutResult(ctx context.Context, tenant, jobID string, attempt int, data []byte) (string, error) {
+// ResultPartMax is the most bytes of a result one ResultPart carries, and
+// ResultMax the largest result stored by parts: ResultMax/ResultPartMax
+// parts at most. Clients read up to ResultMax too (client.MaxResultBytes).
+const (
+	ResultPartMax = 768 << 10
+	ResultMax     = 256 << 20
+)
+
+// ResultPartsMax is the most parts a result is stored in.
+const ResultPartsMax = (ResultMax + ResultPartMax - 1) / ResultPartMax
+
+// resultNUID is the name of the chunk subject of the result of attempt of
+// job jobID ($O.<bucket>.C.<nuid>): the Object Store's layout, with a
+// name only that attempt has, so that the parts a scheduler stores for a
+// host land under that attempt's object and no other.
+func resultNUID(jobID string, attempt int) string {
+	sum := sha256.Sum256([]byte(ResultObjectName(jobID, attempt)))
+	return "r" + hex.EncodeToString(sum[:15])
+}
+
+// PutResultPart stores part index of the result of attempt of tenant's job
+// jobID in the tenant's result bucket, which must exist
+// (ErrNoResultBucket): the parts are the chunks of the object that
+// SealResult then describes, in the Object Store's own layout, so that
+// every Object Store reader reads it. Parts must come in order, each once
+// its predecessor is stored. A part stored again (a host's resend after a
+// lost answer) is stored once: JetStream drops it as a duplicate.
+func (o *Objects) PutResultPart(ctx context.Context, tenant, jobID string, attempt int, index int, data []byte) error {
 	if tenant == "" || jobID == "" {
-		return "", fmt.Errorf("bus: put result: tenant %q, job %q: both are required", tenant, jobID)
+		return fmt.Errorf("bus: put result part: tenant %q, job %q: both are required", tenant, jobID)
+	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	bucket := ResultBucketOf(tenant)
+	if _, err := o.stream(ctx, bucket); err != nil {
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			return fmt.Errorf("%w: %s does not exist (a scheduler creates it when it admits the tenant's jobs)", ErrNoResultBucket, bucket)
+		}
+		return err
+	}
+	nuid := resultNUID(jobID, attempt)
+	m := &nats.Msg{Subject: "$O." + bucket + ".C." + nuid, Data: data}
+	if _, err := o.js.PublishMsg(ctx, m, jetstream.WithMsgID(nuid+"."+strconv.Itoa(index)),
+		jetstream.WithExpectStream(jsread.ObjectStream(bucket))); err != nil {
+		return fmt.Errorf("bus: put part %d of %s: %w", index, ResultObjectPtr(tenant, jobID, attempt), err)
+	}
+	return nil
+}
+
+// SealResult writes the description of the result of attempt of tenant's
+// job jobID whose parts PutResultPart stored: size bytes in parts parts,
+// of digest ("sha256:<hex>", the host's claim: readers check the bytes
+// against it). It returns the result's pointer (ResultObjectPtr).
+func (o *Objects) SealResult(ctx context.Context, tenant, jobID string, attempt int, size int64, parts int, digest string) (string, error) {
+	ptr := ResultObjectPtr(tenant, jobID, attempt)
+	sum, ok := strings.CutPrefix(digest, "sha256:")
+	raw, err := hex.DecodeString(sum)
+	if !ok || err != nil || len(raw) != sha256.Size {
+		return "", fmt.Errorf("bus: seal %s: digest %q is not sha256:<hex>", ptr, digest)
+	}
+	if size < 0 || size > ResultMax || parts < 0 || parts > ResultPartsMax {
+		return "", fmt.Errorf("bus: seal %s: %d bytes in %d parts: at most %d bytes in %d parts", ptr, size, parts, ResultMax, ResultPartsMax)
 	}
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	bucket, name := ResultBucketOf(tenant), ResultObjectName(jobID, attempt)
-	ptr := ObjectScheme + bucket + "/" + name
-	b, err := o.bucket(ctx, bucket, nil)
-	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-		return "", fmt.Errorf("%w: %s does not exist (a scheduler creates it when it admits the tenant's jobs)", ErrNoResultBucket, bucket)
+	info := &jetstream.ObjectInfo{
+		ObjectMeta: jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: ResultPartMax}},
+		Bucket:     bucket, NUID: resultNUID(jobID, attempt), Size: uint64(size), Chunks: uint32(parts),
+		Digest: "SHA-256=" + base64.URLEncoding.EncodeToString(raw), ModTime: time.Now().UTC(),
 	}
+	b, err := json.Marshal(info)
 	if err != nil {
 		return "", err
 	}
-	if _, err := b.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(data)); err != nil {
-		return "", fmt.Errorf("bus: put result %s: %w", ptr, err)
+	m := &nats.Msg{Subject: jsread.MetaSubject(bucket, name), Data: b, Header: nats.Header{}}
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	if _, err := o.js.PublishMsg(ctx, m, jetstream.WithExpectStream(jsread.ObjectStream(bucket))); err != nil {
+		return "", fmt.Errorf("bus: seal %s: %w", ptr, err)
 	}
 	return ptr, nil
 }
 
 // ErrResultDigest is returned by GetResult for bytes that are not those
-// the job's host reported: any host may write a tenant's result bucket,
-// so the digest the scheduler recorded (JobRecord.result_digest) is what
-// binds the object to the job's attempt.
+// the job's host reported: the digest the scheduler recorded
+// (JobRecord.result_digest) binds the object to the job's attempt, so a
+// result an older host stored itself, or one rewritten by a credential
+// that may write the bucket, is refused rather than shown.
 var ErrResultDigest = errors.New("bus: result digest mismatch")
 
 // GetResult reads the result ptr names for tenant, refusing a pointer into

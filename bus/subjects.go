@@ -50,6 +50,12 @@ const (
 	// its bucket. Hosts read no tenant's bucket: the schedulers serve a
 	// context to the host its job is dispatched to, at that attempt.
 	SubjectContext = "sys.job.context"
+	// SubjectResultPart is request/reply on sys.job.resultpart.<worker_id>
+	// (ResultPartSubject): ResultPart → ResultPartReply, a part of a
+	// result too large for the result message. Hosts write no tenant's
+	// bucket: the schedulers store the parts of a job dispatched to that
+	// host, at that attempt, in its tenant's result bucket.
+	SubjectResultPart = "sys.job.resultpart"
 	// SubjectProgress carries JobProgress from hosts, on
 	// sys.job.progress.<worker_id> (ProgressSubject).
 	SubjectProgress = "sys.job.progress"
@@ -112,6 +118,10 @@ func ResultSubject(workerID string) string { return SubjectResult + "." + worker
 
 // ContextSubject is where worker id asks for its jobs' stored contexts.
 func ContextSubject(workerID string) string { return SubjectContext + "." + workerID }
+
+// ResultPartSubject is where worker id sends the parts of its jobs' large
+// results.
+func ResultPartSubject(workerID string) string { return SubjectResultPart + "." + workerID }
 
 // ProgressSubject is where worker id publishes its progress reports.
 func ProgressSubject(workerID string) string { return SubjectProgress + "." + workerID }

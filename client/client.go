@@ -512,8 +512,9 @@ func (w *Watcher) pending() []*wardv1.JobEvent {
 	}
 }
 
-// MaxResultBytes caps a result Get reads from the object store.
-const MaxResultBytes = 256 << 20
+// MaxResultBytes caps a result Get reads from the object store: the
+// largest result a host may send (bus.ResultMax).
+const MaxResultBytes = bus.ResultMax
 
 // Get returns a stored job with its event log, and its result when
 // includeResult is set. A result too large for a message

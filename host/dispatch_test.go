@@ -7,10 +7,12 @@ import (
 	"crypto/sha256"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/proto"
@@ -523,5 +525,93 @@ func TestInlineContext(t *testing.T) {
 	dispatch(t, f.conn, "h1", longer)
 	if r := f.events.wait(t, "longer"); r.GetErrorCode() != string(reason.InputUnavailable) || !strings.Contains(r.GetErrorMessage(), "not the 2 the policy judged") {
 		t.Errorf("a context of another size than judged: %s %q", r.GetErrorCode(), r.GetErrorMessage())
+	}
+}
+
+// TestLargeResultInParts: a result over bus.InlineResultMax goes to the
+// schedulers in parts (a host writes no tenant's bucket), in order, each
+// sent again until a scheduler answers it, and the result then names the
+// attempt's object with its digest, size and parts. A part refused for
+// good (the job is not this host's any more) stops the sending, and the
+// job fails result_unavailable.
+func TestLargeResultInParts(t *testing.T) {
+	f := newFixture(t, 1)
+	if err := f.agent.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	type part struct {
+		job   string
+		index uint32
+		size  int
+	}
+	var (
+		mu    sync.Mutex
+		parts []part
+		data  = map[string][]byte{}
+		next  = map[string]uint32{} // a job's next part to store
+		fails = 1                   // the first part's first try: a store failure
+	)
+	sub, err := f.conn.NATS().Subscribe(bus.ResultPartSubject("*"), func(m *nats.Msg) {
+		q := &wardv1.ResultPart{}
+		if err := proto.Unmarshal(m.Data, q); err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		reply := &wardv1.ResultPartReply{}
+		switch {
+		case q.GetJobId() == "taken":
+			reply.Error, reply.Code = "job taken attempt 1 is not running on h1", string(reason.ResultUnavailable)
+		case fails > 0:
+			fails--
+			reply.Error = "job store unavailable"
+		case q.GetIndex() < next[q.GetJobId()]:
+			// Sent again, already stored: stored once.
+		default:
+			data[q.GetJobId()] = append(data[q.GetJobId()], q.GetData()...)
+			next[q.GetJobId()]++
+		}
+		parts = append(parts, part{q.GetJobId(), q.GetIndex(), len(q.GetData())})
+		mu.Unlock()
+		b, _ := proto.Marshal(reply)
+		_ = m.Respond(b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+
+	payload := "1ms" + strings.Repeat(" ", bus.ResultPartMax+100<<10)
+	req := f.create(t, "big", payload)
+	dispatch(t, f.conn, "h1", req)
+	r := f.events.wait(t, "big")
+	if r.GetStatus() != wardv1.JobState_JOB_STATE_SUCCEEDED || len(r.GetResult()) != 0 ||
+		r.GetResultPtr() != bus.ResultObjectPtr("t", "big", 1) || r.GetResultDigest() != bus.ContentDigest([]byte(payload)) ||
+		r.GetResultSize() != int64(len(payload)) || r.GetResultParts() != 2 {
+		t.Fatalf("the large result: %s %s %q, at %q, digest %q, %d bytes in %d parts", r.GetStatus(), r.GetErrorCode(), r.GetErrorMessage(),
+			r.GetResultPtr(), r.GetResultDigest(), r.GetResultSize(), r.GetResultParts())
+	}
+	mu.Lock()
+	got, sent := data["big"], slices.Clone(parts)
+	mu.Unlock()
+	if string(got) != payload {
+		t.Errorf("the parts stored hold %d bytes, not the %d of the result", len(got), len(payload))
+	}
+	want := []part{{"big", 0, bus.ResultPartMax}, {"big", 0, bus.ResultPartMax}, {"big", 1, len(payload) - bus.ResultPartMax}}
+	if !slices.Equal(sent, want) {
+		t.Errorf("parts sent %v, want %v (the first again after the store failed)", sent, want)
+	}
+
+	taken := f.create(t, "taken", payload)
+	dispatch(t, f.conn, "h1", taken)
+	r = f.events.wait(t, "taken")
+	if r.GetStatus() != wardv1.JobState_JOB_STATE_FAILED || r.GetErrorCode() != string(reason.ResultUnavailable) || r.GetResultPtr() != "" ||
+		!strings.Contains(r.GetErrorMessage(), "not running on h1") {
+		t.Fatalf("a result whose part was refused: %s %s %q at %q", r.GetStatus(), r.GetErrorCode(), r.GetErrorMessage(), r.GetResultPtr())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := len(parts) - len(sent); n != 1 {
+		t.Errorf("%d parts sent of a job whose first part was refused for good, want 1", n)
 	}
 }

@@ -192,7 +192,6 @@ type Agent struct {
 	cancels    cancels        // sys.host.cancel (cancel.go)
 	boot       []byte         // this boot's nonce, in every heartbeat; tickets must carry it
 	tickets    *auth.Verifier // of this boot
-	objs       objectsOnce
 
 	mu        sync.Mutex // guards the 8 following fields
 	watchStop context.CancelFunc
@@ -644,22 +643,29 @@ func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 
 // announce sends a job's result to the schedulers (sendResult): the
 // output of a job that succeeded in the message itself, or, over
-// bus.InlineResultMax, stored in the tenant's result bucket first and
-// pointed at. A result that cannot be stored fails the job
-// (result_unavailable). It ends the run's span.
+// bus.InlineResultMax, sent in parts first (putResult), which the
+// schedulers store in the tenant's result bucket, and pointed at. A result
+// that cannot be stored fails the job (result_unavailable). It ends the
+// run's span.
 func (a *Agent) announce(ctx context.Context, span trace.Span, req *wardv1.JobRequest, res *wardv1.JobResult, moduleName string, data []byte, err error) {
 	defer span.End()
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	defer context.AfterFunc(a.announceCtx, stop)()
 	if err == nil {
 		if len(data) <= bus.InlineResultMax {
 			res.Result = data
 		} else {
-			ptr, perr := a.putResult(context.WithoutCancel(ctx), req, data)
+			parts, perr := a.putResult(sctx, req, data)
 			if perr != nil {
 				res.ErrorCode, res.ErrorMessage, err = string(reason.ResultUnavailable), perr.Error(), perr
+			} else {
+				// The digest binds the object to this attempt: the
+				// scheduler records it, and readers check the bytes
+				// against it.
+				res.ResultPtr, res.ResultDigest = bus.ResultObjectPtr(req.GetTenantId(), req.GetJobId(), int(req.GetAttempt())), bus.ContentDigest(data)
+				res.ResultSize, res.ResultParts = int64(len(data)), uint32(parts)
 			}
-			// The digest binds the object to this attempt: the scheduler
-			// records it, and readers check the bytes against it.
-			res.ResultPtr, res.ResultDigest = ptr, bus.ContentDigest(data)
 		}
 	}
 	if err != nil {
@@ -678,9 +684,6 @@ func (a *Agent) announce(ctx context.Context, span trace.Span, req *wardv1.JobRe
 		ran(span, req, res, err)
 	}
 	jobsRun.WithLabelValues(moduleName, strings.TrimPrefix(res.Status.String(), "JOB_STATE_")).Inc()
-	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-	defer context.AfterFunc(a.announceCtx, stop)()
 	a.sendResult(sctx, res)
 }
 

@@ -142,37 +142,58 @@ func (t *jobTable) cancelled(id string, attempt int32) bool {
 	return seen && attempt <= m.attempt
 }
 
-// objectsOnce opens the connection's object stores on first use: a host
-// whose jobs never point there needs no JetStream.
-type objectsOnce struct {
-	mu   sync.Mutex
-	objs *bus.Objects
-}
-
-func (o *objectsOnce) get(c *bus.Conn) (*bus.Objects, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.objs == nil {
-		objs, err := bus.NewObjects(c)
-		if err != nil {
-			return nil, err
+// putResult sends a result over bus.InlineResultMax to the schedulers in
+// parts of bus.ResultPartMax (bus.SubjectResultPart), in order, each again
+// until a scheduler answers it (as sendResult does): a host writes no
+// tenant's bucket, so the schedulers store the parts of the jobs
+// dispatched to it in the job's tenant's result bucket, and the scheduler
+// that takes the result describes the object (its size, parts and the
+// digest the host reports). It returns how many parts it sent. A part
+// refused for good (the job is no longer this host's at that attempt) is
+// an error, and so is giving up.
+func (a *Agent) putResult(ctx context.Context, req *wardv1.JobRequest, data []byte) (int, error) {
+	if len(data) > bus.ResultMax {
+		return 0, fmt.Errorf("a result of %d bytes, more than the %d a result may have", len(data), bus.ResultMax)
+	}
+	subject := bus.ResultPartSubject(a.cfg.ID)
+	parts := 0
+	for off := 0; off < len(data); off += bus.ResultPartMax {
+		q := &wardv1.ResultPart{JobId: req.GetJobId(), Attempt: req.GetAttempt(), Index: uint32(parts),
+			Data: data[off:min(off+bus.ResultPartMax, len(data))]}
+		deadline := time.Now().Add(resultFor)
+		wait := 100 * time.Millisecond
+		for try := 1; ; try++ {
+			reply := &wardv1.ResultPartReply{}
+			tctx, cancel := context.WithTimeout(ctx, resultTry)
+			err := a.cfg.Bus.Request(tctx, subject, q, reply)
+			cancel()
+			if err == nil && reply.GetCode() != "" {
+				return parts, fmt.Errorf("part %d of the result refused: %s", parts, reply.GetError())
+			}
+			if err == nil && reply.GetError() == "" {
+				if try > 1 {
+					resultResends.Add(float64(try - 1))
+				}
+				break
+			}
+			if err == nil {
+				err = errors.New(reply.GetError())
+			}
+			if ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+				return parts, fmt.Errorf("part %d of the result not stored after %d tries: %w", parts, try, err)
+			}
+			if try == 1 {
+				a.log.Warn("result part not stored yet: sending it again", "job_id", req.GetJobId(), "attempt", req.GetAttempt(), "part", parts, "err", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, resultWaitMax)
 		}
-		o.objs = objs
+		parts++
 	}
-	return o.objs, nil
-}
-
-// putResult stores a result over bus.InlineResultMax in the job's tenant's
-// result bucket (nats-os://WARD_RES_<tenant>/<job id>-<attempt>), from
-// which the tenant's clients read it themselves (a reply carrying it would
-// be over NATS's max_payload, and refused), and returns its pointer. A
-// smaller one travels in the result message, and the scheduler stores it.
-func (a *Agent) putResult(ctx context.Context, req *wardv1.JobRequest, data []byte) (string, error) {
-	objs, err := a.objs.get(a.cfg.Bus)
-	if err != nil {
-		return "", err
-	}
-	return objs.PutResult(ctx, req.GetTenantId(), req.GetJobId(), int(req.GetAttempt()), data)
+	return parts, nil
 }
 
 // readContext reads the job's context: a context object of its tenant in

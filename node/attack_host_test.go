@@ -3,7 +3,7 @@ package node_test
 import (
 	"bytes"
 	"context"
-	"errors"
+	"encoding/base64"
 	"testing"
 	"time"
 
@@ -142,13 +142,14 @@ func TestAttackHostResultPointers(t *testing.T) {
 	}
 }
 
-// TestAttackHostRewritesAResult: any host may write a tenant's result
-// bucket (it stores the large results of the jobs it runs), so a stolen
-// host credential can rewrite another job's result object. The digest the
-// job's host reported, which the scheduler recorded with the job, binds
-// the object to the attempt: the tenant's read of the rewritten object is
-// refused, never the forged bytes returned. The result as written reads
-// back beside it.
+// TestAttackHostRewritesAResult: a host writes no tenant's bucket. A large
+// result goes to the schedulers in parts, which store only the parts of a
+// job running on the sending host at that attempt, under that attempt's
+// object. So a stolen host credential can neither rewrite another job's
+// result object nor spoil it: its writes to the bucket, its parts for a
+// job not its own and its description of another's result are all
+// refused, and the result reads back as its host sent it. The honest
+// path, beside it: acme's 600 KB result, sent in parts, reads back whole.
 func TestAttackHostRewritesAResult(t *testing.T) {
 	e := start(t, node.Options{Modules: echoModules(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -160,27 +161,66 @@ func TestAttackHostRewritesAResult(t *testing.T) {
 		rec.GetResultDigest() != bus.ContentDigest(big) || !bus.IsObjectPtr(rec.GetResultPtr()) {
 		t.Fatalf("acme's large result: %s, %d bytes at %s, digest %q", rec.GetState(), len(rec.GetResult()), rec.GetResultPtr(), rec.GetResultDigest())
 	}
-	thief, err := bus.NewObjects(e.conn(t, auth.Host, "h9"))
+	bucket, name, err := bus.ParseObjectPtr(rec.GetResultPtr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged := bytes.Repeat([]byte("f"), len(big))
-	// The put writes the new chunks and description; its purge of the old
-	// chunks is refused (a host may purge no stream) and goes unanswered.
-	short, cancelShort := context.WithTimeout(ctx, 3*time.Second)
-	_, _ = thief.PutResult(short, "acme", rec.GetJobId(), int(rec.GetAttempt()), forged)
-	cancelShort()
-	// The object now holds the forged bytes, as a plain read shows.
+	thief, refused := e.raw(t, auth.Host, "h9")
+	forged := bytes.Repeat([]byte("f"), 10)
+	// Straight into the bucket: a chunk, the description, a purge.
+	meta := "$O." + bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
+	for _, subj := range []string{"$O." + bucket + ".C.forged", meta} {
+		if err := thief.Publish(subj, forged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := thief.Request("$JS.API.STREAM.PURGE.OBJ_"+bucket, []byte(`{}`), time.Second); err == nil {
+		t.Error("a host's purge of acme's result bucket was answered")
+	}
+	// Through the schedulers: a part of a job that is not h9's, asked as
+	// h9 (refused by the scheduler) and as the job's host (by the server).
+	part := func(subject string, attempt int32) (*wardv1.ResultPartReply, error) {
+		b, _ := proto.Marshal(&wardv1.ResultPart{JobId: rec.GetJobId(), Attempt: attempt, Data: forged})
+		m, err := thief.Request(subject, b, 5*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		reply := &wardv1.ResultPartReply{}
+		return reply, proto.Unmarshal(m.Data, reply)
+	}
+	for _, attempt := range []int32{rec.GetAttempt(), rec.GetAttempt() + 1} {
+		if reply, err := part(bus.ResultPartSubject("h9"), attempt); err != nil || reply.GetCode() != string(reason.ResultUnavailable) {
+			t.Fatalf("h9's part of acme's job, attempt %d: %v, %v", attempt, reply, err)
+		}
+	}
+	if _, err := part(bus.ResultPartSubject(rec.GetWorkerId()), rec.GetAttempt()); err == nil {
+		t.Errorf("h9 sent a part as %s and was answered", rec.GetWorkerId())
+	}
+	// A result of acme's job from h9, describing a result of its own
+	// making: refused as not from the job's host, nothing described.
+	b, _ := proto.Marshal(&wardv1.JobResult{JobId: rec.GetJobId(), WorkerId: "h9", Attempt: rec.GetAttempt(),
+		Status: wardv1.JobState_JOB_STATE_SUCCEEDED, ResultPtr: rec.GetResultPtr(), ResultDigest: bus.ContentDigest(forged),
+		ResultSize: int64(bus.InlineResultMax + 1), ResultParts: 1})
+	if _, err := thief.Request(bus.ResultSubject("h9"), b, 5*time.Second); err != nil {
+		t.Fatalf("h9's result for acme's job went unanswered: %v", err)
+	}
+	checkFor(t, 5*time.Second, func() bool {
+		return refused.saw(`Publish to "$O.`+bucket+`.C.forged"`) && refused.saw(`Publish to "`+meta+`"`) &&
+			refused.saw(`Publish to "$JS.API.STREAM.PURGE.OBJ_`+bucket+`"`) &&
+			refused.saw(`Publish to "`+bus.ResultPartSubject(rec.GetWorkerId())+`"`)
+	})
+	// Nothing changed: the object reads back as acme's host sent it, to
+	// acme and to a plain read.
 	admin, err := bus.NewObjects(e.client.Bus())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if raw, err := admin.Get(ctx, rec.GetResultPtr(), 1<<30); err != nil || !bytes.Equal(raw, forged) {
-		t.Fatalf("the rewrite did not take: %d bytes, %v", len(raw), err)
+	if raw, err := admin.Get(ctx, rec.GetResultPtr(), 1<<30); err != nil || !bytes.Equal(raw, big) {
+		t.Fatalf("acme's result object after the attacks: %d bytes, %v", len(raw), err)
 	}
 	got, err := acme.Get(ctx, rec.GetJobId(), true)
-	if !errors.Is(err, bus.ErrResultDigest) || bytes.Equal(got.GetResult(), forged) {
-		t.Fatalf("acme read the rewritten result: %d bytes, %v", len(got.GetResult()), err)
+	if err != nil || !bytes.Equal(got.GetResult(), big) || got.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Fatalf("acme's read after the attacks: %s, %d bytes, %v", got.GetState(), len(got.GetResult()), err)
 	}
 }
 

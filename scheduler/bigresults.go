@@ -20,14 +20,18 @@ import (
 )
 
 // Results too large for a message (over bus.InlineResultMax) do not go to
-// the job store: the host stores them in the job's tenant's result bucket,
-// WARD_RES_<tenant> (JetStream Object Store), and reports the pointer; the
+// the job store: the host sends them to the schedulers in parts
+// (handleResultPart), which store them in the job's tenant's result
+// bucket, WARD_RES_<tenant> (JetStream Object Store), and the scheduler
+// that takes the result describes the object there (sealResult); the
 // tenant's clients read them there (client.Get). Contexts too large for a
-// message go the other way, through the tenant's context bucket,
-// WARD_CTX_<tenant>. Tenants and hosts may write in the buckets but
-// configure no stream, so the schedulers create both of a tenant's buckets
-// before its first job runs (ensureResultBucket, from admit) and when the
-// tenant asks (handleBuckets).
+// message go the other way: the tenant stores them in its context bucket,
+// WARD_CTX_<tenant>, and the schedulers serve them to the job's host
+// (handleContext). Hosts write and read no tenant's bucket; tenants write
+// their context bucket but configure no stream, so the schedulers create
+// both of a tenant's buckets before its first job runs
+// (ensureResultBucket, from admit) and when the tenant asks
+// (handleBuckets).
 
 const (
 	// resultBucketTimeout bounds one try to create a tenant's result bucket.
@@ -198,6 +202,79 @@ func (s *Scheduler) handleContext(ctx context.Context, msg *nats.Msg, q *wardv1.
 	}
 }
 
+// handleResultPart stores a part of the result of a job dispatched to the
+// asking host (the subject's), at the attempt it names, while the job is
+// DISPATCHED or RUNNING there, in the job's tenant's result bucket, under
+// the name of that attempt's result (bus.PutResultPart): a host writes no
+// tenant's bucket itself, so it can store the result of its own attempts
+// and nothing else. A part refused for good says so with
+// result_unavailable; a store failure is an error the host tries again.
+func (s *Scheduler) handleResultPart(ctx context.Context, msg *nats.Msg, q *wardv1.ResultPart) {
+	worker := bus.WorkerOf(msg.Subject)
+	reply := &wardv1.ResultPartReply{}
+	refuse := func(why string) {
+		reply.Error, reply.Code = why, string(reason.ResultUnavailable)
+		reportsRefused.WithLabelValues("result_part", string(reason.ResultUnavailable)).Inc()
+		s.log.Warn("host result part refused", "job_id", q.GetJobId(), "worker_id", worker, "attempt", q.GetAttempt(), "part", q.GetIndex(), "why", why)
+	}
+	job, err := s.cfg.Store.Get(ctx, q.GetJobId())
+	switch {
+	case errors.Is(err, jobstore.ErrNotFound):
+		refuse("job " + q.GetJobId() + " not found")
+	case err != nil:
+		reply.Error = "job store unavailable"
+		s.storeFailed("result_part", q.GetJobId(), err)
+	case job.WorkerID != worker || job.Attempt != int(q.GetAttempt()) || (job.State != jobstore.Dispatched && job.State != jobstore.Running):
+		refuse(fmt.Sprintf("job %s attempt %d is not running on %s", job.ID, q.GetAttempt(), worker))
+	case q.GetIndex() >= bus.ResultPartsMax || len(q.GetData()) > bus.ResultPartMax || len(q.GetData()) == 0:
+		refuse(fmt.Sprintf("part %d of %d bytes: a result is at most %d parts of 1 to %d bytes", q.GetIndex(), len(q.GetData()), bus.ResultPartsMax, bus.ResultPartMax))
+	default:
+		s.objsOnce.Do(func() { s.objs, s.objsErr = bus.NewObjects(s.cfg.Bus) })
+		if s.objsErr != nil {
+			reply.Error = s.objsErr.Error()
+			break
+		}
+		if err := s.objs.PutResultPart(ctx, job.Tenant, job.ID, job.Attempt, int(q.GetIndex()), q.GetData()); err != nil {
+			reply.Error = err.Error()
+			s.log.Warn("host result part not stored: the host sends it again", "job_id", job.ID, "worker_id", worker, "part", q.GetIndex(), "err", err)
+		}
+	}
+	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
+		s.log.Warn("result part reply failed", "job_id", q.GetJobId(), "worker_id", worker, "err", err)
+	}
+}
+
+// sealResult describes, in the job's tenant's result bucket, the result
+// whose parts r's host sent (handleResultPart), before the move that ends
+// the job: only for the job's current attempt on that host, so that no
+// host describes another's result. It returns what is wrong with the
+// result (the job then fails result_unavailable), or retry when the
+// result cannot be settled now (the store or JetStream failed: the host
+// sends it again). A result of an attempt that is no longer current is
+// left to the move, which refuses it.
+func (s *Scheduler) sealResult(ctx context.Context, r *wardv1.JobResult, worker string, job *jobstore.Job) (why string, retry bool) {
+	switch {
+	case job == nil:
+		return "", true // the job could not be read: nothing sealed, nothing settled
+	case job.WorkerID != worker || job.Attempt != int(r.GetAttempt()) || (job.State != jobstore.Dispatched && job.State != jobstore.Running):
+		return "", false
+	}
+	size, parts := r.GetResultSize(), int(r.GetResultParts())
+	if size <= int64(bus.InlineResultMax) || size > bus.ResultMax || parts > bus.ResultPartsMax || int64(parts) < (size+bus.ResultPartMax-1)/bus.ResultPartMax {
+		return fmt.Sprintf("a result of %d bytes in %d parts: one over %d bytes and at most %d, in parts of at most %d", size, parts, bus.InlineResultMax, bus.ResultMax, bus.ResultPartMax), false
+	}
+	s.objsOnce.Do(func() { s.objs, s.objsErr = bus.NewObjects(s.cfg.Bus) })
+	if s.objsErr != nil {
+		s.log.Warn("result not sealed: the host sends it again", "job_id", job.ID, "err", s.objsErr)
+		return "", true
+	}
+	if _, err := s.objs.SealResult(ctx, job.Tenant, job.ID, job.Attempt, size, parts, r.GetResultDigest()); err != nil {
+		s.log.Warn("result not sealed: the host sends it again", "job_id", job.ID, "err", err)
+		return "", true
+	}
+	return "", false
+}
+
 // bucketLoop tries again, every second, the result buckets whose creation
 // failed (retryResultBuckets). It is a loop of its own so that a try
 // waiting on JetStream holds up nothing else.
@@ -253,38 +330,39 @@ func (s *Scheduler) retryResultBuckets(ctx context.Context, now time.Time) {
 // (jobstore.ResultPtr) and nowhere else in the job store, so that no host
 // can point a tenant at another job's context or result. It returns what
 // is wrong, or "" — also when the job cannot be read, which the
-// transition then deals with.
-func (s *Scheduler) resultPtrProblem(ctx context.Context, r *wardv1.JobResult) string {
+// transition then deals with — and the job, when it read it (an object
+// pointer).
+func (s *Scheduler) resultPtrProblem(ctx context.Context, r *wardv1.JobResult) (*jobstore.Job, string) {
 	ptr := r.GetResultPtr()
 	switch {
 	case ptr == "":
 		if n := len(r.GetResult()); n > bus.InlineResultMax {
-			return fmt.Sprintf("a result of %d bytes in the message, more than %d (a larger one goes to the tenant's result bucket)", n, bus.InlineResultMax)
+			return nil, fmt.Sprintf("a result of %d bytes in the message, more than %d (a larger one goes to the tenant's result bucket)", n, bus.InlineResultMax)
 		}
-		return ""
+		return nil, ""
 	case ptr == jobstore.ResultPtr(r.GetJobId()) && len(r.GetResult()) == 0:
-		return ""
+		return nil, ""
 	case !bus.IsObjectPtr(ptr):
-		return fmt.Sprintf("result pointer %s is not job %s's result", ptr, r.GetJobId())
+		return nil, fmt.Sprintf("result pointer %s is not job %s's result", ptr, r.GetJobId())
 	}
 	owner, err := bus.ResultOwner(ptr)
 	if err != nil {
-		return err.Error()
+		return nil, err.Error()
 	}
 	if !bus.IsDigest(r.GetResultDigest()) {
-		return fmt.Sprintf("result %s comes with no digest (%q): its readers could not tell it from another host's rewrite", ptr, r.GetResultDigest())
+		return nil, fmt.Sprintf("result %s comes with no digest (%q): its readers could not tell it from another host's rewrite", ptr, r.GetResultDigest())
 	}
 	if want := bus.ResultObjectPtr(owner, r.GetJobId(), int(r.GetAttempt())); ptr != want {
-		return fmt.Sprintf("result pointer %s is not job %s attempt %d's (%s)", ptr, r.GetJobId(), r.GetAttempt(), want)
+		return nil, fmt.Sprintf("result pointer %s is not job %s attempt %d's (%s)", ptr, r.GetJobId(), r.GetAttempt(), want)
 	}
 	job, err := s.cfg.Store.Get(ctx, r.GetJobId())
 	if err != nil {
-		return ""
+		return nil, ""
 	}
 	if owner != job.Tenant {
-		return fmt.Sprintf("result pointer %s is in another tenant's bucket than job %s's", ptr, job.ID)
+		return job, fmt.Sprintf("result pointer %s is in another tenant's bucket than job %s's", ptr, job.ID)
 	}
-	return ""
+	return job, ""
 }
 
 // isObjectResult reports whether job's result is in its tenant's result

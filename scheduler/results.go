@@ -77,7 +77,14 @@ func (s *Scheduler) applyResult(ctx context.Context, msg *nats.Msg, r *wardv1.Jo
 		zone = w.Zone
 	}
 	if to == jobstore.Succeeded {
-		if why := s.resultPtrProblem(ctx, r); why != "" {
+		job, why := s.resultPtrProblem(ctx, r)
+		if why == "" && bus.IsObjectPtr(r.GetResultPtr()) && r.GetResultParts() > 0 {
+			var retry bool
+			if why, retry = s.sealResult(ctx, r, worker, job); retry {
+				return false
+			}
+		}
+		if why != "" {
 			// A result stored where this job's result does not go: the
 			// host's fault, and the job has no result to show.
 			s.log.WarnContext(ctx, "host result refused", "job_id", r.GetJobId(), "worker_id", worker, "why", why)

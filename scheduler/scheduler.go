@@ -285,6 +285,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobList, "*"), q, s.updates, s.log, s.handleList)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectBuckets, "*"), q, s.updates, s.log, s.handleBuckets)),
 		add(bus.Subscribe(ctx, c, bus.ContextSubject("*"), q, s.updates, s.log, s.handleContext)),
+		add(bus.Subscribe(ctx, c, bus.ResultPartSubject("*"), q, s.updates, s.log, s.handleResultPart)),
 		add(bus.Subscribe(ctx, c, bus.SubjectDLQList, q, s.updates, s.log, s.handleDLQList)),
 		add(bus.Subscribe(ctx, c, bus.SubjectDLQRetry, q, s.submits, s.log, s.handleDLQRetry)),
 		add(bus.Subscribe(ctx, c, bus.SubjectDLQDrop, q, s.updates, s.log, s.handleDLQDrop)),

@@ -40,8 +40,8 @@ var ErrTooLarge = errors.New("jsread: object too large")
 // ObjectStream is the name of the stream of Object Store bucket.
 func ObjectStream(bucket string) string { return "OBJ_" + bucket }
 
-// metaSubject is where the Object Store keeps name's description.
-func metaSubject(bucket, name string) string {
+// MetaSubject is where the Object Store keeps name's description.
+func MetaSubject(bucket, name string) string {
 	return "$O." + bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
 }
 
@@ -49,7 +49,7 @@ func metaSubject(bucket, name string) string {
 // stream is s. An object deleted, or never stored, is an error that wraps
 // jetstream.ErrObjectNotFound.
 func ObjectInfo(ctx context.Context, s jetstream.Stream, bucket, name string) (*jetstream.ObjectInfo, error) {
-	m, err := s.GetLastMsgForSubject(ctx, metaSubject(bucket, name))
+	m, err := s.GetLastMsgForSubject(ctx, MetaSubject(bucket, name))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, fmt.Errorf("%w: %s/%s", jetstream.ErrObjectNotFound, bucket, name)
 	}

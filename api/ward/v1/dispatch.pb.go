@@ -221,6 +221,140 @@ func (x *Dispatch) GetKeyId() string {
 	return ""
 }
 
+// ResultPart is what a host sends on sys.job.resultpart.<worker_id> (a
+// request, to the schedulers' queue group): part `index` of the result of
+// a job dispatched to it, too large for the result message. Hosts write
+// no tenant's bucket: a scheduler stores the part in the job's tenant's
+// result bucket, under a name only that job's attempt has, while the job
+// is DISPATCHED or RUNNING on that host at that attempt. Parts are sent in
+// order, each once its predecessor is answered; a part sent again is
+// stored once.
+type ResultPart struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Index   uint32                 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	// data is at most about 768 KiB (bus.ResultPartMax).
+	Data          []byte `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResultPart) Reset() {
+	*x = ResultPart{}
+	mi := &file_ward_v1_dispatch_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResultPart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResultPart) ProtoMessage() {}
+
+func (x *ResultPart) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_dispatch_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResultPart.ProtoReflect.Descriptor instead.
+func (*ResultPart) Descriptor() ([]byte, []int) {
+	return file_ward_v1_dispatch_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ResultPart) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *ResultPart) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *ResultPart) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ResultPart) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+// ResultPartReply is a scheduler's answer to a ResultPart: empty once the
+// part is stored, else why not.
+type ResultPartReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Error string                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	// code is result_unavailable when the part is refused for good (the job
+	// is not this host's at that attempt, too many parts, too large): the
+	// host stops sending. Else the error is the store's, and worth a retry.
+	Code          string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResultPartReply) Reset() {
+	*x = ResultPartReply{}
+	mi := &file_ward_v1_dispatch_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResultPartReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResultPartReply) ProtoMessage() {}
+
+func (x *ResultPartReply) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_dispatch_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResultPartReply.ProtoReflect.Descriptor instead.
+func (*ResultPartReply) Descriptor() ([]byte, []int) {
+	return file_ward_v1_dispatch_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ResultPartReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ResultPartReply) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
 // ContextRequest is what a host asks on sys.job.context.<worker_id> (a
 // request, to the schedulers' queue group) for the context of a job
 // dispatched to it that its tenant stored in its bucket: hosts read no
@@ -243,7 +377,7 @@ type ContextRequest struct {
 
 func (x *ContextRequest) Reset() {
 	*x = ContextRequest{}
-	mi := &file_ward_v1_dispatch_proto_msgTypes[2]
+	mi := &file_ward_v1_dispatch_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -255,7 +389,7 @@ func (x *ContextRequest) String() string {
 func (*ContextRequest) ProtoMessage() {}
 
 func (x *ContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_dispatch_proto_msgTypes[2]
+	mi := &file_ward_v1_dispatch_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -268,7 +402,7 @@ func (x *ContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextRequest.ProtoReflect.Descriptor instead.
 func (*ContextRequest) Descriptor() ([]byte, []int) {
-	return file_ward_v1_dispatch_proto_rawDescGZIP(), []int{2}
+	return file_ward_v1_dispatch_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ContextRequest) GetJobId() string {
@@ -321,7 +455,7 @@ type ContextReply struct {
 
 func (x *ContextReply) Reset() {
 	*x = ContextReply{}
-	mi := &file_ward_v1_dispatch_proto_msgTypes[3]
+	mi := &file_ward_v1_dispatch_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -333,7 +467,7 @@ func (x *ContextReply) String() string {
 func (*ContextReply) ProtoMessage() {}
 
 func (x *ContextReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_dispatch_proto_msgTypes[3]
+	mi := &file_ward_v1_dispatch_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -346,7 +480,7 @@ func (x *ContextReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextReply.ProtoReflect.Descriptor instead.
 func (*ContextReply) Descriptor() ([]byte, []int) {
-	return file_ward_v1_dispatch_proto_rawDescGZIP(), []int{3}
+	return file_ward_v1_dispatch_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ContextReply) GetError() string {
@@ -406,7 +540,16 @@ const file_ward_v1_dispatch_proto_rawDesc = "" +
 	"\bDispatch\x12\x16\n" +
 	"\x06ticket\x18\x01 \x01(\fR\x06ticket\x12\x1c\n" +
 	"\tsignature\x18\x02 \x01(\fR\tsignature\x12\x15\n" +
-	"\x06key_id\x18\x03 \x01(\tR\x05keyId\"o\n" +
+	"\x06key_id\x18\x03 \x01(\tR\x05keyId\"g\n" +
+	"\n" +
+	"ResultPart\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\rR\x05index\x12\x12\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\";\n" +
+	"\x0fResultPartReply\x12\x14\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\"o\n" +
 	"\x0eContextRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
@@ -431,16 +574,18 @@ func file_ward_v1_dispatch_proto_rawDescGZIP() []byte {
 	return file_ward_v1_dispatch_proto_rawDescData
 }
 
-var file_ward_v1_dispatch_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_ward_v1_dispatch_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_ward_v1_dispatch_proto_goTypes = []any{
-	(*DispatchTicket)(nil), // 0: ward.v1.DispatchTicket
-	(*Dispatch)(nil),       // 1: ward.v1.Dispatch
-	(*ContextRequest)(nil), // 2: ward.v1.ContextRequest
-	(*ContextReply)(nil),   // 3: ward.v1.ContextReply
-	(*JobRequest)(nil),     // 4: ward.v1.JobRequest
+	(*DispatchTicket)(nil),  // 0: ward.v1.DispatchTicket
+	(*Dispatch)(nil),        // 1: ward.v1.Dispatch
+	(*ResultPart)(nil),      // 2: ward.v1.ResultPart
+	(*ResultPartReply)(nil), // 3: ward.v1.ResultPartReply
+	(*ContextRequest)(nil),  // 4: ward.v1.ContextRequest
+	(*ContextReply)(nil),    // 5: ward.v1.ContextReply
+	(*JobRequest)(nil),      // 6: ward.v1.JobRequest
 }
 var file_ward_v1_dispatch_proto_depIdxs = []int32{
-	4, // 0: ward.v1.DispatchTicket.job:type_name -> ward.v1.JobRequest
+	6, // 0: ward.v1.DispatchTicket.job:type_name -> ward.v1.JobRequest
 	1, // [1:1] is the sub-list for method output_type
 	1, // [1:1] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
@@ -460,7 +605,7 @@ func file_ward_v1_dispatch_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ward_v1_dispatch_proto_rawDesc), len(file_ward_v1_dispatch_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

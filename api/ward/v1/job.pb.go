@@ -771,9 +771,16 @@ type JobResult struct {
 	Result []byte `protobuf:"bytes,19,opt,name=result,proto3" json:"result,omitempty"`
 	// result_digest is "sha256:<hex>" of the result stored at result_ptr
 	// (required with one): the scheduler records it with the job, and every
-	// reader checks the bytes it reads against it, since any host may write
-	// a tenant's result bucket.
-	ResultDigest  string `protobuf:"bytes,20,opt,name=result_digest,json=resultDigest,proto3" json:"result_digest,omitempty"`
+	// reader checks the bytes it reads against it.
+	ResultDigest string `protobuf:"bytes,20,opt,name=result_digest,json=resultDigest,proto3" json:"result_digest,omitempty"`
+	// result_size and result_parts describe a result the host sent to the
+	// schedulers in parts (ResultPart, on sys.job.resultpart.<worker_id>):
+	// the scheduler that takes this result writes the object's description
+	// (size, parts, digest) at result_ptr before the move that ends the
+	// job. A host writes no tenant's bucket itself. result_parts 0 with a
+	// result_ptr is a result an older host stored itself.
+	ResultSize    int64  `protobuf:"varint,21,opt,name=result_size,json=resultSize,proto3" json:"result_size,omitempty"`
+	ResultParts   uint32 `protobuf:"varint,22,opt,name=result_parts,json=resultParts,proto3" json:"result_parts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -932,6 +939,20 @@ func (x *JobResult) GetResultDigest() string {
 		return x.ResultDigest
 	}
 	return ""
+}
+
+func (x *JobResult) GetResultSize() int64 {
+	if x != nil {
+		return x.ResultSize
+	}
+	return 0
+}
+
+func (x *JobResult) GetResultParts() uint32 {
+	if x != nil {
+		return x.ResultParts
+	}
+	return 0
 }
 
 // JobProgress is what a host publishes on sys.job.progress while a job runs.
@@ -2122,7 +2143,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xd5\x04\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\x99\x05\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x06status\x12\x1d\n" +
@@ -2144,7 +2165,10 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\rlog_truncated\x18\x11 \x01(\bR\flogTruncated\x12 \n" +
 	"\vtraceparent\x18\x12 \x01(\tR\vtraceparent\x12\x16\n" +
 	"\x06result\x18\x13 \x01(\fR\x06result\x12#\n" +
-	"\rresult_digest\x18\x14 \x01(\tR\fresultDigestJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xe3\x02\n" +
+	"\rresult_digest\x18\x14 \x01(\tR\fresultDigest\x12\x1f\n" +
+	"\vresult_size\x18\x15 \x01(\x03R\n" +
+	"resultSize\x12!\n" +
+	"\fresult_parts\x18\x16 \x01(\rR\vresultPartsJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xe3\x02\n" +
 	"\vJobProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12-\n" +
