@@ -245,6 +245,16 @@ func TestAPI(t *testing.T) {
 	if st != http.StatusOK || strings.Contains(string(b), `"state":"PENDING"`) {
 		t.Errorf("filtered list: %d %s", st, b)
 	}
+	// since and until as the CLI writes them (README: since=1h): the
+	// last hour holds the job, the time before it none.
+	st, b = c.call(s.Acme, "GET", "/v1/jobs?since=1h&limit=100", nil)
+	if st != http.StatusOK || !strings.Contains(string(b), id) {
+		t.Errorf("jobs since 1h: %d %s", st, b)
+	}
+	st, b = c.call(s.Acme, "GET", "/v1/jobs?until=1h&limit=100", nil)
+	if st != http.StatusOK || strings.Contains(string(b), id) {
+		t.Errorf("jobs until 1h ago: %d %s", st, b)
+	}
 
 	// Cancel: an ended job is a conflict.
 	st, b = c.call(s.Acme, "POST", "/v1/jobs/"+id+"/cancel", map[string]any{"reason": "test"})

@@ -284,17 +284,9 @@ func listQuery(r *http.Request, p Principal) (*wardv1.ListJobsRequest, error) {
 	return q, nil
 }
 
-// parseTime reads RFC 3339 or Unix milliseconds.
-func parseTime(s string) (int64, error) {
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return ms, nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is neither RFC 3339 nor Unix milliseconds", s)
-	}
-	return t.UnixMilli(), nil
-}
+// parseTime reads a duration ago (1h), RFC 3339 or Unix milliseconds, as
+// the CLI's --since and --until do (client.ParseTime).
+func parseTime(s string) (int64, error) { return client.ParseTime(s, time.Now()) }
 
 // CancelRequest is the optional body of a cancel.
 type CancelRequest struct {

@@ -286,14 +286,11 @@ func timeFlag(flag, v string) (int64, error) {
 	if v == "" {
 		return 0, nil
 	}
-	if d, err := time.ParseDuration(v); err == nil {
-		return time.Now().Add(-d).UnixMilli(), nil
-	}
-	t, err := time.Parse(time.RFC3339, v)
+	ms, err := client.ParseTime(v, time.Now())
 	if err != nil {
-		return 0, fmt.Errorf("%s %q: want a duration ago (1h) or a time (RFC 3339)", flag, v)
+		return 0, fmt.Errorf("%s %w", flag, err)
 	}
-	return t.UnixMilli(), nil
+	return ms, nil
 }
 
 // followEvents subscribes to the events of every job the client may see:
