@@ -109,10 +109,25 @@ func newAuthCmd(g *globals) *cobra.Command {
 (NATS nkeys and JWTs), one credential per part and tenant with the subject
 permissions of its role, and the schedulers' secret of signed dispatch;
 and the HTTP gateway's API keys (ward auth key, in NATS: --dir does not
-apply). Keys live in --dir (default $WARD_AUTH_DIR, else ./ward-auth).`,
+apply). Keys live in --dir (default $WARD_AUTH_DIR, else ./ward-auth; for
+every command but init, when ./ward-auth holds none, the keys of ` + "`ward dev`" + `
+in its state directory, so that a tenant or host added there is trusted by
+the running ward dev).`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", envOr("WARD_AUTH_DIR", "ward-auth"), "directory of the keys ($WARD_AUTH_DIR)")
-	load := func() (*auth.Authority, error) { return auth.Load(dir) }
+	load := func() (*auth.Authority, error) {
+		a, err := auth.Load(dir)
+		if !errors.Is(err, auth.ErrNoAuthority) || cmd.PersistentFlags().Changed("dir") || os.Getenv("WARD_AUTH_DIR") != "" {
+			return a, err
+		}
+		dev := filepath.Join(envOr("WARD_STATE_DIR", defaultStateDir()), "auth")
+		if a, derr := auth.Load(dev); derr == nil {
+			fmt.Fprintf(os.Stderr, "ward: %s holds no keys: using ward dev's, in %s\n", dir, dev)
+			return a, nil
+		}
+		return nil, fmt.Errorf("no keys in %s, nor ward dev's in %s: `ward auth init` makes them for a new installation; --dir or $WARD_AUTH_DIR names where they are",
+			dir, dev)
+	}
 	cmd.AddCommand(newAuthInitCmd(&dir), newAuthTenantCmd(g, load), newAuthHostCmd(g, load), newAuthKeyCmd(g))
 	return cmd
 }

@@ -70,6 +70,34 @@ func TestCLITour(t *testing.T) {
 		t.Errorf("a tenant's credential naming another tenant: exit %d\n%s", exitCode(merr), mout)
 	}
 
+	// An admin's commands with a tenant's credential: refused at once,
+	// saying why and what a tenant does instead, with a non-zero exit
+	// (not a permissions violation, a wait and "no live host answered").
+	for _, args := range [][]string{{"workers"}, {"dlq", "ls", "--tenant", "default"}, {"scheduler", "ls"}, {"module", "ls"}} {
+		c := exec.Command(wardBin, append([]string{"--nats", natsURL}, args...)...)
+		c.Env = append(os.Environ(), "WARD_CREDS="+filepath.Join(os.Getenv("WARD_STATE_DIR"), "creds", "tenant-default.creds"))
+		out, err := c.CombinedOutput()
+		if exitCode(err) == 0 || !strings.Contains(string(out), "ward "+strings.Join(args[:min(2, len(args))], " ")) ||
+			!strings.Contains(string(out), "needs an admin credential") || !strings.Contains(string(out), "is tenant default's") ||
+			strings.Contains(string(out), "Permissions Violation") {
+			t.Errorf("%v with a tenant's credential: exit %d\n%s", args, exitCode(err), out)
+		}
+	}
+
+	// README: `ward auth tenant add acme -o acme.creds` beside ward dev
+	// (no ./ward-auth): ward dev's keys make a credential it trusts.
+	cwd := t.TempDir()
+	add := exec.Command(wardBin, "auth", "tenant", "add", "acme", "-o", "acme.creds")
+	add.Dir = cwd
+	if aout, err := add.CombinedOutput(); err != nil || !strings.Contains(string(aout), "using ward dev's") {
+		t.Errorf("auth tenant add beside ward dev: exit %d\n%s", exitCode(err), aout)
+	} else {
+		sub := exec.Command(wardBin, "--nats", natsURL, "--creds", filepath.Join(cwd, "acme.creds"), "submit", "--topic", "job.echo", "--payload", `"acme's"`, "--wait")
+		if sout, err := sub.CombinedOutput(); err != nil || !strings.Contains(string(sout), `"acme's"`) {
+			t.Errorf("a job with the credential auth tenant add wrote: exit %d\n%s", exitCode(err), sout)
+		}
+	}
+
 	out, code = cli(t, natsURL, "jobs", "get", id, "-o", "json", "--result")
 	var rec map[string]any
 	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != 0 || rec["state"] != "SUCCEEDED" ||

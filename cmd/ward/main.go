@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -76,7 +77,46 @@ func newRoot() *cobra.Command {
 		newSubmitCmd(g), newJobsCmd(g), newBenchCmd(g), newWorkersCmd(g), newModuleCmd(g), newDLQCmd(g), newPolicyCmd(g),
 		newAuditCmd(g), newAuthCmd(g), newWorkflowCmd(g), newGatewayCmd(g), newVersionCmd(g),
 	)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return g.checkRole(cmd) }
 	return root
+}
+
+// adminCommands are the client commands that speak on subjects only an
+// admin's credential may use: run with another role's, the server would
+// refuse them with a bare permissions violation and the command would
+// wait for an answer that never comes. They are refused up front instead.
+var adminCommands = []string{
+	"ward workers", "ward scheduler ls", "ward scheduler mode",
+	"ward dlq ls", "ward dlq retry", "ward dlq drop",
+	"ward module deploy", "ward module ls", "ward module rollback", "ward module activate", "ward module rm", "ward module rm-version",
+	"ward policy push", "ward policy status",
+	"ward audit ls",
+	"ward auth key add", "ward auth key ls", "ward auth key revoke",
+}
+
+// checkRole refuses an admin command (adminCommands) run with a
+// credential of another role, saying what that role may do instead.
+func (g *globals) checkRole(cmd *cobra.Command) error {
+	if !slices.Contains(adminCommands, cmd.CommandPath()) {
+		return nil
+	}
+	creds := g.credsFile()
+	if creds == "" {
+		return nil // no credential: a system run --insecure, or the server says
+	}
+	id, _, err := auth.ReadIdentity(creds)
+	if err != nil || id.Role == auth.Admin {
+		return nil // the connection reports a credential it cannot use
+	}
+	what := string(id.Role)
+	if id.Name != "" {
+		what += " " + id.Name
+	}
+	hint := ""
+	if id.Role == auth.Tenant {
+		hint = "; a tenant lists its own jobs with `ward jobs ls` (its dead-lettered ones with `ward jobs ls --state FAILED`), and with an API key reads its DLQ entries and the live hosts through the gateway (GET /v1/dlq, GET /v1/hosts)"
+	}
+	return fmt.Errorf("%s needs an admin credential; %s is %s's%s", cmd.CommandPath(), creds, what, hint)
 }
 
 func (g *globals) logger() *slog.Logger {
