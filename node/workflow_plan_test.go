@@ -116,3 +116,44 @@ func TestSeedPlanWorkflow(t *testing.T) {
 		}
 	})
 }
+
+// TestSeedPlanWithoutOllamaHost: with no host that has Ollama (ward dev on
+// a machine without it), the planner step cannot be placed (no_workers),
+// and the run goes on to the deterministic plan, saying why, as the README
+// says, instead of failing.
+func TestSeedPlanWithoutOllamaHost(t *testing.T) {
+	mods, mans := map[string][]byte{}, map[string]*sandbox.Manifest{}
+	for _, name := range []string{"chat-advanced", "chat-simple", "echo"} {
+		src, err := os.ReadFile("../modules/" + name + "/manifest.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mans[name], err = sandbox.ParseManifest(src); err != nil {
+			t.Fatal(err)
+		}
+		mods[name] = wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/"+name)
+	}
+	e := start(t, node.Options{Modules: mods, Manifests: mans, Store: memoryStore(t)})
+	acme := e.tenantClient(t, "acme")
+	_, r := runWorkflow(t, acme, &wardv1.WorkflowRunRequest{RunId: "run-nohost", Name: "plan",
+		Input: []byte(`{"goal": "greet the team"}`)})
+	if r.GetState() != "SUCCEEDED" {
+		t.Fatalf("run %s: %s", r.GetState(), r.GetReason())
+	}
+	var out struct {
+		Plan    struct{ Source, Why string } `json:"plan"`
+		Results map[string]map[string]any    `json:"results"`
+	}
+	if err := json.Unmarshal(r.GetOutputs(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Plan.Source != "fallback" || !strings.Contains(out.Plan.Why, "planner step ended FAILED") ||
+		out.Results["answer"]["reply"] != "Echo: greet the team" {
+		t.Fatalf("outputs %+v", out)
+	}
+	for _, task := range r.GetTasks() {
+		if task.GetId() == "plan" && task.GetState() != "FAILED" {
+			t.Errorf("the planner step: %s, want FAILED (no host serves job.chat.advanced)", task.GetState())
+		}
+	}
+}

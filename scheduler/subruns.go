@@ -30,8 +30,11 @@ type childRunRequest struct {
 	// planner that said it fell back (Fallback), gives way to the
 	// deterministic plan (one job.chat.simple step answering Goal), and
 	// the output says so.
-	Plan          string         `json:"plan,omitempty"`
-	Fallback      bool           `json:"fallback,omitempty"`
+	Plan     string `json:"plan,omitempty"`
+	Fallback bool   `json:"fallback,omitempty"`
+	// Planner is the planner step's state: one that did not succeed (no
+	// host with Ollama serves it) gives way to the deterministic plan.
+	Planner       string         `json:"planner,omitempty"`
 	Goal          string         `json:"goal,omitempty"`
 	AllowedTopics []string       `json:"allowed_topics,omitempty"`
 	Input         map[string]any `json:"input,omitempty"`
@@ -90,6 +93,8 @@ func (r *runner) startChild(ctx context.Context, lr *liveRun, a *workflow.Assign
 func (r *runner) plan(req childRunRequest) ([]byte, string) {
 	why := ""
 	switch {
+	case req.Planner != "" && req.Planner != "SUCCEEDED":
+		why = "the planner step ended " + req.Planner + " (is a host with Ollama serving job.chat.advanced?)"
 	case req.Fallback:
 		why = "the planner fell back (no model answered)"
 	case req.Plan == "":
