@@ -2,11 +2,13 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,8 +19,10 @@ import (
 
 // The dashboard in a real browser: headless Chromium (Debian's chromium
 // package) driven with chromedp. Each test starts its own system and its
-// own browser, and saves screenshots in $WARD_SCREENSHOTS, else
-// gateway/testdata/screenshots (docs/img holds copies for the README).
+// own browser. Every page a test opens is checked with axe-core
+// (testdata/axe) and must have no violation, and saved as a screenshot in
+// $WARD_TEST_OUTPUT, else gateway/testdata/out (not committed; docs/img
+// holds copies for the README).
 
 // chromiumPath is the browser: $CHROMIUM, else chromium on the PATH.
 func chromiumPath(t testing.TB) string {
@@ -136,7 +140,17 @@ func (b *browser) location() string {
 	return l
 }
 
-// shot saves a screenshot of the whole page as name.png.
+// outDir is where the tests write what they make (screenshots):
+// $WARD_TEST_OUTPUT, else testdata/out (not committed).
+func outDir() string {
+	if d := os.Getenv("WARD_TEST_OUTPUT"); d != "" {
+		return d
+	}
+	return filepath.Join("testdata", "out")
+}
+
+// shot saves a screenshot of the whole page as name.png in outDir; a
+// screenshot that cannot be written is only logged.
 func (b *browser) shot(name string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
@@ -146,18 +160,82 @@ func (b *browser) shot(name string) {
 		b.t.Errorf("screenshot %s: %v", name, err)
 		return
 	}
-	dir := os.Getenv("WARD_SCREENSHOTS")
-	if dir == "" {
-		dir = filepath.Join("testdata", "screenshots")
-	}
+	dir := outDir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.t.Fatal(err)
+		b.t.Logf("screenshot %s not saved: %v", name, err)
+		return
 	}
 	path := filepath.Join(dir, name+".png")
 	if err := os.WriteFile(path, png, 0o644); err != nil {
-		b.t.Fatal(err)
+		b.t.Logf("screenshot %s not saved: %v", name, err)
+		return
 	}
 	b.t.Logf("screenshot: %s", path)
+}
+
+// axeScript is axe-core (testdata/axe: vendored, the tests need no
+// network).
+var axeScript = sync.OnceValues(func() (string, error) {
+	src, err := os.ReadFile(filepath.Join("testdata", "axe", "axe.min.js"))
+	return string(src), err
+})
+
+// axeViolation is one rule that axe finds broken, with its first nodes.
+type axeViolation struct {
+	ID      string   `json:"id"`
+	Impact  string   `json:"impact"`
+	Help    string   `json:"help"`
+	Nodes   int      `json:"nodes"`
+	Targets []string `json:"targets"`
+}
+
+// axeRun runs every axe rule (WCAG 2.0-2.2 A and AA and best practices)
+// on the page and returns the violations. The script goes in through the
+// DevTools protocol (Runtime.evaluate), which the page's
+// Content-Security-Policy does not govern.
+const axeRun = `axe.run(document, {resultTypes: ["violations"], runOnly: {type: "tag",
+  values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22a", "wcag22aa", "best-practice"]}}).then(function (r) {
+  return JSON.stringify(r.violations.map(function (v) {
+    return {id: v.id, impact: v.impact || "", help: v.help, nodes: v.nodes.length,
+      targets: v.nodes.slice(0, 4).map(function (n) { return n.target.join(" "); })};
+  }));
+})`
+
+// axe checks the page with axe-core: an error names each violation.
+func (b *browser) axe(name string) {
+	b.t.Helper()
+	src, err := axeScript()
+	if err != nil {
+		b.t.Fatalf("axe-core: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	loaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!window.axe"))
+	if err == nil && !loaded {
+		loaded, err = chromedp.Run(ctx, chromedp.Evaluate[bool](src+"\n;!!window.axe"))
+	}
+	if err != nil || !loaded {
+		b.t.Fatalf("%s: loading axe-core: %v (loaded %v)", name, err, loaded)
+	}
+	out, err := chromedp.Run(ctx, chromedp.Evaluate[string](axeRun, chromedp.EvalAwaitPromise))
+	if err != nil {
+		b.t.Fatalf("%s: running axe-core: %v (at %s)", name, err, b.location())
+	}
+	var vs []axeViolation
+	if err := json.Unmarshal([]byte(out), &vs); err != nil {
+		b.t.Fatalf("%s: axe-core's result %q: %v", name, out, err)
+	}
+	for _, v := range vs {
+		b.t.Errorf("%s (%s): axe: %s [%s] %s: %d node(s), e.g. %s",
+			name, b.location(), v.ID, v.Impact, v.Help, v.Nodes, strings.Join(v.Targets, " | "))
+	}
+}
+
+// check saves a screenshot of the page as name.png and checks it with axe.
+func (b *browser) check(name string) {
+	b.t.Helper()
+	b.shot(name)
+	b.axe(name)
 }
 
 // login logs in through the login form.
@@ -188,7 +266,7 @@ func TestBrowserLogin(t *testing.T) {
 	if msg := b.text("#login-error"); !strings.Contains(msg, "the key was not accepted") {
 		t.Errorf("a bad key's message: %q", msg)
 	}
-	b.shot("dashboard-login")
+	b.check("login")
 	b.do("log in with a good key",
 		chromedp.SetValue(chromedp.CSS("#key"), s.Acme),
 		chromedp.Click(chromedp.CSS("#login-submit")),
@@ -222,6 +300,11 @@ func TestBrowserJobs(t *testing.T) {
 	b := newBrowser(t, s)
 	b.login(s.Acme)
 	b.do("open the jobs page", chromedp.Navigate(b.url+"/ui/jobs"), chromedp.WaitVisible(chromedp.CSS("#jobs")))
+	// A job the scheduler failed (no pool serves job.nowhere) has no error
+	// of its own: the list shows its reason code.
+	if n := b.eval(`Array.from(document.querySelectorAll('#jobs tr[data-state="FAILED"] td[data-field="reason"]')).filter(td => td.textContent.startsWith("no_pool_mapping")).length`); n != float64(2) {
+		t.Errorf("%v of the 2 failed jobs' rows give their reason no_pool_mapping", n)
+	}
 	b.eval(`window.wardNoReload = true`)
 	b.do("submit a job",
 		chromedp.Click(chromedp.CSS("#submit-box summary")),
@@ -235,7 +318,7 @@ func TestBrowserJobs(t *testing.T) {
 	if b.eval(`window.wardNoReload === true`) != true {
 		t.Error("the page reloaded to show the job")
 	}
-	b.shot("dashboard-jobs")
+	b.check("jobs")
 
 	b.do("open the job", chromedp.Click(chromedp.CSS(`#jobs tr[data-job="`+id+`"] a`)), chromedp.WaitVisible(chromedp.CSS("#result")))
 	if st := b.text("#job-state"); st != "SUCCEEDED" {
@@ -253,7 +336,7 @@ func TestBrowserJobs(t *testing.T) {
 	if d := b.text("#safety-decision"); !strings.HasPrefix(d, "ALLOW") {
 		t.Errorf("the decision: %q", d)
 	}
-	b.shot("dashboard-job")
+	b.check("job")
 
 	// The default policy forbids topic sys.destroy: the job is DENIED, and
 	// its page says by which rule.
@@ -268,6 +351,13 @@ func TestBrowserJobs(t *testing.T) {
 	)
 	denied := b.text("#submitted-job")
 	b.until("its row to reach DENIED", `!!document.querySelector('#jobs tr[data-job="`+denied+`"][data-state="DENIED"]')`)
+	b.do("submit a job no pool serves",
+		chromedp.SetValue(chromedp.CSS("#submit-topic"), "job.nowhere"),
+		chromedp.Click(chromedp.CSS("#submit-button")),
+	)
+	b.until("the new job's id", `(document.querySelector("#submitted-job") || {}).textContent > "" && document.querySelector("#submitted-job").textContent !== "`+denied+`"`)
+	nowhere := b.text("#submitted-job")
+	b.until("its row to reach FAILED, with its reason", `((document.querySelector('#jobs tr[data-job="`+nowhere+`"][data-state="FAILED"] td[data-field="reason"]') || {}).textContent || "").startsWith("no_pool_mapping")`)
 	b.do("open the denied job", chromedp.Navigate(b.url+"/ui/jobs/"+denied), chromedp.WaitVisible(chromedp.CSS("#safety-reasons")))
 	if r := b.text("#safety-reasons"); !strings.Contains(r, "topic sys.destroy is forbidden") {
 		t.Errorf("the denial's reasons: %q", r)
@@ -275,10 +365,34 @@ func TestBrowserJobs(t *testing.T) {
 	if d := b.text("#safety-decision"); d != "DENY" {
 		t.Errorf("the decision: %q", d)
 	}
-	b.shot("dashboard-denied")
+	b.check("job-denied")
 
 	b.do("the overview", chromedp.Navigate(b.url+"/ui/"), chromedp.WaitVisible(chromedp.CSS("svg.chart")))
-	b.shot("dashboard-overview")
+	b.check("overview")
+	if n := b.eval(`Array.from(document.querySelectorAll(".legend a")).filter(a => a.getBoundingClientRect().height < 24).length`); n != float64(0) {
+		t.Errorf("%v of the overview's state links are less than 24 px tall", n)
+	}
+	// Every state's badge, and the decisions', reads 4.5:1 or more.
+	b.eval(`(function () {
+		var box = document.createElement("section");
+		box.className = "card";
+		box.id = "every-badge";
+		["PENDING", "SCHEDULED", "DISPATCHED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT", "DENIED", "WAITING", "READY", "SKIPPED"].forEach(function (s) {
+			var b = document.createElement("span");
+			b.className = "badge st-" + s;
+			b.textContent = s;
+			box.appendChild(b);
+		});
+		["ALLOW", "ALLOW_WITH_CONSTRAINTS", "DENY"].forEach(function (d) {
+			var b = document.createElement("span");
+			b.className = "badge dec-" + d;
+			b.textContent = d;
+			box.appendChild(b);
+		});
+		document.getElementById("main").appendChild(box);
+		return box.children.length;
+	})()`)
+	b.axe("every badge")
 
 	// A workflow run's steps as a DAG.
 	def := "name: fan\nsteps:\n  - id: fetch\n    topic: job.echo\n    payload: '${{ input }}'\n  - id: lint\n    topic: job.echo\n    depends_on: [fetch]\n    payload: '${{ steps.fetch.output }}'\n  - id: test\n    topic: job.echo\n    depends_on: [fetch]\n    payload: '${{ steps.fetch.output }}'\n  - id: report\n    topic: job.echo\n    depends_on: [lint, test]\n    payload: '${{ steps.lint.output }}'\n"
@@ -289,7 +403,9 @@ func TestBrowserJobs(t *testing.T) {
 	run := object(t, body)["run_id"].(string)
 	b.do("open the run", chromedp.Navigate(b.url+"/ui/workflows/"+run), chromedp.WaitVisible(chromedp.CSS("svg.dag")))
 	b.until("every step to succeed (the page refreshes itself)", `document.querySelectorAll('svg.dag g.step[data-state="SUCCEEDED"]').length === 4`)
-	b.shot("dashboard-workflow")
+	b.check("workflow-run")
+	b.do("the workflows", chromedp.Navigate(b.url+"/ui/workflows"), chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="`+run+`"]`)))
+	b.check("workflows")
 }
 
 // TestBrowserDLQAndModules: retry a dead-lettered job from the DLQ page;
@@ -333,7 +449,7 @@ func TestBrowserDLQAndModules(t *testing.T) {
 		chromedp.Click(chromedp.CSS(drow+` button[data-method="DELETE"]`)), // confirms
 		chromedp.WaitVisible(chromedp.CSS(drow+" .msg.ok")),
 	)
-	b.shot("dashboard-dlq")
+	b.check("dlq")
 	if _, body := s.call(t, s.Acme, "GET", "/v1/dlq", nil); strings.Contains(string(body), drop) {
 		t.Errorf("the dropped entry is still in the DLQ: %s", body)
 	}
@@ -342,6 +458,7 @@ func TestBrowserDLQAndModules(t *testing.T) {
 	if n := b.eval(`document.querySelectorAll('button[data-post*="rollback"]').length`); n != float64(0) {
 		t.Errorf("a tenant's modules page has %v rollback buttons", n)
 	}
+	b.check("modules-tenant")
 
 	admin := newBrowser(t, s)
 	admin.login(s.Admin)
@@ -353,13 +470,17 @@ func TestBrowserDLQAndModules(t *testing.T) {
 		chromedp.Click(chromedp.CSS(mrow+" button[data-post]")), // confirms
 	)
 	admin.until("the page to show 1.0.0 in force", `(document.querySelector('`+mrow+` td[data-field="version"]') || {}).textContent === "1.0.0"`)
-	admin.shot("dashboard-modules")
+	admin.check("modules")
 	st, body := s.call(t, s.Admin, "GET", "/v1/modules/hello", nil)
 	if st != http.StatusOK || object(t, body)["active"].(map[string]any)["version"] != "1.0.0" {
 		t.Errorf("the module after the rollback: %d %s", st, body)
 	}
 	admin.do("the hosts", chromedp.Navigate(admin.url+"/ui/hosts"), chromedp.WaitVisible(chromedp.CSS(`article[data-host="gw-host"] svg.gauge`)))
-	admin.shot("dashboard-hosts")
+	admin.check("hosts")
+	// The pool table's numbers sit under their headers.
+	if n := admin.eval(`Array.from(document.querySelectorAll("table.t th.num")).filter(th => getComputedStyle(th).textAlign !== "right").length`); n != float64(0) {
+		t.Errorf("%v numeric headers are not right-aligned", n)
+	}
 	admin.do("evaluate a policy input",
 		chromedp.Navigate(admin.url+"/ui/policies"),
 		chromedp.WaitVisible(chromedp.CSS("#eval-input")),
@@ -374,7 +495,19 @@ func TestBrowserDLQAndModules(t *testing.T) {
 	if m := admin.text("#test-msg"); !strings.HasPrefix(m, "Passed") {
 		t.Errorf("the policy tests: %q", m)
 	}
-	admin.shot("dashboard-policies")
+	admin.check("policies")
+
+	// The pages no other test opens, as the admin.
+	for _, p := range []struct{ name, path, ready string }{
+		{"overview-admin", "/ui/", "svg.statesbar"},
+		{"module", "/ui/modules/hello", "#active-version"},
+		{"keys", "/ui/keys", "#keys"},
+		{"audit", "/ui/audit", "#audit"},
+		{"not-found", "/ui/nowhere", "#page-error"},
+	} {
+		admin.do("open "+p.path, chromedp.Navigate(admin.url+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+		admin.check(p.name)
+	}
 }
 
 // TestBrowserReadOnly: a read-only key's pages have no button that
@@ -395,21 +528,19 @@ func TestBrowserReadOnly(t *testing.T) {
 	}
 	b := newBrowser(t, s)
 	b.login(s.AcmeRO)
-	for _, p := range []struct{ path, ready string }{
-		{"/ui/jobs", "#jobs"},
-		{"/ui/jobs/" + id, "#timeline"},
-		{"/ui/dlq", "#dlq"},
-		{"/ui/modules", "#modules"},
-		{"/ui/workflows", "h1"},
+	for _, p := range []struct{ name, path, ready string }{
+		{"jobs", "/ui/jobs", "#jobs"},
+		{"job", "/ui/jobs/" + id, "#timeline"},
+		{"dlq", "/ui/dlq", "#dlq"},
+		{"modules", "/ui/modules", "#modules"},
+		{"workflows", "/ui/workflows", "h1"},
 	} {
 		b.do("open "+p.path, chromedp.Navigate(b.url+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
 		n := b.eval(`document.querySelectorAll('button[data-post], #submit-form, #run-form, #rerun-button, #test-button').length`)
 		if n != float64(0) {
 			t.Errorf("%s: a read-only key sees %v controls that change things", p.path, n)
 		}
-		if p.path == "/ui/dlq" {
-			b.shot("dashboard-readonly")
-		}
+		b.check("readonly-" + p.name)
 	}
 	if n := b.eval(`document.querySelectorAll('a[href="/ui/audit"], a[href="/ui/keys"]').length`); n != float64(0) {
 		t.Errorf("a tenant's key sees the admin's pages in the navigation")

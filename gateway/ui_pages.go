@@ -110,6 +110,21 @@ func (j uiJob) Problem() string {
 	return strings.TrimSpace(strings.Join(slices.DeleteFunc([]string{j.ErrorCode, j.ErrorMessage}, func(s string) bool { return s == "" }), ": "))
 }
 
+// Why is the jobs list's reason: the problem, else, for a job that ended
+// badly without an error of its own (one the scheduler failed: no pool for
+// its topic, its retries spent), its reason code.
+func (j uiJob) Why() string {
+	if p := j.Problem(); p != "" || j.State == "SUCCEEDED" || !terminalStates[j.State] {
+		return p
+	}
+	// With the event that ended it, when the list has it, as the live
+	// rows show it.
+	if n := len(j.Events); n > 0 && j.Events[n-1].Reason == j.Reason && j.Events[n-1].Message != "" {
+		return j.Reason + ": " + j.Events[n-1].Message
+	}
+	return j.Reason
+}
+
 // ErrorKind is the code a failed job counts under.
 func (j uiJob) ErrorKind() string { return cmp.Or(j.ErrorCode, j.Reason, "unknown") }
 

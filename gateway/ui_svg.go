@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"html/template"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,10 +30,11 @@ func cls(state string) string {
 
 // svgGauge is a bar gauge of value out of max, labelled.
 func svgGauge(label string, value, max float64, text string) template.HTML {
-	if max <= 0 {
-		max = 1
+	total := max
+	if total <= 0 {
+		total = 1
 	}
-	frac := value / max
+	frac := value / total
 	frac = min(1, frac)
 	frac = max0(frac)
 	lvl := "low"
@@ -42,8 +44,14 @@ func svgGauge(label string, value, max float64, text string) template.HTML {
 	case frac >= 0.6:
 		lvl = "mid"
 	}
+	// Its name for assistive technology: the label and the value, else
+	// (a gauge that shows neither) the numbers.
+	name := strings.TrimSpace(label + " " + text)
+	if name == "" {
+		name = fmt.Sprintf("%s of %s in use", strconv.FormatFloat(value, 'f', -1, 64), strconv.FormatFloat(max, 'f', -1, 64))
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="gauge" viewBox="0 0 200 30" width="200" height="30" role="img" aria-label="%s %s">`, esc(label), esc(text))
+	fmt.Fprintf(&b, `<svg class="gauge" viewBox="0 0 200 30" width="200" height="30" role="img" aria-label="%s"><title>%s</title>`, esc(name), esc(name))
 	fmt.Fprintf(&b, `<text x="0" y="11" class="glabel">%s</text><text x="200" y="11" text-anchor="end" class="gvalue">%s</text>`, esc(label), esc(text))
 	fmt.Fprintf(&b, `<rect x="0" y="16" width="200" height="10" rx="3" class="gbg"/><rect x="0" y="16" width="%.1f" height="10" rx="3" class="gfill g-%s"/>`, 200*frac, lvl)
 	b.WriteString(`</svg>`)
@@ -271,7 +279,7 @@ func svgDAG(steps []workflow.Step, tasks []uiTask) template.HTML {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="dag" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="the workflow's steps">`, W, H, W, H)
+	fmt.Fprintf(&b, `<svg class="dag" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="group" aria-label="the workflow's steps">`, W, H, W, H)
 	b.WriteString(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" class="arrowhead"/></marker></defs>`)
 	for _, s := range steps {
 		to := at[s.ID]

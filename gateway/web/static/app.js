@@ -134,6 +134,9 @@
     tr.appendChild(el("td", { "data-field": "worker" }, j.worker_id || ""));
     tr.appendChild(el("td", { "class": "mono" }, ts(j.created_at_unix_ms)));
     var problem = [j.error_code, j.error_message].filter(Boolean).join(": ");
+    // A job the scheduler failed (no pool, retries spent) has no error of
+    // its own: its reason code says why.
+    if (!problem && TERMINAL[j.state] && j.state !== "SUCCEEDED") problem = j.reason || "";
     tr.appendChild(el("td", { "class": "clip", "data-field": "reason", title: problem }, problem));
     td = el("td");
     if (jobsTable.dataset.canCancel === "true" && !TERMINAL[j.state]) {
@@ -176,6 +179,7 @@
     if (TERMINAL[ev.state]) {
       var problem = ev.error_message !== undefined ? [ev.error_code, ev.error_message].filter(Boolean).join(": ")
         : (ev.state === "SUCCEEDED" ? "" : [ev.reason, ev.message].filter(Boolean).join(": "));
+      if (!problem && ev.state !== "SUCCEEDED") problem = ev.reason || "";
       var r = tr.querySelector('[data-field="reason"]');
       if (r) { r.textContent = problem; r.title = problem; }
       var c = tr.querySelector("button[data-post$='/cancel']");
