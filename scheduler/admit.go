@@ -287,6 +287,10 @@ func (s *Scheduler) admit(ctx context.Context, job *jobstore.Job, queued map[str
 			Message: "its deadline passed before it could run"}, false)
 		return
 	}
+	if name, ok := s.runner.workflowOf(job.Topic); ok {
+		s.startRunOf(ctx, job, lim, name)
+		return
+	}
 	pools, why := route(c.pools, job.Topic, job.Requires, job.Labels)
 	if len(pools) == 0 {
 		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.NoPoolMapping), Message: why}, true)

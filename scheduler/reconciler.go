@@ -170,6 +170,12 @@ func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
 			if err != nil || job.State != k.state {
 				continue
 			}
+			if isRunJob(job) {
+				// It follows its workflow run, not a host: it ends as
+				// the run ends (the run's own timeout bounds it).
+				s.settleRunJob(lctx, job)
+				continue
+			}
 			dispatch, running, _ := c.timeouts.For(job.Topic)
 			limit := dispatch
 			if k.state == jobstore.Running {

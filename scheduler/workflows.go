@@ -70,6 +70,7 @@ type liveRun struct {
 	step     time.Duration // a step's default timeout
 	retries  int           // a step's default retries
 	gone     bool          // ended, or taken over by another replica
+	forJob   int           // whether it follows a job (jobruns.go): jobRunUnknown, jobRunYes, jobRunNo
 }
 
 func newRunner(s *Scheduler, sources map[string][]byte) *runner {
@@ -260,6 +261,7 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 	r.publish(lr, eng.Log().Events())
 	if st != workflow.RunRunning {
 		r.childEnded(lr)
+		r.runEnded(lr)
 		return &wardv1.WorkflowRunReply{RunId: id, Accepted: true, Steps: plan.Steps()}
 	}
 	r.adopt(lr)
@@ -480,6 +482,7 @@ func (r *runner) placed(ctx context.Context, lr *liveRun, task, jobID string) {
 // jobEnded takes the end of a job this replica moved: a step's job of a
 // run it drives goes back to the run's engine.
 func (r *runner) jobEnded(job *jobstore.Job) {
+	r.stopRunOfJob(job)
 	r.mu.Lock()
 	ref, ok := r.jobs[job.ID]
 	lr := r.runs[ref.run]
@@ -602,6 +605,7 @@ func (r *runner) save(ctx context.Context, lr *liveRun) bool {
 		r.s.log.Info("workflow run ended", "run", lr.id, "state", string(st), "reason", why)
 		r.forget(lr)
 		r.childEnded(lr)
+		r.runEnded(lr)
 	}
 	return true
 }
@@ -897,6 +901,7 @@ func (r *runner) renew(ctx context.Context, now time.Time) {
 			continue
 		}
 		r.poll(ctx, lr)
+		r.pollJob(ctx, lr)
 	}
 }
 

@@ -94,6 +94,9 @@ const (
 	// WorkflowBusy: the tenant has workflows.max_running_runs runs running
 	// already (backpressure); the run is refused, not queued.
 	WorkflowBusy Code = "workflow_busy"
+	// WorkflowFailed: a job on a workflow topic (job.workflow.<name>)
+	// whose run ended FAILED; the message says which step, and how.
+	WorkflowFailed Code = "workflow_failed"
 	// IdempotencyConflict: the tenant used the submission's idempotency
 	// key already for another request (another topic or payload); the
 	// refusal names the first job. The same request again is answered
@@ -216,7 +219,7 @@ func All() []Code {
 		SafetyUnavailable, MaxRetriesExceeded, DispatchTimeout, RunningTimeout, DeadlineExceeded,
 		Cancelled, DispatchFailed, Retry, Requeued,
 		BadRequest, StoreError, RateLimited, QueueFull, ModeReadOnly, ModeDraining, ModeDegraded,
-		TenantMismatch, WorkflowUnknown, WorkflowInvalid, WorkflowBusy, IdempotencyConflict,
+		TenantMismatch, WorkflowUnknown, WorkflowInvalid, WorkflowBusy, WorkflowFailed, IdempotencyConflict,
 		Unauthenticated, Forbidden, NotFound, Conflict, Unavailable,
 		TicketUnsigned, TicketForged, TicketExpired, TicketReplayed, TicketMisaddressed, TicketStaleBoot,
 		StaleResult,
