@@ -41,6 +41,12 @@ steps:
   - {id: nap, topic: job.hostile, payload: {do: sleep}, retries: 0}
   - {id: after, topic: job.echo, depends_on: [nap], payload: {}}
 `,
+		"outer.yaml": `
+name: outer
+steps:
+  - {id: inner, topic: job.workflow.greet, payload: {who: nested}}
+outputs: {inner: steps.inner.output}
+`,
 		"broken.yaml": `
 name: broken
 steps:
@@ -78,6 +84,12 @@ steps:
 	}
 	if got := strings.Join(states, " "); !strings.HasSuffix(got, "JOB_STATE_RUNNING JOB_STATE_SUCCEEDED") {
 		t.Errorf("the job's events: %s", got)
+	}
+
+	// A step on a workflow topic runs that workflow: its job follows it.
+	rec = submitAndWait(t, acme, &wardv1.JobRequest{Topic: "job.workflow.outer"})
+	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || string(rec.GetResult()) != `{"inner":{"said":"hello nested"}}` {
+		t.Fatalf("job.workflow.outer: %s %s %q, result %s", rec.GetState(), rec.GetErrorCode(), rec.GetErrorMessage(), rec.GetResult())
 	}
 
 	// A run that fails fails its job, which goes to the DLQ.

@@ -180,7 +180,8 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 	}
 	c := s.conf.load()
 	plan, err := workflow.Compile(def, workflow.Options{Served: func(topic string) bool {
-		return topic == TopicWorkflowRun || len(c.pools.PoolsFor(topic)) > 0
+		_, named := r.workflowOf(topic) // a step that runs a workflow (jobruns.go)
+		return topic == TopicWorkflowRun || named || len(c.pools.PoolsFor(topic)) > 0
 	}})
 	if err != nil {
 		return refuseRun(reason.WorkflowInvalid, "%v", err)
