@@ -200,8 +200,38 @@ func TestCLITour(t *testing.T) {
 		t.Errorf("a second dlq drop: exit %d\n%s", code, out)
 	}
 
-	// Module deploy checks before it uploads.
+	// workflow run --wait: a line a step and the outputs, a text output
+	// as text; every event with --events; the run as it is with -o json.
 	dir := t.TempDir()
+	fan := filepath.Join(dir, "fan.yaml")
+	writeFile(t, fan, `name: fan
+steps:
+  - {id: each, topic: job.echo, for_each: 0..99, max_parallel: 16, payload: {i: "${{ item }}"}}
+  - {id: sum, topic: job.echo, depends_on: [each], payload: {n: "${{ len(steps.each.output) }}", report: "# Report\n\nall fine\n"}}
+outputs: {n: steps.sum.output.n, report: steps.sum.output.report}
+`)
+	out, code = cli(t, natsURL, "workflow", "run", fan, "--wait")
+	if code != 0 || strings.Count(out, "\n") > 20 || !strings.Contains(out, "step each           100 succeeded\n") ||
+		!strings.Contains(out, "  n: 100\n") || !strings.Contains(out, "── report ──\n# Report\n\nall fine\n") || strings.Contains(out, "TaskPlaced") {
+		t.Errorf("workflow run --wait of 100 items: exit %d, %d lines\n%s", code, strings.Count(out, "\n"), out)
+	}
+	out, code = cli(t, natsURL, "workflow", "run", fan, "--wait", "--events")
+	if code != 0 || strings.Count(out, "TaskPlaced") != 101 {
+		t.Errorf("workflow run --wait --events: exit %d, %d TaskPlaced lines", code, strings.Count(out, "TaskPlaced"))
+	}
+	out, code = cli(t, natsURL, "workflow", "run", fan, "--wait", "-o", "json")
+	var fanRun struct {
+		State   string
+		Outputs struct {
+			N      int
+			Report string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &fanRun); err != nil || code != 0 || fanRun.State != "SUCCEEDED" || fanRun.Outputs.N != 100 || fanRun.Outputs.Report != "# Report\n\nall fine\n" {
+		t.Errorf("workflow run --wait -o json: exit %d, %v\n%s", code, err, out)
+	}
+
+	// Module deploy checks before it uploads.
 	notWasm := filepath.Join(dir, "script.wasm")
 	writeFile(t, notWasm, "#!/bin/sh\necho hi\n")
 	if out, code := cli(t, natsURL, "module", "deploy", notWasm); code == 0 || !strings.Contains(out, notWasm+": not a WebAssembly module") {

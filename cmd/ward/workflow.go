@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,7 +39,7 @@ checks and replay re-derives from the definition.`,
 func newWorkflowRunCmd(g *globals) *cobra.Command {
 	var (
 		input, runID string
-		wait         bool
+		wait, events bool
 		timeout      time.Duration
 		out          *output
 	)
@@ -60,13 +61,14 @@ func newWorkflowRunCmd(g *globals) *cobra.Command {
 			} else {
 				req.Name = args[0]
 			}
-			return startRun(cmd, g, req, wait, timeout, out.format)
+			return startRun(cmd, g, req, wait, events, timeout, out.format)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&input, "input", "", "the run's input: a JSON object, or @file")
 	f.StringVar(&runID, "id", "", "the run's id (default: generated); the same id again is the same run")
-	f.BoolVar(&wait, "wait", false, "follow the run's steps until it ends; exit non-zero unless it succeeded")
+	f.BoolVar(&wait, "wait", false, "follow the run's steps until it ends (a line for each step as it ends, and each task that failed); exit non-zero unless it succeeded")
+	f.BoolVar(&events, "events", false, "with --wait, print every event of the run's log as it comes")
 	f.DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait")
 	out = addOutput(cmd)
 	return cmd
@@ -74,10 +76,10 @@ func newWorkflowRunCmd(g *globals) *cobra.Command {
 
 func newWorkflowRerunCmd(g *globals) *cobra.Command {
 	var (
-		input, from string
-		wait        bool
-		timeout     time.Duration
-		out         *output
+		input, from  string
+		wait, events bool
+		timeout      time.Duration
+		out          *output
 	)
 	cmd := &cobra.Command{
 		Use:   "rerun RUN --from STEP",
@@ -91,13 +93,14 @@ func newWorkflowRerunCmd(g *globals) *cobra.Command {
 			if err := readInput(req, input); err != nil {
 				return err
 			}
-			return startRun(cmd, g, req, wait, timeout, out.format)
+			return startRun(cmd, g, req, wait, events, timeout, out.format)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&from, "from", "", "the step to run again, with every step that depends on it")
 	f.StringVar(&input, "input", "", "a new input (JSON object, or @file); default: the run's")
-	f.BoolVar(&wait, "wait", false, "follow the run's steps until it ends; exit non-zero unless it succeeded")
+	f.BoolVar(&wait, "wait", false, "follow the run's steps until it ends (a line for each step as it ends, and each task that failed); exit non-zero unless it succeeded")
+	f.BoolVar(&events, "events", false, "with --wait, print every event of the run's log as it comes")
 	f.DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait")
 	out = addOutput(cmd)
 	return cmd
@@ -123,8 +126,10 @@ func readInput(req *wardv1.WorkflowRunRequest, input string) error {
 	return nil
 }
 
-// startRun starts req and, with wait, follows it to its end.
-func startRun(cmd *cobra.Command, g *globals, req *wardv1.WorkflowRunRequest, wait bool, timeout time.Duration, output string) error {
+// startRun starts req and, with wait, follows it to its end: a line for
+// each step as it ends and each task that did not succeed, or, with
+// events, every event.
+func startRun(cmd *cobra.Command, g *globals, req *wardv1.WorkflowRunRequest, wait, events bool, timeout time.Duration, output string) error {
 	c, ctx, done, err := g.dial(timeout)
 	if err != nil {
 		return err
@@ -160,6 +165,7 @@ func startRun(cmd *cobra.Command, g *globals, req *wardv1.WorkflowRunRequest, wa
 	if output == outTable {
 		fmt.Fprintf(out, "run %s: %s\n", reply.GetRunId(), strings.Join(reply.GetSteps(), " → "))
 	}
+	progress := &runProgress{out: out, steps: map[string]*stepCount{}}
 	for {
 		// Quiet for a while (an event lost, a follower too slow):
 		// ask for the run, and end if it ended.
@@ -175,8 +181,12 @@ func startRun(cmd *cobra.Command, g *globals, req *wardv1.WorkflowRunRequest, wa
 			ended = gerr == nil && run.GetState() != string(workflow.RunRunning)
 			ev = &wardv1.WorkflowEvent{Kind: "Run" + titleWord(run.GetState())}
 		default:
-			if output == outTable {
+			switch {
+			case output != outTable:
+			case events:
 				printRunEvent(out, ev)
+			default:
+				progress.event(ev)
 			}
 			switch ev.GetKind() {
 			case workflow.KindRunSucceeded, workflow.KindRunFailed, workflow.KindRunCancelled, workflow.KindRunTimedOut:
@@ -192,7 +202,7 @@ func startRun(cmd *cobra.Command, g *globals, req *wardv1.WorkflowRunRequest, wa
 				if err := printAs(out, output, view.Of(run)); err != nil {
 					return err
 				}
-			} else if err := printRun(out, run); err != nil {
+			} else if err := printRunSummary(out, run); err != nil {
 				return err
 			}
 			if run.GetState() != string(workflow.RunSucceeded) {
@@ -230,6 +240,169 @@ func printRunEvent(w io.Writer, ev *wardv1.WorkflowEvent) {
 	fmt.Fprintf(w, "  %3d %-14s %-14s %s\n", ev.GetSeq(), ev.GetKind(), ev.GetTask(), detail)
 }
 
+// runProgress prints a run's progress in a few lines, from its events:
+// each task that did not succeed, as it ends, and each step once every
+// task of it ended.
+type runProgress struct {
+	out   io.Writer
+	steps map[string]*stepCount
+}
+
+// stepCount is what runProgress knows of a step.
+type stepCount struct {
+	items, ok, failed, skipped, cancelled int
+	expanded, done                        bool
+}
+
+// stepOf is the step of task id: "each[7]" is step each's.
+func stepOf(task string) string {
+	if i := strings.IndexByte(task, '['); i >= 0 {
+		return task[:i]
+	}
+	return task
+}
+
+func (p *runProgress) event(ev *wardv1.WorkflowEvent) {
+	if ev.GetTask() == "" {
+		return
+	}
+	name := stepOf(ev.GetTask())
+	sc := p.steps[name]
+	if sc == nil {
+		sc = &stepCount{}
+		p.steps[name] = sc
+	}
+	var d map[string]any
+	_ = json.Unmarshal(ev.GetData(), &d)
+	switch ev.GetKind() {
+	case workflow.KindStepExpanded:
+		n, _ := d["items"].(float64)
+		sc.items, sc.expanded = int(n), true
+	case workflow.KindTaskAssigned:
+		if !sc.expanded {
+			sc.items++
+		}
+	case workflow.KindTaskSucceeded:
+		sc.ok++
+	case workflow.KindTaskFailed:
+		sc.failed++
+		fmt.Fprintf(p.out, "  task %s FAILED: %v\n", ev.GetTask(), d["error"])
+	case workflow.KindTaskCancelled:
+		sc.cancelled++
+		fmt.Fprintf(p.out, "  task %s CANCELLED: %v\n", ev.GetTask(), d["error"])
+	case workflow.KindTaskSkipped:
+		sc.skipped++
+	default:
+		return
+	}
+	ended := sc.ok + sc.failed + sc.skipped + sc.cancelled
+	if sc.done || ended < sc.items || (ended == 0 && !sc.expanded) {
+		return // an expanded step of no items is done as it expands
+	}
+	sc.done = true
+	fmt.Fprintf(p.out, "  step %-14s %s\n", name, sc.summary())
+}
+
+// summary is a step's tasks as counts: "1000 succeeded", "3 succeeded, 1
+// failed", or the one task's state.
+func (sc *stepCount) summary() string {
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		word string
+	}{{sc.ok, "succeeded"}, {sc.failed, "failed"}, {sc.cancelled, "cancelled"}, {sc.skipped, "skipped"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.word))
+		}
+	}
+	if len(parts) == 0 {
+		return "no items"
+	}
+	if !sc.expanded && len(parts) == 1 && sc.ok+sc.failed+sc.cancelled+sc.skipped == 1 {
+		return strings.ToUpper(strings.Fields(parts[0])[1])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// summaryTasks is how many tasks printRunSummary lists one by one; a run
+// with more is listed by step.
+const summaryTasks = 20
+
+// printRunSummary prints how a run ended: its tasks (by step, when there
+// are many), then its outputs as a person reads them (printOutputs).
+func printRunSummary(w io.Writer, r *wardv1.WorkflowRun) error {
+	if len(r.GetTasks()) <= summaryTasks {
+		return printRun(w, r)
+	}
+	fmt.Fprintf(w, "run %s (%s, tenant %s): %s", r.GetRunId(), r.GetWorkflow(), r.GetTenantId(), r.GetState())
+	if r.GetReason() != "" {
+		fmt.Fprintf(w, ": %s", r.GetReason())
+	}
+	fmt.Fprintln(w)
+	var order []string
+	byStep := map[string]map[string]int{}
+	for _, t := range r.GetTasks() {
+		if byStep[t.GetStep()] == nil {
+			byStep[t.GetStep()] = map[string]int{}
+			order = append(order, t.GetStep())
+		}
+		byStep[t.GetStep()][t.GetState()]++
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  STEP\tTASKS\tSTATES")
+	for _, st := range order {
+		n, states := 0, make([]string, 0, len(byStep[st]))
+		for state, c := range byStep[st] {
+			n += c
+			states = append(states, fmt.Sprintf("%d %s", c, state))
+		}
+		sort.Strings(states)
+		fmt.Fprintf(tw, "  %s\t%d\t%s\n", st, n, strings.Join(states, ", "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "(%d tasks: ward workflow get %s lists each)\n", len(r.GetTasks()), r.GetRunId())
+	return printOutputs(w, r.GetOutputs())
+}
+
+// printOutputs prints a run's outputs for a person: each output on a line
+// of its own as JSON, and one that is text of several lines (a Markdown
+// report) as that text, under its name. -o json prints them as they are.
+func printOutputs(w io.Writer, raw []byte) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var outs map[string]any
+	if err := json.Unmarshal(raw, &outs); err != nil {
+		_, err = fmt.Fprintf(w, "outputs: %s\n", raw)
+		return err
+	}
+	keys := make([]string, 0, len(outs))
+	for k := range outs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintln(w, "outputs:")
+	var texts []string
+	for _, k := range keys {
+		if s, ok := outs[k].(string); ok && strings.Contains(s, "\n") {
+			texts = append(texts, k)
+			fmt.Fprintf(w, "  %s: (text, %d lines, below)\n", k, strings.Count(strings.TrimRight(s, "\n"), "\n")+1)
+			continue
+		}
+		b, err := json.Marshal(outs[k])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "  %s: %s\n", k, b)
+	}
+	for _, k := range texts {
+		fmt.Fprintf(w, "\n── %s ──\n%s\n", k, strings.TrimRight(outs[k].(string), "\n"))
+	}
+	return nil
+}
+
 func printRun(w io.Writer, r *wardv1.WorkflowRun) error {
 	fmt.Fprintf(w, "run %s (%s, tenant %s): %s", r.GetRunId(), r.GetWorkflow(), r.GetTenantId(), r.GetState())
 	if r.GetReason() != "" {
@@ -246,10 +419,7 @@ func printRun(w io.Writer, r *wardv1.WorkflowRun) error {
 			return err
 		}
 	}
-	if len(r.GetOutputs()) > 0 {
-		fmt.Fprintf(w, "outputs: %s\n", r.GetOutputs())
-	}
-	return nil
+	return printOutputs(w, r.GetOutputs())
 }
 
 func newWorkflowGetCmd(g *globals) *cobra.Command {
