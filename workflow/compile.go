@@ -64,6 +64,9 @@ func Compile(def *Definition, opts Options) (*Plan, error) {
 	}
 	var errs []error
 	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	// unserved are the steps whose topic no pool serves: named with every
+	// other problem, but no bar to checking the expressions.
+	var unserved []error
 	if def.Name == "" {
 		fail("the workflow has no name")
 	}
@@ -103,7 +106,7 @@ func Compile(def *Definition, opts Options) (*Plan, error) {
 		if s.Topic == "" {
 			fail("%s has no topic", label)
 		} else if opts.Served != nil && !opts.Served(s.Topic) {
-			fail("%s: no pool serves topic %q", label, s.Topic)
+			unserved = append(unserved, fmt.Errorf("%s: no pool serves topic %q", label, s.Topic))
 		}
 		if s.MaxParallel < 0 {
 			fail("%s: max_parallel is %d, below 0", label, s.MaxParallel)
@@ -143,7 +146,7 @@ func Compile(def *Definition, opts Options) (*Plan, error) {
 		fail("the steps form a cycle: %s (each depends on the next)", strings.Join(cycle, " → "))
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("workflow %s: %w", def.Name, errors.Join(errs...))
+		return nil, fmt.Errorf("workflow %s: %w", def.Name, errors.Join(append(errs, unserved...)...))
 	}
 	p.order()
 	for _, n := range p.steps {
@@ -158,7 +161,7 @@ func Compile(def *Definition, opts Options) (*Plan, error) {
 			fail("output %q: %v", name, err)
 		}
 	}
-	if len(errs) > 0 {
+	if errs = append(errs, unserved...); len(errs) > 0 {
 		return nil, fmt.Errorf("workflow %s: %w", def.Name, errors.Join(errs...))
 	}
 	return p, nil

@@ -231,6 +231,17 @@ outputs: {n: steps.sum.output.n, report: steps.sum.output.report}
 		t.Errorf("workflow run --wait -o json: exit %d, %v\n%s", code, err, out)
 	}
 
+	// lint and run name the same problems of one file, all of them: a
+	// topic no pool serves, and a step an expression reads that is none.
+	bad := filepath.Join(dir, "bad.yaml")
+	writeFile(t, bad, "name: bad\nsteps:\n  - {id: a, topic: job.nope}\n  - {id: b, topic: job.echo, depends_on: [a], payload: \"${{ steps.zzz.output }}\"}\n")
+	for _, args := range [][]string{{"workflow", "lint", bad}, {"workflow", "run", bad}} {
+		out, code := cli(t, natsURL, args...)
+		if code == 0 || !strings.Contains(out, `step "a": no pool serves topic "job.nope"`) || !strings.Contains(out, `reads steps.zzz: there is no such step`) {
+			t.Errorf("%v: exit %d, not both problems\n%s", args[:2], code, out)
+		}
+	}
+
 	// Module deploy checks before it uploads.
 	notWasm := filepath.Join(dir, "script.wasm")
 	writeFile(t, notWasm, "#!/bin/sh\necho hi\n")

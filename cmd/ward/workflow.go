@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/scheduler"
 	"github.com/ward-run/ward/view"
 	"github.com/ward-run/ward/workflow"
@@ -565,17 +566,28 @@ func newWorkflowCheckCmd(g *globals, which string) *cobra.Command {
 
 // newWorkflowLintCmd checks definition files without a running system.
 func newWorkflowLintCmd() *cobra.Command {
-	return &cobra.Command{
+	var pools, dir string
+	cmd := &cobra.Command{
 		Use:   "lint FILE...",
-		Short: "Check definition files (cycles, unknown steps, bad expressions) and print each one's step order",
-		Args:  cobra.MinimumNArgs(1),
+		Short: "Check definition files (cycles, unknown steps, bad expressions, topics no pool serves) and print each one's step order",
+		Long: `lint compiles each file as a scheduler does when it runs it, and names
+every problem: a cycle, an unknown step, a bad expression, a topic that no
+pool of the pools file serves (--pools: $POOL_CONFIG_PATH, else the
+embedded pools.yaml) and that is no workflow's (job.workflow.<name> of the
+seed workflows and of --workflows). A topic a module's manifest declares
+when it is deployed is known only to the schedulers: lint names it too.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			served, err := lintServed(pools, dir)
+			if err != nil {
+				return err
+			}
 			var errs []error
 			for _, path := range args {
 				d, err := workflow.ParseFile(path)
 				if err == nil {
 					var p *workflow.Plan
-					if p, err = workflow.Compile(d, workflow.Options{}); err == nil {
+					if p, err = workflow.Compile(d, workflow.Options{Served: served}); err == nil {
 						fmt.Fprintf(cmd.OutOrStdout(), "%s: %s: %s\n", path, d.Name, strings.Join(p.Steps(), " → "))
 						continue
 					}
@@ -585,4 +597,28 @@ func newWorkflowLintCmd() *cobra.Command {
 			return errors.Join(errs...)
 		},
 	}
+	cmd.Flags().StringVar(&pools, "pools", os.Getenv("POOL_CONFIG_PATH"), "the pools file whose topics steps may use ($POOL_CONFIG_PATH; default: the embedded pools.yaml)")
+	cmd.Flags().StringVar(&dir, "workflows", os.Getenv("WORKFLOW_CONFIG_DIR"), "directory of workflow definitions besides the seed ones, whose job.workflow.<name> topics steps may use ($WORKFLOW_CONFIG_DIR)")
+	return cmd
+}
+
+// lintServed is what a scheduler with the pools file pools and the
+// workflows of dir serves: a topic of a pool, job.workflow.run, and
+// job.workflow.<name> of each workflow it knows.
+func lintServed(pools, dir string) (func(string) bool, error) {
+	p, err := config.LoadPools(pools)
+	if err != nil {
+		return nil, err
+	}
+	srcs, err := config.Workflows(dir)
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{scheduler.TopicWorkflowRun: true}
+	for _, src := range srcs {
+		if d, err := workflow.Parse(src); err == nil {
+			known["job.workflow."+d.Name] = true
+		}
+	}
+	return func(topic string) bool { return known[topic] || len(p.PoolsFor(topic)) > 0 }, nil
 }
