@@ -86,6 +86,16 @@ func (c *Client) Workflows(ctx context.Context, limit int) ([]*wardv1.WorkflowRu
 	return reply.GetRuns(), nil
 }
 
+// KnownWorkflows returns the names of the workflows the schedulers know:
+// those `ward workflow run NAME` and the topics job.workflow.<name> run.
+func (c *Client) KnownWorkflows(ctx context.Context) ([]string, error) {
+	reply := &wardv1.WorkflowListReply{}
+	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectWorkflowList, c.scope()), &wardv1.WorkflowListRequest{Limit: 1}, reply); err != nil {
+		return nil, err
+	}
+	return reply.GetWorkflows(), nil
+}
+
 // CancelWorkflow cancels run id: its running steps' jobs are cancelled
 // (their modules interrupted) and its other steps never start. The
 // replica driving the run answers; none answers for a run that ended, or

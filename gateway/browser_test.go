@@ -403,8 +403,32 @@ func TestBrowserJobs(t *testing.T) {
 	run := object(t, body)["run_id"].(string)
 	b.do("open the run", chromedp.Navigate(b.url+"/ui/workflows/"+run), chromedp.WaitVisible(chromedp.CSS("svg.dag")))
 	b.until("every step to succeed (the page refreshes itself)", `document.querySelectorAll('svg.dag g.step[data-state="SUCCEEDED"]').length === 4`)
+	// Each task links its own job, by its whole id.
+	if n := b.eval(`Array.from(document.querySelectorAll('#tasks td[data-field="job"] a')).filter(a => a.textContent === "` + run + `-" + a.closest("tr").dataset.task && a.getAttribute("href") === "/ui/jobs/" + a.textContent).length`); n != float64(4) {
+		t.Errorf("%v of the run's 4 tasks link their own job by its whole id", n)
+	}
 	b.check("workflow-run")
 	b.do("the workflows", chromedp.Navigate(b.url+"/ui/workflows"), chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="`+run+`"]`)))
+	row := `#runs tr[data-run="` + run + `"]`
+	if id := b.text(row + ` a[data-field="run"]`); id != run {
+		t.Errorf("the runs list shows run %s as %q", run, id)
+	}
+	if n := b.text(row + ` td[data-field="steps"]`); n != "4/4" {
+		t.Errorf("the runs list counts the run's tasks succeeded as %q, not 4/4", n)
+	}
+	// Run with nothing chosen: the form says what to give; choosing a
+	// known workflow fills the name.
+	b.do("open the run form", chromedp.Click(chromedp.CSS("#run-box summary")), chromedp.WaitVisible(chromedp.CSS("#run-known")))
+	if v := b.eval(`document.getElementById("run-definition").value + document.getElementById("run-workflow").value`); v != "" {
+		t.Errorf("the run form starts filled: %q", v)
+	}
+	b.do("run with nothing", chromedp.Click(chromedp.CSS("#run-button")), chromedp.WaitVisible(chromedp.CSS("#run-msg.err")))
+	if m := b.text("#run-msg"); !strings.Contains(m, "Choose a known workflow") {
+		t.Errorf("running nothing says %q", m)
+	}
+	if v := b.eval(`(function () { var s = document.getElementById("run-known"); s.value = "repo.code_review"; s.dispatchEvent(new Event("change")); return document.getElementById("run-workflow").value; })()`); v != "repo.code_review" {
+		t.Errorf("choosing repo.code_review fills the name with %q", v)
+	}
 	b.check("workflows")
 }
 

@@ -142,6 +142,13 @@ type Server struct {
 	mu      sync.Mutex
 	tenants map[string]*client.Client
 	policy  policyCache
+
+	// known are the workflows' names the run form offers (ui_pages.go),
+	// from knownFrom, at knownAt.
+	knownMu   sync.Mutex
+	known     []string
+	knownFrom string
+	knownAt   time.Time
 }
 
 // route is one endpoint, for the OpenAPI document's test.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"html/template"
 	"net/http"
@@ -10,10 +11,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ward-run/ward/apikey"
 	"github.com/ward-run/ward/audit"
+	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/workflow"
 )
@@ -23,9 +26,20 @@ import (
 // records (each at most 1000 through ?limit=).
 const (
 	uiPageSize    = 50
-	uiSampleSize  = 1000
 	uiDefaultRows = 100
 )
+
+// uiSampleSize is how many of the newest jobs the overview counts by
+// state, and uiBadSample how many of the newest of each state that ends
+// badly (FAILED, TIMEOUT, DENIED) its errors come from: the store has no
+// count by state (a var for the tests).
+var (
+	uiSampleSize = 1000
+	uiBadSample  = 200
+)
+
+// badStates are the states a job ends badly in.
+var badStates = []string{"FAILED", "TIMEOUT", "DENIED"}
 
 // jobStates are the states, in their order.
 var jobStates = []string{"PENDING", "SCHEDULED", "DISPATCHED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT", "DENIED"}
@@ -159,19 +173,23 @@ type codeCount struct {
 type overviewData struct {
 	Sample     int
 	SampleMore bool
-	States     []stateCount
-	StatesBar  template.HTML
-	Chart      template.HTML
-	Span       string
-	Errors     []codeCount
-	Queue      string
-	Running    int
-	Hosts      int
-	Draining   int
-	Slots      int
-	Active     int
-	DLQ        string
-	Recent     []uiJob
+	// Bad is how many jobs that ended badly the errors come from, BadMore
+	// whether there are more of them.
+	Bad       int
+	BadMore   bool
+	States    []stateCount
+	StatesBar template.HTML
+	Chart     template.HTML
+	Span      string
+	Errors    []codeCount
+	Queue     string
+	Running   int
+	Hosts     int
+	Draining  int
+	Slots     int
+	Active    int
+	DLQ       string
+	Recent    []uiJob
 }
 
 func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
@@ -181,14 +199,30 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal)
 	}
 	d := overviewData{Sample: len(sample.Jobs), SampleMore: sample.NextCursor != ""}
 	counts := map[string]int{}
-	errs := map[string]*codeCount{}
 	for _, j := range sample.Jobs {
 		counts[j.State]++
-		if j.State == "FAILED" || j.State == "TIMEOUT" || j.State == "DENIED" {
+	}
+	// The errors come from the jobs that ended badly last, each state's
+	// listing ordered by when its jobs ended: not from the newest jobs
+	// created, which a burst of good ones hides them behind.
+	errs := map[string]*codeCount{}
+	for _, st := range badStates {
+		bad, err := s.readJobs(r, p, url.Values{"limit": {strconv.Itoa(uiBadSample)}, "state": {st}})
+		if err != nil {
+			return nil, err
+		}
+		d.Bad += len(bad.Jobs)
+		d.BadMore = d.BadMore || bad.NextCursor != ""
+		for _, j := range bad.Jobs {
 			k := j.ErrorKind()
 			c := errs[k]
 			if c == nil {
-				c = &codeCount{Code: k, Example: j.JobID, Message: j.ErrorMessage}
+				// What the example says besides its code.
+				msg := strings.TrimPrefix(j.Why(), k+": ")
+				if msg == k {
+					msg = ""
+				}
+				c = &codeCount{Code: k, Example: j.JobID, Message: msg}
 				errs[k] = c
 			}
 			c.N++
@@ -564,6 +598,10 @@ type uiRun struct {
 	Definition json.RawMessage `json:"definition"`
 	DefText    string          `json:"definition_text"`
 	EventsN    int64           `json:"events_total"`
+	// Succeeded counts the tasks that succeeded, Counted says Tasks were
+	// read (the list of runs carries none).
+	Succeeded int  `json:"-"`
+	Counted   bool `json:"-"`
 }
 
 type uiTask struct {
@@ -585,10 +623,27 @@ type uiRunEvent struct {
 	Post  string `json:"post_state"`
 }
 
+// Counts are a run's tasks: how many, and how many succeeded; Counted
+// is false when the run could not be read for them.
+func (r uiRun) Counts() string {
+	if !r.Counted {
+		return "?"
+	}
+	return strconv.Itoa(r.Succeeded) + "/" + strconv.Itoa(len(r.Tasks))
+}
+
 type runsData struct {
 	Runs  []uiRun
 	Limit int
+	// Known are the workflows the schedulers know by name, for the run
+	// form; KnownFrom says where the names came from.
+	Known     []string
+	KnownFrom string
 }
+
+// runCountWorkers bounds the runs read at once for their tasks (the list
+// carries none).
+const runCountWorkers = 8
 
 func (s *Server) uiRuns(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	limit, err := limitParam(r, uiPageSize)
@@ -601,7 +656,76 @@ func (s *Server) uiRuns(w http.ResponseWriter, r *http.Request, p Principal) (*u
 	if err := s.apiCall(r, p, s.listRuns, url.Values{"limit": {strconv.Itoa(limit)}}, nil, &l); err != nil {
 		return nil, err
 	}
-	return &uiPage{Template: "workflows", Title: "Workflows", Data: runsData{Runs: l.Runs, Limit: limit}}, nil
+	// The list carries no tasks: each run is read for them, a few at a
+	// time.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runCountWorkers)
+	for i := range l.Runs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(run *uiRun) {
+			defer func() { <-sem; wg.Done() }()
+			var full uiRun
+			if err := s.apiCall(r, p, s.getRun, nil, map[string]string{"id": run.RunID}, &full); err != nil {
+				return
+			}
+			run.Tasks, run.Counted = full.Tasks, true
+			for _, t := range full.Tasks {
+				if t.State == "SUCCEEDED" {
+					run.Succeeded++
+				}
+			}
+		}(&l.Runs[i])
+	}
+	wg.Wait()
+	d := runsData{Runs: l.Runs, Limit: limit}
+	if p.Can(ScopeSubmit) {
+		d.Known, d.KnownFrom = s.knownWorkflows(r, p)
+	}
+	return &uiPage{Template: "workflows", Title: "Workflows", Data: d}, nil
+}
+
+// knownMaxAge is how long the gateway keeps the known workflows' names.
+const knownMaxAge = time.Minute
+
+// knownWorkflows are the names of the workflows the schedulers know, and
+// where they came from: a scheduler's answer (client.KnownWorkflows);
+// when no scheduler answers, the seed workflows built into this binary
+// (config/workflows). The names are kept for knownMaxAge.
+func (s *Server) knownWorkflows(r *http.Request, p Principal) ([]string, string) {
+	s.knownMu.Lock()
+	defer s.knownMu.Unlock()
+	if s.knownFrom == "scheduler" && time.Since(s.knownAt) < knownMaxAge {
+		return s.known, s.knownFrom
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), min(s.cfg.Timeout, 3*time.Second))
+	defer cancel()
+	if names, err := s.clientOf(p).KnownWorkflows(ctx); err == nil && len(names) > 0 {
+		names = slices.Clone(names)
+		slices.Sort(names)
+		s.known, s.knownFrom, s.knownAt = names, "scheduler", time.Now()
+		return names, s.knownFrom
+	}
+	if s.knownFrom == "" {
+		s.known, s.knownFrom = seedWorkflows(), "seed"
+	}
+	return s.known, s.knownFrom
+}
+
+// seedWorkflows are the names of the workflows built into this binary.
+func seedWorkflows() []string {
+	defs, err := config.Workflows("")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, src := range defs {
+		if def, err := workflow.Parse(src); err == nil && def.Name != "" {
+			out = append(out, def.Name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 type runData struct {

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"cmp"
 	"fmt"
 	"html"
 	"html/template"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -221,9 +223,12 @@ func stepState(tasks []uiTask) (string, int) {
 	return "WAITING", done
 }
 
-// svgDAG draws a workflow's steps as boxes in columns by depth (a step's
-// column is one past its deepest dependency's), with arrows from each
-// dependency, each box coloured by its step's state.
+// svgDAG draws a workflow's steps as boxes in layers by depth (a step's
+// layer is one past its deepest dependency's), with arrows from each
+// dependency, each box coloured by its step's state. An edge that skips
+// layers passes through each layer between in a lane of its own (a
+// placeholder the layer's boxes make room for), and between layers it
+// runs in the gap: no edge crosses a box.
 func svgDAG(steps []workflow.Step, tasks []uiTask) template.HTML {
 	if len(steps) == 0 {
 		return template.HTML(`<p class="muted">No steps to draw.</p>`)
@@ -244,57 +249,141 @@ func svgDAG(steps []workflow.Step, tasks []uiTask) template.HTML {
 		seen[id] = true
 		d := 0
 		for _, dep := range byID[id].DependsOn {
-			if _, ok := byID[dep]; ok {
+			if _, ok := byID[dep]; ok && dep != id {
 				d = max(d, depthOf(dep, seen)+1)
 			}
 		}
 		depth[id] = d
 		return d
 	}
-	cols := [][]string{}
-	for _, s := range steps {
-		d := depthOf(s.ID, map[string]bool{})
-		for len(cols) <= d {
-			cols = append(cols, nil)
+	// A node is a step's box or a lane of an edge through a layer.
+	type node struct {
+		id    string
+		step  bool
+		layer int
+		preds []string // the nodes of the layer before it links from
+		x, y  float64  // its top left
+		h     float64
+	}
+	nodes := map[string]*node{}
+	var layers [][]string
+	place := func(n *node) {
+		nodes[n.id] = n
+		for len(layers) <= n.layer {
+			layers = append(layers, nil)
 		}
-		cols[d] = append(cols[d], s.ID)
+		layers[n.layer] = append(layers[n.layer], n.id)
+	}
+	for _, s := range steps {
+		place(&node{id: s.ID, step: true, layer: depthOf(s.ID, map[string]bool{})})
+	}
+	type edge struct {
+		from, to string
+		via      []string // its lanes, in order
+	}
+	var edges []edge
+	for _, s := range steps {
+		to := nodes[s.ID]
+		for _, dep := range s.DependsOn {
+			from, ok := nodes[dep]
+			if !ok || from.layer >= to.layer {
+				continue
+			}
+			e := edge{from: dep, to: s.ID}
+			prev := dep
+			for l := from.layer + 1; l < to.layer; l++ {
+				id := fmt.Sprintf("\x00%s>%s@%d", dep, s.ID, l)
+				place(&node{id: id, layer: l, preds: []string{prev}})
+				e.via = append(e.via, id)
+				prev = id
+			}
+			to.preds = append(to.preds, prev)
+			edges = append(edges, e)
+		}
+	}
+	// Each layer in the order of its nodes' links into the layer before
+	// (their mean place there), which keeps edges from crossing where it
+	// can.
+	index := map[string]int{}
+	for _, id := range layers[0] {
+		index[id] = len(index)
+	}
+	for l := 1; l < len(layers); l++ {
+		key := map[string]float64{}
+		for i, id := range layers[l] {
+			n := nodes[id]
+			if len(n.preds) == 0 {
+				key[id] = float64(i)
+				continue
+			}
+			sum := 0.0
+			for _, p := range n.preds {
+				sum += float64(index[p])
+			}
+			key[id] = sum / float64(len(n.preds))
+		}
+		slices.SortStableFunc(layers[l], func(a, b string) int { return cmp.Compare(key[a], key[b]) })
+		for i, id := range layers[l] {
+			index[id] = i
+		}
 	}
 	tasksOf := map[string][]uiTask{}
 	for _, t := range tasks {
 		tasksOf[t.Step] = append(tasksOf[t.Step], t)
 	}
-	const bw, bh, gx, gy, pad = 160.0, 46.0, 70.0, 22.0, 10.0
-	rows := 0
-	for _, c := range cols {
-		rows = max(rows, len(c))
+	const bw, bh, lane, gx, gy, pad = 160.0, 46.0, 8.0, 70.0, 22.0, 10.0
+	heights := make([]float64, len(layers))
+	H := 0.0
+	for l, ids := range layers {
+		for i, id := range ids {
+			n := nodes[id]
+			n.h = bh
+			if !n.step {
+				n.h = lane
+			}
+			if i > 0 {
+				heights[l] += gy
+			}
+			heights[l] += n.h
+		}
+		H = max(H, heights[l])
 	}
-	W := pad*2 + float64(len(cols))*bw + float64(len(cols)-1)*gx
-	H := pad*2 + float64(rows)*bh + float64(rows-1)*gy
-	type pos struct{ x, y float64 }
-	at := map[string]pos{}
-	for ci, c := range cols {
-		off := (H - pad*2 - (float64(len(c))*bh + float64(len(c)-1)*gy)) / 2
-		for ri, id := range c {
-			at[id] = pos{pad + float64(ci)*(bw+gx), pad + off + float64(ri)*(bh+gy)}
+	W := pad*2 + float64(len(layers))*bw + float64(len(layers)-1)*gx
+	H += pad * 2
+	for l, ids := range layers {
+		y := pad + (H-pad*2-heights[l])/2
+		for _, id := range ids {
+			n := nodes[id]
+			n.x, n.y = pad+float64(l)*(bw+gx), y
+			y += n.h + gy
 		}
 	}
+	mid := func(n *node) float64 { return n.y + n.h/2 }
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="dag" viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="group" aria-label="the workflow's steps">`, W, H, W, H)
 	b.WriteString(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" class="arrowhead"/></marker></defs>`)
-	for _, s := range steps {
-		to := at[s.ID]
-		for _, dep := range s.DependsOn {
-			from, ok := at[dep]
-			if !ok {
-				continue
+	for _, e := range edges {
+		from := nodes[e.from]
+		x, y := from.x+bw, mid(from)
+		var d strings.Builder
+		fmt.Fprintf(&d, "M %.1f %.1f", x, y)
+		// A curve across each gap (its control points inside the gap: it
+		// stays there), a straight line along each lane.
+		for _, id := range append(slices.Clone(e.via), e.to) {
+			n := nodes[id]
+			x2, y2 := n.x, mid(n)
+			mx := (x + x2) / 2
+			fmt.Fprintf(&d, " C %.1f %.1f, %.1f %.1f, %.1f %.1f", mx, y, mx, y2, x2, y2)
+			x, y = x2, y2
+			if !n.step {
+				x += bw
+				fmt.Fprintf(&d, " L %.1f %.1f", x, y)
 			}
-			x1, y1, x2, y2 := from.x+bw, from.y+bh/2, to.x, to.y+bh/2
-			mx := (x1 + x2) / 2
-			fmt.Fprintf(&b, `<path d="M %.1f %.1f C %.1f %.1f, %.1f %.1f, %.1f %.1f" class="edge" marker-end="url(#arrow)"/>`, x1, y1, mx, y1, mx, y2, x2, y2)
 		}
+		fmt.Fprintf(&b, `<path d="%s" class="edge" data-from="%s" data-to="%s" marker-end="url(#arrow)"/>`, d.String(), esc(e.from), esc(e.to))
 	}
 	for _, s := range steps {
-		p := at[s.ID]
+		p := nodes[s.ID]
 		ts := tasksOf[s.ID]
 		st, done := stepState(ts)
 		label := st

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/gateway"
 	"github.com/ward-run/ward/modreg"
 )
 
@@ -244,6 +245,31 @@ func TestUIPages(t *testing.T) {
 			}
 		}
 	}
+	// The runs list shows the whole run id, linked, and its tasks that
+	// succeeded of all; the run's tasks link their own jobs by their
+	// whole ids (issue 30).
+	_, page := acme.get("/ui/workflows")
+	if !strings.Contains(page, `<a class="mono" href="/ui/workflows/`+runID+`" data-field="run">`+runID+`</a>`) {
+		t.Errorf("the runs list does not show run %s's whole id: %s", runID, regexp.MustCompile(`<tr data-run=[^\n]*`).FindString(page))
+	}
+	if !regexp.MustCompile(`data-field="steps"[^>]*>2/2</td>`).MatchString(page) {
+		t.Errorf("the runs list does not count 2/2 tasks succeeded: %s", regexp.MustCompile(`<tr data-run=[^\n]*`).FindString(page))
+	}
+	// The run form offers the known workflows, and its definition is
+	// empty, without a placeholder that looks like one.
+	if !strings.Contains(page, `<select id="run-known" data-from="scheduler"`) || !strings.Contains(page, `<option>repo.code_review</option>`) {
+		t.Errorf("the run form does not offer the known workflows: %s", regexp.MustCompile(`(?s)<form id="run-form".*?</form>`).FindString(page))
+	}
+	if regexp.MustCompile(`<textarea name="definition"[^>]*placeholder=`).MatchString(page) {
+		t.Errorf("the definition has a placeholder that reads as a definition")
+	}
+	_, page = acme.get("/ui/workflows/" + runID)
+	for _, task := range []string{"a", "b"} {
+		job := runID + "-" + task
+		if !strings.Contains(page, `<a class="mono" href="/ui/jobs/`+job+`">`+job+`</a>`) {
+			t.Errorf("the run's task %s does not link its job %s: %s", task, job, regexp.MustCompile(`(?s)<table class="t" id="tasks">.*?</table>`).FindString(page))
+		}
+	}
 	if _, page := admin.get("/ui/modules"); !strings.Contains(page, `data-post="/v1/modules/hello/rollback"`) {
 		t.Errorf("the admin's modules page has no rollback")
 	}
@@ -320,5 +346,53 @@ func TestDashboardPaging(t *testing.T) {
 	}
 	if st, _ := se.get("/ui/jobs?limit=5000"); st != http.StatusBadRequest {
 		t.Errorf("a page of 5000: %d", st)
+	}
+}
+
+// TestUIOverviewErrors: the overview's errors come from the jobs that
+// ended badly last, not from the newest jobs created: after more good
+// jobs than the overview counts, the failures still show, the counts say
+// what they cover, and the DLQ counts its own (issue 30).
+func TestUIOverviewErrors(t *testing.T) {
+	t.Cleanup(gateway.SetUISample(3, 200))
+	s := start(t, sysOptions{})
+	var failed []string
+	for i := range 2 {
+		st, b := s.call(t, s.Acme, "POST", "/v1/jobs", map[string]any{"topic": "job.nowhere", "payload": i})
+		if st != http.StatusAccepted {
+			t.Fatalf("submit: %d %s", st, b)
+		}
+		failed = append(failed, object(t, b)["job_id"].(string))
+	}
+	for _, id := range failed {
+		s.waitJob(t, s.Acme, id)
+	}
+	for i := range 4 {
+		st, b := s.call(t, s.Acme, "POST", "/v1/jobs", map[string]any{"topic": "job.echo", "payload": i})
+		if st != http.StatusAccepted {
+			t.Fatalf("submit: %d %s", st, b)
+		}
+		s.waitJob(t, s.Acme, object(t, b)["job_id"].(string))
+	}
+	waitFor(t, func() bool {
+		_, b := s.call(t, s.Acme, "GET", "/v1/dlq", nil)
+		return strings.Contains(string(b), failed[0]) && strings.Contains(string(b), failed[1])
+	})
+	_, page := s.login(t, s.Acme).get("/ui/")
+	if !strings.Contains(page, `data-state-count="SUCCEEDED">3<`) || !strings.Contains(page, `data-state-count="FAILED">0<`) {
+		t.Errorf("the states of the newest 3: %q", regexp.MustCompile(`data-state-count="[A-Z]+">\d+`).FindAllString(page, -1))
+	}
+	if m := regexp.MustCompile(`id="states-scope">([^<]*)<`).FindStringSubmatch(page); m == nil || m[1] != "in the newest 3 (of more) jobs created, not all jobs" {
+		t.Errorf("the states' scope: %q", m)
+	}
+	errs := regexp.MustCompile(`(?s)<table class="t" id="errors">.*?</table>`).FindString(page)
+	if strings.Contains(page, `id="no-errors"`) || !regexp.MustCompile(`<code>no_pool_mapping</code></td><td class="num">2</td>`).MatchString(errs) {
+		t.Errorf("the errors: %q", errs)
+	}
+	if m := regexp.MustCompile(`id="errors-scope">([^<]*)<`).FindStringSubmatch(page); m == nil || !strings.HasPrefix(m[1], "by code, in the 2 jobs that ended") {
+		t.Errorf("the errors' scope: %q", m)
+	}
+	if !strings.Contains(page, `<span class="n" id="dlq-count">2</span>`) {
+		t.Errorf("the DLQ count: %q", regexp.MustCompile(`id="dlq-count">[^<]*`).FindString(page))
 	}
 }

@@ -824,7 +824,7 @@ func (s *Scheduler) handleWorkflowList(ctx context.Context, msg *nats.Msg, q *wa
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
-	reply := &wardv1.WorkflowListReply{}
+	reply := &wardv1.WorkflowListReply{Workflows: s.runner.names()}
 	runs, err := s.cfg.Store.ListRuns(ctx, tenantOf(msg), limit)
 	if err != nil {
 		s.storeFailed("list runs", "", err)

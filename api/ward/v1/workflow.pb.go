@@ -751,8 +751,11 @@ func (x *WorkflowListRequest) GetLimit() int32 {
 
 // WorkflowListReply answers WorkflowListRequest (runs without tasks and events).
 type WorkflowListReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Runs          []*WorkflowRun         `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Runs  []*WorkflowRun         `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
+	// workflows are the names of the workflows the answering scheduler
+	// knows (ward workflow run NAME, the topics job.workflow.<name>).
+	Workflows     []string `protobuf:"bytes,2,rep,name=workflows,proto3" json:"workflows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -790,6 +793,13 @@ func (*WorkflowListReply) Descriptor() ([]byte, []int) {
 func (x *WorkflowListReply) GetRuns() []*WorkflowRun {
 	if x != nil {
 		return x.Runs
+	}
+	return nil
+}
+
+func (x *WorkflowListReply) GetWorkflows() []string {
+	if x != nil {
+		return x.Workflows
 	}
 	return nil
 }
@@ -921,9 +931,10 @@ const file_ward_v1_workflow_proto_rawDesc = "" +
 	"\x03run\x18\x01 \x01(\v2\x14.ward.v1.WorkflowRunR\x03run\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"+\n" +
 	"\x13WorkflowListRequest\x12\x14\n" +
-	"\x05limit\x18\x01 \x01(\x05R\x05limit\"=\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\"[\n" +
 	"\x11WorkflowListReply\x12(\n" +
-	"\x04runs\x18\x01 \x03(\v2\x14.ward.v1.WorkflowRunR\x04runs\"F\n" +
+	"\x04runs\x18\x01 \x03(\v2\x14.ward.v1.WorkflowRunR\x04runs\x12\x1c\n" +
+	"\tworkflows\x18\x02 \x03(\tR\tworkflows\"F\n" +
 	"\x15WorkflowCancelRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reasonB-Z+github.com/ward-run/ward/api/ward/v1;wardv1b\x06proto3"

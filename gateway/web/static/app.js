@@ -475,12 +475,24 @@
 
   var runForm = document.getElementById("run-form");
   if (runForm) {
+    var known = document.getElementById("run-known");
+    if (known) {
+      // Choosing a known workflow fills the name.
+      known.addEventListener("change", function () {
+        if (known.value) runForm.elements.workflow.value = known.value;
+      });
+    }
     runForm.addEventListener("submit", function (ev) {
       ev.preventDefault();
       var f = runForm.elements, msg = document.getElementById("run-msg");
       var body = {};
       if (f.workflow.value.trim()) body.workflow = f.workflow.value.trim();
       if (f.definition.value.trim()) body.definition = f.definition.value;
+      if (!body.workflow && !body.definition) {
+        msg.textContent = "Choose a known workflow, type a workflow's name, or write a definition.";
+        msg.className = "msg err";
+        return;
+      }
       if (f.input.value.trim()) {
         try { body.input = JSON.parse(f.input.value); } catch (e) {
           msg.textContent = "The input is not JSON: " + e.message; msg.className = "msg err"; return;
