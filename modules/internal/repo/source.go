@@ -199,7 +199,10 @@ func newDir(root string, mounts []string) (*dir, error) {
 			return &dir{root: root}, nil
 		}
 	}
-	return nil, fmt.Errorf("dir %s is not mounted: the job was granted no read-only directory that holds it (mounts: %v)", root, mounts)
+	return nil, fmt.Errorf("dir %s is not mounted: the job was granted no read-only directory that holds it (mounts: %v). "+
+		"To read it in place, the policy must grant the repo modules a root that holds it (policies/data.yaml: modules, read_only_roots; "+
+		"/srv/ward/repos by default) and the host must serve that root (ward host or ward dev --mount-root /srv/ward/repos). "+
+		"Or send the repository itself: ward submit --repo %s", root, mounts, root)
 }
 
 func (d *dir) Skipped() []string { return d.skipped }
