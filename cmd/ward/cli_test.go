@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -272,6 +273,15 @@ outputs: {n: steps.sum.output.n, report: steps.sum.output.report}
 	}
 	if out, code := cli(t, natsURL, "module", "rollback", "ghost"); code == 0 || !strings.Contains(out, "module ghost is not deployed") {
 		t.Errorf("rollback of an unknown module: exit %d\n%s", code, out)
+	}
+	// The module ward dev's host serves of its own (--modules): listed,
+	// with where it comes from; a rollback of it says why there is none.
+	if out, code := cli(t, natsURL, "module", "ls"); code != 0 || !regexp.MustCompile(`(?m)^echo\s+host\s+-\s+sha256:\S+\s+-\s+1\s`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^hello\s+registry\s+2\.0\.0\s`).MatchString(out) {
+		t.Errorf("module ls: exit %d, no echo served by the host, or no hello of the registry\n%s", code, out)
+	}
+	if out, code := cli(t, natsURL, "module", "rollback", "echo"); code == 0 || !strings.Contains(out, "1 live host(s) serve their own echo") {
+		t.Errorf("rollback of the host's own echo: exit %d\n%s", code, out)
 	}
 	if out, code := cli(t, natsURL, "module", "rollback", "hello"); code != 0 || !strings.Contains(out, "hello: 1.0.0") {
 		t.Errorf("rollback: exit %d\n%s", code, out)

@@ -192,9 +192,12 @@ host refused while staging it.)`,
 		Use:   "ls",
 		Short: "List modules: versions, digests, the active one, how many live hosts hold it, refusals",
 		Long: `ls lists every module of the registry with its versions, the active one,
-how many live hosts serve each and the loads hosts refused. With -o json
-or yaml: an array of modules, each {name, active, versions (each with
-hosts: how many live hosts serve it, and active), refused}.`,
+how many live hosts serve each and the loads hosts refused, then the
+modules live hosts serve of their own (their --modules directory: the
+built-in ones), which the registry does not hold (SOURCE host). With -o
+json or yaml: an array of modules, each {name, source (registry or
+host), active, versions (each with hosts: how many live hosts serve it,
+and active), refused}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -220,7 +223,7 @@ hosts: how many live hosts serve it, and active), refused}.`,
 				return lsOut.print(out, moduleViews(mods, hbs))
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "MODULE\tVERSION\tDIGEST\tACTIVE\tHOSTS\tROUTE\tDEPLOYED")
+			fmt.Fprintln(tw, "MODULE\tSOURCE\tVERSION\tDIGEST\tACTIVE\tHOSTS\tROUTE\tDEPLOYED")
 			for _, m := range mods {
 				for _, v := range m.Versions {
 					active, hosts := "", 0
@@ -236,11 +239,16 @@ hosts: how many live hosts serve it, and active), refused}.`,
 					if v.Route.Topic != "" {
 						route = v.Route.Topic + "→" + orDefault(v.Route.Pool, m.Name)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Name, v.Version, shortDigest(v.Digest), active, hosts, route,
+					fmt.Fprintf(tw, "%s\tregistry\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Name, v.Version, shortDigest(v.Digest), active, hosts, route,
 						v.DeployedAt.Local().Format(time.DateTime))
 				}
 				if m.Active != nil && m.Active.Retired {
-					fmt.Fprintf(tw, "%s\t(retired)\t\t\t\t\t%s\n", m.Name, m.Active.UpdatedAt.Local().Format(time.DateTime))
+					fmt.Fprintf(tw, "%s\tregistry\t(retired)\t\t\t\t\t%s\n", m.Name, m.Active.UpdatedAt.Local().Format(time.DateTime))
+				}
+			}
+			for _, hm := range hostModules(mods, hbs) {
+				for _, v := range hm.Versions {
+					fmt.Fprintf(tw, "%s\thost\t-\t%s\t-\t%d\t-\t-\n", hm.Name, shortDigest(v.Digest), v.Hosts)
 				}
 			}
 			if err := tw.Flush(); err != nil {
@@ -274,6 +282,9 @@ hosts: how many live hosts serve it, and active), refused}.`,
 			}
 			defer c.Close()
 			a, err := r.Rollback(ctx, args[0])
+			if errors.Is(err, modreg.ErrNotDeployed) {
+				return notInRegistry(ctx, c, args[0], err)
+			}
 			if err != nil {
 				return err
 			}
@@ -439,7 +450,10 @@ live host refused before, unless --force.`,
 
 // moduleView is a module as `ward module ls -o json` prints it.
 type moduleView struct {
-	Name     string              `json:"name"`
+	Name string `json:"name"`
+	// Source is registry for a module of the registry, host for one live
+	// hosts serve of their own (--modules: the built-in ones).
+	Source   string              `json:"source"`
 	Active   *modreg.Active      `json:"active,omitempty"`
 	Versions []moduleVersionView `json:"versions"`
 	Refused  []modreg.Event      `json:"refused,omitempty"`
@@ -455,7 +469,7 @@ type moduleVersionView struct {
 func moduleViews(mods []modreg.Module, hbs []*wardv1.Heartbeat) []moduleView {
 	out := make([]moduleView, 0, len(mods))
 	for _, m := range mods {
-		mv := moduleView{Name: m.Name, Active: m.Active, Refused: m.Events, Versions: []moduleVersionView{}}
+		mv := moduleView{Name: m.Name, Source: "registry", Active: m.Active, Refused: m.Events, Versions: []moduleVersionView{}}
 		for _, v := range m.Versions {
 			vv := moduleVersionView{Version: v, Active: m.Active != nil && !m.Active.Retired && m.Active.Version == v.Version}
 			for _, hb := range hbs {
@@ -467,7 +481,71 @@ func moduleViews(mods []modreg.Module, hbs []*wardv1.Heartbeat) []moduleView {
 		}
 		out = append(out, mv)
 	}
+	return append(out, hostModules(mods, hbs)...)
+}
+
+// hostModules are the modules live hosts serve of their own (their
+// --modules directory: the built-in ones): each name and digest no
+// registry version has, with how many hosts serve it.
+func hostModules(mods []modreg.Module, hbs []*wardv1.Heartbeat) []moduleView {
+	inRegistry := map[string]bool{} // name + digest
+	for _, m := range mods {
+		for _, v := range m.Versions {
+			inRegistry[m.Name+"@"+v.Digest] = true
+		}
+	}
+	hosts := map[string]map[string]int{} // name -> digest -> hosts
+	for _, hb := range hbs {
+		for name, digest := range hb.GetModules() {
+			if inRegistry[name+"@"+digest] {
+				continue
+			}
+			if hosts[name] == nil {
+				hosts[name] = map[string]int{}
+			}
+			hosts[name][digest]++
+		}
+	}
+	names := make([]string, 0, len(hosts))
+	for name := range hosts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]moduleView, 0, len(names))
+	for _, name := range names {
+		mv := moduleView{Name: name, Source: "host", Versions: []moduleVersionView{}}
+		digests := make([]string, 0, len(hosts[name]))
+		for d := range hosts[name] {
+			digests = append(digests, d)
+		}
+		slices.Sort(digests)
+		for _, d := range digests {
+			mv.Versions = append(mv.Versions, moduleVersionView{Version: modreg.Version{Name: name, Digest: d}, Hosts: hosts[name][d]})
+		}
+		out = append(out, mv)
+	}
 	return out
+}
+
+// notInRegistry is the error for a registry command on a module the
+// registry does not hold: when live hosts serve one of that name of their
+// own, it says so, and what a user does instead.
+func notInRegistry(ctx context.Context, c *client.Client, name string, err error) error {
+	hbs, werr := c.Workers(ctx, 500*time.Millisecond)
+	if werr != nil {
+		return err
+	}
+	n := 0
+	for _, hb := range hbs {
+		if _, ok := hb.GetModules()[name]; ok {
+			n++
+		}
+	}
+	if n == 0 {
+		return err
+	}
+	return fmt.Errorf("%w: %d live host(s) serve their own %s (from their --modules directory), which the registry does not hold, so it has no version to go back to; "+
+		"`ward module deploy %s.wasm` puts a version in the registry, which hosts then serve instead", err, n, name, name)
 }
 
 // defaultTrustedKeys is the module.pub beside the default signing key, if

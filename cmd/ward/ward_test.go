@@ -350,7 +350,7 @@ func TestSeparateProcesses(t *testing.T) {
 	}
 	mustWard("hello 2: hi", "submit", "--topic", "job.hello", "--tenant", "acme", "--payload", "hi", "--wait")
 	ls := mustWard("job.hello→hello", "module", "ls")
-	if !regexp.MustCompile(`(?m)^hello\s+2\s+sha256:\S+\s+\*\s+2\s`).MatchString(ls) {
+	if !regexp.MustCompile(`(?m)^hello\s+registry\s+2\s+sha256:\S+\s+\*\s+2\s`).MatchString(ls) {
 		t.Errorf("ward module ls does not show version 2 active on 2 hosts:\n%s", ls)
 	}
 	mustWard("rolled out: hello 1 on 2/2 live hosts", "module", "rollback", "hello", "--wait", "2m")
