@@ -313,6 +313,12 @@ type eventPrinter struct {
 	// seen, when set, holds the state changes printed ("<state> <at>"):
 	// one that comes again (from the stored log, then live) is skipped.
 	seen map[string]bool
+	// running is set once RUNNING (or a later state) is printed; pending
+	// holds the lines held back until then (a PROGRESS report that
+	// overtook RUNNING) or until streamed output ends its line (so that
+	// an LLM's tokens are not cut by an event line).
+	running bool
+	pending []*wardv1.JobEvent
 }
 
 func (p *eventPrinter) print(ev *wardv1.JobEvent) {
@@ -323,18 +329,81 @@ func (p *eventPrinter) print(ev *wardv1.JobEvent) {
 		}
 		p.seen[key] = true
 	}
-	if pr := ev.GetProgress(); pr.GetKind() == wardv1.JobProgress_KIND_OUTPUT {
+	pr := ev.GetProgress()
+	if pr.GetKind() == wardv1.JobProgress_KIND_OUTPUT {
 		if len(pr.GetOutput()) > 0 {
 			_, _ = p.out.Write(pr.GetOutput())
 			p.midLine = pr.GetOutput()[len(pr.GetOutput())-1] != '\n'
 		}
+		if !p.midLine {
+			p.flush(false)
+		}
 		return
 	}
-	if p.midLine {
-		fmt.Fprintln(p.out)
-		p.midLine = false
+	if pr == nil && terminalState(ev.GetState()) {
+		// The end: the output's line is ended, and everything held back
+		// goes before it.
+		if p.midLine {
+			fmt.Fprintln(p.out)
+			p.midLine = false
+		}
+		p.flush(true)
+		printEvent(p.out, ev)
+		return
 	}
+	if p.midLine || (pr != nil && !p.running) {
+		p.pending = append(p.pending, ev)
+		return
+	}
+	p.printLine(ev)
+}
+
+// printLine prints a line of ev, and once RUNNING is printed the
+// progress held back for it.
+func (p *eventPrinter) printLine(ev *wardv1.JobEvent) {
 	printEvent(p.out, ev)
+	if ev.GetProgress() == nil && ev.GetState() >= wardv1.JobState_JOB_STATE_RUNNING && !p.running {
+		p.running = true
+		if len(p.pending) > 0 {
+			p.flush(false)
+		}
+	}
+}
+
+// flush prints the lines held back that may go now (all: every one):
+// the state changes, in order, then, once RUNNING is printed, the
+// progress reports, in order.
+func (p *eventPrinter) flush(all bool) {
+	if p.midLine && !all {
+		return
+	}
+	held := p.pending
+	p.pending = nil
+	var progress []*wardv1.JobEvent
+	for _, ev := range held {
+		if ev.GetProgress() != nil {
+			progress = append(progress, ev)
+			continue
+		}
+		p.printLine(ev)
+	}
+	for _, ev := range progress {
+		if !all && !p.running {
+			p.pending = append(p.pending, ev)
+			continue
+		}
+		printEvent(p.out, ev)
+	}
+}
+
+// terminalState reports whether a job in s has ended.
+func terminalState(s wardv1.JobState) bool {
+	switch s {
+	case wardv1.JobState_JOB_STATE_SUCCEEDED, wardv1.JobState_JOB_STATE_FAILED, wardv1.JobState_JOB_STATE_DENIED,
+		wardv1.JobState_JOB_STATE_CANCELLED, wardv1.JobState_JOB_STATE_TIMEOUT:
+		return true
+	}
+	return false
 }
 
 func printEvent(out io.Writer, ev *wardv1.JobEvent) {
