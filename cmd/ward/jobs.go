@@ -401,8 +401,8 @@ func printJob(out io.Writer, j *wardv1.JobRecord) error {
 		row("deadline", time.UnixMilli(d).Format(time.RFC3339Nano))
 	}
 	row("trace", j.GetTraceId())
-	row("context", j.GetContextPtr())
-	row("result", j.GetResultPtr())
+	row("context", storedWhere(j.GetContextPtr()))
+	row("result", storedWhere(j.GetResultPtr()))
 	if j.GetErrorCode() != "" {
 		row("error", withReason(j.GetErrorCode(), j.GetErrorMessage()))
 	}
@@ -446,4 +446,15 @@ func printJob(out io.Writer, j *wardv1.JobRecord) error {
 		fmt.Fprintf(out, "result data:\n%s\n", j.GetResult())
 	}
 	return nil
+}
+
+// storedWhere says where a job's context or result is: a pointer into the
+// job store (redis://ctx:<id>, whatever the store: Redis or ward dev's
+// memory) is the job's own blob there; an object pointer (nats-os://) is
+// shown as it is.
+func storedWhere(ptr string) string {
+	if strings.HasPrefix(ptr, "redis://") {
+		return "in the job store, with the job"
+	}
+	return ptr
 }
