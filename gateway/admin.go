@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/ward-run/ward/api/reason"
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/modreg"
@@ -179,14 +182,35 @@ func (s *Server) registry() (*modreg.Registry, error) {
 
 // ModuleView is a module as the API shows it.
 type ModuleView struct {
-	Name     string           `json:"name"`
+	Name string `json:"name"`
+	// Source is where the module comes from: "registry" for a module of
+	// the registry (ward module deploy), "host" for one live hosts serve
+	// of their own (their --modules directory: the built-in ones), which
+	// the registry does not hold.
+	Source   string           `json:"source"`
 	Active   *modreg.Active   `json:"active,omitempty"`
 	Versions []modreg.Version `json:"versions,omitempty"`
 	Events   []modreg.Event   `json:"events,omitempty"`
+	// Digests are a host module's: each digest live hosts serve it at
+	// (none of the registry's versions), with how many serve it.
+	Digests []HostDigest `json:"digests,omitempty"`
 }
 
+// HostDigest is a digest of a module live hosts serve of their own, and
+// how many of them serve it.
+type HostDigest struct {
+	Digest string `json:"digest"`
+	Hosts  int    `json:"hosts"`
+}
+
+// The modules' sources.
+const (
+	SourceRegistry = "registry"
+	SourceHost     = "host"
+)
+
 func moduleView(m modreg.Module, full bool) ModuleView {
-	v := ModuleView{Name: m.Name, Active: m.Active}
+	v := ModuleView{Name: m.Name, Source: SourceRegistry, Active: m.Active}
 	if full {
 		v.Versions, v.Events = m.Versions, m.Events
 		for i := range v.Versions {
@@ -196,6 +220,43 @@ func moduleView(m modreg.Module, full bool) ModuleView {
 	return v
 }
 
+// hostModules are the modules live hosts serve of their own (their
+// --modules directory: the built-in ones): each name and digest in the
+// hosts' heartbeats that no registry version has, with how many hosts
+// serve it, sorted by name and digest (as ward module ls lists them).
+func hostModules(ms []modreg.Module, hbs []*wardv1.Heartbeat) []ModuleView {
+	inRegistry := map[string]bool{} // name + "@" + digest
+	for _, m := range ms {
+		for _, v := range m.Versions {
+			inRegistry[m.Name+"@"+v.Digest] = true
+		}
+	}
+	hosts := map[string]map[string]int{} // name -> digest -> hosts
+	for _, hb := range hbs {
+		for name, digest := range hb.GetModules() {
+			if inRegistry[name+"@"+digest] {
+				continue
+			}
+			if hosts[name] == nil {
+				hosts[name] = map[string]int{}
+			}
+			hosts[name][digest]++
+		}
+	}
+	out := make([]ModuleView, 0, len(hosts))
+	for _, name := range slices.Sorted(maps.Keys(hosts)) {
+		v := ModuleView{Name: name, Source: SourceHost}
+		for _, d := range slices.Sorted(maps.Keys(hosts[name])) {
+			v.Digests = append(v.Digests, HostDigest{Digest: d, Hosts: hosts[name][d]})
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// modules lists the registry's modules (source registry), then the
+// modules live hosts serve of their own (source host), from one ask of
+// the hosts.
 func (s *Server) modules(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	reg, err := s.registry()
 	if err != nil {
@@ -207,11 +268,41 @@ func (s *Server) modules(w http.ResponseWriter, r *http.Request, p Principal) (a
 	if err != nil {
 		return nil, err
 	}
+	hbs, err := s.cfg.Client.Workers(ctx, hostWindow)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]ModuleView, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, moduleView(m, false))
 	}
+	out = append(out, hostModules(ms, hbs)...)
 	return map[string]any{"modules": out}, nil
+}
+
+// findModule is the registry's module name, in full; else the module of
+// that name live hosts serve of their own (source host); else a 404.
+func (s *Server) findModule(ctx context.Context, reg *modreg.Registry, name string) (ModuleView, error) {
+	ms, err := reg.List(ctx)
+	if err != nil {
+		return ModuleView{}, err
+	}
+	for _, m := range ms {
+		if m.Name == name {
+			return moduleView(m, true), nil
+		}
+	}
+	// The hosts are asked only for a name the registry does not hold.
+	hbs, err := s.cfg.Client.Workers(ctx, hostWindow)
+	if err != nil {
+		return ModuleView{}, err
+	}
+	for _, hm := range hostModules(ms, hbs) {
+		if hm.Name == name {
+			return hm, nil
+		}
+	}
+	return ModuleView{}, errorf(http.StatusNotFound, CodeNotFound, "module %s is not deployed, and no live host serves it", name)
 }
 
 func (s *Server) module(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
@@ -221,17 +312,7 @@ func (s *Server) module(w http.ResponseWriter, r *http.Request, p Principal) (an
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	ms, err := reg.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	name := r.PathValue("name")
-	for _, m := range ms {
-		if m.Name == name {
-			return moduleView(m, true), nil
-		}
-	}
-	return nil, errorf(http.StatusNotFound, CodeNotFound, "module %s is not deployed", name)
+	return s.findModule(ctx, reg, r.PathValue("name"))
 }
 
 func (s *Server) moduleRollback(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
@@ -242,8 +323,18 @@ func (s *Server) moduleRollback(w http.ResponseWriter, r *http.Request, p Princi
 	ctx, cancel := s.ctx(r)
 	defer cancel()
 	name := r.PathValue("name")
-	if _, err := s.module(w, r, p); err != nil {
+	m, err := s.findModule(ctx, reg, name)
+	if err != nil {
 		return nil, err
+	}
+	if m.Source == SourceHost {
+		n := 0
+		for _, d := range m.Digests {
+			n += d.Hosts
+		}
+		return nil, errorf(http.StatusConflict, CodeConflict,
+			"module %s is not in the registry: %d live host(s) serve their own %s (from their --modules directory), so it has no version to go back to; "+
+				"`ward module deploy %s.wasm` puts a version in the registry, which hosts then serve instead", name, n, name, name)
 	}
 	a, err := reg.Rollback(modreg.WithActor(ctx, p.Actor()), name)
 	if err != nil {

@@ -343,6 +343,49 @@ func TestAPI(t *testing.T) {
 		t.Errorf("module after rollback: %d %s", st, b)
 	}
 
+	// The modules hosts serve of their own (the harness's host serves
+	// echo from its --modules): listed beside the registry's, source host,
+	// with their digests and how many hosts serve each; no rollback
+	// (issue 30).
+	var listed map[string]map[string]any // source -> name -> module
+	waitFor(t, func() bool {
+		_, b := s.call(t, s.Acme, "GET", "/v1/modules", nil)
+		var l struct{ Modules []map[string]any }
+		if err := json.Unmarshal(b, &l); err != nil {
+			t.Fatalf("modules: %v: %s", err, b)
+		}
+		listed = map[string]map[string]any{}
+		for _, m := range l.Modules {
+			src, _ := m["source"].(string)
+			if listed[src] == nil {
+				listed[src] = map[string]any{}
+			}
+			listed[src][m["name"].(string)] = m
+		}
+		return listed["host"]["echo"] != nil
+	})
+	if listed["registry"]["hello"] == nil || listed["host"]["hello"] != nil || listed["registry"]["echo"] != nil {
+		t.Errorf("modules by source: %v", listed)
+	}
+	digests, _ := listed["host"]["echo"].(map[string]any)["digests"].([]any)
+	if len(digests) != 1 || digests[0].(map[string]any)["hosts"] != float64(1) || !strings.HasPrefix(digests[0].(map[string]any)["digest"].(string), "sha256:") {
+		t.Errorf("the host module echo's digests: %v", listed["host"]["echo"])
+	}
+	if st, b := c.call(s.Acme, "GET", "/v1/modules", nil); st != http.StatusOK || !strings.Contains(string(b), `"source":"host"`) || !strings.Contains(string(b), `"source":"registry"`) {
+		t.Errorf("modules: %d %s", st, b)
+	}
+	st, b = c.call(s.Acme, "GET", "/v1/modules/echo", nil)
+	if m := object(t, b); st != http.StatusOK || m["source"] != "host" || m["digests"] == nil || m["active"] != nil {
+		t.Errorf("the host module echo: %d %s", st, b)
+	}
+	st, b = c.call(s.Admin, "POST", "/v1/modules/echo/rollback", nil)
+	if st != http.StatusConflict || errCode(t, b) != "conflict" || !strings.Contains(string(b), "serve their own echo") || !strings.Contains(string(b), "ward module deploy echo.wasm") {
+		t.Errorf("rollback of a module hosts serve of their own: %d %s", st, b)
+	}
+	if st, b := c.call(s.Acme, "GET", "/v1/modules/nope", nil); st != http.StatusNotFound || errCode(t, b) != "not_found" {
+		t.Errorf("an unknown module: %d %s", st, b)
+	}
+
 	// Policies: what is in force, an evaluation that denies and says why, the tests.
 	st, b = c.call(s.Acme, "GET", "/v1/policies", nil)
 	if st != http.StatusOK || object(t, b)["revision"] == "" {
@@ -458,6 +501,8 @@ func TestRefusals(t *testing.T) {
 		{"a bad cursor", s.Acme, "GET", "/v1/jobs?cursor=not-a-cursor", nil, 400, "bad_request"},
 		{"a bad time", s.Acme, "GET", "/v1/jobs?since=yesterday", nil, 400, "bad_request"},
 		{"a bad Last-Event-ID", s.Acme, "GET", "/v1/jobs/" + id + "/events", nil, 400, "bad_request"},
+		{"a rollback of a module the hosts serve of their own", s.Admin, "POST", "/v1/modules/echo/rollback", nil, 409, "conflict"},
+		{"a rollback of an unknown module", s.Admin, "POST", "/v1/modules/nope/rollback", nil, 404, "not_found"},
 		{"an unknown endpoint", s.Acme, "GET", "/v1/nothing", nil, 404, "not_found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

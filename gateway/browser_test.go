@@ -482,6 +482,13 @@ func TestBrowserDLQAndModules(t *testing.T) {
 	if n := b.eval(`document.querySelectorAll('button[data-post*="rollback"]').length`); n != float64(0) {
 		t.Errorf("a tenant's modules page has %v rollback buttons", n)
 	}
+	// The module the host serves of its own (echo, from its --modules) is
+	// listed with source host and how many hosts serve it (issue 30).
+	hrow := `#modules tr[data-module="echo"][data-source="host"]`
+	b.do("the host's own module", chromedp.WaitVisible(chromedp.CSS(hrow)))
+	if src, hosts := b.text(hrow+` td[data-field="source"]`), b.text(hrow+` [data-field="hosts"]`); src != "host" || hosts != "1" {
+		t.Errorf("the host module echo's row: source %q, hosts %q", src, hosts)
+	}
 	b.check("modules-tenant")
 
 	admin := newBrowser(t, s)
@@ -495,6 +502,9 @@ func TestBrowserDLQAndModules(t *testing.T) {
 	)
 	admin.until("the page to show 1.0.0 in force", `(document.querySelector('`+mrow+` td[data-field="version"]') || {}).textContent === "1.0.0"`)
 	admin.check("modules")
+	if n := admin.eval(`document.querySelectorAll('#modules tr[data-source="host"] button').length`); n != float64(0) {
+		t.Errorf("the admin's modules page offers %v buttons for the hosts' own modules", n)
+	}
 	st, body := s.call(t, s.Admin, "GET", "/v1/modules/hello", nil)
 	if st != http.StatusOK || object(t, body)["active"].(map[string]any)["version"] != "1.0.0" {
 		t.Errorf("the module after the rollback: %d %s", st, body)
@@ -525,6 +535,7 @@ func TestBrowserDLQAndModules(t *testing.T) {
 	for _, p := range []struct{ name, path, ready string }{
 		{"overview-admin", "/ui/", "svg.statesbar"},
 		{"module", "/ui/modules/hello", "#active-version"},
+		{"module-host", "/ui/modules/echo", "#host-digests"},
 		{"keys", "/ui/keys", "#keys"},
 		{"audit", "/ui/audit", "#audit"},
 		{"not-found", "/ui/nowhere", "#page-error"},

@@ -536,7 +536,11 @@ func (s *Server) uiModules(w http.ResponseWriter, r *http.Request, p Principal) 
 	if err := s.apiCall(r, p, s.modules, nil, nil, &l); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(l.Modules, func(a, b ModuleView) int { return strings.Compare(a.Name, b.Name) })
+	// A name the registry holds and hosts serve of their own at another
+	// digest is listed twice: the registry's first.
+	slices.SortStableFunc(l.Modules, func(a, b ModuleView) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(b.Source, a.Source))
+	})
 	return &uiPage{Template: "modules", Title: "Modules", Data: modulesData{Modules: l.Modules}}, nil
 }
 

@@ -270,8 +270,23 @@ func TestUIPages(t *testing.T) {
 			t.Errorf("the run's task %s does not link its job %s: %s", task, job, regexp.MustCompile(`(?s)<table class="t" id="tasks">.*?</table>`).FindString(page))
 		}
 	}
-	if _, page := admin.get("/ui/modules"); !strings.Contains(page, `data-post="/v1/modules/hello/rollback"`) {
+	_, page = admin.get("/ui/modules")
+	if !strings.Contains(page, `data-post="/v1/modules/hello/rollback"`) {
 		t.Errorf("the admin's modules page has no rollback")
+	}
+	// The module the host serves of its own (echo, from its --modules) is
+	// listed, source host, with its digest and how many hosts serve it,
+	// and no rollback (issue 30).
+	echoRow := regexp.MustCompile(`(?s)<tr data-module="echo" data-source="host">.*?</tr>`).FindString(page)
+	if !strings.Contains(echoRow, `<td data-field="source">host</td>`) || !regexp.MustCompile(`title="sha256:[0-9a-f]+"`).MatchString(echoRow) ||
+		!strings.Contains(echoRow, `on <span data-field="hosts">1</span> host<`) || strings.Contains(echoRow, "rollback") {
+		t.Errorf("the modules page's row for the host's own echo: %q", echoRow)
+	}
+	if !regexp.MustCompile(`(?s)<tr data-module="hello" data-source="registry">\s*<td>.*?</td>\s*<td data-field="source">registry</td>`).MatchString(page) {
+		t.Errorf("the modules page does not say hello is the registry's")
+	}
+	if st, page := acme.get("/ui/modules/echo"); st != http.StatusOK || !strings.Contains(page, `id="host-module"`) || !strings.Contains(page, "ward module deploy echo.wasm") || strings.Contains(page, "/rollback") {
+		t.Errorf("the host module echo's page: %d %.3000s", st, page)
 	}
 	if _, page := acme.get("/ui/jobs"); !strings.Contains(page, `id="submit-form"`) {
 		t.Errorf("acme's jobs page has no submit form")
