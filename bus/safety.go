@@ -10,4 +10,8 @@ const (
 	// kernel answers with its KernelStatus (`ward policy status`, and
 	// `ward policy push` waiting for the kernels to swap).
 	SubjectSafetyStatus = "sys.safety.status"
+	// SubjectSafetyImpact is scatter-gather: an ImpactRequest with a
+	// candidate bundle, and every kernel answers with the ImpactReply of
+	// its recent decisions (`ward policy impact`, `ward policy push`).
+	SubjectSafetyImpact = "sys.safety.impact"
 )

@@ -101,6 +101,8 @@ type Kernel struct {
 	cfg Config
 	id  string
 	cur atomic.Pointer[loaded]
+	// sample is the inputs of its recent decisions (impact.go).
+	sample sample
 }
 
 // loaded is the policy in force with its own decision cache.
@@ -274,6 +276,7 @@ func (k *Kernel) Check(ctx context.Context, req *safetyv1.CheckRequest) (*safety
 	default:
 		allowTotal.Inc()
 	}
+	k.sample.keep(req)
 	if k.cfg.Log != nil {
 		k.cfg.Log(&safetyv1.DecisionLog{
 			DecisionId: resp.DecisionId, JobId: req.GetJobId(), TenantId: req.GetTenantId(), Topic: req.GetTopic(),

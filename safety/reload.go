@@ -188,7 +188,7 @@ type Reloader struct {
 	cfg ReloaderConfig
 	log *slog.Logger
 
-	mu           sync.Mutex // guards the 9 following fields
+	mu           sync.Mutex // guards the 10 following fields
 	refusedRev   string
 	refusedKV    uint64 // the bucket revision of refusedRev, 0 for none
 	lastErr      string
@@ -198,6 +198,7 @@ type Reloader struct {
 	stop         context.CancelFunc // set by a Start that succeeded
 	watcher      *fsnotify.Watcher
 	status       *bus.Subscription
+	impactSub    *bus.Subscription
 	statusWorker *bus.Workers
 
 	kvUpdates chan kvUpdate
@@ -240,9 +241,9 @@ func (r *Reloader) Start(ctx context.Context) error {
 
 	// What Start opened so far; undo closes it when a step fails.
 	var (
-		w       *fsnotify.Watcher
-		sub     *bus.Subscription
-		workers *bus.Workers
+		w              *fsnotify.Watcher
+		sub, impactSub *bus.Subscription
+		workers        *bus.Workers
 	)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	undo := func() error {
@@ -250,6 +251,9 @@ func (r *Reloader) Start(ctx context.Context) error {
 		var errs []error
 		if sub != nil {
 			dctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+			if impactSub != nil {
+				errs = append(errs, impactSub.Drain(dctx))
+			}
 			errs = append(errs, sub.Drain(dctx), workers.Wait(dctx))
 			stop()
 		}
@@ -269,7 +273,7 @@ func (r *Reloader) Start(ctx context.Context) error {
 		}
 	}
 	if r.cfg.Bus != nil {
-		workers = bus.NewWorkers(1)
+		workers = bus.NewWorkers(2) // a status request is answered while an impact is worked out
 		s, err := bus.Subscribe(ctx, r.cfg.Bus, bus.SubjectSafetyStatus, "", workers, r.log,
 			func(_ context.Context, msg *nats.Msg, _ *safetyv1.StatusRequest) {
 				if err := r.cfg.Bus.Reply(msg, r.Status()); err != nil {
@@ -280,6 +284,16 @@ func (r *Reloader) Start(ctx context.Context) error {
 			return errors.Join(err, undo())
 		}
 		sub = s
+		s, err = bus.Subscribe(ctx, r.cfg.Bus, bus.SubjectSafetyImpact, "", workers, r.log,
+			func(ctx context.Context, msg *nats.Msg, q *safetyv1.ImpactRequest) {
+				if err := r.cfg.Bus.Reply(msg, r.impact(ctx, q)); err != nil {
+					r.log.Debug("impact reply failed", "err", err)
+				}
+			})
+		if err != nil {
+			return errors.Join(err, undo())
+		}
+		impactSub = s
 	}
 	// Under r.mu, so that a Shutdown sees all of it or none: it waits on
 	// the goroutines only after they were added.
@@ -289,7 +303,7 @@ func (r *Reloader) Start(ctx context.Context) error {
 		// undo outside r.mu: a status request in flight takes it.
 		return errors.Join(errors.New("safety: Reloader shut down while starting"), undo())
 	}
-	r.stop, r.watcher, r.status, r.statusWorker = cancel, w, sub, workers
+	r.stop, r.watcher, r.status, r.impactSub, r.statusWorker = cancel, w, sub, impactSub, workers
 	if r.cfg.Bus != nil {
 		r.wg.Go(func() { r.watchKV(ctx) })
 	}
@@ -311,14 +325,17 @@ func (r *Reloader) Start(ctx context.Context) error {
 func (r *Reloader) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
 	r.stopped = true
-	stop, w, sub, workers := r.stop, r.watcher, r.status, r.statusWorker
-	r.stop, r.watcher, r.status, r.statusWorker = nil, nil, nil, nil
+	stop, w, sub, impactSub, workers := r.stop, r.watcher, r.status, r.impactSub, r.statusWorker
+	r.stop, r.watcher, r.status, r.impactSub, r.statusWorker = nil, nil, nil, nil, nil
 	r.mu.Unlock()
 	if stop == nil {
 		return nil
 	}
 	stop()
 	var errs []error
+	if impactSub != nil {
+		errs = append(errs, impactSub.Drain(ctx))
+	}
 	if sub != nil {
 		errs = append(errs, sub.Drain(ctx), workers.Wait(ctx))
 	}
@@ -333,6 +350,34 @@ func (r *Reloader) Shutdown(ctx context.Context) error {
 		errs = append(errs, w.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// impactTimeout bounds the evaluation of one ImpactRequest.
+const impactTimeout = 30 * time.Second
+
+// impact answers an ImpactRequest: the candidate bundle compiled (not put
+// in force), and compared with the policy in force on the kernel's
+// recent decisions (Kernel.Impact).
+func (r *Reloader) impact(ctx context.Context, q *safetyv1.ImpactRequest) *safetyv1.ImpactReply {
+	k := r.cfg.Kernel
+	fail := func(err error) *safetyv1.ImpactReply {
+		return &safetyv1.ImpactReply{KernelId: k.ID(), Error: err.Error()}
+	}
+	b, err := BundleFromProto(q.GetBundle())
+	if err != nil {
+		return fail(err)
+	}
+	p, err := Compile(b)
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, impactTimeout)
+	defer cancel()
+	reply, err := k.Impact(ctx, p)
+	if err != nil {
+		return fail(err)
+	}
+	return reply
 }
 
 // Status reports the kernel's state.

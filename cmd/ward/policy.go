@@ -33,7 +33,7 @@ func newPolicyCmd(g *globals) *cobra.Command {
 deny and constraints rules), their *_test.rego tests, and data.yaml or
 data.json beside them. policies/ is the default bundle: copy it to start.`,
 	}
-	cmd.AddCommand(newPolicyTestCmd(), newPolicyEvalCmd(), newPolicyPushCmd(g), newPolicyKeygenCmd(),
+	cmd.AddCommand(newPolicyTestCmd(), newPolicyEvalCmd(), newPolicyImpactCmd(g), newPolicyPushCmd(g), newPolicyKeygenCmd(),
 		newPolicyStatusCmd(g), newPolicyBenchCmd())
 	return cmd
 }
@@ -354,7 +354,7 @@ const (
 func newPolicyPushCmd(g *globals) *cobra.Command {
 	var (
 		bucket, keyFile string
-		unsigned        bool
+		unsigned, yes   bool
 		wait            time.Duration
 	)
 	cmd := &cobra.Command{
@@ -364,9 +364,12 @@ func newPolicyPushCmd(g *globals) *cobra.Command {
 pass), signs it with --signing-key (OPA's bundle signature, a
 .signatures.json covering every file) and publishes it to the NATS KV
 bucket the kernels watch, with its revision. A bundle that fails is
-refused with the errors, and the revision in force stays. push then waits
-until every kernel that answers on sys.safety.status enforces the new
-revision (or refused it).
+refused with the errors, and the revision in force stays. Before it
+pushes, it shows what the bundle would change of the kernels' recent
+decisions (ward policy impact), and when it would deny work of a kind
+that runs or waits now it asks first (--yes does not; without a terminal
+it does not push). push then waits until every kernel that answers on
+sys.safety.status enforces the new revision (or refused it).
 
 A kernel started with --policy-pubkey refuses a bundle from the bucket
 that is not signed with that key's private half. ` + "`ward policy keygen`" + ` makes
@@ -410,6 +413,15 @@ without --policy-pubkey accept.`,
 			}
 			defer conn.Close()
 			ctx := cmd.Context()
+			if _, err := safety.Compile(b); err == nil { // else Push says why, and pushes nothing
+				ok, err := confirmPush(cmd, g, conn.NATS(), b, yes)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return exitError{code: 1}
+				}
+			}
 			res, err := safety.Push(ctx, conn.NATS(), bucket, b, opts)
 			var tf *safety.TestsFailedError
 			if errors.As(err, &tf) {
@@ -460,6 +472,7 @@ without --policy-pubkey accept.`,
 	f.StringVar(&keyFile, "signing-key", envOr("WARD_POLICY_KEY", defaultPolicyKeyFile()),
 		"private key file (PEM) the bundle is signed with; kernels check it with --policy-pubkey ($WARD_POLICY_KEY)")
 	f.BoolVar(&unsigned, "unsigned", false, "push without a signature (only kernels without --policy-pubkey accept it)")
+	f.BoolVar(&yes, "yes", false, "push without asking, even when the bundle would deny work that runs or waits now")
 	return cmd
 }
 

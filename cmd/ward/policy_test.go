@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -334,4 +335,60 @@ func TestPolicySignedPush(t *testing.T) {
 		t.Errorf("policy status after the signed push: exit %d\n%s", code, out)
 	}
 	kernel.stop(t)
+}
+
+// TestPolicyImpact: before a bundle goes live, `ward policy impact` says
+// which recent decisions it would flip: a bundle that denies echo to
+// initech names initech's echo jobs (ALLOW → DENY, the new message); the bundle
+// in force names none; -o json carries the same; push shows it before it
+// pushes, and nothing of impact puts a bundle in force.
+func TestPolicyImpact(t *testing.T) {
+	dir := policyDir(t, nil)
+	_, natsURL := startDev(t, []string{"REDIS_URL="}, "--modules", echoDir(t), "--policies", dir)
+	var ids []string
+	for range 2 {
+		out := submitEcho(t, natsURL, "initech")
+		if !strings.Contains(out, "SUCCEEDED") {
+			t.Fatalf("initech's echo:\n%s", out)
+		}
+		ids = append(ids, strings.Fields(out)[1])
+	}
+	if out := submitEcho(t, natsURL, "globex"); !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("globex's echo:\n%s", out)
+	}
+
+	out, code := ward(t, "", "policy", "impact", "--nats", natsURL, dir)
+	if code != 0 || !strings.Contains(out, "no recent decision would change") || !strings.Contains(out, "3 recent decisions evaluated") {
+		t.Errorf("impact of the bundle in force: exit %d\n%s", code, out)
+	}
+	deny := policyDir(t, map[string]string{"initech.rego": "package ward.safety\n\ndeny contains \"initech may not echo\" if {\n\tinput.tenant_id == \"initech\"\n\tinput.topic == \"job.echo\"\n}\n"})
+	out, code = ward(t, "", "policy", "impact", "--nats", natsURL, deny)
+	if code != 0 || !regexp.MustCompile(`(?m)^initech\s+ALLOW\s+DENY\s+2\s+initech may not echo\s+job\.echo\s+`).MatchString(out) ||
+		!strings.Contains(out, ids[0]) || !strings.Contains(out, ids[1]) || strings.Contains(out, "globex") {
+		t.Errorf("impact of a bundle that denies initech's echo: exit %d\n%s", code, out)
+	}
+	out, code = ward(t, "", "policy", "impact", "--nats", natsURL, deny, "-o", "json")
+	var s struct {
+		Evaluated int64
+		Flips     []struct {
+			TenantID string `json:"tenant_id"`
+			Count    int64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 || s.Evaluated != 3 || len(s.Flips) != 1 || s.Flips[0].TenantID != "initech" || s.Flips[0].Count != 2 {
+		t.Errorf("impact -o json: exit %d, %v\n%s", code, err, out)
+	}
+	// Nothing was put in force: initech still echoes.
+	if out := submitEcho(t, natsURL, "initech"); !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("initech's echo after impact:\n%s", out)
+	}
+	// push shows the impact, then pushes (no work of that kind runs now).
+	out, code = ward(t, "", "policy", "push", "--nats", natsURL, "--wait", "90s", deny)
+	if code != 0 || !strings.Contains(out, "initech may not echo") || !strings.Contains(out, "pushed revision ") ||
+		strings.Index(out, "initech may not echo") > strings.Index(out, "pushed revision ") {
+		t.Errorf("push: exit %d, the impact not shown before the push\n%s", code, out)
+	}
+	if out := submitEcho(t, natsURL, "initech"); !strings.Contains(out, "initech may not echo") {
+		t.Errorf("initech's echo after the push:\n%s", out)
+	}
 }

@@ -1077,6 +1077,252 @@ func (x *KernelStatus) GetRefusedKvRevision() uint64 {
 	return 0
 }
 
+// ImpactRequest asks every kernel, on sys.safety.impact (scatter-gather;
+// admins only), what a candidate bundle would change: each kernel
+// evaluates the inputs of its recent decisions (a bounded sample, per
+// tenant) against the policy in force and against the candidate.
+type ImpactRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Bundle        *PolicyBundle          `protobuf:"bytes,1,opt,name=bundle,proto3" json:"bundle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImpactRequest) Reset() {
+	*x = ImpactRequest{}
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImpactRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImpactRequest) ProtoMessage() {}
+
+func (x *ImpactRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImpactRequest.ProtoReflect.Descriptor instead.
+func (*ImpactRequest) Descriptor() ([]byte, []int) {
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ImpactRequest) GetBundle() *PolicyBundle {
+	if x != nil {
+		return x.Bundle
+	}
+	return nil
+}
+
+// ImpactReply is one kernel's answer to an ImpactRequest.
+type ImpactReply struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	KernelId string                 `protobuf:"bytes,1,opt,name=kernel_id,json=kernelId,proto3" json:"kernel_id,omitempty"`
+	// revision is the policy in force the candidate was compared with;
+	// candidate_revision the candidate's.
+	Revision          string `protobuf:"bytes,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	CandidateRevision string `protobuf:"bytes,3,opt,name=candidate_revision,json=candidateRevision,proto3" json:"candidate_revision,omitempty"`
+	// evaluated is how many recent decisions' inputs were evaluated, of
+	// how many tenants.
+	Evaluated int64 `protobuf:"varint,4,opt,name=evaluated,proto3" json:"evaluated,omitempty"`
+	Tenants   int32 `protobuf:"varint,5,opt,name=tenants,proto3" json:"tenants,omitempty"`
+	// flips are the decisions that would change, grouped.
+	Flips []*ImpactFlip `protobuf:"bytes,6,rep,name=flips,proto3" json:"flips,omitempty"`
+	// error says why the candidate could not be compared (it does not
+	// compile, no policy is in force).
+	Error         string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImpactReply) Reset() {
+	*x = ImpactReply{}
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImpactReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImpactReply) ProtoMessage() {}
+
+func (x *ImpactReply) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImpactReply.ProtoReflect.Descriptor instead.
+func (*ImpactReply) Descriptor() ([]byte, []int) {
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ImpactReply) GetKernelId() string {
+	if x != nil {
+		return x.KernelId
+	}
+	return ""
+}
+
+func (x *ImpactReply) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+func (x *ImpactReply) GetCandidateRevision() string {
+	if x != nil {
+		return x.CandidateRevision
+	}
+	return ""
+}
+
+func (x *ImpactReply) GetEvaluated() int64 {
+	if x != nil {
+		return x.Evaluated
+	}
+	return 0
+}
+
+func (x *ImpactReply) GetTenants() int32 {
+	if x != nil {
+		return x.Tenants
+	}
+	return 0
+}
+
+func (x *ImpactReply) GetFlips() []*ImpactFlip {
+	if x != nil {
+		return x.Flips
+	}
+	return nil
+}
+
+func (x *ImpactReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// ImpactFlip is a group of recent decisions that the candidate would
+// decide otherwise: of one tenant, from one decision to another, for one
+// reason (the candidate's first deny message when it denies, else the
+// one in force's).
+type ImpactFlip struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TenantId string                 `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	From     Decision               `protobuf:"varint,2,opt,name=from,proto3,enum=ward.safety.v1.Decision" json:"from,omitempty"`
+	To       Decision               `protobuf:"varint,3,opt,name=to,proto3,enum=ward.safety.v1.Decision" json:"to,omitempty"`
+	Reason   string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Count    int64                  `protobuf:"varint,5,opt,name=count,proto3" json:"count,omitempty"`
+	// job_ids are some of the jobs (at most 10), newest first.
+	JobIds []string `protobuf:"bytes,6,rep,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	// topics are the topics among them.
+	Topics        []string `protobuf:"bytes,7,rep,name=topics,proto3" json:"topics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImpactFlip) Reset() {
+	*x = ImpactFlip{}
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImpactFlip) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImpactFlip) ProtoMessage() {}
+
+func (x *ImpactFlip) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImpactFlip.ProtoReflect.Descriptor instead.
+func (*ImpactFlip) Descriptor() ([]byte, []int) {
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ImpactFlip) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
+func (x *ImpactFlip) GetFrom() Decision {
+	if x != nil {
+		return x.From
+	}
+	return Decision_DECISION_UNSPECIFIED
+}
+
+func (x *ImpactFlip) GetTo() Decision {
+	if x != nil {
+		return x.To
+	}
+	return Decision_DECISION_UNSPECIFIED
+}
+
+func (x *ImpactFlip) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ImpactFlip) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ImpactFlip) GetJobIds() []string {
+	if x != nil {
+		return x.JobIds
+	}
+	return nil
+}
+
+func (x *ImpactFlip) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
 var File_ward_safety_v1_safety_proto protoreflect.FileDescriptor
 
 const file_ward_safety_v1_safety_proto_rawDesc = "" +
@@ -1172,7 +1418,26 @@ const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"\x04addr\x18\t \x01(\tR\x04addr\x12\x18\n" +
 	"\aversion\x18\n" +
 	" \x01(\tR\aversion\x12.\n" +
-	"\x13refused_kv_revision\x18\v \x01(\x04R\x11refusedKvRevision*\x8e\x01\n" +
+	"\x13refused_kv_revision\x18\v \x01(\x04R\x11refusedKvRevision\"E\n" +
+	"\rImpactRequest\x124\n" +
+	"\x06bundle\x18\x01 \x01(\v2\x1c.ward.safety.v1.PolicyBundleR\x06bundle\"\xf5\x01\n" +
+	"\vImpactReply\x12\x1b\n" +
+	"\tkernel_id\x18\x01 \x01(\tR\bkernelId\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\tR\brevision\x12-\n" +
+	"\x12candidate_revision\x18\x03 \x01(\tR\x11candidateRevision\x12\x1c\n" +
+	"\tevaluated\x18\x04 \x01(\x03R\tevaluated\x12\x18\n" +
+	"\atenants\x18\x05 \x01(\x05R\atenants\x120\n" +
+	"\x05flips\x18\x06 \x03(\v2\x1a.ward.safety.v1.ImpactFlipR\x05flips\x12\x14\n" +
+	"\x05error\x18\a \x01(\tR\x05error\"\xe0\x01\n" +
+	"\n" +
+	"ImpactFlip\x12\x1b\n" +
+	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12,\n" +
+	"\x04from\x18\x02 \x01(\x0e2\x18.ward.safety.v1.DecisionR\x04from\x12(\n" +
+	"\x02to\x18\x03 \x01(\x0e2\x18.ward.safety.v1.DecisionR\x02to\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05count\x18\x05 \x01(\x03R\x05count\x12\x17\n" +
+	"\ajob_ids\x18\x06 \x03(\tR\x06jobIds\x12\x16\n" +
+	"\x06topics\x18\a \x03(\tR\x06topics*\x8e\x01\n" +
 	"\bDecision\x12\x18\n" +
 	"\x14DECISION_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eDECISION_ALLOW\x10\x01\x12\x11\n" +
@@ -1196,7 +1461,7 @@ func file_ward_safety_v1_safety_proto_rawDescGZIP() []byte {
 }
 
 var file_ward_safety_v1_safety_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ward_safety_v1_safety_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_ward_safety_v1_safety_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_ward_safety_v1_safety_proto_goTypes = []any{
 	(Decision)(0),            // 0: ward.safety.v1.Decision
 	(*ModuleRequest)(nil),    // 1: ward.safety.v1.ModuleRequest
@@ -1211,34 +1476,41 @@ var file_ward_safety_v1_safety_proto_goTypes = []any{
 	(*PolicyBundle)(nil),     // 10: ward.safety.v1.PolicyBundle
 	(*StatusRequest)(nil),    // 11: ward.safety.v1.StatusRequest
 	(*KernelStatus)(nil),     // 12: ward.safety.v1.KernelStatus
-	nil,                      // 13: ward.safety.v1.CheckRequest.LabelsEntry
-	nil,                      // 14: ward.safety.v1.PolicyBundle.FilesEntry
-	(*v1.Grants)(nil),        // 15: ward.v1.Grants
-	(*v1.Constraints)(nil),   // 16: ward.v1.Constraints
+	(*ImpactRequest)(nil),    // 13: ward.safety.v1.ImpactRequest
+	(*ImpactReply)(nil),      // 14: ward.safety.v1.ImpactReply
+	(*ImpactFlip)(nil),       // 15: ward.safety.v1.ImpactFlip
+	nil,                      // 16: ward.safety.v1.CheckRequest.LabelsEntry
+	nil,                      // 17: ward.safety.v1.PolicyBundle.FilesEntry
+	(*v1.Grants)(nil),        // 18: ward.v1.Grants
+	(*v1.Constraints)(nil),   // 19: ward.v1.Constraints
 }
 var file_ward_safety_v1_safety_proto_depIdxs = []int32{
-	15, // 0: ward.safety.v1.ModuleRequest.requested:type_name -> ward.v1.Grants
-	13, // 1: ward.safety.v1.CheckRequest.labels:type_name -> ward.safety.v1.CheckRequest.LabelsEntry
+	18, // 0: ward.safety.v1.ModuleRequest.requested:type_name -> ward.v1.Grants
+	16, // 1: ward.safety.v1.CheckRequest.labels:type_name -> ward.safety.v1.CheckRequest.LabelsEntry
 	1,  // 2: ward.safety.v1.CheckRequest.module:type_name -> ward.safety.v1.ModuleRequest
 	3,  // 3: ward.safety.v1.CheckRequest.workflow:type_name -> ward.safety.v1.WorkflowRequest
 	4,  // 4: ward.safety.v1.WorkflowRequest.steps:type_name -> ward.safety.v1.WorkflowStep
 	0,  // 5: ward.safety.v1.CheckResponse.decision:type_name -> ward.safety.v1.Decision
-	16, // 6: ward.safety.v1.CheckResponse.constraints:type_name -> ward.v1.Constraints
+	19, // 6: ward.safety.v1.CheckResponse.constraints:type_name -> ward.v1.Constraints
 	5,  // 7: ward.safety.v1.ExplainResponse.result:type_name -> ward.safety.v1.CheckResponse
 	6,  // 8: ward.safety.v1.ExplainResponse.fired:type_name -> ward.safety.v1.FiredRule
 	0,  // 9: ward.safety.v1.DecisionLog.decision:type_name -> ward.safety.v1.Decision
-	16, // 10: ward.safety.v1.DecisionLog.constraints:type_name -> ward.v1.Constraints
+	19, // 10: ward.safety.v1.DecisionLog.constraints:type_name -> ward.v1.Constraints
 	8,  // 11: ward.safety.v1.DecisionLogBatch.decisions:type_name -> ward.safety.v1.DecisionLog
-	14, // 12: ward.safety.v1.PolicyBundle.files:type_name -> ward.safety.v1.PolicyBundle.FilesEntry
-	2,  // 13: ward.safety.v1.SafetyKernel.Check:input_type -> ward.safety.v1.CheckRequest
-	2,  // 14: ward.safety.v1.SafetyKernel.Explain:input_type -> ward.safety.v1.CheckRequest
-	5,  // 15: ward.safety.v1.SafetyKernel.Check:output_type -> ward.safety.v1.CheckResponse
-	7,  // 16: ward.safety.v1.SafetyKernel.Explain:output_type -> ward.safety.v1.ExplainResponse
-	15, // [15:17] is the sub-list for method output_type
-	13, // [13:15] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	17, // 12: ward.safety.v1.PolicyBundle.files:type_name -> ward.safety.v1.PolicyBundle.FilesEntry
+	10, // 13: ward.safety.v1.ImpactRequest.bundle:type_name -> ward.safety.v1.PolicyBundle
+	15, // 14: ward.safety.v1.ImpactReply.flips:type_name -> ward.safety.v1.ImpactFlip
+	0,  // 15: ward.safety.v1.ImpactFlip.from:type_name -> ward.safety.v1.Decision
+	0,  // 16: ward.safety.v1.ImpactFlip.to:type_name -> ward.safety.v1.Decision
+	2,  // 17: ward.safety.v1.SafetyKernel.Check:input_type -> ward.safety.v1.CheckRequest
+	2,  // 18: ward.safety.v1.SafetyKernel.Explain:input_type -> ward.safety.v1.CheckRequest
+	5,  // 19: ward.safety.v1.SafetyKernel.Check:output_type -> ward.safety.v1.CheckResponse
+	7,  // 20: ward.safety.v1.SafetyKernel.Explain:output_type -> ward.safety.v1.ExplainResponse
+	19, // [19:21] is the sub-list for method output_type
+	17, // [17:19] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_ward_safety_v1_safety_proto_init() }
@@ -1252,7 +1524,7 @@ func file_ward_safety_v1_safety_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ward_safety_v1_safety_proto_rawDesc), len(file_ward_safety_v1_safety_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
