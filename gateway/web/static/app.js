@@ -120,7 +120,7 @@
   var fetching = {}, nfetching = 0, missed = {}, arrived = {};
 
   function jobRow(j) {
-    var tr = el("tr", { "data-job": j.job_id, "data-state": j.state });
+    var tr = el("tr", { "data-job": j.job_id, "data-state": j.state, "data-at": String(j.updated_at_unix_ms || 0) });
     var td = el("td");
     td.appendChild(el("a", { href: "/ui/jobs/" + encodeURIComponent(j.job_id), "class": "mono", title: j.job_id }, j.job_id.slice(0, 8)));
     tr.appendChild(td);
@@ -170,8 +170,20 @@
     while (tbody.rows.length > limit) tbody.deleteRow(tbody.rows.length - 1);
   }
 
+  // RANK orders the states a job goes through once, for events of the
+  // same millisecond.
+  var RANK = { PENDING: 1, SCHEDULED: 2, DISPATCHED: 3, RUNNING: 4 };
+
+  // updateRow applies a job's event to its row, unless it is older than
+  // what the row shows: events come from several goroutines and
+  // replicas, so a DISPATCHED can come after the SUCCEEDED that followed
+  // it, and an end is final.
   function updateRow(tr, ev) {
     if (!ev.state) return;
+    var cur = tr.dataset.state, at = ev.at_unix_ms || ev.updated_at_unix_ms || 0, was = +(tr.dataset.at || 0);
+    if (TERMINAL[cur] && !TERMINAL[ev.state]) return;
+    if (at && was && (at < was || (at === was && (RANK[ev.state] || 9) < (RANK[cur] || 9)))) return;
+    if (at) tr.dataset.at = at;
     tr.dataset.state = ev.state;
     var b = tr.querySelector('[data-field="state"]');
     if (b) { b.textContent = ev.state; b.className = "badge st-" + ev.state; }
