@@ -58,6 +58,7 @@ func (s *Server) routesAdmin() {
 	s.api("GET", "/v1/policies", ScopeRead, s.policyStatus)
 	s.api("POST", "/v1/policies/eval", ScopeRead, s.policyEval)
 	s.api("POST", "/v1/policies/test", ScopeAdmin, s.policyTest)
+	s.api("POST", "/v1/policies/impact", ScopeAdmin, s.policyImpact)
 	s.api("PUT", "/v1/policies", ScopeAdmin, s.policyPush)
 	s.api("GET", "/v1/audit", ScopeAdmin, s.auditLog)
 }
@@ -651,6 +652,97 @@ func (s *Server) policyTest(w http.ResponseWriter, r *http.Request, p Principal)
 			m["output"] = t.Output
 		}
 		out.Results = append(out.Results, m)
+	}
+	return out, nil
+}
+
+// ImpactRequest is POST /v1/policies/impact's body: a candidate bundle's
+// files by path. With Base (the default) the candidate is the bundle in
+// force with Files added or replaced, an empty file removing one; without
+// it Files are the whole candidate.
+type ImpactRequest struct {
+	Files map[string]string `json:"files"`
+	Base  *bool             `json:"base,omitempty"`
+}
+
+// ImpactReply is POST /v1/policies/impact's answer: what `ward policy
+// impact -o json` prints (kernels, evaluated, flips, in the API's view of
+// their messages: enums by their short names, ALLOW, DENY), with the
+// candidate's revision and that of the bundle it was built on.
+type ImpactReply struct {
+	Revision     string           `json:"revision"`
+	BaseRevision string           `json:"base_revision,omitempty"`
+	Kernels      []map[string]any `json:"kernels"`
+	Evaluated    int64            `json:"evaluated"`
+	Flips        []map[string]any `json:"flips"`
+}
+
+// impactStatusWait is how long policyImpact waits for the kernels to say
+// they run, as `ward policy impact` does.
+const impactStatusWait = time.Second
+
+// policyImpact asks every kernel which of its recent decisions a
+// candidate bundle would change (`ward policy impact`): nothing is put in
+// force, so nothing is audited. 400 for a candidate that does not
+// compile, 503 when no kernel answers or every kernel refused.
+func (s *Server) policyImpact(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	var in ImpactRequest
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	files := map[string][]byte{}
+	out := ImpactReply{Kernels: []map[string]any{}, Flips: []map[string]any{}}
+	if in.Base == nil || *in.Base {
+		b, _, err := s.currentPolicy(ctx)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(files, b.Files)
+		out.BaseRevision = b.Revision()
+	}
+	for name, data := range in.Files {
+		if data == "" {
+			delete(files, name)
+			continue
+		}
+		files[name] = []byte(data)
+	}
+	if len(files) == 0 {
+		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "the candidate bundle has no files")
+	}
+	// The names as a kernel checks them, then the policy as it compiles it.
+	b, err := safety.BundleFromProto(&safetyv1.PolicyBundle{Files: files})
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%v", err)
+	}
+	if _, err := safety.Compile(b); err != nil {
+		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%v", err)
+	}
+	out.Revision = b.Revision()
+	sum, err := safety.Impacts(ctx, s.cfg.Client.Bus().NATS(), b, impactStatusWait)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "no kernel answered"):
+		return nil, errorf(http.StatusServiceUnavailable, CodeUnavailable, "%v", err)
+	case err != nil && strings.Contains(err.Error(), "more than a message holds"):
+		return nil, errorf(http.StatusRequestEntityTooLarge, reason.InputTooLarge, "%v", err)
+	case err != nil:
+		return nil, err
+	}
+	var refused []string
+	for _, k := range sum.Kernels {
+		if k.GetError() != "" {
+			refused = append(refused, k.GetKernelId()+": "+k.GetError())
+		}
+		out.Kernels = append(out.Kernels, view.Of(k))
+	}
+	if len(refused) > 0 && len(refused) == len(sum.Kernels) {
+		return nil, errorf(http.StatusServiceUnavailable, CodeUnavailable, "every kernel refused the comparison: %s", strings.Join(refused, "; "))
+	}
+	out.Evaluated = sum.Evaluated
+	for _, f := range sum.Flips {
+		out.Flips = append(out.Flips, view.Of(f))
 	}
 	return out, nil
 }

@@ -503,6 +503,11 @@ func TestRefusals(t *testing.T) {
 		{"a bad Last-Event-ID", s.Acme, "GET", "/v1/jobs/" + id + "/events", nil, 400, "bad_request"},
 		{"a rollback of a module the hosts serve of their own", s.Admin, "POST", "/v1/modules/echo/rollback", nil, 409, "conflict"},
 		{"a rollback of an unknown module", s.Admin, "POST", "/v1/modules/nope/rollback", nil, 404, "not_found"},
+		{"a tenant key asks a policy's impact", s.Acme, "POST", "/v1/policies/impact", map[string]any{"files": map[string]string{}}, 403, "forbidden"},
+		{"an impact of a bundle that does not compile", s.Admin, "POST", "/v1/policies/impact",
+			map[string]any{"files": map[string]string{"x.rego": "package ward.safety\n\ndeny contains if {"}}, 400, "bad_request"},
+		{"an impact of a file that is no bundle's", s.Admin, "POST", "/v1/policies/impact",
+			map[string]any{"files": map[string]string{"../x.rego": "package ward.safety"}}, 400, "bad_request"},
 		{"an unknown endpoint", s.Acme, "GET", "/v1/nothing", nil, 404, "not_found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -804,6 +809,98 @@ func TestDeployAndPush(t *testing.T) {
 	})
 	if _, b := c.call(s.Admin, "GET", "/v1/audit", nil); !strings.Contains(string(b), "policy.push") || !strings.Contains(string(b), "module.deploy") {
 		t.Errorf("the audit log lacks the push or the deploy: %s", b)
+	}
+}
+
+// TestPolicyImpact: POST /v1/policies/impact asks the system's kernel
+// (the harness's node runs it with a bus, so it answers
+// sys.safety.impact) what a candidate would change of its recent
+// decisions: a deny rule for acme flips acme's jobs from ALLOW to DENY,
+// and only acme's; the bundle in force as it is (no files) flips none.
+func TestPolicyImpact(t *testing.T) {
+	s := start(t, sysOptions{})
+	_, router := spec(t)
+	c := checked{t: t, s: s, router: router}
+	var acme []string
+	for i := range 3 {
+		st, b := c.call(s.Acme, "POST", "/v1/jobs", map[string]any{"topic": "job.echo", "payload": i})
+		if st != http.StatusAccepted {
+			t.Fatalf("submit: %d %s", st, b)
+		}
+		acme = append(acme, object(t, b)["job_id"].(string))
+	}
+	st, b := c.call(s.Other, "POST", "/v1/jobs", map[string]any{"topic": "job.echo", "payload": "other"})
+	if st != http.StatusAccepted {
+		t.Fatalf("submit: %d %s", st, b)
+	}
+	other := object(t, b)["job_id"].(string)
+	for _, id := range acme {
+		if j := s.waitJob(t, s.Acme, id); j["state"] != "SUCCEEDED" {
+			t.Fatalf("job %s: %v", id, j)
+		}
+	}
+	s.waitJob(t, s.Other, other)
+
+	type flip struct {
+		TenantID string   `json:"tenant_id"`
+		From     string   `json:"from"`
+		To       string   `json:"to"`
+		Reason   string   `json:"reason"`
+		Count    int64    `json:"count"`
+		JobIDs   []string `json:"job_ids"`
+		Topics   []string `json:"topics"`
+	}
+	type reply struct {
+		Revision     string           `json:"revision"`
+		BaseRevision string           `json:"base_revision"`
+		Kernels      []map[string]any `json:"kernels"`
+		Evaluated    int64            `json:"evaluated"`
+		Flips        []map[string]any `json:"flips"`
+	}
+	impact := func(body map[string]any) reply {
+		t.Helper()
+		st, b := c.call(s.Admin, "POST", "/v1/policies/impact", body)
+		if st != http.StatusOK {
+			t.Fatalf("impact: %d %s", st, b)
+		}
+		var r reply
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Kernels) != 1 || r.Kernels[0]["error"] != nil {
+			t.Errorf("the kernels' answers: %s", b)
+		}
+		return r
+	}
+
+	deny := impact(map[string]any{"files": map[string]string{
+		"x.rego": "package ward.safety\n\ndeny contains \"no more\" if input.tenant_id == \"acme\"\n"}})
+	if deny.Evaluated < 4 || deny.Revision == "" || deny.Revision == deny.BaseRevision || deny.BaseRevision == "" {
+		t.Errorf("evaluated %d, revision %q on %q", deny.Evaluated, deny.Revision, deny.BaseRevision)
+	}
+	if len(deny.Flips) != 1 {
+		t.Fatalf("flips: %v, want acme's alone", deny.Flips)
+	}
+	var f flip
+	raw, _ := json.Marshal(deny.Flips[0])
+	_ = json.Unmarshal(raw, &f)
+	if f.TenantID != "acme" || f.From != "ALLOW" || f.To != "DENY" || f.Reason != "no more" || f.Count < 1 ||
+		!slices.Contains(f.Topics, "job.echo") || len(f.JobIDs) == 0 || !slices.Contains(acme, f.JobIDs[0]) || slices.Contains(f.JobIDs, other) {
+		t.Errorf("the flip: %+v (acme's jobs %v)", f, acme)
+	}
+
+	same := impact(map[string]any{"files": map[string]string{}, "base": true})
+	if len(same.Flips) != 0 || same.Revision != same.BaseRevision || same.Evaluated < 4 {
+		t.Errorf("the bundle in force against itself: %+v", same)
+	}
+	// Nothing was put in force.
+	_, b = c.call(s.Admin, "GET", "/v1/policies", nil)
+	if object(t, b)["revision"] != same.Revision {
+		t.Errorf("after the impacts the policy in force is %s, want %s", b, same.Revision)
+	}
+	// base false: the files are the whole bundle, and none is none.
+	if st, b := c.call(s.Admin, "POST", "/v1/policies/impact", map[string]any{"files": map[string]string{}, "base": false}); st != http.StatusBadRequest {
+		t.Errorf("an empty bundle: %d %s", st, b)
 	}
 }
 

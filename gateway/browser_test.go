@@ -529,7 +529,28 @@ func TestBrowserDLQAndModules(t *testing.T) {
 	if m := admin.text("#test-msg"); !strings.HasPrefix(m, "Passed") {
 		t.Errorf("the policy tests: %q", m)
 	}
+	// The impact of a rule that denies acme: acme's recent decisions
+	// (the jobs above) flip from ALLOW to DENY, linked to their pages.
+	admin.do("show a rule's impact",
+		chromedp.SetValue(chromedp.CSS("#impact-rego"), "package ward.safety\n\ndeny contains \"no more\" if input.tenant_id == \"acme\"\n"),
+		chromedp.Click(chromedp.CSS("#impact-button")),
+		chromedp.WaitVisible(chromedp.CSS(`#impact-flips tr[data-tenant="acme"]`)),
+	)
+	frow := `#impact-flips tr[data-tenant="acme"]`
+	if flip, reason, n := admin.text(frow+` [data-field="flip"]`), admin.text(frow+` [data-field="reason"]`), admin.text(frow+` [data-field="count"]`); !strings.Contains(flip, "ALLOW") ||
+		!strings.Contains(flip, "DENY") || reason != "no more" || n == "0" || n == "" {
+		t.Errorf("the impact's row: %q, %q, %q", flip, reason, n)
+	}
+	if n := admin.eval(`document.querySelectorAll('#impact-flips a[href="/ui/jobs/` + id + `"]').length`); n != float64(1) {
+		t.Errorf("the impact links job %s %v times", id, n)
+	}
 	admin.check("policies")
+	// An empty file removes none of the bundle in force: nothing changes.
+	admin.eval(`document.getElementById("impact-rego").value = ""`)
+	admin.do("show an empty file's impact",
+		chromedp.Click(chromedp.CSS("#impact-button")),
+		chromedp.WaitVisible(chromedp.CSS("#impact-none")),
+	)
 
 	// The pages no other test opens, as the admin.
 	for _, p := range []struct{ name, path, ready string }{

@@ -565,7 +565,16 @@ type policiesData struct {
 	Status PolicyStatus
 	Files  []policyFile
 	Sample string
+	// ImpactSample is the Impact form's Rego to start from.
+	ImpactSample string
 }
+
+// impactSample is the Rego the Impact form starts with: a rule to try.
+const impactSample = `package ward.safety
+
+# A rule to try: the recent decisions it would change are listed.
+deny contains "job.echo is paused" if input.topic == "job.echo"
+`
 
 type policyFile struct{ Name, Text string }
 
@@ -583,6 +592,7 @@ func (s *Server) uiPolicies(w http.ResponseWriter, r *http.Request, p Principal)
 		"module": map[string]any{"name": "echo"}, "pool": "echo"}
 	b, _ := json.MarshalIndent(sample, "", "  ")
 	d.Sample = string(b)
+	d.ImpactSample = impactSample
 	return &uiPage{Template: "policies", Title: "Policies", Data: d}, nil
 }
 

@@ -240,8 +240,11 @@ func TestUIPages(t *testing.T) {
 					}
 				}
 			}
-			if who.name != "admin" && (strings.Contains(page, `href="/ui/audit"`) || strings.Contains(page, "/rollback")) {
+			if who.name != "admin" && (strings.Contains(page, `href="/ui/audit"`) || strings.Contains(page, "/rollback") || strings.Contains(page, `id="impact-form"`)) {
 				t.Errorf("%s, %s shows an admin's parts", who.name, p.path)
+			}
+			if who.name == "admin" && p.path == "/ui/policies" && (!strings.Contains(page, `id="impact-form"`) || !strings.Contains(page, `value="candidate.rego"`)) {
+				t.Errorf("the admin's policies page has no Impact form")
 			}
 		}
 	}

@@ -483,6 +483,68 @@
     });
   }
 
+  // The Impact form: the decisions a file would flip, by tenant and rule.
+  var impactForm = document.getElementById("impact-form");
+  if (impactForm) {
+    impactForm.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      var msg = document.getElementById("impact-msg"), res = document.getElementById("impact-result");
+      var button = document.getElementById("impact-button");
+      var name = document.getElementById("impact-name").value.trim();
+      if (!name) { msg.textContent = "Name the file."; msg.className = "msg err"; return; }
+      var files = {};
+      files[name] = document.getElementById("impact-rego").value;
+      res.textContent = "";
+      msg.textContent = "Asking the kernels…";
+      msg.className = "msg";
+      button.disabled = true;
+      api("POST", "/v1/policies/impact", { files: files, base: true }).then(function (r) {
+        var kernels = r.kernels || [], flips = r.flips || [];
+        msg.textContent = "Revision " + r.revision + " against " + (r.base_revision || "nothing") + " on " + kernels.length +
+          " kernel(s): " + (r.evaluated || 0) + " recent decisions evaluated";
+        msg.className = "msg ok";
+        kernels.forEach(function (k) {
+          if (k.error) res.appendChild(el("p", { "class": "error" }, "Refused by " + k.kernel_id + ": " + k.error));
+        });
+        if (!flips.length) {
+          res.appendChild(el("p", { id: "impact-none" }, "No recent decision would change."));
+          return;
+        }
+        var t = el("table", { "class": "t", id: "impact-flips" });
+        t.appendChild(el("caption", { "class": "vh" }, "The recent decisions the file would change"));
+        var h = t.createTHead().insertRow();
+        [["tenant"], ["decision"], ["decisions", "num"], ["reason"], ["topics"], ["some jobs"]].forEach(function (c) {
+          h.appendChild(el("th", { "class": c[1], scope: "col" }, c[0]));
+        });
+        var tb = t.createTBody();
+        flips.forEach(function (f) {
+          var tr = tb.insertRow();
+          tr.setAttribute("data-tenant", f.tenant_id || "");
+          tr.appendChild(el("td", { "data-field": "tenant" }, f.tenant_id || ""));
+          var td = el("td", { "data-field": "flip" });
+          var from = badge(f.from || "?"), to = badge(f.to || "?");
+          from.className = "badge dec-" + (f.from || "");
+          to.className = "badge dec-" + (f.to || "");
+          td.appendChild(from);
+          td.appendChild(document.createTextNode(" → "));
+          td.appendChild(to);
+          tr.appendChild(td);
+          tr.appendChild(el("td", { "class": "num", "data-field": "count" }, String(f.count || 0)));
+          tr.appendChild(el("td", { "class": "msgcell", "data-field": "reason" }, f.reason || "—"));
+          tr.appendChild(el("td", { "class": "mono" }, (f.topics || []).join(", ")));
+          td = el("td", { "data-field": "jobs" });
+          (f.job_ids || []).forEach(function (id, i) {
+            if (i) td.appendChild(document.createTextNode(" "));
+            td.appendChild(el("a", { href: "/ui/jobs/" + encodeURIComponent(id), "class": "mono", title: id }, id.slice(0, 8)));
+          });
+          tr.appendChild(td);
+        });
+        res.appendChild(t);
+      }).catch(function (err) { msg.textContent = err.message; msg.className = "msg err"; })
+        .then(function () { button.disabled = false; });
+    });
+  }
+
   // ------------------------------------------------------------ workflows
 
   var runForm = document.getElementById("run-form");
