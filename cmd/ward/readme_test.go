@@ -63,7 +63,8 @@ func readmeTour(t *testing.T) []tourStep {
 	return steps
 }
 
-// tourNorm makes a line of output comparable: times, ids, digests,
+// tourNorm makes a line of output comparable: times, builds (the
+// version a build reports depends on how it was built), ids, digests,
 // durations, addresses and numbers become placeholders, and runs of
 // spaces one space.
 var tourNorm = []struct {
@@ -72,6 +73,7 @@ var tourNorm = []struct {
 }{
 	{regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?Z?`), "DATE"},
 	{regexp.MustCompile(`\d\d:\d\d:\d\d\.\d{3}`), "TIME"},
+	{regexp.MustCompile(`\(devel\)|v\d+\.\d+\.\d+(-[0-9A-Za-z.+-]+)?`), "VERSION"},
 	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "UUID"},
 	{regexp.MustCompile(`run-\d{8}-\d{6}-[0-9a-f]{6}`), "RUN"},
 	{regexp.MustCompile(`sha256:[0-9a-f]+`), "DIGEST"},

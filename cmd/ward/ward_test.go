@@ -429,7 +429,7 @@ func TestDev(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ward jobs get: %v\n%s", err, out)
 	}
-	for _, want := range []string{"SUCCEEDED", "job.echo", "acme", "ALLOW", "redis://res:" + id, "events:"} {
+	for _, want := range []string{"SUCCEEDED", "job.echo", "acme", "ALLOW", "result:        in the job store, with the job", "events:"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("ward jobs get output lacks %q:\n%s", want, out)
 		}
