@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -199,10 +198,7 @@ type ModuleView struct {
 
 // HostDigest is a digest of a module live hosts serve of their own, and
 // how many of them serve it.
-type HostDigest struct {
-	Digest string `json:"digest"`
-	Hosts  int    `json:"hosts"`
-}
+type HostDigest = modreg.HostDigest
 
 // The modules' sources.
 const (
@@ -222,35 +218,17 @@ func moduleView(m modreg.Module, full bool) ModuleView {
 }
 
 // hostModules are the modules live hosts serve of their own (their
-// --modules directory: the built-in ones): each name and digest in the
-// hosts' heartbeats that no registry version has, with how many hosts
-// serve it, sorted by name and digest (as ward module ls lists them).
+// --modules directory: the built-in ones), as ward module ls lists them
+// (modreg.HostModules).
 func hostModules(ms []modreg.Module, hbs []*wardv1.Heartbeat) []ModuleView {
-	inRegistry := map[string]bool{} // name + "@" + digest
-	for _, m := range ms {
-		for _, v := range m.Versions {
-			inRegistry[m.Name+"@"+v.Digest] = true
-		}
+	served := make([]map[string]string, len(hbs))
+	for i, hb := range hbs {
+		served[i] = hb.GetModules()
 	}
-	hosts := map[string]map[string]int{} // name -> digest -> hosts
-	for _, hb := range hbs {
-		for name, digest := range hb.GetModules() {
-			if inRegistry[name+"@"+digest] {
-				continue
-			}
-			if hosts[name] == nil {
-				hosts[name] = map[string]int{}
-			}
-			hosts[name][digest]++
-		}
-	}
-	out := make([]ModuleView, 0, len(hosts))
-	for _, name := range slices.Sorted(maps.Keys(hosts)) {
-		v := ModuleView{Name: name, Source: SourceHost}
-		for _, d := range slices.Sorted(maps.Keys(hosts[name])) {
-			v.Digests = append(v.Digests, HostDigest{Digest: d, Hosts: hosts[name][d]})
-		}
-		out = append(out, v)
+	hms := modreg.HostModules(ms, served)
+	out := make([]ModuleView, 0, len(hms))
+	for _, hm := range hms {
+		out = append(out, ModuleView{Name: hm.Name, Source: SourceHost, Digests: hm.Digests})
 	}
 	return out
 }

@@ -485,42 +485,19 @@ func moduleViews(mods []modreg.Module, hbs []*wardv1.Heartbeat) []moduleView {
 }
 
 // hostModules are the modules live hosts serve of their own (their
-// --modules directory: the built-in ones): each name and digest no
-// registry version has, with how many hosts serve it.
+// --modules directory: the built-in ones), with how many hosts serve
+// each digest (modreg.HostModules).
 func hostModules(mods []modreg.Module, hbs []*wardv1.Heartbeat) []moduleView {
-	inRegistry := map[string]bool{} // name + digest
-	for _, m := range mods {
-		for _, v := range m.Versions {
-			inRegistry[m.Name+"@"+v.Digest] = true
-		}
+	served := make([]map[string]string, len(hbs))
+	for i, hb := range hbs {
+		served[i] = hb.GetModules()
 	}
-	hosts := map[string]map[string]int{} // name -> digest -> hosts
-	for _, hb := range hbs {
-		for name, digest := range hb.GetModules() {
-			if inRegistry[name+"@"+digest] {
-				continue
-			}
-			if hosts[name] == nil {
-				hosts[name] = map[string]int{}
-			}
-			hosts[name][digest]++
-		}
-	}
-	names := make([]string, 0, len(hosts))
-	for name := range hosts {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	out := make([]moduleView, 0, len(names))
-	for _, name := range names {
-		mv := moduleView{Name: name, Source: "host", Versions: []moduleVersionView{}}
-		digests := make([]string, 0, len(hosts[name]))
-		for d := range hosts[name] {
-			digests = append(digests, d)
-		}
-		slices.Sort(digests)
-		for _, d := range digests {
-			mv.Versions = append(mv.Versions, moduleVersionView{Version: modreg.Version{Name: name, Digest: d}, Hosts: hosts[name][d]})
+	hms := modreg.HostModules(mods, served)
+	out := make([]moduleView, 0, len(hms))
+	for _, hm := range hms {
+		mv := moduleView{Name: hm.Name, Source: "host", Versions: []moduleVersionView{}}
+		for _, d := range hm.Digests {
+			mv.Versions = append(mv.Versions, moduleVersionView{Version: modreg.Version{Name: hm.Name, Digest: d.Digest}, Hosts: d.Hosts})
 		}
 		out = append(out, mv)
 	}
