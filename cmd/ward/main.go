@@ -29,6 +29,9 @@ func main() {
 			os.Exit(ee.code)
 		}
 		fmt.Fprintln(os.Stderr, "ward:", err)
+		if errors.Is(err, context.Canceled) {
+			os.Exit(130) // Ctrl-C: what it stopped says so
+		}
 		if errors.Is(err, client.ErrRefused) {
 			// Refused before it ran (tenant_mismatch, a payload too
 			// large, a rate limit): the job did not end as asked, as
@@ -154,14 +157,16 @@ func signalContext() (context.Context, context.CancelFunc) {
 }
 
 // dial connects a client command to NATS and gives it a context that ends
-// after timeout; done closes both.
+// after timeout, or at Ctrl-C (SIGINT) or SIGTERM, so that a command
+// following a job says what it leaves behind; done closes both.
 func (g *globals) dial(timeout time.Duration) (*client.Client, context.Context, func(), error) {
 	c, err := client.Dial(client.NATSURL(g.natsURL), g.clientOptions())
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	return c, ctx, func() { cancel(); c.Close() }, nil
+	sctx, stop := signalContext()
+	ctx, cancel := context.WithTimeout(sctx, timeout)
+	return c, ctx, func() { cancel(); stop(); c.Close() }, nil
 }
 
 // clientOptions say who a client command is, and how it reaches NATS.
