@@ -318,7 +318,20 @@ func TestBrowserJobs(t *testing.T) {
 	if b.eval(`window.wardNoReload === true`) != true {
 		t.Error("the page reloaded to show the job")
 	}
+	// Its row says how long it took, counted no more once it ended
+	// (issue 30).
+	b.until("its row to say how long it took", `/^\d+(\.\d)? m?s$/.test(document.querySelector('#jobs tr[data-job="`+id+`"] td[data-field="took"]').textContent) && !document.querySelector('#jobs tr[data-job="`+id+`"] td[data-field="took"][data-running]')`)
 	b.check("jobs")
+	// The search box opens a job by its id (issue 30).
+	b.do("find the job by its id",
+		chromedp.SendKeys(chromedp.CSS("#job-search-id"), id),
+		chromedp.Submit(chromedp.CSS("#job-search-id")),
+		chromedp.WaitVisible(chromedp.CSS("#job-took")),
+	)
+	if loc := b.location(); !strings.HasSuffix(loc, "/ui/jobs/"+id) {
+		t.Errorf("searching job %s lands at %s", id, loc)
+	}
+	b.do("back to the jobs", chromedp.Navigate(b.url+"/ui/jobs"), chromedp.WaitVisible(chromedp.CSS("#jobs")))
 
 	b.do("open the job", chromedp.Click(chromedp.CSS(`#jobs tr[data-job="`+id+`"] a`)), chromedp.WaitVisible(chromedp.CSS("#result")))
 	if st := b.text("#job-state"); st != "SUCCEEDED" {
@@ -407,7 +420,32 @@ func TestBrowserJobs(t *testing.T) {
 	if n := b.eval(`Array.from(document.querySelectorAll('#tasks td[data-field="job"] a')).filter(a => a.textContent === "` + run + `-" + a.closest("tr").dataset.task && a.getAttribute("href") === "/ui/jobs/" + a.textContent).length`); n != float64(4) {
 		t.Errorf("%v of the run's 4 tasks link their own job by its whole id", n)
 	}
+	// Each task says when its job ran and how long it took (issue 30).
+	if n := b.eval(`Array.from(document.querySelectorAll('#tasks td[data-field="took"]')).filter(td => /\d/.test(td.textContent)).length`); n != float64(4) {
+		t.Errorf("%v of the run's 4 tasks say how long they took", n)
+	}
 	b.check("workflow-run")
+	// A code review's report: its Markdown rendered without the script
+	// or the javascript: link it holds, its findings a table (issue 30).
+	st, body = s.call(t, s.Acme, "POST", "/v1/runs", map[string]any{"definition": reviewDef, "input": codeReview()})
+	if st != http.StatusAccepted {
+		t.Fatalf("run: %d %s", st, body)
+	}
+	review := object(t, body)["run_id"].(string)
+	b.do("open the review", chromedp.Navigate(b.url+"/ui/workflows/"+review), chromedp.WaitVisible(chromedp.CSS("#report-md h3")))
+	if h := b.text("#report-md h3"); h != "Code review" {
+		t.Errorf("the report's heading: %q", h)
+	}
+	if n := b.eval(`document.querySelectorAll('#report-md script, a[href^="javascript"], #main [style]').length`); n != float64(0) {
+		t.Errorf("the report puts %v scripts, javascript: links or styles in the page", n)
+	}
+	if w := b.eval(`Array.from(document.querySelectorAll('#findings td[data-field="where"]')).map(td => td.textContent).join(" ")`); w != "a.go:3 z.go:1 a.go:12 b.go:9" {
+		t.Errorf("the findings: %q", w)
+	}
+	if v := b.eval(`document.getElementById("outputs-details").open === false && document.getElementById("outputs-json").textContent.indexOf('"findings"') >= 0`); v != true {
+		t.Errorf("the outputs' JSON is not kept, closed")
+	}
+	b.check("workflow-report")
 	b.do("the workflows", chromedp.Navigate(b.url+"/ui/workflows"), chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="`+run+`"]`)))
 	row := `#runs tr[data-run="` + run + `"]`
 	if id := b.text(row + ` a[data-field="run"]`); id != run {

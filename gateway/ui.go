@@ -79,7 +79,8 @@ func (s *Server) keyLister() KeyLister {
 	return nil
 }
 
-// uiPage is what a page handler returns: its template and data.
+// uiPage is what a page handler returns: its template and data; nil
+// (with no error) when the handler has answered itself (a redirect).
 type uiPage struct {
 	// Template is the page's file under web/templates, without .html.
 	Template string
@@ -167,6 +168,9 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, scope string,
 	if err != nil {
 		s.renderError(w, r, v, err)
 		return
+	}
+	if pg == nil {
+		return // the handler answered itself (a redirect)
 	}
 	v.Title, v.Data = pg.Title, pg.Data
 	s.render(w, pg.Template, pg.Status, v)

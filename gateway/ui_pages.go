@@ -142,6 +142,51 @@ func (j uiJob) Why() string {
 // ErrorKind is the code a failed job counts under.
 func (j uiJob) ErrorKind() string { return cmp.Or(j.ErrorCode, j.Reason, "unknown") }
 
+// End is when the job ended (Unix ms): its last event's time, else its
+// record's; 0 while it has not ended.
+func (j uiJob) End() int64 {
+	if !terminalStates[j.State] {
+		return 0
+	}
+	for i := len(j.Events) - 1; i >= 0; i-- {
+		if terminalStates[j.Events[i].State] && j.Events[i].At > 0 {
+			return j.Events[i].At
+		}
+	}
+	return j.Updated
+}
+
+// Start is when the job started to run (Unix ms): its first RUNNING
+// event, else its first DISPATCHED one; 0 when it has neither.
+func (j uiJob) Start() int64 {
+	var dispatched int64
+	for _, e := range j.Events {
+		switch {
+		case e.State == "RUNNING" && e.At > 0:
+			return e.At
+		case e.State == "DISPATCHED" && dispatched == 0:
+			dispatched = e.At
+		}
+	}
+	return dispatched
+}
+
+// Took is how long the job took, created to ended, or created to now
+// while it has not ended ("1.2 s"); "" without a creation time.
+func (j uiJob) Took() string {
+	if j.Created == 0 {
+		return ""
+	}
+	end := j.End()
+	if end == 0 {
+		end = time.Now().UnixMilli()
+	}
+	return fmtMS(max(0, end-j.Created))
+}
+
+// Running reports whether the job has not ended (its duration grows).
+func (j uiJob) Running() bool { return !terminalStates[j.State] }
+
 // Run is the workflow run the job is a step of, if any.
 func (j uiJob) Run() string { return j.Labels["ward.run"] }
 
@@ -280,23 +325,55 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal)
 
 type jobsFilter struct {
 	State, Topic, Tenant string
-	Limit                int
-	Cursor               string
+	// Since and Until bound the jobs' creation time as the user wrote
+	// them (a duration ago, RFC 3339 or Unix ms: client.ParseTime);
+	// SinceMS and UntilMS are them read, for the live rows.
+	Since, Until     string
+	SinceMS, UntilMS int64
+	Limit            int
+	Cursor           string
+}
+
+// Any reports whether the list is filtered (or paged).
+func (f jobsFilter) Any() bool {
+	return f.State != "" || f.Topic != "" || f.Tenant != "" || f.Since != "" || f.Until != "" || f.Cursor != ""
+}
+
+// query is the filter as the page's query string has it (no cursor).
+func (f jobsFilter) query() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"state": f.State, "topic": f.Topic, "tenant": f.Tenant, "since": f.Since, "until": f.Until} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if f.Limit != uiPageSize {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	return q
 }
 
 type jobsData struct {
 	Jobs   []uiJob
 	Filter jobsFilter
 	States []string
-	// Next is the next page's URL; "" on the last.
-	Next string
+	// Next is the next page's URL; "" on the last. Newest is the first
+	// page's, with the same filters.
+	Next, Newest string
 	// First is whether this is the first page (live rows are added there).
 	First bool
 }
 
 func (s *Server) uiJobs(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	in := r.URL.Query()
-	f := jobsFilter{State: strings.ToUpper(in.Get("state")), Topic: in.Get("topic"), Tenant: in.Get("tenant"), Limit: uiPageSize, Cursor: in.Get("cursor")}
+	// The search box: a job's whole id goes to its page (which says when
+	// there is no such job).
+	if id := strings.TrimSpace(in.Get("id")); id != "" {
+		http.Redirect(w, r, "/ui/jobs/"+url.PathEscape(id), http.StatusSeeOther)
+		return nil, nil
+	}
+	f := jobsFilter{State: strings.ToUpper(in.Get("state")), Topic: in.Get("topic"), Tenant: in.Get("tenant"),
+		Since: strings.TrimSpace(in.Get("since")), Until: strings.TrimSpace(in.Get("until")), Limit: uiPageSize, Cursor: in.Get("cursor")}
 	var err error
 	if f.Limit, err = limitParam(r, uiPageSize); err != nil {
 		return nil, err
@@ -307,21 +384,33 @@ func (s *Server) uiJobs(w http.ResponseWriter, r *http.Request, p Principal) (*u
 			q.Set(k, v)
 		}
 	}
+	// since and until are read once, here, so that the list and its live
+	// rows use the same times.
+	for _, t := range []struct {
+		name, in string
+		ms       *int64
+	}{{"since", f.Since, &f.SinceMS}, {"until", f.Until, &f.UntilMS}} {
+		if t.in == "" {
+			continue
+		}
+		ms, err := parseTime(t.in)
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, CodeBadRequest, "%s: %v", t.name, err)
+		}
+		*t.ms = ms
+		q.Set(t.name, strconv.FormatInt(ms, 10))
+	}
 	l, err := s.readJobs(r, p, q)
 	if err != nil {
 		return nil, err
 	}
 	d := jobsData{Jobs: l.Jobs, Filter: f, States: jobStates, First: f.Cursor == ""}
+	d.Newest = "/ui/jobs"
+	if fq := f.query(); len(fq) > 0 {
+		d.Newest += "?" + fq.Encode()
+	}
 	if l.NextCursor != "" {
-		next := url.Values{}
-		for k, v := range map[string]string{"state": f.State, "topic": f.Topic, "tenant": f.Tenant} {
-			if v != "" {
-				next.Set(k, v)
-			}
-		}
-		if f.Limit != uiPageSize {
-			next.Set("limit", strconv.Itoa(f.Limit))
-		}
+		next := f.query()
 		next.Set("cursor", l.NextCursor)
 		d.Next = "/ui/jobs?" + next.Encode()
 	}
@@ -334,6 +423,9 @@ type jobData struct {
 	Placement string
 	Timeline  template.HTML
 	Result    string
+	// Report is the result read as a report (a JSON object with a
+	// "markdown" string or a "findings" list); nil when it is none.
+	Report *uiReport
 }
 
 func (s *Server) uiJob(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
@@ -351,6 +443,7 @@ func (s *Server) uiJob(w http.ResponseWriter, r *http.Request, p Principal) (*ui
 	switch {
 	case len(j.Result) > 0:
 		d.Result = prettyJSON(j.Result)
+		d.Report = readReport(j.Result)
 	case j.ResultText != nil:
 		d.Result = *j.ResultText
 	case j.ResultBase64 != "":
@@ -627,6 +720,12 @@ type uiTask struct {
 	Error      string          `json:"error"`
 	Output     json.RawMessage `json:"output"`
 	OutputText string          `json:"output_text"`
+	// Timing, from the task's job (the run's record has none): when it
+	// started to run and ended, Unix ms (End 0 while it runs), and how
+	// long that took; Timed says the job was read.
+	Started, Ended int64  `json:"-"`
+	Took           string `json:"-"`
+	Timed          bool   `json:"-"`
 }
 
 type uiRunEvent struct {
@@ -749,6 +848,60 @@ type runData struct {
 	Definition string
 	Outputs    string
 	Running    bool
+	// Report is the outputs read as a report (repo.code_review's); nil
+	// when they are none.
+	Report *uiReport
+	// Took is how long the run took (or has run); Untimed how many of its
+	// tasks' jobs were not read for their timing (past uiTaskTimings).
+	Took    string
+	Untimed int
+}
+
+// uiTaskTimings bounds the jobs a run's page reads for its tasks' timing
+// (one read of a job per task, runCountWorkers at a time), and
+// uiTaskTimingsLive while the run runs: its page reloads every 2 s.
+const (
+	uiTaskTimings     = 200
+	uiTaskTimingsLive = 32
+)
+
+// taskTimes reads each task's job (one API call a task, the first limit
+// of them) for when it started to run and ended: the run's
+// record carries no times for its tasks. It returns how many tasks with
+// a job it left out.
+func (s *Server) taskTimes(r *http.Request, p Principal, tasks []uiTask, limit int) int {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runCountWorkers)
+	read, left := 0, 0
+	now := time.Now().UnixMilli()
+	for i := range tasks {
+		if tasks[i].JobID == "" {
+			continue
+		}
+		if read == limit {
+			left++
+			continue
+		}
+		read++
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(t *uiTask) {
+			defer func() { <-sem; wg.Done() }()
+			var j uiJob
+			if err := s.apiCall(r, p, s.getJob, url.Values{"result": {"false"}}, map[string]string{"id": t.JobID}, &j); err != nil {
+				return
+			}
+			t.Started = cmp.Or(j.Start(), j.Created)
+			t.Ended = j.End()
+			end := cmp.Or(t.Ended, now)
+			if t.Started > 0 {
+				t.Took = fmtMS(max(0, end-t.Started))
+			}
+			t.Timed = true
+		}(&tasks[i])
+	}
+	wg.Wait()
+	return left
 }
 
 func (s *Server) uiRun(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
@@ -756,7 +909,20 @@ func (s *Server) uiRun(w http.ResponseWriter, r *http.Request, p Principal) (*ui
 	if err := s.apiCall(r, p, s.getRun, url.Values{"events": {"true"}}, map[string]string{"id": r.PathValue("id")}, &run); err != nil {
 		return nil, err
 	}
-	d := runData{Run: run, Running: run.State == "RUNNING", Outputs: prettyJSON(run.Outputs)}
+	d := runData{Run: run, Running: run.State == "RUNNING", Outputs: prettyJSON(run.Outputs), Report: readReport(run.Outputs)}
+	if run.Created > 0 {
+		end := run.Updated
+		if d.Running || end < run.Created {
+			end = time.Now().UnixMilli()
+		}
+		d.Took = fmtMS(end - run.Created)
+	}
+	limit := uiTaskTimings
+	if d.Running {
+		limit = uiTaskTimingsLive
+	}
+	d.Untimed = s.taskTimes(r, p, run.Tasks, limit)
+	d.Run.Tasks = run.Tasks
 	src := run.DefText
 	if src == "" && len(run.Definition) > 0 {
 		src = string(run.Definition)

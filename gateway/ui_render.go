@@ -165,6 +165,7 @@ var uiFuncs = template.FuncMap{
 	"pct":   func(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) + "%" },
 	"join":  strings.Join,
 	"add":   func(a, b int) int { return a + b },
+	"sub":   func(a, b int64) int64 { return a - b },
 	"float": func(n int) float64 { return float64(n) },
 	"int64": func(n int) int64 { return int64(n) },
 	"has":   func(l []string, s string) bool { return slices.Contains(l, s) },

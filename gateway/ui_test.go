@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/gateway"
@@ -412,5 +413,181 @@ func TestUIOverviewErrors(t *testing.T) {
 	}
 	if !strings.Contains(page, `<span class="n" id="dlq-count">2</span>`) {
 		t.Errorf("the DLQ count: %q", regexp.MustCompile(`id="dlq-count">[^<]*`).FindString(page))
+	}
+}
+
+// codeReview is a code review's report (repo.code_review's outputs), its
+// Markdown hostile: a script, javascript: links (issue 30).
+func codeReview() map[string]any {
+	return map[string]any{
+		"markdown": "# Code review\n\nSome *findings*.\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1)) and [the docs](/ui/workflows)\n\n## By rule\n\n| rule | n |\n|------|---|\n| unused | 1 |\n",
+		"findings": []map[string]any{
+			{"file": "b.go", "line": 9, "rule": "gofmt", "severity": "info", "message": "not formatted"},
+			{"file": "z.go", "line": 1, "rule": "sql-injection", "severity": "error", "message": "query built from input"},
+			{"file": "a.go", "line": 12, "rule": "unused", "severity": "warning", "message": "x is unused"},
+			{"file": "a.go", "line": 3, "rule": "hardcoded-secret", "severity": "error", "message": "a key in code"},
+		},
+		"summary": map[string]any{"files": 3, "findings": 4},
+	}
+}
+
+// reviewDef is a workflow that ends with the report its input is.
+const reviewDef = "name: review\nsteps:\n  - id: report\n    topic: job.echo\n    payload: '${{ input }}'\noutputs:\n  markdown: steps.report.output.markdown\n  findings: steps.report.output.findings\n  summary: steps.report.output.summary\n"
+
+var (
+	reportMDRE = regexp.MustCompile(`(?s)<div class="md" id="report-md">(.*?)</div>`)
+	whereRE    = regexp.MustCompile(`data-field="where">([^<]*)<`)
+	tookRE     = regexp.MustCompile(`^(\d+ ms|\d+\.\d s|[0-9hms]+)$`)
+)
+
+// checkReport checks a page that shows codeReview: its Markdown as HTML,
+// safe; its findings as a table, by severity then file; its JSON kept.
+func checkReport(t *testing.T, name, page, jsonID string) {
+	t.Helper()
+	m := reportMDRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("%s: no rendered report: %.3000s", name, page)
+	}
+	md := m[1]
+	if !strings.Contains(md, "<h3>Code review</h3>") || !strings.Contains(md, "<h4>By rule</h4>") || !strings.Contains(md, "<td>unused</td>") ||
+		!strings.Contains(md, `<a href="/ui/workflows">the docs</a>`) {
+		t.Errorf("%s: the report's Markdown is not rendered: %s", name, md)
+	}
+	if strings.Contains(md, "<script") || strings.Contains(page, "<script>alert") || strings.Contains(strings.ToLower(page), `href="javascript`) || strings.Contains(md, "style=") {
+		t.Errorf("%s: the report's Markdown injects markup: %s", name, md)
+	}
+	var where []string
+	for _, w := range whereRE.FindAllStringSubmatch(page, -1) {
+		where = append(where, w[1])
+	}
+	if got := strings.Join(where, " "); got != "a.go:3 z.go:1 a.go:12 b.go:9" {
+		t.Errorf("%s: the findings' rows: %q, want by severity, then file", name, got)
+	}
+	if !strings.Contains(page, `<span class="badge sev-error" data-field="severity">error</span></td><td data-field="rule"><code>hardcoded-secret</code></td>`) {
+		t.Errorf("%s: the first finding's severity and rule: %s", name, regexp.MustCompile(`(?s)<table class="t" id="findings">.*?</table>`).FindString(page))
+	}
+	if !regexp.MustCompile(`(?s)<details[^>]*><summary>[a-z]+ as JSON</summary><pre class="json" id="` + jsonID + `">.*&#34;markdown&#34;`).MatchString(page) {
+		t.Errorf("%s: the JSON is not kept in a <details>", name)
+	}
+}
+
+// TestUIReport: a code review's report renders on its run's page and on
+// its job's: Markdown as HTML (raw HTML escaped, no javascript: links),
+// the findings as a table, the JSON kept; and the run's tasks show their
+// timing (issue 30).
+func TestUIReport(t *testing.T) {
+	s := start(t, sysOptions{})
+	se := s.login(t, s.Acme)
+	// A job whose result is the report (echo gives back its payload).
+	st, b := s.call(t, s.Acme, "POST", "/v1/jobs", map[string]any{"topic": "job.echo", "payload": codeReview()})
+	if st != http.StatusAccepted {
+		t.Fatalf("submit: %d %s", st, b)
+	}
+	id := object(t, b)["job_id"].(string)
+	s.waitJob(t, s.Acme, id)
+	st, page := se.get("/ui/jobs/" + id)
+	if st != http.StatusOK {
+		t.Fatalf("the job's page: %d %.300s", st, page)
+	}
+	checkReport(t, "the job's page", page, "result")
+	if m := regexp.MustCompile(`id="job-took" data-created="\d+">([^<]*)<`).FindStringSubmatch(page); m == nil || !tookRE.MatchString(m[1]) {
+		t.Errorf("the job's page does not say how long it took: %q", m)
+	}
+
+	// A run whose outputs are the report.
+	st, b = s.call(t, s.Acme, "POST", "/v1/runs", map[string]any{"definition": reviewDef, "input": codeReview()})
+	if st != http.StatusAccepted {
+		t.Fatalf("run: %d %s", st, b)
+	}
+	runID := object(t, b)["run_id"].(string)
+	waitFor(t, func() bool {
+		_, b := s.call(t, s.Acme, "GET", "/v1/runs/"+runID, nil)
+		return object(t, b)["state"] == "SUCCEEDED"
+	})
+	st, page = se.get("/ui/workflows/" + runID)
+	if st != http.StatusOK {
+		t.Fatalf("the run's page: %d %.300s", st, page)
+	}
+	checkReport(t, "the run's page", page, "outputs-json")
+	row := regexp.MustCompile(`<tr data-task="report">.*?</tr>`).FindString(page)
+	started := regexp.MustCompile(`data-field="started">(\d\d:\d\d:\d\d\.\d\d\d)<`).FindStringSubmatch(row)
+	ended := regexp.MustCompile(`data-field="ended">(\d\d:\d\d:\d\d\.\d\d\d)<`).FindStringSubmatch(row)
+	took := regexp.MustCompile(`data-field="took">([^<]*)<`).FindStringSubmatch(row)
+	if started == nil || ended == nil || took == nil || !tookRE.MatchString(took[1]) {
+		t.Errorf("the run's task has no timing: %s", row)
+	}
+	if !regexp.MustCompile(`took <span id="run-took">[^<]+</span>`).MatchString(page) {
+		t.Errorf("the run's page does not say how long the run took")
+	}
+}
+
+// TestUIJobSearch: the jobs page opens a job by its id (the page says
+// when there is none), filters by creation time (since, until) and keeps
+// the filters in its links and its live rows' filter; each row says how
+// long its job took (issue 30).
+func TestUIJobSearch(t *testing.T) {
+	s := start(t, sysOptions{})
+	var ids []string
+	for i := range 2 {
+		st, b := s.call(t, s.Acme, "POST", "/v1/jobs", map[string]any{"topic": "job.echo", "payload": i})
+		if st != http.StatusAccepted {
+			t.Fatalf("submit: %d %s", st, b)
+		}
+		id := object(t, b)["job_id"].(string)
+		s.waitJob(t, s.Acme, id)
+		ids = append(ids, id)
+	}
+	se := s.login(t, s.Acme)
+	st, page := se.get("/ui/jobs")
+	if st != http.StatusOK || !strings.Contains(page, `id="job-search-id"`) || !strings.Contains(page, `id="filter-since"`) || !strings.Contains(page, `id="filter-until"`) {
+		t.Fatalf("the jobs page has no search box or time filters: %d", st)
+	}
+	// Each row says how long its job took, created to ended.
+	for _, id := range ids {
+		row := regexp.MustCompile(`(?s)<tr data-job="` + id + `".*?</tr>`).FindString(page)
+		m := regexp.MustCompile(`<td class="num mono" data-field="took" data-created="\d+">([^<]*)</td>`).FindStringSubmatch(row)
+		if m == nil || !tookRE.MatchString(m[1]) {
+			t.Errorf("job %s's row does not say how long it took: %s", id, row)
+		}
+	}
+	// The search box: a job's id opens its page; an unknown id says so.
+	if st, page := se.get("/ui/jobs?id=" + url.QueryEscape(ids[0])); st != http.StatusOK || !strings.Contains(page, `<h1>Job <span class="mono">`+ids[0]+`</span>`) {
+		t.Errorf("searching job %s: %d %.500s", ids[0], st, page)
+	}
+	if st, page := se.get("/ui/jobs?id=no-such-job"); st != http.StatusNotFound || !strings.Contains(page, "not found") {
+		t.Errorf("searching a job that is not: %d %.500s", st, page)
+	}
+	// since and until: the jobs created in the last hour are listed, none
+	// created an hour ago or before.
+	st, page = se.get("/ui/jobs?since=1h")
+	if st != http.StatusOK || !strings.Contains(page, `<tr data-job="`+ids[0]+`"`) || !strings.Contains(page, `<tr data-job="`+ids[1]+`"`) ||
+		!strings.Contains(page, `value="1h"`) || !regexp.MustCompile(`data-since="\d{13}" data-until=""`).MatchString(page) {
+		t.Errorf("since=1h: %d, the jobs listed %v, the filter kept %v", st, strings.Contains(page, ids[0]), strings.Contains(page, `value="1h"`))
+	}
+	st, page = se.get("/ui/jobs?until=1h")
+	if st != http.StatusOK || strings.Contains(page, `<tr data-job="`) || !strings.Contains(page, `id="no-jobs">No jobs match.`) ||
+		!regexp.MustCompile(`data-since="" data-until="\d{13}"`).MatchString(page) {
+		t.Errorf("until=1h: %d, rows %d", st, strings.Count(page, `<tr data-job="`))
+	}
+	if st, page := se.get("/ui/jobs?since=" + url.QueryEscape(time.Now().Add(time.Hour).UTC().Format(time.RFC3339))); st != http.StatusOK || strings.Contains(page, `<tr data-job="`) {
+		t.Errorf("since an hour from now: %d, rows %d", st, strings.Count(page, `<tr data-job="`))
+	}
+	if st, page := se.get("/ui/jobs?since=yesterday"); st != http.StatusBadRequest || !strings.Contains(page, "since") {
+		t.Errorf("since=yesterday: %d %.300s", st, page)
+	}
+	// The next page keeps the filters, and its way back too.
+	_, page = se.get("/ui/jobs?since=1h&limit=1")
+	next := regexp.MustCompile(`<a href="([^"]+)" id="next-page"`).FindStringSubmatch(page)
+	if next == nil {
+		t.Fatalf("no next page of 1")
+	}
+	nextURL := strings.ReplaceAll(next[1], "&amp;", "&")
+	if !strings.Contains(nextURL, "since=1h") || !strings.Contains(nextURL, "limit=1") {
+		t.Errorf("the next page's link drops the filters: %s", nextURL)
+	}
+	_, page = se.get(nextURL)
+	newest := regexp.MustCompile(`<a href="([^"]+)" id="newest-page"`).FindStringSubmatch(page)
+	if newest == nil || strings.ReplaceAll(newest[1], "&amp;", "&") != "/ui/jobs?limit=1&since=1h" {
+		t.Errorf("the way back to the newest: %q", newest)
 	}
 }

@@ -73,6 +73,28 @@
   }
   function badge(state) { return el("span", { "class": "badge st-" + state }, state); }
 
+  // took says a duration in ms as the pages do (fmtMS): "830 ms",
+  // "1.2 s", "2m5s", "1h2m3s".
+  function took(ms) {
+    ms = Math.max(0, Math.round(ms));
+    if (ms < 1000) return ms + " ms";
+    if (ms < 60000) return (ms / 1000).toFixed(1) + " s";
+    var s = Math.round(ms / 1000), h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
+    s = s % 60;
+    return (h ? h + "h" + m + "m" : m + "m") + s + "s";
+  }
+
+  // A job's duration that still grows (data-running, data-created: Unix
+  // ms) is counted on, every second, until the job ends.
+  function tickDurations() {
+    var now = Date.now();
+    document.querySelectorAll('[data-running="true"][data-created]').forEach(function (e) {
+      var c = +e.dataset.created;
+      if (c) e.textContent = took(now - c);
+    });
+  }
+  if (document.querySelector("[data-created]") || document.getElementById("jobs")) setInterval(tickDurations, 1000);
+
   // ------------------------------------------------------------ buttons
 
   // <button data-post="/v1/..." data-method="DELETE" data-confirm="..." data-done="..." data-then="reload">
@@ -133,6 +155,9 @@
     tr.appendChild(el("td", null, j.tenant_id || ""));
     tr.appendChild(el("td", { "data-field": "worker" }, j.worker_id || ""));
     tr.appendChild(el("td", { "class": "mono" }, ts(j.created_at_unix_ms)));
+    var ended = TERMINAL[j.state] ? (j.updated_at_unix_ms || Date.now()) : Date.now();
+    tr.appendChild(el("td", { "class": "num mono", "data-field": "took", "data-created": String(j.created_at_unix_ms || 0),
+      "data-running": TERMINAL[j.state] ? null : "true" }, j.created_at_unix_ms ? took(ended - j.created_at_unix_ms) : ""));
     var problem = [j.error_code, j.error_message].filter(Boolean).join(": ");
     // A job the scheduler failed (no pool, retries spent) has no error of
     // its own: its reason code says why.
@@ -152,6 +177,10 @@
     if (d.state && j.state !== d.state) return false;
     if (d.topic && j.topic !== d.topic) return false;
     if (d.tenant && j.tenant_id !== d.tenant) return false;
+    // since and until bound the creation time: since <= created < until.
+    var created = j.created_at_unix_ms || 0;
+    if (d.since && created < +d.since) return false;
+    if (d.until && created >= +d.until) return false;
     return true;
   }
 
@@ -189,6 +218,11 @@
     if (b) { b.textContent = ev.state; b.className = "badge st-" + ev.state; }
     if (ev.worker_id) { var w = tr.querySelector('[data-field="worker"]'); if (w) w.textContent = ev.worker_id; }
     if (TERMINAL[ev.state]) {
+      var tk = tr.querySelector('[data-field="took"]');
+      if (tk) {
+        tk.removeAttribute("data-running");
+        if (at && +tk.dataset.created) tk.textContent = took(at - tk.dataset.created);
+      }
       var problem = ev.error_message !== undefined ? [ev.error_code, ev.error_message].filter(Boolean).join(": ")
         : (ev.state === "SUCCEEDED" ? "" : [ev.reason, ev.message].filter(Boolean).join(": "));
       if (!problem && ev.state !== "SUCCEEDED") problem = ev.reason || "";
