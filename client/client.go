@@ -540,6 +540,19 @@ func (c *Client) Get(ctx context.Context, id string, includeResult bool) (*wardv
 	return rec, nil
 }
 
+// Context returns job id's context as it was submitted, when the job
+// store holds it (nil for one stored by pointer: context_ptr names it).
+func (c *Client) Context(ctx context.Context, id string) ([]byte, error) {
+	reply := &wardv1.GetJobReply{}
+	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectJobGet, c.scope()), &wardv1.GetJobRequest{JobId: id, IncludeContext: true}, reply); err != nil {
+		return nil, err
+	}
+	if reply.GetError() != "" && reply.GetJob() == nil {
+		return nil, errors.New(reply.GetError())
+	}
+	return reply.GetJob().GetContext(), nil
+}
+
 // putContext stores a context too large for a message in tenant's
 // context bucket and returns its pointer. A tenant may configure no stream
 // (auth/perms.go): when the bucket does not exist yet, it asks a scheduler

@@ -245,6 +245,14 @@ func TestAPI(t *testing.T) {
 	if st != http.StatusOK || strings.Contains(string(b), `"state":"PENDING"`) {
 		t.Errorf("filtered list: %d %s", st, b)
 	}
+	// The payload as submitted, asked for; not without the asking.
+	st, b = c.call(s.Acme, "GET", "/v1/jobs/"+id+"?context=true&result=false", nil)
+	if ctx, _ := object(t, b)["context"].(map[string]any); st != http.StatusOK || ctx == nil || ctx["hello"] == nil {
+		t.Errorf("the job with its context: %d %s", st, b)
+	}
+	if st, b = c.call(s.Acme, "GET", "/v1/jobs/"+id, nil); strings.Contains(string(b), `"context"`) {
+		t.Errorf("the job without asking for its context carries it: %d %s", st, b)
+	}
 	// since and until as the CLI writes them (README: since=1h): the
 	// last hour holds the job, the time before it none.
 	st, b = c.call(s.Acme, "GET", "/v1/jobs?since=1h&limit=100", nil)

@@ -207,6 +207,13 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request, p Principal) (an
 	if err != nil {
 		return nil, notFound(err, "job", r.PathValue("id"))
 	}
+	if r.URL.Query().Get("context") == "true" {
+		// The payload as submitted, read as the key's tenant (or admin)
+		// reads the job: none for a context stored by pointer.
+		if rec.Context, err = s.clientOf(p).Context(ctx, r.PathValue("id")); err != nil {
+			return nil, err
+		}
+	}
 	return view.Of(rec), nil
 }
 

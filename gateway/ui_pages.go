@@ -69,6 +69,9 @@ type uiJob struct {
 	Result         json.RawMessage   `json:"result"`
 	ResultText     *string           `json:"result_text"`
 	ResultBase64   string            `json:"result_base64"`
+	Context        json.RawMessage   `json:"context"`
+	ContextText    *string           `json:"context_text"`
+	ContextBase64  string            `json:"context_base64"`
 	Waiting        string            `json:"waiting"`
 	Deadline       int64             `json:"deadline_unix_ms"`
 	Resources      json.RawMessage   `json:"resources"`
@@ -426,15 +429,26 @@ type jobData struct {
 	// Report is the result read as a report (a JSON object with a
 	// "markdown" string or a "findings" list); nil when it is none.
 	Report *uiReport
+	// Payload is the job's context as submitted (JSON indented, text, or
+	// base64), when the job store holds it.
+	Payload string
 }
 
 func (s *Server) uiJob(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	id := r.PathValue("id")
 	var j uiJob
-	if err := s.apiCall(r, p, s.getJob, nil, map[string]string{"id": id}, &j); err != nil {
+	if err := s.apiCall(r, p, s.getJob, url.Values{"context": {"true"}}, map[string]string{"id": id}, &j); err != nil {
 		return nil, err
 	}
 	d := jobData{Job: j, Terminal: terminalStates[j.State], Timeline: svgTimeline(j.Events)}
+	switch {
+	case len(j.Context) > 0:
+		d.Payload = prettyJSON(j.Context)
+	case j.ContextText != nil:
+		d.Payload = *j.ContextText
+	case j.ContextBase64 != "":
+		d.Payload = "(bytes, base64) " + j.ContextBase64
+	}
 	for _, e := range j.Events {
 		if e.State == "SCHEDULED" && e.Message != "" {
 			d.Placement = e.Message

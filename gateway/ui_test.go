@@ -212,6 +212,9 @@ func TestUIPages(t *testing.T) {
 		{"/ui/jobs", id},
 		{"/ui/jobs?state=SUCCEEDED&topic=job.echo", id},
 		{"/ui/jobs/" + id, "OnlyWorkerAvailable"},
+		// The payload as submitted, escaped, on the job's page.
+		{"/ui/jobs/" + id, `<details id="payload"><summary>`},
+		{"/ui/jobs/" + id, "&#34;hi&#34;: 1"},
 		{"/ui/hosts", "gw-host"},
 		{"/ui/dlq", "Dead-letter queue"},
 		{"/ui/modules", "hello"},

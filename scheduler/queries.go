@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/jobstore"
 )
 
@@ -48,6 +49,13 @@ func (s *Scheduler) handleGet(ctx context.Context, msg *nats.Msg, q *wardv1.GetJ
 				reply.Error = "result unavailable: " + err.Error()
 			}
 		}
+		// The context as submitted, for its tenant (or an admin): the
+		// job store's blob; one by pointer its reader reads there.
+		if q.GetIncludeContext() && job.ContextPtr != "" && !bus.IsObjectPtr(job.ContextPtr) {
+			if rec.Context, err = s.cfg.Store.Blob(ctx, job.ContextPtr); err != nil && !errors.Is(err, jobstore.ErrNotFound) {
+				s.storeFailed("context", job.ID, err)
+			}
+		}
 		reply.Job = rec
 		s.fitReply(reply)
 	}
@@ -70,6 +78,13 @@ func (s *Scheduler) fitReply(reply *wardv1.GetJobReply) {
 		return
 	}
 	rec := reply.GetJob()
+	if n := len(rec.GetContext()); n > 0 {
+		// Asked for beside the record: the record goes without it.
+		rec.Context = nil
+		if int64(proto.Size(reply)) <= limit {
+			return
+		}
+	}
 	if n := len(rec.GetResult()); n > 0 {
 		rec.Result = nil
 		reply.Error = fmt.Sprintf("the result of job %s, %d bytes in the job store (%s), is too large for a reply (the NATS server takes messages of %d bytes at most)",

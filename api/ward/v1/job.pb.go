@@ -1453,7 +1453,12 @@ type JobRecord struct {
 	TraceId string `protobuf:"bytes,30,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
 	// result_digest is "sha256:<hex>" of a result at a nats-os:// result_ptr,
 	// as the job's host reported it: client.Get refuses bytes of any other.
-	ResultDigest  string `protobuf:"bytes,31,opt,name=result_digest,json=resultDigest,proto3" json:"result_digest,omitempty"`
+	ResultDigest string `protobuf:"bytes,31,opt,name=result_digest,json=resultDigest,proto3" json:"result_digest,omitempty"`
+	// context is the job's context as submitted (its payload), when the get
+	// asked for it (GetJobRequest.include_context) and the job store holds
+	// it (at most 512 KiB); a context stored by pointer in the tenant's
+	// bucket (context_ptr nats-os://) is not included.
+	Context       []byte `protobuf:"bytes,32,opt,name=context,proto3" json:"context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1705,13 +1710,23 @@ func (x *JobRecord) GetResultDigest() string {
 	return ""
 }
 
+func (x *JobRecord) GetContext() []byte {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
 // GetJobRequest asks a scheduler for one job, on sys.job.get.
 type GetJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	IncludeResult bool                   `protobuf:"varint,2,opt,name=include_result,json=includeResult,proto3" json:"include_result,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// include_context asks for the job's context as submitted
+	// (JobRecord.context), when the job store holds it.
+	IncludeContext bool `protobuf:"varint,3,opt,name=include_context,json=includeContext,proto3" json:"include_context,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GetJobRequest) Reset() {
@@ -1754,6 +1769,13 @@ func (x *GetJobRequest) GetJobId() string {
 func (x *GetJobRequest) GetIncludeResult() bool {
 	if x != nil {
 		return x.IncludeResult
+	}
+	return false
+}
+
+func (x *GetJobRequest) GetIncludeContext() bool {
+	if x != nil {
+		return x.IncludeContext
 	}
 	return false
 }
@@ -2214,7 +2236,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\finput_digest\x18\x06 \x01(\tR\vinputDigest\x12\x17\n" +
 	"\aeval_ns\x18\a \x01(\x03R\x06evalNs\x12\x16\n" +
 	"\x06cached\x18\b \x01(\bR\x06cached\x12+\n" +
-	"\x12decided_at_unix_ms\x18\t \x01(\x03R\x0fdecidedAtUnixMs\"\xd7\b\n" +
+	"\x12decided_at_unix_ms\x18\t \x01(\x03R\x0fdecidedAtUnixMs\"\xf1\b\n" +
 	"\tJobRecord\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +
@@ -2251,13 +2273,15 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x03log\x18\x1c \x01(\fR\x03log\x12#\n" +
 	"\rlog_truncated\x18\x1d \x01(\bR\flogTruncated\x12\x19\n" +
 	"\btrace_id\x18\x1e \x01(\tR\atraceId\x12#\n" +
-	"\rresult_digest\x18\x1f \x01(\tR\fresultDigest\x1a9\n" +
+	"\rresult_digest\x18\x1f \x01(\tR\fresultDigest\x12\x18\n" +
+	"\acontext\x18  \x01(\fR\acontext\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"v\n" +
 	"\rGetJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12%\n" +
-	"\x0einclude_result\x18\x02 \x01(\bR\rincludeResult\"I\n" +
+	"\x0einclude_result\x18\x02 \x01(\bR\rincludeResult\x12'\n" +
+	"\x0finclude_context\x18\x03 \x01(\bR\x0eincludeContext\"I\n" +
 	"\vGetJobReply\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.ward.v1.JobRecordR\x03job\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"\xde\x01\n" +
