@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -89,6 +91,119 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// MarshalYAML writes d as YAML that reads back as d: every string that
+// holds a line break is written double-quoted. yaml.v3 writes such a
+// string as a literal block, and one of line breaks alone ("\n") then
+// reads back as another ("") — FuzzWorkflow found it in a step's payload.
+func (d Definition) MarshalYAML() (any, error) {
+	type yamlStep struct {
+		ID           any      `yaml:"id"`
+		Topic        any      `yaml:"topic"`
+		Payload      any      `yaml:"payload,omitempty"`
+		DependsOn    []any    `yaml:"depends_on,omitempty"`
+		If           any      `yaml:"if,omitempty"`
+		ForEach      any      `yaml:"for_each,omitempty"`
+		MaxParallel  int      `yaml:"max_parallel,omitempty"`
+		Retries      *int     `yaml:"retries,omitempty"`
+		Timeout      Duration `yaml:"timeout,omitempty"`
+		AllowFailure bool     `yaml:"allow_failure,omitempty"`
+	}
+	type yamlDef struct {
+		Name        any            `yaml:"name"`
+		Description any            `yaml:"description,omitempty"`
+		Input       any            `yaml:"input,omitempty"`
+		Timeout     Duration       `yaml:"timeout,omitempty"`
+		MaxParallel int            `yaml:"max_parallel,omitempty"`
+		Steps       []yamlStep     `yaml:"steps"`
+		Outputs     map[string]any `yaml:"outputs,omitempty"`
+	}
+	y := yamlDef{Name: quoted(d.Name), Description: omitted(d.Description), Timeout: d.Timeout, MaxParallel: d.MaxParallel,
+		Steps: make([]yamlStep, len(d.Steps))}
+	if len(d.Input) > 0 {
+		y.Input = quoteLineBreaks(d.Input)
+	}
+	if len(d.Outputs) > 0 {
+		y.Outputs = make(map[string]any, len(d.Outputs))
+		for k, v := range d.Outputs {
+			y.Outputs[k] = quoted(v)
+		}
+	}
+	for i, st := range d.Steps {
+		ys := yamlStep{ID: quoted(st.ID), Topic: quoted(st.Topic), If: omitted(st.If), ForEach: omitted(st.ForEach),
+			MaxParallel: st.MaxParallel, Retries: st.Retries, Timeout: st.Timeout, AllowFailure: st.AllowFailure}
+		if st.Payload != nil {
+			ys.Payload = quoteLineBreaks(st.Payload)
+		}
+		for _, dep := range st.DependsOn {
+			ys.DependsOn = append(ys.DependsOn, quoted(dep))
+		}
+		y.Steps[i] = ys
+	}
+	if y.Steps == nil {
+		y.Steps = []yamlStep{}
+	}
+	return y, nil
+}
+
+// quoted is s as YAML writes it back: double-quoted when it holds a line
+// break (quoteLineBreaks).
+func quoted(s string) any {
+	if strings.ContainsAny(s, "\n\r") {
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s, Style: yaml.DoubleQuotedStyle}
+	}
+	return s
+}
+
+// omitted is quoted, or nil for "" (an omitempty field left out).
+func omitted(s string) any {
+	if s == "" {
+		return nil
+	}
+	return quoted(s)
+}
+
+// quoteLineBreaks returns v with every string in it that holds a line
+// break as a double-quoted scalar, keys too.
+func quoteLineBreaks(v any) any {
+	switch x := v.(type) {
+	case string:
+		return quoted(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = quoteLineBreaks(e)
+		}
+		return out
+	case map[string]any:
+		// A mapping node, so that a key with a line break is quoted too.
+		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			kn := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}
+			if strings.ContainsAny(k, "\n\r") {
+				kn.Style = yaml.DoubleQuotedStyle
+			}
+			vn := &yaml.Node{}
+			if err := vn.Encode(quoteLineBreaks(x[k])); err != nil {
+				return x
+			}
+			n.Content = append(n.Content, kn, vn)
+		}
+		return n
+	case map[any]any:
+		out := make(map[any]any, len(x))
+		for k, e := range x {
+			out[k] = quoteLineBreaks(e)
+		}
+		return out
+	}
+	return v
 }
 
 // MarshalYAML writes d as a duration string.
