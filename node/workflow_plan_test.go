@@ -15,6 +15,24 @@ import (
 	"github.com/ward-run/ward/sandbox"
 )
 
+// planModules builds the modules the seed workflow plan uses, with their
+// manifests.
+func planModules(t *testing.T) (map[string][]byte, map[string]*sandbox.Manifest) {
+	t.Helper()
+	mods, mans := map[string][]byte{}, map[string]*sandbox.Manifest{}
+	for _, name := range []string{"chat-advanced", "chat-simple", "echo"} {
+		src, err := os.ReadFile("../modules/" + name + "/manifest.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mans[name], err = sandbox.ParseManifest(src); err != nil {
+			t.Fatal(err)
+		}
+		mods[name] = wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/"+name)
+	}
+	return mods, mans
+}
+
 // TestSeedPlanWorkflow runs the seed workflow plan: a planner (chat-advanced
 // asking a fake Ollama) writes a plan, the scheduler checks it and runs it
 // as a child run whose steps are ordinary jobs. A plan that uses a topic
@@ -39,17 +57,7 @@ func TestSeedPlanWorkflow(t *testing.T) {
 		}
 	}))
 	defer ollama.Close()
-	mods, mans := map[string][]byte{}, map[string]*sandbox.Manifest{}
-	for _, name := range []string{"chat-advanced", "chat-simple", "echo"} {
-		src, err := os.ReadFile("../modules/" + name + "/manifest.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if mans[name], err = sandbox.ParseManifest(src); err != nil {
-			t.Fatal(err)
-		}
-		mods[name] = wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/"+name)
-	}
+	mods, mans := planModules(t)
 	e := start(t, node.Options{Modules: mods, Manifests: mans, Store: memoryStore(t), Capabilities: []string{"ollama"},
 		Services: map[string]string{"ollama": ollama.URL}})
 	acme := e.tenantClient(t, "acme")
@@ -122,17 +130,7 @@ func TestSeedPlanWorkflow(t *testing.T) {
 // and the run goes on to the deterministic plan, saying why, as the README
 // says, instead of failing.
 func TestSeedPlanWithoutOllamaHost(t *testing.T) {
-	mods, mans := map[string][]byte{}, map[string]*sandbox.Manifest{}
-	for _, name := range []string{"chat-advanced", "chat-simple", "echo"} {
-		src, err := os.ReadFile("../modules/" + name + "/manifest.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if mans[name], err = sandbox.ParseManifest(src); err != nil {
-			t.Fatal(err)
-		}
-		mods[name] = wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/"+name)
-	}
+	mods, mans := planModules(t)
 	e := start(t, node.Options{Modules: mods, Manifests: mans, Store: memoryStore(t)})
 	acme := e.tenantClient(t, "acme")
 	_, r := runWorkflow(t, acme, &wardv1.WorkflowRunRequest{RunId: "run-nohost", Name: "plan",
