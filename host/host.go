@@ -706,32 +706,49 @@ const (
 // scheduler and is retried.
 func (a *Agent) sendResult(ctx context.Context, res *wardv1.JobResult) {
 	subject := bus.ResultSubject(a.cfg.ID)
+	tries, err := untilAnswered(ctx, func(tctx context.Context) (bool, error) {
+		return false, a.cfg.Bus.Request(tctx, subject, res, &emptypb.Empty{})
+	}, func(err error) {
+		a.log.Warn("result not answered yet: sending it again", "job_id", res.GetJobId(), "attempt", res.GetAttempt(), "err", err)
+	})
+	if err != nil {
+		resultsUnanswered.Inc()
+		a.log.Error("result not answered by any scheduler: the job times out there and is retried", "job_id", res.GetJobId(),
+			"attempt", res.GetAttempt(), "tries", tries, "err", err)
+		return
+	}
+	lvl := slog.LevelDebug
+	if tries > 1 {
+		lvl = slog.LevelInfo
+	}
+	a.log.Log(ctx, lvl, "result answered", "job_id", res.GetJobId(), "attempt", res.GetAttempt(),
+		"status", strings.TrimPrefix(res.GetStatus().String(), "JOB_STATE_"), "code", res.GetErrorCode(), "tries", tries)
+}
+
+// untilAnswered calls try, each call bounded by resultTry, until it
+// succeeds, or says its failure is final, or ctx ends, or resultFor has
+// passed: again after 100 ms, doubling to resultWaitMax. again is called
+// at the first failure that will be tried again. It returns how many
+// tries it made and the last error; the tries past the first that
+// succeeded are counted in ward_host_result_resends_total.
+func untilAnswered(ctx context.Context, try func(context.Context) (final bool, err error), again func(error)) (int, error) {
 	deadline := time.Now().Add(resultFor)
 	wait := 100 * time.Millisecond
-	for try := 1; ; try++ {
+	for n := 1; ; n++ {
 		tctx, cancel := context.WithTimeout(ctx, resultTry)
-		err := a.cfg.Bus.Request(tctx, subject, res, &emptypb.Empty{})
+		final, err := try(tctx)
 		cancel()
 		if err == nil {
-			if try > 1 {
-				resultResends.Add(float64(try - 1))
+			if n > 1 {
+				resultResends.Add(float64(n - 1))
 			}
-			lvl := slog.LevelDebug
-			if try > 1 {
-				lvl = slog.LevelInfo
-			}
-			a.log.Log(ctx, lvl, "result answered", "job_id", res.GetJobId(), "attempt", res.GetAttempt(),
-				"status", strings.TrimPrefix(res.GetStatus().String(), "JOB_STATE_"), "code", res.GetErrorCode(), "tries", try)
-			return
+			return n, nil
 		}
-		if ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
-			resultsUnanswered.Inc()
-			a.log.Error("result not answered by any scheduler: the job times out there and is retried", "job_id", res.GetJobId(),
-				"attempt", res.GetAttempt(), "tries", try, "err", err)
-			return
+		if final || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+			return n, err
 		}
-		if try == 1 {
-			a.log.Warn("result not answered yet: sending it again", "job_id", res.GetJobId(), "attempt", res.GetAttempt(), "err", err)
+		if n == 1 {
+			again(err)
 		}
 		select {
 		case <-ctx.Done():

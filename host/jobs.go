@@ -142,6 +142,9 @@ func (t *jobTable) cancelled(id string, attempt int32) bool {
 	return seen && attempt <= m.attempt
 }
 
+// errPartRefused is a part of a result a scheduler refused for good.
+var errPartRefused = errors.New("refused")
+
 // putResult sends a result over bus.InlineResultMax to the schedulers in
 // parts of bus.ResultPartMax (bus.SubjectResultPart), in order, each again
 // until a scheduler answers it (as sendResult does): a host writes no
@@ -160,36 +163,26 @@ func (a *Agent) putResult(ctx context.Context, req *wardv1.JobRequest, data []by
 	for off := 0; off < len(data); off += bus.ResultPartMax {
 		q := &wardv1.ResultPart{JobId: req.GetJobId(), Attempt: req.GetAttempt(), Index: uint32(parts),
 			Data: data[off:min(off+bus.ResultPartMax, len(data))]}
-		deadline := time.Now().Add(resultFor)
-		wait := 100 * time.Millisecond
-		for try := 1; ; try++ {
+		tries, err := untilAnswered(ctx, func(tctx context.Context) (bool, error) {
 			reply := &wardv1.ResultPartReply{}
-			tctx, cancel := context.WithTimeout(ctx, resultTry)
-			err := a.cfg.Bus.Request(tctx, subject, q, reply)
-			cancel()
-			if err == nil && reply.GetCode() != "" {
-				return parts, fmt.Errorf("part %d of the result refused: %s", parts, reply.GetError())
+			if err := a.cfg.Bus.Request(tctx, subject, q, reply); err != nil {
+				return false, err
 			}
-			if err == nil && reply.GetError() == "" {
-				if try > 1 {
-					resultResends.Add(float64(try - 1))
-				}
-				break
+			switch {
+			case reply.GetCode() != "":
+				return true, fmt.Errorf("part %d of the result %w: %s", q.GetIndex(), errPartRefused, reply.GetError())
+			case reply.GetError() != "":
+				return false, errors.New(reply.GetError())
 			}
-			if err == nil {
-				err = errors.New(reply.GetError())
-			}
-			if ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
-				return parts, fmt.Errorf("part %d of the result not stored after %d tries: %w", parts, try, err)
-			}
-			if try == 1 {
-				a.log.Warn("result part not stored yet: sending it again", "job_id", req.GetJobId(), "attempt", req.GetAttempt(), "part", parts, "err", err)
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(wait):
-			}
-			wait = min(2*wait, resultWaitMax)
+			return false, nil
+		}, func(err error) {
+			a.log.Warn("result part not stored yet: sending it again", "job_id", req.GetJobId(), "attempt", req.GetAttempt(), "part", q.GetIndex(), "err", err)
+		})
+		if errors.Is(err, errPartRefused) {
+			return parts, err
+		}
+		if err != nil {
+			return parts, fmt.Errorf("part %d of the result not stored after %d tries: %w", parts, tries, err)
 		}
 		parts++
 	}
