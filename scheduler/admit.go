@@ -467,9 +467,8 @@ func (s *Scheduler) contextSize(ctx context.Context, ptr, tenant string) (int64,
 	if owner != tenant && !(owner == "_" && tenant == "") {
 		return 0, fmt.Sprintf("context %s belongs to another tenant", ptr)
 	}
-	s.objsOnce.Do(func() { s.objs, s.objsErr = bus.NewObjects(s.cfg.Bus) })
-	if s.objsErr != nil {
-		return 0, s.objsErr.Error()
+	if err := s.openObjects(); err != nil {
+		return 0, err.Error()
 	}
 	size, err := s.objs.Size(ctx, ptr)
 	if err != nil {

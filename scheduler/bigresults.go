@@ -106,9 +106,8 @@ func (s *Scheduler) tryResultBucket(ctx context.Context, tenant string, try *buc
 		return true
 	}
 	err := func() error {
-		s.objsOnce.Do(func() { s.objs, s.objsErr = bus.NewObjects(s.cfg.Bus) })
-		if s.objsErr != nil {
-			return s.objsErr
+		if err := s.openObjects(); err != nil {
+			return err
 		}
 		ctx, cancel := context.WithTimeout(ctx, resultBucketTimeout)
 		defer cancel()
@@ -162,6 +161,14 @@ func (s *Scheduler) handleBuckets(ctx context.Context, msg *nats.Msg, _ *emptypb
 // under NATS's max_payload (1 MiB by default) with its chunks of 128 KiB.
 const contextReplyMax = 768 << 10
 
+// openObjects opens the tenants' object stores (s.objs) on first use: the
+// sizes of contexts submitted by pointer, the result buckets, the contexts
+// served to hosts and the large results they send.
+func (s *Scheduler) openObjects() error {
+	s.objsOnce.Do(func() { s.objs, s.objsErr = bus.NewObjects(s.cfg.Bus) })
+	return s.objsErr
+}
+
 // handleContext serves the context of a job dispatched to the asking host
 // (the subject's), at the attempt it names, while the job is DISPATCHED or
 // RUNNING there: its tenant stored it in its bucket, which no host may
@@ -184,9 +191,8 @@ func (s *Scheduler) handleContext(ctx context.Context, msg *nats.Msg, q *wardv1.
 	case !bus.IsObjectPtr(job.ContextPtr):
 		reply.Error = "job " + job.ID + "'s context is not in its tenant's bucket: it travels in the ticket"
 	default:
-		s.objsOnce.Do(func() { s.objs, s.objsErr = bus.NewObjects(s.cfg.Bus) })
-		if s.objsErr != nil {
-			reply.Error = s.objsErr.Error()
+		if err := s.openObjects(); err != nil {
+			reply.Error = err.Error()
 			break
 		}
 		reply.Data, reply.Last, reply.Done, err = s.objs.ContextChunks(ctx, job.ContextPtr, job.PayloadSize, q.GetAfter(), q.GetOffset(), contextReplyMax)
@@ -229,9 +235,8 @@ func (s *Scheduler) handleResultPart(ctx context.Context, msg *nats.Msg, q *ward
 	case q.GetIndex() >= bus.ResultPartsMax || len(q.GetData()) > bus.ResultPartMax || len(q.GetData()) == 0:
 		refuse(fmt.Sprintf("part %d of %d bytes: a result is at most %d parts of 1 to %d bytes", q.GetIndex(), len(q.GetData()), bus.ResultPartsMax, bus.ResultPartMax))
 	default:
-		s.objsOnce.Do(func() { s.objs, s.objsErr = bus.NewObjects(s.cfg.Bus) })
-		if s.objsErr != nil {
-			reply.Error = s.objsErr.Error()
+		if err := s.openObjects(); err != nil {
+			reply.Error = err.Error()
 			break
 		}
 		if err := s.objs.PutResultPart(ctx, job.Tenant, job.ID, job.Attempt, int(q.GetIndex()), q.GetData()); err != nil {
@@ -263,9 +268,8 @@ func (s *Scheduler) sealResult(ctx context.Context, r *wardv1.JobResult, worker 
 	if size <= int64(bus.InlineResultMax) || size > bus.ResultMax || parts > bus.ResultPartsMax || int64(parts) < (size+bus.ResultPartMax-1)/bus.ResultPartMax {
 		return fmt.Sprintf("a result of %d bytes in %d parts: one over %d bytes and at most %d, in parts of at most %d", size, parts, bus.InlineResultMax, bus.ResultMax, bus.ResultPartMax), false
 	}
-	s.objsOnce.Do(func() { s.objs, s.objsErr = bus.NewObjects(s.cfg.Bus) })
-	if s.objsErr != nil {
-		s.log.Warn("result not sealed: the host sends it again", "job_id", job.ID, "err", s.objsErr)
+	if err := s.openObjects(); err != nil {
+		s.log.Warn("result not sealed: the host sends it again", "job_id", job.ID, "err", err)
 		return "", true
 	}
 	if _, err := s.objs.SealResult(ctx, job.Tenant, job.ID, job.Attempt, size, parts, r.GetResultDigest()); err != nil {

@@ -540,9 +540,8 @@ func (r *runner) output(ctx context.Context, job *jobstore.Job) (any, error) {
 	var err error
 	if isObjectResult(job) {
 		s := r.s
-		s.objsOnce.Do(func() { s.objs, s.objsErr = bus.NewObjects(s.cfg.Bus) })
-		if s.objsErr != nil {
-			return nil, s.objsErr
+		if err := s.openObjects(); err != nil {
+			return nil, err
 		}
 		b, err = s.objs.GetResult(ctx, job.Tenant, job.ResultPtr, job.ResultDigest, maxStepOutput)
 	} else {
