@@ -134,8 +134,14 @@ func TestTraceFollowsAJob(t *testing.T) {
 	if job.GetTraceId() != id.String() {
 		t.Errorf("the job's trace id %q, want the caller's %s", job.GetTraceId(), id)
 	}
-	// The result's span ends after the job's last event went out.
-	checkFor(t, 10*time.Second, func() bool { _, ok := spansOf(t, rec, id)["ward.result"]; return ok })
+	// The result's span ends after the job's last event went out, and the
+	// host's run span once the scheduler answered the result.
+	checkFor(t, 10*time.Second, func() bool {
+		spans := spansOf(t, rec, id)
+		_, result := spans["ward.result"]
+		_, run := spans["ward.run"]
+		return result && run
+	})
 	spans := spansOf(t, rec, id)
 	// Each span and its parent, in the job's order.
 	chain := []struct{ name, parent string }{
