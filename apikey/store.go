@@ -184,7 +184,11 @@ func decode(id string, value []byte) (*entry, error) {
 		return nil, errors.New("apikey: a record that is not its key's")
 	}
 	e := &entry{rec: st.Record}
-	if n, err := hex.Decode(e.hash[:], []byte(h)); err != nil || n != sha256.Size || len(h) != 2*sha256.Size {
+	// The length first: hex.Decode writes past a destination too short.
+	if len(h) != 2*sha256.Size {
+		return nil, errors.New("apikey: a record without a hash")
+	}
+	if n, err := hex.Decode(e.hash[:], []byte(h)); err != nil || n != sha256.Size {
 		return nil, errors.New("apikey: a record without a hash")
 	}
 	return e, nil
