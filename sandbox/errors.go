@@ -71,6 +71,9 @@ func classify(runCtx context.Context, err error, c *call) *RunError {
 			}
 		}
 		return &RunError{Code: reason.NotGranted, Message: msg}
+	case c.failed && c.inputRefused:
+		// ward.refuse: no attempt can run this input.
+		return &RunError{Code: reason.InputRefused, Message: c.failureMessage(nil)}
 	case c.failed || errors.Is(err, errModuleFailed):
 		// A module that called ward.fail and then exited (an SDK command)
 		// failed on its own terms: its exit code says nothing more.

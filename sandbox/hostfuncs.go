@@ -56,8 +56,10 @@ type call struct {
 
 	failed  bool
 	failMsg string
-	lastErr string
-	refused []string // capabilities refused, for reason.NotGranted
+	// inputRefused: the module failed with refuse, not fail.
+	inputRefused bool
+	lastErr      string
+	refused      []string // capabilities refused, for reason.NotGranted
 
 	logTokens    float64
 	logRefill    time.Time
@@ -156,6 +158,7 @@ func hostFunctions() []hostFunction {
 		{"context_read", []api.ValueType{i32, i32, i64}, i32r, hostContextRead},
 		{"output_write", []api.ValueType{i32, i32}, i32r, hostOutputWrite},
 		{"fail", []api.ValueType{i32, i32}, i32r, hostFail},
+		{"refuse", []api.ValueType{i32, i32}, i32r, hostRefuse},
 		{"log", []api.ValueType{i32, i32, i32}, i32r, hostLog},
 		{"progress", []api.ValueType{i32, i32, i32}, i32r, hostProgress},
 		{"job_info", []api.ValueType{i32, i32}, i32r, hostJobInfo},
@@ -263,6 +266,17 @@ func hostFail(c *call, mod api.Module, args []uint64) uint64 {
 	if c.failMsg == "" {
 		c.failMsg = "the module failed without a message"
 	}
+	return 0
+}
+
+// refuse(ptr, len) -> i32: fail, for an input no attempt can run (a
+// malformed request, a directory the job was not granted): the run fails
+// input_refused, and the scheduler does not try it again.
+func hostRefuse(c *call, mod api.Module, args []uint64) uint64 {
+	if r := hostFail(c, mod, args); r != 0 {
+		return r
+	}
+	c.inputRefused = true
 	return 0
 }
 

@@ -266,6 +266,8 @@ func hostileCases(mount string) []hostileCase {
 			code: reason.Exit, message: "exit code 3", exitCode: 3},
 		{name: "error", in: sandbox.Input{Payload: ask("fail", "bad input: want JSON")},
 			code: reason.ModuleError, message: "bad input: want JSON"},
+		{name: "refused input", in: sandbox.Input{Payload: ask("refuse", "dir /x is not mounted: grant it")},
+			code: reason.InputRefused, message: "dir /x is not mounted: grant it"},
 		{name: "ungranted http", in: sandbox.Input{Payload: ask("http", "http://example.com/"),
 			Grants: sandbox.Grants{HTTPHosts: []string{"example.org"}}},
 			code: reason.NotGranted, message: "host example.com is not granted"},

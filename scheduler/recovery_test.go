@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -177,7 +178,8 @@ func TestModes(t *testing.T) {
 }
 
 // TestRetries: a failed attempt is retried with backoff up to the job's
-// max_retries; the last failure goes to the DLQ max_retries_exceeded.
+// max_retries; the last failure goes to the DLQ max_retries_exceeded. An
+// attempt whose module refused its input is not retried.
 func TestRetries(t *testing.T) {
 	e := start(t, options{sched: "retries: {base: 10ms, max: 50ms}\nfailure_domains: {quarantine_failures: 0}\n", timeouts: `
 topics:
@@ -189,6 +191,9 @@ topics:
 		}
 		if strings.HasPrefix(req.GetJobId(), "broken") {
 			return outcome{fail: true, code: "trap"}
+		}
+		if strings.HasPrefix(req.GetJobId(), "refused") {
+			return outcome{fail: true, code: string(reason.InputRefused)}
 		}
 		return outcome{}
 	})
@@ -214,6 +219,16 @@ topics:
 	j = e.waitState(id, jobstore.Failed)
 	if j.Attempt != 3 || j.Reason != string(reason.MaxRetriesExceeded) || j.ErrorCode != "trap" || !e.inDLQ(id, string(reason.MaxRetriesExceeded)) {
 		t.Fatalf("broken job: attempt %d reason %q code %q", j.Attempt, j.Reason, j.ErrorCode)
+	}
+	// A refused input fails at once, whatever its retries: no attempt
+	// can run it. It ends with its own reason, in no DLQ.
+	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.a", JobId: "refused", Budget: &wardv1.Budget{MaxRetries: 3}})
+	j = e.waitState(id, jobstore.Failed)
+	if j.Attempt != 1 || j.Reason != string(reason.InputRefused) || j.ErrorCode != string(reason.InputRefused) {
+		t.Fatalf("refused job: attempt %d reason %q code %q", j.Attempt, j.Reason, j.ErrorCode)
+	}
+	if dlq, err := e.store.DLQ(context.Background(), "", 1000); err != nil || slices.ContainsFunc(dlq, func(d jobstore.DLQEntry) bool { return d.JobID == id }) {
+		t.Fatalf("the refused job is in the DLQ (%v)", err)
 	}
 	// No budget: the topic's max_retries (1) applies.
 	id = e.mustSubmit(&wardv1.JobRequest{Topic: "job.a", JobId: "broken-topic"})

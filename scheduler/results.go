@@ -288,7 +288,7 @@ func settled(err error) bool {
 // code, and would fail on any host.
 func hostAtFault(code string) bool {
 	switch reason.Code(code) {
-	case reason.ModuleError, reason.Exit, reason.Trap, reason.Timeout, reason.MemoryLimit,
+	case reason.ModuleError, reason.InputRefused, reason.Exit, reason.Trap, reason.Timeout, reason.MemoryLimit,
 		reason.OutputTooLarge, reason.NotGranted, reason.InputTooLarge, reason.Cancelled, reason.InputUnavailable:
 		return false
 	}
@@ -353,10 +353,12 @@ func (s *Scheduler) countFailure(ctx context.Context, worker, zone string) {
 }
 
 // retryOrEnd requeues a job whose attempt failed when its max_retries
-// allow another attempt and its deadline is not past, after an exponential
-// backoff with jitter; else it ends the job in to with reason cause (and the
-// attempt's error code and message, if any) — or, when it had retries,
-// with reason max_retries_exceeded and a DLQ entry. msg describes the
+// allow another attempt, its deadline is not past and its module did not
+// refuse its input (input_refused: no attempt can run it), after an
+// exponential backoff with jitter; else it ends the job in to with reason
+// cause (and the attempt's error code and message, if any) — or, when it
+// had retries left to spend or spent, with reason max_retries_exceeded and
+// a DLQ entry (a refused input ends with its own reason, in no DLQ). msg describes the
 // failure for the event log.
 //
 // It returns the store's error, having logged or counted it.
@@ -372,7 +374,8 @@ type ran struct {
 func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobstore.State, cause, code, errMsg, msg string, ran ran) error {
 	c := s.conf.load()
 	from, worker := job.State, job.WorkerID
-	if job.Attempt <= job.MaxRetries && (job.Deadline.IsZero() || time.Now().Before(job.Deadline)) {
+	final := reason.Code(code) == reason.InputRefused // no attempt can run it
+	if !final && job.Attempt <= job.MaxRetries && (job.Deadline.IsZero() || time.Now().Before(job.Deadline)) {
 		delay := c.sched.Retries.Delay(job.Attempt, rand.Float64())
 		t := jobstore.Transition{To: jobstore.Pending, From: from, IfWorker: worker, IfAttempt: job.Attempt, Reason: string(reason.Retry),
 			Message: fmt.Sprintf("attempt %d of %d failed (%s); retry in %s", job.Attempt, job.MaxRetries+1, msg, delay.Round(time.Millisecond)),
@@ -395,7 +398,7 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 		// the log says it ran, then how it ended, in one step.
 		t.Via, t.ViaMessage = jobstore.Running, startedMsg
 	}
-	dlq := job.MaxRetries > 0
+	dlq := job.MaxRetries > 0 && !final
 	if dlq {
 		t.Reason = string(reason.MaxRetriesExceeded)
 		t.Message = fmt.Sprintf("failed %d attempts, the last: %s", job.Attempt, msg)

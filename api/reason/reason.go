@@ -194,6 +194,11 @@ const (
 	// ModuleError: the guest reported a failure (ward.fail, or a non-zero
 	// result from ward_run); the message is its own.
 	ModuleError Code = "module_error"
+	// InputRefused: the guest refused its input as one no attempt can
+	// run (ward.refuse: a malformed request, a directory the job was not
+	// granted); the message is its own and says what to change. The job
+	// fails at once: it is not retried, and it goes to no DLQ.
+	InputRefused Code = "input_refused"
 	// Exit: the guest exited with a non-zero code, or panicked. The message
 	// is the guest's "panic:" or "fatal error:" line if it printed one,
 	// otherwise its last non-empty stderr line, followed by the exit code.
@@ -225,7 +230,7 @@ func All() []Code {
 		StaleResult,
 		HostNotAdmitted,
 		ModuleUnavailable, CapabilityMissing, InputUnavailable, ContextUnavailable, ResultUnavailable, Internal,
-		OutputTooLarge, Timeout, MemoryLimit, NotGranted, ModuleError, Exit, Trap, InputTooLarge,
+		OutputTooLarge, Timeout, MemoryLimit, NotGranted, ModuleError, InputRefused, Exit, Trap, InputTooLarge,
 		MountUnavailable,
 	}
 }

@@ -14,6 +14,7 @@ type localBackend struct {
 	// streamTo receives what the job streams; nothing when nil.
 	streamTo io.Writer
 	failure  string
+	refused  bool // the failure was a Refuse
 	jobInfo  Info
 }
 
@@ -38,6 +39,11 @@ func (b *localBackend) write(p []byte) error {
 func (b *localBackend) fail(msg string) {
 	b.failure = msg
 	fmt.Fprintf(b.logTo, "error: %s\n", msg)
+}
+
+func (b *localBackend) refuse(msg string) {
+	b.refused = true
+	b.fail(msg)
 }
 
 func (b *localBackend) log(level int, msg string) {

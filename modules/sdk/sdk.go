@@ -29,8 +29,10 @@
 // quickest way to try a module; RunLocal does the same in tests.
 //
 // A handler that returns an error fails its job with the error's message
-// (code module_error). A panic fails it too (code exit), and a pooled
-// instance that panicked is thrown away.
+// (code module_error), and the scheduler may try it again. An error made
+// with Refuse says that no attempt can run this input (code
+// input_refused): the job fails at once. A panic fails it too (code
+// exit), and a pooled instance that panicked is thrown away.
 package sdk
 
 import (
@@ -78,11 +80,37 @@ func serve(b backend) int32 {
 		err = ferr
 	}
 	if err != nil {
-		b.fail(err.Error())
+		if IsRefused(err) {
+			b.refuse(err.Error())
+		} else {
+			b.fail(err.Error())
+		}
 		return 1
 	}
 	return 0
 }
+
+// Refuse marks err as a refusal of the job's input: no attempt can run it
+// (a malformed request, a directory the job was not granted), so the job
+// fails at once with code input_refused instead of being tried again. Say
+// in err what the submitter should change. Refuse(nil) is nil.
+func Refuse(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &refusedError{err}
+}
+
+// IsRefused reports whether err, or one it wraps, was made by Refuse.
+func IsRefused(err error) bool {
+	var r *refusedError
+	return errors.As(err, &r)
+}
+
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
 
 // RunLocal runs h on input, in process, and returns what it wrote. Tests
 // use it to check a module's logic natively, without building wasm.
@@ -95,6 +123,9 @@ func RunLocal(h Handler, input []byte, opts ...LocalOption) ([]byte, error) {
 	handler = h
 	defer func() { handler = saved }()
 	if serve(b) != 0 {
+		if b.refused {
+			return b.output, Refuse(errors.New(b.failure))
+		}
 		return b.output, errors.New(b.failure)
 	}
 	return b.output, nil
@@ -169,7 +200,7 @@ func (j *Job) DecodeJSON(v any) error {
 		return err
 	}
 	if err := json.Unmarshal(in, v); err != nil {
-		return fmt.Errorf("input is not the JSON expected: %w", err)
+		return Refuse(fmt.Errorf("input is not the JSON expected: %w", err))
 	}
 	return nil
 }
@@ -333,6 +364,7 @@ type backend interface {
 	readInput(p []byte, off int64) (int, error)
 	write(p []byte) error
 	fail(msg string)
+	refuse(msg string)
 	log(level int, msg string)
 	progress(percent int, msg string)
 	info() Info

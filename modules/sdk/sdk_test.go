@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -26,8 +27,40 @@ func TestRunLocal(t *testing.T) {
 	if err != nil || string(out) != `{"job":"j1","out":"HEY"}`+"\n" || log.String() != "info: shouting 3 bytes\n" {
 		t.Fatalf("%q, %v, log %q", out, err, log.String())
 	}
-	if _, err := sdk.RunLocal(upper, nil); err == nil || err.Error() != "nothing to shout" {
-		t.Fatalf("failure: %v", err)
+	if _, err := sdk.RunLocal(upper, nil); err == nil || err.Error() != "nothing to shout" || sdk.IsRefused(err) {
+		t.Fatalf("failure: %v (refused: %v)", err, sdk.IsRefused(err))
+	}
+}
+
+// TestRefuse: an error made with Refuse, or a payload DecodeJSON cannot
+// read, is a refusal (input_refused: the job is not tried again), and the
+// message is the handler's.
+func TestRefuse(t *testing.T) {
+	wantObject := func(j *sdk.Job) error {
+		var v struct{ Dir string }
+		if err := j.DecodeJSON(&v); err != nil {
+			return err
+		}
+		if v.Dir == "" {
+			return sdk.Refuse(fmt.Errorf("no dir: send {\"dir\": ...}"))
+		}
+		return errors.New("the disk is busy")
+	}
+	for in, want := range map[string]struct {
+		msg     string
+		refused bool
+	}{
+		"[1]":           {"input is not the JSON expected", true},
+		"{}":            {"no dir: send", true},
+		`{"dir": "/x"}`: {"the disk is busy", false},
+	} {
+		_, err := sdk.RunLocal(wantObject, []byte(in))
+		if err == nil || !strings.Contains(err.Error(), want.msg) || sdk.IsRefused(err) != want.refused {
+			t.Errorf("%s: %v (refused: %v), want %q refused %v", in, err, sdk.IsRefused(err), want.msg, want.refused)
+		}
+	}
+	if sdk.Refuse(nil) != nil {
+		t.Error("Refuse(nil) is not nil")
 	}
 }
 

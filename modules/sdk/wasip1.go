@@ -27,6 +27,10 @@ func wardOutputWrite(ptr unsafe.Pointer, n uint32) int32
 //go:noescape
 func wardFail(ptr unsafe.Pointer, n uint32) int32
 
+//go:wasmimport ward refuse
+//go:noescape
+func wardRefuse(ptr unsafe.Pointer, n uint32) int32
+
 //go:wasmimport ward log
 //go:noescape
 func wardLog(level uint32, ptr unsafe.Pointer, n uint32) int32
@@ -122,6 +126,8 @@ func (hostBackend) write(p []byte) error {
 }
 
 func (hostBackend) fail(msg string) { wardFail(ptr(msg), uint32(len(msg))) }
+
+func (hostBackend) refuse(msg string) { wardRefuse(ptr(msg), uint32(len(msg))) }
 
 func (hostBackend) log(level int, msg string) { wardLog(uint32(level), ptr(msg), uint32(len(msg))) }
 

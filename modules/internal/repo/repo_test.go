@@ -173,8 +173,15 @@ func TestOpenErrors(t *testing.T) {
 		"not tar":     {"hello", "archive"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := sdk.RunLocal(open, []byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			_, err := sdk.RunLocal(open, []byte(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("%v, want an error with %q", err, tc.want)
+			}
+			// An input no attempt can read is refused (input_refused, not
+			// retried); a request with no repository is the module's own
+			// error, for repo-report may merge results alone.
+			if refused := name != "no repo"; sdk.IsRefused(err) != refused {
+				t.Errorf("refused: %v, want %v (%v)", sdk.IsRefused(err), refused, err)
 			}
 		})
 	}

@@ -54,13 +54,14 @@ type Source interface {
 // RepoRequest as JSON optionally followed by one. Without an archive, the
 // repository is the request's Dir, which must lie in one of the job's
 // mounts. A request with neither has no Source (for repo-report, which may
-// merge results alone).
+// merge results alone). An input it cannot read, or a Dir the job was not
+// granted, is refused (sdk.Refuse): no attempt would do better.
 func Open(j *sdk.Job) (*sdk.RepoRequest, Source, error) {
 	req := &sdk.RepoRequest{}
 	r := bufio.NewReaderSize(j.Reader(), 64<<10)
 	first, err := peekNonSpace(r)
 	if err == io.EOF {
-		return nil, nil, errors.New("empty input: send a tar archive of the repository, or {\"dir\": ...}")
+		return nil, nil, sdk.Refuse(errors.New("empty input: send a tar archive of the repository, or {\"dir\": ...}"))
 	}
 	if err != nil {
 		return nil, nil, err
@@ -69,7 +70,7 @@ func Open(j *sdk.Job) (*sdk.RepoRequest, Source, error) {
 	if first == '{' {
 		dec := json.NewDecoder(r)
 		if err := dec.Decode(req); err != nil {
-			return nil, nil, fmt.Errorf("repo request: %w", err)
+			return nil, nil, sdk.Refuse(fmt.Errorf("repo request: %w", err))
 		}
 		br := bufio.NewReaderSize(io.MultiReader(dec.Buffered(), r), 64<<10)
 		if _, err := peekNonSpace(br); err == io.EOF {
@@ -114,7 +115,7 @@ func newArchive(r io.Reader) (*archive, error) {
 	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("repository archive: %w", err)
+			return nil, sdk.Refuse(fmt.Errorf("repository archive: %w", err))
 		}
 		return &archive{tr: tar.NewReader(zr)}, nil
 	}
@@ -131,7 +132,7 @@ func (a *archive) Walk(fn func(*File) error) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("repository archive: %w", err)
+			return sdk.Refuse(fmt.Errorf("repository archive: %w", err))
 		}
 		name, ok := cleanName(h.Name)
 		switch {
@@ -152,7 +153,7 @@ func (a *archive) Walk(fn func(*File) error) error {
 		if h.Size <= MaxFileBytes {
 			data, err := io.ReadAll(a.tr)
 			if err != nil {
-				return fmt.Errorf("repository archive: %s: %w", name, err)
+				return sdk.Refuse(fmt.Errorf("repository archive: %s: %w", name, err))
 			}
 			f.Data = data
 		}
@@ -199,10 +200,10 @@ func newDir(root string, mounts []string) (*dir, error) {
 			return &dir{root: root}, nil
 		}
 	}
-	return nil, fmt.Errorf("dir %s is not mounted: the job was granted no read-only directory that holds it (mounts: %v). "+
+	return nil, sdk.Refuse(fmt.Errorf("dir %s is not mounted: the job was granted no read-only directory that holds it (mounts: %v). "+
 		"To read it in place, the policy must grant the repo modules a root that holds it (policies/data.yaml: modules, read_only_roots; "+
 		"/srv/ward/repos by default) and the host must serve that root (ward host or ward dev --mount-root /srv/ward/repos). "+
-		"Or send the repository itself: ward submit --repo %s", root, mounts, root)
+		"Or send the repository itself: ward submit --repo %s", root, mounts, root))
 }
 
 func (d *dir) Skipped() []string { return d.skipped }

@@ -80,6 +80,8 @@ func init() {
 			os.Exit(3)
 		case "fail":
 			return errors.New(req.Arg)
+		case "refuse":
+			return sdk.Refuse(errors.New(req.Arg))
 		case "read":
 			b, err := os.ReadFile(req.Arg)
 			if err != nil {
