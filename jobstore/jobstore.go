@@ -436,6 +436,8 @@ type Submitted struct {
 type Store interface {
 	// RunStore keeps workflow runs (runs.go).
 	RunStore
+	// StatsReader counts jobs by state and by time (stats.go).
+	StatsReader
 
 	// Create stores job in PENDING with payload as its context blob, and sets
 	// job.ContextPtr (a nats-os:// pointer already set, to a context the

@@ -78,6 +78,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"Lease", testLease},
 		{"Mode", testMode},
 		{"Quarantine", testQuarantine},
+		{"Stats", testStats},
 		{"BadTransitions", testBadTransitions},
 		{"RaceTenantLimit", testRaceTenantLimit},
 		{"RaceWorkerLimit", testRaceWorkerLimit},
