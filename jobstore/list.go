@@ -45,6 +45,9 @@ type ListQuery struct {
 	State State
 	// Topic: jobs of that topic only (a filter: it scans).
 	Topic string
+	// Worker: jobs whose last attempt was placed on that worker (host)
+	// only (a filter: it scans).
+	Worker string
 	// Since and Until bound the jobs' creation time: Since <= created <
 	// Until. Zero: open.
 	Since, Until time.Time
@@ -89,6 +92,7 @@ type listPlan struct {
 	sinceStops    bool   // an entry scored under since ends the listing
 	untilStarts   bool   // the listing starts under until (creation order)
 	tenant, topic string // per-entry filters ("": none)
+	worker        string // per-entry filter ("": none)
 	state         State  // per-entry filter ("": none)
 	checkUntil    bool   // filter created < until per entry (state order)
 	checkSince    bool   // filter created >= since per entry (state order)
@@ -105,12 +109,12 @@ type listPos struct {
 
 // filtered reports whether entries need a per-entry check.
 func (p *listPlan) filtered() bool {
-	return p.tenant != "" || p.state != "" || p.topic != "" || p.checkUntil || p.checkSince
+	return p.tenant != "" || p.state != "" || p.topic != "" || p.worker != "" || p.checkUntil || p.checkSince
 }
 
 // planList checks q and decides how to serve it.
 func planList(q ListQuery) (*listPlan, error) {
-	p := &listPlan{limit: q.Limit, topic: q.Topic}
+	p := &listPlan{limit: q.Limit, topic: q.Topic, worker: q.Worker}
 	switch {
 	case q.Limit < 0:
 		return nil, fmt.Errorf("jobstore: list: negative limit %d", q.Limit)
@@ -192,6 +196,9 @@ func (p *listPlan) matches(h map[string]string) bool {
 		return false
 	}
 	if p.topic != "" && h[fTopic] != p.topic {
+		return false
+	}
+	if p.worker != "" && h[fWorkerID] != p.worker {
 		return false
 	}
 	if p.checkUntil || p.checkSince {

@@ -287,7 +287,7 @@ func (c listCall) argv() []any {
 		return strconv.FormatInt(v, 10)
 	}
 	return []any{p.limit, ListScanBudget, curScore, curID, opt(p.untilStarts, p.until), opt(p.sinceStops, p.since),
-		p.tenant, string(p.state), p.topic, opt(p.checkUntil, p.until), opt(p.checkSince, p.since)}
+		p.tenant, string(p.state), p.topic, opt(p.checkUntil, p.until), opt(p.checkSince, p.since), p.worker}
 }
 
 // sweepCall runs sweep.lua: up to limit jobs whose retention passed leave

@@ -1,5 +1,5 @@
 -- KEYS: [1] the index read: job:recent, job:tenant:<tenant>:all or job:index:<STATE>
--- ARGV: [1] page size, [2] how many entries to examine at most, [3] cursor score or '', [4] cursor id or '', [5] start under this score (until ms) or '', [6] stop under this score (since ms) or '', [7] tenant or '', [8] state or '', [9] topic or '', [10] created ms must be under this or '', [11] created ms must be at least this or ''
+-- ARGV: [1] page size, [2] how many entries to examine at most, [3] cursor score or '', [4] cursor id or '', [5] start under this score (until ms) or '', [6] stop under this score (since ms) or '', [7] tenant or '', [8] state or '', [9] topic or '', [10] created ms must be under this or '', [11] created ms must be at least this or '', [12] worker or ''
 --
 -- A page of List (jobstore/list.go): the index's entries in descending
 -- (score, id) order, from strictly below the cursor (or from under
@@ -48,7 +48,8 @@ end
 local since = tonumber(ARGV[6])
 local tenant, state, topic = ARGV[7], ARGV[8], ARGV[9]
 local untilF, sinceF = tonumber(ARGV[10]), tonumber(ARGV[11])
-local filtered = tenant ~= '' or state ~= '' or topic ~= '' or untilF ~= nil or sinceF ~= nil
+local worker = ARGV[12] or ''
+local filtered = tenant ~= '' or state ~= '' or topic ~= '' or worker ~= '' or untilF ~= nil or sinceF ~= nil
 local out = {'', ''}
 local n, examined = 0, 0
 local lastS, lastID
@@ -73,11 +74,12 @@ while not done do
     lastS, lastID = score, id
     local ok = true
     if filtered then
-      local f = redis.call('HMGET', P .. 'job:' .. id, 'tenant', 'state', 'topic', 'created_at')
+      local f = redis.call('HMGET', P .. 'job:' .. id, 'tenant', 'state', 'topic', 'created_at', 'worker_id')
       if not f[2] then ok = false
       elseif tenant ~= '' and f[1] ~= tenant then ok = false
       elseif state ~= '' and f[2] ~= state then ok = false
       elseif topic ~= '' and f[3] ~= topic then ok = false
+      elseif worker ~= '' and f[5] ~= worker then ok = false
       elseif untilF and (tonumber(f[4]) or 0) >= untilF then ok = false
       elseif sinceF and (tonumber(f[4]) or 0) < sinceF then ok = false end
     end

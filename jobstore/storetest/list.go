@@ -158,6 +158,9 @@ func testListFilters(t *testing.T, s jobstore.Store) {
 			if st != jobstore.Scheduled && st != jobstore.Failed {
 				tr.Via = jobstore.Scheduled
 			}
+			if st != jobstore.Failed {
+				tr.WorkerID = []string{"h1", "h2", "h3"}[i%3]
+			}
 			all[i] = move(t, s, j.ID, tr)
 		}
 	}
@@ -166,6 +169,7 @@ func testListFilters(t *testing.T, s jobstore.Store) {
 		var out []string
 		for _, j := range all {
 			if (q.Tenant == "" || j.Tenant == q.Tenant) && (q.State == "" || j.State == q.State) && (q.Topic == "" || j.Topic == q.Topic) &&
+				(q.Worker == "" || j.WorkerID == q.Worker) &&
 				(q.Since.IsZero() || !j.CreatedAt.Before(q.Since)) && (q.Until.IsZero() || j.CreatedAt.Before(q.Until)) {
 				out = append(out, j.ID)
 			}
@@ -186,6 +190,18 @@ func testListFilters(t *testing.T, s jobstore.Store) {
 				}
 			}
 		}
+	}
+	// A host's jobs, alone and with the other filters.
+	for _, q := range []jobstore.ListQuery{
+		{Worker: "h1"}, {Worker: "h2", State: jobstore.Running}, {Worker: "h3", Tenant: "beta"},
+		{Worker: "h1", Topic: "topic.a", Since: since}, {Worker: "nobody"},
+	} {
+		q.Limit = 5
+		want := filter(q)
+		if q.Worker != "nobody" && len(want) == 0 {
+			t.Fatalf("%+v: the suite made no such job", q)
+		}
+		checkList(t, fmt.Sprintf("%+v", q), listAll(t, s, q), want)
 	}
 }
 
