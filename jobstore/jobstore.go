@@ -438,6 +438,8 @@ type Store interface {
 	RunStore
 	// StatsReader counts jobs by state and by time (stats.go).
 	StatsReader
+	// Drains keeps the hosts an operator drained (drain.go).
+	Drains
 
 	// Create stores job in PENDING with payload as its context blob, and sets
 	// job.ContextPtr (a nats-os:// pointer already set, to a context the

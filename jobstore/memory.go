@@ -43,6 +43,7 @@ type Memory struct {
 	mode       string                         // scheduler mode
 	failures   map[string]failures            // worker -> failures in the window
 	quarantine zset                           // worker -> end of quarantine
+	drained    map[string]time.Time           // worker -> when an operator drained it
 	runs       *memRuns                       // workflow runs (memory_runs.go), made once
 	runsOnce   sync.Once
 }

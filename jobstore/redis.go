@@ -37,6 +37,7 @@ import (
 //	job:mode                    string: the scheduler mode
 //	job:wfail:<worker>          string: a worker's failures in the current window, with a ttl
 //	job:quarantine              zset: quarantined workers, scored by the ms their quarantine ends
+//	job:drained                 hash: the workers an operator drained -> the ms it did
 //	ctx:<id>, res:<id>          string: context and result blobs
 //	job:dlq                     zset: dead-lettered job ids, scored by ms
 //	job:dlq:<id>                string: the JSON DLQ entry

@@ -82,3 +82,30 @@ func testStats(t *testing.T, s jobstore.Store) {
 		}
 	}
 }
+
+// testDrain: a drain is kept until undrained, with its first time; doing
+// it again changes nothing and says so.
+func testDrain(t *testing.T, s jobstore.Store) {
+	ctx := context.Background()
+	if d, err := s.Drained(ctx); err != nil || len(d) != 0 {
+		t.Fatalf("Drained of a new store: %v, %v", d, err)
+	}
+	for _, step := range []struct {
+		worker  string
+		on      bool
+		at      time.Time
+		changed bool
+	}{
+		{"h1", true, t0, true}, {"h2", true, t0.Add(time.Minute), true},
+		{"h1", true, t0.Add(time.Hour), false}, // drained already: keeps t0
+		{"h2", false, time.Time{}, true}, {"h2", false, time.Time{}, false}, {"never", false, time.Time{}, false},
+	} {
+		if changed, err := s.SetDrained(ctx, step.worker, step.on, step.at); err != nil || changed != step.changed {
+			t.Fatalf("SetDrained(%s, %v) = %v, %v; want %v", step.worker, step.on, changed, err, step.changed)
+		}
+	}
+	d, err := s.Drained(ctx)
+	if err != nil || len(d) != 1 || !d["h1"].Equal(t0) {
+		t.Fatalf("Drained = %v, %v; want h1 from %v", d, err, t0)
+	}
+}

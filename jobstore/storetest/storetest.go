@@ -79,6 +79,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"Mode", testMode},
 		{"Quarantine", testQuarantine},
 		{"Stats", testStats},
+		{"Drain", testDrain},
 		{"BadTransitions", testBadTransitions},
 		{"RaceTenantLimit", testRaceTenantLimit},
 		{"RaceWorkerLimit", testRaceWorkerLimit},
