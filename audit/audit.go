@@ -69,6 +69,10 @@ const (
 	// or an admin API key); WorkflowCancel: a workflow run.
 	JobCancel      = "job.cancel"
 	WorkflowCancel = "workflow.cancel"
+	// HostDrain and HostUndrain: an admin drained a host (no new job is
+	// placed on it) or lifted the drain (sys.host.drain).
+	HostDrain   = "host.drain"
+	HostUndrain = "host.undrain"
 	// PolicyApply: a safety kernel put a bundle pushed to its bucket in
 	// force, or refused it.
 	PolicyApply = "policy.apply"
@@ -76,7 +80,7 @@ const (
 
 var actions = []string{PolicyPush, ModuleDeploy, ModuleRollback, ModuleRm,
 	TenantAdd, TenantRevoke, HostAdd, HostRevoke, DLQRetry, DLQDrop, SchedulerMode,
-	APIKeyAdd, APIKeyRevoke, APIKeyThrottle, JobCancel, WorkflowCancel, PolicyApply}
+	APIKeyAdd, APIKeyRevoke, APIKeyThrottle, JobCancel, WorkflowCancel, HostDrain, HostUndrain, PolicyApply}
 
 // Claimed is how a record names an actor that no part authenticated, but
 // the record of the change claims (a KV write's "by"): "claimed:admin:alice".

@@ -80,7 +80,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.TenantSubject(bus.SubjectWorkflowList, "*"),
 			bus.TenantSubject(bus.SubjectWorkflowCancel, "*"),
 			bus.SubjectDLQList, bus.SubjectDLQRetry, bus.SubjectDLQDrop,
-			bus.SubjectMode, bus.SubjectModeChanged, bus.SubjectSchedulerStatus,
+			bus.SubjectMode, bus.SubjectModeChanged, bus.SubjectSchedulerStatus, bus.SubjectStats, bus.SubjectHostDrain,
 			bus.SubjectHeartbeats,
 			bus.ResultSubject("*"), bus.ProgressSubject("*"), bus.ContextSubject("*"), bus.ResultPartSubject("*"),
 			"_INBOX.>",
@@ -208,7 +208,7 @@ func jsDirectRead(streams ...string) []string {
 // the names are spelled here; audit's tests keep them in its set).
 var (
 	SchedulerAudits = []string{"scheduler.mode", "dlq.retry", "dlq.drop", "job.cancel", "workflow.cancel",
-		"module.deploy", "module.rollback", "module.rm"}
+		"module.deploy", "module.rollback", "module.rm", "host.drain", "host.undrain"}
 	SafetyAudits = []string{"policy.apply"}
 )
 

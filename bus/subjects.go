@@ -81,6 +81,13 @@ const (
 	// and every replica answers with its SchedulerStatus (`ward scheduler
 	// ls`).
 	SubjectSchedulerStatus = "sys.scheduler.status"
+	// SubjectStats is request/reply: JobStatsRequest → JobStatsReply, the
+	// store's exact job counts (admins only).
+	SubjectStats = "sys.scheduler.stats"
+	// SubjectHostDrain is request/reply: HostDrainRequest →
+	// HostDrainReply (admins only, signed). One replica stores the drain
+	// for all.
+	SubjectHostDrain = "sys.host.drain"
 	// SubjectModeChanged carries SchedulerModeReply to every replica
 	// (fan-out) when the mode changes, so that each applies it at once.
 	SubjectModeChanged = "sys.scheduler.mode.changed"

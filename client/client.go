@@ -852,6 +852,39 @@ func (c *Client) DropDLQ(ctx context.Context, id string) (bool, error) {
 	return reply.GetDropped(), nil
 }
 
+// Stats returns the store's exact job counts by state and, with steps > 0,
+// how many jobs were created and ended in each of steps steps of step
+// ending at until (now when zero). Admins only.
+func (c *Client) Stats(ctx context.Context, step time.Duration, steps int, until time.Time) (*wardv1.JobStatsReply, error) {
+	q := &wardv1.JobStatsRequest{StepMs: step.Milliseconds(), Steps: int32(steps)}
+	if !until.IsZero() {
+		q.UntilUnixMs = until.UnixMilli()
+	}
+	reply := &wardv1.JobStatsReply{}
+	if err := c.bus.Request(ctx, bus.SubjectStats, q, reply); err != nil {
+		return nil, err
+	}
+	if reply.GetError() != "" {
+		return nil, errors.New(reply.GetError())
+	}
+	return reply, nil
+}
+
+// DrainHost drains host worker (no scheduler places a new job on it until
+// it is undrained; the jobs it runs finish), or with undrain lifts the
+// drain. Admins only. The reply says whether it changed anything and how
+// many jobs the host holds.
+func (c *Client) DrainHost(ctx context.Context, worker string, undrain bool) (*wardv1.HostDrainReply, error) {
+	reply := &wardv1.HostDrainReply{}
+	if err := c.adminRequest(ctx, bus.SubjectHostDrain, &wardv1.HostDrainRequest{WorkerId: worker, Undrain: undrain}, reply); err != nil {
+		return nil, err
+	}
+	if reply.GetError() != "" {
+		return nil, errors.New(reply.GetError())
+	}
+	return reply, nil
+}
+
 // SchedulerMode sets the mode every scheduler replica follows (NORMAL,
 // DEGRADED, READ_ONLY, DRAINING), or, with an empty mode, reads it.
 func (c *Client) SchedulerMode(ctx context.Context, mode string) (string, error) {

@@ -21,10 +21,11 @@ const heldFresh = 2 * time.Second
 type Hosts struct {
 	ttl time.Duration
 
-	mu          sync.Mutex // guards the 4 following fields
+	mu          sync.Mutex // guards the 5 following fields
 	workers     map[string]*host
 	byPool      map[string][]*host   // sorted by id; rebuilt when membership changes
 	quarantined map[string]time.Time // worker -> end of its quarantine; replaced whole, never modified
+	drained     map[string]time.Time // worker -> when an operator drained it; replaced whole, never modified
 	caps        *placement.Caps      // the capability table the workers were prepared with
 }
 
@@ -129,6 +130,21 @@ func (r *Hosts) SetQuarantined(q map[string]time.Time) {
 	r.quarantined = q
 }
 
+// SetDrained replaces the set of drained workers; d is not modified
+// afterwards.
+func (r *Hosts) SetDrained(d map[string]time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.drained = d
+}
+
+// Drained returns the drained workers; the map is not to be modified.
+func (r *Hosts) Drained() map[string]time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.drained
+}
+
 // Evict forgets workers silent since before now-ttl and returns how many.
 func (r *Hosts) Evict(now time.Time) int {
 	r.mu.Lock()
@@ -149,8 +165,8 @@ func (r *Hosts) Evict(now time.Time) int {
 
 // Snapshot sets s to what the registry knows of pool as of now: copies of
 // its live workers (in s.Workers, reusing its array), sorted by id so that
-// placement sees the same order every time, the capability table and the
-// quarantine; the other fields are left empty. An empty pool means every
+// placement sees the same order every time, the capability table, the
+// quarantine and the drains; the other fields are left empty. An empty pool means every
 // worker.
 func (r *Hosts) Snapshot(s *placement.Snapshot, pool string, now time.Time) {
 	r.mu.Lock()
@@ -164,7 +180,7 @@ func (r *Hosts) Snapshot(s *placement.Snapshot, pool string, now time.Time) {
 			ws = append(ws, h.w)
 		}
 	}
-	*s = placement.Snapshot{Pool: pool, Workers: ws, Caps: r.caps, Quarantined: r.quarantined, Now: now}
+	*s = placement.Snapshot{Pool: pool, Workers: ws, Caps: r.caps, Quarantined: r.quarantined, Drained: r.drained, Now: now}
 }
 
 // index rebuilds byPool. Lock should be held.

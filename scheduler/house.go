@@ -6,8 +6,8 @@ import (
 )
 
 // houseLoop keeps this replica's view current, every second: the mode (in
-// case a notice was missed), the quarantined workers, the throttled zones,
-// and the silent workers to forget.
+// case a notice was missed), the quarantined and drained workers, the
+// throttled zones, and the silent workers to forget.
 func (s *Scheduler) houseLoop(lctx context.Context) {
 	defer s.loops.Done()
 	t := time.NewTicker(time.Second)
@@ -24,6 +24,7 @@ func (s *Scheduler) houseLoop(lctx context.Context) {
 				s.hosts.SetQuarantined(q)
 				quarantinedWorkers.Set(float64(len(q)))
 			}
+			s.refreshDrained(lctx)
 			hot := s.domains.throttled(now, &s.conf.load().sched.FailureDomains)
 			s.hot.Store(&hot)
 			if n := s.hosts.Evict(now); n > 0 {

@@ -90,6 +90,10 @@ var (
 		Name: "ward_scheduler_zone_throttled",
 		Help: "1 while dispatch into the zone is throttled.",
 	}, []string{"zone"})
+	drainedWorkers = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "ward_scheduler_drained_workers",
+		Help: "Workers an operator drained (all replicas).",
+	})
 	quarantinedWorkers = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "ward_scheduler_quarantined_workers",
 		Help: "Workers in quarantine (all replicas).",

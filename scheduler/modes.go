@@ -151,6 +151,12 @@ func (s *Scheduler) handleStatus(_ context.Context, msg *nats.Msg, _ *wardv1.Sch
 		LiveWorkers:     int32(s.hosts.Len()),
 		Store:           jobstore.Kind(s.cfg.Store),
 	}
+	if d := s.hosts.Drained(); len(d) > 0 {
+		st.Drained = make(map[string]int64, len(d))
+		for w, at := range d {
+			st.Drained[w] = at.UnixMilli()
+		}
+	}
 	if m, ok := s.cfg.Store.(interface{ Bound() jobstore.Bound }); ok {
 		b := m.Bound()
 		st.MaxEndedJobs, st.MaxEndedBytes = int64(b.MaxEnded), b.MaxEndedBytes

@@ -152,7 +152,7 @@ func (s *Scheduler) handleList(ctx context.Context, msg *nats.Msg, q *wardv1.Lis
 // admin's, which may name a tenant), or why q is refused. A tenant lists
 // its own jobs whatever q says.
 func listQuery(tenant string, q *wardv1.ListJobsRequest) (jobstore.ListQuery, string) {
-	lq := jobstore.ListQuery{Tenant: tenant, Topic: q.GetTopic(), Cursor: q.GetCursor(), Limit: int(q.GetLimit())}
+	lq := jobstore.ListQuery{Tenant: tenant, Topic: q.GetTopic(), Worker: q.GetWorkerId(), Cursor: q.GetCursor(), Limit: int(q.GetLimit())}
 	if tenant == "" {
 		lq.Tenant = q.GetTenant()
 	}

@@ -290,6 +290,8 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		add(bus.Subscribe(ctx, c, bus.SubjectDLQRetry, q, s.submits, s.log, s.handleDLQRetry)),
 		add(bus.Subscribe(ctx, c, bus.SubjectDLQDrop, q, s.updates, s.log, s.handleDLQDrop)),
 		add(bus.Subscribe(ctx, c, bus.SubjectMode, q, s.updates, s.log, s.handleMode)),
+		add(bus.Subscribe(ctx, c, bus.SubjectStats, q, s.updates, s.log, s.handleStats)),
+		add(bus.Subscribe(ctx, c, bus.SubjectHostDrain, q, s.updates, s.log, s.handleDrain)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectSubmit, "*"), q, s.submits, s.log, s.handleSubmit)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowRun, "*"), q, s.submits, s.log, s.handleWorkflowRun)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowGet, "*"), q, s.updates, s.log, s.handleWorkflowGet)),

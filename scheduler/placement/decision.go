@@ -14,6 +14,7 @@ const (
 	FilterCapability  Filter = iota // it lacks a required capability
 	FilterLabel                     // a label constraint is unmet
 	FilterQuarantined               // it failed repeatedly and cools down
+	FilterDrained                   // an operator drained it (ward host drain)
 	FilterCapacity                  // it holds max_parallel_jobs + prefetch jobs
 	FilterCPU                       // its CPU load is over the threshold
 	FilterGPU                       // its GPU utilization is over the threshold
@@ -21,7 +22,7 @@ const (
 	numFilters
 )
 
-var filterNames = [numFilters]string{"missing_capability", "label_mismatch", "quarantined", "at_capacity",
+var filterNames = [numFilters]string{"missing_capability", "label_mismatch", "quarantined", "drained", "at_capacity",
 	"cpu_over_threshold", "gpu_over_threshold", "insufficient_resources"}
 
 // String returns the filter's name, as the reasoning shows it.

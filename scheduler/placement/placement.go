@@ -130,6 +130,9 @@ type Snapshot struct {
 	// Quarantined maps workers to the end of their quarantine: until then
 	// they take no job.
 	Quarantined map[string]time.Time
+	// Drained holds the workers an operator drained: they take no job
+	// until undrained.
+	Drained map[string]time.Time
 	// Throttled holds the zones whose failure rate is over the threshold:
 	// their workers rank after every other.
 	Throttled map[string]bool
@@ -141,6 +144,12 @@ type Snapshot struct {
 func (s *Snapshot) quarantined(id string) bool {
 	till, ok := s.Quarantined[id]
 	return ok && s.Now.Before(till)
+}
+
+// drained reports whether an operator drained worker id.
+func (s *Snapshot) drained(id string) bool {
+	_, ok := s.Drained[id]
+	return ok
 }
 
 // Outcome is what Place found.
@@ -182,14 +191,14 @@ func Place(s *Snapshot, r *Request, p *Policy, d *Decision) Outcome {
 		bestKey         key           // affinity, resource fit
 		first, after    = [2]int{-1, -1}, [2]int{-1, -1}
 		mod             = s.Module
-		quarantine      = len(s.Quarantined) > 0
+		quarantine      = len(s.Quarantined) > 0 || len(s.Drained) > 0
 		hot             = len(s.Throttled) > 0
 	)
 	// The loop is the hot path. A worker that passes every filter is seen
 	// by a few comparisons of numbers (capabilities are bit masks); only a
 	// filtered one runs the filters in order, to learn which removed it.
-	// With a module version in force, a worker in quarantine or a zone
-	// throttled, every worker takes the slow path.
+	// With a module version in force, a worker in quarantine or drained,
+	// or a zone throttled, every worker takes the slow path.
 	fast := !f.labels && (!f.caps || (f.masked && !f.impossible)) && mod == nil && !quarantine && !hot
 	for i := range workers {
 		w := &workers[i]
@@ -382,6 +391,8 @@ func (f *filters) check(s *Snapshot, w *Worker, r *Request, p *Policy) Filter {
 		return FilterLabel
 	case len(s.Quarantined) > 0 && s.quarantined(w.ID):
 		return FilterQuarantined
+	case len(s.Drained) > 0 && s.drained(w.ID):
+		return FilterDrained
 	case w.MaxParallel > 0 && int(w.Inflight) >= int(w.MaxParallel)*(1+p.PerSlot)+p.Prefetch:
 		return FilterCapacity
 	case f.cpu && w.CPULoad > p.CPUThreshold && externalCPU(w) > p.CPUThreshold:

@@ -73,19 +73,20 @@ func TestPlaceFilters(t *testing.T) {
 		{ID: "gpu", GPUUtil: 99},
 		{ID: "lbl", Labels: map[string]string{"team": "ml"}},
 		{ID: "quar"},
+		{ID: "drained"},
 		{ID: "res", CPUFree: 100, MemFree: 1 << 30},
 	}
 	now := time.Now()
 	quarantine := map[string]time.Time{"quar": now.Add(time.Minute), "res": now.Add(-time.Second)} // res's is over
 	place := func(t *testing.T, ws []Worker, r Request, p Policy) (Decision, Outcome) {
 		t.Helper()
-		return placeIn(t, &Snapshot{Workers: ws, Quarantined: quarantine, Now: now}, r, p)
+		return placeIn(t, &Snapshot{Workers: ws, Quarantined: quarantine, Drained: map[string]time.Time{"drained": now}, Now: now}, r, p)
 	}
 	d, o := place(t, ws, Request{}, defaultPolicy)
 	if o != Placed || d.WorkerID != "lbl" {
 		t.Fatalf("got %v %s", o, d.WorkerID)
 	}
-	want := map[Filter]int32{FilterCapacity: 1, FilterCPU: 1, FilterGPU: 1, FilterQuarantined: 1}
+	want := map[Filter]int32{FilterCapacity: 1, FilterCPU: 1, FilterGPU: 1, FilterQuarantined: 1, FilterDrained: 1}
 	for f := range numFilters {
 		if d.Filtered[f] != want[f] {
 			t.Errorf("filter %s removed %d, want %d", f, d.Filtered[f], want[f])
@@ -97,7 +98,7 @@ func TestPlaceFilters(t *testing.T) {
 	}
 	// Label constraints, including zone from the heartbeat.
 	d, o = place(t, append(ws, Worker{ID: "z", Zone: "eu-1"}), Request{Constraints: []Label{{"zone", "eu-1"}}}, defaultPolicy)
-	if o != Placed || d.WorkerID != "z" || d.Filtered[FilterLabel] != 7 {
+	if o != Placed || d.WorkerID != "z" || d.Filtered[FilterLabel] != 8 {
 		t.Errorf("zone constraint: %v %s %v", o, d.WorkerID, d.Filtered)
 	}
 	d, _ = place(t, ws, Request{Constraints: []Label{{"team", "ml"}}}, defaultPolicy)

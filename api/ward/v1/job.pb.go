@@ -1860,7 +1860,10 @@ type ListJobsRequest struct {
 	Cursor string `protobuf:"bytes,6,opt,name=cursor,proto3" json:"cursor,omitempty"`
 	// tenant filters by tenant on the admin subject; a tenant's subject
 	// lists its own jobs whatever this says.
-	Tenant        string `protobuf:"bytes,7,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Tenant string `protobuf:"bytes,7,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// worker_id filters by the host the job's last attempt was placed on
+	// (a host's jobs) when set; a filter no index serves.
+	WorkerId      string `protobuf:"bytes,8,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1940,6 +1943,13 @@ func (x *ListJobsRequest) GetCursor() string {
 func (x *ListJobsRequest) GetTenant() string {
 	if x != nil {
 		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ListJobsRequest) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
 	}
 	return ""
 }
@@ -2284,7 +2294,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x0finclude_context\x18\x03 \x01(\bR\x0eincludeContext\"I\n" +
 	"\vGetJobReply\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.ward.v1.JobRecordR\x03job\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\xde\x01\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xfb\x01\n" +
 	"\x0fListJobsRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12'\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x05state\x12\x14\n" +
@@ -2292,7 +2302,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\rsince_unix_ms\x18\x04 \x01(\x03R\vsinceUnixMs\x12\"\n" +
 	"\runtil_unix_ms\x18\x05 \x01(\x03R\vuntilUnixMs\x12\x16\n" +
 	"\x06cursor\x18\x06 \x01(\tR\x06cursor\x12\x16\n" +
-	"\x06tenant\x18\a \x01(\tR\x06tenant\"n\n" +
+	"\x06tenant\x18\a \x01(\tR\x06tenant\x12\x1b\n" +
+	"\tworker_id\x18\b \x01(\tR\bworkerId\"n\n" +
 	"\rListJobsReply\x12&\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x12.ward.v1.JobRecordR\x04jobs\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1f\n" +

@@ -444,6 +444,9 @@ type SchedulerStatus struct {
 	// before their retention. A Redis store keeps them for the retention.
 	MaxEndedJobs  int64 `protobuf:"varint,8,opt,name=max_ended_jobs,json=maxEndedJobs,proto3" json:"max_ended_jobs,omitempty"`
 	MaxEndedBytes int64 `protobuf:"varint,9,opt,name=max_ended_bytes,json=maxEndedBytes,proto3" json:"max_ended_bytes,omitempty"`
+	// drained names the hosts an operator drained (sys.host.drain), with
+	// the ms each was drained: the store's, which every replica follows.
+	Drained       map[string]int64 `protobuf:"bytes,10,rep,name=drained,proto3" json:"drained,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -541,6 +544,333 @@ func (x *SchedulerStatus) GetMaxEndedBytes() int64 {
 	return 0
 }
 
+func (x *SchedulerStatus) GetDrained() map[string]int64 {
+	if x != nil {
+		return x.Drained
+	}
+	return nil
+}
+
+// JobStatsRequest asks a scheduler for the job counts of the whole store,
+// on sys.job.stats (admins only): how many jobs are in each state now, and
+// how many were created and ended in each of steps steps of step_ms, the
+// last ending at until_unix_ms (now when 0). steps 0 asks for the counts
+// alone; 1440 at most.
+type JobStatsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StepMs        int64                  `protobuf:"varint,1,opt,name=step_ms,json=stepMs,proto3" json:"step_ms,omitempty"`
+	Steps         int32                  `protobuf:"varint,2,opt,name=steps,proto3" json:"steps,omitempty"`
+	UntilUnixMs   int64                  `protobuf:"varint,3,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobStatsRequest) Reset() {
+	*x = JobStatsRequest{}
+	mi := &file_ward_v1_scheduler_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobStatsRequest) ProtoMessage() {}
+
+func (x *JobStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_scheduler_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobStatsRequest.ProtoReflect.Descriptor instead.
+func (*JobStatsRequest) Descriptor() ([]byte, []int) {
+	return file_ward_v1_scheduler_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *JobStatsRequest) GetStepMs() int64 {
+	if x != nil {
+		return x.StepMs
+	}
+	return 0
+}
+
+func (x *JobStatsRequest) GetSteps() int32 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *JobStatsRequest) GetUntilUnixMs() int64 {
+	if x != nil {
+		return x.UntilUnixMs
+	}
+	return 0
+}
+
+// JobStatsReply answers JobStatsRequest. The counts are exact: they are
+// read from the store's indexes, not from a sample of jobs.
+type JobStatsReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// states maps each state to how many jobs are in it (an ended state:
+	// those that ended within the retention).
+	States      map[string]int64 `protobuf:"bytes,1,rep,name=states,proto3" json:"states,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	StepMs      int64            `protobuf:"varint,2,opt,name=step_ms,json=stepMs,proto3" json:"step_ms,omitempty"`
+	UntilUnixMs int64            `protobuf:"varint,3,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"`
+	// created[i] jobs were created in step i (oldest first); ended maps each
+	// ended state to its jobs per step.
+	Created       []int64                `protobuf:"varint,4,rep,packed,name=created,proto3" json:"created,omitempty"`
+	Ended         map[string]*StepCounts `protobuf:"bytes,5,rep,name=ended,proto3" json:"ended,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Error         string                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobStatsReply) Reset() {
+	*x = JobStatsReply{}
+	mi := &file_ward_v1_scheduler_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobStatsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobStatsReply) ProtoMessage() {}
+
+func (x *JobStatsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_scheduler_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobStatsReply.ProtoReflect.Descriptor instead.
+func (*JobStatsReply) Descriptor() ([]byte, []int) {
+	return file_ward_v1_scheduler_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *JobStatsReply) GetStates() map[string]int64 {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+func (x *JobStatsReply) GetStepMs() int64 {
+	if x != nil {
+		return x.StepMs
+	}
+	return 0
+}
+
+func (x *JobStatsReply) GetUntilUnixMs() int64 {
+	if x != nil {
+		return x.UntilUnixMs
+	}
+	return 0
+}
+
+func (x *JobStatsReply) GetCreated() []int64 {
+	if x != nil {
+		return x.Created
+	}
+	return nil
+}
+
+func (x *JobStatsReply) GetEnded() map[string]*StepCounts {
+	if x != nil {
+		return x.Ended
+	}
+	return nil
+}
+
+func (x *JobStatsReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// StepCounts are counts per step, oldest first.
+type StepCounts struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Counts        []int64                `protobuf:"varint,1,rep,packed,name=counts,proto3" json:"counts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StepCounts) Reset() {
+	*x = StepCounts{}
+	mi := &file_ward_v1_scheduler_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StepCounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StepCounts) ProtoMessage() {}
+
+func (x *StepCounts) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_scheduler_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StepCounts.ProtoReflect.Descriptor instead.
+func (*StepCounts) Descriptor() ([]byte, []int) {
+	return file_ward_v1_scheduler_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *StepCounts) GetCounts() []int64 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+// HostDrainRequest drains a host, or undrains it, on sys.host.drain
+// (admins only): a drained host is given no new job by any scheduler
+// until it is undrained, while the jobs it runs finish. The drain is kept
+// in the job store: it outlives the host's and the schedulers' restarts.
+type HostDrainRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// undrain lifts the drain.
+	Undrain       bool `protobuf:"varint,2,opt,name=undrain,proto3" json:"undrain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostDrainRequest) Reset() {
+	*x = HostDrainRequest{}
+	mi := &file_ward_v1_scheduler_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostDrainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostDrainRequest) ProtoMessage() {}
+
+func (x *HostDrainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_scheduler_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostDrainRequest.ProtoReflect.Descriptor instead.
+func (*HostDrainRequest) Descriptor() ([]byte, []int) {
+	return file_ward_v1_scheduler_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *HostDrainRequest) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *HostDrainRequest) GetUndrain() bool {
+	if x != nil {
+		return x.Undrain
+	}
+	return false
+}
+
+// HostDrainReply answers HostDrainRequest.
+type HostDrainReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// changed is false when the host already was as asked.
+	Changed bool `protobuf:"varint,1,opt,name=changed,proto3" json:"changed,omitempty"`
+	// running is how many jobs the host holds now, as this replica knows.
+	Running       int32  `protobuf:"varint,2,opt,name=running,proto3" json:"running,omitempty"`
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostDrainReply) Reset() {
+	*x = HostDrainReply{}
+	mi := &file_ward_v1_scheduler_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostDrainReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostDrainReply) ProtoMessage() {}
+
+func (x *HostDrainReply) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_scheduler_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostDrainReply.ProtoReflect.Descriptor instead.
+func (*HostDrainReply) Descriptor() ([]byte, []int) {
+	return file_ward_v1_scheduler_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *HostDrainReply) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
+func (x *HostDrainReply) GetRunning() int32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *HostDrainReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_ward_v1_scheduler_proto protoreflect.FileDescriptor
 
 const file_ward_v1_scheduler_proto_rawDesc = "" +
@@ -564,7 +894,7 @@ const file_ward_v1_scheduler_proto_rawDesc = "" +
 	"\x12SchedulerModeReply\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"\x18\n" +
-	"\x16SchedulerStatusRequest\"\xb6\x02\n" +
+	"\x16SchedulerStatusRequest\"\xb3\x03\n" +
 	"\x0fSchedulerStatus\x12!\n" +
 	"\fscheduler_id\x18\x01 \x01(\tR\vschedulerId\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x12\n" +
@@ -576,7 +906,40 @@ const file_ward_v1_scheduler_proto_rawDesc = "" +
 	"\flive_workers\x18\x06 \x01(\x05R\vliveWorkers\x12\x14\n" +
 	"\x05store\x18\a \x01(\tR\x05store\x12$\n" +
 	"\x0emax_ended_jobs\x18\b \x01(\x03R\fmaxEndedJobs\x12&\n" +
-	"\x0fmax_ended_bytes\x18\t \x01(\x03R\rmaxEndedBytesB-Z+github.com/ward-run/ward/api/ward/v1;wardv1b\x06proto3"
+	"\x0fmax_ended_bytes\x18\t \x01(\x03R\rmaxEndedBytes\x12?\n" +
+	"\adrained\x18\n" +
+	" \x03(\v2%.ward.v1.SchedulerStatus.DrainedEntryR\adrained\x1a:\n" +
+	"\fDrainedEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"d\n" +
+	"\x0fJobStatsRequest\x12\x17\n" +
+	"\astep_ms\x18\x01 \x01(\x03R\x06stepMs\x12\x14\n" +
+	"\x05steps\x18\x02 \x01(\x05R\x05steps\x12\"\n" +
+	"\runtil_unix_ms\x18\x03 \x01(\x03R\vuntilUnixMs\"\xfb\x02\n" +
+	"\rJobStatsReply\x12:\n" +
+	"\x06states\x18\x01 \x03(\v2\".ward.v1.JobStatsReply.StatesEntryR\x06states\x12\x17\n" +
+	"\astep_ms\x18\x02 \x01(\x03R\x06stepMs\x12\"\n" +
+	"\runtil_unix_ms\x18\x03 \x01(\x03R\vuntilUnixMs\x12\x18\n" +
+	"\acreated\x18\x04 \x03(\x03R\acreated\x127\n" +
+	"\x05ended\x18\x05 \x03(\v2!.ward.v1.JobStatsReply.EndedEntryR\x05ended\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x1a9\n" +
+	"\vStatesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\x1aM\n" +
+	"\n" +
+	"EndedEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12)\n" +
+	"\x05value\x18\x02 \x01(\v2\x13.ward.v1.StepCountsR\x05value:\x028\x01\"$\n" +
+	"\n" +
+	"StepCounts\x12\x16\n" +
+	"\x06counts\x18\x01 \x03(\x03R\x06counts\"I\n" +
+	"\x10HostDrainRequest\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
+	"\aundrain\x18\x02 \x01(\bR\aundrain\"Z\n" +
+	"\x0eHostDrainReply\x12\x18\n" +
+	"\achanged\x18\x01 \x01(\bR\achanged\x12\x18\n" +
+	"\arunning\x18\x02 \x01(\x05R\arunning\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05errorB-Z+github.com/ward-run/ward/api/ward/v1;wardv1b\x06proto3"
 
 var (
 	file_ward_v1_scheduler_proto_rawDescOnce sync.Once
@@ -590,7 +953,7 @@ func file_ward_v1_scheduler_proto_rawDescGZIP() []byte {
 	return file_ward_v1_scheduler_proto_rawDescData
 }
 
-var file_ward_v1_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_ward_v1_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_ward_v1_scheduler_proto_goTypes = []any{
 	(*DLQListRequest)(nil),         // 0: ward.v1.DLQListRequest
 	(*DLQListReply)(nil),           // 1: ward.v1.DLQListReply
@@ -601,15 +964,27 @@ var file_ward_v1_scheduler_proto_goTypes = []any{
 	(*SchedulerModeReply)(nil),     // 6: ward.v1.SchedulerModeReply
 	(*SchedulerStatusRequest)(nil), // 7: ward.v1.SchedulerStatusRequest
 	(*SchedulerStatus)(nil),        // 8: ward.v1.SchedulerStatus
-	(*DLQEntry)(nil),               // 9: ward.v1.DLQEntry
+	(*JobStatsRequest)(nil),        // 9: ward.v1.JobStatsRequest
+	(*JobStatsReply)(nil),          // 10: ward.v1.JobStatsReply
+	(*StepCounts)(nil),             // 11: ward.v1.StepCounts
+	(*HostDrainRequest)(nil),       // 12: ward.v1.HostDrainRequest
+	(*HostDrainReply)(nil),         // 13: ward.v1.HostDrainReply
+	nil,                            // 14: ward.v1.SchedulerStatus.DrainedEntry
+	nil,                            // 15: ward.v1.JobStatsReply.StatesEntry
+	nil,                            // 16: ward.v1.JobStatsReply.EndedEntry
+	(*DLQEntry)(nil),               // 17: ward.v1.DLQEntry
 }
 var file_ward_v1_scheduler_proto_depIdxs = []int32{
-	9, // 0: ward.v1.DLQListReply.entries:type_name -> ward.v1.DLQEntry
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	17, // 0: ward.v1.DLQListReply.entries:type_name -> ward.v1.DLQEntry
+	14, // 1: ward.v1.SchedulerStatus.drained:type_name -> ward.v1.SchedulerStatus.DrainedEntry
+	15, // 2: ward.v1.JobStatsReply.states:type_name -> ward.v1.JobStatsReply.StatesEntry
+	16, // 3: ward.v1.JobStatsReply.ended:type_name -> ward.v1.JobStatsReply.EndedEntry
+	11, // 4: ward.v1.JobStatsReply.EndedEntry.value:type_name -> ward.v1.StepCounts
+	5,  // [5:5] is the sub-list for method output_type
+	5,  // [5:5] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_ward_v1_scheduler_proto_init() }
@@ -624,7 +999,7 @@ func file_ward_v1_scheduler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ward_v1_scheduler_proto_rawDesc), len(file_ward_v1_scheduler_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
