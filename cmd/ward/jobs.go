@@ -75,16 +75,17 @@ func newJobsCmd(g *globals) *cobra.Command {
 	get.Flags().BoolVar(&result, "result", false, "include the result")
 
 	var (
-		limit                                      int
-		state, topic, tenant, since, until, cursor string
-		watch, all                                 bool
-		lsOut                                      *output
+		limit                                            int
+		state, topic, tenant, host, since, until, cursor string
+		watch, all                                       bool
+		lsOut                                            *output
 	)
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List jobs, newest first, with filters; with --watch, then follow every job's state changes",
 		Long: `ls lists jobs, newest first: --state, --topic, --tenant (an admin's
-filter), --since and --until (created in that range: a duration ago, like
+filter), --host (the jobs whose last attempt was placed on that host),
+--since and --until (created in that range: a duration ago, like
 1h, or RFC 3339) narrow the list, which reads every job the store holds
 (up to its retention), a page at a time: --limit jobs, and the cursor of
 the next page when there are more (--cursor; --all reads every page).
@@ -116,7 +117,7 @@ with -o yaml one YAML document.`,
 					return err
 				}
 			}
-			q := &wardv1.ListJobsRequest{State: st, Topic: topic, Tenant: tenant, Cursor: cursor}
+			q := &wardv1.ListJobsRequest{State: st, Topic: topic, Tenant: tenant, WorkerId: host, Cursor: cursor}
 			if q.SinceUnixMs, err = timeFlag("--since", since); err != nil {
 				return err
 			}
@@ -175,13 +176,14 @@ with -o yaml one YAML document.`,
 	ls.Flags().StringVar(&state, "state", "", "only jobs in this state")
 	ls.Flags().StringVar(&topic, "topic", "", "only jobs of this topic")
 	ls.Flags().StringVar(&tenant, "tenant", "", "only this tenant's jobs (an admin's filter; a tenant sees its own)")
+	ls.Flags().StringVar(&host, "host", "", "only the jobs whose last attempt was placed on this host (a host's jobs)")
 	ls.Flags().StringVar(&since, "since", "", "only jobs created since: a duration ago (1h) or a time (RFC 3339)")
 	ls.Flags().StringVar(&until, "until", "", "only jobs created before: a duration ago (10m) or a time (RFC 3339)")
 	ls.Flags().StringVar(&cursor, "cursor", "", "the page after this cursor (ls prints it when there are more)")
 	ls.Flags().BoolVar(&all, "all", false, "read every page, not only --limit jobs")
 	ls.Flags().BoolVarP(&watch, "watch", "w", false, "after the list, print every job's state changes as they happen, until Ctrl-C")
 	lsOut = addOutput(ls)
-	cmd.AddCommand(get, ls, newJobsWatchCmd(g), newJobsLogsCmd(g), newJobsCancelCmd(g), verify)
+	cmd.AddCommand(get, ls, newJobsWatchCmd(g), newJobsLogsCmd(g), newJobsCancelCmd(g), newJobsStatsCmd(g), verify)
 	return cmd
 }
 

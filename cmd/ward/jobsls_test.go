@@ -93,4 +93,63 @@ func TestJobsLs(t *testing.T) {
 	if out, err := exec.Command(wardBin, "jobs", "ls", "--nats", natsURL, "--since", "yesterday").CombinedOutput(); err == nil || !strings.Contains(string(out), "--since") {
 		t.Errorf("a bad --since: %v %s", err, out)
 	}
+	// A host's jobs.
+	if n := len(jobs("--host", "dev-host", "--all")); n != 30 {
+		t.Errorf("--host dev-host: %d jobs, want 30", n)
+	}
+	if n := len(jobs("--host", "elsewhere", "--all")); n != 0 {
+		t.Errorf("--host elsewhere: %d jobs, want none", n)
+	}
+
+	ward := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(wardBin, append(args, "--nats", natsURL)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ward %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	// The exact counts: the 30 jobs ended, all in the last hour.
+	stats := ward("jobs", "stats")
+	lines := map[string][]string{}
+	for _, l := range strings.Split(stats, "\n") {
+		if f := strings.Fields(l); len(f) > 1 {
+			lines[f[0]] = append(lines[f[0]], f[1])
+		}
+	}
+	// SUCCEEDED twice: its count, then its steps' total (then the
+	// busiest step and the bars, which depend on the minute the jobs ran).
+	for name, want := range map[string][]string{"SUCCEEDED": {"30", "30"}, "total": {"30"}, "created": {"30"}, "RUNNING": {"0"}, "FAILED": {"0", "0"}} {
+		if got := lines[name]; strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("ward jobs stats: %s %q, want %q:\n%s", name, got, want, stats)
+		}
+	}
+
+	// Drained, the host takes no new job: it waits; undrained, it runs.
+	if out := ward("workers", "drain", "dev-host"); !strings.Contains(out, "host dev-host drained: no new job is placed on it") {
+		t.Errorf("drain says:\n%s", out)
+	}
+	if out := ward("workers"); !strings.Contains(out, "dev-host  drained") {
+		t.Errorf("ward workers does not show the drain:\n%s", out)
+	}
+	rep, err := c.Submit(ctx, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // placement is tried at once and again on the pump's ticks
+	if j, err := c.Get(ctx, rep.GetJobId(), false); err != nil || j.GetState() != wardv1.JobState_JOB_STATE_PENDING {
+		t.Fatalf("a job submitted while the only host is drained: %v, %v", j.GetState(), err)
+	}
+	if out := ward("workers", "undrain", "dev-host"); !strings.Contains(out, "host dev-host undrained") {
+		t.Errorf("undrain says:\n%s", out)
+	}
+	w, _ = c.Watch(rep.GetJobId())
+	defer w.Close()
+	if ev, err := c.Wait(ctx, rep.GetJobId(), w, nil); err != nil || ev.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Fatalf("after the undrain: %v, %v", ev, err)
+	}
+	audit := ward("audit", "ls")
+	if !strings.Contains(audit, "host.drain") || !strings.Contains(audit, "host.undrain") {
+		t.Errorf("the audit log lacks the drain:\n%s", audit)
+	}
 }

@@ -89,7 +89,7 @@ func newRoot() *cobra.Command {
 // refuse them with a bare permissions violation and the command would
 // wait for an answer that never comes. They are refused up front instead.
 var adminCommands = []string{
-	"ward workers", "ward scheduler ls", "ward scheduler mode",
+	"ward workers", "ward workers drain", "ward workers undrain", "ward scheduler ls", "ward scheduler mode", "ward jobs stats",
 	"ward dlq ls", "ward dlq retry", "ward dlq drop",
 	"ward module deploy", "ward module ls", "ward module rollback", "ward module activate", "ward module rm", "ward module rm-version",
 	"ward policy push", "ward policy status",

@@ -19,11 +19,36 @@ import (
 func newWorkersCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workers",
-		Short: "List live hosts: capabilities, pools, load and labels",
+		Short: "List live hosts: capabilities, pools, load and labels; drain one",
 		Long: `workers asks every live host for the heartbeat it last sent (subject
-sys.worker.ping) and prints the answers that arrive within --window.`,
+sys.worker.ping) and prints the answers that arrive within --window.
+STATUS is the host's (ready, or draining while it shuts down), or
+drained when an operator drained it (ward workers drain): no new job is
+placed there until ward workers undrain.`,
 	}
-	return gatherCmd(g, cmd, (*client.Client).Workers, "(no live host answered)",
+	// The drains are the schedulers': asked at the same time as the hosts.
+	fetch := func(c *client.Client, ctx context.Context, window time.Duration) ([]*wardv1.Heartbeat, error) {
+		drained := make(chan map[string]bool, 1)
+		go func() {
+			d := map[string]bool{}
+			sts, _ := c.Schedulers(ctx, window) // no answer: no drain shown
+			for _, st := range sts {
+				for w := range st.GetDrained() {
+					d[w] = true
+				}
+			}
+			drained <- d
+		}()
+		hbs, err := c.Workers(ctx, window)
+		d := <-drained
+		for _, hb := range hbs {
+			if d[hb.GetWorkerId()] && hb.GetStatus() == "ready" {
+				hb.Status = "drained"
+			}
+		}
+		return hbs, err
+	}
+	gatherCmd(g, cmd, fetch, "(no live host answered)",
 		"WORKER\tSTATUS\tTYPE\tVERSION\tJOBS\tCPU%\tGPU%\tCAPABILITIES\tPOOLS\tLABELS",
 		func(hb *wardv1.Heartbeat) string {
 			var labels []string
@@ -35,6 +60,53 @@ sys.worker.ping) and prints the answers that arrive within --window.`,
 				hb.GetActiveJobs(), hb.GetMaxParallelJobs(), hb.GetCpuLoad(), hb.GetGpuUtilization(),
 				dash(strings.Join(hb.GetCapabilities(), ",")), dash(strings.Join(hb.GetPools(), ",")), dash(strings.Join(labels, ",")))
 		})
+	cmd.AddCommand(newDrainCmd(g, false), newDrainCmd(g, true))
+	return cmd
+}
+
+// newDrainCmd is ward workers drain HOST, or undrain HOST.
+func newDrainCmd(g *globals, undrain bool) *cobra.Command {
+	use, short := "drain HOST", "Place no new job on a host, while the jobs it runs finish; it stays drained until undrained"
+	if undrain {
+		use, short = "undrain HOST", "Lift a host's drain: schedulers place jobs on it again"
+	}
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: short + `. The drain is kept in the job store, so
+it outlives restarts of the host and of the schedulers, and every scheduler
+follows it within a second. See the host's jobs with ward jobs ls --host
+HOST. Audited (host.drain, host.undrain).`,
+		Example: "  ward workers drain host-1\n  ward jobs ls --host host-1 --state RUNNING\n  ward workers undrain host-1",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ctx, done, err := g.dial(10 * time.Second)
+			if err != nil {
+				return err
+			}
+			defer done()
+			r, err := c.DrainHost(ctx, args[0], undrain)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			switch {
+			case undrain && !r.GetChanged():
+				fmt.Fprintf(w, "host %s was not drained\n", args[0])
+			case undrain:
+				fmt.Fprintf(w, "host %s undrained: schedulers place jobs on it again\n", args[0])
+			default:
+				if !r.GetChanged() {
+					fmt.Fprintf(w, "host %s was drained already\n", args[0])
+				} else {
+					fmt.Fprintf(w, "host %s drained: no new job is placed on it\n", args[0])
+				}
+				fmt.Fprintf(w, "it holds %d jobs, which finish there (ward jobs ls --host %s); undo: ward workers undrain %s\n",
+					r.GetRunning(), args[0], args[0])
+			}
+			return nil
+		},
+	}
 }
 
 func newSchedulerLsCmd(g *globals) *cobra.Command {
