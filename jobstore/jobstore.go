@@ -440,6 +440,8 @@ type Store interface {
 	StatsReader
 	// Drains keeps the hosts an operator drained (drain.go).
 	Drains
+	// LiveNotes keeps what running jobs streamed and reported (live.go).
+	LiveNotes
 
 	// Create stores job in PENDING with payload as its context blob, and sets
 	// job.ContextPtr (a nats-os:// pointer already set, to a context the

@@ -44,6 +44,7 @@ type Memory struct {
 	failures   map[string]failures            // worker -> failures in the window
 	quarantine zset                           // worker -> end of quarantine
 	drained    map[string]time.Time           // worker -> when an operator drained it
+	live       map[string]*memLive            // job:live:<id>: a running job's notes (live.go)
 	runs       *memRuns                       // workflow runs (memory_runs.go), made once
 	runsOnce   sync.Once
 }
@@ -344,6 +345,7 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	}
 	if t.To.Terminal() {
 		delete(m.deadlines, id)
+		delete(m.live, id)
 	}
 	if t.Lock != nil {
 		m.locks[lockKey] = memLock{owner: t.Lock.Owner, expires: now.Add(t.Lock.TTL.Truncate(time.Millisecond))}

@@ -43,6 +43,7 @@ var (
 	runAppendScript   = loadScript("run_append.lua", "")
 	runClaimScript    = loadScript("run_claim.lua", "")
 	runListScript     = loadScript("run_list.lua", "")
+	liveAddScript     = loadScript("live_add.lua", "")
 )
 
 // loadScript reads lua/<name> and puts prelude before it.

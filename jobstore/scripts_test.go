@@ -32,6 +32,7 @@ func TestScriptHeaders(t *testing.T) {
 		"run_append.lua":   runAppendCall{id: "r"},
 		"run_claim.lua":    runClaimCall{id: "r"},
 		"run_list.lua":     runListCall{},
+		"live_add.lua":     liveAddCall{},
 	}
 	files, err := fs.Glob(luaFiles, "lua/*.lua")
 	if err != nil {

@@ -133,6 +133,8 @@ else
 end
 if ARGV[17] ~= '' then redis.call('ZADD', P .. 'job:deadlines', ARGV[17], id) end
 if terminal[to] and (f[5] or ARGV[17] ~= '') then redis.call('ZREM', P .. 'job:deadlines', id) end
+-- An ended job's live notes go: its result holds the whole output.
+if terminal[to] then redis.call('DEL', P .. 'job:live:' .. id) end
 -- The hash's 'locked' says a lock was taken, so that a job never locked
 -- costs no DEL.
 if ARGV[9] ~= '' then

@@ -80,6 +80,7 @@ func Run(t *testing.T, open func(t *testing.T) jobstore.Store) {
 		{"Quarantine", testQuarantine},
 		{"Stats", testStats},
 		{"Drain", testDrain},
+		{"Live", testLive},
 		{"BadTransitions", testBadTransitions},
 		{"RaceTenantLimit", testRaceTenantLimit},
 		{"RaceWorkerLimit", testRaceWorkerLimit},
