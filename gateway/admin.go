@@ -58,6 +58,8 @@ func (s *Server) routesAdmin() {
 	s.api("POST", "/v1/policies/eval", ScopeRead, s.policyEval)
 	s.api("POST", "/v1/policies/test", ScopeAdmin, s.policyTest)
 	s.api("POST", "/v1/policies/impact", ScopeAdmin, s.policyImpact)
+	s.api("GET", "/v1/policies/history", ScopeAdmin, s.policyHistory)
+	s.api("POST", "/v1/policies/rollback", ScopeAdmin, s.policyRollback)
 	s.api("PUT", "/v1/policies", ScopeAdmin, s.policyPush)
 	s.api("GET", "/v1/audit", ScopeAdmin, s.auditLog)
 }
@@ -723,4 +725,90 @@ func (s *Server) policyImpact(w http.ResponseWriter, r *http.Request, p Principa
 		out.Flips = append(out.Flips, view.Of(f))
 	}
 	return out, nil
+}
+
+// HistoryReply is GET /v1/policies/history's answer: what `ward policy
+// history -o json` prints, newest first.
+type HistoryReply struct {
+	Bucket    string                  `json:"bucket"`
+	Revisions []safety.PolicyRevision `json:"revisions"`
+}
+
+// policyHistory lists the pushes the policy bucket keeps (`ward policy
+// history`).
+func (s *Server) policyHistory(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	h, err := safety.History(ctx, s.cfg.Client.Bus().NATS(), s.cfg.Admin.PolicyBucket)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		h = []safety.PolicyRevision{}
+	}
+	return HistoryReply{Bucket: s.policyBucket(), Revisions: h}, nil
+}
+
+func (s *Server) policyBucket() string {
+	if b := s.cfg.Admin.PolicyBucket; b != "" {
+		return b
+	}
+	return safety.DefaultBucket
+}
+
+// RollbackRequest is POST /v1/policies/rollback's body: the bucket
+// revision to go back to (GET /v1/policies/history's kv_revision).
+type RollbackRequest struct {
+	KVRevision uint64 `json:"kv_revision"`
+}
+
+// RollbackReply is POST /v1/policies/rollback's answer.
+type RollbackReply struct {
+	Bucket string `json:"bucket"`
+	// RolledBackTo is the bucket revision rolled back to, Revision its
+	// bundle's revision, KVRevision the bucket revision written (0 when
+	// Unchanged).
+	RolledBackTo uint64 `json:"rolled_back_to"`
+	Revision     string `json:"revision"`
+	KVRevision   uint64 `json:"kv_revision"`
+	Unchanged    bool   `json:"unchanged"`
+	Signed       bool   `json:"signed"`
+	KeyID        string `json:"key_id,omitempty"`
+}
+
+// policyRollback puts an earlier pushed bundle back in force (`ward policy
+// rollback`): its stored bytes, signature included, become the bucket's
+// newest value. 404 for a revision the bucket does not keep, 409 for a
+// deletion or a push that came in between.
+func (s *Server) policyRollback(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	var in RollbackRequest
+	if err := decode(r, &in); err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	return s.rollbackPolicy(ctx, p, in.KVRevision)
+}
+
+// rollbackPolicy rolls the policy back to bucket revision rev for p, and
+// audits it (policy.push, with rollback_of) unless nothing changed.
+func (s *Server) rollbackPolicy(ctx context.Context, p Principal, rev uint64) (RollbackReply, error) {
+	if rev == 0 {
+		return RollbackReply{}, errorf(http.StatusBadRequest, reason.BadRequest, "kv_revision is required: a bucket revision GET /v1/policies/history lists")
+	}
+	res, err := safety.Rollback(ctx, s.cfg.Client.Bus().NATS(), s.cfg.Admin.PolicyBucket, rev, safety.RollbackOptions{By: p.Actor()})
+	switch {
+	case errors.Is(err, safety.ErrNotInHistory):
+		return RollbackReply{}, errorf(http.StatusNotFound, CodeNotFound, "%v", err)
+	case errors.Is(err, safety.ErrRevisionDeleted), errors.Is(err, safety.ErrBucketChanged):
+		return RollbackReply{}, errorf(http.StatusConflict, CodeConflict, "%v", err)
+	case err != nil:
+		return RollbackReply{}, err
+	}
+	if !res.Unchanged {
+		s.audit(ctx, p, audit.PolicyPush, res.Bucket, map[string]string{"revision": res.Revision, "signed": fmt.Sprint(res.Signed),
+			"rollback_of": fmt.Sprint(rev), "kv_revision": fmt.Sprint(res.KVRevision)})
+	}
+	return RollbackReply{Bucket: res.Bucket, RolledBackTo: rev, Revision: res.Revision, KVRevision: res.KVRevision,
+		Unchanged: res.Unchanged, Signed: res.Signed, KeyID: res.KeyID}, nil
 }

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -639,4 +640,58 @@ func TestBrowserReadOnly(t *testing.T) {
 	if n := b.eval(`document.querySelectorAll('a[href="/ui/audit"], a[href="/ui/keys"]').length`); n != float64(0) {
 		t.Errorf("a tenant's key sees the admin's pages in the navigation")
 	}
+}
+
+// TestBrowserPolicyHistory: the Policies page's history, with a Rollback
+// form for each kept revision but the one in force; its button asks for a
+// second click, then the form posts, and the page comes back saying what
+// it did, with the revision rolled back to in force.
+func TestBrowserPolicyHistory(t *testing.T) {
+	s := start(t, sysOptions{})
+	st, body := s.call(t, s.Admin, "GET", "/v1/policies?files=true", nil)
+	if st != http.StatusOK {
+		t.Fatalf("policies: %d %s", st, body)
+	}
+	files := map[string]string{}
+	for k, v := range object(t, body)["files"].(map[string]any) {
+		files[k] = v.(string)
+	}
+	var revs []string
+	for _, extra := range []string{"", "package ward.safety\n\ndeny contains \"other may not echo\" if input.tenant_id == \"other\"\n"} {
+		if extra != "" {
+			files["other.rego"] = extra
+		}
+		st, b := s.call(t, s.Admin, "PUT", "/v1/policies", map[string]any{"files": files})
+		if st != http.StatusOK {
+			t.Fatalf("push: %d %s", st, b)
+		}
+		revs = append(revs, object(t, b)["revision"].(string))
+	}
+	st, body = s.call(t, s.Admin, "GET", "/v1/policies/history", nil)
+	hist, _ := object(t, body)["revisions"].([]any)
+	if st != http.StatusOK || len(hist) != 2 {
+		t.Fatalf("history: %d %s", st, body)
+	}
+	first := fmt.Sprint(hist[1].(map[string]any)["kv_revision"])
+
+	admin := newBrowser(t, s)
+	admin.login(s.Admin)
+	row := `#policy-history tr[data-kv="` + first + `"]`
+	admin.do("open the history", chromedp.Navigate(admin.url+"/ui/policies#history"), chromedp.WaitVisible(chromedp.CSS(row+" button")))
+	if n := admin.eval(`document.querySelectorAll('#policy-history button').length`); n != float64(1) {
+		t.Errorf("%v Rollback buttons, want 1 (none for the revision in force)", n)
+	}
+	admin.check("policies-history")
+	admin.do("arm the rollback", chromedp.Click(chromedp.CSS(row+" button")))
+	if b := admin.text(row + " button"); !strings.HasPrefix(b, "Confirm") {
+		t.Errorf("the button after one click: %q", b)
+	}
+	admin.do("roll back", chromedp.Click(chromedp.CSS(row+" button")), chromedp.WaitVisible(chromedp.CSS("#rollback-msg")))
+	if m := admin.text("#rollback-msg"); !strings.Contains(m, "Rolled back to #"+first+": revision "+revs[0]) {
+		t.Errorf("the page after the rollback: %q", m)
+	}
+	if note := admin.text(`#policy-history tbody tr:first-child [data-field="note"]`); note != "in force; rollback to #"+first {
+		t.Errorf("the newest entry's note: %q", note)
+	}
+	admin.check("policies-rolled-back")
 }

@@ -120,6 +120,7 @@ func (s *Server) routesUI() {
 	s.page("GET /ui/modules", ScopeRead, s.uiModules)
 	s.page("GET /ui/modules/{name}", ScopeRead, s.uiModule)
 	s.page("GET /ui/policies", ScopeRead, s.uiPolicies)
+	s.page("POST /ui/policies/rollback", ScopeAdmin, s.uiPolicyRollback)
 	s.page("GET /ui/workflows", ScopeRead, s.uiRuns)
 	s.page("GET /ui/workflows/{id}", ScopeRead, s.uiRun)
 	s.page("GET /ui/keys", ScopeAdmin, s.uiKeys)

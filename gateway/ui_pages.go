@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -14,10 +15,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ward-run/ward/api/reason"
 	"github.com/ward-run/ward/apikey"
 	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/safety"
 	"github.com/ward-run/ward/workflow"
 )
 
@@ -674,6 +677,10 @@ type policiesData struct {
 	Sample string
 	// ImpactSample is the Impact form's Rego to start from.
 	ImpactSample string
+	// History is the policy bucket's kept pushes (an admin's page), and
+	// Notice what the rollback the page comes back from did.
+	History []safety.PolicyRevision
+	Notice  string
 }
 
 // impactSample is the Rego the Impact form starts with: a rule to try.
@@ -700,7 +707,65 @@ func (s *Server) uiPolicies(w http.ResponseWriter, r *http.Request, p Principal)
 	b, _ := json.MarshalIndent(sample, "", "  ")
 	d.Sample = string(b)
 	d.ImpactSample = impactSample
+	if p.Admin() {
+		var h HistoryReply
+		if err := s.apiCall(r, p, s.policyHistory, nil, nil, &h); err != nil {
+			return nil, err
+		}
+		d.History = h.Revisions
+		d.Notice = rollbackNotice(r.URL.Query(), d.History)
+	}
 	return &uiPage{Template: "policies", Title: "Policies", Data: d}, nil
+}
+
+// rollbackNotice says what the rollback the Policies page comes back
+// from did (uiPolicyRollback's redirect), as the history h shows it: ""
+// when the page comes from none, or h does not bear the query out.
+func rollbackNotice(q url.Values, h []safety.PolicyRevision) string {
+	to, err := strconv.ParseUint(q.Get("rolled_back_to"), 10, 64)
+	if err != nil {
+		return ""
+	}
+	kv, _ := strconv.ParseUint(q.Get("kv_revision"), 10, 64)
+	for _, e := range h {
+		switch {
+		case q.Get("unchanged") == "true" && e.KVRevision == to:
+			return fmt.Sprintf("Revision %s (#%d) is in force already: nothing was written.", e.Revision, to)
+		case e.KVRevision == kv && e.RollbackOf == to:
+			return fmt.Sprintf("Rolled back to #%d: revision %s is bucket revision #%d; every kernel watching puts it in force.", to, e.Revision, kv)
+		}
+	}
+	return ""
+}
+
+// uiPolicyRollback is the Policies page's Rollback form: a POST with the
+// session's CSRF token, from this site, that rolls the policy back to the
+// bucket revision it names (POST /v1/policies/rollback) and goes back to
+// the page, which says what it did.
+func (s *Server) uiPolicyRollback(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	token, _ := bearerOrCookie(r)
+	if !sameOrigin(r) || !s.csrfOK(r, token) {
+		return nil, errorf(http.StatusForbidden, CodeForbidden, "the request lacks the dashboard's CSRF token")
+	}
+	rev, err := strconv.ParseUint(r.PostFormValue("kv_revision"), 10, 64)
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "kv_revision: not a bucket revision")
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	res, err := s.rollbackPolicy(ctx, p, rev)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{"rolled_back_to": {strconv.FormatUint(rev, 10)}}
+	if res.Unchanged {
+		q.Set("unchanged", "true")
+	} else {
+		q.Set("kv_revision", strconv.FormatUint(res.KVRevision, 10))
+	}
+	http.Redirect(w, r, "/ui/policies?"+q.Encode()+"#history", http.StatusSeeOther)
+	return nil, nil
 }
 
 // ---------------------------------------------------------------- workflows

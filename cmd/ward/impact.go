@@ -132,6 +132,21 @@ func deniedActive(ctx context.Context, c *client.Client, s *safety.ImpactSummary
 // It reports whether to push. A kernel that cannot tell (none answers, an
 // older one) does not stop the push: it is said and the push goes on.
 func confirmPush(cmd *cobra.Command, g *globals, nc *nats.Conn, b *safety.Bundle, yes bool) (bool, error) {
+	return confirmChange(cmd, g, nc, b, yes, pushVerbs)
+}
+
+// verbs name a change of the policy in force in confirmChange's question
+// and answers: "push it", "pushed", "pushes it".
+type verbs struct{ do, done, does string }
+
+var (
+	pushVerbs     = verbs{"push it", "pushed", "pushes it"}
+	rollbackVerbs = verbs{"roll it back", "rolled back", "rolls it back"}
+)
+
+// confirmChange is confirmPush for a change that v names (a push, a
+// rollback): the same impact, the same question, the same --yes.
+func confirmChange(cmd *cobra.Command, g *globals, nc *nats.Conn, b *safety.Bundle, yes bool, v verbs) (bool, error) {
 	out := cmd.OutOrStdout()
 	ctx, cancel := context.WithTimeout(cmd.Context(), impactWait)
 	defer cancel()
@@ -154,13 +169,13 @@ func confirmPush(cmd *cobra.Command, g *globals, nc *nats.Conn, b *safety.Bundle
 	}
 	fmt.Fprintf(out, "the bundle would deny work of a kind that runs or waits now: %s\n", strings.Join(active, ", "))
 	if fi, err := os.Stdin.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return false, fmt.Errorf("not pushed: it would deny work that runs or waits now, and there is no terminal to ask; --yes pushes it")
+		return false, fmt.Errorf("not %s: it would deny work that runs or waits now, and there is no terminal to ask; --yes %s", v.done, v.does)
 	}
-	fmt.Fprint(out, "push it anyway? [y/N] ")
+	fmt.Fprintf(out, "%s anyway? [y/N] ", v.do)
 	line, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
 	if a := strings.ToLower(strings.TrimSpace(line)); a == "y" || a == "yes" {
 		return true, nil
 	}
-	fmt.Fprintln(out, "not pushed")
+	fmt.Fprintf(out, "not %s\n", v.done)
 	return false, nil
 }

@@ -92,7 +92,7 @@ var adminCommands = []string{
 	"ward workers", "ward workers drain", "ward workers undrain", "ward scheduler ls", "ward scheduler mode", "ward jobs stats",
 	"ward dlq ls", "ward dlq retry", "ward dlq drop",
 	"ward module deploy", "ward module ls", "ward module rollback", "ward module activate", "ward module rm", "ward module rm-version",
-	"ward policy push", "ward policy status",
+	"ward policy push", "ward policy status", "ward policy history", "ward policy rollback",
 	"ward audit ls",
 	"ward auth key add", "ward auth key ls", "ward auth key revoke",
 }

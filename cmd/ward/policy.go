@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -34,7 +36,7 @@ deny and constraints rules), their *_test.rego tests, and data.yaml or
 data.json beside them. policies/ is the default bundle: copy it to start.`,
 	}
 	cmd.AddCommand(newPolicyTestCmd(), newPolicyEvalCmd(), newPolicyImpactCmd(g), newPolicyPushCmd(g), newPolicyKeygenCmd(),
-		newPolicyStatusCmd(g), newPolicyBenchCmd())
+		newPolicyStatusCmd(g), newPolicyHistoryCmd(g), newPolicyRollbackCmd(g), newPolicyBenchCmd())
 	return cmd
 }
 
@@ -456,14 +458,7 @@ without --policy-pubkey accept.`,
 				// Every kernel that hears the push records it (policy.apply)
 				// with the pusher the bundle names and its signature's check.
 			}
-			if wait <= 0 {
-				return nil
-			}
-			ro, err := safety.WaitKernels(ctx, conn.NATS(), res.Revision, res.KVRevision, wait)
-			if err != nil {
-				return err
-			}
-			return printRollout(out, ro)
+			return waitRollout(ctx, out, conn.NATS(), res.Revision, res.KVRevision, wait)
 		},
 	}
 	f := cmd.Flags()
@@ -546,6 +541,22 @@ func pusher() string {
 		name += "@" + h
 	}
 	return name
+}
+
+// waitRollout waits up to wait (0: not at all) for every kernel that
+// answers to enforce revision rev, written at bucket revision kvRev (0 when
+// nothing was written), and prints where each stands (printRollout): what
+// `ward policy push` and `ward policy rollback` do once they wrote the
+// bucket.
+func waitRollout(ctx context.Context, out io.Writer, nc *nats.Conn, rev string, kvRev uint64, wait time.Duration) error {
+	if wait <= 0 {
+		return nil
+	}
+	ro, err := safety.WaitKernels(ctx, nc, rev, kvRev, wait)
+	if err != nil {
+		return err
+	}
+	return printRollout(out, ro)
 }
 
 // printRollout prints where each kernel stands on the pushed revision, and

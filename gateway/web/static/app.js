@@ -136,6 +136,33 @@
     });
   });
 
+  // <form data-confirm="..."> (a plain form POST, with the session's CSRF
+  // token in a hidden field) asks for a second click of its button, as a
+  // data-confirm button does.
+  document.addEventListener("submit", function (ev) {
+    var f = ev.target.closest("form[data-confirm]");
+    if (!f) return;
+    var b = f.querySelector('button[type="submit"]');
+    if (!b || b.dataset.armed === "true") {
+      if (b) b.disabled = true; // submitted: once
+      return;
+    }
+    ev.preventDefault();
+    b.dataset.armed = "true";
+    b.dataset.label = b.textContent;
+    b.dataset.aria = b.getAttribute("aria-label") || "";
+    b.textContent = "Confirm: " + b.dataset.label.toLowerCase();
+    if (b.dataset.aria) b.setAttribute("aria-label", "Confirm: " + b.dataset.aria.toLowerCase());
+    say(b, f.dataset.confirm, false);
+    setTimeout(function () {
+      if (b.dataset.armed !== "true" || b.disabled) return;
+      b.dataset.armed = "";
+      b.textContent = b.dataset.label;
+      if (b.dataset.aria) b.setAttribute("aria-label", b.dataset.aria);
+      say(b, "", false);
+    }, 5000);
+  });
+
   // ------------------------------------------------------------ jobs list
 
   var jobsTable = document.getElementById("jobs");
