@@ -540,6 +540,22 @@ func (c *Client) Get(ctx context.Context, id string, includeResult bool) (*wardv
 	return rec, nil
 }
 
+// GetLive returns job id's record with, while it runs, what its attempt
+// streamed and reported so far (GetJobReply.live: progress reports, then
+// the chunks of output in seq order): a watcher that attaches late prints
+// them, then the events it receives (those it has seen, by seq, are
+// skipped: Output does that).
+func (c *Client) GetLive(ctx context.Context, id string) (*wardv1.GetJobReply, error) {
+	reply := &wardv1.GetJobReply{}
+	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectJobGet, c.scope()), &wardv1.GetJobRequest{JobId: id, IncludeLive: true}, reply); err != nil {
+		return nil, err
+	}
+	if reply.GetError() != "" && reply.GetJob() == nil {
+		return nil, errors.New(reply.GetError())
+	}
+	return reply, nil
+}
+
 // Context returns job id's context as it was submitted, when the job
 // store holds it (nil for one stored by pointer: context_ptr names it).
 func (c *Client) Context(ctx context.Context, id string) ([]byte, error) {
@@ -653,11 +669,17 @@ var quietTimers = sync.Pool{New: func() any {
 // so Wait puts them back in order by their seq (see Output). In case an
 // event was lost, it also asks for the job every poll interval.
 func (c *Client) Wait(ctx context.Context, id string, w *Watcher, each func(*wardv1.JobEvent)) (*wardv1.JobEvent, error) {
+	return c.WaitFrom(ctx, id, w, &Output{}, each)
+}
+
+// WaitFrom is Wait for a watcher that has delivered some of the job's
+// streamed output already, through out (the chunks GetLive returned): a
+// chunk out has delivered is not delivered again.
+func (c *Client) WaitFrom(ctx context.Context, id string, w *Watcher, out *Output, each func(*wardv1.JobEvent)) (*wardv1.JobEvent, error) {
 	const poll = 2 * time.Second
 	if each == nil {
 		each = func(*wardv1.JobEvent) {}
 	}
-	var out Output
 	deliver := func(ev *wardv1.JobEvent) {
 		if ev.GetProgress().GetKind() != wardv1.JobProgress_KIND_OUTPUT {
 			each(ev) // what Add would return, without a slice

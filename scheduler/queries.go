@@ -57,12 +57,38 @@ func (s *Scheduler) handleGet(ctx context.Context, msg *nats.Msg, q *wardv1.GetJ
 			}
 		}
 		reply.Job = rec
+		if q.GetIncludeLive() && (job.State == jobstore.Running || job.State == jobstore.Dispatched) {
+			s.addLive(ctx, reply, job)
+		}
 		s.fitReply(reply)
 	}
 	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
 		// The client waits for an answer that will not come: say why.
 		s.log.Warn("get reply failed", "job_id", q.GetJobId(), "bytes", proto.Size(reply), "err", err)
 	}
+}
+
+// addLive puts what the job's running attempt streamed and reported so far
+// in reply, as its host sent them: progress reports, then the chunks in
+// seq order.
+func (s *Scheduler) addLive(ctx context.Context, reply *wardv1.GetJobReply, job *jobstore.Job) {
+	l, err := s.cfg.Store.Live(ctx, job.ID)
+	if err != nil {
+		s.storeFailed("live", job.ID, err)
+		return
+	}
+	if l.Attempt != job.Attempt {
+		return // notes of another attempt: none of this one's yet
+	}
+	for _, p := range l.Progress {
+		reply.Live = append(reply.Live, &wardv1.JobProgress{JobId: job.ID, WorkerId: job.WorkerID, Kind: wardv1.JobProgress_KIND_PROGRESS,
+			Percent: int32(p.Percent), Message: p.Message, SentAtUnixMs: p.At.UnixMilli(), Attempt: int32(l.Attempt)})
+	}
+	for _, c := range l.Output {
+		reply.Live = append(reply.Live, &wardv1.JobProgress{JobId: job.ID, WorkerId: job.WorkerID, Kind: wardv1.JobProgress_KIND_OUTPUT,
+			Seq: c.Seq, Output: c.Data, Attempt: int32(l.Attempt)})
+	}
+	reply.LiveTruncated = l.Truncated
 }
 
 // fitReply keeps a reply within what the NATS server accepts in a message
@@ -78,6 +104,13 @@ func (s *Scheduler) fitReply(reply *wardv1.GetJobReply) {
 		return
 	}
 	rec := reply.GetJob()
+	// A running job's notes first: its oldest chunks go until it fits.
+	for len(reply.GetLive()) > 0 && int64(proto.Size(reply)) > limit {
+		reply.Live, reply.LiveTruncated = reply.Live[1:], true
+	}
+	if int64(proto.Size(reply)) <= limit {
+		return
+	}
 	if n := len(rec.GetContext()); n > 0 {
 		// Asked for beside the record: the record goes without it.
 		rec.Context = nil

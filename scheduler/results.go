@@ -420,11 +420,14 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 
 // handleProgress moves a job to RUNNING when its host reports the start,
 // and forwards its other reports — percent progress, streamed output — to
-// the job's watchers on sys.job.event.<tenant>.<job_id>, unstored: the
-// store keeps states, and the result holds the whole output. Reports are
-// handled concurrently, here and across replicas, so forwarded chunks may
-// overtake each other: their seq puts them back in order (client.Wait
-// does).
+// the job's watchers on sys.job.event.<tenant>.<job_id>. It keeps them
+// first among the job's live notes (jobstore.LiveNotes, bounded, dropped
+// when the job ends: its result holds the whole output), so that a
+// watcher attaching late reads what came before it subscribed and misses
+// nothing: kept before forwarded, a report is in the notes it reads or
+// among the events it receives. Reports are handled concurrently, here
+// and across replicas, so forwarded chunks may overtake each other: their
+// seq puts them back in order (client.Wait does).
 func (s *Scheduler) handleProgress(ctx context.Context, msg *nats.Msg, p *wardv1.JobProgress) {
 	if !s.fromItsHost("progress", msg.Subject, p.GetJobId(), p.GetWorkerId(), p.GetAttempt()) {
 		return
@@ -453,6 +456,7 @@ func (s *Scheduler) handleProgress(ctx context.Context, msg *nats.Msg, p *wardv1
 			return
 		}
 		p.WorkerId = worker
+		s.keepLive(ctx, p)
 		ev := &wardv1.JobEvent{JobId: p.GetJobId(), AtUnixMs: p.GetSentAtUnixMs(), WorkerId: worker, Progress: p}
 		if err := s.cfg.Bus.Publish(bus.EventSubject(o.tenant, p.GetJobId()), ev); err != nil {
 			s.log.Debug("progress forward failed", "job_id", p.GetJobId(), "err", err)
@@ -469,6 +473,28 @@ func (s *Scheduler) handleProgress(ctx context.Context, msg *nats.Msg, p *wardv1
 		return
 	}
 	s.moved(job, t)
+}
+
+// keepLive keeps a progress report or a chunk of streamed output among the
+// job's live notes. A failure loses the note for late watchers only: the
+// report is forwarded all the same.
+func (s *Scheduler) keepLive(ctx context.Context, p *wardv1.JobProgress) {
+	var err error
+	if p.GetKind() == wardv1.JobProgress_KIND_OUTPUT {
+		_, err = s.cfg.Store.AddOutput(ctx, p.GetJobId(), int(p.GetAttempt()), p.GetSeq(), p.GetOutput())
+	} else {
+		// When the host sent it, as the forwarded event says (a watcher
+		// that reads it here and receives it too knows it by that), unless
+		// the host's clock is off by more than a minute: then when it came.
+		at, now := time.UnixMilli(p.GetSentAtUnixMs()), time.Now()
+		if d := now.Sub(at); d > time.Minute || d < -time.Minute {
+			at = now
+		}
+		_, err = s.cfg.Store.AddProgress(ctx, p.GetJobId(), int(p.GetAttempt()), jobstore.Progress{At: at, Percent: int(p.GetPercent()), Message: p.GetMessage()})
+	}
+	if err != nil {
+		s.storeFailed("live", p.GetJobId(), err)
+	}
 }
 
 // handleCancel ends a job CANCELLED, if it is the asking tenant's (the

@@ -15,7 +15,8 @@ import (
 
 // TestSubmitCtrlC: Ctrl-C during `ward submit --wait` stops following the
 // job, not the job: it says so and how to follow it again, and exits 130;
-// the job goes on, and `ward jobs watch` follows it again.
+// the job goes on, and `ward jobs watch` follows it again, showing first
+// what the job streamed and reported before it re-attached.
 func TestSubmitCtrlC(t *testing.T) {
 	_, natsURL := startDev(t, []string{"REDIS_URL="}, "--modules", echoDir(t))
 	dir := t.TempDir()
@@ -27,8 +28,8 @@ func TestSubmitCtrlC(t *testing.T) {
 	if out, code := cli(t, natsURL, "module", "deploy", slow, "--wait", "60s"); code != 0 {
 		t.Fatalf("deploy slow: exit %d\n%s", code, out)
 	}
-	sub := startWard(t, "submit --wait", nil, "--nats", natsURL, "submit", "--topic", "job.slow", "--tenant", "acme", "--payload", `{"do": "sleep"}`, "--wait")
-	poll.Until(t, 60*time.Second, "the job running", func() bool { return strings.Contains(sub.out.String(), "RUNNING") })
+	sub := startWard(t, "submit --wait", nil, "--nats", natsURL, "submit", "--topic", "job.slow", "--tenant", "acme", "--payload", `{"do": "talk"}`, "--wait")
+	poll.Until(t, 60*time.Second, "the job running and talking", func() bool { return strings.Contains(sub.out.String(), "hello from the job") })
 	id := strings.Fields(sub.out.String())[1]
 	if err := sub.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -49,9 +50,13 @@ func TestSubmitCtrlC(t *testing.T) {
 	if out, code := cli(t, natsURL, "jobs", "get", id); code != 0 || !strings.Contains(out, "state:         RUNNING") {
 		t.Errorf("the job after Ctrl-C: exit %d\n%s", code, out)
 	}
+	// Re-attached, it shows what the job streamed and reported before,
+	// once each.
 	watch := exec.Command(wardBin, "--nats", natsURL, "jobs", "watch", id, "--timeout", "3s")
-	if out, _ := watch.CombinedOutput(); !strings.Contains(string(out), "RUNNING") {
-		t.Errorf("jobs watch after Ctrl-C:\n%s", out)
+	out, _ := watch.CombinedOutput()
+	if !strings.Contains(string(out), "RUNNING") || strings.Count(string(out), "hello from the job\n") != 1 ||
+		strings.Count(string(out), "PROGRESS    50%  half way") != 1 {
+		t.Errorf("jobs watch after Ctrl-C does not show the job's output and progress so far, once:\n%s", out)
 	}
 	if out, code := cli(t, natsURL, "jobs", "cancel", id); code != 0 {
 		t.Errorf("jobs cancel: exit %d\n%s", code, out)

@@ -165,7 +165,13 @@ func submit(ctx context.Context, c *client.Client, req *wardv1.JobRequest, wait 
 // then the result (SUCCEEDED) or how it ended (an exitError of code 2).
 // It is `ward submit --wait` and `ward jobs watch`.
 func followJob(ctx context.Context, c *client.Client, id string, w *client.Watcher, p *eventPrinter, out io.Writer) error {
-	final, err := c.Wait(ctx, id, w, p.print)
+	return followJobFrom(ctx, c, id, w, &client.Output{}, p, out)
+}
+
+// followJobFrom is followJob for a watcher that printed some of the job's
+// output already, through o.
+func followJobFrom(ctx context.Context, c *client.Client, id string, w *client.Watcher, o *client.Output, p *eventPrinter, out io.Writer) error {
+	final, err := c.WaitFrom(ctx, id, w, o, p.print)
 	if err != nil {
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
@@ -283,15 +289,36 @@ func watchJob(ctx context.Context, c *client.Client, id string, out io.Writer) e
 		return err
 	}
 	defer w.Close()
-	rec, err := c.Get(ctx, id, false)
+	reply, err := c.GetLive(ctx, id)
 	if err != nil {
 		return err
 	}
+	rec := reply.GetJob()
 	id = rec.GetJobId()
 	fmt.Fprintf(out, "job %s\n", id)
 	p := &eventPrinter{out: out, seen: map[string]bool{}}
 	for _, ev := range rec.GetEvents() {
 		p.print(ev)
+	}
+	// What its attempt streamed and reported before this watch began:
+	// progress reports, then the output, which the events that follow
+	// continue (a chunk printed here is not printed again).
+	var o client.Output
+	if reply.GetLiveTruncated() {
+		fmt.Fprintf(os.Stderr, "ward: job %s streamed more than is kept while it runs: some of its output before now is not shown (its result will hold it all)\n", id)
+	}
+	for _, pr := range reply.GetLive() {
+		ev := &wardv1.JobEvent{JobId: id, AtUnixMs: pr.GetSentAtUnixMs(), WorkerId: pr.GetWorkerId(), Progress: pr}
+		if pr.GetKind() != wardv1.JobProgress_KIND_OUTPUT {
+			p.print(ev)
+			continue
+		}
+		for _, e := range o.Add(ev) {
+			p.print(e)
+		}
+	}
+	for _, e := range o.Flush() {
+		p.print(e)
 	}
 	if client.Terminal(rec.GetState()) {
 		final := &wardv1.JobEvent{JobId: id, State: rec.GetState(), Reason: rec.GetReason(), WorkerId: rec.GetWorkerId(),
@@ -301,7 +328,7 @@ func watchJob(ctx context.Context, c *client.Client, id string, out io.Writer) e
 		}
 		return printEnd(ctx, c, id, final, out)
 	}
-	return followJob(ctx, c, id, w, p, out)
+	return followJobFrom(ctx, c, id, w, &o, p, out)
 }
 
 // eventPrinter prints a job's events as they come: a line per state
@@ -310,8 +337,9 @@ func watchJob(ctx context.Context, c *client.Client, id string, out io.Writer) e
 type eventPrinter struct {
 	out     io.Writer
 	midLine bool // the last output printed did not end a line
-	// seen, when set, holds the state changes printed ("<state> <at>"):
-	// one that comes again (from the stored log, then live) is skipped.
+	// seen, when set, holds the state changes and progress reports
+	// printed: one that comes again (read with the job, then live) is
+	// skipped.
 	seen map[string]bool
 	// running is set once RUNNING (or a later state) is printed; pending
 	// holds the lines held back until then (a PROGRESS report that
@@ -322,8 +350,13 @@ type eventPrinter struct {
 }
 
 func (p *eventPrinter) print(ev *wardv1.JobEvent) {
-	if p.seen != nil && ev.GetProgress() == nil {
+	if p.seen != nil && ev.GetProgress().GetKind() != wardv1.JobProgress_KIND_OUTPUT {
+		// A state change, or a progress report (read with the job, then
+		// received too), printed already is not printed again.
 		key := fmt.Sprintf("%d %d", ev.GetState(), ev.GetAtUnixMs())
+		if pr := ev.GetProgress(); pr != nil {
+			key = fmt.Sprintf("p %d %d %d %s", pr.GetAttempt(), pr.GetSentAtUnixMs(), pr.GetPercent(), pr.GetMessage())
+		}
 		if p.seen[key] {
 			return
 		}

@@ -1725,8 +1725,12 @@ type GetJobRequest struct {
 	// include_context asks for the job's context as submitted
 	// (JobRecord.context), when the job store holds it.
 	IncludeContext bool `protobuf:"varint,3,opt,name=include_context,json=includeContext,proto3" json:"include_context,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// include_live asks, for a job that runs, for what its attempt streamed
+	// and reported so far (GetJobReply.live): a watcher attaching late
+	// prints them, then follows the job's events from there.
+	IncludeLive   bool `protobuf:"varint,4,opt,name=include_live,json=includeLive,proto3" json:"include_live,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetJobRequest) Reset() {
@@ -1780,11 +1784,24 @@ func (x *GetJobRequest) GetIncludeContext() bool {
 	return false
 }
 
+func (x *GetJobRequest) GetIncludeLive() bool {
+	if x != nil {
+		return x.IncludeLive
+	}
+	return false
+}
+
 // GetJobReply answers GetJobRequest.
 type GetJobReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Job           *JobRecord             `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
-	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Job   *JobRecord             `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	Error string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// live holds, with include_live, the running attempt's progress reports
+	// (KIND_PROGRESS) and streamed chunks (KIND_OUTPUT, in seq order; a seq
+	// may be missing), as its host sent them; at most 1 MiB of output and
+	// 200 reports, live_truncated when more came.
+	Live          []*JobProgress `protobuf:"bytes,3,rep,name=live,proto3" json:"live,omitempty"`
+	LiveTruncated bool           `protobuf:"varint,4,opt,name=live_truncated,json=liveTruncated,proto3" json:"live_truncated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1831,6 +1848,20 @@ func (x *GetJobReply) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *GetJobReply) GetLive() []*JobProgress {
+	if x != nil {
+		return x.Live
+	}
+	return nil
+}
+
+func (x *GetJobReply) GetLiveTruncated() bool {
+	if x != nil {
+		return x.LiveTruncated
+	}
+	return false
 }
 
 // ListJobsRequest asks a scheduler for a page of jobs, newest first, on
@@ -2287,14 +2318,17 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\acontext\x18  \x01(\fR\acontext\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"v\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x99\x01\n" +
 	"\rGetJobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12%\n" +
 	"\x0einclude_result\x18\x02 \x01(\bR\rincludeResult\x12'\n" +
-	"\x0finclude_context\x18\x03 \x01(\bR\x0eincludeContext\"I\n" +
+	"\x0finclude_context\x18\x03 \x01(\bR\x0eincludeContext\x12!\n" +
+	"\finclude_live\x18\x04 \x01(\bR\vincludeLive\"\x9a\x01\n" +
 	"\vGetJobReply\x12$\n" +
 	"\x03job\x18\x01 \x01(\v2\x12.ward.v1.JobRecordR\x03job\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\xfb\x01\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12(\n" +
+	"\x04live\x18\x03 \x03(\v2\x14.ward.v1.JobProgressR\x04live\x12%\n" +
+	"\x0elive_truncated\x18\x04 \x01(\bR\rliveTruncated\"\xfb\x01\n" +
 	"\x0fListJobsRequest\x12\x14\n" +
 	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12'\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x05state\x12\x14\n" +
@@ -2387,14 +2421,15 @@ var file_ward_v1_job_proto_depIdxs = []int32{
 	21, // 15: ward.v1.JobRecord.labels:type_name -> ward.v1.JobRecord.LabelsEntry
 	3,  // 16: ward.v1.JobRecord.resources:type_name -> ward.v1.Resources
 	13, // 17: ward.v1.GetJobReply.job:type_name -> ward.v1.JobRecord
-	0,  // 18: ward.v1.ListJobsRequest.state:type_name -> ward.v1.JobState
-	13, // 19: ward.v1.ListJobsReply.jobs:type_name -> ward.v1.JobRecord
-	13, // 20: ward.v1.DLQEntry.job:type_name -> ward.v1.JobRecord
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	9,  // 18: ward.v1.GetJobReply.live:type_name -> ward.v1.JobProgress
+	0,  // 19: ward.v1.ListJobsRequest.state:type_name -> ward.v1.JobState
+	13, // 20: ward.v1.ListJobsReply.jobs:type_name -> ward.v1.JobRecord
+	13, // 21: ward.v1.DLQEntry.job:type_name -> ward.v1.JobRecord
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_ward_v1_job_proto_init() }

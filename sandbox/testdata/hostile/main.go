@@ -60,6 +60,14 @@ func init() {
 			return err
 		case "sleep":
 			time.Sleep(time.Hour)
+		case "talk":
+			// Reports progress and streams a line, then sleeps: what a
+			// watcher attaching late should still see.
+			j.Progress(50, "half way")
+			if err := j.Stream("hello from the job\n"); err != nil {
+				return err
+			}
+			time.Sleep(time.Hour)
 		case "membomb":
 			var keep [][]byte
 			for {
