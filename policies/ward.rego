@@ -92,7 +92,9 @@ deny contains msg if {
 # signature itself; this rule keeps unsigned code from such tenants and
 # pools before it is placed.
 deny contains msg if {
-	object.get(data.tenants, [input.tenant_id, "require_signed_modules"], data.defaults.require_signed_modules)
+	# Anything but false requires signatures: a setting mistyped ("no",
+	# 0) keeps unsigned code out rather than letting it in.
+	object.get(data.tenants, [input.tenant_id, "require_signed_modules"], data.defaults.require_signed_modules) != false
 	not input.module.signed
 	msg := sprintf("module %s is not signed, and tenant %q runs only signed modules", [input.module.name, input.tenant_id])
 }
@@ -223,9 +225,23 @@ grants["time_limit_ms"] := capped(requested.time_limit_ms, "max_time_ms") if {
 	requested.time_limit_ms > 0
 }
 
-capped(asked, key) := min([asked, object.get(module_settings, key, data.defaults[key])]) if {
-	object.get(module_settings, key, data.defaults[key])
+capped(asked, key) := min([asked, cap]) if {
+	cap := cap_of(key)
 } else := asked
+
+# cap_of(key) is the module's cap of that name, else the defaults': a
+# positive number. A cap that is not one (0, a string) is passed over,
+# never taken for "nothing allowed" or for "no cap"; with neither, there
+# is no cap.
+cap_of(key) := c if {
+	c := module_settings[key]
+	is_number(c)
+	c > 0
+} else := c if {
+	c := data.defaults[key]
+	is_number(c)
+	c > 0
+}
 
 # under_allowed_root(dir) holds when dir is a clean absolute path (no .,
 # .. or empty components) equal to or below one of the module's roots.

@@ -265,6 +265,18 @@ test_memory_cut_to_module_cap if {
 		with data.modules as {"echo": {"max_memory_bytes": 1024}}
 }
 
+test_module_cap_that_is_not_a_positive_number_falls_back_to_the_default if {
+	inp := with_module("echo", {"memory_limit_bytes": 4294967296, "time_limit_ms": 86400000})
+	safety.constraints == {"grants": {"memory_limit_bytes": 536870912, "time_limit_ms": 600000}} with input as inp
+		with data.modules as {"echo": {"max_memory_bytes": 0, "max_time_ms": "1000"}}
+}
+
+test_mistyped_signature_setting_requires_signatures if {
+	tenants := object.union(data.tenants, {"acme": {"require_signed_modules": "no"}})
+	count(safety.deny) == 1 with input as job with data.tenants as tenants
+	count(safety.deny) == 0 with input as signed_job with data.tenants as tenants
+}
+
 test_memory_uncapped_without_caps if {
 	inp := with_module("chat-advanced", {"memory_limit_bytes": 4294967296})
 	safety.constraints == {"grants": {"memory_limit_bytes": 4294967296}} with input as inp
