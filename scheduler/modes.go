@@ -15,8 +15,8 @@ import (
 	"github.com/ward-run/ward/jobstore"
 )
 
-// Mode is the scheduler mode (seed 002). It is stored in the job store, so
-// that every replica follows the same one.
+// Mode is the scheduler mode (NORMAL, DEGRADED, READ_ONLY, DRAINING). It
+// is stored in the job store, so that every replica follows the same one.
 type Mode string
 
 // The modes.

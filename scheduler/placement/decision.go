@@ -30,7 +30,7 @@ func (f Filter) String() string { return filterNames[f] }
 
 func (f Filter) hard() bool { return f <= FilterLabel }
 
-// Kind is a decision's reasoning, as seed 004 names them: the strategy
+// Kind is a decision's reasoning, as the event log names it: the strategy
 // that chose (its name in CamelCase), or OnlyWorkerAvailable.
 type Kind uint8
 
@@ -185,7 +185,7 @@ func (d *Decision) Why() string {
 }
 
 // Reasoning renders the decision as the one line stored in the job's
-// event log, seed 004's form, e.g.
+// event log, e.g.
 //
 //	LeastLoaded{worker=w2 score=1.20 queue_depth=1} strategy=least-loaded candidates=2 filtered: w3=at_capacity
 func (d *Decision) Reasoning() string {
