@@ -18,7 +18,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // repoRoot is the repository, seen from this package's directory.

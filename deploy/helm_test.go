@@ -19,7 +19,7 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // kubernetesVersion is the k8s.io/kubernetes module whose

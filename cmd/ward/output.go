@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/ward-run/ward/view"
 )
