@@ -47,6 +47,9 @@ type AdminParts struct {
 
 func (s *Server) routesAdmin() {
 	s.api("GET", "/v1/hosts", ScopeRead, s.hosts)
+	s.api("POST", "/v1/hosts/{id}/drain", ScopeAdmin, s.drainHost(false))
+	s.api("POST", "/v1/hosts/{id}/undrain", ScopeAdmin, s.drainHost(true))
+	s.api("GET", "/v1/stats", ScopeAdmin, s.stats)
 	s.api("GET", "/v1/dlq", ScopeRead, s.dlq)
 	s.api("POST", "/v1/dlq/{id}/retry", ScopeSubmit, s.dlqRetry)
 	s.api("DELETE", "/v1/dlq/{id}", ScopeSubmit, s.dlqDrop)
@@ -68,11 +71,21 @@ func (s *Server) routesAdmin() {
 const hostWindow = 300 * time.Millisecond
 
 // hosts lists the live hosts. A tenant's key sees their capacity, load
-// and modules; an admin's their labels and credentials too.
+// and modules; an admin's their labels and credentials too. A host an
+// operator drained (POST /v1/hosts/{id}/drain) carries
+// drained_at_unix_ms, from the schedulers' status, asked at the same
+// time as the hosts; "drained" names every drained host, live or not.
 func (s *Server) hosts(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
+	var drained map[string]int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		drained = s.drained(ctx)
+	}()
 	hbs, err := s.cfg.Client.Workers(ctx, hostWindow)
+	<-done
 	if err != nil {
 		return nil, err
 	}
@@ -83,9 +96,30 @@ func (s *Server) hosts(w http.ResponseWriter, r *http.Request, p Principal) (any
 			delete(v, "credential")
 			delete(v, "labels")
 		}
+		if at, ok := drained[hb.GetWorkerId()]; ok {
+			v["drained_at_unix_ms"] = at
+		}
 		out = append(out, v)
 	}
-	return map[string]any{"hosts": out}, nil
+	return map[string]any{"hosts": out, "drained": drained}, nil
+}
+
+// drained are the hosts an operator drained, with when, as the scheduler
+// replicas that answer within hostWindow say (each reads them from the
+// store); none when none answers.
+func (s *Server) drained(ctx context.Context) map[string]int64 {
+	out := map[string]int64{}
+	sts, err := s.cfg.Client.Schedulers(ctx, hostWindow)
+	if err != nil {
+		s.log.Debug("the schedulers' status (drained hosts) was not read", "err", err)
+		return out
+	}
+	for _, st := range sts {
+		for w, at := range st.GetDrained() {
+			out[w] = max(out[w], at)
+		}
+	}
+	return out
 }
 
 // dlq lists the dead-lettered jobs: a tenant's key sees its tenant's.

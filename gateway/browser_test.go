@@ -695,3 +695,83 @@ func TestBrowserPolicyHistory(t *testing.T) {
 	}
 	admin.check("policies-rolled-back")
 }
+
+// TestBrowserHostsAndLive: as an admin, the overview's exact counts and
+// throughput history in both ranges; drain the host from the hosts page
+// (a second click confirms), see it drained, open its jobs, undrain it; a
+// running job's page with its progress report in the timeline and its
+// output so far; then a tenant's overview, of its recent jobs.
+func TestBrowserHostsAndLive(t *testing.T) {
+	s := startHostile(t)
+	for i := range 2 {
+		s.waitJob(t, s.Acme, s.submitJob(t, s.Acme, map[string]any{"topic": "job.echo", "payload": i}))
+	}
+	s.waitJob(t, s.Acme, s.submitJob(t, s.Acme, map[string]any{"topic": "job.nowhere", "payload": "x"}))
+	talk := s.submitJob(t, s.Acme, map[string]any{"topic": "job.hostile", "payload": map[string]any{"do": "talk"}})
+	waitLive(t, func() (int, []byte) { return s.call(t, s.Acme, "GET", "/v1/jobs/"+talk+"?live=true", nil) })
+	t.Cleanup(func() { s.call(t, s.Admin, "POST", "/v1/jobs/"+talk+"/cancel", nil) })
+
+	b := newBrowser(t, s)
+	b.login(s.Admin)
+	b.do("the overview", chromedp.Navigate(b.url+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#throughput svg.chart")))
+	if n := b.text(`[data-state-count="SUCCEEDED"]`); n != "2" {
+		t.Errorf("the overview counts %s SUCCEEDED jobs, not 2", n)
+	}
+	if sum := b.text("#flow-summary"); !strings.HasPrefix(sum, "4 created, 2 succeeded, 1 failed") {
+		t.Errorf("the throughput's summary: %q", sum)
+	}
+	b.check("overview-throughput")
+	b.do("the 24 h range", chromedp.Click(chromedp.CSS(`nav.range a[data-range="24h"]`)), chromedp.WaitVisible(chromedp.CSS(`nav.range a.on[data-range="24h"]`)))
+	b.do("its numbers", chromedp.Click(chromedp.CSS("#flow-details summary")), chromedp.WaitVisible(chromedp.CSS("#flow-table")))
+	b.check("overview-throughput-24h")
+
+	host := `article[data-host="gw-host"]`
+	b.do("drain the host",
+		chromedp.Navigate(b.url+"/ui/hosts"),
+		chromedp.WaitVisible(chromedp.CSS(host+` button[data-action="drain"]`)),
+		chromedp.Click(chromedp.CSS(host+` button[data-action="drain"]`)), // arms it
+	)
+	if l := b.text(host + ` button[data-action="drain"]`); !strings.HasPrefix(l, "Confirm") {
+		t.Errorf("the Drain button after one click: %q", l)
+	}
+	b.do("confirm", chromedp.Click(chromedp.CSS(host+` button[data-action="drain"]`)), chromedp.WaitVisible(chromedp.CSS("#drain-msg")))
+	if m := b.text("#drain-msg"); !strings.HasPrefix(m, "Host gw-host is drained") {
+		t.Errorf("after the drain: %q", m)
+	}
+	if d := b.text(host + ` [data-field="drained"]`); d != "drained" {
+		t.Errorf("the host's badge: %q", d)
+	}
+	b.check("hosts-drained")
+	b.do("the host's jobs", chromedp.Click(chromedp.CSS(host+` a[data-field="jobs"]`)), chromedp.WaitVisible(chromedp.CSS("#jobs-host")))
+	if n := b.eval(`document.querySelectorAll("#jobs tbody tr").length`); n != float64(3) {
+		t.Errorf("the jobs page of host gw-host has %v rows, not 3", n)
+	}
+	if v := b.eval(`document.getElementById("filter-worker").value`); v != "gw-host" {
+		t.Errorf("the host filter: %v", v)
+	}
+	b.check("jobs-host")
+	b.do("undrain the host",
+		chromedp.Navigate(b.url+"/ui/hosts"),
+		chromedp.Click(chromedp.CSS(host+` button[data-action="undrain"]`)),
+		chromedp.WaitVisible(chromedp.CSS(host+` button[data-action="drain"]`)),
+	)
+	if m := b.text("#drain-msg"); !strings.HasPrefix(m, "Host gw-host is undrained") {
+		t.Errorf("after the undrain: %q", m)
+	}
+
+	b.do("the running job", chromedp.Navigate(b.url+"/ui/jobs/"+talk), chromedp.WaitVisible(chromedp.CSS(`#timeline tr[data-kind="progress"]`)))
+	if p := b.text(`#timeline tr[data-kind="progress"] td.msgcell`); p != "50% half way" {
+		t.Errorf("the progress row: %q", p)
+	}
+	if o := b.text("#output"); !strings.Contains(o, "hello from the job") {
+		t.Errorf("the output so far: %q", o)
+	}
+	b.check("job-live")
+
+	b.do("log out", chromedp.Click(chromedp.CSS("#logout")), chromedp.WaitVisible(chromedp.CSS("#login-form")))
+	b.login(s.Acme)
+	if sc := b.text("#states-scope"); !strings.Contains(sc, "tenant acme's jobs created: its recent jobs") {
+		t.Errorf("a tenant's overview says %q", sc)
+	}
+	b.check("overview-tenant")
+}

@@ -214,7 +214,26 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request, p Principal) (an
 			return nil, err
 		}
 	}
-	return view.Of(rec), nil
+	v := view.Of(rec)
+	if r.URL.Query().Get("live") == "true" {
+		// What the running attempt reported and streamed so far (none once
+		// the job ended): progress reports, then the output in seq order.
+		live := []map[string]any{}
+		if !client.Terminal(rec.GetState()) {
+			rep, err := s.clientOf(p).GetLive(ctx, r.PathValue("id"))
+			if err != nil {
+				return nil, notFound(err, "job", r.PathValue("id"))
+			}
+			for _, pr := range rep.GetLive() {
+				live = append(live, progressView(pr))
+			}
+			if rep.GetLiveTruncated() {
+				v["live_truncated"] = true
+			}
+		}
+		v["live"] = live
+	}
+	return v, nil
 }
 
 // notFound is the error of a get that found nothing: 404 when the system
@@ -254,7 +273,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p Principal) (
 // listQuery reads GET /v1/jobs's filters.
 func listQuery(r *http.Request, p Principal) (*wardv1.ListJobsRequest, error) {
 	v := r.URL.Query()
-	q := &wardv1.ListJobsRequest{Topic: v.Get("topic"), Cursor: v.Get("cursor")}
+	q := &wardv1.ListJobsRequest{Topic: v.Get("topic"), Cursor: v.Get("cursor"), WorkerId: v.Get("worker")}
 	if s := v.Get("state"); s != "" {
 		n, ok := view.EnumValue(wardv1.JobState(0).Descriptor(), s)
 		if !ok {

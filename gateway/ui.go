@@ -116,6 +116,8 @@ func (s *Server) routesUI() {
 	s.page("GET /ui/jobs", ScopeRead, s.uiJobs)
 	s.page("GET /ui/jobs/{id}", ScopeRead, s.uiJob)
 	s.page("GET /ui/hosts", ScopeRead, s.uiHosts)
+	s.page("POST /ui/hosts/{id}/drain", ScopeAdmin, s.uiDrain(false))
+	s.page("POST /ui/hosts/{id}/undrain", ScopeAdmin, s.uiDrain(true))
 	s.page("GET /ui/dlq", ScopeRead, s.uiDLQ)
 	s.page("GET /ui/modules", ScopeRead, s.uiModules)
 	s.page("GET /ui/modules/{name}", ScopeRead, s.uiModule)

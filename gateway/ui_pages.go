@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -87,6 +88,24 @@ type uiJob struct {
 	LogText      string          `json:"log_text"`
 	LogBase64    string          `json:"log_base64"`
 	LogTruncated bool            `json:"log_truncated"`
+	// Live is what the running attempt reported and streamed so far
+	// (?live=true; none once the job ended), LiveTruncated whether more
+	// came than is kept.
+	Live          []uiNote `json:"live"`
+	LiveTruncated bool     `json:"live_truncated"`
+}
+
+// uiNote is a live note of a running job: a progress report (PROGRESS:
+// percent, message) or a chunk of its streamed output (OUTPUT).
+type uiNote struct {
+	Kind         string `json:"kind"`
+	WorkerID     string `json:"worker_id"`
+	Percent      int    `json:"percent"`
+	Message      string `json:"message"`
+	At           int64  `json:"sent_at_unix_ms"`
+	Seq          int64  `json:"seq"`
+	OutputText   string `json:"output_text"`
+	OutputBase64 string `json:"output_base64"`
 }
 
 // ModuleLog is the module's log as text.
@@ -237,21 +256,80 @@ type overviewData struct {
 	Running   int
 	Hosts     int
 	Draining  int
+	Drained   int
 	Slots     int
 	Active    int
 	DLQ       string
 	Recent    []uiJob
+	// Exact says the counts are the job store's, every tenant's (an
+	// admin's overview: GET /v1/stats), not of a sample; Total is then
+	// how many jobs there are. Flow is the throughput history of the
+	// range chosen among Ranges.
+	Exact  bool
+	Total  int64
+	Flow   *uiFlow
+	Ranges []uiRange
+}
+
+// uiRange is a range of the overview's throughput history.
+type uiRange struct {
+	Name, Label string
+	Step        time.Duration
+	Steps       int
+	On          bool
+}
+
+// flowRanges are the overview's throughput ranges, the first the default.
+var flowRanges = []uiRange{
+	{Name: "1h", Label: "last hour, per minute", Step: time.Minute, Steps: 60},
+	{Name: "24h", Label: "last 24 hours, per 15 minutes", Step: 15 * time.Minute, Steps: 96},
 }
 
 func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
-	sample, err := s.readJobs(r, p, url.Values{"limit": {strconv.Itoa(uiSampleSize)}})
-	if err != nil {
-		return nil, err
+	var (
+		d      overviewData
+		counts = map[string]int{}
+		sample uiList
+	)
+	if p.Admin() {
+		// The store's exact counts, and its throughput over the range.
+		rg := flowRanges[0]
+		for _, x := range flowRanges {
+			if x.Name == r.URL.Query().Get("range") {
+				rg = x
+			}
+		}
+		for _, x := range flowRanges {
+			x.On = x.Name == rg.Name
+			d.Ranges = append(d.Ranges, x)
+		}
+		// Steps aligned on the clock (a bar a minute of the clock), the
+		// last one the step under way.
+		until := time.Now().Truncate(rg.Step).Add(rg.Step)
+		var st StatsReply
+		q := url.Values{"step": {rg.Step.String()}, "steps": {strconv.Itoa(rg.Steps)}, "until": {strconv.FormatInt(until.UnixMilli(), 10)}}
+		if err := s.apiCall(r, p, s.stats, q, nil, &st); err != nil {
+			// Schedulers that do not answer sys.job.stats (older ones,
+			// mid-upgrade): the sample, as a tenant's overview has it.
+			s.log.Warn("overview: the job store's counts were not read; counting the newest jobs instead", "err", err)
+		} else {
+			for state, n := range st.States {
+				counts[state] = int(n)
+			}
+			d.Exact, d.Total = true, st.Total
+			d.Flow = newFlow(st, rg)
+			d.Queue = strconv.FormatInt(st.States["PENDING"], 10)
+		}
 	}
-	d := overviewData{Sample: len(sample.Jobs), SampleMore: sample.NextCursor != ""}
-	counts := map[string]int{}
-	for _, j := range sample.Jobs {
-		counts[j.State]++
+	if !d.Exact {
+		var err error
+		if sample, err = s.readJobs(r, p, url.Values{"limit": {strconv.Itoa(uiSampleSize)}}); err != nil {
+			return nil, err
+		}
+		d.Sample, d.SampleMore = len(sample.Jobs), sample.NextCursor != ""
+		for _, j := range sample.Jobs {
+			counts[j.State]++
+		}
 	}
 	// The errors come from the jobs that ended badly last, each state's
 	// listing ordered by when its jobs ended: not from the newest jobs
@@ -293,16 +371,17 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal)
 		d.Errors = d.Errors[:10]
 	}
 	d.StatesBar = svgStatesBar(d.States)
-	d.Chart, d.Span = svgThroughput(sample.Jobs, time.Now())
-	d.Recent = sample.Jobs[:min(10, len(sample.Jobs))]
-
-	pending, err := s.readJobs(r, p, url.Values{"limit": {strconv.Itoa(uiSampleSize)}, "state": {"PENDING"}})
-	if err != nil {
-		return nil, err
-	}
-	d.Queue = strconv.Itoa(len(pending.Jobs))
-	if pending.NextCursor != "" {
-		d.Queue += "+"
+	if !d.Exact {
+		d.Chart, d.Span = svgThroughput(sample.Jobs, time.Now())
+		d.Recent = sample.Jobs[:min(10, len(sample.Jobs))]
+		pending, err := s.readJobs(r, p, url.Values{"limit": {strconv.Itoa(uiSampleSize)}, "state": {"PENDING"}})
+		if err != nil {
+			return nil, err
+		}
+		d.Queue = strconv.Itoa(len(pending.Jobs))
+		if pending.NextCursor != "" {
+			d.Queue += "+"
+		}
 	}
 	var hs uiHosts
 	if err := s.apiCall(r, p, s.hosts, nil, nil, &hs); err == nil {
@@ -310,6 +389,8 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal)
 		for _, h := range hs.Hosts {
 			if h.Status == "draining" {
 				d.Draining++
+			} else if h.Drained() {
+				d.Drained++
 			}
 			d.Slots += h.MaxParallel
 			d.Active += h.ActiveJobs
@@ -331,6 +412,8 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal)
 
 type jobsFilter struct {
 	State, Topic, Tenant string
+	// Worker is the host the jobs' last attempt was placed on.
+	Worker string
 	// Since and Until bound the jobs' creation time as the user wrote
 	// them (a duration ago, RFC 3339 or Unix ms: client.ParseTime);
 	// SinceMS and UntilMS are them read, for the live rows.
@@ -342,13 +425,13 @@ type jobsFilter struct {
 
 // Any reports whether the list is filtered (or paged).
 func (f jobsFilter) Any() bool {
-	return f.State != "" || f.Topic != "" || f.Tenant != "" || f.Since != "" || f.Until != "" || f.Cursor != ""
+	return f.State != "" || f.Topic != "" || f.Tenant != "" || f.Worker != "" || f.Since != "" || f.Until != "" || f.Cursor != ""
 }
 
 // query is the filter as the page's query string has it (no cursor).
 func (f jobsFilter) query() url.Values {
 	q := url.Values{}
-	for k, v := range map[string]string{"state": f.State, "topic": f.Topic, "tenant": f.Tenant, "since": f.Since, "until": f.Until} {
+	for k, v := range map[string]string{"state": f.State, "topic": f.Topic, "tenant": f.Tenant, "worker": f.Worker, "since": f.Since, "until": f.Until} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -378,14 +461,14 @@ func (s *Server) uiJobs(w http.ResponseWriter, r *http.Request, p Principal) (*u
 		http.Redirect(w, r, "/ui/jobs/"+url.PathEscape(id), http.StatusSeeOther)
 		return nil, nil
 	}
-	f := jobsFilter{State: strings.ToUpper(in.Get("state")), Topic: in.Get("topic"), Tenant: in.Get("tenant"),
+	f := jobsFilter{State: strings.ToUpper(in.Get("state")), Topic: in.Get("topic"), Tenant: in.Get("tenant"), Worker: strings.TrimSpace(in.Get("worker")),
 		Since: strings.TrimSpace(in.Get("since")), Until: strings.TrimSpace(in.Get("until")), Limit: uiPageSize, Cursor: in.Get("cursor")}
 	var err error
 	if f.Limit, err = limitParam(r, uiPageSize); err != nil {
 		return nil, err
 	}
 	q := url.Values{"limit": {strconv.Itoa(f.Limit)}}
-	for k, v := range map[string]string{"state": f.State, "topic": f.Topic, "tenant": f.Tenant, "cursor": f.Cursor} {
+	for k, v := range map[string]string{"state": f.State, "topic": f.Topic, "tenant": f.Tenant, "worker": f.Worker, "cursor": f.Cursor} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -428,6 +511,17 @@ type jobData struct {
 	Terminal  bool
 	Placement string
 	Timeline  template.HTML
+	// Rows are the timeline's table: the job's events, and while it runs
+	// its progress reports, merged by time.
+	Rows []timelineRow
+	// Output is what the running job streamed so far (its live notes),
+	// NextSeq the seq of the chunk the page's stream continues with,
+	// Progress its latest progress report, Truncated whether more came
+	// than is kept.
+	Output    string
+	NextSeq   int64
+	Progress  string
+	Truncated bool
 	Result    string
 	// Report is the result read as a report (a JSON object with a
 	// "markdown" string or a "findings" list); nil when it is none.
@@ -440,10 +534,13 @@ type jobData struct {
 func (s *Server) uiJob(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	id := r.PathValue("id")
 	var j uiJob
-	if err := s.apiCall(r, p, s.getJob, url.Values{"context": {"true"}}, map[string]string{"id": id}, &j); err != nil {
+	if err := s.apiCall(r, p, s.getJob, url.Values{"context": {"true"}, "live": {"true"}}, map[string]string{"id": id}, &j); err != nil {
 		return nil, err
 	}
-	d := jobData{Job: j, Terminal: terminalStates[j.State], Timeline: svgTimeline(j.Events)}
+	d := jobData{Job: j, Terminal: terminalStates[j.State], Timeline: svgTimeline(j.Events), NextSeq: 1}
+	d.Rows = timelineRows(j)
+	d.Output, d.NextSeq, d.Progress = liveOutput(j.Live)
+	d.Truncated = j.LiveTruncated
 	switch {
 	case len(j.Context) > 0:
 		d.Payload = prettyJSON(j.Context)
@@ -469,6 +566,76 @@ func (s *Server) uiJob(w http.ResponseWriter, r *http.Request, p Principal) (*ui
 	return &uiPage{Template: "job", Title: "Job " + id, Data: d}, nil
 }
 
+// timelineRow is a row of a job's timeline: a state event, or a progress
+// report (Progress) of the running attempt.
+type timelineRow struct {
+	uiEvent
+	Progress bool
+	Percent  int
+	// Delta is the time since the row before ("+12 ms"); "" for the first.
+	Delta string
+}
+
+// timelineRows merges the job's events (in the log's order) and its live
+// progress reports (in the order sent) by time: a report goes before the
+// first event later than it; an event of the same ms goes first.
+func timelineRows(j uiJob) []timelineRow {
+	var notes []uiNote
+	for _, n := range j.Live {
+		if n.Kind == "PROGRESS" {
+			notes = append(notes, n)
+		}
+	}
+	slices.SortStableFunc(notes, func(a, b uiNote) int { return cmp.Compare(a.At, b.At) })
+	rows := make([]timelineRow, 0, len(j.Events)+len(notes))
+	note := func(n uiNote) timelineRow {
+		return timelineRow{uiEvent: uiEvent{State: "PROGRESS", At: n.At, Message: n.Message, WorkerID: n.WorkerID}, Progress: true, Percent: n.Percent}
+	}
+	for _, e := range j.Events {
+		for len(notes) > 0 && notes[0].At < e.At {
+			rows = append(rows, note(notes[0]))
+			notes = notes[1:]
+		}
+		rows = append(rows, timelineRow{uiEvent: e})
+	}
+	for _, n := range notes {
+		rows = append(rows, note(n))
+	}
+	for i := range rows {
+		if i > 0 && rows[i].At > 0 && rows[i-1].At > 0 {
+			rows[i].Delta = "+" + fmtMS(max(0, rows[i].At-rows[i-1].At))
+		}
+	}
+	return rows
+}
+
+// liveOutput is what a running job streamed so far, its OUTPUT notes in
+// seq order (bytes that are not UTF-8 replaced), the seq its stream
+// continues with, and its latest progress report.
+func liveOutput(notes []uiNote) (string, int64, string) {
+	var out []byte
+	next := int64(1)
+	progress := ""
+	var last int64 = -1
+	chunks := slices.Clone(notes)
+	slices.SortStableFunc(chunks, func(a, b uiNote) int { return cmp.Compare(a.Seq, b.Seq) })
+	for _, n := range chunks {
+		switch {
+		case n.Kind == "OUTPUT":
+			if n.OutputText != "" {
+				out = append(out, n.OutputText...)
+			} else if b, err := base64.StdEncoding.DecodeString(n.OutputBase64); err == nil {
+				out = append(out, b...)
+			}
+			next = max(next, n.Seq+1)
+		case n.Kind == "PROGRESS" && n.At >= last: // the one sent last
+			last = n.At
+			progress = strings.TrimSpace(fmt.Sprintf("%d%% %s", n.Percent, n.Message))
+		}
+	}
+	return strings.ToValidUTF8(string(out), "\uFFFD"), next, progress
+}
+
 // ---------------------------------------------------------------- hosts
 
 type uiHost struct {
@@ -489,7 +656,13 @@ type uiHost struct {
 	SentAt       int64             `json:"sent_at_unix_ms"`
 	CPUCores     int               `json:"cpu_cores"`
 	Version      string            `json:"version"`
+	// DrainedAt is when an operator drained the host (Unix ms); 0: it is
+	// not drained.
+	DrainedAt int64 `json:"drained_at_unix_ms"`
 }
+
+// Drained reports whether an operator drained the host.
+func (h uiHost) Drained() bool { return h.DrainedAt > 0 }
 
 // MemUsed is the share of memory in use, 0–100.
 func (h uiHost) MemUsed() float64 {
@@ -538,7 +711,8 @@ func (h uiHost) ModuleNames() []string {
 }
 
 type uiHosts struct {
-	Hosts []uiHost `json:"hosts"`
+	Hosts   []uiHost         `json:"hosts"`
+	Drained map[string]int64 `json:"drained"`
 }
 
 type poolSummary struct {
@@ -550,6 +724,10 @@ type hostsData struct {
 	Hosts []uiHost
 	Pools []poolSummary
 	Now   int64
+	// Gone are the drained hosts that are not live (an admin may undrain
+	// them), Notice what the drain the page comes back from did.
+	Gone   []uiHost
+	Notice string
 }
 
 func (s *Server) uiHosts(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
@@ -567,7 +745,7 @@ func (s *Server) uiHosts(w http.ResponseWriter, r *http.Request, p Principal) (*
 				pools[pl] = ps
 			}
 			ps.Hosts++
-			if h.Status == "draining" {
+			if h.Status == "draining" || h.Drained() {
 				ps.Draining++
 			} else {
 				ps.Slots += h.MaxParallel
@@ -580,7 +758,55 @@ func (s *Server) uiHosts(w http.ResponseWriter, r *http.Request, p Principal) (*
 		d.Pools = append(d.Pools, *ps)
 	}
 	slices.SortFunc(d.Pools, func(a, b poolSummary) int { return strings.Compare(a.Pool, b.Pool) })
+	for w, at := range hs.Drained {
+		if !slices.ContainsFunc(hs.Hosts, func(h uiHost) bool { return h.WorkerID == w }) {
+			d.Gone = append(d.Gone, uiHost{WorkerID: w, DrainedAt: at})
+		}
+	}
+	slices.SortFunc(d.Gone, func(a, b uiHost) int { return strings.Compare(a.WorkerID, b.WorkerID) })
+	d.Notice = drainNotice(r.URL.Query(), hs.Drained)
 	return &uiPage{Template: "hosts", Title: "Hosts", Data: d}, nil
+}
+
+// drainNotice says what the drain or undrain the Hosts page comes back
+// from did (uiDrain's redirect), as the schedulers' status bears it out:
+// "" when the page comes from none, or the status says otherwise.
+func drainNotice(q url.Values, drained map[string]int64) string {
+	if h := q.Get("drained"); h != "" {
+		if _, ok := drained[h]; ok {
+			return fmt.Sprintf("Host %s is drained: no new job is placed on it; the jobs it runs finish there.", h)
+		}
+	}
+	if h := q.Get("undrained"); h != "" {
+		if _, ok := drained[h]; !ok {
+			return fmt.Sprintf("Host %s is undrained: schedulers place jobs on it again.", h)
+		}
+	}
+	return ""
+}
+
+// uiDrain is the Hosts page's Drain (or Undrain) form: a POST with the
+// session's CSRF token, from this site, that drains the host it names
+// (POST /v1/hosts/{id}/drain) and goes back to the page, which says what
+// it did.
+func (s *Server) uiDrain(undrain bool) pageHandler {
+	return func(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		token, _ := bearerOrCookie(r)
+		if !sameOrigin(r) || !s.csrfOK(r, token) {
+			return nil, errorf(http.StatusForbidden, CodeForbidden, "the request lacks the dashboard's CSRF token")
+		}
+		id := r.PathValue("id")
+		if _, err := s.setDrain(r, p, id, undrain); err != nil {
+			return nil, err
+		}
+		key := "drained"
+		if undrain {
+			key = "undrained"
+		}
+		http.Redirect(w, r, "/ui/hosts?"+url.Values{key: {id}}.Encode(), http.StatusSeeOther)
+		return nil, nil
+	}
 }
 
 // ---------------------------------------------------------------- DLQ

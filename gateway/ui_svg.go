@@ -420,3 +420,145 @@ func trunc(s string, n int) string {
 	}
 	return string([]rune(s)[:n-1]) + "…"
 }
+
+// uiFlow is the overview's throughput history (an admin's: GET
+// /v1/stats): jobs created, and ended well or badly, in each step of a
+// range, drawn, said in a sentence, and listed as a table (the chart's
+// text alternative).
+type uiFlow struct {
+	Chart   template.HTML
+	Range   uiRange
+	Summary string
+	// Rows are the steps in which a job was created or ended, oldest
+	// first; Quiet how many steps had none (left out of Rows).
+	Rows  []uiFlowRow
+	Quiet int
+	// Created, OK and Bad are the range's totals: created, succeeded,
+	// and failed, timed out, denied or cancelled.
+	Created, OK, Bad int64
+}
+
+// uiFlowRow is one step of the throughput history: its start (UTC) and
+// its counts.
+type uiFlowRow struct {
+	At               string
+	Created, OK, Bad int64
+}
+
+// badEnds are the ended states the throughput history counts as ended
+// badly (all but SUCCEEDED).
+var badEnds = []string{"FAILED", "TIMEOUT", "DENIED", "CANCELLED"}
+
+// newFlow reads st's steps as rg's throughput history.
+func newFlow(st StatsReply, rg uiRange) *uiFlow {
+	n := len(st.Created)
+	f := &uiFlow{Range: rg}
+	if n == 0 || st.StepMS <= 0 {
+		f.Chart = template.HTML(`<p class="muted">No history.</p>`)
+		return f
+	}
+	start := st.UntilUnixMS - int64(n)*st.StepMS
+	ok := make([]int64, n)
+	bad := make([]int64, n)
+	for i := range n {
+		if c := st.Ended["SUCCEEDED"]; i < len(c) {
+			ok[i] = c[i]
+		}
+		for _, s := range badEnds {
+			if c := st.Ended[s]; i < len(c) {
+				bad[i] += c[i]
+			}
+		}
+		f.Created += st.Created[i]
+		f.OK += ok[i]
+		f.Bad += bad[i]
+		if st.Created[i]+ok[i]+bad[i] == 0 {
+			f.Quiet++
+			continue
+		}
+		f.Rows = append(f.Rows, uiFlowRow{At: flowClock(start + int64(i)*st.StepMS), Created: st.Created[i], OK: ok[i], Bad: bad[i]})
+	}
+	from, to := flowClock(start), flowClock(st.UntilUnixMS)
+	f.Summary = fmt.Sprintf("%d created, %d succeeded, %d failed, timed out, denied or cancelled, %s UTC (%s)", f.Created, f.OK, f.Bad,
+		from+" to "+to, rg.Label)
+	f.Chart = svgFlow(st.Created, ok, bad, start, st.StepMS, f.Summary)
+	return f
+}
+
+// flowClock is a Unix ms time as the throughput history labels it.
+func flowClock(ms int64) string { return time.UnixMilli(ms).UTC().Format("15:04") }
+
+// niceCeil is the smallest 1, 2 or 5 times a power of ten not under n
+// (at least 1): the top of a chart's scale.
+func niceCeil(n int64) int64 {
+	for p := int64(1); ; p *= 10 {
+		for _, m := range []int64{1, 2, 5} {
+			if m*p >= n {
+				return m * p
+			}
+		}
+	}
+}
+
+// svgFlow draws the throughput history: a bar a step of the jobs that
+// ended in it (succeeded below, ended badly above), and a line of the
+// jobs created, on one scale; name is its text for assistive technology.
+func svgFlow(created, ok, bad []int64, start, stepMS int64, name string) template.HTML {
+	n := len(created)
+	var most int64
+	for i := range n {
+		most = max(most, created[i], ok[i]+bad[i])
+	}
+	top := niceCeil(most)
+	const W, H, left, right, above, below = 720.0, 200.0, 40.0, 8.0, 10.0, 22.0
+	plotW, plotH := W-left-right, H-above-below
+	base := H - below
+	bw := plotW / float64(n)
+	y := func(v int64) float64 { return base - plotH*float64(v)/float64(top) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart flow" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s">`, W, H, esc("Throughput: "+name))
+	for _, v := range []int64{top / 2, top} {
+		if v == 0 || (v == top/2 && top%2 != 0) {
+			continue
+		}
+		fmt.Fprintf(&b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" class="grid"/>`, left, y(v), W-right, y(v))
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" text-anchor="end" class="tick">%d</text>`, left-4, y(v)+3, v)
+	}
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end" class="tick">0</text>`, left-4, base+3)
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" class="axis"/>`, left, above, left, base)
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" class="axis"/>`, left, base, W-right, base)
+	for i := range n {
+		x := left + float64(i)*bw
+		at := flowClock(start + int64(i)*stepMS)
+		if ok[i]+bad[i] > 0 {
+			top := base
+			for _, part := range []struct {
+				n     int64
+				class string
+			}{{ok[i], "f-SUCCEEDED"}, {bad[i], "f-FAILED"}} {
+				if part.n == 0 {
+					continue
+				}
+				h := base - y(part.n)
+				top -= h
+				fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" class="%s"/>`, x+bw*0.15, top, bw*0.7, h, part.class)
+			}
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.0f" width="%.1f" height="%.0f" class="hit"><title>%s UTC: %d created, %d succeeded, %d ended badly</title></rect>`,
+				x, above, bw, plotH, at, created[i], ok[i], bad[i])
+		}
+	}
+	// The jobs created: a line through each step's middle.
+	var pts strings.Builder
+	for i := range n {
+		fmt.Fprintf(&pts, "%.1f,%.1f ", left+(float64(i)+0.5)*bw, y(created[i]))
+	}
+	fmt.Fprintf(&b, `<polyline points="%s" class="created-line"/>`, strings.TrimSpace(pts.String()))
+	// A time under the axis every sixth of the range, and its end.
+	every := max(1, n/6)
+	for i := 0; i < n; i += every {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle" class="tick">%s</text>`, left+float64(i)*bw, H-6, flowClock(start+int64(i)*stepMS))
+	}
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end" class="tick">%s UTC</text>`, W-right, H-6, flowClock(start+int64(n)*stepMS))
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}

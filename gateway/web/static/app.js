@@ -204,6 +204,7 @@
     if (d.state && j.state !== d.state) return false;
     if (d.topic && j.topic !== d.topic) return false;
     if (d.tenant && j.tenant_id !== d.tenant) return false;
+    if (d.worker && j.worker_id !== d.worker) return false;
     // since and until bound the creation time: since <= created < until.
     var created = j.created_at_unix_ms || 0;
     if (d.since && created < +d.since) return false;
@@ -367,7 +368,9 @@
     var out = document.getElementById("output");
     var decoder = window.TextDecoder ? new TextDecoder("utf-8") : null;
     var encoder = window.TextEncoder ? new TextEncoder() : null;
-    var nextSeq = 1, pending = {};
+    // The output streamed before the page was served is in it already:
+    // the stream goes on from the chunk after.
+    var nextSeq = parseInt(out.dataset.nextSeq || "1", 10) || 1, pending = {};
     var writeChunk = function (p) {
       var bytes = null;
       if (p.output_base64 !== undefined) {
@@ -417,6 +420,21 @@
           prog.textContent = "streaming: " + (nextSeq - 1) + " chunks";
         } else if (p.kind === "PROGRESS") {
           prog.textContent = (p.percent ? p.percent + "% " : "") + (p.message || "");
+          // A row in the timeline, as the page shows the reports before.
+          var tr = el("tr", { "data-kind": "progress", "data-percent": String(p.percent || 0) });
+          tr.appendChild(el("td", { "class": "mono" }, clock(p.sent_at_unix_ms)));
+          tr.appendChild(el("td", { "class": "mono muted" }, ""));
+          var td = el("td");
+          td.appendChild(el("span", { "class": "badge st-PROGRESS" }, "PROGRESS"));
+          tr.appendChild(td);
+          tr.appendChild(el("td", null, p.worker_id || ""));
+          tr.appendChild(el("td", null, ""));
+          td = el("td", { "class": "msgcell" });
+          td.appendChild(el("b", null, (p.percent || 0) + "%"));
+          td.appendChild(document.createTextNode(" " + (p.message || "")));
+          tr.appendChild(td);
+          tr.className = "flash";
+          document.getElementById("timeline").tBodies[0].appendChild(tr);
         } else if (p.kind === "STARTED") {
           prog.textContent = "started on " + (p.worker_id || "a host");
         }
@@ -456,7 +474,9 @@
   if (part && part.dataset.refresh) {
     var every = parseInt(part.dataset.refresh, 10);
     var tick = function () {
-      if (document.hidden) { setTimeout(tick, every); return; }
+      // Not while the page is hidden, nor while a button in the part
+      // waits for its second click (a Drain form's).
+      if (document.hidden || part.querySelector('[data-armed="true"]')) { setTimeout(tick, every); return; }
       fetch(location.href, { credentials: "same-origin" }).then(function (resp) {
         if (!resp.ok) throw new Error(resp.status);
         return resp.text();
