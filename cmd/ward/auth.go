@@ -37,11 +37,19 @@ func defaultStateDir() string {
 }
 
 // credsFile is the credential a client command connects with: --creds,
-// else $WARD_CREDS, else the admin credential `ward dev` wrote (so that the
+// else $WARD_CREDS, else the admin credential in $WARD_AUTH_DIR (where
+// `ward auth init` wrote it), else the one `ward dev` wrote (so that the
 // tour works without flags), else none.
 func (g *globals) credsFile() string {
 	if g.creds != "" {
 		return g.creds
+	}
+	// The installation's keys, where `ward auth init` wrote them, as the
+	// signing keys are found (defaultKeyFile).
+	if dir := os.Getenv("WARD_AUTH_DIR"); dir != "" {
+		if p := filepath.Join(dir, node.CredsFile(auth.Admin, "admin")); fileExists(p) {
+			return p
+		}
 	}
 	dir := envOr("WARD_STATE_DIR", defaultStateDir())
 	p := filepath.Join(dir, "creds", node.CredsFile(auth.Admin, "admin"))

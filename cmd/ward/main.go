@@ -69,7 +69,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.natsURL, "nats", "", "NATS URL (default $NATS_URL, else nats://127.0.0.1:4222)")
-	root.PersistentFlags().StringVar(&g.creds, "creds", os.Getenv("WARD_CREDS"), "NATS credential `file` (default $WARD_CREDS, else the admin credential that ward dev wrote, if any)")
+	root.PersistentFlags().StringVar(&g.creds, "creds", os.Getenv("WARD_CREDS"), "NATS credential `file` (default $WARD_CREDS, else admin.creds in $WARD_AUTH_DIR, else the admin credential that ward dev wrote, if any)")
 	root.PersistentFlags().StringVar(&g.tls.CA, "tls-ca", os.Getenv("WARD_TLS_CA"), "speak TLS to NATS: the CA file its certificate must chain to (ward auth init's ca.pem) ($WARD_TLS_CA)")
 	root.PersistentFlags().StringVar(&g.tls.Cert, "tls-cert", os.Getenv("WARD_TLS_CERT"), "client certificate for a NATS server that requires one (mutual TLS; ward auth init's client.pem) ($WARD_TLS_CERT)")
 	root.PersistentFlags().StringVar(&g.tls.Key, "tls-key", os.Getenv("WARD_TLS_KEY"), "the key of --tls-cert (ward auth init's client-key.pem) ($WARD_TLS_KEY)")

@@ -106,7 +106,7 @@ func TestPolicyHistoryRollback(t *testing.T) {
 		t.Errorf("after the rollback to A: the blocked tenant's job is %s, want DENY", d)
 	}
 	h = history()
-	if len(h) != 3 || !h[0].InForce || h[0].RollbackOf != revA.KVRevision || h[0].Revision != revA.Revision || !strings.Contains(h[0].PushedBy, "insecure") {
+	if len(h) != 3 || !h[0].InForce || h[0].RollbackOf != revA.KVRevision || h[0].Revision != revA.Revision || !strings.Contains(h[0].PushedBy, " (") {
 		t.Errorf("history after the rollback: %+v", h)
 	}
 	out, code = ward(t, "", "policy", "history", "--nats", natsURL)
