@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/sony/gobreaker/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
@@ -104,7 +104,7 @@ type Client struct {
 	conn     *grpc.ClientConn
 	rpc      safetyv1.SafetyKernelClient
 	timeout  time.Duration
-	breaker  *breaker // nil when disabled
+	breaker  *gobreaker.TwoStepCircuitBreaker[struct{}] // nil when disabled
 	failOpen bool
 }
 
@@ -162,7 +162,7 @@ func Dial(addr string, cfg ClientConfig) (*Client, error) {
 	}
 	c := &Client{conn: conn, rpc: safetyv1.NewSafetyKernelClient(conn), timeout: cfg.Timeout, failOpen: cfg.FailOpen}
 	if cfg.BreakerFailures > 0 {
-		c.breaker = &breaker{threshold: cfg.BreakerFailures, cooldown: cfg.BreakerCooldown}
+		c.breaker = newBreaker(cfg.BreakerFailures, cfg.BreakerCooldown)
 	}
 	return c, nil
 }
@@ -204,10 +204,12 @@ func (c *Client) Check(ctx context.Context, req *safetyv1.CheckRequest) (*safety
 }
 
 func (c *Client) check(ctx context.Context, req *safetyv1.CheckRequest) (*safetyv1.CheckResponse, error) {
-	probe := false
+	// done reports the Check's outcome to the breaker: an error that is
+	// not ErrUnavailable was the kernel's answer (IsSuccessful).
+	done := func(error) {}
 	if c.breaker != nil {
-		var ok bool
-		if ok, probe = c.breaker.allow(time.Now()); !ok {
+		var err error
+		if done, err = c.breaker.Allow(); err != nil {
 			breakerOpenTotal.Inc()
 			return nil, fmt.Errorf("%w: %w", ErrUnavailable, ErrBreakerOpen)
 		}
@@ -217,14 +219,10 @@ func (c *Client) check(ctx context.Context, req *safetyv1.CheckRequest) (*safety
 	start := time.Now()
 	resp, err := c.rpc.Check(ctx, req)
 	clientSeconds.Observe(time.Since(start).Seconds())
-	if err = c.classify(err); err != nil {
-		if c.breaker != nil {
-			c.breaker.record(!errors.Is(err, ErrUnavailable), probe, time.Now())
-		}
+	err = c.classify(err)
+	done(err)
+	if err != nil {
 		return nil, err
-	}
-	if c.breaker != nil {
-		c.breaker.record(true, probe, time.Now())
 	}
 	if resp.GetDecision() == safetyv1.Decision_DECISION_UNSPECIFIED {
 		answerErrorTotal.Inc()
@@ -277,68 +275,29 @@ const (
 	breakerHalfOpen = 2
 )
 
-// breaker is a consecutive-failures circuit breaker with one probe at a
-// time once the cooldown has passed.
-type breaker struct {
-	threshold int
-	cooldown  time.Duration
-
-	mu       sync.Mutex // guards the 4 following fields
-	state    int
-	failures int
-	openedAt time.Time
-	probing  bool
-}
-
-// allow reports whether a Check may go to the kernel, and whether it is
-// the half-open breaker's probe.
-func (b *breaker) allow(now time.Time) (ok, probe bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch b.state {
-	case breakerClosed:
-		return true, false
-	case breakerOpen:
-		if now.Sub(b.openedAt) < b.cooldown {
-			return false, false
-		}
-		b.setState(breakerHalfOpen)
-		b.probing = true
-		return true, true
-	default: // half-open: one probe at a time
-		if b.probing {
-			return false, false
-		}
-		b.probing = true
-		return true, true
-	}
-}
-
-// record notes a Check's outcome: answered (a decision or a kernel error)
-// or unavailable.
-func (b *breaker) record(answered, probe bool, now time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if probe {
-		b.probing = false
-	}
-	if answered {
-		b.failures = 0
-		if b.state != breakerClosed && (probe || b.state == breakerHalfOpen) {
-			b.setState(breakerClosed)
-		}
-		return
-	}
-	b.failures++
-	if b.state == breakerHalfOpen || (b.state == breakerClosed && b.failures >= b.threshold) {
-		b.openedAt = now
-		b.setState(breakerOpen)
-		breakerOpens.Inc()
-	}
-}
-
-// setState must be called with mu held.
-func (b *breaker) setState(s int) {
-	b.state = s
-	breakerState.Set(float64(s))
+// newBreaker returns a consecutive-failures circuit breaker (sony/gobreaker,
+// two-step: the Check reports its outcome itself): threshold Checks in a
+// row that find the kernel unavailable open it; while open, Checks fail
+// at once; after cooldown one Check at a time probes the kernel, and the
+// first that is answered closes it, the first that is not opens it again.
+func newBreaker(threshold int, cooldown time.Duration) *gobreaker.TwoStepCircuitBreaker[struct{}] {
+	return gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:        "safety",
+		MaxRequests: 1,
+		Timeout:     cooldown,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(threshold) },
+		// The kernel answered (a decision, or an error of its own): it is up.
+		IsSuccessful: func(err error) bool { return !errors.Is(err, ErrUnavailable) },
+		OnStateChange: func(_ string, _, to gobreaker.State) {
+			switch to {
+			case gobreaker.StateOpen:
+				breakerState.Set(breakerOpen)
+				breakerOpens.Inc()
+			case gobreaker.StateHalfOpen:
+				breakerState.Set(breakerHalfOpen)
+			default:
+				breakerState.Set(breakerClosed)
+			}
+		},
+	})
 }

@@ -3,6 +3,7 @@ package safety
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sony/gobreaker/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -286,35 +288,54 @@ func TestClientBreaker(t *testing.T) {
 	})
 }
 
+// TestBreakerStates: threshold unavailable Checks in a row open the
+// breaker (an answer between them resets the count; an error the kernel
+// answered with is an answer); open, it lets nothing through; after the
+// cooldown, one Check at a time probes: unavailable, it opens again;
+// answered, it closes.
 func TestBreakerStates(t *testing.T) {
-	b := &breaker{threshold: 2, cooldown: time.Second}
-	t0 := time.Unix(0, 0)
-	step := func(at time.Duration, wantOK, wantProbe bool) bool {
+	const cooldown = 20 * time.Millisecond
+	b := newBreaker(2, cooldown)
+	down := fmt.Errorf("%w: connection refused", ErrUnavailable)
+	denied := errors.New("safety: check: the kernel answered with an error")
+	check := func(outcome error) {
 		t.Helper()
-		ok, probe := b.allow(t0.Add(at))
-		if ok != wantOK || probe != wantProbe {
-			t.Fatalf("at %s: allow = %v, %v; want %v, %v (state %d)", at, ok, probe, wantOK, wantProbe, b.state)
+		done, err := b.Allow()
+		if err != nil {
+			t.Fatalf("a Check was refused in state %s: %v", b.State(), err)
 		}
-		return probe
+		done(outcome)
 	}
-	step(0, true, false)
-	b.record(false, false, t0)
-	step(0, true, false)
-	b.record(true, false, t0) // a success resets the count
-	step(0, true, false)
-	b.record(false, false, t0)
-	step(0, true, false)
-	b.record(false, false, t0) // second failure in a row: open
-	step(500*time.Millisecond, false, false)
-	p := step(time.Second, true, true)                // cooldown over: one probe
-	step(time.Second, false, false)                   // and only one
-	b.record(false, p, t0.Add(1100*time.Millisecond)) // probe failed: open again
-	step(2*time.Second, false, false)
-	p = step(2200*time.Millisecond, true, true)
-	b.record(true, p, t0.Add(2200*time.Millisecond)) // probe answered: closed
-	step(2200*time.Millisecond, true, false)
-	if b.state != breakerClosed {
-		t.Errorf("state %d, want closed", b.state)
+	refused := func() bool {
+		_, err := b.Allow()
+		return err != nil
+	}
+	check(down)
+	check(nil) // an answer resets the count
+	check(down)
+	check(denied) // so does an error of the kernel's
+	check(down)
+	if b.State() != gobreaker.StateClosed {
+		t.Fatalf("one failure in a row: %s, want closed", b.State())
+	}
+	check(down) // the second in a row: open
+	if b.State() != gobreaker.StateOpen || !refused() {
+		t.Fatalf("two failures in a row: %s, want open and refusing", b.State())
+	}
+	// The cooldown over: one probe, and only one.
+	poll.Until(t, 5*time.Second, "half-open after the cooldown", func() bool { return b.State() == gobreaker.StateHalfOpen })
+	done, err := b.Allow()
+	if err != nil || !refused() {
+		t.Fatalf("half-open: the probe %v, a second Check let through", err)
+	}
+	done(down) // the probe fails: open again
+	if b.State() != gobreaker.StateOpen {
+		t.Fatalf("after a failed probe: %s, want open", b.State())
+	}
+	poll.Until(t, 5*time.Second, "half-open again", func() bool { return b.State() == gobreaker.StateHalfOpen })
+	check(nil) // the probe answered: closed
+	if b.State() != gobreaker.StateClosed || refused() {
+		t.Fatalf("after an answered probe: %s, want closed", b.State())
 	}
 }
 
