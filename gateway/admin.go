@@ -481,15 +481,6 @@ func (s *Server) policyPush(w http.ResponseWriter, r *http.Request, p Principal)
 		"unchanged": res.Unchanged, "signed": res.KeyID != "", "key_id": res.KeyID}, nil
 }
 
-// Actor is how the audit log names the key: key:<id>, and :<name> when
-// it has one.
-func (p Principal) Actor() string {
-	if p.Name != "" {
-		return "key:" + p.KeyID + ":" + p.Name
-	}
-	return "key:" + p.KeyID
-}
-
 // audit records what p did, best effort: a failure is logged.
 func (s *Server) audit(ctx context.Context, p Principal, action, target string, detail map[string]string) {
 	if s.cfg.Admin.JS == nil {

@@ -1,6 +1,7 @@
 // Package gateway is Ward over HTTP: a versioned JSON API under /v1 (its
 // OpenAPI document at /v1/openapi.yaml), Server-Sent Events of jobs, and
-// the dashboard (package gateway's ui.go), for callers with an API key.
+// the dashboard under /ui/ (package gateway/dashboard, which reaches the
+// API in process), for callers with an API key.
 //
 // A gateway keeps no state of its own: it talks to the system over NATS
 // with one admin connection, the same subjects the CLI uses, and reads
@@ -33,39 +34,19 @@ import (
 
 	"github.com/ward-run/ward/api/reason"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/gateway/dashboard"
 )
 
-// Scopes a key may hold.
+// Scopes a key may hold (the dashboard's, which the gateway mounts).
 const (
-	ScopeRead   = "read"
-	ScopeSubmit = "submit"
-	ScopeAdmin  = "admin"
+	ScopeRead   = dashboard.ScopeRead
+	ScopeSubmit = dashboard.ScopeSubmit
+	ScopeAdmin  = dashboard.ScopeAdmin
 )
 
-// Principal is who a request is: what its API key says.
-type Principal struct {
-	// KeyID is the key's public id (its recognisable prefix).
-	KeyID string
-	// Name is the key's name, for the audit log.
-	Name string
-	// Tenant is the key's tenant.
-	Tenant string
-	// Scopes are the key's scopes.
-	Scopes []string
-}
-
-// Can reports whether p holds scope; admin holds every scope.
-func (p Principal) Can(scope string) bool {
-	for _, s := range p.Scopes {
-		if s == scope || s == ScopeAdmin {
-			return true
-		}
-	}
-	return false
-}
-
-// Admin reports whether p sees every tenant.
-func (p Principal) Admin() bool { return p.Can(ScopeAdmin) }
+// Principal is who a request is: what its API key says. It is the
+// dashboard's type, so that a session is the same principal on both sides.
+type Principal = dashboard.Principal
 
 // ErrUnauthenticated is what an Authenticator returns, wrapped, for a key
 // it does not accept: unknown, malformed, revoked or expired.
@@ -133,6 +114,9 @@ type Server struct {
 	log     *slog.Logger
 	routes  []route
 	metrics *metrics
+	// handlers are the API's endpoints by "METHOD /pattern", for the
+	// dashboard's calls (dashboardAPI).
+	handlers map[string]route
 
 	// rates are the keys' request rate limits; guard throttles failed
 	// authentication.
@@ -142,18 +126,13 @@ type Server struct {
 	mu      sync.Mutex
 	tenants map[string]*client.Client
 	policy  policyCache
-
-	// known are the workflows' names the run form offers (ui_pages.go),
-	// from knownFrom, at knownAt.
-	knownMu   sync.Mutex
-	known     []string
-	knownFrom string
-	knownAt   time.Time
 }
 
-// route is one endpoint, for the OpenAPI document's test.
+// route is one endpoint, for the OpenAPI document's test and the
+// dashboard's calls.
 type route struct {
 	Method, Pattern, Scope string
+	h                      handler
 }
 
 // New returns a gateway serving cfg.
@@ -188,7 +167,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Log,
 		rates:   newLimiterSet(rate.Limit(cfg.Rate), cfg.Burst, maxLimiters),
 		guard:   newAuthGuard(cfg.AuthFailureRate, cfg.AuthFailureBurst),
-		tenants: map[string]*client.Client{}}
+		tenants: map[string]*client.Client{}, handlers: map[string]route{}}
 	s.metrics = newMetrics(cfg.Metrics)
 	s.routesAPI()
 	s.routesUI()
@@ -214,13 +193,15 @@ type handler func(w http.ResponseWriter, r *http.Request, p Principal) (any, err
 
 // api registers an endpoint that needs scope ("" for none: public).
 func (s *Server) api(method, pattern, scope string, h handler) {
-	s.routes = append(s.routes, route{method, pattern, scope})
+	rt := route{method, pattern, scope, h}
+	s.routes = append(s.routes, rt)
 	name := method + " " + pattern
+	s.handlers[name] = rt
 	s.mux.HandleFunc(name, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		s.serve(sw, r, scope, h)
-		s.metrics.observe(name, sw.status, time.Since(start))
+		s.metrics.observe(name, sw.Status, time.Since(start))
 	})
 }
 
@@ -249,7 +230,7 @@ func (s *Server) serve(w *statusWriter, r *http.Request, scope string, h handler
 		s.writeError(w, r, err)
 		return
 	}
-	if v == nil || w.wrote {
+	if v == nil || w.Wrote {
 		return
 	}
 	status := http.StatusOK
@@ -272,7 +253,7 @@ func (s *Server) authenticate(r *http.Request) (Principal, error) {
 	if err != nil {
 		return Principal{}, err
 	}
-	if fromCookie && !safeMethod(r.Method) && !s.csrfOK(r, token) {
+	if fromCookie && !safeMethod(r.Method) && !dashboard.CSRFOK(r, token) {
 		return Principal{}, errorf(http.StatusForbidden, CodeForbidden, "the request lacks the dashboard's CSRF token")
 	}
 	return p, nil
@@ -405,33 +386,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// statusWriter remembers the status written.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	wrote  bool
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if !w.wrote {
-		w.status, w.wrote = code, true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if !w.wrote {
-		w.status, w.wrote = http.StatusOK, true
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Flush lets event streams flush through the wrapper.
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap gives http.ResponseController the writer beneath.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+// statusWriter remembers the status written (the dashboard's type).
+type statusWriter = dashboard.StatusWriter

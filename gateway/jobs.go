@@ -310,6 +310,19 @@ func listQuery(r *http.Request, p Principal) (*wardv1.ListJobsRequest, error) {
 	return q, nil
 }
 
+// limitParam reads a list's limit (1 to 1000; def when absent).
+func limitParam(r *http.Request, def int) (int, error) {
+	l := r.URL.Query().Get("limit")
+	if l == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(l)
+	if err != nil || n < 1 || n > 1000 {
+		return 0, errorf(http.StatusBadRequest, CodeBadRequest, "limit %q is not a number from 1 to 1000", l)
+	}
+	return n, nil
+}
+
 // parseTime reads a duration ago (1h), RFC 3339 or Unix milliseconds, as
 // the CLI's --since and --until do (client.ParseTime).
 func parseTime(s string) (int64, error) { return client.ParseTime(s, time.Now()) }

@@ -75,6 +75,12 @@ type StatsReply struct {
 	Ended       map[string][]int64 `json:"ended"`
 }
 
+// jobStates are the states, in their order.
+var jobStates = []string{"PENDING", "SCHEDULED", "DISPATCHED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT", "DENIED"}
+
+// terminalStates are the states a job ends in.
+var terminalStates = map[string]bool{"SUCCEEDED": true, "FAILED": true, "CANCELLED": true, "TIMEOUT": true, "DENIED": true}
+
 // maxStatsSteps bounds GET /v1/stats's steps (jobstore.MaxThroughputSteps).
 const maxStatsSteps = 1440
 

@@ -16,6 +16,7 @@ import (
 	"github.com/ward-run/ward/api/reason"
 	"github.com/ward-run/ward/apikey"
 	"github.com/ward-run/ward/audit"
+	"github.com/ward-run/ward/gateway/dashboard"
 )
 
 // Failed authentication is throttled per source address and per key id,
@@ -311,8 +312,17 @@ func bearerOrCookie(r *http.Request) (token string, fromCookie bool) {
 	if t := bearer(r); t != "" {
 		return t, false
 	}
-	if c, err := r.Cookie(sessionCookie); err == nil && strings.TrimSpace(c.Value) != "" {
+	if c, err := r.Cookie(dashboard.SessionCookie); err == nil && strings.TrimSpace(c.Value) != "" {
 		return c.Value, true
 	}
 	return "", false
+}
+
+// clientIP is a request's peer address, without its port.
+func clientIP(r *http.Request) string {
+	host := r.RemoteAddr
+	if i := strings.LastIndexByte(host, ':'); i > 0 {
+		host = host[:i]
+	}
+	return host
 }

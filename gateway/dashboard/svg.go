@@ -1,4 +1,4 @@
-package gateway
+package dashboard
 
 import (
 	"cmp"
@@ -450,7 +450,7 @@ type uiFlowRow struct {
 var badEnds = []string{"FAILED", "TIMEOUT", "DENIED", "CANCELLED"}
 
 // newFlow reads st's steps as rg's throughput history.
-func newFlow(st StatsReply, rg uiRange) *uiFlow {
+func newFlow(st uiStats, rg uiRange) *uiFlow {
 	n := len(st.Created)
 	f := &uiFlow{Range: rg}
 	if n == 0 || st.StepMS <= 0 {

@@ -1,4 +1,4 @@
-package gateway
+package dashboard
 
 import (
 	"cmp"
@@ -19,6 +19,7 @@ import (
 	"github.com/ward-run/ward/api/reason"
 	"github.com/ward-run/ward/apikey"
 	"github.com/ward-run/ward/audit"
+	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/config"
 	"github.com/ward-run/ward/modreg"
 	"github.com/ward-run/ward/safety"
@@ -33,13 +34,13 @@ const (
 	uiDefaultRows = 100
 )
 
-// uiSampleSize is how many of the newest jobs the overview counts by
-// state, and uiBadSample how many of the newest of each state that ends
-// badly (FAILED, TIMEOUT, DENIED) its errors come from: the store has no
-// count by state (a var for the tests).
-var (
-	uiSampleSize = 1000
-	uiBadSample  = 200
+// defaultSampleSize is how many of the newest jobs the overview counts by
+// state, and defaultBadSample how many of the newest of each state that
+// ends badly (FAILED, TIMEOUT, DENIED) its errors come from, when the
+// store's counts are not read (Config.SampleSize, BadSample).
+const (
+	defaultSampleSize = 1000
+	defaultBadSample  = 200
 )
 
 // badStates are the states a job ends badly in.
@@ -220,11 +221,55 @@ type uiList struct {
 	NextCursor string  `json:"next_cursor"`
 }
 
-func (s *Server) readJobs(r *http.Request, p Principal, q url.Values) (uiList, error) {
+func (ui *Handler) readJobs(r *http.Request, p Principal, q url.Values) (uiList, error) {
 	var l uiList
-	err := s.apiCall(r, p, s.listJobs, q, nil, &l)
+	err := ui.apiCall(r, p, "GET /v1/jobs", q, nil, &l)
 	return l, err
 }
+
+// The API's answers the pages read, as the API shows them (package
+// gateway's StatsReply, ModuleView, PolicyStatus, HistoryReply and
+// RollbackReply).
+type (
+	// uiStats is GET /v1/stats's answer: the store's exact counts by
+	// state, and jobs created and ended (by ended state) in each step.
+	uiStats struct {
+		States      map[string]int64   `json:"states"`
+		Total       int64              `json:"total"`
+		StepMS      int64              `json:"step_ms"`
+		Steps       int                `json:"steps"`
+		UntilUnixMS int64              `json:"until_unix_ms"`
+		Created     []int64            `json:"created"`
+		Ended       map[string][]int64 `json:"ended"`
+	}
+	// uiModuleView is a module: the registry's ("registry"), or one live
+	// hosts serve of their own ("host"), with each digest they serve.
+	uiModuleView struct {
+		Name     string              `json:"name"`
+		Source   string              `json:"source"`
+		Active   *modreg.Active      `json:"active"`
+		Versions []modreg.Version    `json:"versions"`
+		Events   []modreg.Event      `json:"events"`
+		Digests  []modreg.HostDigest `json:"digests"`
+	}
+	// uiPolicyStatus is the bundle in force and each kernel's status.
+	uiPolicyStatus struct {
+		Revision string            `json:"revision"`
+		Source   string            `json:"source"`
+		Files    map[string]string `json:"files"`
+		Kernels  []map[string]any  `json:"kernels"`
+	}
+	// uiHistory is the policy bucket's kept pushes.
+	uiHistory struct {
+		Bucket    string                  `json:"bucket"`
+		Revisions []safety.PolicyRevision `json:"revisions"`
+	}
+	// uiRollback is what a policy rollback did.
+	uiRollback struct {
+		KVRevision uint64 `json:"kv_revision"`
+		Unchanged  bool   `json:"unchanged"`
+	}
+)
 
 // ---------------------------------------------------------------- overview
 
@@ -285,7 +330,7 @@ var flowRanges = []uiRange{
 	{Name: "24h", Label: "last 24 hours, per 15 minutes", Step: 15 * time.Minute, Steps: 96},
 }
 
-func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+func (ui *Handler) uiOverview(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	var (
 		d      overviewData
 		counts = map[string]int{}
@@ -306,12 +351,12 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal)
 		// Steps aligned on the clock (a bar a minute of the clock), the
 		// last one the step under way.
 		until := time.Now().Truncate(rg.Step).Add(rg.Step)
-		var st StatsReply
+		var st uiStats
 		q := url.Values{"step": {rg.Step.String()}, "steps": {strconv.Itoa(rg.Steps)}, "until": {strconv.FormatInt(until.UnixMilli(), 10)}}
-		if err := s.apiCall(r, p, s.stats, q, nil, &st); err != nil {
+		if err := ui.apiCall(r, p, "GET /v1/stats", q, nil, &st); err != nil {
 			// Schedulers that do not answer sys.job.stats (older ones,
 			// mid-upgrade): the sample, as a tenant's overview has it.
-			s.log.Warn("overview: the job store's counts were not read; counting the newest jobs instead", "err", err)
+			ui.log.Warn("overview: the job store's counts were not read; counting the newest jobs instead", "err", err)
 		} else {
 			for state, n := range st.States {
 				counts[state] = int(n)
@@ -323,7 +368,7 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal)
 	}
 	if !d.Exact {
 		var err error
-		if sample, err = s.readJobs(r, p, url.Values{"limit": {strconv.Itoa(uiSampleSize)}}); err != nil {
+		if sample, err = ui.readJobs(r, p, url.Values{"limit": {strconv.Itoa(ui.cfg.SampleSize)}}); err != nil {
 			return nil, err
 		}
 		d.Sample, d.SampleMore = len(sample.Jobs), sample.NextCursor != ""
@@ -336,7 +381,7 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal)
 	// created, which a burst of good ones hides them behind.
 	errs := map[string]*codeCount{}
 	for _, st := range badStates {
-		bad, err := s.readJobs(r, p, url.Values{"limit": {strconv.Itoa(uiBadSample)}, "state": {st}})
+		bad, err := ui.readJobs(r, p, url.Values{"limit": {strconv.Itoa(ui.cfg.BadSample)}, "state": {st}})
 		if err != nil {
 			return nil, err
 		}
@@ -374,7 +419,7 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal)
 	if !d.Exact {
 		d.Chart, d.Span = svgThroughput(sample.Jobs, time.Now())
 		d.Recent = sample.Jobs[:min(10, len(sample.Jobs))]
-		pending, err := s.readJobs(r, p, url.Values{"limit": {strconv.Itoa(uiSampleSize)}, "state": {"PENDING"}})
+		pending, err := ui.readJobs(r, p, url.Values{"limit": {strconv.Itoa(ui.cfg.SampleSize)}, "state": {"PENDING"}})
 		if err != nil {
 			return nil, err
 		}
@@ -384,7 +429,7 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal)
 		}
 	}
 	var hs uiHosts
-	if err := s.apiCall(r, p, s.hosts, nil, nil, &hs); err == nil {
+	if err := ui.apiCall(r, p, "GET /v1/hosts", nil, nil, &hs); err == nil {
 		d.Hosts = len(hs.Hosts)
 		for _, h := range hs.Hosts {
 			if h.Status == "draining" {
@@ -397,9 +442,9 @@ func (s *Server) uiOverview(w http.ResponseWriter, r *http.Request, p Principal)
 		}
 	}
 	var dl uiDLQList
-	if err := s.apiCall(r, p, s.dlq, url.Values{"limit": {strconv.Itoa(uiSampleSize)}}, nil, &dl); err == nil {
+	if err := ui.apiCall(r, p, "GET /v1/dlq", url.Values{"limit": {strconv.Itoa(ui.cfg.SampleSize)}}, nil, &dl); err == nil {
 		d.DLQ = strconv.Itoa(len(dl.Entries))
-		if len(dl.Entries) == uiSampleSize {
+		if len(dl.Entries) == ui.cfg.SampleSize {
 			d.DLQ += "+"
 		}
 	} else {
@@ -453,7 +498,7 @@ type jobsData struct {
 	First bool
 }
 
-func (s *Server) uiJobs(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+func (ui *Handler) uiJobs(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	in := r.URL.Query()
 	// The search box: a job's whole id goes to its page (which says when
 	// there is no such job).
@@ -482,14 +527,14 @@ func (s *Server) uiJobs(w http.ResponseWriter, r *http.Request, p Principal) (*u
 		if t.in == "" {
 			continue
 		}
-		ms, err := parseTime(t.in)
+		ms, err := client.ParseTime(t.in, time.Now())
 		if err != nil {
-			return nil, errorf(http.StatusBadRequest, CodeBadRequest, "%s: %v", t.name, err)
+			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%s: %v", t.name, err)
 		}
 		*t.ms = ms
 		q.Set(t.name, strconv.FormatInt(ms, 10))
 	}
-	l, err := s.readJobs(r, p, q)
+	l, err := ui.readJobs(r, p, q)
 	if err != nil {
 		return nil, err
 	}
@@ -531,10 +576,10 @@ type jobData struct {
 	Payload string
 }
 
-func (s *Server) uiJob(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+func (ui *Handler) uiJob(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	id := r.PathValue("id")
 	var j uiJob
-	if err := s.apiCall(r, p, s.getJob, url.Values{"context": {"true"}, "live": {"true"}}, map[string]string{"id": id}, &j); err != nil {
+	if err := ui.apiCall(r, p, "GET /v1/jobs/{id}", url.Values{"context": {"true"}, "live": {"true"}}, map[string]string{"id": id}, &j); err != nil {
 		return nil, err
 	}
 	d := jobData{Job: j, Terminal: terminalStates[j.State], Timeline: svgTimeline(j.Events), NextSeq: 1}
@@ -730,9 +775,9 @@ type hostsData struct {
 	Notice string
 }
 
-func (s *Server) uiHosts(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+func (ui *Handler) uiHosts(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	var hs uiHosts
-	if err := s.apiCall(r, p, s.hosts, nil, nil, &hs); err != nil {
+	if err := ui.apiCall(r, p, "GET /v1/hosts", nil, nil, &hs); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(hs.Hosts, func(a, b uiHost) int { return strings.Compare(a.WorkerID, b.WorkerID) })
@@ -789,20 +834,20 @@ func drainNotice(q url.Values, drained map[string]int64) string {
 // session's CSRF token, from this site, that drains the host it names
 // (POST /v1/hosts/{id}/drain) and goes back to the page, which says what
 // it did.
-func (s *Server) uiDrain(undrain bool) pageHandler {
+func (ui *Handler) uiDrain(undrain bool) pageHandler {
 	return func(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-		token, _ := bearerOrCookie(r)
-		if !sameOrigin(r) || !s.csrfOK(r, token) {
-			return nil, errorf(http.StatusForbidden, CodeForbidden, "the request lacks the dashboard's CSRF token")
+		if !sameOrigin(r) || !CSRFOK(r, requestKey(r)) {
+			return nil, errorf(http.StatusForbidden, reason.Forbidden, "the request lacks the dashboard's CSRF token")
 		}
 		id := r.PathValue("id")
-		if _, err := s.setDrain(r, p, id, undrain); err != nil {
-			return nil, err
-		}
-		key := "drained"
+		route, key := "POST /v1/hosts/{id}/drain", "drained"
 		if undrain {
-			key = "undrained"
+			route, key = "POST /v1/hosts/{id}/undrain", "undrained"
+		}
+		var out struct{}
+		if err := ui.api.Call(r, p, route, map[string]string{"id": id}, nil, nil, &out); err != nil {
+			return nil, err
 		}
 		http.Redirect(w, r, "/ui/hosts?"+url.Values{key: {id}}.Encode(), http.StatusSeeOther)
 		return nil, nil
@@ -831,13 +876,13 @@ type dlqData struct {
 	More    string
 }
 
-func (s *Server) uiDLQ(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+func (ui *Handler) uiDLQ(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	limit, err := limitParam(r, uiDefaultRows)
 	if err != nil {
 		return nil, err
 	}
 	var l uiDLQList
-	if err := s.apiCall(r, p, s.dlq, url.Values{"limit": {strconv.Itoa(limit)}}, nil, &l); err != nil {
+	if err := ui.apiCall(r, p, "GET /v1/dlq", url.Values{"limit": {strconv.Itoa(limit)}}, nil, &l); err != nil {
 		return nil, err
 	}
 	d := dlqData{Entries: l.Entries, Limit: limit}
@@ -854,7 +899,7 @@ func limitParam(r *http.Request, def int) (int, error) {
 	}
 	n, err := strconv.Atoi(l)
 	if err != nil || n < 1 || n > 1000 {
-		return 0, errorf(http.StatusBadRequest, CodeBadRequest, "limit %q is not a number from 1 to 1000", l)
+		return 0, errorf(http.StatusBadRequest, reason.BadRequest, "limit %q is not a number from 1 to 1000", l)
 	}
 	return n, nil
 }
@@ -862,32 +907,32 @@ func limitParam(r *http.Request, def int) (int, error) {
 // ---------------------------------------------------------------- modules
 
 type modulesData struct {
-	Modules []ModuleView
+	Modules []uiModuleView
 }
 
-func (s *Server) uiModules(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+func (ui *Handler) uiModules(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	var l struct {
-		Modules []ModuleView `json:"modules"`
+		Modules []uiModuleView `json:"modules"`
 	}
-	if err := s.apiCall(r, p, s.modules, nil, nil, &l); err != nil {
+	if err := ui.apiCall(r, p, "GET /v1/modules", nil, nil, &l); err != nil {
 		return nil, err
 	}
 	// A name the registry holds and hosts serve of their own at another
 	// digest is listed twice: the registry's first.
-	slices.SortStableFunc(l.Modules, func(a, b ModuleView) int {
+	slices.SortStableFunc(l.Modules, func(a, b uiModuleView) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(b.Source, a.Source))
 	})
 	return &uiPage{Template: "modules", Title: "Modules", Data: modulesData{Modules: l.Modules}}, nil
 }
 
 type moduleData struct {
-	M        ModuleView
+	M        uiModuleView
 	Versions []modreg.Version
 }
 
-func (s *Server) uiModule(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
-	var m ModuleView
-	if err := s.apiCall(r, p, s.module, nil, map[string]string{"name": r.PathValue("name")}, &m); err != nil {
+func (ui *Handler) uiModule(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	var m uiModuleView
+	if err := ui.apiCall(r, p, "GET /v1/modules/{name}", nil, map[string]string{"name": r.PathValue("name")}, &m); err != nil {
 		return nil, err
 	}
 	vs := slices.Clone(m.Versions)
@@ -898,7 +943,7 @@ func (s *Server) uiModule(w http.ResponseWriter, r *http.Request, p Principal) (
 // ---------------------------------------------------------------- policies
 
 type policiesData struct {
-	Status PolicyStatus
+	Status uiPolicyStatus
 	Files  []policyFile
 	Sample string
 	// ImpactSample is the Impact form's Rego to start from.
@@ -918,9 +963,9 @@ deny contains "job.echo is paused" if input.topic == "job.echo"
 
 type policyFile struct{ Name, Text string }
 
-func (s *Server) uiPolicies(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
-	var st PolicyStatus
-	if err := s.apiCall(r, p, s.policyStatus, url.Values{"files": {"true"}}, nil, &st); err != nil {
+func (ui *Handler) uiPolicies(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	var st uiPolicyStatus
+	if err := ui.apiCall(r, p, "GET /v1/policies", url.Values{"files": {"true"}}, nil, &st); err != nil {
 		return nil, err
 	}
 	d := policiesData{Status: st}
@@ -934,8 +979,8 @@ func (s *Server) uiPolicies(w http.ResponseWriter, r *http.Request, p Principal)
 	d.Sample = string(b)
 	d.ImpactSample = impactSample
 	if p.Admin() {
-		var h HistoryReply
-		if err := s.apiCall(r, p, s.policyHistory, nil, nil, &h); err != nil {
+		var h uiHistory
+		if err := ui.apiCall(r, p, "GET /v1/policies/history", nil, nil, &h); err != nil {
 			return nil, err
 		}
 		d.History = h.Revisions
@@ -968,20 +1013,17 @@ func rollbackNotice(q url.Values, h []safety.PolicyRevision) string {
 // session's CSRF token, from this site, that rolls the policy back to the
 // bucket revision it names (POST /v1/policies/rollback) and goes back to
 // the page, which says what it did.
-func (s *Server) uiPolicyRollback(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+func (ui *Handler) uiPolicyRollback(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	token, _ := bearerOrCookie(r)
-	if !sameOrigin(r) || !s.csrfOK(r, token) {
-		return nil, errorf(http.StatusForbidden, CodeForbidden, "the request lacks the dashboard's CSRF token")
+	if !sameOrigin(r) || !CSRFOK(r, requestKey(r)) {
+		return nil, errorf(http.StatusForbidden, reason.Forbidden, "the request lacks the dashboard's CSRF token")
 	}
 	rev, err := strconv.ParseUint(r.PostFormValue("kv_revision"), 10, 64)
 	if err != nil {
 		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "kv_revision: not a bucket revision")
 	}
-	ctx, cancel := s.ctx(r)
-	defer cancel()
-	res, err := s.rollbackPolicy(ctx, p, rev)
-	if err != nil {
+	var res uiRollback
+	if err := ui.api.Call(r, p, "POST /v1/policies/rollback", nil, nil, map[string]uint64{"kv_revision": rev}, &res); err != nil {
 		return nil, err
 	}
 	q := url.Values{"rolled_back_to": {strconv.FormatUint(rev, 10)}}
@@ -1063,7 +1105,7 @@ type runsData struct {
 // carries none).
 const runCountWorkers = 8
 
-func (s *Server) uiRuns(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+func (ui *Handler) uiRuns(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	limit, err := limitParam(r, uiPageSize)
 	if err != nil {
 		return nil, err
@@ -1071,7 +1113,7 @@ func (s *Server) uiRuns(w http.ResponseWriter, r *http.Request, p Principal) (*u
 	var l struct {
 		Runs []uiRun `json:"runs"`
 	}
-	if err := s.apiCall(r, p, s.listRuns, url.Values{"limit": {strconv.Itoa(limit)}}, nil, &l); err != nil {
+	if err := ui.apiCall(r, p, "GET /v1/runs", url.Values{"limit": {strconv.Itoa(limit)}}, nil, &l); err != nil {
 		return nil, err
 	}
 	// The list carries no tasks: each run is read for them, a few at a
@@ -1084,7 +1126,7 @@ func (s *Server) uiRuns(w http.ResponseWriter, r *http.Request, p Principal) (*u
 		go func(run *uiRun) {
 			defer func() { <-sem; wg.Done() }()
 			var full uiRun
-			if err := s.apiCall(r, p, s.getRun, nil, map[string]string{"id": run.RunID}, &full); err != nil {
+			if err := ui.apiCall(r, p, "GET /v1/runs/{id}", nil, map[string]string{"id": run.RunID}, &full); err != nil {
 				return
 			}
 			run.Tasks, run.Counted = full.Tasks, true
@@ -1098,36 +1140,36 @@ func (s *Server) uiRuns(w http.ResponseWriter, r *http.Request, p Principal) (*u
 	wg.Wait()
 	d := runsData{Runs: l.Runs, Limit: limit}
 	if p.Can(ScopeSubmit) {
-		d.Known, d.KnownFrom = s.knownWorkflows(r, p)
+		d.Known, d.KnownFrom = ui.knownWorkflows(r, p)
 	}
 	return &uiPage{Template: "workflows", Title: "Workflows", Data: d}, nil
 }
 
-// knownMaxAge is how long the gateway keeps the known workflows' names.
+// knownMaxAge is how long the dashboard keeps the known workflows' names.
 const knownMaxAge = time.Minute
 
 // knownWorkflows are the names of the workflows the schedulers know, and
 // where they came from: a scheduler's answer (client.KnownWorkflows);
 // when no scheduler answers, the seed workflows built into this binary
 // (config/workflows). The names are kept for knownMaxAge.
-func (s *Server) knownWorkflows(r *http.Request, p Principal) ([]string, string) {
-	s.knownMu.Lock()
-	defer s.knownMu.Unlock()
-	if s.knownFrom == "scheduler" && time.Since(s.knownAt) < knownMaxAge {
-		return s.known, s.knownFrom
+func (ui *Handler) knownWorkflows(r *http.Request, p Principal) ([]string, string) {
+	ui.knownMu.Lock()
+	defer ui.knownMu.Unlock()
+	if ui.knownFrom == "scheduler" && time.Since(ui.knownAt) < knownMaxAge {
+		return ui.known, ui.knownFrom
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), min(s.cfg.Timeout, 3*time.Second))
+	ctx, cancel := context.WithTimeout(r.Context(), min(ui.cfg.Timeout, 3*time.Second))
 	defer cancel()
-	if names, err := s.clientOf(p).KnownWorkflows(ctx); err == nil && len(names) > 0 {
+	if names, err := ui.api.KnownWorkflows(ctx, p); err == nil && len(names) > 0 {
 		names = slices.Clone(names)
 		slices.Sort(names)
-		s.known, s.knownFrom, s.knownAt = names, "scheduler", time.Now()
-		return names, s.knownFrom
+		ui.known, ui.knownFrom, ui.knownAt = names, "scheduler", time.Now()
+		return names, ui.knownFrom
 	}
-	if s.knownFrom == "" {
-		s.known, s.knownFrom = seedWorkflows(), "seed"
+	if ui.knownFrom == "" {
+		ui.known, ui.knownFrom = seedWorkflows(), "seed"
 	}
-	return s.known, s.knownFrom
+	return ui.known, ui.knownFrom
 }
 
 // seedWorkflows are the names of the workflows built into this binary.
@@ -1174,7 +1216,7 @@ const (
 // of them) for when it started to run and ended: the run's
 // record carries no times for its tasks. It returns how many tasks with
 // a job it left out.
-func (s *Server) taskTimes(r *http.Request, p Principal, tasks []uiTask, limit int) int {
+func (ui *Handler) taskTimes(r *http.Request, p Principal, tasks []uiTask, limit int) int {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runCountWorkers)
 	read, left := 0, 0
@@ -1193,7 +1235,7 @@ func (s *Server) taskTimes(r *http.Request, p Principal, tasks []uiTask, limit i
 		go func(t *uiTask) {
 			defer func() { <-sem; wg.Done() }()
 			var j uiJob
-			if err := s.apiCall(r, p, s.getJob, url.Values{"result": {"false"}}, map[string]string{"id": t.JobID}, &j); err != nil {
+			if err := ui.apiCall(r, p, "GET /v1/jobs/{id}", url.Values{"result": {"false"}}, map[string]string{"id": t.JobID}, &j); err != nil {
 				return
 			}
 			t.Started = cmp.Or(j.Start(), j.Created)
@@ -1209,9 +1251,9 @@ func (s *Server) taskTimes(r *http.Request, p Principal, tasks []uiTask, limit i
 	return left
 }
 
-func (s *Server) uiRun(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+func (ui *Handler) uiRun(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	var run uiRun
-	if err := s.apiCall(r, p, s.getRun, url.Values{"events": {"true"}}, map[string]string{"id": r.PathValue("id")}, &run); err != nil {
+	if err := ui.apiCall(r, p, "GET /v1/runs/{id}", url.Values{"events": {"true"}}, map[string]string{"id": r.PathValue("id")}, &run); err != nil {
 		return nil, err
 	}
 	d := runData{Run: run, Running: run.State == "RUNNING", Outputs: prettyJSON(run.Outputs), Report: readReport(run.Outputs)}
@@ -1226,7 +1268,7 @@ func (s *Server) uiRun(w http.ResponseWriter, r *http.Request, p Principal) (*ui
 	if d.Running {
 		limit = uiTaskTimingsLive
 	}
-	d.Untimed = s.taskTimes(r, p, run.Tasks, limit)
+	d.Untimed = ui.taskTimes(r, p, run.Tasks, limit)
 	d.Run.Tasks = run.Tasks
 	src := run.DefText
 	if src == "" && len(run.Definition) > 0 {
@@ -1258,15 +1300,15 @@ type keysData struct {
 	Available bool
 }
 
-func (s *Server) uiKeys(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
-	kl := s.keyLister()
+func (ui *Handler) uiKeys(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	kl := ui.cfg.Keys
 	d := keysData{Available: kl != nil}
 	if kl != nil {
-		ctx, cancel := s.ctx(r)
+		ctx, cancel := ui.ctx(r)
 		defer cancel()
 		ks, err := kl.List(ctx, r.URL.Query().Get("tenant"))
 		if err != nil {
-			return nil, errorf(http.StatusBadRequest, CodeBadRequest, "%v", err)
+			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%v", err)
 		}
 		slices.SortFunc(ks, func(a, b apikey.Record) int { return b.CreatedAt.Compare(a.CreatedAt) })
 		if len(ks) > 1000 {
@@ -1284,7 +1326,7 @@ type auditData struct {
 	Limit         int
 }
 
-func (s *Server) uiAudit(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+func (ui *Handler) uiAudit(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
 	in := r.URL.Query()
 	limit, err := limitParam(r, uiDefaultRows)
 	if err != nil {
@@ -1300,7 +1342,7 @@ func (s *Server) uiAudit(w http.ResponseWriter, r *http.Request, p Principal) (*
 	var l struct {
 		Entries []audit.Entry `json:"entries"`
 	}
-	if err := s.apiCall(r, p, s.auditLog, q, nil, &l); err != nil {
+	if err := ui.apiCall(r, p, "GET /v1/audit", q, nil, &l); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(l.Entries, func(a, b audit.Entry) int { return b.At.Compare(a.At) })

@@ -1,4 +1,4 @@
-package gateway
+package dashboard
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ward-run/ward/api/reason"
 )
 
 // pageView is what every template gets.
@@ -61,7 +63,7 @@ var templates = sync.OnceValues(func() (map[string]*template.Template, error) {
 	return out, nil
 })
 
-func (s *Server) render(w http.ResponseWriter, name string, status int, v *pageView) {
+func (ui *Handler) render(w http.ResponseWriter, name string, status int, v *pageView) {
 	ts, err := templates()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -74,7 +76,7 @@ func (s *Server) render(w http.ResponseWriter, name string, status int, v *pageV
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
-		s.log.Warn("dashboard page failed", "page", name, "err", err)
+		ui.log.Warn("dashboard page failed", "page", name, "err", err)
 		http.Error(w, "the page could not be rendered: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -94,15 +96,15 @@ type errorData struct {
 }
 
 // renderError shows err as the API would say it.
-func (s *Server) renderError(w http.ResponseWriter, r *http.Request, v *pageView, err error) {
-	var ae *apiError
+func (ui *Handler) renderError(w http.ResponseWriter, r *http.Request, v *pageView, err error) {
+	var ae *Error
 	switch {
 	case errors.As(err, &ae):
 	case errors.Is(err, context.DeadlineExceeded):
-		ae = errorf(http.StatusGatewayTimeout, CodeUnavailable, "the system did not answer in time")
+		ae = errorf(http.StatusGatewayTimeout, reason.Unavailable, "the system did not answer in time")
 	default:
-		s.log.Warn("dashboard request failed", "path", r.URL.Path, "err", err)
-		ae = errorf(http.StatusBadGateway, CodeUnavailable, "%v", err)
+		ui.log.Warn("dashboard request failed", "path", r.URL.Path, "err", err)
+		ae = errorf(http.StatusBadGateway, reason.Unavailable, "%v", err)
 	}
 	if v == nil {
 		v = &pageView{Path: r.URL.Path}
@@ -110,7 +112,7 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, v *pageView
 	retryAfter(w, ae)
 	v.Title = http.StatusText(ae.Status)
 	v.Data = errorData{Status: ae.Status, Code: string(ae.Code), Message: ae.Message}
-	s.render(w, "error", ae.Status, v)
+	ui.render(w, "error", ae.Status, v)
 }
 
 var terminalStates = map[string]bool{"SUCCEEDED": true, "FAILED": true, "CANCELLED": true, "TIMEOUT": true, "DENIED": true}
