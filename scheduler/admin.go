@@ -3,15 +3,18 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/audit"
+	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/jobstore"
 	"github.com/ward-run/ward/modreg"
 )
@@ -27,20 +30,30 @@ var (
 	})
 )
 
-// adminOf identifies the admin credential that signed msg, an admin's
+// admins identifies the admin credentials that sign admin requests
+// (Config.AdminTrust) and records the admin actions carried out in the
+// audit log (Config.Audit): the scheduler, the workflow runs (a cancel
+// for every tenant) and the read side (a DLQ drop) share one.
+type admins struct {
+	trust *auth.AdminTrust    // nil: --insecure
+	audit jetstream.JetStream // nil: no audit log
+	log   *slog.Logger
+}
+
+// of identifies the admin credential that signed msg, an admin's
 // request (auth.AdminTrust): the actor its audit record names. An admin
 // subject is one only admins may publish on, but NATS does not tell a
 // subscriber who published, so the request carries its signed credential;
 // one that does not, or whose signature does not verify, is refused. With
 // no AdminTrust (--insecure) nothing tells admins apart: "insecure".
-func (s *Scheduler) adminOf(msg *nats.Msg) (string, error) {
-	if s.cfg.AdminTrust == nil {
+func (a *admins) of(msg *nats.Msg) (string, error) {
+	if a.trust == nil {
 		return "insecure", nil
 	}
-	id, err := s.cfg.AdminTrust.Verify(msg.Subject, msg.Header, msg.Data, time.Now())
+	id, err := a.trust.Verify(msg.Subject, msg.Header, msg.Data, time.Now())
 	if err != nil {
 		adminRefused.WithLabelValues(msg.Subject).Inc()
-		s.log.Warn("admin request refused", "subject", msg.Subject, "code", reason.Unauthenticated, "why", err)
+		a.log.Warn("admin request refused", "subject", msg.Subject, "code", reason.Unauthenticated, "why", err)
 		return "", err
 	}
 	return id.Actor(), nil
@@ -48,15 +61,15 @@ func (s *Scheduler) adminOf(msg *nats.Msg) (string, error) {
 
 // record writes an admin action this replica carried out to the audit
 // log. The action is done: a failure is logged and counted.
-func (s *Scheduler) record(ctx context.Context, e audit.Entry) {
-	if s.cfg.Audit == nil {
+func (a *admins) record(ctx context.Context, e audit.Entry) {
+	if a.audit == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := audit.Record(ctx, s.cfg.Audit, e); err != nil {
+	if err := audit.Record(ctx, a.audit, e); err != nil {
 		auditFailures.Inc()
-		s.log.Warn("audit record not written", "action", e.Action, "target", e.Target, "actor", e.Actor, "err", err)
+		a.log.Warn("audit record not written", "action", e.Action, "target", e.Target, "actor", e.Actor, "err", err)
 	}
 }
 
@@ -66,17 +79,17 @@ func (s *Scheduler) record(ctx context.Context, e audit.Entry) {
 // the job's state after it.
 func (s *Scheduler) handleCancelAs(ctx context.Context, msg *nats.Msg, cm *wardv1.JobCancel) {
 	if tenantOf(msg) != "" {
-		s.handleCancel(ctx, msg, cm)
+		s.reports.handleCancel(ctx, msg, cm)
 		return
 	}
-	actor, err := s.adminOf(msg)
+	actor, err := s.admin.of(msg)
 	if err != nil {
 		if rerr := s.cfg.Bus.Reply(msg, &wardv1.GetJobReply{Error: err.Error()}); rerr != nil {
 			s.log.Debug("cancel reply failed", "err", rerr)
 		}
 		return
 	}
-	s.handleCancel(ctx, msg, cm)
+	s.reports.handleCancel(ctx, msg, cm)
 	detail := map[string]string{"reason": cm.GetReason()}
 	switch job, err := s.cfg.Store.Get(ctx, cm.GetJobId()); {
 	case errors.Is(err, jobstore.ErrNotFound):
@@ -86,7 +99,7 @@ func (s *Scheduler) handleCancelAs(ctx context.Context, msg *nats.Msg, cm *wardv
 	default:
 		detail["tenant"], detail["state"] = job.Tenant, string(job.State)
 	}
-	s.record(ctx, audit.Entry{Actor: actor, Action: audit.JobCancel, Target: cm.GetJobId(), Detail: detail})
+	s.admin.record(ctx, audit.Entry{Actor: actor, Action: audit.JobCancel, Target: cm.GetJobId(), Detail: detail})
 }
 
 // followModules applies the registry's state, and audits the changes of
@@ -121,7 +134,7 @@ func (s *Scheduler) followModules(st *modreg.State) {
 		if action != audit.ModuleRm {
 			detail["signed"] = boolString(a.Signed)
 		}
-		s.record(context.Background(), audit.Entry{At: a.UpdatedAt, Actor: audit.Claimed(a.By), Action: action, Target: name, Detail: detail})
+		s.admin.record(context.Background(), audit.Entry{At: a.UpdatedAt, Actor: audit.Claimed(a.By), Action: action, Target: name, Detail: detail})
 	}
 }
 

@@ -116,7 +116,7 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 	case req.GetBudget().GetDeadlineMs() < 0:
 		return refuse(reason.BadRequest, "budget.deadline_ms may not be negative"), nil, nil
 	}
-	if code, msg := s.refuseMode(req.GetPriority()); code != "" {
+	if code, msg := s.modes.refuse(req.GetPriority()); code != "" {
 		return refuse(code, "%s", msg), nil, nil
 	}
 	if req.JobId == "" {
@@ -198,7 +198,7 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 	case !res.Created:
 		return &wardv1.SubmitReply{JobId: res.ID, Accepted: true, Duplicate: true}, nil, nil
 	}
-	jobsReceived.WithLabelValues(s.topicLabel(req.Topic)).Inc()
+	jobsReceived.WithLabelValues(s.ends.topicLabel(req.Topic)).Inc()
 	// Its creation (PENDING) is told with its first move's event
 	// (jobstore.Job.FirstMove, publishVia): one message for both.
 	var queued map[string]int // nil while every queue is empty, the common case
@@ -211,6 +211,17 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 		}
 	}
 	return &wardv1.SubmitReply{JobId: res.ID, Accepted: true}, job, queued
+}
+
+// submitStep accepts the job of a workflow run's step (acceptFor, step):
+// it returns the reply and, when it stored a new job, the job's
+// admission, which the run makes next.
+func (s *Scheduler) submitStep(ctx context.Context, req *wardv1.JobRequest) (*wardv1.SubmitReply, func()) {
+	reply, job, queued := s.acceptFor(ctx, req, true)
+	if job == nil {
+		return reply, nil
+	}
+	return reply, func() { s.admit(ctx, job, queued, req.Payload) }
 }
 
 // route returns the pools a job may run in, in the topic's order: those
@@ -270,7 +281,7 @@ func (s *Scheduler) admit(ctx context.Context, job *jobstore.Job, queued map[str
 	}
 	// Before any of the tenant's jobs runs, its host may need the bucket
 	// of large results (bigresults.go): once per tenant.
-	s.ensureResultBucket(ctx, job.Tenant)
+	s.objects.ensureResultBucket(ctx, job.Tenant)
 	c := s.conf.load()
 	if c.mods != nil && len(c.pools.PoolsFor(job.Topic)) == 0 {
 		// Perhaps a deploy this replica has not heard of yet declares it.
@@ -283,7 +294,7 @@ func (s *Scheduler) admit(ctx context.Context, job *jobstore.Job, queued map[str
 	lim.payload = payload
 	now := time.Now()
 	if !lim.deadline.IsZero() && !now.Before(lim.deadline) {
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Timeout, Reason: string(reason.DeadlineExceeded),
+		s.ends.end(ctx, job, lim, jobstore.Transition{To: jobstore.Timeout, Reason: string(reason.DeadlineExceeded),
 			Message: "its deadline passed before it could run"}, false)
 		return
 	}
@@ -293,11 +304,11 @@ func (s *Scheduler) admit(ctx context.Context, job *jobstore.Job, queued map[str
 	}
 	pools, why := route(c.pools, job.Topic, job.Requires, job.Labels)
 	if len(pools) == 0 {
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.NoPoolMapping), Message: why}, true)
+		s.ends.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.NoPoolMapping), Message: why}, true)
 		return
 	}
 	if pools, why = c.retired(pools); len(pools) == 0 {
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.ModuleRetired), Message: why}, true)
+		s.ends.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.ModuleRetired), Message: why}, true)
 		return
 	}
 	s.place(ctx, c, job, lim, pools, queued)
@@ -339,14 +350,14 @@ func (s *Scheduler) decide(ctx context.Context, c *settings, job *jobstore.Job) 
 		if err != nil {
 			s.log.WarnContext(ctx, "safety kernel unavailable; failing closed", "job_id", job.ID, "err", err)
 			safetyDenials.WithLabelValues(string(reason.SafetyUnavailable)).Inc()
-			s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Denied, Reason: string(reason.SafetyUnavailable),
+			s.ends.end(ctx, job, lim, jobstore.Transition{To: jobstore.Denied, Reason: string(reason.SafetyUnavailable),
 				Message: "safety kernel unavailable: " + err.Error()}, true)
 			return lim, false
 		}
 		lim.safety = safetyRecord(decision)
 		if decision.GetDecision() == safetyv1.Decision_DECISION_DENY {
 			safetyDenials.WithLabelValues(string(reason.SafetyDenied)).Inc()
-			s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Denied, Reason: string(reason.SafetyDenied),
+			s.ends.end(ctx, job, lim, jobstore.Transition{To: jobstore.Denied, Reason: string(reason.SafetyDenied),
 				Message: strings.Join(decision.GetReasons(), "; ")}, true)
 			return lim, false
 		}
@@ -424,38 +435,6 @@ func (lim *limits) first(t *jobstore.Transition) {
 	}
 }
 
-// end moves a job to a terminal state with t (storing admission's decision
-// with it), and records it in the DLQ when dlq is set.
-func (s *Scheduler) end(ctx context.Context, job *jobstore.Job, lim limits, t jobstore.Transition, dlq bool) {
-	lim.first(&t)
-	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
-	if err != nil {
-		s.storeFailed("end", job.ID, err)
-		return
-	}
-	if !dlq {
-		jobsCompleted.WithLabelValues(s.topicLabel(moved.Topic), string(moved.State)).Inc()
-		s.moved(moved, t)
-		return
-	}
-	s.deadLettered(ctx, moved, t)
-}
-
-// deadLettered records an ended job in the DLQ and tells everyone.
-func (s *Scheduler) deadLettered(ctx context.Context, job *jobstore.Job, t jobstore.Transition) {
-	e := jobstore.DLQEntry{JobID: job.ID, Topic: job.Topic, Tenant: job.Tenant, Reason: t.Reason, Message: t.Message, At: job.UpdatedAt}
-	if err := s.cfg.Store.AddDLQ(ctx, e); err != nil {
-		storeErrors.WithLabelValues("dlq").Inc()
-		s.log.ErrorContext(ctx, "dlq write failed", "job_id", job.ID, "err", err)
-	}
-	dlqTotal.WithLabelValues(t.Reason).Inc()
-	jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
-	s.log.InfoContext(ctx, "job dead-lettered", "job_id", job.ID, "topic", job.Topic, "state", job.State, "reason", t.Reason, "message", t.Message)
-	_ = s.cfg.Bus.Publish(bus.SubjectDLQ, &wardv1.DLQEntry{JobId: e.JobID, Topic: e.Topic, TenantId: e.Tenant,
-		Reason: e.Reason, Message: e.Message, AtUnixMs: e.At.UnixMilli(), Job: Record(job)})
-	s.moved(job, t)
-}
-
 // contextSize returns the size of the context ptr points to, or why the
 // submission is refused: a pointer that is not a context of tenant's, or
 // names no object.
@@ -467,10 +446,10 @@ func (s *Scheduler) contextSize(ctx context.Context, ptr, tenant string) (int64,
 	if owner != tenant && !(owner == "_" && tenant == "") {
 		return 0, fmt.Sprintf("context %s belongs to another tenant", ptr)
 	}
-	if err := s.openObjects(); err != nil {
+	if err := s.objects.openObjects(); err != nil {
 		return 0, err.Error()
 	}
-	size, err := s.objs.Size(ctx, ptr)
+	size, err := s.objects.objs.Size(ctx, ptr)
 	if err != nil {
 		return 0, fmt.Sprintf("context %s: %v", ptr, err)
 	}

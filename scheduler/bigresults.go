@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"sync"
 	"time"
@@ -45,6 +46,24 @@ const (
 	resultBucketRetryMax = 30 * time.Second
 )
 
+// objectStores are the tenants' object stores as a replica uses them: the
+// contexts submitted by pointer (their sizes, the chunks served to the
+// job's host), the result buckets it creates, the large results' parts it
+// stores and seals, and the check of a result pointer into one. It holds
+// the bus, the job store (to check a job's host and attempt) and the
+// logger, nothing of the Scheduler's.
+type objectStores struct {
+	bus   *bus.Conn
+	store jobstore.Store
+	log   *slog.Logger
+
+	objsOnce sync.Once // opens objs on first use
+	objs     *bus.Objects
+	objsErr  error
+
+	resBuckets resultBuckets // the tenants whose result bucket exists
+}
+
 // resultBuckets remembers the tenants whose result bucket this replica
 // made sure of, and those it failed to.
 type resultBuckets struct {
@@ -69,11 +88,11 @@ type bucketTry struct {
 // it too). A failure is logged, and bucketLoop tries again
 // (retryResultBuckets), with a growing wait, until it succeeds; admissions
 // then go on without waiting for it.
-func (s *Scheduler) ensureResultBucket(ctx context.Context, tenant string) {
+func (o *objectStores) ensureResultBucket(ctx context.Context, tenant string) {
 	if tenant == "" {
 		return
 	}
-	rb := &s.resBuckets
+	rb := &o.resBuckets
 	if _, ok := rb.ready.Load(tenant); ok {
 		return
 	}
@@ -94,24 +113,24 @@ func (s *Scheduler) ensureResultBucket(ctx context.Context, tenant string) {
 	try.mu.Lock()
 	defer try.mu.Unlock()
 	if try.fails == 0 {
-		s.tryResultBucket(ctx, tenant, try)
+		o.tryResultBucket(ctx, tenant, try)
 	}
 }
 
 // tryResultBucket makes one try at tenant's bucket, try.mu held, and
 // reports whether the bucket exists.
-func (s *Scheduler) tryResultBucket(ctx context.Context, tenant string, try *bucketTry) bool {
-	rb := &s.resBuckets
+func (o *objectStores) tryResultBucket(ctx context.Context, tenant string, try *bucketTry) bool {
+	rb := &o.resBuckets
 	if _, ok := rb.ready.Load(tenant); ok {
 		return true
 	}
 	err := func() error {
-		if err := s.openObjects(); err != nil {
+		if err := o.openObjects(); err != nil {
 			return err
 		}
 		ctx, cancel := context.WithTimeout(ctx, resultBucketTimeout)
 		defer cancel()
-		return s.objs.CreateTenantBuckets(ctx, tenant)
+		return o.objs.CreateTenantBuckets(ctx, tenant)
 	}()
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
@@ -123,12 +142,12 @@ func (s *Scheduler) tryResultBucket(ctx context.Context, tenant string, try *buc
 			rb.failing = map[string]*bucketTry{}
 		}
 		rb.failing[tenant] = try
-		s.log.Warn("result bucket not created: the tenant's results over the inline size fail result_unavailable until it is",
+		o.log.Warn("result bucket not created: the tenant's results over the inline size fail result_unavailable until it is",
 			"tenant", tenant, "bucket", bus.ResultBucketOf(tenant), "tries", try.fails, "next_try_in", wait, "err", err)
 		return false
 	}
 	if try.fails > 0 {
-		s.log.Info("result bucket created", "tenant", tenant, "bucket", bus.ResultBucketOf(tenant), "failed_tries", try.fails)
+		o.log.Info("result bucket created", "tenant", tenant, "bucket", bus.ResultBucketOf(tenant), "failed_tries", try.fails)
 	}
 	try.fails = 0
 	delete(rb.failing, tenant)
@@ -140,20 +159,20 @@ func (s *Scheduler) tryResultBucket(ctx context.Context, tenant string, try *buc
 // buckets, and answers once they exist (an empty StringValue) or with why
 // not: a client asks before it stores its tenant's first large context,
 // since a tenant may configure no stream itself (auth/perms.go).
-func (s *Scheduler) handleBuckets(ctx context.Context, msg *nats.Msg, _ *emptypb.Empty) {
+func (o *objectStores) handleBuckets(ctx context.Context, msg *nats.Msg, _ *emptypb.Empty) {
 	tenant := tenantOf(msg)
 	reply := &wrapperspb.StringValue{}
 	if tenant == "" {
 		reply.Value = "name a tenant: sys.job.buckets.<tenant>"
 	} else {
-		s.ensureResultBucket(ctx, tenant)
-		if _, ok := s.resBuckets.ready.Load(tenant); !ok {
+		o.ensureResultBucket(ctx, tenant)
+		if _, ok := o.resBuckets.ready.Load(tenant); !ok {
 			reply.Value = "the tenant's buckets " + bus.ContextBucketOf(tenant) + " and " + bus.ResultBucketOf(tenant) +
 				" could not be created now (is JetStream up?); the scheduler tries again, ask again later"
 		}
 	}
-	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Warn("buckets reply failed", "tenant", tenant, "err", err)
+	if err := o.bus.Reply(msg, reply); err != nil {
+		o.log.Warn("buckets reply failed", "tenant", tenant, "err", err)
 	}
 }
 
@@ -161,12 +180,12 @@ func (s *Scheduler) handleBuckets(ctx context.Context, msg *nats.Msg, _ *emptypb
 // under NATS's max_payload (1 MiB by default) with its chunks of 128 KiB.
 const contextReplyMax = 768 << 10
 
-// openObjects opens the tenants' object stores (s.objs) on first use: the
+// openObjects opens the tenants' object stores (o.objs) on first use: the
 // sizes of contexts submitted by pointer, the result buckets, the contexts
 // served to hosts and the large results they send.
-func (s *Scheduler) openObjects() error {
-	s.objsOnce.Do(func() { s.objs, s.objsErr = bus.NewObjects(s.cfg.Bus) })
-	return s.objsErr
+func (o *objectStores) openObjects() error {
+	o.objsOnce.Do(func() { o.objs, o.objsErr = bus.NewObjects(o.bus) })
+	return o.objsErr
 }
 
 // handleContext serves the context of a job dispatched to the asking host
@@ -174,28 +193,28 @@ func (s *Scheduler) openObjects() error {
 // RUNNING there: its tenant stored it in its bucket, which no host may
 // read itself, so a context is readable only by the host its job was
 // dispatched to. Anything else is refused with its reason, and counted.
-func (s *Scheduler) handleContext(ctx context.Context, msg *nats.Msg, q *wardv1.ContextRequest) {
+func (o *objectStores) handleContext(ctx context.Context, msg *nats.Msg, q *wardv1.ContextRequest) {
 	worker := bus.WorkerOf(msg.Subject)
 	reply := &wardv1.ContextReply{}
-	job, err := s.cfg.Store.Get(ctx, q.GetJobId())
+	job, err := o.store.Get(ctx, q.GetJobId())
 	switch {
 	case errors.Is(err, jobstore.ErrNotFound):
 		reply.Error = "job " + q.GetJobId() + " not found"
 	case err != nil:
 		reply.Error = "job store unavailable"
-		s.storeFailed("context", q.GetJobId(), err)
+		logStoreFailure(o.log, "context", q.GetJobId(), err)
 	case job.WorkerID != worker || job.Attempt != int(q.GetAttempt()) || (job.State != jobstore.Dispatched && job.State != jobstore.Running):
 		reply.Error = fmt.Sprintf("job %s attempt %d is not dispatched to %s", job.ID, q.GetAttempt(), worker)
 		reportsRefused.WithLabelValues("context", string(reason.StaleResult)).Inc()
-		s.log.Warn("host context request refused", "job_id", job.ID, "worker_id", worker, "attempt", q.GetAttempt(), "why", reply.Error)
+		o.log.Warn("host context request refused", "job_id", job.ID, "worker_id", worker, "attempt", q.GetAttempt(), "why", reply.Error)
 	case !bus.IsObjectPtr(job.ContextPtr):
 		reply.Error = "job " + job.ID + "'s context is not in its tenant's bucket: it travels in the ticket"
 	default:
-		if err := s.openObjects(); err != nil {
+		if err := o.openObjects(); err != nil {
 			reply.Error = err.Error()
 			break
 		}
-		reply.Data, reply.Last, reply.Done, err = s.objs.ContextChunks(ctx, job.ContextPtr, job.PayloadSize, q.GetAfter(), q.GetOffset(), contextReplyMax)
+		reply.Data, reply.Last, reply.Done, err = o.objs.ContextChunks(ctx, job.ContextPtr, job.PayloadSize, q.GetAfter(), q.GetOffset(), contextReplyMax)
 		if err != nil {
 			reply.Error = err.Error()
 			if errors.Is(err, jetstream.ErrObjectNotFound) || errors.Is(err, bus.ErrTooLarge) || errors.Is(err, jetstream.ErrDigestMismatch) {
@@ -203,8 +222,8 @@ func (s *Scheduler) handleContext(ctx context.Context, msg *nats.Msg, q *wardv1.
 			}
 		}
 	}
-	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Warn("context reply failed", "job_id", q.GetJobId(), "worker_id", worker, "err", err)
+	if err := o.bus.Reply(msg, reply); err != nil {
+		o.log.Warn("context reply failed", "job_id", q.GetJobId(), "worker_id", worker, "err", err)
 	}
 }
 
@@ -215,37 +234,37 @@ func (s *Scheduler) handleContext(ctx context.Context, msg *nats.Msg, q *wardv1.
 // tenant's bucket itself, so it can store the result of its own attempts
 // and nothing else. A part refused for good says so with
 // result_unavailable; a store failure is an error the host tries again.
-func (s *Scheduler) handleResultPart(ctx context.Context, msg *nats.Msg, q *wardv1.ResultPart) {
+func (o *objectStores) handleResultPart(ctx context.Context, msg *nats.Msg, q *wardv1.ResultPart) {
 	worker := bus.WorkerOf(msg.Subject)
 	reply := &wardv1.ResultPartReply{}
 	refuse := func(why string) {
 		reply.Error, reply.Code = why, string(reason.ResultUnavailable)
 		reportsRefused.WithLabelValues("result_part", string(reason.ResultUnavailable)).Inc()
-		s.log.Warn("host result part refused", "job_id", q.GetJobId(), "worker_id", worker, "attempt", q.GetAttempt(), "part", q.GetIndex(), "why", why)
+		o.log.Warn("host result part refused", "job_id", q.GetJobId(), "worker_id", worker, "attempt", q.GetAttempt(), "part", q.GetIndex(), "why", why)
 	}
-	job, err := s.cfg.Store.Get(ctx, q.GetJobId())
+	job, err := o.store.Get(ctx, q.GetJobId())
 	switch {
 	case errors.Is(err, jobstore.ErrNotFound):
 		refuse("job " + q.GetJobId() + " not found")
 	case err != nil:
 		reply.Error = "job store unavailable"
-		s.storeFailed("result_part", q.GetJobId(), err)
+		logStoreFailure(o.log, "result_part", q.GetJobId(), err)
 	case job.WorkerID != worker || job.Attempt != int(q.GetAttempt()) || (job.State != jobstore.Dispatched && job.State != jobstore.Running):
 		refuse(fmt.Sprintf("job %s attempt %d is not running on %s", job.ID, q.GetAttempt(), worker))
 	case q.GetIndex() >= bus.ResultPartsMax || len(q.GetData()) > bus.ResultPartMax || len(q.GetData()) == 0:
 		refuse(fmt.Sprintf("part %d of %d bytes: a result is at most %d parts of 1 to %d bytes", q.GetIndex(), len(q.GetData()), bus.ResultPartsMax, bus.ResultPartMax))
 	default:
-		if err := s.openObjects(); err != nil {
+		if err := o.openObjects(); err != nil {
 			reply.Error = err.Error()
 			break
 		}
-		if err := s.objs.PutResultPart(ctx, job.Tenant, job.ID, job.Attempt, int(q.GetIndex()), q.GetData()); err != nil {
+		if err := o.objs.PutResultPart(ctx, job.Tenant, job.ID, job.Attempt, int(q.GetIndex()), q.GetData()); err != nil {
 			reply.Error = err.Error()
-			s.log.Warn("host result part not stored: the host sends it again", "job_id", job.ID, "worker_id", worker, "part", q.GetIndex(), "err", err)
+			o.log.Warn("host result part not stored: the host sends it again", "job_id", job.ID, "worker_id", worker, "part", q.GetIndex(), "err", err)
 		}
 	}
-	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Warn("result part reply failed", "job_id", q.GetJobId(), "worker_id", worker, "err", err)
+	if err := o.bus.Reply(msg, reply); err != nil {
+		o.log.Warn("result part reply failed", "job_id", q.GetJobId(), "worker_id", worker, "err", err)
 	}
 }
 
@@ -257,7 +276,7 @@ func (s *Scheduler) handleResultPart(ctx context.Context, msg *nats.Msg, q *ward
 // result cannot be settled now (the store or JetStream failed: the host
 // sends it again). A result of an attempt that is no longer current is
 // left to the move, which refuses it.
-func (s *Scheduler) sealResult(ctx context.Context, r *wardv1.JobResult, worker string, job *jobstore.Job) (why string, retry bool) {
+func (o *objectStores) sealResult(ctx context.Context, r *wardv1.JobResult, worker string, job *jobstore.Job) (why string, retry bool) {
 	switch {
 	case job == nil:
 		return "", true // the job could not be read: nothing sealed, nothing settled
@@ -268,12 +287,12 @@ func (s *Scheduler) sealResult(ctx context.Context, r *wardv1.JobResult, worker 
 	if size <= int64(bus.InlineResultMax) || size > bus.ResultMax || parts > bus.ResultPartsMax || int64(parts) < (size+bus.ResultPartMax-1)/bus.ResultPartMax {
 		return fmt.Sprintf("a result of %d bytes in %d parts: one over %d bytes and at most %d, in parts of at most %d", size, parts, bus.InlineResultMax, bus.ResultMax, bus.ResultPartMax), false
 	}
-	if err := s.openObjects(); err != nil {
-		s.log.Warn("result not sealed: the host sends it again", "job_id", job.ID, "err", err)
+	if err := o.openObjects(); err != nil {
+		o.log.Warn("result not sealed: the host sends it again", "job_id", job.ID, "err", err)
 		return "", true
 	}
-	if _, err := s.objs.SealResult(ctx, job.Tenant, job.ID, job.Attempt, size, parts, r.GetResultDigest()); err != nil {
-		s.log.Warn("result not sealed: the host sends it again", "job_id", job.ID, "err", err)
+	if _, err := o.objs.SealResult(ctx, job.Tenant, job.ID, job.Attempt, size, parts, r.GetResultDigest()); err != nil {
+		o.log.Warn("result not sealed: the host sends it again", "job_id", job.ID, "err", err)
 		return "", true
 	}
 	return "", false
@@ -282,8 +301,7 @@ func (s *Scheduler) sealResult(ctx context.Context, r *wardv1.JobResult, worker 
 // bucketLoop tries again, every second, the result buckets whose creation
 // failed (retryResultBuckets). It is a loop of its own so that a try
 // waiting on JetStream holds up nothing else.
-func (s *Scheduler) bucketLoop(lctx context.Context) {
-	defer s.loops.Done()
+func (o *objectStores) bucketLoop(lctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -291,7 +309,7 @@ func (s *Scheduler) bucketLoop(lctx context.Context) {
 		case <-lctx.Done():
 			return
 		case now := <-t.C:
-			s.retryResultBuckets(lctx, now)
+			o.retryResultBuckets(lctx, now)
 		}
 	}
 }
@@ -299,8 +317,8 @@ func (s *Scheduler) bucketLoop(lctx context.Context) {
 // retryResultBuckets tries again the buckets whose creation failed and
 // whose wait is over. A round stops at its first
 // failure: when JetStream is away, one try a round tells.
-func (s *Scheduler) retryResultBuckets(ctx context.Context, now time.Time) {
-	rb := &s.resBuckets
+func (o *objectStores) retryResultBuckets(ctx context.Context, now time.Time) {
+	rb := &o.resBuckets
 	rb.mu.Lock()
 	if len(rb.failing) == 0 {
 		rb.mu.Unlock()
@@ -316,7 +334,7 @@ func (s *Scheduler) retryResultBuckets(ctx context.Context, now time.Time) {
 		try.mu.Lock()
 		ok := true
 		if try.fails > 0 && !now.Before(try.after) {
-			ok = s.tryResultBucket(ctx, tenant, try)
+			ok = o.tryResultBucket(ctx, tenant, try)
 		}
 		try.mu.Unlock()
 		if !ok {
@@ -336,7 +354,7 @@ func (s *Scheduler) retryResultBuckets(ctx context.Context, now time.Time) {
 // is wrong, or "" — also when the job cannot be read, which the
 // transition then deals with — and the job, when it read it (an object
 // pointer).
-func (s *Scheduler) resultPtrProblem(ctx context.Context, r *wardv1.JobResult) (*jobstore.Job, string) {
+func (o *objectStores) resultPtrProblem(ctx context.Context, r *wardv1.JobResult) (*jobstore.Job, string) {
 	ptr := r.GetResultPtr()
 	switch {
 	case ptr == "":
@@ -359,7 +377,7 @@ func (s *Scheduler) resultPtrProblem(ctx context.Context, r *wardv1.JobResult) (
 	if want := bus.ResultObjectPtr(owner, r.GetJobId(), int(r.GetAttempt())); ptr != want {
 		return nil, fmt.Sprintf("result pointer %s is not job %s attempt %d's (%s)", ptr, r.GetJobId(), r.GetAttempt(), want)
 	}
-	job, err := s.cfg.Store.Get(ctx, r.GetJobId())
+	job, err := o.store.Get(ctx, r.GetJobId())
 	if err != nil {
 		return nil, ""
 	}

@@ -140,7 +140,7 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits,
 	}
 	// Watchers hear of SCHEDULED and DISPATCHED before the host can
 	// report RUNNING.
-	s.moved(job, t)
+	s.ends.moved(job, t)
 	if failpoint.Enabled { // a test build's kill -9 here (internal/failpoint); constant false in Ward's builds
 		failpoint.Hit("dispatch-after-store", "job_id=", id, " attempt=", job.Attempt, " worker_id=", worker)
 	}
@@ -148,10 +148,10 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits,
 		s.log.ErrorContext(ctx, "dispatch publish failed", "job_id", id, "worker_id", worker, "err", err)
 		ft := jobstore.Transition{To: jobstore.Failed, From: jobstore.Dispatched, Reason: string(reason.DispatchFailed), Message: err.Error()}
 		if job, err := s.cfg.Store.Transition(ctx, id, ft); err == nil {
-			s.deadLettered(ctx, job, ft)
+			s.ends.deadLettered(ctx, job, ft)
 		}
 		return
 	}
 	s.owners.set(id, owner{tenant: job.Tenant, worker: worker, attempt: job.Attempt})
-	jobsDispatched.WithLabelValues(s.topicLabel(job.Topic)).Inc()
+	jobsDispatched.WithLabelValues(s.ends.topicLabel(job.Topic)).Inc()
 }

@@ -13,39 +13,13 @@ import (
 	"github.com/ward-run/ward/jobstore"
 )
 
-// handleDLQList answers sys.dlq.list: dead-lettered jobs, newest first,
-// each with its reason and the job.
-func (s *Scheduler) handleDLQList(ctx context.Context, msg *nats.Msg, q *wardv1.DLQListRequest) {
-	limit := int(q.GetLimit())
-	if limit <= 0 || limit > 1000 {
-		limit = 50
-	}
-	reply := &wardv1.DLQListReply{}
-	entries, err := s.cfg.Store.DLQ(ctx, q.GetTenantId(), limit)
-	if err != nil {
-		reply.Error = "job store unavailable"
-		s.storeFailed("dlq", "", err)
-	}
-	for _, e := range entries {
-		out := &wardv1.DLQEntry{JobId: e.JobID, Topic: e.Topic, TenantId: e.Tenant, Reason: e.Reason,
-			Message: e.Message, AtUnixMs: e.At.UnixMilli()}
-		if e.Job != nil {
-			out.Job = Record(e.Job)
-		}
-		reply.Entries = append(reply.Entries, out)
-	}
-	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Debug("dlq list reply failed", "err", err)
-	}
-}
-
 // handleDLQRetry answers sys.dlq.retry: it submits a dead-lettered job
 // again, as a new job with the same topic, tenant, priority, labels,
 // requires, env, budget, resources and payload, and removes the entry. The
 // new job's idempotency key is dlq-retry:<id>, so that retrying the same
 // entry twice makes one job.
 func (s *Scheduler) handleDLQRetry(ctx context.Context, msg *nats.Msg, q *wardv1.DLQRetryRequest) {
-	actor, err := s.adminOf(msg)
+	actor, err := s.admin.of(msg)
 	if err != nil {
 		if err := s.cfg.Bus.Reply(msg, refuse(reason.Unauthenticated, "%v", err)); err != nil {
 			s.log.Debug("dlq retry reply failed", "err", err)
@@ -57,40 +31,11 @@ func (s *Scheduler) handleDLQRetry(ctx context.Context, msg *nats.Msg, q *wardv1
 		s.log.Debug("dlq retry reply failed", "err", err)
 	}
 	if reply.GetAccepted() {
-		s.record(ctx, audit.Entry{Actor: actor, Action: audit.DLQRetry, Target: q.GetJobId(),
+		s.admin.record(ctx, audit.Entry{Actor: actor, Action: audit.DLQRetry, Target: q.GetJobId(),
 			Detail: map[string]string{"new_job": reply.GetJobId(), "duplicate": boolString(reply.GetDuplicate())}})
 	}
 	if job != nil {
 		s.admit(ctx, job, queued, nil)
-	}
-}
-
-// handleDLQDrop answers sys.dlq.drop: the job's entry leaves the DLQ;
-// the job stays, until its retention.
-func (s *Scheduler) handleDLQDrop(ctx context.Context, msg *nats.Msg, q *wardv1.DLQDropRequest) {
-	reply := &wardv1.DLQDropReply{}
-	actor, err := s.adminOf(msg)
-	if err != nil {
-		reply.Error = err.Error()
-		if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-			s.log.Debug("dlq drop reply failed", "err", err)
-		}
-		return
-	}
-	ok, err := s.cfg.Store.RemoveDLQ(ctx, q.GetJobId())
-	if err != nil {
-		reply.Error = "job store unavailable"
-		s.storeFailed("dlq", q.GetJobId(), err)
-	}
-	reply.Dropped = ok
-	if ok {
-		s.log.Info("dead-lettered job dropped from the DLQ", "job_id", q.GetJobId())
-	}
-	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Debug("dlq drop reply failed", "err", err)
-	}
-	if ok {
-		s.record(ctx, audit.Entry{Actor: actor, Action: audit.DLQDrop, Target: q.GetJobId()})
 	}
 }
 

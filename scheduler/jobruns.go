@@ -54,7 +54,7 @@ func (s *Scheduler) startRunOf(ctx context.Context, job *jobstore.Job, lim limit
 	input := lim.payload
 	if input == nil && job.PayloadSize > 0 {
 		if bus.IsObjectPtr(job.ContextPtr) {
-			s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.BadRequest),
+			s.ends.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.BadRequest),
 				Message: "a workflow's input travels in the submission (a JSON object of at most 512 KiB), not by pointer"}, true)
 			return
 		}
@@ -68,7 +68,7 @@ func (s *Scheduler) startRunOf(ctx context.Context, job *jobstore.Job, lim limit
 	}
 	reply := s.runner.start(ctx, job.Tenant, &wardv1.WorkflowRunRequest{RunId: job.ID, Name: name, Input: input})
 	if !reply.GetAccepted() {
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: reply.GetReason(),
+		s.ends.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: reply.GetReason(),
 			Message: "workflow " + name + ": " + reply.GetMessage()}, true)
 		return
 	}
@@ -85,7 +85,7 @@ func (s *Scheduler) startRunOf(ctx context.Context, job *jobstore.Job, lim limit
 		s.log.Debug("workflow job not moved to RUNNING", "job_id", job.ID, "err", err)
 		return
 	}
-	s.moved(after(job, moved, t), t)
+	s.ends.moved(after(job, moved, t), t)
 }
 
 // markJobRun notes that the run this replica drives as id follows a job.
@@ -120,7 +120,7 @@ func (r *runner) runEnded(lr *liveRun) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		r.s.endJobOfRun(context.Background(), id, tenant, name, st, why, out)
+		r.jobRunEnded(context.Background(), id, tenant, name, st, why, out)
 	}()
 }
 
@@ -181,11 +181,11 @@ func (s *Scheduler) endJobOfRun(ctx context.Context, id, tenant, name string, st
 			return
 		}
 		if dlq {
-			s.deadLettered(ctx, moved, t)
+			s.ends.deadLettered(ctx, moved, t)
 			return
 		}
-		jobsCompleted.WithLabelValues(s.topicLabel(moved.Topic), string(moved.State)).Inc()
-		s.moved(moved, t)
+		jobsCompleted.WithLabelValues(s.ends.topicLabel(moved.Topic), string(moved.State)).Inc()
+		s.ends.moved(moved, t)
 		return
 	}
 }
@@ -198,7 +198,7 @@ func (s *Scheduler) settleRunJob(ctx context.Context, job *jobstore.Job) {
 	run, _, err := s.cfg.Store.GetRun(ctx, job.ID)
 	switch {
 	case errors.Is(err, jobstore.ErrNotFound):
-		s.end(ctx, job, limits{}, jobstore.Transition{To: jobstore.Failed, From: job.State, Reason: string(reason.WorkflowFailed),
+		s.ends.end(ctx, job, limits{}, jobstore.Transition{To: jobstore.Failed, From: job.State, Reason: string(reason.WorkflowFailed),
 			ErrorCode: string(reason.WorkflowFailed), ErrorMessage: "its workflow run " + job.ID + " is gone",
 			Message: "its workflow run " + job.ID + " is gone"}, true)
 		return
@@ -208,7 +208,7 @@ func (s *Scheduler) settleRunJob(ctx context.Context, job *jobstore.Job) {
 	case run.State == string(workflow.RunRunning):
 		return
 	}
-	rec, err := s.runRecord(ctx, run.ID, run.Tenant, false)
+	rec, err := runRecord(ctx, s.cfg.Store, s.log, run.ID, run.Tenant, false)
 	if err != nil {
 		return
 	}
@@ -249,7 +249,7 @@ func (r *runner) pollJob(ctx context.Context, lr *liveRun) {
 	if forJob == jobRunNo {
 		return
 	}
-	job, err := r.s.cfg.Store.Get(ctx, lr.id)
+	job, err := r.store.Get(ctx, lr.id)
 	if err != nil && !errors.Is(err, jobstore.ErrNotFound) {
 		return
 	}

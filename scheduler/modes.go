@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 
@@ -11,7 +13,6 @@ import (
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/bus"
-	"github.com/ward-run/ward/internal/version"
 	"github.com/ward-run/ward/jobstore"
 )
 
@@ -56,13 +57,36 @@ func parseMode(s string) (Mode, bool) {
 }
 
 // Mode returns the mode this replica follows.
-func (s *Scheduler) Mode() Mode { return *s.mode.Load() }
+func (s *Scheduler) Mode() Mode { return s.modes.get() }
 
-func (s *Scheduler) setMode(m Mode) {
-	if old := s.Mode(); old != m {
-		s.log.Info("scheduler mode", "from", old, "to", m)
+// modes is the mode this replica follows, read without a lock: set by a
+// change this replica stores (handleMode), one another replica stored
+// (handleModeChanged), or the store's own (refresh, every second).
+type modes struct {
+	cur      atomic.Pointer[Mode]
+	store    jobstore.Store
+	bus      *bus.Conn
+	log      *slog.Logger
+	admin    *admins          // a change is an admin's (admin.go)
+	settings func() *settings // the configuration in force
+	poke     func()           // wakes the pump: a new mode may start what waits
+}
+
+func newModes(store jobstore.Store, c *bus.Conn, log *slog.Logger, admin *admins, settings func() *settings, poke func()) *modes {
+	md := &modes{store: store, bus: c, log: log, admin: admin, settings: settings, poke: poke}
+	normal := ModeNormal
+	md.cur.Store(&normal)
+	return md
+}
+
+// get returns the mode this replica follows.
+func (md *modes) get() Mode { return *md.cur.Load() }
+
+func (md *modes) set(m Mode) {
+	if old := md.get(); old != m {
+		md.log.Info("scheduler mode", "from", old, "to", m)
 	}
-	s.mode.Store(&m)
+	md.cur.Store(&m)
 	for _, x := range Modes() {
 		v := 0.0
 		if x == m {
@@ -72,16 +96,16 @@ func (s *Scheduler) setMode(m Mode) {
 	}
 }
 
-// refuseMode returns the refusal the mode gives a submission of priority,
+// refuse returns the refusal the mode gives a submission of priority,
 // or "".
-func (s *Scheduler) refuseMode(priority int32) (code reason.Code, msg string) {
-	switch m := s.Mode(); m {
+func (md *modes) refuse(priority int32) (code reason.Code, msg string) {
+	switch m := md.get(); m {
 	case ModeReadOnly:
 		return reason.ModeReadOnly, "the schedulers are READ_ONLY: no new jobs"
 	case ModeDraining:
 		return reason.ModeDraining, "the schedulers are DRAINING: no new jobs"
 	case ModeDegraded:
-		if cut := s.conf.load().sched.Modes.DegradedMaxPriority; int(priority) > cut {
+		if cut := md.settings().sched.Modes.DegradedMaxPriority; int(priority) > cut {
 			return reason.ModeDegraded, fmt.Sprintf("the schedulers are DEGRADED: only priorities 0..%d are accepted, not %d", cut, priority)
 		}
 	}
@@ -90,78 +114,50 @@ func (s *Scheduler) refuseMode(priority int32) (code reason.Code, msg string) {
 
 // handleMode answers sys.scheduler.mode: it stores a new mode for every
 // replica and tells them, or only reads it.
-func (s *Scheduler) handleMode(ctx context.Context, msg *nats.Msg, q *wardv1.SchedulerModeRequest) {
+func (md *modes) handleMode(ctx context.Context, msg *nats.Msg, q *wardv1.SchedulerModeRequest) {
 	reply := &wardv1.SchedulerModeReply{}
 	if q.GetMode() != "" {
 		// A change is an admin's, identified and audited (admin.go); a
 		// read is not.
-		actor, aerr := s.adminOf(msg)
+		actor, aerr := md.admin.of(msg)
 		m, ok := parseMode(q.GetMode())
-		old := s.Mode()
+		old := md.get()
 		if aerr != nil {
 			reply.Error = aerr.Error()
 		} else if !ok {
 			reply.Error = fmt.Sprintf("unknown mode %q: want one of %v", q.GetMode(), Modes())
-		} else if err := s.cfg.Store.SetMode(ctx, string(m)); err != nil {
+		} else if err := md.store.SetMode(ctx, string(m)); err != nil {
 			reply.Error = "job store unavailable"
-			s.storeFailed("mode", "", err)
+			logStoreFailure(md.log, "mode", "", err)
 		} else {
-			s.setMode(m)
-			_ = s.cfg.Bus.Publish(bus.SubjectModeChanged, &wardv1.SchedulerModeReply{Mode: string(m)})
-			s.poke()
-			defer s.record(ctx, audit.Entry{Actor: actor, Action: audit.SchedulerMode, Target: string(m), Detail: map[string]string{"from": string(old)}})
+			md.set(m)
+			_ = md.bus.Publish(bus.SubjectModeChanged, &wardv1.SchedulerModeReply{Mode: string(m)})
+			md.poke()
+			defer md.admin.record(ctx, audit.Entry{Actor: actor, Action: audit.SchedulerMode, Target: string(m), Detail: map[string]string{"from": string(old)}})
 		}
 	}
-	reply.Mode = string(s.Mode())
-	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Debug("mode reply failed", "err", err)
+	reply.Mode = string(md.get())
+	if err := md.bus.Reply(msg, reply); err != nil {
+		md.log.Debug("mode reply failed", "err", err)
 	}
 }
 
 // handleModeChanged applies a mode another replica stored.
-func (s *Scheduler) handleModeChanged(_ context.Context, _ *nats.Msg, m *wardv1.SchedulerModeReply) {
+func (md *modes) handleModeChanged(_ context.Context, _ *nats.Msg, m *wardv1.SchedulerModeReply) {
 	if mode, ok := parseMode(m.GetMode()); ok {
-		s.setMode(mode)
-		s.poke()
+		md.set(mode)
+		md.poke()
 	}
 }
 
 // refreshMode reads the stored mode, in case a notice was missed.
-func (s *Scheduler) refreshMode(ctx context.Context) {
-	m, err := s.cfg.Store.Mode(ctx)
+func (md *modes) refresh(ctx context.Context) {
+	m, err := md.store.Mode(ctx)
 	if err != nil {
-		s.storeFailed("mode", "", err)
+		logStoreFailure(md.log, "mode", "", err)
 		return
 	}
 	if m != "" {
-		s.setMode(ParseMode(m))
-	}
-}
-
-// handleStatus answers sys.scheduler.status (every replica does): this
-// replica's id, build, mode, the reconciler's lease, the hosts it counts
-// live, its job store's kind and (a memory store's) bound on ended jobs.
-func (s *Scheduler) handleStatus(_ context.Context, msg *nats.Msg, _ *wardv1.SchedulerStatusRequest) {
-	st := &wardv1.SchedulerStatus{
-		SchedulerId:     s.cfg.ID,
-		Version:         version.Version(),
-		Mode:            string(s.Mode()),
-		StartedAtUnixMs: s.started.UnixMilli(),
-		Reconciler:      s.leader.Load(),
-		LiveWorkers:     int32(s.hosts.Len()),
-		Store:           jobstore.Kind(s.cfg.Store),
-	}
-	if d := s.hosts.Drained(); len(d) > 0 {
-		st.Drained = make(map[string]int64, len(d))
-		for w, at := range d {
-			st.Drained[w] = at.UnixMilli()
-		}
-	}
-	if m, ok := s.cfg.Store.(interface{ Bound() jobstore.Bound }); ok {
-		b := m.Bound()
-		st.MaxEndedJobs, st.MaxEndedBytes = int64(b.MaxEnded), b.MaxEndedBytes
-	}
-	if err := s.cfg.Bus.Reply(msg, st); err != nil {
-		s.log.Debug("status reply failed", "err", err)
+		md.set(ParseMode(m))
 	}
 }

@@ -110,13 +110,6 @@ func (s *Scheduler) caughtUp(ctx context.Context) *settings {
 // does not hold, or a retired one. A deploy reaches each replica a moment
 // after it is stored.
 func (s *Scheduler) ModuleVersion(name string) (version, digest string, ok bool) {
-	return s.moduleVersion(name)
-}
-
-// moduleVersion returns the version of module name this replica holds in
-// force, and its digest; ok is false for a module the registry does not
-// hold (or a retired one).
-func (s *Scheduler) moduleVersion(name string) (version, digest string, ok bool) {
 	a := s.conf.load().mods.active(name)
 	if a == nil || a.Retired {
 		return "", "", false

@@ -30,7 +30,7 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 	snap := s.placer.snapshot()
 	defer s.placer.release(snap)
 	now := time.Now()
-	hot := s.hotZones()
+	hot := s.fleet.hotZones()
 	var (
 		d        placement.Decision
 		busyPool string
@@ -114,7 +114,7 @@ func (s *Scheduler) place(ctx context.Context, c *settings, job *jobstore.Job, l
 		s.park(ctx, c, job, lim, busyPool, busyWhy)
 	case len(noneWhy) > 0:
 		outcome = "no_workers"
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.NoWorkers), Message: strings.Join(noneWhy, "; ")}, true)
+		s.ends.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.NoWorkers), Message: strings.Join(noneWhy, "; ")}, true)
 	}
 }
 

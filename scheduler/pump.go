@@ -163,7 +163,7 @@ func (s *Scheduler) park(ctx context.Context, c *settings, job *jobstore.Job, li
 	// A retried job (Attempt > 0) is bounded by its retries, not by the
 	// time since its submission.
 	if job.Attempt == 0 && time.Since(job.CreatedAt) > q.MaxWait {
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.PoolOverloaded),
+		s.ends.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.PoolOverloaded),
 			Message: fmt.Sprintf("waited %s (queue.max_wait %s): %s", time.Since(job.CreatedAt).Round(time.Second), q.MaxWait, why)}, true)
 		return
 	}
@@ -173,7 +173,7 @@ func (s *Scheduler) park(ctx context.Context, c *settings, job *jobstore.Job, li
 	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
 	switch {
 	case errors.Is(err, jobstore.ErrQueueFull):
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.PoolOverloaded),
+		s.ends.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.PoolOverloaded),
 			Message: fmt.Sprintf("queue of pool %s is full (%d jobs): %s", pool, q.Cap, why)}, true)
 		return
 	case err != nil:
@@ -181,7 +181,7 @@ func (s *Scheduler) park(ctx context.Context, c *settings, job *jobstore.Job, li
 		return
 	}
 	waits.WithLabelValues(string(reason.PoolOverloaded)).Inc()
-	s.moved(moved, t)
+	s.ends.moved(moved, t)
 	s.queues.queued(pool)
 	s.poke()
 }
@@ -191,7 +191,7 @@ func (s *Scheduler) park(ctx context.Context, c *settings, job *jobstore.Job, li
 func (s *Scheduler) deferTenant(ctx context.Context, c *settings, job *jobstore.Job, lim limits, le *jobstore.LimitError) {
 	tc := c.sched.Tenants
 	if waited := time.Since(job.CreatedAt); job.Attempt == 0 && waited > tc.WaitBudget {
-		s.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.TenantLimit),
+		s.ends.end(ctx, job, lim, jobstore.Transition{To: jobstore.Failed, Reason: string(reason.TenantLimit),
 			Message: fmt.Sprintf("tenant %q stayed at its limit of %d concurrent jobs for %s (tenants.wait_budget %s)",
 				job.Tenant, le.Limit, waited.Round(time.Second), tc.WaitBudget)}, true)
 		return
@@ -207,7 +207,7 @@ func (s *Scheduler) deferTenant(ctx context.Context, c *settings, job *jobstore.
 		return
 	}
 	waits.WithLabelValues(string(reason.TenantLimit)).Inc()
-	s.moved(moved, t)
+	s.ends.moved(moved, t)
 }
 
 // queueBook is the pump's bookkeeping of the pool queues: the pools known

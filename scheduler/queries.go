@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -13,30 +14,52 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/audit"
 	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/version"
 	"github.com/ward-run/ward/jobstore"
 )
+
+// queries is the read side of a replica: jobs (get, list), the DLQ (list,
+// drop), the replica's status, the store's counts, and workflow runs (get,
+// list). It holds only what it reads: the job store, the bus, the live
+// hosts, the settings in force, and views of the replica's state.
+type queries struct {
+	id       string // the replica's
+	log      *slog.Logger
+	store    jobstore.Store
+	bus      *bus.Conn
+	hosts    *Hosts
+	admin    *admins          // a DLQ drop is an admin's (admin.go)
+	settings func() *settings // the configuration in force
+	// The replica's state, as its status tells it.
+	mode    func() Mode
+	started func() time.Time
+	leader  func() bool
+	// workflows names the workflow definitions in force.
+	workflows func() []string
+}
 
 // handleGet answers sys.job.get.<tenant>: clients never open the store
 // themselves, and a tenant sees its own jobs only (another's is "not
 // found").
-func (s *Scheduler) handleGet(ctx context.Context, msg *nats.Msg, q *wardv1.GetJobRequest) {
+func (qs *queries) handleGet(ctx context.Context, msg *nats.Msg, q *wardv1.GetJobRequest) {
 	reply := &wardv1.GetJobReply{}
-	job, err := jobstore.GetFor(ctx, s.cfg.Store, q.GetJobId(), tenantOf(msg))
+	job, err := jobstore.GetFor(ctx, qs.store, q.GetJobId(), tenantOf(msg))
 	switch {
 	case errors.Is(err, jobstore.ErrNotFound):
 		reply.Error = "job " + q.GetJobId() + " not found"
 	case err != nil:
 		reply.Error = "job store unavailable"
-		s.storeFailed("get", q.GetJobId(), err)
+		logStoreFailure(qs.log, "get", q.GetJobId(), err)
 	default:
 		rec := Record(job)
 		// The module's log of the attempt that ended the job: a get's
 		// alone, never a list's or the DLQ's (Record leaves it out).
 		rec.Log, rec.LogTruncated = job.Log, job.LogTruncated
-		events, err := s.cfg.Store.Events(ctx, job.ID)
+		events, err := qs.store.Events(ctx, job.ID)
 		if err != nil {
-			s.storeFailed("events", job.ID, err)
+			logStoreFailure(qs.log, "events", job.ID, err)
 		}
 		for _, e := range events {
 			rec.Events = append(rec.Events, &wardv1.JobEvent{JobId: job.ID, State: stateEnum(e.State),
@@ -45,36 +68,36 @@ func (s *Scheduler) handleGet(ctx context.Context, msg *nats.Msg, q *wardv1.GetJ
 		// A result in the tenant's result bucket (one too large for a
 		// message) is not read here: the client reads it by its pointer.
 		if q.GetIncludeResult() && job.ResultPtr != "" && !isObjectResult(job) {
-			if rec.Result, err = s.cfg.Store.Blob(ctx, job.ResultPtr); err != nil {
+			if rec.Result, err = qs.store.Blob(ctx, job.ResultPtr); err != nil {
 				reply.Error = "result unavailable: " + err.Error()
 			}
 		}
 		// The context as submitted, for its tenant (or an admin): the
 		// job store's blob; one by pointer its reader reads there.
 		if q.GetIncludeContext() && job.ContextPtr != "" && !bus.IsObjectPtr(job.ContextPtr) {
-			if rec.Context, err = s.cfg.Store.Blob(ctx, job.ContextPtr); err != nil && !errors.Is(err, jobstore.ErrNotFound) {
-				s.storeFailed("context", job.ID, err)
+			if rec.Context, err = qs.store.Blob(ctx, job.ContextPtr); err != nil && !errors.Is(err, jobstore.ErrNotFound) {
+				logStoreFailure(qs.log, "context", job.ID, err)
 			}
 		}
 		reply.Job = rec
 		if q.GetIncludeLive() && (job.State == jobstore.Running || job.State == jobstore.Dispatched) {
-			s.addLive(ctx, reply, job)
+			qs.addLive(ctx, reply, job)
 		}
-		s.fitReply(reply)
+		qs.fitReply(reply)
 	}
-	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
+	if err := qs.bus.Reply(msg, reply); err != nil {
 		// The client waits for an answer that will not come: say why.
-		s.log.Warn("get reply failed", "job_id", q.GetJobId(), "bytes", proto.Size(reply), "err", err)
+		qs.log.Warn("get reply failed", "job_id", q.GetJobId(), "bytes", proto.Size(reply), "err", err)
 	}
 }
 
 // addLive puts what the job's running attempt streamed and reported so far
 // in reply, as its host sent them: progress reports, then the chunks in
 // seq order.
-func (s *Scheduler) addLive(ctx context.Context, reply *wardv1.GetJobReply, job *jobstore.Job) {
-	l, err := s.cfg.Store.Live(ctx, job.ID)
+func (qs *queries) addLive(ctx context.Context, reply *wardv1.GetJobReply, job *jobstore.Job) {
+	l, err := qs.store.Live(ctx, job.ID)
 	if err != nil {
-		s.storeFailed("live", job.ID, err)
+		logStoreFailure(qs.log, "live", job.ID, err)
 		return
 	}
 	if l.Attempt != job.Attempt {
@@ -98,8 +121,8 @@ func (s *Scheduler) addLive(ctx context.Context, reply *wardv1.GetJobReply, job 
 // written before they did, or by a host that does not, comes here); the
 // event log goes too if the record is still too large, then the module's
 // log.
-func (s *Scheduler) fitReply(reply *wardv1.GetJobReply) {
-	limit := s.cfg.Bus.NATS().MaxPayload()
+func (qs *queries) fitReply(reply *wardv1.GetJobReply) {
+	limit := qs.bus.NATS().MaxPayload()
 	if limit <= 0 || int64(proto.Size(reply)) <= limit {
 		return
 	}
@@ -122,7 +145,7 @@ func (s *Scheduler) fitReply(reply *wardv1.GetJobReply) {
 		rec.Result = nil
 		reply.Error = fmt.Sprintf("the result of job %s, %d bytes in the job store (%s), is too large for a reply (the NATS server takes messages of %d bytes at most)",
 			rec.GetJobId(), n, rec.GetResultPtr(), limit)
-		s.log.Warn("result too large for a reply", "job_id", rec.GetJobId(), "bytes", n, "max_payload", limit)
+		qs.log.Warn("result too large for a reply", "job_id", rec.GetJobId(), "bytes", n, "max_payload", limit)
 		if int64(proto.Size(reply)) <= limit {
 			return
 		}
@@ -154,30 +177,30 @@ func (s *Scheduler) fitReply(reply *wardv1.GetJobReply) {
 // bounded Store.List call (jobstore.ListScanBudget index entries at most).
 // A page that would be over the NATS max payload is cut, and its cursor
 // continues after the last job it keeps.
-func (s *Scheduler) handleList(ctx context.Context, msg *nats.Msg, q *wardv1.ListJobsRequest) {
+func (qs *queries) handleList(ctx context.Context, msg *nats.Msg, q *wardv1.ListJobsRequest) {
 	reply := &wardv1.ListJobsReply{}
 	lq, why := listQuery(tenantOf(msg), q)
 	if why != "" {
 		reply.Error = why
 	} else {
-		page, err := s.cfg.Store.List(ctx, lq)
+		page, err := qs.store.List(ctx, lq)
 		switch {
 		case errors.Is(err, jobstore.ErrBadCursor):
 			reply.Error = "bad cursor: pass the next_cursor of the previous page, with the same state filter"
 		case err != nil:
 			reply.Error = "job store unavailable"
-			s.storeFailed("list", "", err)
+			logStoreFailure(qs.log, "list", "", err)
 		default:
 			reply.Jobs = make([]*wardv1.JobRecord, len(page.Jobs))
 			for i, j := range page.Jobs {
 				reply.Jobs[i] = Record(j)
 			}
 			reply.NextCursor = page.Next
-			s.fitList(reply, page)
+			qs.fitList(reply, page)
 		}
 	}
-	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Warn("list reply failed", "bytes", proto.Size(reply), "err", err)
+	if err := qs.bus.Reply(msg, reply); err != nil {
+		qs.log.Warn("list reply failed", "bytes", proto.Size(reply), "err", err)
 	}
 }
 
@@ -223,8 +246,8 @@ func listQuery(tenant string, q *wardv1.ListJobsRequest) (jobstore.ListQuery, st
 // on instead of waiting for a reply that cannot be sent. A job too large
 // for a reply on its own is left out, with an error that names it, and
 // the cursor goes past it.
-func (s *Scheduler) fitList(reply *wardv1.ListJobsReply, page jobstore.ListPage) {
-	limit := s.cfg.Bus.NATS().MaxPayload()
+func (qs *queries) fitList(reply *wardv1.ListJobsReply, page jobstore.ListPage) {
+	limit := qs.bus.NATS().MaxPayload()
 	if limit <= 0 || int64(proto.Size(reply)) <= limit {
 		return
 	}
@@ -248,7 +271,195 @@ func (s *Scheduler) fitList(reply *wardv1.ListJobsReply, page jobstore.ListPage)
 		reply.Jobs = reply.Jobs[:keep]
 	}
 	reply.NextCursor = page.After(keep - 1)
-	s.log.Info("list reply cut to the max payload", "jobs", len(reply.GetJobs()), "of", len(page.Jobs), "max_payload", limit)
+	qs.log.Info("list reply cut to the max payload", "jobs", len(reply.GetJobs()), "of", len(page.Jobs), "max_payload", limit)
+}
+
+// handleDLQList answers sys.dlq.list: dead-lettered jobs, newest first,
+// each with its reason and the job.
+func (qs *queries) handleDLQList(ctx context.Context, msg *nats.Msg, q *wardv1.DLQListRequest) {
+	limit := int(q.GetLimit())
+	if limit <= 0 || limit > 1000 {
+		limit = 50
+	}
+	reply := &wardv1.DLQListReply{}
+	entries, err := qs.store.DLQ(ctx, q.GetTenantId(), limit)
+	if err != nil {
+		reply.Error = "job store unavailable"
+		logStoreFailure(qs.log, "dlq", "", err)
+	}
+	for _, e := range entries {
+		out := &wardv1.DLQEntry{JobId: e.JobID, Topic: e.Topic, TenantId: e.Tenant, Reason: e.Reason,
+			Message: e.Message, AtUnixMs: e.At.UnixMilli()}
+		if e.Job != nil {
+			out.Job = Record(e.Job)
+		}
+		reply.Entries = append(reply.Entries, out)
+	}
+	if err := qs.bus.Reply(msg, reply); err != nil {
+		qs.log.Debug("dlq list reply failed", "err", err)
+	}
+}
+
+// handleDLQDrop answers sys.dlq.drop: the job's entry leaves the DLQ;
+// the job stays, until its retention.
+func (qs *queries) handleDLQDrop(ctx context.Context, msg *nats.Msg, q *wardv1.DLQDropRequest) {
+	reply := &wardv1.DLQDropReply{}
+	actor, err := qs.admin.of(msg)
+	if err != nil {
+		reply.Error = err.Error()
+		if err := qs.bus.Reply(msg, reply); err != nil {
+			qs.log.Debug("dlq drop reply failed", "err", err)
+		}
+		return
+	}
+	ok, err := qs.store.RemoveDLQ(ctx, q.GetJobId())
+	if err != nil {
+		reply.Error = "job store unavailable"
+		logStoreFailure(qs.log, "dlq", q.GetJobId(), err)
+	}
+	reply.Dropped = ok
+	if ok {
+		qs.log.Info("dead-lettered job dropped from the DLQ", "job_id", q.GetJobId())
+	}
+	if err := qs.bus.Reply(msg, reply); err != nil {
+		qs.log.Debug("dlq drop reply failed", "err", err)
+	}
+	if ok {
+		qs.admin.record(ctx, audit.Entry{Actor: actor, Action: audit.DLQDrop, Target: q.GetJobId()})
+	}
+}
+
+// handleStatus answers sys.scheduler.status (every replica does): this
+// replica's id, build, mode, the reconciler's lease, the hosts it counts
+// live, its job store's kind and (a memory store's) bound on ended jobs.
+func (qs *queries) handleStatus(_ context.Context, msg *nats.Msg, _ *wardv1.SchedulerStatusRequest) {
+	st := &wardv1.SchedulerStatus{
+		SchedulerId:     qs.id,
+		Version:         version.Version(),
+		Mode:            string(qs.mode()),
+		StartedAtUnixMs: qs.started().UnixMilli(),
+		Reconciler:      qs.leader(),
+		LiveWorkers:     int32(qs.hosts.Len()),
+		Store:           jobstore.Kind(qs.store),
+	}
+	if d := qs.hosts.Drained(); len(d) > 0 {
+		st.Drained = make(map[string]int64, len(d))
+		for w, at := range d {
+			st.Drained[w] = at.UnixMilli()
+		}
+	}
+	if m, ok := qs.store.(interface{ Bound() jobstore.Bound }); ok {
+		b := m.Bound()
+		st.MaxEndedJobs, st.MaxEndedBytes = int64(b.MaxEnded), b.MaxEndedBytes
+	}
+	if err := qs.bus.Reply(msg, st); err != nil {
+		qs.log.Debug("status reply failed", "err", err)
+	}
+}
+
+// handleStats answers sys.scheduler.stats (admins only, by subject): the
+// store's exact counts of jobs by state, and of jobs created and ended per
+// step, read from its indexes.
+func (qs *queries) handleStats(ctx context.Context, msg *nats.Msg, q *wardv1.JobStatsRequest) {
+	reply := &wardv1.JobStatsReply{}
+	if n := q.GetSteps(); n < 0 || n > jobstore.MaxThroughputSteps || (n > 0 && q.GetStepMs() < 1) {
+		reply.Error = fmt.Sprintf("%d steps of %d ms: ask for 0 to %d steps of 1 ms or more", n, q.GetStepMs(), jobstore.MaxThroughputSteps)
+		if err := qs.bus.Reply(msg, reply); err != nil {
+			qs.log.Debug("stats reply failed", "err", err)
+		}
+		return
+	}
+	counts, err := qs.store.StateCounts(ctx, sortedPools(qs.settings()))
+	if err != nil {
+		reply.Error = "job store unavailable"
+		logStoreFailure(qs.log, "stats", "", err)
+	} else {
+		reply.States = make(map[string]int64, len(counts))
+		for st, n := range counts {
+			reply.States[string(st)] = n
+		}
+	}
+	if q.GetSteps() > 0 && reply.Error == "" {
+		until := time.Now()
+		if q.GetUntilUnixMs() > 0 {
+			until = time.UnixMilli(q.GetUntilUnixMs())
+		}
+		t, err := qs.store.Throughput(ctx, until, time.Duration(q.GetStepMs())*time.Millisecond, int(q.GetSteps()))
+		if err != nil {
+			reply.Error = "job store unavailable"
+			logStoreFailure(qs.log, "stats", "", err)
+		} else {
+			reply.StepMs, reply.UntilUnixMs, reply.Created = t.Step.Milliseconds(), t.Until.UnixMilli(), t.Created
+			reply.Ended = make(map[string]*wardv1.StepCounts, len(t.Ended))
+			for st, c := range t.Ended {
+				reply.Ended[string(st)] = &wardv1.StepCounts{Counts: c}
+			}
+		}
+	}
+	if err := qs.bus.Reply(msg, reply); err != nil {
+		qs.log.Debug("stats reply failed", "err", err)
+	}
+}
+
+// handleWorkflowGet answers with a run: its tasks (rebuilt from its log),
+// and, when asked, its log and definition.
+func (qs *queries) handleWorkflowGet(ctx context.Context, msg *nats.Msg, q *wardv1.WorkflowGetRequest) {
+	reply := &wardv1.WorkflowGetReply{}
+	if run, err := runRecord(ctx, qs.store, qs.log, q.GetRunId(), tenantOf(msg), q.GetEvents()); err != nil {
+		reply.Error = err.Error()
+	} else {
+		reply.Run = run
+		fitRun(run, q.GetEventsAfter())
+	}
+	if err := qs.bus.Reply(msg, reply); err != nil {
+		qs.log.Debug("workflow get reply failed", "err", err)
+	}
+}
+
+// maxRunReply bounds a run's reply, under a NATS message's 1 MiB.
+const maxRunReply = 768 << 10
+
+// fitRun keeps run's reply under maxRunReply: its events after the
+// after-th, as many as fit (the client asks again for the rest), and its
+// tasks' outputs only when they fit too.
+func fitRun(run *wardv1.WorkflowRun, after uint64) {
+	events := run.Events
+	run.EventsTotal = uint64(len(events))
+	run.Events = nil
+	if proto.Size(run) > maxRunReply/2 {
+		for _, t := range run.Tasks {
+			t.Output = nil
+		}
+		run.OutputsDropped = true
+	}
+	size := proto.Size(run)
+	for _, e := range events[min(int(after), len(events)):] {
+		n := proto.Size(e) + 8
+		if size+n > maxRunReply && len(run.Events) > 0 {
+			break
+		}
+		run.Events = append(run.Events, e)
+		size += n
+	}
+}
+
+// handleWorkflowList answers with the tenant's runs, newest first.
+func (qs *queries) handleWorkflowList(ctx context.Context, msg *nats.Msg, q *wardv1.WorkflowListRequest) {
+	limit := int(q.GetLimit())
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	reply := &wardv1.WorkflowListReply{Workflows: qs.workflows()}
+	runs, err := qs.store.ListRuns(ctx, tenantOf(msg), limit)
+	if err != nil {
+		logStoreFailure(qs.log, "list runs", "", err)
+	}
+	for _, run := range runs {
+		reply.Runs = append(reply.Runs, runMessage(run))
+	}
+	if err := qs.bus.Reply(msg, reply); err != nil {
+		qs.log.Debug("workflow list reply failed", "err", err)
+	}
 }
 
 // Record converts a stored job to its wire form, without events, result or

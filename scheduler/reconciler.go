@@ -98,12 +98,12 @@ func (s *Scheduler) expire(ctx context.Context, now time.Time) int {
 		}
 		n++
 		timeouts.WithLabelValues(string(reason.DeadlineExceeded)).Inc()
-		jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
-		s.moved(job, t)
+		jobsCompleted.WithLabelValues(s.ends.topicLabel(job.Topic), string(job.State)).Inc()
+		s.ends.moved(job, t)
 		if job.WorkerID != "" {
 			s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, now)
 			// The host running it stops it at once.
-			s.stopOnHosts(job, string(reason.DeadlineExceeded))
+			s.ends.stopOnHosts(job, string(reason.DeadlineExceeded))
 		}
 		s.poke()
 	}
@@ -146,8 +146,8 @@ func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
 			n++
 			recovered.WithLabelValues("result").Inc()
 			s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, now)
-			jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
-			s.moved(job, t)
+			jobsCompleted.WithLabelValues(s.ends.topicLabel(job.Topic), string(job.State)).Inc()
+			s.ends.moved(job, t)
 		}
 	}
 
@@ -190,7 +190,7 @@ func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
 			if w, ok := s.hosts.Get(job.WorkerID); ok {
 				zone = w.Zone
 			}
-			s.countFailure(lctx, job.WorkerID, zone)
+			s.reports.countFailure(lctx, job.WorkerID, zone)
 			msg := fmt.Sprintf("no progress for %s in %s on worker %s", limit, k.state, job.WorkerID)
 			s.log.Info("job timed out", "job_id", id, "reason", string(k.code), "worker_id", job.WorkerID)
 			// The attempt is over, whatever comes of the job: should its
@@ -198,8 +198,8 @@ func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
 			// (refuses) that attempt and no other. Told before the retry
 			// is placed, so that the cancel cannot reach the host after
 			// the new attempt's dispatch.
-			s.stopOnHosts(job, string(k.code))
-			if err := s.retryOrEnd(lctx, job, jobstore.Timeout, string(k.code), "", "", msg, ran{}); err != nil {
+			s.ends.stopOnHosts(job, string(k.code))
+			if err := s.reports.retryOrEnd(lctx, job, jobstore.Timeout, string(k.code), "", "", msg, ran{}); err != nil {
 				// Logged and counted there (late): another replica or the
 				// host's report moved it first, or the store failed and
 				// the next pass reads it again.
@@ -222,7 +222,7 @@ func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
 		}
 		n++
 		recovered.WithLabelValues("scheduled").Inc()
-		s.moved(job, t)
+		s.ends.moved(job, t)
 		s.handOut(ctx, job)
 	}
 
@@ -256,7 +256,7 @@ func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
 				code, why = reason.NoWorkers, fmt.Sprintf("no live host serves pool %q", pool)
 			}
 			n++
-			s.end(lctx, job, limits{}, jobstore.Transition{To: jobstore.Failed, From: jobstore.Pending, Reason: string(code),
+			s.ends.end(lctx, job, limits{}, jobstore.Transition{To: jobstore.Failed, From: jobstore.Pending, Reason: string(code),
 				Message: fmt.Sprintf("waited %s in the queue of pool %s (queue.max_wait %s): %s",
 					now.Sub(job.CreatedAt).Round(time.Second), pool, c.sched.Queue.MaxWait, why)}, true)
 		}

@@ -22,6 +22,26 @@ import (
 	"github.com/ward-run/ward/jobstore"
 )
 
+// reports takes what hosts report of the jobs they run — results
+// (handleResult), progress and streamed output (handleProgress) — and the
+// clients' cancels (handleCancel): it moves the jobs they concern, counts
+// failed attempts against their host and zone (countFailure), retries or
+// ends them (retryOrEnd, which the reconciler uses too), and hands each
+// move to ends (end.go).
+type reports struct {
+	store    jobstore.Store
+	bus      *bus.Conn
+	log      *slog.Logger
+	settings func() *settings // the configuration in force
+	hosts    *Hosts
+	domains  *domains
+	runs     *runTimes     // a pool's jobs' running times, as results tell them
+	owners   *owners       // who runs each dispatched job (progress forwarding)
+	objects  *objectStores // large results: their pointers and parts (bigresults.go)
+	ends     *ends         // every move's event, a job's end (end.go)
+	poke     func()        // wakes the pump: a worker has room again
+}
+
 // startedMsg is the message of a RUNNING recorded with the job's result.
 const startedMsg = "started (reported with the result)"
 
@@ -38,18 +58,18 @@ const startedMsg = "started (reported with the result)"
 // message, comes once the result is applied or refused for good, never
 // when the store failed. A result sent again for a job already moved on
 // is refused as late, and answered.
-func (s *Scheduler) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.JobResult) {
-	if !s.applyResult(ctx, msg, r) || msg.Reply == "" {
+func (rp *reports) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.JobResult) {
+	if !rp.applyResult(ctx, msg, r) || msg.Reply == "" {
 		return
 	}
-	if err := s.cfg.Bus.NATS().Publish(msg.Reply, nil); err != nil {
-		s.log.Warn("result answer failed: the host sends it again", "job_id", r.GetJobId(), "err", err)
+	if err := rp.bus.NATS().Publish(msg.Reply, nil); err != nil {
+		rp.log.Warn("result answer failed: the host sends it again", "job_id", r.GetJobId(), "err", err)
 	}
 }
 
 // applyResult applies a host's result, and reports whether it is settled:
 // applied, or refused for good. It is not when the store failed.
-func (s *Scheduler) applyResult(ctx context.Context, msg *nats.Msg, r *wardv1.JobResult) bool {
+func (rp *reports) applyResult(ctx context.Context, msg *nats.Msg, r *wardv1.JobResult) bool {
 	// The result's span is the child of the host's run span.
 	ctx, span := telemetry.StartFrom(ctx, r.GetTraceparent(), "ward.result", trace.SpanKindConsumer)
 	defer span.End()
@@ -62,32 +82,32 @@ func (s *Scheduler) applyResult(ctx context.Context, msg *nats.Msg, r *wardv1.Jo
 	}
 	to := stateOf(r.GetStatus())
 	if !to.Terminal() || to == jobstore.Denied {
-		s.log.WarnContext(ctx, "result with a non-terminal status dropped", "job_id", r.GetJobId(), "status", r.GetStatus())
+		rp.log.WarnContext(ctx, "result with a non-terminal status dropped", "job_id", r.GetJobId(), "status", r.GetStatus())
 		lateUpdates.WithLabelValues("bad_status").Inc()
 		return true
 	}
 	worker := bus.WorkerOf(msg.Subject)
-	if !s.fromItsHost("result", msg.Subject, r.GetJobId(), r.GetWorkerId(), r.GetAttempt()) {
+	if !rp.fromItsHost("result", msg.Subject, r.GetJobId(), r.GetWorkerId(), r.GetAttempt()) {
 		return true
 	}
-	defer s.poke() // the worker has room again
-	c := s.conf.load()
+	defer rp.poke() // the worker has room again
+	c := rp.settings()
 	zone := ""
-	if w, ok := s.hosts.Get(worker); ok {
+	if w, ok := rp.hosts.Get(worker); ok {
 		zone = w.Zone
 	}
 	if to == jobstore.Succeeded {
-		job, why := s.resultPtrProblem(ctx, r)
+		job, why := rp.objects.resultPtrProblem(ctx, r)
 		if why == "" && bus.IsObjectPtr(r.GetResultPtr()) && r.GetResultParts() > 0 {
 			var retry bool
-			if why, retry = s.sealResult(ctx, r, worker, job); retry {
+			if why, retry = rp.objects.sealResult(ctx, r, worker, job); retry {
 				return false
 			}
 		}
 		if why != "" {
 			// A result stored where this job's result does not go: the
 			// host's fault, and the job has no result to show.
-			s.log.WarnContext(ctx, "host result refused", "job_id", r.GetJobId(), "worker_id", worker, "why", why)
+			rp.log.WarnContext(ctx, "host result refused", "job_id", r.GetJobId(), "worker_id", worker, "why", why)
 			r = &wardv1.JobResult{JobId: r.GetJobId(), WorkerId: r.GetWorkerId(), Attempt: r.GetAttempt(),
 				Status: wardv1.JobState_JOB_STATE_FAILED, ErrorCode: string(reason.ResultUnavailable), ErrorMessage: why,
 				ExecutionMs: r.GetExecutionMs(), Module: r.GetModule(), ModuleDigest: r.GetModuleDigest(),
@@ -96,7 +116,7 @@ func (s *Scheduler) applyResult(ctx context.Context, msg *nats.Msg, r *wardv1.Jo
 		}
 	}
 	if to != jobstore.Succeeded {
-		return s.failed(ctx, r, worker, zone)
+		return rp.failed(ctx, r, worker, zone)
 	}
 	ranMsg := "ran in " + strconv.FormatInt(r.GetExecutionMs(), 10) + " ms"
 	if w := r.GetWarnings(); len(w) > 0 {
@@ -123,7 +143,7 @@ func (s *Scheduler) applyResult(ctx context.Context, msg *nats.Msg, r *wardv1.Jo
 		err error
 	)
 	for range 3 {
-		job, err = s.cfg.Store.Transition(ctx, r.GetJobId(), t)
+		job, err = rp.store.Transition(ctx, r.GetJobId(), t)
 		if err == nil {
 			break
 		}
@@ -150,17 +170,17 @@ func (s *Scheduler) applyResult(ctx context.Context, msg *nats.Msg, r *wardv1.Jo
 		if span.IsRecording() {
 			span.SetStatus(codes.Error, "not stored: "+err.Error())
 		}
-		s.late("result", r.GetJobId(), err)
+		rp.late("result", r.GetJobId(), err)
 		return settled(err)
 	}
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("ward.state", string(job.State)))
 	}
-	s.domains.record(zone, false, time.Now(), &c.sched.FailureDomains)
-	s.runs.observe(job.Pool, r.GetExecutionMs())
-	s.hosts.SetHeld(worker, job.WorkerJobs, time.Now())
-	jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
-	s.movedStreamed(job, t, r.GetOutputChunks())
+	rp.domains.record(zone, false, time.Now(), &c.sched.FailureDomains)
+	rp.runs.observe(job.Pool, r.GetExecutionMs())
+	rp.hosts.SetHeld(worker, job.WorkerJobs, time.Now())
+	jobsCompleted.WithLabelValues(rp.ends.topicLabel(job.Topic), string(job.State)).Inc()
+	rp.ends.movedStreamed(job, t, r.GetOutputChunks())
 	return true
 }
 
@@ -170,7 +190,7 @@ func (s *Scheduler) applyResult(ctx context.Context, msg *nats.Msg, r *wardv1.Jo
 // counted (ward_scheduler_refused_reports_total), and changes nothing; the
 // store then refuses one for another worker or attempt (IfWorker,
 // IfAttempt).
-func (s *Scheduler) fromItsHost(kind, subject, jobID, claimed string, attempt int32) bool {
+func (rp *reports) fromItsHost(kind, subject, jobID, claimed string, attempt int32) bool {
 	worker := bus.WorkerOf(subject)
 	why := ""
 	switch {
@@ -182,17 +202,17 @@ func (s *Scheduler) fromItsHost(kind, subject, jobID, claimed string, attempt in
 		return true
 	}
 	reportsRefused.WithLabelValues(kind, string(reason.StaleResult)).Inc()
-	s.log.Warn("host report refused", "kind", kind, "job_id", jobID, "worker_id", worker, "code", reason.StaleResult, "why", why)
+	rp.log.Warn("host report refused", "kind", kind, "job_id", jobID, "worker_id", worker, "code", reason.StaleResult, "why", why)
 	return false
 }
 
 // late counts a refused progress report or result, and logs store failures.
-func (s *Scheduler) late(kind, id string, err error) {
+func (rp *reports) late(kind, id string, err error) {
 	var te *jobstore.TransitionError
 	if errors.As(err, &te) && te.IfAttempt > 0 && te.Attempt != te.IfAttempt {
 		// A result or report of an attempt the job is past.
 		reportsRefused.WithLabelValues(kind, string(reason.StaleResult)).Inc()
-		s.log.Warn("host report refused", "kind", kind, "job_id", id, "code", reason.StaleResult, "err", err)
+		rp.log.Warn("host report refused", "kind", kind, "job_id", id, "code", reason.StaleResult, "err", err)
 		return
 	}
 	if errors.Is(err, jobstore.ErrInvalidTransition) || errors.Is(err, jobstore.ErrNotFound) {
@@ -202,15 +222,15 @@ func (s *Scheduler) late(kind, id string, err error) {
 		if kind == "result" {
 			lvl = slog.LevelInfo
 		}
-		s.log.Log(context.Background(), lvl, "late update ignored", "kind", kind, "job_id", id, "err", err)
+		rp.log.Log(context.Background(), lvl, "late update ignored", "kind", kind, "job_id", id, "err", err)
 		return
 	}
-	s.storeFailed(kind, id, err)
+	logStoreFailure(rp.log, kind, id, err)
 }
 
 // failed handles a failed attempt: it counts it against the worker and its
 // zone, then retries the job or ends it.
-func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, worker, zone string) bool {
+func (rp *reports) failed(ctx context.Context, r *wardv1.JobResult, worker, zone string) bool {
 	code := r.GetErrorCode()
 	if code == "" {
 		code = string(stateOf(r.GetStatus()))
@@ -224,20 +244,20 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, worker, zon
 	// progress report handled at the same time (DISPATCHED → RUNNING)
 	// makes the move fail, and the result is decided again.
 	for range 5 {
-		job, err := s.cfg.Store.Get(ctx, r.GetJobId())
+		job, err := rp.store.Get(ctx, r.GetJobId())
 		if err != nil {
-			s.late("result", r.GetJobId(), err)
+			rp.late("result", r.GetJobId(), err)
 			return settled(err)
 		}
 		if job.State.Terminal() || job.WorkerID != worker {
 			lateUpdates.WithLabelValues("result").Inc()
-			s.log.Info("late result ignored: the job moved past it", "job_id", job.ID, "worker_id", worker, "attempt", r.GetAttempt(),
+			rp.log.Info("late result ignored: the job moved past it", "job_id", job.ID, "worker_id", worker, "attempt", r.GetAttempt(),
 				"code", code, "state", string(job.State), "job_worker_id", job.WorkerID, "job_attempt", job.Attempt)
 			return true
 		}
 		if job.Attempt != int(r.GetAttempt()) {
 			reportsRefused.WithLabelValues("result", string(reason.StaleResult)).Inc()
-			s.log.Warn("host report refused", "kind", "result", "job_id", job.ID, "worker_id", worker, "code", reason.StaleResult,
+			rp.log.Warn("host report refused", "kind", "result", "job_id", job.ID, "worker_id", worker, "code", reason.StaleResult,
 				"why", fmt.Sprintf("it is for attempt %d, the job is at %d", r.GetAttempt(), job.Attempt))
 			return true
 		}
@@ -246,7 +266,7 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, worker, zon
 			// older than the host (a module swapped or retired, a probe
 			// that changed). Place it again, on a fresher view; it is not
 			// the host's failure, and it costs the job no retry.
-			err := s.requeue(ctx, job, msg)
+			err := rp.requeue(ctx, job, msg)
 			if !errors.Is(err, jobstore.ErrInvalidTransition) {
 				return settled(err)
 			}
@@ -254,18 +274,18 @@ func (s *Scheduler) failed(ctx context.Context, r *wardv1.JobResult, worker, zon
 		}
 		if !counted {
 			if hostAtFault(code) {
-				s.countFailure(ctx, worker, zone)
+				rp.countFailure(ctx, worker, zone)
 			} else {
 				// The job's own input or module failed it: that is the
 				// tenant's and the module's record, not the host's, so
 				// one tenant's bad jobs cannot quarantine a host that
 				// others need.
-				jobFailures.WithLabelValues(s.tenantLabel(job.Tenant), r.GetModule(), code).Inc()
+				jobFailures.WithLabelValues(tenantLabel(job.Tenant), r.GetModule(), code).Inc()
 			}
 			counted = true
 		}
 		ran := ran{module: r.GetModule(), digest: r.GetModuleDigest(), log: r.GetLog(), logTruncated: r.GetLogTruncated()}
-		if err := s.retryOrEnd(ctx, job, stateOf(r.GetStatus()), code, code, r.GetErrorMessage(), msg, ran); !errors.Is(err, jobstore.ErrInvalidTransition) {
+		if err := rp.retryOrEnd(ctx, job, stateOf(r.GetStatus()), code, code, r.GetErrorMessage(), msg, ran); !errors.Is(err, jobstore.ErrInvalidTransition) {
 			return settled(err)
 		}
 	}
@@ -313,18 +333,18 @@ func bounced(code string) bool {
 
 // requeue puts a bounced job back to PENDING, to be placed again once the
 // heartbeats that prompted the bounce have arrived.
-func (s *Scheduler) requeue(ctx context.Context, job *jobstore.Job, msg string) error {
+func (rp *reports) requeue(ctx context.Context, job *jobstore.Job, msg string) error {
 	t := jobstore.Transition{To: jobstore.Pending, From: job.State, IfWorker: job.WorkerID, Reason: string(reason.Requeued),
 		Message: "host " + job.WorkerID + " did not start it (" + msg + "); placing it again",
 		Wait:    &jobstore.Wait{Until: time.Now().Add(bounceDelay)}}
-	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
+	moved, err := rp.store.Transition(ctx, job.ID, t)
 	if err != nil {
-		s.late("requeue", job.ID, err)
+		rp.late("requeue", job.ID, err)
 		return err
 	}
 	retries.WithLabelValues("bounced").Inc()
-	s.hosts.SetHeld(job.WorkerID, moved.WorkerJobs, time.Now())
-	s.moved(moved, t)
+	rp.hosts.SetHeld(job.WorkerID, moved.WorkerJobs, time.Now())
+	rp.ends.moved(moved, t)
 	return nil
 }
 
@@ -334,19 +354,19 @@ const bounceDelay = 250 * time.Millisecond
 
 // countFailure counts a failure against a worker (quarantining it after
 // failure_domains.quarantine_failures) and its zone.
-func (s *Scheduler) countFailure(ctx context.Context, worker, zone string) {
-	c := s.conf.load().sched.FailureDomains
+func (rp *reports) countFailure(ctx context.Context, worker, zone string) {
+	c := rp.settings().sched.FailureDomains
 	now := time.Now()
-	s.domains.record(zone, true, now, &c)
-	till, err := s.cfg.Store.RecordFailure(ctx, worker, now, c.QuarantineWindow, c.QuarantineFailures, c.QuarantineCooldown)
+	rp.domains.record(zone, true, now, &c)
+	till, err := rp.store.RecordFailure(ctx, worker, now, c.QuarantineWindow, c.QuarantineFailures, c.QuarantineCooldown)
 	if err != nil {
-		s.storeFailed("failure", "", err)
+		logStoreFailure(rp.log, "failure", "", err)
 		return
 	}
 	if !till.IsZero() {
-		s.log.Warn("worker quarantined", "worker_id", worker, "until", till)
-		if q, err := s.cfg.Store.Quarantined(ctx, now); err == nil {
-			s.hosts.SetQuarantined(q)
+		rp.log.Warn("worker quarantined", "worker_id", worker, "until", till)
+		if q, err := rp.store.Quarantined(ctx, now); err == nil {
+			rp.hosts.SetQuarantined(q)
 			quarantinedWorkers.Set(float64(len(q)))
 		}
 	}
@@ -371,8 +391,8 @@ type ran struct {
 	logTruncated   bool
 }
 
-func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobstore.State, cause, code, errMsg, msg string, ran ran) error {
-	c := s.conf.load()
+func (rp *reports) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobstore.State, cause, code, errMsg, msg string, ran ran) error {
+	c := rp.settings()
 	from, worker := job.State, job.WorkerID
 	final := reason.Code(code) == reason.InputRefused // no attempt can run it
 	if !final && job.Attempt <= job.MaxRetries && (job.Deadline.IsZero() || time.Now().Before(job.Deadline)) {
@@ -380,15 +400,15 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 		t := jobstore.Transition{To: jobstore.Pending, From: from, IfWorker: worker, IfAttempt: job.Attempt, Reason: string(reason.Retry),
 			Message: fmt.Sprintf("attempt %d of %d failed (%s); retry in %s", job.Attempt, job.MaxRetries+1, msg, delay.Round(time.Millisecond)),
 			Wait:    &jobstore.Wait{Until: time.Now().Add(delay)}}
-		moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
+		moved, err := rp.store.Transition(ctx, job.ID, t)
 		if err != nil {
-			s.late("retry", job.ID, err)
+			rp.late("retry", job.ID, err)
 			return err
 		}
 		retries.WithLabelValues(cause).Inc()
 		waits.WithLabelValues(string(reason.Retry)).Inc()
-		s.hosts.SetHeld(worker, moved.WorkerJobs, time.Now())
-		s.moved(moved, t)
+		rp.hosts.SetHeld(worker, moved.WorkerJobs, time.Now())
+		rp.ends.moved(moved, t)
 		return nil
 	}
 	t := jobstore.Transition{To: to, From: from, IfWorker: worker, IfAttempt: job.Attempt, Reason: cause, ErrorCode: code, ErrorMessage: errMsg, Message: msg,
@@ -403,18 +423,18 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 		t.Reason = string(reason.MaxRetriesExceeded)
 		t.Message = fmt.Sprintf("failed %d attempts, the last: %s", job.Attempt, msg)
 	}
-	moved, err := s.cfg.Store.Transition(ctx, job.ID, t)
+	moved, err := rp.store.Transition(ctx, job.ID, t)
 	if err != nil {
-		s.late("result", job.ID, err)
+		rp.late("result", job.ID, err)
 		return err
 	}
-	s.hosts.SetHeld(worker, moved.WorkerJobs, time.Now())
+	rp.hosts.SetHeld(worker, moved.WorkerJobs, time.Now())
 	if dlq {
-		s.deadLettered(ctx, moved, t)
+		rp.ends.deadLettered(ctx, moved, t)
 		return nil
 	}
-	jobsCompleted.WithLabelValues(s.topicLabel(moved.Topic), string(moved.State)).Inc()
-	s.moved(moved, t)
+	jobsCompleted.WithLabelValues(rp.ends.topicLabel(moved.Topic), string(moved.State)).Inc()
+	rp.ends.moved(moved, t)
 	return nil
 }
 
@@ -428,8 +448,8 @@ func (s *Scheduler) retryOrEnd(ctx context.Context, job *jobstore.Job, to jobsto
 // among the events it receives. Reports are handled concurrently, here
 // and across replicas, so forwarded chunks may overtake each other: their
 // seq puts them back in order (client.Wait does).
-func (s *Scheduler) handleProgress(ctx context.Context, msg *nats.Msg, p *wardv1.JobProgress) {
-	if !s.fromItsHost("progress", msg.Subject, p.GetJobId(), p.GetWorkerId(), p.GetAttempt()) {
+func (rp *reports) handleProgress(ctx context.Context, msg *nats.Msg, p *wardv1.JobProgress) {
+	if !rp.fromItsHost("progress", msg.Subject, p.GetJobId(), p.GetWorkerId(), p.GetAttempt()) {
 		return
 	}
 	worker := bus.WorkerOf(msg.Subject)
@@ -438,28 +458,28 @@ func (s *Scheduler) handleProgress(ctx context.Context, msg *nats.Msg, p *wardv1
 		// Forwarded to the job's tenant only, and only from the host and
 		// attempt the job is at: this replica knows the jobs it
 		// dispatched; another's it reads once from the store.
-		o, ok := s.owners.get(p.GetJobId())
+		o, ok := rp.owners.get(p.GetJobId())
 		if !ok {
-			job, err := s.cfg.Store.Get(ctx, p.GetJobId())
+			job, err := rp.store.Get(ctx, p.GetJobId())
 			if err != nil {
-				s.late("progress", p.GetJobId(), err)
+				rp.late("progress", p.GetJobId(), err)
 				return
 			}
 			o = owner{tenant: job.Tenant, worker: job.WorkerID, attempt: job.Attempt}
 			if !job.State.Terminal() {
-				s.owners.set(job.ID, o)
+				rp.owners.set(job.ID, o)
 			}
 		}
 		if o.worker != worker || o.attempt != int(p.GetAttempt()) {
 			reportsRefused.WithLabelValues("progress", string(reason.StaleResult)).Inc()
-			s.log.Debug("progress of another host or attempt dropped", "job_id", p.GetJobId(), "worker_id", worker, "attempt", p.GetAttempt())
+			rp.log.Debug("progress of another host or attempt dropped", "job_id", p.GetJobId(), "worker_id", worker, "attempt", p.GetAttempt())
 			return
 		}
 		p.WorkerId = worker
-		s.keepLive(ctx, p)
+		rp.keepLive(ctx, p)
 		ev := &wardv1.JobEvent{JobId: p.GetJobId(), AtUnixMs: p.GetSentAtUnixMs(), WorkerId: worker, Progress: p}
-		if err := s.cfg.Bus.Publish(bus.EventSubject(o.tenant, p.GetJobId()), ev); err != nil {
-			s.log.Debug("progress forward failed", "job_id", p.GetJobId(), "err", err)
+		if err := rp.bus.Publish(bus.EventSubject(o.tenant, p.GetJobId()), ev); err != nil {
+			rp.log.Debug("progress forward failed", "job_id", p.GetJobId(), "err", err)
 		}
 		return
 	case wardv1.JobProgress_KIND_STARTED:
@@ -467,21 +487,21 @@ func (s *Scheduler) handleProgress(ctx context.Context, msg *nats.Msg, p *wardv1
 		return
 	}
 	t := jobstore.Transition{To: jobstore.Running, IfWorker: worker, IfAttempt: int(p.GetAttempt()), WorkerID: worker}
-	job, err := s.cfg.Store.Transition(ctx, p.GetJobId(), t)
+	job, err := rp.store.Transition(ctx, p.GetJobId(), t)
 	if err != nil {
-		s.late("progress", p.GetJobId(), err)
+		rp.late("progress", p.GetJobId(), err)
 		return
 	}
-	s.moved(job, t)
+	rp.ends.moved(job, t)
 }
 
 // keepLive keeps a progress report or a chunk of streamed output among the
 // job's live notes. A failure loses the note for late watchers only: the
 // report is forwarded all the same.
-func (s *Scheduler) keepLive(ctx context.Context, p *wardv1.JobProgress) {
+func (rp *reports) keepLive(ctx context.Context, p *wardv1.JobProgress) {
 	var err error
 	if p.GetKind() == wardv1.JobProgress_KIND_OUTPUT {
-		_, err = s.cfg.Store.AddOutput(ctx, p.GetJobId(), int(p.GetAttempt()), p.GetSeq(), p.GetOutput())
+		_, err = rp.store.AddOutput(ctx, p.GetJobId(), int(p.GetAttempt()), p.GetSeq(), p.GetOutput())
 	} else {
 		// When the host sent it, as the forwarded event says (a watcher
 		// that reads it here and receives it too knows it by that), unless
@@ -490,10 +510,10 @@ func (s *Scheduler) keepLive(ctx context.Context, p *wardv1.JobProgress) {
 		if d := now.Sub(at); d > time.Minute || d < -time.Minute {
 			at = now
 		}
-		_, err = s.cfg.Store.AddProgress(ctx, p.GetJobId(), int(p.GetAttempt()), jobstore.Progress{At: at, Percent: int(p.GetPercent()), Message: p.GetMessage()})
+		_, err = rp.store.AddProgress(ctx, p.GetJobId(), int(p.GetAttempt()), jobstore.Progress{At: at, Percent: int(p.GetPercent()), Message: p.GetMessage()})
 	}
 	if err != nil {
-		s.storeFailed("live", p.GetJobId(), err)
+		logStoreFailure(rp.log, "live", p.GetJobId(), err)
 	}
 }
 
@@ -501,7 +521,7 @@ func (s *Scheduler) keepLive(ctx context.Context, p *wardv1.JobProgress) {
 // subject names the tenant; another tenant's job is "not found"), then
 // tells the hosts (sys.host.cancel, fan-out): the one running it stops it.
 // Asked as a request, it answers with the job as it is after the cancel.
-func (s *Scheduler) handleCancel(ctx context.Context, msg *nats.Msg, cm *wardv1.JobCancel) {
+func (rp *reports) handleCancel(ctx context.Context, msg *nats.Msg, cm *wardv1.JobCancel) {
 	id := cm.GetJobId()
 	why := cm.GetReason()
 	if why == "" {
@@ -510,49 +530,29 @@ func (s *Scheduler) handleCancel(ctx context.Context, msg *nats.Msg, cm *wardv1.
 	reply := &wardv1.GetJobReply{}
 	tenant := tenantOf(msg)
 	t := jobstore.Transition{To: jobstore.Cancelled, Reason: string(reason.Cancelled), Message: why, IfTenant: tenant}
-	job, err := s.cfg.Store.Transition(ctx, id, t)
+	job, err := rp.store.Transition(ctx, id, t)
 	switch {
 	case errors.Is(err, jobstore.ErrNotFound):
 		reply.Error = "job " + id + " not found"
 	case errors.Is(err, jobstore.ErrInvalidTransition):
-		if job, gerr := jobstore.GetFor(ctx, s.cfg.Store, id, tenant); gerr == nil {
+		if job, gerr := jobstore.GetFor(ctx, rp.store, id, tenant); gerr == nil {
 			reply.Job = Record(job)
 			reply.Error = fmt.Sprintf("job %s has ended already (%s)", id, job.State)
 		}
 	case err != nil:
 		reply.Error = "job store unavailable"
-		s.storeFailed("cancel", id, err)
+		logStoreFailure(rp.log, "cancel", id, err)
 	default:
-		s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, time.Now())
-		jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
-		s.moved(job, t)
-		s.poke()
-		s.stopOnHosts(job, why)
+		rp.hosts.SetHeld(job.WorkerID, job.WorkerJobs, time.Now())
+		jobsCompleted.WithLabelValues(rp.ends.topicLabel(job.Topic), string(job.State)).Inc()
+		rp.ends.moved(job, t)
+		rp.poke()
+		rp.ends.stopOnHosts(job, why)
 		reply.Job = Record(job)
-		s.log.Info("job cancelled", "job_id", id, "reason", why)
+		rp.log.Info("job cancelled", "job_id", id, "reason", why)
 	}
-	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Debug("cancel reply failed", "err", err)
-	}
-}
-
-// stopOnHosts tells the hosts (sys.host.cancel, fan-out) that job's
-// current attempt is over: the host running it, or an earlier attempt,
-// stops its sandbox at once; one whose dispatch of it is still on its way
-// refuses it and reports so. The cancel names the attempt, so a retry of
-// the job placed on the same host runs. A job never dispatched (attempt 0,
-// or no worker) has nothing to stop. A cancel that cannot be published is
-// logged and counted: the host then runs the attempt to its end, and the
-// store refuses its result.
-func (s *Scheduler) stopOnHosts(job *jobstore.Job, why string) {
-	if job.WorkerID == "" || job.Attempt <= 0 {
-		return
-	}
-	c := &wardv1.JobCancel{JobId: job.ID, Attempt: int32(job.Attempt), Reason: why}
-	if err := s.cfg.Bus.Publish(bus.SubjectHostCancel, c); err != nil {
-		publishFailures.WithLabelValues("host_cancel").Inc()
-		s.log.Warn("host cancel not sent: the host may run the attempt to its end, and its result is refused",
-			"job_id", job.ID, "attempt", job.Attempt, "worker_id", job.WorkerID, "err", err)
+	if err := rp.bus.Reply(msg, reply); err != nil {
+		rp.log.Debug("cancel reply failed", "err", err)
 	}
 }
 
@@ -568,7 +568,7 @@ func tenantOf(msg *nats.Msg) string {
 }
 
 // tenantLabel is a tenant as a metric label.
-func (s *Scheduler) tenantLabel(tenant string) string {
+func tenantLabel(tenant string) string {
 	if tenant == "" {
 		return "_"
 	}

@@ -9,19 +9,16 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -113,12 +110,19 @@ type settings struct {
 }
 
 // Scheduler is one scheduler replica. It keeps the lifecycle (New, Start,
-// Shutdown, the loops and their WaitGroup) and composes the parts that own
-// their state and its lock: settingsHolder (settings.go: the
-// configuration in force), queueBook (pump.go: the pools holding waiting
-// jobs, the pools with no live host), runTimes and placer (place.go: the
-// pools' running times; snapshot buffers and round-robin picks), Hosts
-// (hosts.go) and domains (domains.go).
+// Shutdown, the loops and their WaitGroup, the subscriptions) and the
+// steps of a job's admission (admit.go, place.go, dispatch.go, pump.go,
+// reconciler.go), and composes the parts that own their state and its
+// lock, each holding only what it uses: ends (end.go: a job's end, every
+// move's event), reports (results.go), queries (queries.go: the read
+// side), runner (workflows.go: the workflow runs, told of a job's end by
+// the hook it registers), objectStores (bigresults.go), fleet (house.go:
+// heartbeats, drains, housekeeping), modes (modes.go), admins (admin.go),
+// settingsHolder (settings.go: the configuration in force), queueBook
+// (pump.go: the pools holding waiting jobs, the pools with no live host),
+// runTimes and placer (place.go: the pools' running times; snapshot
+// buffers and round-robin picks), Hosts (hosts.go) and domains
+// (domains.go).
 //
 // Lock order: queueBook.mu before Hosts.mu and queueBook.emptyMu (the
 // pump's tick, queueBook.recount). Every other lock, mu included, is taken
@@ -127,22 +131,24 @@ type Scheduler struct {
 	cfg     Config
 	id      string
 	log     *slog.Logger
+	admin   *admins // identifies admin requests, audits admin actions (admin.go)
 	hosts   *Hosts
 	domains *domains
 
 	conf *settingsHolder // the configuration in force
 
-	owners owners // who runs each dispatched job, for forwarding its progress
+	owners *owners // who runs each dispatched job, for forwarding its progress
+	ends   *ends   // a job's end, and the events of every move (end.go)
+	// reports takes hosts' results and progress, and cancels (results.go).
+	reports *reports
 
-	objsOnce sync.Once // opens objs: the sizes of contexts submitted by pointer, the tenants' result buckets
-	objs     *bus.Objects
-	objsErr  error
+	// objects are the tenants' object stores: the sizes of contexts
+	// submitted by pointer, the result buckets, the contexts served to
+	// hosts and the large results they send (bigresults.go).
+	objects *objectStores
 
-	resBuckets resultBuckets // the tenants whose result bucket exists (bigresults.go)
-
-	mode   atomic.Pointer[Mode]
-	hot    atomic.Pointer[map[string]bool] // throttled zones
-	leader atomic.Bool                     // this replica holds the reconciler lease
+	modes  *modes      // the mode this replica follows (modes.go)
+	leader atomic.Bool // this replica holds the reconciler lease
 
 	submits *bus.Workers // submissions, and the placements the pump hands out
 	updates *bus.Workers // results, progress, cancels, queries
@@ -154,7 +160,9 @@ type Scheduler struct {
 	placer  *placer       // snapshot buffers, round-robin picks
 	queues  *queueBook    // pools holding waiting jobs, pools with no live host
 	runs    *runTimes     // pool -> its jobs' average running time
+	fleet   *fleet        // heartbeats, drains, housekeeping (house.go)
 	runner  *runner       // the workflow runs this replica drives (workflows.go)
+	queries *queries      // the read side: jobs, the DLQ, status, runs (queries.go)
 	// modsSeen is the registry's active records as followModules last
 	// saw them (admin.go): only its calls, one at a time, touch it.
 	modsSeen map[string]*modreg.Active
@@ -217,11 +225,41 @@ func New(cfg Config) (*Scheduler, error) {
 		placer:  newPlacer(),
 		queues:  newQueueBook(),
 		runs:    newRunTimes(),
+		owners:  &owners{},
 	}
-	s.runner = newRunner(s, cfg.Workflows)
+	s.objects = &objectStores{bus: cfg.Bus, store: cfg.Store, log: s.log}
+	s.admin = &admins{trust: cfg.AdminTrust, audit: cfg.Audit, log: s.log}
 	s.conf = newSettingsHolder(&settings{pools: cfg.Pools, base: cfg.Pools, timeouts: cfg.Timeouts, sched: cfg.Settings}, s.log, s.poke)
-	normal := ModeNormal
-	s.mode.Store(&normal)
+	s.ends = &ends{store: cfg.Store, bus: cfg.Bus, log: s.log, hosts: s.hosts, owners: s.owners, settings: s.conf.load, poke: s.poke}
+	s.reports = &reports{store: cfg.Store, bus: cfg.Bus, log: s.log, settings: s.conf.load, hosts: s.hosts, domains: s.domains,
+		runs: s.runs, owners: s.owners, objects: s.objects, ends: s.ends, poke: s.poke}
+	s.modes = newModes(cfg.Store, cfg.Bus, s.log, s.admin, s.conf.load, s.poke)
+	s.fleet = &fleet{hosts: s.hosts, domains: s.domains, trust: cfg.HostTrust, store: cfg.Store, bus: cfg.Bus, log: s.log, admin: s.admin,
+		settings: s.conf.load, poke: s.poke, refreshMode: s.modes.refresh}
+	s.runner = newRunner(runHost{
+		id: s.id, log: s.log, store: cfg.Store, bus: cfg.Bus, safety: cfg.Safety, admin: s.admin,
+		settings:   s.conf.load,
+		refuseMode: s.modes.refuse,
+		submitJob:  s.submitStep,
+		cancelJob: func(ctx context.Context, id, why string) error {
+			_, err := s.ends.cancelJob(ctx, id, "", why)
+			return err
+		},
+		objects: func() (*bus.Objects, error) {
+			err := s.objects.openObjects()
+			return s.objects.objs, err
+		},
+		jobRunEnded: s.endJobOfRun,
+	}, cfg.Workflows)
+	s.ends.jobEnded = s.runner.jobEnded // the hook: a job's end goes back to its run
+	s.queries = &queries{
+		id: s.id, log: s.log, store: cfg.Store, bus: cfg.Bus, hosts: s.hosts, admin: s.admin,
+		settings:  s.conf.load,
+		mode:      s.Mode,
+		started:   func() time.Time { return s.started },
+		leader:    s.leader.Load,
+		workflows: s.runner.names,
+	}
 	return s, nil
 }
 
@@ -261,7 +299,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if m, err := s.cfg.Store.Mode(ctx); err != nil {
 		s.log.Warn("could not read the scheduler mode; NORMAL until it can", "err", err)
 	} else {
-		s.setMode(ParseMode(m))
+		s.modes.set(ParseMode(m))
 	}
 	queueCap.Set(float64(s.conf.load().sched.Queue.Cap))
 
@@ -274,30 +312,30 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return err
 	}
 	err := errors.Join(
-		add(bus.Subscribe(ctx, c, bus.SubjectHeartbeats, "", s.beats, s.log, s.handleHeartbeat)),
-		add(bus.Subscribe(ctx, c, bus.SubjectModeChanged, "", s.beats, s.log, s.handleModeChanged)),
+		add(bus.Subscribe(ctx, c, bus.SubjectHeartbeats, "", s.beats, s.log, s.fleet.handleHeartbeat)),
+		add(bus.Subscribe(ctx, c, bus.SubjectModeChanged, "", s.beats, s.log, s.modes.handleModeChanged)),
 		// Every replica answers a status request.
-		add(bus.Subscribe(ctx, c, bus.SubjectSchedulerStatus, "", s.updates, s.log, s.handleStatus)),
-		add(bus.Subscribe(ctx, c, bus.ResultSubject("*"), q, s.updates, s.log, s.handleResult)),
-		add(bus.Subscribe(ctx, c, bus.ProgressSubject("*"), q, s.updates, s.log, s.handleProgress)),
+		add(bus.Subscribe(ctx, c, bus.SubjectSchedulerStatus, "", s.updates, s.log, s.queries.handleStatus)),
+		add(bus.Subscribe(ctx, c, bus.ResultSubject("*"), q, s.updates, s.log, s.reports.handleResult)),
+		add(bus.Subscribe(ctx, c, bus.ProgressSubject("*"), q, s.updates, s.log, s.reports.handleProgress)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectCancel, "*"), q, s.updates, s.log, s.handleCancelAs)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobGet, "*"), q, s.updates, s.log, s.handleGet)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobList, "*"), q, s.updates, s.log, s.handleList)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectBuckets, "*"), q, s.updates, s.log, s.handleBuckets)),
-		add(bus.Subscribe(ctx, c, bus.ContextSubject("*"), q, s.updates, s.log, s.handleContext)),
-		add(bus.Subscribe(ctx, c, bus.ResultPartSubject("*"), q, s.updates, s.log, s.handleResultPart)),
-		add(bus.Subscribe(ctx, c, bus.SubjectDLQList, q, s.updates, s.log, s.handleDLQList)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobGet, "*"), q, s.updates, s.log, s.queries.handleGet)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobList, "*"), q, s.updates, s.log, s.queries.handleList)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectBuckets, "*"), q, s.updates, s.log, s.objects.handleBuckets)),
+		add(bus.Subscribe(ctx, c, bus.ContextSubject("*"), q, s.updates, s.log, s.objects.handleContext)),
+		add(bus.Subscribe(ctx, c, bus.ResultPartSubject("*"), q, s.updates, s.log, s.objects.handleResultPart)),
+		add(bus.Subscribe(ctx, c, bus.SubjectDLQList, q, s.updates, s.log, s.queries.handleDLQList)),
 		add(bus.Subscribe(ctx, c, bus.SubjectDLQRetry, q, s.submits, s.log, s.handleDLQRetry)),
-		add(bus.Subscribe(ctx, c, bus.SubjectDLQDrop, q, s.updates, s.log, s.handleDLQDrop)),
-		add(bus.Subscribe(ctx, c, bus.SubjectMode, q, s.updates, s.log, s.handleMode)),
-		add(bus.Subscribe(ctx, c, bus.SubjectStats, q, s.updates, s.log, s.handleStats)),
-		add(bus.Subscribe(ctx, c, bus.SubjectHostDrain, q, s.updates, s.log, s.handleDrain)),
+		add(bus.Subscribe(ctx, c, bus.SubjectDLQDrop, q, s.updates, s.log, s.queries.handleDLQDrop)),
+		add(bus.Subscribe(ctx, c, bus.SubjectMode, q, s.updates, s.log, s.modes.handleMode)),
+		add(bus.Subscribe(ctx, c, bus.SubjectStats, q, s.updates, s.log, s.queries.handleStats)),
+		add(bus.Subscribe(ctx, c, bus.SubjectHostDrain, q, s.updates, s.log, s.fleet.handleDrain)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectSubmit, "*"), q, s.submits, s.log, s.handleSubmit)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowRun, "*"), q, s.submits, s.log, s.handleWorkflowRun)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowGet, "*"), q, s.updates, s.log, s.handleWorkflowGet)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowList, "*"), q, s.updates, s.log, s.handleWorkflowList)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowRun, "*"), q, s.submits, s.log, s.runner.handleWorkflowRun)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowGet, "*"), q, s.updates, s.log, s.queries.handleWorkflowGet)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowList, "*"), q, s.updates, s.log, s.queries.handleWorkflowList)),
 		// Every replica hears a cancel; the one driving the run answers.
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowCancel, "*"), "", s.updates, s.log, s.handleWorkflowCancel)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowCancel, "*"), "", s.updates, s.log, s.runner.handleWorkflowCancel)),
 	)
 	s.mu.Lock()
 	s.subs = subs
@@ -349,11 +387,11 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		go func() { defer s.loops.Done(); <-done }()
 	}
 	s.loops.Add(5)
-	go s.runner.runsLoop(lctx)
+	go func() { defer s.loops.Done(); s.runner.runsLoop(lctx) }()
 	go s.pumpLoop(lctx, ctx)
 	go s.leaseLoop(lctx, ctx)
-	go s.houseLoop(lctx)
-	go s.bucketLoop(lctx)
+	go func() { defer s.loops.Done(); s.fleet.houseLoop(lctx) }()
+	go func() { defer s.loops.Done(); s.objects.bucketLoop(lctx) }()
 	s.log.Info("scheduler started", "mode", s.Mode())
 	return nil
 }
@@ -414,91 +452,19 @@ func (s *Scheduler) poke() {
 	}
 }
 
-// handleHeartbeat takes a host's heartbeat into the live hosts. The host id
-// is the subject's (a host may publish on its own only); with HostTrust
-// set, the heartbeat must carry that host's credential, and claims only
-// the pools and GPUs the credential allows (admit).
-func (s *Scheduler) handleHeartbeat(_ context.Context, msg *nats.Msg, hb *wardv1.Heartbeat) {
-	if hb.GetWorkerId() == "" {
-		return
-	}
-	if !s.admitHost(msg.Subject, hb) {
-		return
-	}
-	before, known := s.hosts.Get(hb.GetWorkerId())
-	s.hosts.Observe(hb, time.Now())
-	if known && before.Boot != nil && !bytes.Equal(before.Boot, hb.GetBootNonce()) {
-		// The tickets signed for its earlier boot are void there now: a
-		// dispatch in flight comes back bounced (ticket_stale_boot).
-		s.log.Info("host restarted", "worker_id", hb.GetWorkerId())
-	}
-	// A new worker, one with room again, or one holding another module
-	// version (a rollout waits for it) may take waiting jobs.
-	if !known || hb.GetActiveJobs() < before.Inflight || hb.GetActiveJobs() < hb.GetMaxParallelJobs() ||
-		!maps.Equal(before.Modules, hb.GetModules()) {
-		s.poke()
-	}
-}
+func (s *Scheduler) storeFailed(op, id string, err error) { logStoreFailure(s.log, op, id, err) }
 
-// topicLabel keeps metric cardinality bounded: only mapped topics are labels.
-func (s *Scheduler) topicLabel(topic string) string {
-	if len(s.conf.load().pools.PoolsFor(topic)) == 0 {
-		return "unmapped"
-	}
-	return topic
-}
-
-func (s *Scheduler) storeFailed(op, id string, err error) {
+// logStoreFailure logs a failed store operation op on job id, and counts
+// it: a refused transition (another replica, a result or the reconciler
+// got there first) is logged at debug level only.
+func logStoreFailure(log *slog.Logger, op, id string, err error) {
 	if errors.Is(err, jobstore.ErrInvalidTransition) {
 		// Another replica, a result or the reconciler got there first.
-		s.log.Debug("transition refused", "op", op, "job_id", id, "err", err)
+		log.Debug("transition refused", "op", op, "job_id", id, "err", err)
 		return
 	}
 	storeErrors.WithLabelValues(op).Inc()
-	s.log.Error("job store failed", "op", op, "job_id", id, "err", err)
-}
-
-// publishVia tells watchers (ward submit --wait, the gateway) of a state
-// change e, which passed through state via (with its message) in the same
-// step, when via is set: one event tells both. chunks, on the event that
-// ends a job whose run streamed output, is how many chunks it streamed:
-// the watchers wait for them all.
-func (s *Scheduler) publishVia(job *jobstore.Job, e jobstore.Event, chunks int64, via jobstore.State, viaMsg string) {
-	ev := events.Get().(*wardv1.JobEvent)
-	ev.JobId, ev.State, ev.AtUnixMs = job.ID, stateEnum(e.State), e.At.UnixMilli()
-	ev.Reason, ev.Message, ev.WorkerId, ev.OutputChunks = e.Reason, e.Message, e.WorkerID, chunks
-	if via != "" {
-		ev.Via, ev.ViaMessage = stateEnum(via), viaMsg
-	}
-	if job.FirstMove {
-		// The job's first move tells its creation too (JobEvent.
-		// created_at_unix_ms): no event of its own is published for it.
-		ev.CreatedAtUnixMs = job.CreatedAt.UnixMilli()
-	}
-	if err := s.cfg.Bus.Publish(bus.EventSubject(job.Tenant, job.ID), ev); err != nil {
-		s.log.Debug("event publish failed", "job_id", job.ID, "err", err)
-	}
-	ev.Reset() // encoded and sent: the message is free again
-	events.Put(ev)
-}
-
-// events holds JobEvents for publishVia, which needs one only while it
-// encodes it.
-var events = sync.Pool{New: func() any { return new(wardv1.JobEvent) }}
-
-// moved publishes the event of a transition the store made (with its Via,
-// when it passed through one).
-func (s *Scheduler) moved(job *jobstore.Job, t jobstore.Transition) { s.movedStreamed(job, t, 0) }
-
-// movedStreamed is moved for a move that ends a job whose run streamed
-// chunks of output (JobEvent.output_chunks).
-func (s *Scheduler) movedStreamed(job *jobstore.Job, t jobstore.Transition, chunks int64) {
-	if job.State.Terminal() {
-		s.owners.forget(job.ID)
-		s.runner.jobEnded(job)
-	}
-	s.publishVia(job, jobstore.Event{At: job.UpdatedAt, State: job.State, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID},
-		chunks, t.Via, t.ViaMessage)
+	log.Error("job store failed", "op", op, "job_id", id, "err", err)
 }
 
 func safetyRecord(d *safetyv1.CheckResponse) *jobstore.Safety {

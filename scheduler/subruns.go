@@ -140,7 +140,7 @@ func (r *runner) checkPlan(req childRunRequest) ([]byte, error) {
 		d.Steps[k].If, d.Steps[k].ForEach = "", ""
 		d.Outputs[st.ID] = fmt.Sprintf("steps[%q].output", st.ID)
 	}
-	c := r.s.conf.load()
+	c := r.settings()
 	if _, err := workflow.Compile(&d, workflow.Options{Served: func(t string) bool { return len(c.pools.PoolsFor(t)) > 0 }}); err != nil {
 		return nil, err
 	}

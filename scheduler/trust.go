@@ -19,20 +19,20 @@ import (
 // not allow are taken out of the heartbeat, and so are GPU claims
 // (capabilities gpu and gpu:*, type gpu) when it does not allow GPUs. A
 // refused heartbeat is logged and counted, and the host stays unknown.
-func (s *Scheduler) admitHost(subject string, hb *wardv1.Heartbeat) bool {
+func (f *fleet) admitHost(subject string, hb *wardv1.Heartbeat) bool {
 	id := bus.WorkerOf(subject)
 	refuse := func(why string) bool {
 		reportsRefused.WithLabelValues("heartbeat", string(reason.HostNotAdmitted)).Inc()
-		s.log.Warn("heartbeat refused", "worker_id", id, "code", reason.HostNotAdmitted, "why", why)
+		f.log.Warn("heartbeat refused", "worker_id", id, "code", reason.HostNotAdmitted, "why", why)
 		return false
 	}
 	if hb.GetWorkerId() != id {
 		return refuse("it names worker " + hb.GetWorkerId())
 	}
-	if s.cfg.HostTrust == nil {
+	if f.trust == nil {
 		return true
 	}
-	ident, err := s.cfg.HostTrust.Admit(hb.GetCredential(), id, time.Now())
+	ident, err := f.trust.Admit(hb.GetCredential(), id, time.Now())
 	if err != nil {
 		return refuse(err.Error())
 	}
@@ -63,7 +63,7 @@ func (s *Scheduler) admitHost(subject string, hb *wardv1.Heartbeat) bool {
 	}
 	if len(dropped) > 0 {
 		reportsRefused.WithLabelValues("heartbeat_claims", string(reason.HostNotAdmitted)).Inc()
-		s.log.Debug("heartbeat claims its credential does not allow dropped", "worker_id", id, "dropped", dropped)
+		f.log.Debug("heartbeat claims its credential does not allow dropped", "worker_id", id, "dropped", dropped)
 	}
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/ward-run/ward/api/reason"
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
@@ -41,9 +41,37 @@ const (
 	LabelTask = "ward.task"
 )
 
+// runHost is what the workflow runs use of the scheduler replica that
+// holds them: its id, logger, job store, bus, safety kernel, admins and
+// settings, and the job operations a run asks of it. The runner holds no
+// *Scheduler: the scheduler tells it of the jobs that end through the
+// hook it registers at construction (runner.jobEnded).
+type runHost struct {
+	id       string // the replica's: the owner of the runs' claims
+	log      *slog.Logger
+	store    jobstore.Store
+	bus      *bus.Conn
+	safety   SafetyChecker
+	admin    *admins          // a cancel for every tenant (admin.go)
+	settings func() *settings // the configuration in force
+	// refuseMode is the mode's refusal of a submission of priority, or "".
+	refuseMode func(priority int32) (reason.Code, string)
+	// submitJob accepts a step's job, taking no token of its tenant's rate
+	// bucket, and returns the reply and, when it stored a new job, the
+	// job's admission, to run next.
+	submitJob func(ctx context.Context, req *wardv1.JobRequest) (*wardv1.SubmitReply, func())
+	// cancelJob cancels a step's job (any tenant's) and tells its host.
+	cancelJob func(ctx context.Context, id, why string) error
+	// objects opens the tenants' object stores (a step's large result).
+	objects func() (*bus.Objects, error)
+	// jobRunEnded ends the job that follows a run, as the run ended
+	// (jobruns.go).
+	jobRunEnded func(ctx context.Context, id, tenant, name string, st workflow.RunState, why string, outputs any)
+}
+
 // runner drives the runs this replica holds.
 type runner struct {
-	s    *Scheduler
+	runHost
 	mu   sync.Mutex // guards the 3 following fields
 	runs map[string]*liveRun
 	jobs map[string]childRef // a step's job id → its run and task
@@ -73,8 +101,8 @@ type liveRun struct {
 	forJob   int           // whether it follows a job (jobruns.go): jobRunUnknown, jobRunYes, jobRunNo
 }
 
-func newRunner(s *Scheduler, sources map[string][]byte) *runner {
-	r := &runner{s: s, runs: map[string]*liveRun{}, jobs: map[string]childRef{}, children: map[string]childRef{},
+func newRunner(h runHost, sources map[string][]byte) *runner {
+	r := &runner{runHost: h, runs: map[string]*liveRun{}, jobs: map[string]childRef{}, children: map[string]childRef{},
 		childPlans: map[string]map[string]any{}}
 	r.load(sources)
 	return r
@@ -98,12 +126,12 @@ func (r *runner) load(sources map[string][]byte) {
 			_, err = workflow.Compile(d, workflow.Options{})
 		}
 		if err != nil {
-			r.s.log.Error("workflow definition not loaded", "file", file, "err", err)
+			r.log.Error("workflow definition not loaded", "file", file, "err", err)
 			workflowReloads.WithLabelValues("error").Inc()
 			continue
 		}
 		if _, dup := defs[d.Name]; dup {
-			r.s.log.Error("workflow defined twice; the first kept", "workflow", d.Name, "file", file)
+			r.log.Error("workflow defined twice; the first kept", "workflow", d.Name, "file", file)
 			continue
 		}
 		defs[d.Name] = src
@@ -127,10 +155,10 @@ func childJobID(run, task string) string { return run + "-" + task }
 // handleWorkflowRun starts a run: the definition compiled against the
 // pools in force, the run checked by the policy as a whole, stored with
 // its first events, then driven.
-func (s *Scheduler) handleWorkflowRun(ctx context.Context, msg *nats.Msg, req *wardv1.WorkflowRunRequest) {
-	reply := s.runner.start(ctx, bus.TenantOf(msg.Subject), req)
-	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Warn("workflow run reply failed", "run", reply.GetRunId(), "err", err)
+func (r *runner) handleWorkflowRun(ctx context.Context, msg *nats.Msg, req *wardv1.WorkflowRunRequest) {
+	reply := r.start(ctx, bus.TenantOf(msg.Subject), req)
+	if err := r.bus.Reply(msg, reply); err != nil {
+		r.log.Warn("workflow run reply failed", "run", reply.GetRunId(), "err", err)
 	}
 }
 
@@ -140,7 +168,6 @@ func refuseRun(code reason.Code, format string, args ...any) *wardv1.WorkflowRun
 }
 
 func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowRunRequest) *wardv1.WorkflowRunReply {
-	s := r.s
 	switch {
 	case tenant == bus.AllTenants && req.GetTenantId() == "":
 		return refuseRun(reason.BadRequest, "a run is for a tenant: name it (tenant_id) or submit on %s", bus.TenantSubject(bus.SubjectWorkflowRun, "<tenant>"))
@@ -151,7 +178,7 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 	case strings.ContainsAny(req.GetRunId(), " .*>\t\r\n"):
 		return refuseRun(reason.BadRequest, "run id %q may not contain spaces, dots or wildcards", req.GetRunId())
 	}
-	if code, m := s.refuseMode(0); code != "" {
+	if code, m := r.refuseMode(0); code != "" {
 		return refuseRun(code, "%s", m)
 	}
 	src := req.GetDefinition()
@@ -178,7 +205,7 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 	if err != nil {
 		return refuseRun(reason.WorkflowInvalid, "%v", err)
 	}
-	c := s.conf.load()
+	c := r.settings()
 	plan, err := workflow.Compile(def, workflow.Options{Served: func(topic string) bool {
 		_, named := r.workflowOf(topic) // a step that runs a workflow (jobruns.go)
 		return topic == TopicWorkflowRun || named || len(c.pools.PoolsFor(topic)) > 0
@@ -207,7 +234,7 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 		st, _ := plan.Step(sid)
 		check.Workflow.Steps = append(check.Workflow.Steps, &safetyv1.WorkflowStep{Id: st.ID, Topic: st.Topic, DependsOn: st.DependsOn, ForEach: st.ForEach != ""})
 	}
-	d, err := s.cfg.Safety.Check(ctx, check)
+	d, err := r.safety.Check(ctx, check)
 	switch {
 	case err != nil:
 		return refuseRun(reason.SafetyUnavailable, "the safety kernel did not answer: %v", err)
@@ -244,18 +271,18 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 	}
 	// A run may end as it starts (every step skipped or failed at once).
 	st, why := eng.State()
-	err = s.cfg.Store.CreateRun(ctx, &jobstore.Run{ID: id, Tenant: tenant, Workflow: def.Name, Definition: src, Input: inJSON,
-		State: string(st), Reason: why, Owner: s.id, OwnedUntil: now.Add(r.claimTTL()), Deadline: lr.deadline}, events)
+	err = r.store.CreateRun(ctx, &jobstore.Run{ID: id, Tenant: tenant, Workflow: def.Name, Definition: src, Input: inJSON,
+		State: string(st), Reason: why, Owner: r.id, OwnedUntil: now.Add(r.claimTTL()), Deadline: lr.deadline}, events)
 	switch {
 	case errors.Is(err, jobstore.ErrExists):
 		// The same run asked for again (a client's retry): accepted once.
 		// Another tenant's id says nothing of that run.
-		if prev, _, gerr := s.cfg.Store.GetRun(ctx, id); gerr == nil && prev.Tenant == tenant {
+		if prev, _, gerr := r.store.GetRun(ctx, id); gerr == nil && prev.Tenant == tenant {
 			return &wardv1.WorkflowRunReply{RunId: id, Accepted: true, Duplicate: true, Steps: plan.Steps()}
 		}
 		return refuseRun(reason.BadRequest, "run id %q cannot be used: pick another", id)
 	case err != nil:
-		s.storeFailed("create run", id, err)
+		logStoreFailure(r.log, "create run", id, err)
 		return refuseRun(reason.StoreError, "job store unavailable")
 	}
 	lr.saved = len(events)
@@ -266,7 +293,7 @@ func (r *runner) start(ctx context.Context, tenant string, req *wardv1.WorkflowR
 		return &wardv1.WorkflowRunReply{RunId: id, Accepted: true, Steps: plan.Steps()}
 	}
 	r.adopt(lr)
-	s.log.Info("workflow run started", "run", id, "workflow", def.Name, "tenant", tenant, "steps", len(def.Steps))
+	r.log.Info("workflow run started", "run", id, "workflow", def.Name, "tenant", tenant, "steps", len(def.Steps))
 	r.goDrive(lr)
 	return &wardv1.WorkflowRunReply{RunId: id, Accepted: true, Steps: plan.Steps()}
 }
@@ -279,12 +306,12 @@ type previousRun struct {
 
 // previous reads run id of tenant for a rerun.
 func (r *runner) previous(ctx context.Context, tenant, id string) (*previousRun, *wardv1.WorkflowRunReply) {
-	run, raw, err := r.s.cfg.Store.GetRun(ctx, id)
+	run, raw, err := r.store.GetRun(ctx, id)
 	switch {
 	case errors.Is(err, jobstore.ErrNotFound) || (err == nil && run.Tenant != tenant):
 		return nil, refuseRun(reason.BadRequest, "rerun: run %s not found", id)
 	case err != nil:
-		r.s.storeFailed("get run", id, err)
+		logStoreFailure(r.log, "get run", id, err)
 		return nil, refuseRun(reason.StoreError, "job store unavailable")
 	case run.State == jobstore.RunRunning:
 		return nil, refuseRun(reason.BadRequest, "rerun: run %s is still running", id)
@@ -336,7 +363,7 @@ func (r *runner) running(tenant string) int {
 
 // claimTTL is how long a run's claim lasts unrenewed: the reconciler's
 // lease's.
-func (r *runner) claimTTL() time.Duration { return r.s.conf.load().timeouts.Reconciler.LeaseTTL }
+func (r *runner) claimTTL() time.Duration { return r.settings().timeouts.Reconciler.LeaseTTL }
 
 // adopt makes lr one of this replica's runs and arms its timeout.
 func (r *runner) adopt(lr *liveRun) {
@@ -415,7 +442,6 @@ func (r *runner) submit(ctx context.Context, lr *liveRun, a *workflow.Assignment
 		r.startChild(ctx, lr, a)
 		return
 	}
-	s := r.s
 	retries := lr.retries
 	if a.Retries != nil {
 		retries = *a.Retries
@@ -429,7 +455,7 @@ func (r *runner) submit(ctx context.Context, lr *liveRun, a *workflow.Assignment
 	req := &wardv1.JobRequest{JobId: childJobID(lr.id, a.Task), IdempotencyKey: childJobID(lr.id, a.Task), TenantId: lr.tenant, Topic: a.Topic, Payload: a.Payload,
 		Labels: map[string]string{LabelRun: lr.id, LabelTask: a.Task},
 		Budget: &wardv1.Budget{MaxRetries: int32(retries), DeadlineMs: timeout.Milliseconds()}}
-	reply, job, queued := s.acceptFor(ctx, req, true)
+	reply, admit := r.submitJob(ctx, req)
 	// The store unreachable for a moment (a Redis restart, a cluster
 	// master's failover) is no reason to fail the step: ask again, the
 	// id being the idempotency key, for up to about 15 s.
@@ -441,7 +467,7 @@ func (r *runner) submit(ctx context.Context, lr *liveRun, a *workflow.Assignment
 		if ctx.Err() != nil {
 			break
 		}
-		reply, job, queued = s.acceptFor(ctx, req, true)
+		reply, admit = r.submitJob(ctx, req)
 	}
 	switch {
 	case reply.GetDuplicate():
@@ -450,14 +476,14 @@ func (r *runner) submit(ctx context.Context, lr *liveRun, a *workflow.Assignment
 		r.complete(lr, a.Task, workflow.Result{Error: reply.GetReason() + ": " + reply.GetMessage(), JobID: req.JobId})
 		return
 	}
-	s.admit(ctx, job, queued, a.Payload)
+	admit()
 	r.placed(ctx, lr, a.Task, req.JobId)
 }
 
 // placed logs where task's job was placed, once admission placed it: the
 // policy decision it rests on and the placement's reasoning.
 func (r *runner) placed(ctx context.Context, lr *liveRun, task, jobID string) {
-	job, err := r.s.cfg.Store.Get(ctx, jobID)
+	job, err := r.store.Get(ctx, jobID)
 	if err != nil || job.WorkerID == "" {
 		return // ended at admission (denied, ...), or waiting: its end tells
 	}
@@ -465,7 +491,7 @@ func (r *runner) placed(ctx context.Context, lr *liveRun, task, jobID string) {
 	if job.Safety != nil {
 		p.DecisionID = job.Safety.DecisionID
 	}
-	if evs, err := r.s.cfg.Store.Events(ctx, jobID); err == nil {
+	if evs, err := r.store.Events(ctx, jobID); err == nil {
 		for _, e := range evs {
 			if e.State == jobstore.Scheduled {
 				p.Reasoning = e.Message
@@ -504,9 +530,9 @@ func (r *runner) jobEnded(job *jobstore.Job) {
 
 // finish reads how task's job ended and hands it to the engine.
 func (r *runner) finish(ctx context.Context, lr *liveRun, task, jobID string) {
-	job, err := r.s.cfg.Store.Get(ctx, jobID)
+	job, err := r.store.Get(ctx, jobID)
 	if err != nil {
-		r.s.storeFailed("workflow step", jobID, err)
+		logStoreFailure(r.log, "workflow step", jobID, err)
 		return
 	}
 	res := workflow.Result{OK: job.State == jobstore.Succeeded, JobID: jobID}
@@ -539,13 +565,13 @@ func (r *runner) output(ctx context.Context, job *jobstore.Job) (any, error) {
 	var b []byte
 	var err error
 	if isObjectResult(job) {
-		s := r.s
-		if err := s.openObjects(); err != nil {
+		var objs *bus.Objects
+		if objs, err = r.objects(); err != nil {
 			return nil, err
 		}
-		b, err = s.objs.GetResult(ctx, job.Tenant, job.ResultPtr, job.ResultDigest, maxStepOutput)
+		b, err = objs.GetResult(ctx, job.Tenant, job.ResultPtr, job.ResultDigest, maxStepOutput)
 	} else {
-		b, err = r.s.cfg.Store.Blob(ctx, job.ResultPtr)
+		b, err = r.store.Blob(ctx, job.ResultPtr)
 	}
 	if err != nil {
 		return nil, err
@@ -567,7 +593,7 @@ func (r *runner) complete(lr *liveRun, task string, res workflow.Result) {
 		return
 	}
 	if err := lr.eng.Complete(task, res); err != nil {
-		r.s.log.Debug("workflow step end not taken", "run", lr.id, "task", task, "err", err)
+		r.log.Debug("workflow step end not taken", "run", lr.id, "task", task, "err", err)
 		return
 	}
 	r.save(context.Background(), lr)
@@ -584,25 +610,25 @@ func (r *runner) save(ctx context.Context, lr *liveRun) bool {
 	fresh := all[lr.saved:]
 	events, err := encodeEvents(fresh)
 	if err != nil {
-		r.s.log.Error("workflow events not encoded", "run", lr.id, "err", err)
+		r.log.Error("workflow events not encoded", "run", lr.id, "err", err)
 		return false
 	}
 	st, why := lr.eng.State()
-	err = r.s.cfg.Store.AppendRun(ctx, lr.id, r.s.id, lr.saved, events, string(st), why)
+	err = r.store.AppendRun(ctx, lr.id, r.id, lr.saved, events, string(st), why)
 	switch {
 	case errors.Is(err, jobstore.ErrNotOwner), errors.Is(err, jobstore.ErrRunEnded), errors.Is(err, jobstore.ErrLogMoved), errors.Is(err, jobstore.ErrNotFound):
-		r.s.log.Warn("workflow run no longer driven here", "run", lr.id, "err", err)
+		r.log.Warn("workflow run no longer driven here", "run", lr.id, "err", err)
 		r.forget(lr)
 		return false
 	case err != nil:
 		// Kept: the next save sends these events with its own.
-		r.s.storeFailed("append run", lr.id, err)
+		logStoreFailure(r.log, "append run", lr.id, err)
 		return true
 	}
 	lr.saved = len(all)
 	r.publish(lr, fresh)
 	if st != workflow.RunRunning {
-		r.s.log.Info("workflow run ended", "run", lr.id, "state", string(st), "reason", why)
+		r.log.Info("workflow run ended", "run", lr.id, "state", string(st), "reason", why)
 		r.forget(lr)
 		r.childEnded(lr)
 		r.runEnded(lr)
@@ -613,8 +639,8 @@ func (r *runner) save(ctx context.Context, lr *liveRun) bool {
 // publish tells the run's followers of its events.
 func (r *runner) publish(lr *liveRun, events []workflow.Event) {
 	for _, e := range events {
-		if err := r.s.cfg.Bus.Publish(bus.WorkflowEventSubject(lr.tenant, lr.id), eventMessage(e)); err != nil {
-			r.s.log.Debug("workflow event publish failed", "run", lr.id, "err", err)
+		if err := r.bus.Publish(bus.WorkflowEventSubject(lr.tenant, lr.id), eventMessage(e)); err != nil {
+			r.log.Debug("workflow event publish failed", "run", lr.id, "err", err)
 		}
 	}
 }
@@ -639,11 +665,11 @@ func (r *runner) stop(lr *liveRun, stop func(string) []string, why string) []str
 			r.stop(child, child.eng.Cancel, "its parent run "+lr.id+" stopped: "+why)
 			continue
 		}
-		if _, err := r.s.cancelJob(context.Background(), id, "", "workflow run "+lr.id+": "+why); err != nil && !errors.Is(err, jobstore.ErrNotFound) {
+		if err := r.cancelJob(context.Background(), id, "workflow run "+lr.id+": "+why); err != nil && !errors.Is(err, jobstore.ErrNotFound) {
 			// Ended already (logged at debug), or the store failed
 			// (logged and counted): the step's job then runs to its end
 			// and the stopped run ignores its result.
-			r.s.storeFailed("cancel step", id, err)
+			logStoreFailure(r.log, "cancel step", id, err)
 		}
 	}
 	return running
@@ -655,8 +681,7 @@ func (r *runner) timeOut(lr *liveRun) {
 
 // handleWorkflowCancel cancels a run this replica drives; the others stay
 // silent (the one driving it answers).
-func (s *Scheduler) handleWorkflowCancel(ctx context.Context, msg *nats.Msg, q *wardv1.WorkflowCancelRequest) {
-	r := s.runner
+func (r *runner) handleWorkflowCancel(ctx context.Context, msg *nats.Msg, q *wardv1.WorkflowCancelRequest) {
 	r.mu.Lock()
 	lr := r.runs[q.GetRunId()]
 	r.mu.Unlock()
@@ -667,10 +692,10 @@ func (s *Scheduler) handleWorkflowCancel(ctx context.Context, msg *nats.Msg, q *
 		// (admin.go). Every replica hears it; the one driving the run
 		// answers a refusal, the others stay silent.
 		var err error
-		if actor, err = s.adminOf(msg); err != nil {
+		if actor, err = r.admin.of(msg); err != nil {
 			if lr != nil {
-				if rerr := s.cfg.Bus.Reply(msg, &wardv1.WorkflowGetReply{Error: err.Error()}); rerr != nil {
-					s.log.Debug("workflow cancel reply failed", "err", rerr)
+				if rerr := r.bus.Reply(msg, &wardv1.WorkflowGetReply{Error: err.Error()}); rerr != nil {
+					r.log.Debug("workflow cancel reply failed", "err", rerr)
 				}
 			}
 			return
@@ -689,88 +714,30 @@ func (s *Scheduler) handleWorkflowCancel(ctx context.Context, msg *nats.Msg, q *
 		why = "cancelled on request"
 	}
 	r.stop(lr, lr.eng.Cancel, why)
-	s.log.Info("workflow run cancelled", "run", lr.id, "reason", why)
+	r.log.Info("workflow run cancelled", "run", lr.id, "reason", why)
 	if tenant == "" {
-		s.record(ctx, audit.Entry{Actor: actor, Action: audit.WorkflowCancel, Target: lr.id,
+		r.admin.record(ctx, audit.Entry{Actor: actor, Action: audit.WorkflowCancel, Target: lr.id,
 			Detail: map[string]string{"tenant": lr.tenant, "reason": q.GetReason()}})
 	}
 	reply := &wardv1.WorkflowGetReply{}
-	if run, err := s.runRecord(ctx, lr.id, tenant, false); err != nil {
+	if run, err := runRecord(ctx, r.store, r.log, lr.id, tenant, false); err != nil {
 		reply.Error = err.Error()
 	} else {
 		reply.Run = run
 	}
-	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Debug("workflow cancel reply failed", "err", err)
-	}
-}
-
-// cancelJob cancels job id (tenant: its tenant guard, "" for none),
-// publishes its event, and tells its host to stop it.
-func (s *Scheduler) cancelJob(ctx context.Context, id, tenant, why string) (*jobstore.Job, error) {
-	t := jobstore.Transition{To: jobstore.Cancelled, Reason: string(reason.Cancelled), Message: why, IfTenant: tenant}
-	job, err := s.cfg.Store.Transition(ctx, id, t)
-	if err != nil {
-		return nil, err
-	}
-	s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, time.Now())
-	jobsCompleted.WithLabelValues(s.topicLabel(job.Topic), string(job.State)).Inc()
-	s.moved(job, t)
-	s.poke()
-	s.stopOnHosts(job, why)
-	return job, nil
-}
-
-// handleWorkflowGet answers with a run: its tasks (rebuilt from its log),
-// and, when asked, its log and definition.
-func (s *Scheduler) handleWorkflowGet(ctx context.Context, msg *nats.Msg, q *wardv1.WorkflowGetRequest) {
-	reply := &wardv1.WorkflowGetReply{}
-	if run, err := s.runRecord(ctx, q.GetRunId(), tenantOf(msg), q.GetEvents()); err != nil {
-		reply.Error = err.Error()
-	} else {
-		reply.Run = run
-		fitRun(run, q.GetEventsAfter())
-	}
-	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Debug("workflow get reply failed", "err", err)
-	}
-}
-
-// maxRunReply bounds a run's reply, under a NATS message's 1 MiB.
-const maxRunReply = 768 << 10
-
-// fitRun keeps run's reply under maxRunReply: its events after the
-// after-th, as many as fit (the client asks again for the rest), and its
-// tasks' outputs only when they fit too.
-func fitRun(run *wardv1.WorkflowRun, after uint64) {
-	events := run.Events
-	run.EventsTotal = uint64(len(events))
-	run.Events = nil
-	if proto.Size(run) > maxRunReply/2 {
-		for _, t := range run.Tasks {
-			t.Output = nil
-		}
-		run.OutputsDropped = true
-	}
-	size := proto.Size(run)
-	for _, e := range events[min(int(after), len(events)):] {
-		n := proto.Size(e) + 8
-		if size+n > maxRunReply && len(run.Events) > 0 {
-			break
-		}
-		run.Events = append(run.Events, e)
-		size += n
+	if err := r.bus.Reply(msg, reply); err != nil {
+		r.log.Debug("workflow cancel reply failed", "err", err)
 	}
 }
 
 // runRecord reads run id (of tenant, "" any) and its tasks.
-func (s *Scheduler) runRecord(ctx context.Context, id, tenant string, withEvents bool) (*wardv1.WorkflowRun, error) {
-	run, raw, err := s.cfg.Store.GetRun(ctx, id)
+func runRecord(ctx context.Context, store jobstore.Store, log *slog.Logger, id, tenant string, withEvents bool) (*wardv1.WorkflowRun, error) {
+	run, raw, err := store.GetRun(ctx, id)
 	if errors.Is(err, jobstore.ErrNotFound) || (err == nil && tenant != "" && run.Tenant != tenant) {
 		return nil, fmt.Errorf("run %s not found", id)
 	}
 	if err != nil {
-		s.storeFailed("get run", id, err)
+		logStoreFailure(log, "get run", id, err)
 		return nil, errors.New("job store unavailable")
 	}
 	rec := runMessage(run)
@@ -817,25 +784,6 @@ func (s *Scheduler) runRecord(ctx context.Context, id, tenant string, withEvents
 	return rec, nil
 }
 
-// handleWorkflowList answers with the tenant's runs, newest first.
-func (s *Scheduler) handleWorkflowList(ctx context.Context, msg *nats.Msg, q *wardv1.WorkflowListRequest) {
-	limit := int(q.GetLimit())
-	if limit <= 0 || limit > 1000 {
-		limit = 100
-	}
-	reply := &wardv1.WorkflowListReply{Workflows: s.runner.names()}
-	runs, err := s.cfg.Store.ListRuns(ctx, tenantOf(msg), limit)
-	if err != nil {
-		s.storeFailed("list runs", "", err)
-	}
-	for _, run := range runs {
-		reply.Runs = append(reply.Runs, runMessage(run))
-	}
-	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Debug("workflow list reply failed", "err", err)
-	}
-}
-
 func runMessage(r *jobstore.Run) *wardv1.WorkflowRun {
 	return &wardv1.WorkflowRun{RunId: r.ID, TenantId: r.Tenant, Workflow: r.Workflow, State: r.State, Reason: r.Reason,
 		CreatedAtUnixMs: r.CreatedAt.UnixMilli(), UpdatedAtUnixMs: r.UpdatedAt.UnixMilli(), Owner: r.Owner}
@@ -868,7 +816,6 @@ func encodeEvents(events []workflow.Event) ([][]byte, error) {
 // runsLoop renews the claims of the runs this replica drives and carries
 // on the runs a dead replica left (their claims ran out).
 func (r *runner) runsLoop(lctx context.Context) {
-	defer r.s.loops.Done()
 	ttl := r.claimTTL()
 	t := time.NewTicker(max(ttl/3, 100*time.Millisecond))
 	defer t.Stop()
@@ -893,7 +840,7 @@ func (r *runner) renew(ctx context.Context, now time.Time) {
 	}
 	r.mu.Unlock()
 	for _, lr := range runs {
-		ok, err := r.s.cfg.Store.ClaimRun(ctx, lr.id, r.s.id, now.Add(r.claimTTL()))
+		ok, err := r.store.ClaimRun(ctx, lr.id, r.id, now.Add(r.claimTTL()))
 		if err == nil && !ok {
 			lr.mu.Lock()
 			r.forget(lr)
@@ -914,7 +861,7 @@ func (r *runner) poll(ctx context.Context, lr *liveRun) {
 	ended := false
 	for _, task := range running {
 		jobID := childJobID(lr.id, task)
-		job, err := r.s.cfg.Store.Get(ctx, jobID)
+		job, err := r.store.Get(ctx, jobID)
 		if errors.Is(err, jobstore.ErrNotFound) {
 			ended = r.pollChild(ctx, lr, task, jobID) || ended
 			continue
@@ -935,9 +882,9 @@ func (r *runner) poll(ctx context.Context, lr *liveRun) {
 
 // takeOver claims the runs whose claims ran out and carries them on.
 func (r *runner) takeOver(ctx context.Context, now time.Time) {
-	ids, err := r.s.cfg.Store.OrphanRuns(ctx, now, 16)
+	ids, err := r.store.OrphanRuns(ctx, now, 16)
 	if err != nil {
-		r.s.storeFailed("orphan runs", "", err)
+		logStoreFailure(r.log, "orphan runs", "", err)
 		return
 	}
 	for _, id := range ids {
@@ -947,11 +894,11 @@ func (r *runner) takeOver(ctx context.Context, now time.Time) {
 		if mine {
 			continue
 		}
-		if ok, err := r.s.cfg.Store.ClaimRun(ctx, id, r.s.id, now.Add(r.claimTTL())); err != nil || !ok {
+		if ok, err := r.store.ClaimRun(ctx, id, r.id, now.Add(r.claimTTL())); err != nil || !ok {
 			continue
 		}
 		if err := r.resume(ctx, id); err != nil {
-			r.s.log.Error("workflow run not carried on", "run", id, "err", err)
+			r.log.Error("workflow run not carried on", "run", id, "err", err)
 		}
 	}
 }
@@ -960,15 +907,15 @@ func (r *runner) takeOver(ctx context.Context, now time.Time) {
 // and carried on by this replica; nil when another holds it (or won the
 // claim), or it ended.
 func (r *runner) claimOrphan(ctx context.Context, id string) *liveRun {
-	run, _, err := r.s.cfg.Store.GetRun(ctx, id)
+	run, _, err := r.store.GetRun(ctx, id)
 	if err != nil || run.State != jobstore.RunRunning || time.Now().Before(run.OwnedUntil) {
 		return nil
 	}
-	if ok, err := r.s.cfg.Store.ClaimRun(ctx, id, r.s.id, time.Now().Add(r.claimTTL())); err != nil || !ok {
+	if ok, err := r.store.ClaimRun(ctx, id, r.id, time.Now().Add(r.claimTTL())); err != nil || !ok {
 		return nil
 	}
 	if err := r.resume(ctx, id); err != nil {
-		r.s.log.Error("workflow run not carried on", "run", id, "err", err)
+		r.log.Error("workflow run not carried on", "run", id, "err", err)
 		return nil
 	}
 	r.mu.Lock()
@@ -980,7 +927,7 @@ func (r *runner) claimOrphan(ctx context.Context, id string) *liveRun {
 // steps whose jobs ended meanwhile are taken, the ones whose jobs were
 // never made are made.
 func (r *runner) resume(ctx context.Context, id string) error {
-	run, raw, err := r.s.cfg.Store.GetRun(ctx, id)
+	run, raw, err := r.store.GetRun(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -1002,17 +949,17 @@ func (r *runner) resume(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	wt := r.s.conf.load().timeouts.Workflows
+	wt := r.settings().timeouts.Workflows
 	lr := &liveRun{id: id, tenant: run.Tenant, name: run.Workflow, eng: eng, saved: len(events), deadline: run.Deadline,
 		step: wt.StepTimeout, retries: wt.StepRetries}
 	if lr.deadline.IsZero() {
 		lr.deadline = run.CreatedAt.Add(wt.RunTimeout)
 	}
 	r.adopt(lr)
-	r.s.log.Info("workflow run carried on", "run", id, "from", run.Owner, "events", len(events))
+	r.log.Info("workflow run carried on", "run", id, "from", run.Owner, "events", len(events))
 	for _, task := range eng.Running() {
 		jobID := childJobID(id, task)
-		job, err := r.s.cfg.Store.Get(ctx, jobID)
+		job, err := r.store.Get(ctx, jobID)
 		switch {
 		case errors.Is(err, jobstore.ErrNotFound):
 			// Assigned, but its job was never made: make it.
@@ -1041,7 +988,7 @@ func (r *runner) pollChild(ctx context.Context, lr *liveRun, task, id string) bo
 	if known {
 		return false // its end comes in process
 	}
-	rec, err := r.s.runRecord(ctx, id, lr.tenant, false)
+	rec, err := runRecord(ctx, r.store, r.log, id, lr.tenant, false)
 	if err != nil || rec.GetState() == string(workflow.RunRunning) {
 		return false
 	}
