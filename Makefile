@@ -39,8 +39,10 @@ deps:
 	./scripts/deps.sh
 
 # The modules are compiled into the tests' shared wazero cache first,
-# without -race (internal/testing/wasmtest/warm): seconds, where the
-# race-instrumented suite would take minutes of CPU on a fresh machine.
+# without -race: seconds, where the race-instrumented suite would take
+# minutes of CPU on a fresh machine. Twice: as test binaries key the cache
+# (internal/testing/wasmtest/warm) and as the ward binary the CLI tests
+# run keys it (warmprog, a program: wazero's version is part of the key).
 #
 # go test runs every fuzz target's seeds and saved findings; then the
 # targets of what tenants send most directly (workflow definitions and
@@ -51,6 +53,7 @@ FUZZTIME_TEST ?= 2s
 FUZZ_TEST     ?= ^Fuzz(Workflow|Expression|Meter|ParseManifest|ParseByteSize|Bearer|Spec|KeyRecord)$$
 test: deps modules
 	$(GO) test -count=1 ./internal/testing/wasmtest/warm
+	$(GO) run ./internal/testing/wasmtest/warmprog $(WASM_DIR)
 	$(GO) test -race -count=1 -timeout 20m ./...
 	FUZZTIME=$(FUZZTIME_TEST) FUZZ='$(FUZZ_TEST)' ./scripts/fuzz.sh
 
