@@ -98,6 +98,8 @@ func TestTenantReachesItsOwnSubjectsOnly(t *testing.T) {
 		// The DLQ, the mode and the replicas' status are an admin's: no
 		// tenant retries, drops or lists, or asks.
 		bus.SubjectDLQList, bus.SubjectDLQRetry, bus.SubjectDLQDrop, bus.SubjectMode, bus.SubjectSchedulerStatus,
+		// So are the store's counts and draining a host.
+		bus.SubjectStats, bus.SubjectHostDrain,
 		// Job events are the schedulers': a tenant cannot forge one of its
 		// own jobs' (a state, or the creation an event tells).
 		bus.EventSubject("acme", "j1")} {
@@ -134,7 +136,8 @@ func TestTenantReachesItsOwnSubjectsOnly(t *testing.T) {
 		return v.has(`Publish to "sys.job.submit.globex"`) && v.has(`Subscription to ">"`) &&
 			v.has(`Publish to "worker.h1.jobs"`) && v.has(`Subscription to "_INBOX.>"`) &&
 			v.has(`Publish to "sys.dlq.drop"`) && v.has(`Publish to "sys.dlq.retry"`) &&
-			v.has(`Publish to "sys.job.event.acme.j1"`) && v.has(`Publish to "sys.job.buckets.globex"`)
+			v.has(`Publish to "sys.job.event.acme.j1"`) && v.has(`Publish to "sys.job.buckets.globex"`) &&
+			v.has(`Publish to "sys.scheduler.stats"`) && v.has(`Publish to "sys.host.drain"`)
 	})
 }
 
@@ -154,7 +157,9 @@ func TestHostSpeaksOnlyAsItself(t *testing.T) {
 	var v violations
 	h1 := connect(t, s, s.Creds(auth.Host, "h1"), &v)
 	for _, subj := range []string{bus.HeartbeatSubject("h2"), bus.ResultSubject("h2"), bus.WorkerJobsSubject("h2"),
-		bus.TenantSubject(bus.SubjectSubmit, "acme"), "$KV.ward_modules.mod.echo.active"} {
+		bus.TenantSubject(bus.SubjectSubmit, "acme"), "$KV.ward_modules.mod.echo.active",
+		// A host cannot undrain itself, nor drain another.
+		bus.SubjectHostDrain} {
 		_ = h1.Publish(subj, []byte("x"))
 	}
 	_ = h1.Publish(bus.HeartbeatSubject("h1"), []byte("x"))
@@ -177,7 +182,7 @@ func TestHostSpeaksOnlyAsItself(t *testing.T) {
 	}
 	poll.Until(t, 5*time.Second, "permission violations reported to the host", func() bool {
 		return v.has(`Publish to "sys.heartbeat.h2"`) && v.has(`Subscription to "worker.h2.jobs"`) &&
-			v.has(`Publish to "$KV.ward_modules.mod.echo.active"`)
+			v.has(`Publish to "$KV.ward_modules.mod.echo.active"`) && v.has(`Publish to "sys.host.drain"`)
 	})
 }
 

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -138,26 +137,10 @@ func TestREADMEParts(t *testing.T) {
 			cmd = natsBin + strings.TrimPrefix(cmd, "nats-server") + " -a 127.0.0.1 -p " + portOf(t, natsAddr)
 		}
 		if m := serving.FindString(line); m != "" {
-			p := &proc{name: m, out: &lockedBuffer{}, done: make(chan error, 1)}
-			p.cmd = exec.Command("bash", "-c", "exec "+cmd)
-			p.cmd.Dir, p.cmd.Env = dir, env
-			p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-			if err := p.cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			go func() { p.done <- p.cmd.Wait() }()
+			c := exec.Command("bash", "-c", "exec "+cmd)
+			c.Dir, c.Env = dir, env
+			p := startProc(t, m, c)
 			parts = append(parts, p)
-			t.Cleanup(func() {
-				if !p.waited {
-					_ = p.cmd.Process.Kill() // fails only when it has exited already
-					if err := <-p.done; t.Failed() {
-						t.Logf("--- %s, killed at the test's end: %v", p.name, err)
-					}
-				}
-				if t.Failed() {
-					t.Logf("--- %s:\n%s", p.name, p.out.String())
-				}
-			})
 			switch {
 			case strings.HasPrefix(line, "nats-server"):
 				waitListening(t, natsAddr, p)
@@ -198,19 +181,7 @@ func TestREADMEParts(t *testing.T) {
 	// Each part drains and exits 0 on SIGTERM: the hosts first, the server
 	// last.
 	for i := len(parts) - 1; i >= 0; i-- {
-		p := parts[i]
-		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case err := <-p.done:
-			p.waited = true
-			if err != nil {
-				t.Errorf("%s exited with %v on SIGTERM", p.name, err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("%s did not exit within 30s of SIGTERM", p.name)
-		}
+		parts[i].stop(t)
 	}
 }
 

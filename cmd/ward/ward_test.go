@@ -92,9 +92,16 @@ func (l *lockedBuffer) String() string {
 
 func startWard(t *testing.T, name string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, out: &lockedBuffer{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(wardBin, args...)
-	p.cmd.Env = append(environWithoutRedis(), env...)
+	cmd := exec.Command(wardBin, args...)
+	cmd.Env = append(environWithoutRedis(), env...)
+	return startProc(t, name, cmd)
+}
+
+// startProc starts cmd, its output kept, and kills it at the test's end
+// unless it was waited for (stop); a failed test logs its output.
+func startProc(t *testing.T, name string, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{name: name, out: &lockedBuffer{}, done: make(chan error, 1), cmd: cmd}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
