@@ -71,9 +71,9 @@ bench: build
 	./bin/ward bench -n 5000 -c 32
 
 # bench-auth compares ward dev with auth on and --insecure, alternating
-# rounds: jobs/s and CPU per job of each (internal/bench/auth-vs-insecure.sh).
+# rounds: jobs/s and CPU per job of each (bench/auth-vs-insecure.sh).
 bench-auth: build modules
-	./internal/bench/auth-vs-insecure.sh
+	./bench/auth-vs-insecure.sh
 
 # bench-peers runs `ward bench` on `ward dev --redis` and the same closed
 # loop on asynq (bench/asynq, its own module) against one fresh redis-server:

@@ -8,7 +8,7 @@
 # last one it waits the retention and two reconciler scans (the reconciler
 # sweeps ended jobs out of the indexes every scan_interval; this script
 # runs it with scan_interval $SCAN, default 2s, through a copy of
-# config/timeouts.yaml in TIMEOUT_CONFIG_PATH), prints the figures again
+# internal/config/timeouts.yaml in TIMEOUT_CONFIG_PATH), prints the figures again
 # and whether each is no higher than after the first batch, within 10 %:
 # every job of the run has then outlived its retention.
 #
@@ -42,7 +42,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 [ "$STORE" = redis ] || dev_store=memory # no Redis to need
 need_build
-[ -f "$here/../config/timeouts.yaml" ] || die "$here/../config/timeouts.yaml not found"
+[ -f "$here/../internal/config/timeouts.yaml" ] || die "$here/../internal/config/timeouts.yaml not found"
 [ "$BATCH" -gt 0 ] && [ "$TOTAL" -ge "$BATCH" ] || die "want TOTAL >= BATCH > 0"
 
 state=$(mktemp -d)
@@ -142,8 +142,8 @@ machine
 start_redis || die "redis-server did not start" "$state/redis.log"
 
 # The shipped timeouts.yaml, but the reconciler (and its sweep) every $SCAN.
-sed "s/^\([[:space:]]*scan_interval:\).*/\1 $SCAN/" "$here/../config/timeouts.yaml" >"$state/timeouts.yaml"
-grep -q "scan_interval: $SCAN\$" "$state/timeouts.yaml" || die "no scan_interval in config/timeouts.yaml"
+sed "s/^\([[:space:]]*scan_interval:\).*/\1 $SCAN/" "$here/../internal/config/timeouts.yaml" >"$state/timeouts.yaml"
+grep -q "scan_interval: $SCAN\$" "$state/timeouts.yaml" || die "no scan_interval in internal/config/timeouts.yaml"
 
 nport=$(free_port)
 nats="nats://127.0.0.1:$nport"

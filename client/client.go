@@ -39,8 +39,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/auth"
-	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/auth"
+	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/telemetry"
 )
 

@@ -12,12 +12,12 @@ import (
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/assembly"
+	"github.com/ward-run/ward/internal/auth"
+	"github.com/ward-run/ward/internal/jobstore"
 	"github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
-	"github.com/ward-run/ward/jobstore"
-	"github.com/ward-run/ward/node"
 )
 
 // TestClient drives a running system (a real NATS server with auth on, the
@@ -29,11 +29,11 @@ func TestClient(t *testing.T) {
 	url := sec.URL
 	store := jobstore.NewMemory()
 	t.Cleanup(func() { store.Close() })
-	creds, err := node.IssueDevCreds(sec.Auth, t.TempDir(), "h1")
+	creds, err := assembly.IssueDevCreds(sec.Auth, t.TempDir(), "h1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.Start(context.Background(), node.Options{NATSURL: url, Store: store, CacheDir: wasmtest.CacheDir(t),
+	n, err := assembly.Start(context.Background(), assembly.Options{NATSURL: url, Store: store, CacheDir: wasmtest.CacheDir(t),
 		Modules: map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")}, Creds: &creds})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/bus"
 )
 
 // For returns a client that acts for tenant only, over c's connection: it

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/auth"
-	"github.com/ward-run/ward/bus"
+	"github.com/ward-run/ward/internal/auth"
+	"github.com/ward-run/ward/internal/bus"
 )
 
 // RunWorkflow starts a workflow run: req names a workflow the schedulers

@@ -28,12 +28,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ward-run/ward/apikey"
-	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/internal/apikey"
+	"github.com/ward-run/ward/internal/assembly"
+	"github.com/ward-run/ward/internal/config"
+	"github.com/ward-run/ward/internal/jobstore"
 	"github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
-	"github.com/ward-run/ward/jobstore"
-	"github.com/ward-run/ward/node"
 )
 
 const (
@@ -385,13 +385,13 @@ func registeredMetric(name string) bool {
 func monitoredSystem(t *testing.T) map[string]*metricFamily {
 	t.Helper()
 	sec := natstest.StartSecure(t)
-	creds, err := node.IssueDevCreds(sec.Auth, t.TempDir(), "deploy-host")
+	creds, err := assembly.IssueDevCreds(sec.Auth, t.TempDir(), "deploy-host")
 	if err != nil {
 		t.Fatal(err)
 	}
 	settings := config.DefaultScheduler()
 	settings.Placement.CPUThreshold = 100 // the machine's load is other tests'
-	n, err := node.Start(context.Background(), node.Options{Settings: settings,
+	n, err := assembly.Start(context.Background(), assembly.Options{Settings: settings,
 		NATSURL: sec.URL, Store: jobstore.NewMemory(), Creds: &creds,
 		HostID: "deploy-host", ModuleRegistry: true, SafetyOverGRPC: true,
 		Modules:           map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")},
@@ -408,13 +408,13 @@ func monitoredSystem(t *testing.T) map[string]*metricFamily {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	metricsAddr, stop, err := node.ServeMetrics("127.0.0.1:0", slog.Default())
+	metricsAddr, stop, err := assembly.ServeMetrics("127.0.0.1:0", slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
 	ctx := context.Background()
-	gw, err := node.StartGateway(ctx, node.GatewayConfig{NATSURL: sec.URL, Creds: creds.Admin, Listen: "127.0.0.1:0"})
+	gw, err := assembly.StartGateway(ctx, assembly.GatewayConfig{NATSURL: sec.URL, Creds: creds.Admin, Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func TestHelmChart(t *testing.T) {
 	tools := buildHelmTools(t)
 	for _, f := range []string{"pools.yaml", "timeouts.yaml", "scheduler.yaml"} {
 		chart, err1 := os.ReadFile(filepath.Join(chartDir, "files", f))
-		repo, err2 := os.ReadFile(filepath.Join(repoRoot, "config", f))
+		repo, err2 := os.ReadFile(filepath.Join(repoRoot, "internal", "config", f))
 		if err := errors.Join(err1, err2); err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func checkManifests(t *testing.T, variant string, manifests []byte) {
 			}
 			continue
 		}
-		repo, _ := os.ReadFile(filepath.Join(repoRoot, "config", f))
+		repo, _ := os.ReadFile(filepath.Join(repoRoot, "internal", "config", f))
 		if strings.TrimSpace(cm.Data[f]) != strings.TrimSpace(string(repo)) {
 			t.Errorf("ConfigMap: %s is not config/%s", f, f)
 		}

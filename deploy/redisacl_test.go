@@ -18,9 +18,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/jobstore/storetest"
 	"github.com/ward-run/ward/internal/testing/redistest"
-	"github.com/ward-run/ward/jobstore"
-	"github.com/ward-run/ward/jobstore/storetest"
 )
 
 const (

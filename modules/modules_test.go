@@ -15,11 +15,11 @@ import (
 
 	"github.com/ward-run/ward/api/reason"
 
+	"github.com/ward-run/ward/internal/sandbox"
 	"github.com/ward-run/ward/internal/testing/ollamatest"
 	"github.com/ward-run/ward/internal/testing/repotest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 	"github.com/ward-run/ward/modules/sdk"
-	"github.com/ward-run/ward/sandbox"
 )
 
 var (

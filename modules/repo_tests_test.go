@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ward-run/ward/internal/sandbox"
 	"github.com/ward-run/ward/internal/testing/repotest"
 	"github.com/ward-run/ward/modules/internal/repo"
-	"github.com/ward-run/ward/sandbox"
 )
 
 // TestRepoTests runs repo-tests in the sandbox on testdata/repo-tests (Go,

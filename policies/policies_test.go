@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/ward-run/ward/internal/safety"
 	"github.com/ward-run/ward/policies"
-	"github.com/ward-run/ward/safety"
 )
 
 // TestRego runs the default bundle's Rego tests, as `ward policy test

@@ -30,7 +30,7 @@ esac
 deps=(
 	"redis-server|redis-server|the Redis job store's tests (jobstore, scheduler, cmd/ward; internal/testing/redistest)"
 	"redis-cli|redis-server|the Redis Cluster tests (internal/testing/redistest creates the cluster with it)"
-	"chromium|chromium|the dashboard's browser tests (gateway/browser_test.go; or set CHROMIUM to a Chromium binary)"
+	"chromium|chromium|the dashboard's browser tests (internal/gateway/browser_test.go; or set CHROMIUM to a Chromium binary)"
 	"docker-compose|docker-compose|deploy/compose_test.go (docker-compose config checks deploy/compose; no Docker engine needed)"
 	"promtool|prometheus|deploy/deploy_test.go (promtool checks and tests the rules and config in deploy/prometheus)"
 	"make|make|make test itself (.ci/run runs it)"

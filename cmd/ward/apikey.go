@@ -12,9 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/ward-run/ward/apikey"
-	"github.com/ward-run/ward/audit"
-	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/internal/apikey"
+	"github.com/ward-run/ward/internal/audit"
+	"github.com/ward-run/ward/internal/auth"
 )
 
 // newAuthKeyCmd is `ward auth key`: the HTTP gateway's API keys, in the

@@ -11,9 +11,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ward-run/ward/apikey"
-	"github.com/ward-run/ward/audit"
-	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/internal/apikey"
+	"github.com/ward-run/ward/internal/audit"
+	"github.com/ward-run/ward/internal/auth"
 	wardnats "github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/poll"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/ward-run/ward/audit"
+	"github.com/ward-run/ward/internal/audit"
 )
 
 func newAuditCmd(g *globals) *cobra.Command {

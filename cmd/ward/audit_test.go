@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ward-run/ward/audit"
+	"github.com/ward-run/ward/internal/audit"
 	wardnats "github.com/ward-run/ward/internal/testing/natstest"
 )
 

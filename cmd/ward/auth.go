@@ -16,12 +16,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/ward-run/ward/apikey"
-	"github.com/ward-run/ward/audit"
-	"github.com/ward-run/ward/auth"
-	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
-	"github.com/ward-run/ward/node"
+	"github.com/ward-run/ward/internal/apikey"
+	"github.com/ward-run/ward/internal/assembly"
+	"github.com/ward-run/ward/internal/audit"
+	"github.com/ward-run/ward/internal/auth"
+	"github.com/ward-run/ward/internal/bus"
 )
 
 // defaultStateDir is where `ward dev` keeps its keys and credentials:
@@ -47,12 +47,12 @@ func (g *globals) credsFile() string {
 	// The installation's keys, where `ward auth init` wrote them, as the
 	// signing keys are found (defaultKeyFile).
 	if dir := os.Getenv("WARD_AUTH_DIR"); dir != "" {
-		if p := filepath.Join(dir, node.CredsFile(auth.Admin, "admin")); fileExists(p) {
+		if p := filepath.Join(dir, assembly.CredsFile(auth.Admin, "admin")); fileExists(p) {
 			return p
 		}
 	}
 	dir := envOr("WARD_STATE_DIR", defaultStateDir())
-	p := filepath.Join(dir, "creds", node.CredsFile(auth.Admin, "admin"))
+	p := filepath.Join(dir, "creds", assembly.CredsFile(auth.Admin, "admin"))
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
@@ -178,7 +178,7 @@ Give each tenant and host its own: ward auth tenant add, ward auth host add.`,
 			if err != nil {
 				return err
 			}
-			signing, err := node.EnsureSigningKeys(a.Dir())
+			signing, err := assembly.EnsureSigningKeys(a.Dir())
 			if err != nil {
 				return err
 			}
@@ -206,7 +206,7 @@ Give each tenant and host its own: ward auth tenant add, ward auth host add.`,
 				role auth.Role
 				name string
 			}{{auth.Admin, "admin"}, {auth.Scheduler, "scheduler"}, {auth.Safety, "safety"}} {
-				p := filepath.Join(*dir, node.CredsFile(it.role, it.name))
+				p := filepath.Join(*dir, assembly.CredsFile(it.role, it.name))
 				if _, err := os.Stat(p); err == nil && auth.UpToDate(p, it.role, it.name) {
 					continue // kept, unless an older version issued it with other permissions
 				}
@@ -225,7 +225,7 @@ Give each tenant and host its own: ward auth tenant add, ward auth host add.`,
 			fmt.Fprintf(out, "  ward host --creds host-NAME.creds --dispatch-key host-NAME.key --trusted-key %s   (ward auth host add NAME)\n", signing.ModulePub)
 			fmt.Fprintf(out, "  ward safety --policy-pubkey %s\n", signing.PolicyPub)
 			fmt.Fprintf(out, "  WARD_AUTH_DIR=%s WARD_CREDS=%s ward policy push | ward module deploy ...   (signed with %s, %s)\n",
-				*dir, filepath.Join(*dir, "admin.creds"), node.PolicyKeyFile, node.ModuleKeyFile)
+				*dir, filepath.Join(*dir, "admin.creds"), assembly.PolicyKeyFile, assembly.ModuleKeyFile)
 			c := paths.Client
 			if serverTLS != nil {
 				fmt.Fprintf(out, "NATS speaks TLS: every part and command with --tls-ca %s", c.CA)
@@ -273,7 +273,7 @@ revoked), which needs NATS and the admin credential.`,
 				return err
 			}
 			if out == "" {
-				out = node.CredsFile(auth.Tenant, args[0])
+				out = assembly.CredsFile(auth.Tenant, args[0])
 			}
 			if err := os.WriteFile(out, b, 0o600); err != nil {
 				return err
@@ -355,7 +355,7 @@ func newAuthHostCmd(g *globals, load func() (*auth.Authority, error)) *cobra.Com
 			if err != nil {
 				return err
 			}
-			creds := filepath.Join(outDir, node.CredsFile(auth.Host, name))
+			creds := filepath.Join(outDir, assembly.CredsFile(auth.Host, name))
 			key := filepath.Join(outDir, "host-"+name+".key")
 			secret, _ := a.DispatchSecret()
 			if err := os.WriteFile(creds, b, 0o600); err != nil {

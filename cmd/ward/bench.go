@@ -8,11 +8,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ward-run/ward/client"
-	"github.com/ward-run/ward/internal/bench"
+	"github.com/ward-run/ward/internal/loadgen"
 )
 
 func newBenchCmd(g *globals) *cobra.Command {
-	var o bench.Options
+	var o loadgen.Options
 	var timeout time.Duration
 	var output string
 	cmd := &cobra.Command{
@@ -39,7 +39,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 			if output == "table" {
 				fmt.Fprintf(cmd.OutOrStdout(), "bench: %d %s jobs, concurrency %d, %d-byte payload\n", o.Jobs, o.Topic, o.Concurrency, o.PayloadSize)
 			}
-			r, err := bench.Run(ctx, c, o)
+			r, err := loadgen.Run(ctx, c, o)
 			if r != nil && output == "json" {
 				b, jerr := r.JSON()
 				if jerr != nil {

@@ -16,12 +16,12 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/auth"
-	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/auth"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/jobstore"
 	securenats "github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/redistest"
-	"github.com/ward-run/ward/jobstore"
 )
 
 // TestClusterKillAScheduler runs three `ward scheduler` processes, a

@@ -35,7 +35,7 @@ func TestDevCrashRetry(t *testing.T) {
 	// The sleep module sleeps for as long as its payload says.
 	dir := t.TempDir()
 	sleep := filepath.Join(dir, "sleep.wasm")
-	if err := os.WriteFile(sleep, wasmtest.Build(t, "github.com/ward-run/ward/host/testdata/sleep"), 0o644); err != nil {
+	if err := os.WriteFile(sleep, wasmtest.Build(t, "github.com/ward-run/ward/internal/host/testdata/sleep"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "sleep.yaml"), "name: sleep\nversion: 1.0.0\ntopic: job.sleep\n")

@@ -21,7 +21,7 @@ func TestSubmitCtrlC(t *testing.T) {
 	_, natsURL := startDev(t, []string{"REDIS_URL="}, "--modules", echoDir(t))
 	dir := t.TempDir()
 	slow := filepath.Join(dir, "slow.wasm")
-	if err := os.WriteFile(slow, wasmtest.Build(t, "github.com/ward-run/ward/sandbox/testdata/hostile"), 0o644); err != nil {
+	if err := os.WriteFile(slow, wasmtest.Build(t, "github.com/ward-run/ward/internal/sandbox/testdata/hostile"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "slow.yaml"), "name: slow\nversion: 1.0.0\ntopic: job.slow\n")

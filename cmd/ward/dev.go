@@ -11,12 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ward-run/ward/auth"
-	"github.com/ward-run/ward/config"
-	"github.com/ward-run/ward/jobstore"
-	"github.com/ward-run/ward/modreg"
-	"github.com/ward-run/ward/node"
-	"github.com/ward-run/ward/sandbox"
+	"github.com/ward-run/ward/internal/assembly"
+	"github.com/ward-run/ward/internal/auth"
+	"github.com/ward-run/ward/internal/config"
+	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/modreg"
+	"github.com/ward-run/ward/internal/sandbox"
 )
 
 func newDevCmd(g *globals) *cobra.Command {
@@ -109,7 +109,7 @@ before anything starts, and all those taken are reported at once.`,
 			if err != nil {
 				return err
 			}
-			wasm, manifests, err := node.ReadModuleDir(modulesDir)
+			wasm, manifests, err := assembly.ReadModuleDir(modulesDir)
 			if err != nil {
 				return err
 			}
@@ -129,12 +129,12 @@ before anything starts, and all those taken are reported at once.`,
 			if err != nil {
 				return err
 			}
-			store, storeName, err := node.OpenStore(redisURL, true)
+			store, storeName, err := assembly.OpenStore(redisURL, true)
 			if err != nil {
 				return err
 			}
-			node.SetRetention(store, retention)
-			if node.SetBound(store, bound) {
+			assembly.SetRetention(store, retention)
+			if assembly.SetBound(store, bound) {
 				storeName += ", " + bound.String() + " (--max-ended-jobs, --max-ended-bytes; the oldest ended go first)"
 				log.Info("in-memory job store bounded: past the bound, the jobs that ended first are dropped before their retention",
 					"max_ended_jobs", bound.MaxEnded, "max_ended_bytes", bound.MaxEndedBytes, "bound", bound.String(), "retention", retention)
@@ -148,8 +148,8 @@ before anything starts, and all those taken are reported at once.`,
 			}()
 			var (
 				keys    *auth.ServerKeys
-				creds   *node.DevCreds
-				signing node.SigningKeys
+				creds   *assembly.DevCreds
+				signing assembly.SigningKeys
 			)
 			if insecure {
 				log.Warn("INSECURE: NATS accepts anyone, any client may submit as any tenant, dispatch to a host, write the policy and module buckets; hosts run unsigned dispatches. For comparisons only.")
@@ -162,7 +162,7 @@ before anything starts, and all those taken are reported at once.`,
 				if err != nil {
 					return err
 				}
-				c, err := node.IssueDevCreds(a, filepath.Join(stateDir, "creds"), hc.ID)
+				c, err := assembly.IssueDevCreds(a, filepath.Join(stateDir, "creds"), hc.ID)
 				if err != nil {
 					return err
 				}
@@ -170,7 +170,7 @@ before anything starts, and all those taken are reported at once.`,
 				// Module versions and policy bundles are signed: hosts and
 				// the kernel trust the keys here, and ward module deploy and
 				// ward policy push sign with them by default.
-				if signing, err = node.EnsureSigningKeys(a.Dir()); err != nil {
+				if signing, err = assembly.EnsureSigningKeys(a.Dir()); err != nil {
 					return err
 				}
 				pub, err := os.ReadFile(signing.ModulePub)
@@ -183,7 +183,7 @@ before anything starts, and all those taken are reported at once.`,
 				}
 				hc.Trusted = append(hc.Trusted, mk)
 			}
-			ns, err := node.StartNATSIn(natsHost, natsPort, keys, dataDir)
+			ns, err := assembly.StartNATSIn(natsHost, natsPort, keys, dataDir)
 			if err != nil {
 				return err
 			}
@@ -192,13 +192,13 @@ before anything starts, and all those taken are reported at once.`,
 					log.Warn("embedded NATS shutdown", "err", err)
 				}
 			}()
-			metrics, stopMetrics, err := node.ServeMetrics(metricsAddr, log)
+			metrics, stopMetrics, err := assembly.ServeMetrics(metricsAddr, log)
 			if err != nil {
 				return err
 			}
 			defer stopMetrics()
 
-			n, err := node.Start(ctx, node.Options{NATSURL: ns.ClientURL(), Store: store,
+			n, err := assembly.Start(ctx, assembly.Options{NATSURL: ns.ClientURL(), Store: store,
 				SafetyAddr: safetyAddr, PolicyDir: policyDir, WorkflowDir: workflowDir,
 				Pools: conf.Pools, Timeouts: conf.Timeouts, Settings: conf.Scheduler, ConfigFiles: files,
 				Modules: wasm, Manifests: manifests, ModuleRegistry: true,
@@ -209,16 +209,16 @@ before anything starts, and all those taken are reported at once.`,
 				return err
 			}
 			self := selfName()
-			var gw *node.Gateway
+			var gw *assembly.Gateway
 			var dashKey string
 			if gatewayAddr != "" {
-				gc := node.GatewayConfig{NATSURL: ns.ClientURL(), Listen: gatewayAddr, Logger: log}
+				gc := assembly.GatewayConfig{NATSURL: ns.ClientURL(), Listen: gatewayAddr, Logger: log}
 				if creds != nil {
 					// The API's deploys and pushes are signed as the CLI's are.
 					gc.Creds, gc.ModuleKey, gc.PolicyKey = creds.Admin, signing.ModuleKey, signing.PolicyKey
 				}
-				if gw, err = node.StartGateway(ctx, gc); err == nil {
-					dashKey, err = node.DevDashboardKey(ctx, gw.Keys(), stateDir)
+				if gw, err = assembly.StartGateway(ctx, gc); err == nil {
+					dashKey, err = assembly.DevDashboardKey(ctx, gw.Keys(), stateDir)
 				}
 				if err != nil {
 					sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
@@ -233,14 +233,14 @@ before anything starts, and all those taken are reported at once.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "ward dev is up\n")
 			if gw != nil {
-				fmt.Fprintf(out, "  dashboard:     http://%s/ui/  log in with %s (an admin API key, kept in %s)\n", gw.Addr(), dashKey, filepath.Join(stateDir, node.DevKeyFile))
+				fmt.Fprintf(out, "  dashboard:     http://%s/ui/  log in with %s (an admin API key, kept in %s)\n", gw.Addr(), dashKey, filepath.Join(stateDir, assembly.DevKeyFile))
 				fmt.Fprintf(out, "  API:           http://%s/v1/ (OpenAPI: /v1/openapi.yaml; Authorization: Bearer <key>; %s auth key add --tenant T makes keys)\n", gw.Addr(), self)
 			} else {
 				fmt.Fprintf(out, "  dashboard:     off (--gateway)\n")
 			}
 			fmt.Fprintf(out, "  NATS:          %s\n", ns.ClientURL())
 			if creds != nil {
-				fmt.Fprintf(out, "  credentials:   %s (the CLI uses admin.creds; WARD_CREDS=%s acts as tenant %s)\n", creds.Dir, creds.Tenant, node.DevTenant)
+				fmt.Fprintf(out, "  credentials:   %s (the CLI uses admin.creds; WARD_CREDS=%s acts as tenant %s)\n", creds.Dir, creds.Tenant, assembly.DevTenant)
 				fmt.Fprintf(out, "  signing keys:  %s, %s (module deploy and policy push sign with them)\n", signing.ModuleKey, signing.PolicyKey)
 			} else {
 				fmt.Fprintf(out, "  credentials:   none: --insecure\n")
@@ -280,9 +280,9 @@ before anything starts, and all those taken are reported at once.`,
 	f.StringVar(&natsHost, "nats-host", "127.0.0.1", "embedded NATS listen host (plaintext: keep it on loopback)")
 	f.StringVar(&stateDir, "state-dir", envOr("WARD_STATE_DIR", defaultStateDir()), "where the keys and credentials are kept ($WARD_STATE_DIR)")
 	f.StringVar(&dataDir, "data-dir", os.Getenv("WARD_DATA_DIR"), "keep the embedded NATS server's JetStream store here: modules, policies, API keys, audit records and results survive a restart (default: a temporary directory, removed at exit) ($WARD_DATA_DIR)")
-	f.DurationVar(&retention, "retention", envDuration("WARD_RETENTION", node.DefaultRetention), "how long an ended job (its record, events, input and result) is kept, then dropped; 0 keeps them for ever ($WARD_RETENTION)")
-	f.IntVar(&maxEnded, "max-ended-jobs", envInt("WARD_MAX_ENDED_JOBS", node.DefaultMaxEndedJobs), "the in-memory job store keeps at most this many ended jobs, dropping those that ended first before their retention; 0: no count bound (not with --redis: Redis keeps them for the retention) ($WARD_MAX_ENDED_JOBS)")
-	f.StringVar(&maxEndedBytes, "max-ended-bytes", envOr("WARD_MAX_ENDED_BYTES", fmt.Sprintf("%dMiB", node.DefaultMaxEndedBytes>>20)), "likewise, at most this much of ended jobs, by the store's estimate of their records (64MiB, 1GiB; the process's RSS runs up to about twice it); 0: no byte bound ($WARD_MAX_ENDED_BYTES)")
+	f.DurationVar(&retention, "retention", envDuration("WARD_RETENTION", assembly.DefaultRetention), "how long an ended job (its record, events, input and result) is kept, then dropped; 0 keeps them for ever ($WARD_RETENTION)")
+	f.IntVar(&maxEnded, "max-ended-jobs", envInt("WARD_MAX_ENDED_JOBS", assembly.DefaultMaxEndedJobs), "the in-memory job store keeps at most this many ended jobs, dropping those that ended first before their retention; 0: no count bound (not with --redis: Redis keeps them for the retention) ($WARD_MAX_ENDED_JOBS)")
+	f.StringVar(&maxEndedBytes, "max-ended-bytes", envOr("WARD_MAX_ENDED_BYTES", fmt.Sprintf("%dMiB", assembly.DefaultMaxEndedBytes>>20)), "likewise, at most this much of ended jobs, by the store's estimate of their records (64MiB, 1GiB; the process's RSS runs up to about twice it); 0: no byte bound ($WARD_MAX_ENDED_BYTES)")
 	f.BoolVar(&insecure, "insecure", false, "run without credentials, permissions or signed dispatch (for comparisons only)")
 	f.IntVar(&natsPort, "nats-port", 4222, "embedded NATS port (-1 for a random one)")
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", "127.0.0.1:9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")

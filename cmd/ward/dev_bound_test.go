@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ward-run/ward/jobstore"
-	"github.com/ward-run/ward/node"
+	"github.com/ward-run/ward/internal/assembly"
+	"github.com/ward-run/ward/internal/jobstore"
 )
 
 // TestEndedBound: --max-ended-jobs and --max-ended-bytes make the memory
@@ -18,7 +18,7 @@ func TestEndedBound(t *testing.T) {
 		want jobstore.Bound
 		err  string
 	}{
-		{node.DefaultMaxEndedJobs, "128MiB", jobstore.Bound{MaxEnded: 20000, MaxEndedBytes: 128 << 20}, ""},
+		{assembly.DefaultMaxEndedJobs, "128MiB", jobstore.Bound{MaxEnded: 20000, MaxEndedBytes: 128 << 20}, ""},
 		{500, "1 GiB", jobstore.Bound{MaxEnded: 500, MaxEndedBytes: 1 << 30}, ""},
 		{0, "0", jobstore.Bound{}, ""},
 		{0, "4096", jobstore.Bound{MaxEndedBytes: 4096}, ""},

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ward-run/ward/view"
+	"github.com/ward-run/ward/internal/apijson"
 )
 
 func newDLQCmd(g *globals) *cobra.Command {
@@ -31,7 +31,7 @@ func newDLQCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if !lsOut.table() {
-				return lsOut.print(out, view.List(entries))
+				return lsOut.print(out, apijson.List(entries))
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "JOB\tREASON\tTOPIC\tTENANT\tSTATE\tATTEMPTS\tAT\tMESSAGE")

@@ -7,12 +7,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ward-run/ward/client"
-	"github.com/ward-run/ward/node"
-	"github.com/ward-run/ward/safety"
+	"github.com/ward-run/ward/internal/assembly"
+	"github.com/ward-run/ward/internal/safety"
 )
 
 func newGatewayCmd(g *globals) *cobra.Command {
-	var cfg node.GatewayConfig
+	var cfg assembly.GatewayConfig
 	cmd := &cobra.Command{
 		Use:   "gateway",
 		Short: "Run the HTTP gateway: the JSON API under /v1 (OpenAPI at /v1/openapi.yaml), event streams and the dashboard at /ui/",
@@ -41,7 +41,7 @@ Serve it behind TLS (a reverse proxy) on anything but loopback, with
 			}
 			ctx, stop := signalContext()
 			defer stop()
-			gw, err := node.StartGateway(ctx, cfg)
+			gw, err := assembly.StartGateway(ctx, cfg)
 			if err != nil {
 				return err
 			}
@@ -57,8 +57,8 @@ Serve it behind TLS (a reverse proxy) on anything but loopback, with
 	f.StringVar(&cfg.PolicyBucket, "bucket", envOr("WARD_POLICY_BUCKET", safety.DefaultBucket), "NATS KV bucket of pushed policy bundles ($WARD_POLICY_BUCKET)")
 	f.Float64Var(&cfg.Rate, "rate", 50, "requests a second each API key may make")
 	f.IntVar(&cfg.Burst, "burst", 100, "requests an API key may make at once above --rate")
-	f.StringVar(&cfg.ModuleKey, "module-key", envOr("WARD_MODULE_KEY", defaultKeyFile(node.ModuleKeyFile)), "sign the API's module deploys with this ed25519 key (PEM) ($WARD_MODULE_KEY, else module.key of $WARD_AUTH_DIR or of ward dev's state; none: unsigned)")
-	f.StringVar(&cfg.PolicyKey, "policy-key", envOr("WARD_POLICY_KEY", defaultKeyFile(node.PolicyKeyFile)), "sign the API's policy pushes with this key ($WARD_POLICY_KEY, else policy.key of $WARD_AUTH_DIR or of ward dev's state; none: unsigned)")
+	f.StringVar(&cfg.ModuleKey, "module-key", envOr("WARD_MODULE_KEY", defaultKeyFile(assembly.ModuleKeyFile)), "sign the API's module deploys with this ed25519 key (PEM) ($WARD_MODULE_KEY, else module.key of $WARD_AUTH_DIR or of ward dev's state; none: unsigned)")
+	f.StringVar(&cfg.PolicyKey, "policy-key", envOr("WARD_POLICY_KEY", defaultKeyFile(assembly.PolicyKeyFile)), "sign the API's policy pushes with this key ($WARD_POLICY_KEY, else policy.key of $WARD_AUTH_DIR or of ward dev's state; none: unsigned)")
 	f.BoolVar(&cfg.SecureCookies, "secure-cookies", os.Getenv("WARD_SECURE_COOKIES") != "", "mark the dashboard's session cookie Secure (behind TLS) ($WARD_SECURE_COOKIES)")
 	return cmd
 }

@@ -16,7 +16,7 @@ import (
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/client"
-	"github.com/ward-run/ward/safety"
+	"github.com/ward-run/ward/internal/safety"
 )
 
 // impactWait bounds how long impact waits for the kernels' answers.

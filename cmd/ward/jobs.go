@@ -15,12 +15,12 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/auth"
-	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
-	"github.com/ward-run/ward/jobstore"
-	"github.com/ward-run/ward/scheduler"
-	"github.com/ward-run/ward/view"
+	"github.com/ward-run/ward/internal/apijson"
+	"github.com/ward-run/ward/internal/auth"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/scheduler"
 )
 
 func newJobsCmd(g *globals) *cobra.Command {
@@ -42,7 +42,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if !getOut.table() {
-				return getOut.print(cmd.OutOrStdout(), view.Of(rec))
+				return getOut.print(cmd.OutOrStdout(), apijson.Of(rec))
 			}
 			return printJob(cmd.OutOrStdout(), rec)
 		},
@@ -147,7 +147,7 @@ with -o yaml one YAML document.`,
 			}
 			out := cmd.OutOrStdout()
 			if !lsOut.table() {
-				if err := lsOut.print(out, view.List(jobs)); err != nil {
+				if err := lsOut.print(out, apijson.List(jobs)); err != nil {
 					return err
 				}
 			} else {
@@ -348,7 +348,7 @@ func printFollowed(ctx context.Context, out io.Writer, events <-chan *nats.Msg, 
 func printFollowedEvent(out io.Writer, ev *wardv1.JobEvent, tenant, format string) error {
 	switch format {
 	case outJSON:
-		v := view.Of(ev)
+		v := apijson.Of(ev)
 		v["tenant_id"] = tenant
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -357,7 +357,7 @@ func printFollowedEvent(out io.Writer, ev *wardv1.JobEvent, tenant, format strin
 		_, err = fmt.Fprintf(out, "%s\n", b)
 		return err
 	case outYAML:
-		v := view.Of(ev)
+		v := apijson.Of(ev)
 		v["tenant_id"] = tenant
 		fmt.Fprintln(out, "---")
 		return printAs(out, outYAML, v)

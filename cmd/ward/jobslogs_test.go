@@ -24,7 +24,7 @@ import (
 // the long one is cancelled, and prints its log as it is.
 func TestJobsLogs(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "echo.wasm"), wasmtest.Build(t, "github.com/ward-run/ward/host/testdata/sleep"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "echo.wasm"), wasmtest.Build(t, "github.com/ward-run/ward/internal/host/testdata/sleep"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The long job must not meet the sandbox's default time limit (10 s)

@@ -17,8 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ward-run/ward/auth"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/auth"
 	"github.com/ward-run/ward/internal/telemetry"
 )
 

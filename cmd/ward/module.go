@@ -19,13 +19,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/audit"
-	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
-	"github.com/ward-run/ward/config"
-	"github.com/ward-run/ward/modreg"
-	"github.com/ward-run/ward/node"
-	"github.com/ward-run/ward/sandbox"
+	"github.com/ward-run/ward/internal/assembly"
+	"github.com/ward-run/ward/internal/audit"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/config"
+	"github.com/ward-run/ward/internal/modreg"
+	"github.com/ward-run/ward/internal/sandbox"
 )
 
 func newModuleCmd(g *globals) *cobra.Command {
@@ -181,7 +181,7 @@ host refused while staging it.)`,
 	deploy.Flags().StringVar(&manifestPath, "manifest", "", "module manifest (YAML); default: <module>.yaml beside the .wasm if present")
 	deploy.Flags().StringVar(&name, "name", "", "module name (default: the manifest's, else the file name)")
 	deploy.Flags().StringVar(&version, "version", "", "version (default: the manifest's, else sha-<digest prefix>)")
-	deploy.Flags().StringVar(&keyPath, "sign-key", envOr("WARD_MODULE_KEY", defaultKeyFile(node.ModuleKeyFile)), "sign with this ed25519 private key (PEM) ($WARD_MODULE_KEY, else module.key of $WARD_AUTH_DIR or of ward dev's state)")
+	deploy.Flags().StringVar(&keyPath, "sign-key", envOr("WARD_MODULE_KEY", defaultKeyFile(assembly.ModuleKeyFile)), "sign with this ed25519 private key (PEM) ($WARD_MODULE_KEY, else module.key of $WARD_AUTH_DIR or of ward dev's state)")
 	deploy.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version (or refused it), and say how long it took")
 	deploy.Flags().DurationVar(&stageTimeout, "stage-timeout", 30*time.Second, "before activating, wait up to this long for every live host to compile the version ahead (0: activate at once, hosts compile on activation)")
 	deploy.Flags().BoolVar(&force, "force", false, "deploy even when pools.yaml overrides the declared route, and activate even when a host refused the version while staging it")
@@ -528,7 +528,7 @@ func notInRegistry(ctx context.Context, c *client.Client, name string, err error
 // defaultTrustedKeys is the module.pub beside the default signing key, if
 // any: what ward dev's hosts trust.
 func defaultTrustedKeys() []string {
-	if p := defaultKeyFile(node.ModulePubFile); p != "" {
+	if p := defaultKeyFile(assembly.ModulePubFile); p != "" {
 		return []string{p}
 	}
 	return nil

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ward-run/ward/view"
+	"github.com/ward-run/ward/internal/apijson"
 )
 
 // The output formats of the read commands (-o).
@@ -78,7 +78,7 @@ func (o *output) check() error {
 // table reports whether the command prints its table.
 func (o *output) table() bool { return o.format == outTable || o.format == "" }
 
-// print writes v as JSON or YAML. v is a view (view.Of, view.List), or
+// print writes v as JSON or YAML. v is a view (apijson.Of, apijson.List), or
 // anything encoding/json writes.
 func (o *output) print(w io.Writer, v any) error { return printAs(w, o.format, v) }
 
@@ -86,7 +86,7 @@ func (o *output) print(w io.Writer, v any) error { return printAs(w, o.format, v
 func printAs(w io.Writer, format string, v any) error {
 	switch format {
 	case outYAML:
-		p, err := view.Plain(v)
+		p, err := apijson.Plain(v)
 		if err != nil {
 			return err
 		}

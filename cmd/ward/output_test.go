@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/view"
+	"github.com/ward-run/ward/internal/apijson"
 )
 
 // TestOutput: -o json prints the API's view of a record (short enum
@@ -19,7 +19,7 @@ func TestOutput(t *testing.T) {
 	rec := &wardv1.JobRecord{JobId: "j1", State: wardv1.JobState_JOB_STATE_SUCCEEDED, CreatedAtUnixMs: 1700000000000,
 		Result: []byte(`{"hello":"world"}`)}
 	var b bytes.Buffer
-	if err := printAs(&b, outJSON, view.List([]*wardv1.JobRecord{rec})); err != nil {
+	if err := printAs(&b, outJSON, apijson.List([]*wardv1.JobRecord{rec})); err != nil {
 		t.Fatal(err)
 	}
 	var got []map[string]any
@@ -31,7 +31,7 @@ func TestOutput(t *testing.T) {
 		t.Errorf("-o json: %s", b.String())
 	}
 	b.Reset()
-	if err := printAs(&b, outYAML, view.Of(rec)); err != nil {
+	if err := printAs(&b, outYAML, apijson.Of(rec)); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"state: SUCCEEDED\n", "created_at_unix_ms: 1700000000000\n", "result:\n  hello: world\n"} {

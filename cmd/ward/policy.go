@@ -19,9 +19,9 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
-	"github.com/ward-run/ward/node"
-	"github.com/ward-run/ward/safety"
-	"github.com/ward-run/ward/view"
+	"github.com/ward-run/ward/internal/apijson"
+	"github.com/ward-run/ward/internal/assembly"
+	"github.com/ward-run/ward/internal/safety"
 )
 
 // defaultPolicyDir is where the policy commands look without a [dir].
@@ -269,7 +269,7 @@ ExplainResponse.`,
 			}
 			w := cmd.OutOrStdout()
 			if !out.table() {
-				if err := out.print(w, view.Of(resp)); err != nil {
+				if err := out.print(w, apijson.Of(resp)); err != nil {
 					return err
 				}
 			} else if err := printExplain(w, resp); err != nil {
@@ -345,7 +345,7 @@ func printExplain(out io.Writer, resp *safetyv1.ExplainResponse) error {
 // defaultPolicyKeyFile is the signing key `ward policy push` uses when
 // neither --signing-key nor $WARD_POLICY_KEY names one: the one in the
 // auth directory ($WARD_AUTH_DIR, then `ward dev`'s), if any.
-func defaultPolicyKeyFile() string { return defaultKeyFile(node.PolicyKeyFile) }
+func defaultPolicyKeyFile() string { return defaultKeyFile(assembly.PolicyKeyFile) }
 
 // The files `ward policy keygen` writes.
 const (
@@ -603,7 +603,7 @@ func newPolicyStatusCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if !o.table() {
-				if err := o.print(out, view.List(sts)); err != nil {
+				if err := o.print(out, apijson.List(sts)); err != nil {
 					return err
 				}
 				if len(sts) == 0 {

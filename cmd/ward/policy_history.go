@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ward-run/ward/safety"
+	"github.com/ward-run/ward/internal/safety"
 )
 
 // The policy history is read from the policy bucket, and a rollback

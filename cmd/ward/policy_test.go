@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ward-run/ward/internal/safety"
 	"github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/poll"
 	"github.com/ward-run/ward/policies"
-	"github.com/ward-run/ward/safety"
 )
 
 // ward runs the ward binary and returns its output and exit code.

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ward-run/ward/modreg"
+	"github.com/ward-run/ward/internal/modreg"
 )
 
 // readTrustedKeys reads ed25519 public keys, one PEM file each.

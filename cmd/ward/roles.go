@@ -17,10 +17,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ward-run/ward/client"
-	"github.com/ward-run/ward/config"
-	"github.com/ward-run/ward/host"
-	"github.com/ward-run/ward/node"
-	"github.com/ward-run/ward/safety"
+	"github.com/ward-run/ward/internal/assembly"
+	"github.com/ward-run/ward/internal/config"
+	"github.com/ward-run/ward/internal/host"
+	"github.com/ward-run/ward/internal/safety"
 )
 
 // shutdownGrace bounds how long a role drains after SIGTERM.
@@ -45,11 +45,11 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			defer stopTracing()
 			ctx, stop := signalContext()
 			defer stop()
-			store, _, err := node.OpenStore(redisURL, false)
+			store, _, err := assembly.OpenStore(redisURL, false)
 			if err != nil {
 				return err
 			}
-			node.SetRetention(store, retention)
+			assembly.SetRetention(store, retention)
 			defer func() {
 				if err := store.Close(); err != nil {
 					log.Warn("job store close", "err", err)
@@ -62,7 +62,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			if safetyCfg.TLS, err = safetyTLS.config(); err != nil {
 				return err
 			}
-			_, stopMetrics, err := node.ServeMetrics(metricsAddr, log)
+			_, stopMetrics, err := assembly.ServeMetrics(metricsAddr, log)
 			if err != nil {
 				return err
 			}
@@ -77,7 +77,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			if creds == "" || secret == nil {
 				log.Warn("INSECURE: no --creds or no --dispatch-secret: dispatches go unsigned and heartbeats are not checked against host credentials")
 			}
-			s, err := node.StartScheduler(ctx, node.SchedulerConfig{ID: id, NATSURL: client.NATSURL(g.natsURL),
+			s, err := assembly.StartScheduler(ctx, assembly.SchedulerConfig{ID: id, NATSURL: client.NATSURL(g.natsURL),
 				Store: store, SafetyAddr: safetyAddr, SafetyClient: safetyCfg, Files: config.FilesFromEnv(), WorkflowDir: workflowDir,
 				ModuleRegistry: useRegistry, Logger: log, Creds: creds, NATSTLS: g.tls, DispatchSecret: secret})
 			if err != nil {
@@ -97,7 +97,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 	f.StringVar(&metricsAddr, "metrics", lookupEnvOr("METRICS_ADDR", ":9090"), "Prometheus listen address, empty to disable ($METRICS_ADDR)")
 	f.StringVar(&id, "id", "", "replica id (default: random)")
 	f.StringVar(&workflowDir, "workflows", os.Getenv("WORKFLOW_CONFIG_DIR"), "directory of workflow definitions (*.yaml) served besides the seed ones ($WORKFLOW_CONFIG_DIR)")
-	f.DurationVar(&retention, "retention", envDuration("WARD_RETENTION", node.DefaultRetention), "how long an ended job (its record, events, input and result) is kept in Redis, then dropped; 0 keeps them for ever ($WARD_RETENTION)")
+	f.DurationVar(&retention, "retention", envDuration("WARD_RETENTION", assembly.DefaultRetention), "how long an ended job (its record, events, input and result) is kept in Redis, then dropped; 0 keeps them for ever ($WARD_RETENTION)")
 	f.StringVar(&dispatchSecret, "dispatch-secret", os.Getenv("WARD_DISPATCH_SECRET"), "file of the schedulers' dispatch secret (ward auth init writes dispatch.secret) ($WARD_DISPATCH_SECRET)")
 	f.BoolVar(&useRegistry, "module-registry", true, "follow the module registry in NATS JetStream: deployed routes, versions in force")
 	cmd.AddCommand(newSchedulerModeCmd(g), newSchedulerLsCmd(g))
@@ -108,7 +108,7 @@ func newSafetyCmd(g *globals) *cobra.Command {
 	var (
 		metricsAddr string
 		standalone  bool
-		cfg         node.SafetyConfig
+		cfg         assembly.SafetyConfig
 	)
 	cmd := &cobra.Command{
 		Use:   "safety",
@@ -143,12 +143,12 @@ default loopback address then.`,
 			if cfg.TLS.IsZero() && !loopback(cfg.Listen) {
 				cfg.Logger.Warn("INSECURE: the kernel's gRPC is plaintext on a non-loopback address: anyone who reaches it may ask for decisions (--grpc-tls-cert, --grpc-tls-key, --grpc-tls-client-ca)", "listen", cfg.Listen)
 			}
-			_, stopMetrics, err := node.ServeMetrics(metricsAddr, cfg.Logger)
+			_, stopMetrics, err := assembly.ServeMetrics(metricsAddr, cfg.Logger)
 			if err != nil {
 				return err
 			}
 			defer stopMetrics()
-			s, err := node.StartSafety(ctx, cfg)
+			s, err := assembly.StartSafety(ctx, cfg)
 			if err != nil {
 				if !standalone {
 					err = fmt.Errorf("%w (--standalone runs the kernel without NATS)", err)
@@ -213,28 +213,28 @@ func (h *hostFlags) register(f *pflag.FlagSet, defaultID string) {
 
 // config is the host's configuration from the flags, without its bus,
 // store and modules.
-func (h *hostFlags) config(log *slog.Logger) (node.HostConfig, error) {
+func (h *hostFlags) config(log *slog.Logger) (assembly.HostConfig, error) {
 	lbls, err := hostLabels(h.labels, os.Environ())
 	if err != nil {
-		return node.HostConfig{}, err
+		return assembly.HostConfig{}, err
 	}
-	probes, err := node.Probes(h.gpuMode, h.ollamaURL, h.heartbeat, log)
+	probes, err := assembly.Probes(h.gpuMode, h.ollamaURL, h.heartbeat, log)
 	if err != nil {
-		return node.HostConfig{}, fmt.Errorf("--gpu: %w", err)
+		return assembly.HostConfig{}, fmt.Errorf("--gpu: %w", err)
 	}
 	trusted, err := readTrustedKeys(h.trustedKeys)
 	if err != nil {
-		return node.HostConfig{}, err
+		return assembly.HostConfig{}, err
 	}
 	env, err := h.sb.env(h.ollamaURL)
 	if err != nil {
-		return node.HostConfig{}, err
+		return assembly.HostConfig{}, err
 	}
 	services, err := hostServices(h.services, h.ollamaURL)
 	if err != nil {
-		return node.HostConfig{}, err
+		return assembly.HostConfig{}, err
 	}
-	return node.HostConfig{ID: h.id, CacheDir: h.cacheDir, Region: h.region, Zone: h.zone, Capabilities: h.caps,
+	return assembly.HostConfig{ID: h.id, CacheDir: h.cacheDir, Region: h.region, Zone: h.zone, Capabilities: h.caps,
 		Labels: lbls, MaxParallel: h.maxParallel, HeartbeatInterval: h.heartbeat, StartedDelay: h.startedDelay, Probes: probes,
 		Trusted: trusted, MountRoots: h.sb.mountRoots, Env: env, Services: services, Logger: log}, nil
 }
@@ -289,14 +289,14 @@ func newHostCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if modulesDir != "" { // else the registry's modules only
-				if cfg.Modules, cfg.Manifests, err = node.ReadModuleDir(modulesDir); err != nil {
+				if cfg.Modules, cfg.Manifests, err = assembly.ReadModuleDir(modulesDir); err != nil {
 					return err
 				}
 			}
 			if redisURL != "" {
 				log.Warn("a host holds no job store credential: ignoring the Redis URL ($REDIS_URL, --redis); remove it from the host's environment")
 			}
-			_, stopMetrics, err := node.ServeMetrics(metricsAddr, log)
+			_, stopMetrics, err := assembly.ServeMetrics(metricsAddr, log)
 			if err != nil {
 				return err
 			}
@@ -312,7 +312,7 @@ func newHostCmd(g *globals) *cobra.Command {
 			// Module signing is on by default: a host with a credential
 			// and no --trusted-key trusts the module key of $WARD_AUTH_DIR.
 			if len(cfg.Trusted) == 0 && cfg.Creds != "" {
-				if p := defaultKeyFile(node.ModulePubFile); p != "" {
+				if p := defaultKeyFile(assembly.ModulePubFile); p != "" {
 					if cfg.Trusted, err = readTrustedKeys([]string{p}); err != nil {
 						return err
 					}
@@ -321,7 +321,7 @@ func newHostCmd(g *globals) *cobra.Command {
 			if len(cfg.Trusted) == 0 {
 				log.Warn("INSECURE: no --trusted-key: registry modules are loaded unsigned (ward auth init writes module.pub)")
 			}
-			a, err := node.StartHost(ctx, cfg)
+			a, err := assembly.StartHost(ctx, cfg)
 			if err != nil {
 				return err
 			}

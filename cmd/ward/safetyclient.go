@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/ward-run/ward/auth"
-	"github.com/ward-run/ward/safety"
+	"github.com/ward-run/ward/internal/auth"
+	"github.com/ward-run/ward/internal/safety"
 )
 
 // safetyClientFlags configure how a scheduler asks the safety kernel

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/view"
+	"github.com/ward-run/ward/internal/apijson"
 )
 
 // newJobsStatsCmd is ward jobs stats: the store's exact counts by state,
@@ -49,7 +49,7 @@ now, drawn as a line of bars (each line scaled to its own busiest step).`,
 			}
 			w := cmd.OutOrStdout()
 			if !out.table() {
-				return out.print(w, view.Of(st))
+				return out.print(w, apijson.Of(st))
 			}
 			return printStats(w, st)
 		},

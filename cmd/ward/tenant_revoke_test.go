@@ -14,15 +14,15 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ward-run/ward/apikey"
-	"github.com/ward-run/ward/audit"
-	"github.com/ward-run/ward/auth"
-	"github.com/ward-run/ward/config"
+	"github.com/ward-run/ward/internal/apikey"
+	"github.com/ward-run/ward/internal/assembly"
+	"github.com/ward-run/ward/internal/audit"
+	"github.com/ward-run/ward/internal/auth"
+	"github.com/ward-run/ward/internal/config"
+	"github.com/ward-run/ward/internal/jobstore"
 	wardnats "github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/poll"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
-	"github.com/ward-run/ward/jobstore"
-	"github.com/ward-run/ward/node"
 )
 
 // TestTenantRevokeRevokesAPIKeys: `ward auth tenant revoke T` revokes
@@ -34,13 +34,13 @@ import (
 // only new keys work.
 func TestTenantRevokeRevokesAPIKeys(t *testing.T) {
 	sec := wardnats.StartSecure(t)
-	creds, err := node.IssueDevCreds(sec.Auth, t.TempDir(), "rv-host")
+	creds, err := assembly.IssueDevCreds(sec.Auth, t.TempDir(), "rv-host")
 	if err != nil {
 		t.Fatal(err)
 	}
 	settings := config.DefaultScheduler()
 	settings.Placement.CPUThreshold = 100 // the machine's load is other tests'
-	n, err := node.Start(context.Background(), node.Options{Settings: settings,
+	n, err := assembly.Start(context.Background(), assembly.Options{Settings: settings,
 		NATSURL: sec.URL, Store: jobstore.NewMemory(), Creds: &creds, HostID: "rv-host",
 		Modules:  map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")},
 		CacheDir: cacheDir, HeartbeatInterval: 100 * time.Millisecond,
@@ -58,7 +58,7 @@ func TestTenantRevokeRevokesAPIKeys(t *testing.T) {
 	// Two gateway replicas, each with its own connection and key store.
 	var gws []string
 	for range 2 {
-		gw, err := node.StartGateway(context.Background(), node.GatewayConfig{NATSURL: sec.URL, Creds: creds.Admin, Listen: "127.0.0.1:0"})
+		gw, err := assembly.StartGateway(context.Background(), assembly.GatewayConfig{NATSURL: sec.URL, Creds: creds.Admin, Listen: "127.0.0.1:0"})
 		if err != nil {
 			t.Fatal(err)
 		}

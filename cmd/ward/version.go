@@ -10,11 +10,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/safety"
 	"github.com/ward-run/ward/internal/version"
-	"github.com/ward-run/ward/jobstore"
-	"github.com/ward-run/ward/safety"
 )
 
 // versions is what `ward version` found: its own build, and the parts of

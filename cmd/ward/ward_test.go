@@ -318,7 +318,7 @@ func TestSeparateProcesses(t *testing.T) {
 	dir := t.TempDir()
 	writeHello := func(version string) string {
 		path := filepath.Join(dir, "hello-"+version+".wasm")
-		wasm := wasmtest.BuildReactorX(t, "../../node/testdata/hello", "main.version="+version)
+		wasm := wasmtest.BuildReactorX(t, "../../internal/assembly/testdata/hello", "main.version="+version)
 		man := "name: hello\nversion: \"" + version + "\"\nabi: ward-reactor-v1\nisolation: pooled\ntopic: job.hello\npool: hello\n"
 		if err := os.WriteFile(path, wasm, 0o644); err != nil {
 			t.Fatal(err)

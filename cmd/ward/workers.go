@@ -13,7 +13,7 @@ import (
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/client"
-	"github.com/ward-run/ward/view"
+	"github.com/ward-run/ward/internal/apijson"
 )
 
 func newWorkersCmd(g *globals) *cobra.Command {
@@ -153,7 +153,7 @@ func gatherCmd[T proto.Message](g *globals, cmd *cobra.Command, fetch func(*clie
 		}
 		w := cmd.OutOrStdout()
 		if !out.table() {
-			return out.print(w, view.List(parts))
+			return out.print(w, apijson.List(parts))
 		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, header)

@@ -16,10 +16,10 @@ import (
 	"github.com/spf13/cobra"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/config"
-	"github.com/ward-run/ward/scheduler"
-	"github.com/ward-run/ward/view"
-	"github.com/ward-run/ward/workflow"
+	"github.com/ward-run/ward/internal/apijson"
+	"github.com/ward-run/ward/internal/config"
+	"github.com/ward-run/ward/internal/scheduler"
+	"github.com/ward-run/ward/internal/workflow"
 )
 
 func newWorkflowCmd(g *globals) *cobra.Command {
@@ -158,7 +158,7 @@ func startRun(cmd *cobra.Command, g *globals, req *wardv1.WorkflowRunRequest, wa
 	out := cmd.OutOrStdout()
 	if !wait {
 		if output != outTable {
-			return printAs(out, output, view.Of(reply))
+			return printAs(out, output, apijson.Of(reply))
 		}
 		fmt.Fprintf(out, "run %s started: %s\n", reply.GetRunId(), strings.Join(reply.GetSteps(), " → "))
 		return nil
@@ -200,7 +200,7 @@ func startRun(cmd *cobra.Command, g *globals, req *wardv1.WorkflowRunRequest, wa
 				return err
 			}
 			if output != outTable {
-				if err := printAs(out, output, view.Of(run)); err != nil {
+				if err := printAs(out, output, apijson.Of(run)); err != nil {
 					return err
 				}
 			} else if err := printRunSummary(out, run); err != nil {
@@ -441,7 +441,7 @@ func newWorkflowGetCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if !out.table() {
-				return out.print(cmd.OutOrStdout(), view.Of(run))
+				return out.print(cmd.OutOrStdout(), apijson.Of(run))
 			}
 			if err := printRun(cmd.OutOrStdout(), run); err != nil {
 				return err
@@ -476,7 +476,7 @@ func newWorkflowLsCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if !o.table() {
-				return o.print(out, view.List(runs))
+				return o.print(out, apijson.List(runs))
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tWORKFLOW\tTENANT\tSTATE\tSTARTED\tREASON")

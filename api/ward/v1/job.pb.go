@@ -957,7 +957,7 @@ func (x *JobResult) GetResultParts() uint32 {
 
 // JobProgress is what a host publishes on sys.job.progress while a job runs.
 // Schedulers forward PROGRESS and OUTPUT to the job's watchers inside a
-// JobEvent (bus/README.md, "Progress and streamed output").
+// JobEvent (internal/bus/README.md, "Progress and streamed output").
 type JobProgress struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	JobId        string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`

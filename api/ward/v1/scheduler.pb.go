@@ -5,7 +5,7 @@
 // source: ward/v1/scheduler.proto
 
 // Requests that clients send to the schedulers: the dead-letter queue and
-// the scheduler mode. See bus/README.md for their subjects.
+// the scheduler mode. See internal/bus/README.md for their subjects.
 
 package wardv1
 

@@ -28,7 +28,7 @@ type WorkflowRunRequest struct {
 	// one); else the scheduler picks one.
 	RunId    string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	TenantId string `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
-	// name is a definition the schedulers know (config/workflows); or
+	// name is a definition the schedulers know (internal/config/workflows); or
 	// definition is one given inline (YAML), which wins.
 	Name       string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
 	Definition []byte `protobuf:"bytes,4,opt,name=definition,proto3" json:"definition,omitempty"`

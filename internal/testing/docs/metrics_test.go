@@ -35,7 +35,7 @@ func metricsOf(t *testing.T) []metric {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" || rel == "bench" || rel == "bin" || rel == "modules" || rel == "internal/bench") {
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" || rel == "bench" || rel == "bin" || rel == "modules" || rel == "internal/loadgen") {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {

@@ -20,9 +20,9 @@ import (
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/scheduler"
 	"github.com/ward-run/ward/internal/testing/history"
-	"github.com/ward-run/ward/jobstore"
-	"github.com/ward-run/ward/scheduler"
 )
 
 // ackLog is the submitters' log: one line per acknowledged submit

@@ -33,13 +33,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/bus"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/scheduler"
 	"github.com/ward-run/ward/internal/testing/history"
 	"github.com/ward-run/ward/internal/testing/ollamatest"
 	"github.com/ward-run/ward/internal/testing/repotest"
-	"github.com/ward-run/ward/jobstore"
-	"github.com/ward-run/ward/scheduler"
 )
 
 // soak, when set (-soak 30m), keeps the load on that long after the

@@ -1,8 +1,9 @@
 // Package layers checks that Ward's imports run one way, top to bottom:
-// cmd/, then the assembly (node/), then the gateway (over the client),
-// then the parts (scheduler, host, safety, client, apikey), then what they
-// stand on (jobstore, bus, modreg), then configuration, policies, the
-// sandbox and view, then api/. A package may
+// cmd/, then the assembly (internal/assembly), then the gateway (over the
+// client), then the parts (scheduler, host, safety, client, apikey), then
+// what they stand on (jobstore, bus, modreg), then configuration, policies,
+// the sandbox and apijson, then api/. Only api/, client/, modules/ (the
+// SDK and the guests) and policies/ are outside internal/. A package may
 // import only packages of a lower layer, or of its own folder.
 package layers
 
@@ -22,41 +23,44 @@ var layers = []struct {
 	prefix string
 	layer  int
 }{
+	// What users import: the contracts, the client, the module SDK.
 	{"api", 0},
-	{"config", 1},
+	{"modules", 1}, // guest code: it imports only its own folder
+	{"client", 4},
+	// The policy users read and copy; the kernel embeds it.
 	{"policies", 1},
-	{"modules", 1},          // guest code: it imports only its own folder
-	{"view", 1},             // the JSON shape of api's messages
+	// The rest is Ward's own, under internal/.
+	{"internal/config", 1},
+	{"internal/apijson", 1}, // the JSON shape of api's messages
 	{"internal/version", 1}, // the build, as every part reports it
-	{"sandbox", 1},          // stands on api alone; modreg reads its manifests
+	{"internal/sandbox", 1}, // stands on api alone; modreg reads its manifests
 	{"internal/telemetry", 1},
 	{"internal/failpoint", 1},
 	{"internal/jsread", 1}, // JetStream reads without a consumer: bus and modreg read with it
-	{"audit", 2},
-	{"bus", 2},
-	{"jobstore", 2},
-	{"modreg", 2},
-	{"auth", 3}, // credentials and dispatch keys: above the bus whose subjects it permits
-	{"scheduler", 4},
-	{"scheduler/placement", 2}, // pure: below the scheduler it serves
-	{"workflow", 2},            // pure: the engine the scheduler drives runs with
-	{"host", 4},
-	{"safety", 4},
-	{"client", 4},
-	{"apikey", 4},
-	{"gateway", 5}, // over the client, as a CLI over HTTP
+	{"internal/audit", 2},
+	{"internal/bus", 2},
+	{"internal/jobstore", 2},
+	{"internal/modreg", 2},
+	{"internal/auth", 3}, // credentials and dispatch keys: above the bus whose subjects it permits
+	{"internal/scheduler", 4},
+	{"internal/scheduler/placement", 2}, // pure: below the scheduler it serves
+	{"internal/workflow", 2},            // pure: the engine the scheduler drives runs with
+	{"internal/host", 4},
+	{"internal/safety", 4},
+	{"internal/apikey", 4},
+	{"internal/gateway", 5}, // over the client, as a CLI over HTTP
 	// The dashboard: on the JSON API, which it reaches through an
 	// interface the gateway passes in, so it imports no gateway; the
 	// gateway mounts it (a folder may import its own subfolders).
-	{"gateway/dashboard", 5},
-	{"node", 6},
-	{"internal/bench", 6},
+	{"internal/gateway/dashboard", 5},
+	{"internal/assembly", 6},
+	{"internal/loadgen", 6},
 	{"internal/testing", 6}, // test helpers: imported by tests only
 	{"deploy", 6},           // tests only: the monitoring files against a running system
 	{"cmd", 7},
 	{"scripts", 7}, // what make runs (scripts/fuzzlist lists the fuzz targets)
 	// What make test runs first: a program that compiles the modules as
-	// the ward binary's hosts do (node reads their directory).
+	// the ward binary's hosts do (the assembly reads their directory).
 	{"internal/testing/wasmtest/warmprog", 7},
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	nstest "github.com/nats-io/nats-server/v2/test"
 
-	"github.com/ward-run/ward/auth"
+	"github.com/ward-run/ward/internal/auth"
 )
 
 // Secure is a NATS server with JetStream that trusts a fresh authority,

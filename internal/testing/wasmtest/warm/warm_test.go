@@ -15,8 +15,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ward-run/ward/internal/sandbox"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
-	"github.com/ward-run/ward/sandbox"
 )
 
 // TestModulesCompile: every module under modules/ builds as the tests

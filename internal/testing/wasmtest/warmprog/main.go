@@ -13,10 +13,10 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/ward-run/ward/host"
+	"github.com/ward-run/ward/internal/assembly"
+	"github.com/ward-run/ward/internal/host"
+	"github.com/ward-run/ward/internal/sandbox"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
-	"github.com/ward-run/ward/node"
-	"github.com/ward-run/ward/sandbox"
 )
 
 func main() {
@@ -45,7 +45,7 @@ func warm(dir string) (err error) {
 			err = cerr
 		}
 	}()
-	wasm, manifests, err := node.ReadModuleDir(dir)
+	wasm, manifests, err := assembly.ReadModuleDir(dir)
 	if err != nil {
 		return err
 	}

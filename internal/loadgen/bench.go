@@ -1,0 +1,222 @@
+// Package bench drives a running Ward system with jobs and measures it:
+// throughput, and submit-to-result latency percentiles. `ward bench` is its
+// command line.
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/client"
+)
+
+// Options configures a run.
+type Options struct {
+	Jobs        int           // default 1000
+	Concurrency int           // default 32
+	Topic       string        // default job.echo
+	Tenant      string        // default bench
+	PayloadSize int           // bytes; default 64
+	JobTimeout  time.Duration // one job's limit; default 60 s
+	// Progress receives a line a second while the run goes; nil for none.
+	Progress io.Writer
+}
+
+// Report is what a run measured.
+type Report struct {
+	Jobs, Succeeded int
+	Ended           map[string]int // final state → count, for the ones that did not succeed
+	Elapsed         time.Duration
+	P50, P90, P95   time.Duration
+	P99, Max        time.Duration
+	// ClientCPU is the CPU time (user and system) this process spent in
+	// the run: the client's share of the cost of a job.
+	ClientCPU time.Duration
+}
+
+// reportJSON is Report for scripts (`ward bench -o json`): durations in
+// milliseconds, CPU in microseconds per job.
+type reportJSON struct {
+	Jobs              int            `json:"jobs"`
+	Succeeded         int            `json:"succeeded"`
+	Ended             map[string]int `json:"ended,omitempty"`
+	ElapsedMS         float64        `json:"elapsed_ms"`
+	JobsPerSecond     float64        `json:"jobs_per_second"`
+	P50MS             float64        `json:"p50_ms"`
+	P90MS             float64        `json:"p90_ms"`
+	P95MS             float64        `json:"p95_ms"`
+	P99MS             float64        `json:"p99_ms"`
+	MaxMS             float64        `json:"max_ms"`
+	ClientCPUUSPerJob float64        `json:"client_cpu_us_per_job"`
+}
+
+// JSON is the report as one JSON object.
+func (r *Report) JSON() ([]byte, error) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	perJob := 0.0
+	if r.Jobs > 0 {
+		perJob = float64(r.ClientCPU.Microseconds()) / float64(r.Jobs)
+	}
+	return json.Marshal(reportJSON{Jobs: r.Jobs, Succeeded: r.Succeeded, Ended: r.Ended, ElapsedMS: ms(r.Elapsed),
+		JobsPerSecond: r.Throughput(), P50MS: ms(r.P50), P90MS: ms(r.P90), P95MS: ms(r.P95), P99MS: ms(r.P99), MaxMS: ms(r.Max),
+		ClientCPUUSPerJob: perJob})
+}
+
+// Throughput is jobs ended per second.
+func (r *Report) Throughput() float64 { return float64(r.Jobs) / r.Elapsed.Seconds() }
+
+// String formats the report for people.
+func (r *Report) String() string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "jobs:        %d (%d succeeded)\n", r.Jobs, r.Succeeded)
+	for s, n := range r.Ended {
+		fmt.Fprintf(&b, "  %-11s %d\n", s+":", n)
+	}
+	fmt.Fprintf(&b, "elapsed:     %s\n", r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(&b, "throughput:  %.0f jobs/s\n", r.Throughput())
+	fmt.Fprintf(&b, "latency:     p50 %s  p90 %s  p95 %s  p99 %s  max %s (submit to result)\n",
+		r.P50.Round(10*time.Microsecond), r.P90.Round(10*time.Microsecond), r.P95.Round(10*time.Microsecond),
+		r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond))
+	if r.Jobs > 0 {
+		fmt.Fprintf(&b, "client CPU:  %.0f µs/job\n", float64(r.ClientCPU.Microseconds())/float64(r.Jobs))
+	}
+	return b.String()
+}
+
+// Run submits opts.Jobs jobs, opts.Concurrency at a time, each waiting for
+// its end, and reports.
+func Run(ctx context.Context, c *client.Client, o Options) (*Report, error) {
+	if o.Jobs <= 0 {
+		o.Jobs = 1000
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 32
+	}
+	if o.Topic == "" {
+		o.Topic = "job.echo"
+	}
+	if o.Tenant == "" {
+		o.Tenant = "bench"
+	}
+	if o.PayloadSize <= 0 {
+		o.PayloadSize = 64
+	}
+	if o.JobTimeout <= 0 {
+		o.JobTimeout = 60 * time.Second
+	}
+	payload := bytes.Repeat([]byte("x"), o.PayloadSize)
+
+	// One subscription for every job's events, rather than one per job.
+	f, err := c.Follow()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+
+	var (
+		next, done atomic.Int64
+		mu         sync.Mutex // guards the 2 following fields
+		latencies  = make([]time.Duration, 0, o.Jobs)
+		ended      = map[string]int{}
+		firstErr   error
+		wg         sync.WaitGroup
+	)
+	start, cpu0 := time.Now(), processCPU()
+	stopProgress := make(chan struct{})
+	if o.Progress != nil {
+		go func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-stopProgress:
+					return
+				case <-t.C:
+					n := done.Load()
+					fmt.Fprintf(o.Progress, "  %d/%d done, %.0f jobs/s\n", n, o.Jobs, float64(n)/time.Since(start).Seconds())
+				}
+			}
+		}()
+	}
+	for range o.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(o.Jobs) && ctx.Err() == nil {
+				id := uuid.NewString()
+				w := f.Watch(id)
+				t0 := time.Now()
+				_, err := c.Submit(ctx, &wardv1.JobRequest{JobId: id, Topic: o.Topic, TenantId: o.Tenant, Payload: payload})
+				state := "SUBMIT_ERROR"
+				if err == nil {
+					state = waitEnd(ctx, w, o.JobTimeout)
+				}
+				w.Close()
+				lat := time.Since(t0)
+				mu.Lock()
+				if state == "SUCCEEDED" {
+					latencies = append(latencies, lat)
+				} else {
+					ended[state]++
+					if err != nil && firstErr == nil {
+						firstErr = err
+					}
+				}
+				mu.Unlock()
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stopProgress)
+	r := &Report{Jobs: int(done.Load()), Succeeded: len(latencies), Ended: ended, Elapsed: time.Since(start),
+		ClientCPU: processCPU() - cpu0}
+	if len(latencies) > 0 {
+		slices.Sort(latencies)
+		pct := func(p float64) time.Duration { return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))] }
+		r.P50, r.P90, r.P95, r.P99, r.Max = pct(0.50), pct(0.90), pct(0.95), pct(0.99), latencies[len(latencies)-1]
+	}
+	if r.Succeeded == 0 && firstErr != nil {
+		return r, firstErr
+	}
+	return r, ctx.Err()
+}
+
+// processCPU is the CPU time, user and system, this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// waitEnd waits for the event that ends w's job and returns its state
+// without the JOB_STATE_ prefix: NO_RESULT when none came within timeout,
+// ABORTED when ctx ended first.
+func waitEnd(ctx context.Context, w *client.Watcher, timeout time.Duration) string {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		ev, err := w.Next(wctx)
+		switch {
+		case ctx.Err() != nil:
+			return "ABORTED"
+		case err != nil:
+			return "NO_RESULT"
+		case client.Terminal(ev.GetState()):
+			return ev.GetState().String()[len("JOB_STATE_"):]
+		}
+	}
+}
