@@ -42,6 +42,9 @@
 # tenant_id, payload_size, module, pool and workflow — null for every job). Rules that compare input to
 # constants (input.topic == "...") cost nothing for jobs they do not match:
 # OPA indexes them.
+# METADATA
+# description: Ward's default safety policy; the kernel queries deny and constraints.
+# entrypoint: true
 package ward.safety
 
 # ------------------------------------------------------------------ deny rules
@@ -54,19 +57,16 @@ deny contains "tenant_id is required" if trim_space(input.tenant_id) == ""
 # A tenant runs only the topics its allow-list matches: its own
 # allowed_topics, else the default one (job.**). Entries are globs over the
 # topic's dot-separated tokens: * matches one token, ** any number.
-deny contains msg if {
+deny contains topic_denial if {
 	not is_run
 	not topic_allowed
 	not input.topic == "sys.destroy"
-	msg := topic_denial
 }
 
 # A workflow run is checked as a whole: it is denied when one of its steps
 # would be (a forbidden topic, one outside the tenant's allow-list), so
-# that nothing of it runs. Its own topic (job.workflow.<name>) is not
-# checked against the allow-list.
-is_run if input.workflow.steps
-
+# that nothing of it runs. Its own topic (job.workflow.<name>, is_run) is
+# not checked against the allow-list.
 deny contains msg if {
 	some step in input.workflow.steps
 	step.topic == "sys.destroy"
@@ -82,7 +82,10 @@ deny contains msg if {
 
 deny contains msg if {
 	input.payload_size > payload_cap
-	msg := sprintf("payload of %d bytes is over the %d-byte cap for topic %s", [input.payload_size, payload_cap, input.topic])
+	msg := sprintf(
+		"payload of %d bytes is over the %d-byte cap for topic %s",
+		[input.payload_size, payload_cap, input.topic],
+	)
 }
 
 # Signed modules. A tenant whose entry (or the defaults) sets
@@ -104,6 +107,8 @@ deny contains msg if {
 	not input.module.signed
 	msg := sprintf("module %s is not signed, and pool %s runs only signed modules", [input.module.name, input.pool])
 }
+
+is_run if input.workflow.steps
 
 # topic_allowed holds for a well-formed topic (dot-separated, non-empty
 # tokens, no wildcards or spaces) that the tenant's allow-list matches.
@@ -155,9 +160,12 @@ module_settings := data.modules[input.module.name]
 # (requested is null: the scheduler does not know the manifest) asks for
 # whatever the module's entry allows, as a manifest's "*" does; the host
 # still runs the module with nothing beyond the grants.
-requested := input.module.requested if {
-	input.module.requested != null
-} else := {"http_hosts": ["*"], "read_only_dirs": ["*"], "env_keys": ["*"], "services": ["*"], "memory_limit_bytes": 0, "time_limit_ms": 0}
+default requested := {
+	"http_hosts": ["*"], "read_only_dirs": ["*"], "env_keys": ["*"], "services": ["*"],
+	"memory_limit_bytes": 0, "time_limit_ms": 0,
+}
+
+requested := input.module.requested if input.module.requested != null
 
 # Outbound HTTP: the module entry's http_hosts that the manifest asks for
 # by name, by "*.domain", or all of them with "*". The default data grant no
@@ -171,7 +179,7 @@ grants["http_hosts"] := sort(hosts) if {
 	count(hosts) > 0
 }
 
-host_matches(asked, _) if asked == "*"
+host_matches("*", _)
 
 host_matches(asked, host) if asked == host
 

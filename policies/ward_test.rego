@@ -87,21 +87,24 @@ test_blank_tenant_denied if {
 
 test_malformed_topics_denied if {
 	every topic in ["", "job.", ".job", "job..echo", "job.*", "job.>", "job echo", "job.echo\n"] {
-		safety.deny == {sprintf("topic %q is malformed: want dot-separated tokens, such as job.echo", [topic])} with input as object.union(job, {"topic": topic})
+		want := {sprintf("topic %q is malformed: want dot-separated tokens, such as job.echo", [topic])}
+		safety.deny == want with input as object.union(job, {"topic": topic})
 	}
 }
 
 # ------------------------------------------------------------------ topic allow-lists
 
 test_topic_outside_default_allow_list_denied if {
-	safety.deny == {`topic sys.other is not allowed for tenant "acme"`} with input as object.union(job, {"topic": "sys.other"})
+	want := {`topic sys.other is not allowed for tenant "acme"`}
+	safety.deny == want with input as object.union(job, {"topic": "sys.other"})
 }
 
 test_tenant_allow_list_replaces_default if {
 	inp := object.union(job, {"tenant_id": "globex"})
 	count(safety.deny) == 0 with input as inp
 	count(safety.deny) == 0 with input as object.union(inp, {"topic": "job.chat.advanced"})
-	safety.deny == {`topic job.repo.lint is not allowed for tenant "globex"`} with input as object.union(inp, {"topic": "job.repo.lint"})
+	want := {`topic job.repo.lint is not allowed for tenant "globex"`}
+	safety.deny == want with input as object.union(inp, {"topic": "job.repo.lint"})
 }
 
 test_single_star_matches_one_token if {
@@ -127,12 +130,14 @@ test_payload_at_cap_allowed if {
 }
 
 test_payload_over_cap_denied if {
-	safety.deny == {"payload of 1048577 bytes is over the 1048576-byte cap for topic job.echo"} with input as object.union(job, {"payload_size": 1048577})
+	want := {"payload of 1048577 bytes is over the 1048576-byte cap for topic job.echo"}
+	safety.deny == want with input as object.union(job, {"payload_size": 1048577})
 }
 
 test_topic_cap_wins_over_default if {
 	count(safety.deny) == 0 with input as object.union(job, {"topic": "job.repo.scan", "payload_size": 268435456})
-	safety.deny == {"payload of 268435457 bytes is over the 268435456-byte cap for topic job.repo.scan"} with input as object.union(job, {"topic": "job.repo.scan", "payload_size": 268435457})
+	want := {"payload of 268435457 bytes is over the 268435456-byte cap for topic job.repo.scan"}
+	safety.deny == want with input as object.union(job, {"topic": "job.repo.scan", "payload_size": 268435457})
 }
 
 test_topic_caps_are_exact_topics if {
@@ -140,7 +145,8 @@ test_topic_caps_are_exact_topics if {
 }
 
 test_tenant_cap if {
-	safety.deny == {"payload of 65537 bytes is over the 65536-byte cap for topic job.echo"} with input as object.union(job, {"tenant_id": "globex", "payload_size": 65537})
+	want := {"payload of 65537 bytes is over the 65536-byte cap for topic job.echo"}
+	safety.deny == want with input as object.union(job, {"tenant_id": "globex", "payload_size": 65537})
 }
 
 test_no_cap_configured if {
@@ -159,7 +165,8 @@ test_every_deny_reported if {
 # ------------------------------------------------------------------ tenant limits
 
 test_tenant_limits_from_data if {
-	safety.constraints == {"max_concurrent_jobs": 4, "max_retries": 2, "deadline_ms": 60000} with input as object.union(job, {"tenant_id": "globex"})
+	want := {"max_concurrent_jobs": 4, "max_retries": 2, "deadline_ms": 60000}
+	safety.constraints == want with input as object.union(job, {"tenant_id": "globex"})
 }
 
 test_default_limits if {
@@ -186,7 +193,10 @@ test_grants_are_not_a_tenant_limit if {
 # ------------------------------------------------------------------ grants: HTTP hosts
 
 test_chat_advanced_granted_the_ollama_service_not_hosts if {
-	inp := with_module("chat-advanced", {"services": ["ollama", "postgres"], "http_hosts": ["localhost:11434", "evil.example:443"]})
+	inp := with_module("chat-advanced", {
+		"services": ["ollama", "postgres"],
+		"http_hosts": ["localhost:11434", "evil.example:443"],
+	})
 	safety.constraints == {"grants": {"services": ["ollama"]}} with input as inp
 }
 
@@ -212,7 +222,10 @@ test_unlisted_module_granted_no_host if {
 # ------------------------------------------------------------------ grants: mounts
 
 test_repo_module_granted_dirs_under_root if {
-	inp := with_module("repo-lint", {"read_only_dirs": ["/srv/ward/repos/acme/web", "/srv/ward/repos", "/etc", "/srv/ward/repos-evil"]})
+	inp := with_module("repo-lint", {"read_only_dirs": [
+		"/srv/ward/repos/acme/web", "/srv/ward/repos",
+		"/etc", "/srv/ward/repos-evil",
+	]})
 	safety.constraints == {"grants": {"read_only_dirs": ["/srv/ward/repos", "/srv/ward/repos/acme/web"]}} with input as inp
 }
 
@@ -292,13 +305,17 @@ test_unlisted_module_granted_no_memory if {
 test_denied_job_gets_constraints_too_but_deny_wins if {
 	inp := object.union(job, {"tenant_id": "globex", "topic": "job.repo.lint"})
 	count(safety.deny) == 1 with input as inp
-	safety.constraints.max_retries == 2 with input as inp
+	limits := safety.constraints with input as inp
+	limits.max_retries == 2
 }
 
 # ------------------------------------------------------------------ manifests with "*", or none
 
 test_star_host_gets_the_module_hosts if {
-	inp := with_module("chat-advanced", {"http_hosts": ["*"], "services": ["*"], "env_keys": ["OLLAMA_URL", "OLLAMA_MODEL", "HOME"]})
+	inp := with_module("chat-advanced", {
+		"http_hosts": ["*"], "services": ["*"],
+		"env_keys": ["OLLAMA_URL", "OLLAMA_MODEL", "HOME"],
+	})
 	safety.constraints == {"grants": {
 		"services": ["ollama"],
 		"env_keys": ["OLLAMA_MODEL"],
@@ -343,7 +360,10 @@ test_unknown_manifest_of_unlisted_module_gets_nothing if {
 
 # ------------------------------------------------------------------ signatures
 
-signed_job := object.union(job, {"module": {"name": "echo", "digest": "sha256:ab", "signed": true, "requested": requested_nothing}})
+signed_job := object.union(job, {"module": {
+	"name": "echo", "digest": "sha256:ab", "signed": true,
+	"requested": requested_nothing,
+}})
 
 test_unsigned_modules_run_by_default if {
 	count(safety.deny) == 0 with input as job
@@ -379,7 +399,10 @@ test_signed_pools_deny_unsigned if {
 run(tenant, topics) := object.union(job, {
 	"topic": "job.workflow.w",
 	"tenant_id": tenant,
-	"workflow": {"name": "w", "steps": [{"id": sprintf("s%d", [i]), "topic": t, "depends_on": [], "for_each": false} | some i, t in topics]},
+	"workflow": {"name": "w", "steps": [
+	{"id": sprintf("s%d", [i]), "topic": t, "depends_on": [], "for_each": false} |
+		some i, t in topics
+	]},
 })
 
 test_run_of_allowed_steps_allowed if {
@@ -387,7 +410,8 @@ test_run_of_allowed_steps_allowed if {
 }
 
 test_run_with_a_step_outside_the_allow_list_denied if {
-	safety.deny == {`step s1: topic job.code.llm is not allowed for tenant "globex"`} with input as run("globex", ["job.echo", "job.code.llm"])
+	want := {`step s1: topic job.code.llm is not allowed for tenant "globex"`}
+	safety.deny == want with input as run("globex", ["job.echo", "job.code.llm"])
 }
 
 test_run_with_a_forbidden_step_denied if {
