@@ -58,7 +58,7 @@ func (m *Memory) CreateRun(ctx context.Context, r *Run, events [][]byte) error {
 	c.Events = len(events)
 	mr := &memRun{run: c, events: cloneAll(events)}
 	if c.State != RunRunning {
-		mr.ended = now
+		mr.ended = c.CreatedAt // a run stored ended ended when it was made
 	}
 	rs.runs[c.ID] = mr
 	// byTime is in creation order, as Redis's run:index: by CreatedAt (to
@@ -76,13 +76,18 @@ func (m *Memory) CreateRun(ctx context.Context, r *Run, events [][]byte) error {
 
 // AppendRun appends events and sets the run's state; see RunStore.
 func (m *Memory) AppendRun(ctx context.Context, id, owner string, after int, events [][]byte, state, reason string) error {
+	return m.appendRunAt(ctx, time.Now(), id, owner, after, events, state, reason)
+}
+
+// appendRunAt is AppendRun at now (a log's replay gives the time the
+// owner appended at).
+func (m *Memory) appendRunAt(ctx context.Context, now time.Time, id, owner string, after int, events [][]byte, state, reason string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	rs := m.runStore()
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	now := time.Now()
 	m.expireRuns(rs, now)
 	mr := rs.runs[id]
 	switch {
@@ -110,13 +115,17 @@ func (m *Memory) AppendRun(ctx context.Context, id, owner string, after int, eve
 
 // ClaimRun makes owner the run's driver until until; see RunStore.
 func (m *Memory) ClaimRun(ctx context.Context, id, owner string, until time.Time) (bool, error) {
+	return m.claimRunAt(ctx, time.Now(), id, owner, until)
+}
+
+// claimRunAt is ClaimRun at now.
+func (m *Memory) claimRunAt(ctx context.Context, now time.Time, id, owner string, until time.Time) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
 	rs := m.runStore()
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	now := time.Now()
 	m.expireRuns(rs, now)
 	mr := rs.runs[id]
 	switch {

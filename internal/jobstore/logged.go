@@ -1,0 +1,629 @@
+package jobstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Logged is a Store whose state lives in the owner's memory and whose
+// every change is a record in a log in Redis (the durable path of issue
+// 32, its first part: one log, one owner). A change is applied to the
+// in-memory state (a Memory, so every guard, index and limit behaves as
+// the conformance suite says) and its record queued, under one lock, so
+// the log's order is the order the changes were made in; the call returns
+// only once the record's batch is appended. Concurrent callers' records go
+// in one batch, one script call: the store pays Redis per batch, not per
+// job.
+//
+// Ownership is fenced. OpenLogged takes the log over: it increments the
+// log's epoch, then replays every batch into a fresh state. Every append
+// checks the epoch it was opened with, in the script that appends; a
+// former owner (paused, cut off, or just slower to die) has every later
+// append refused with ErrFenced, and from then on refuses every change
+// itself: its memory may hold changes no log has.
+//
+// What is not logged is what the Redis store keeps only for a while, or
+// per replica: dispatch locks and leases (a single owner needs neither
+// across a failover), live notes, submission rate buckets (a new owner
+// starts them full) and worker failure counts. Not yet done: snapshots
+// (the log grows until retention trims it, and a new owner replays it
+// all), the indexes readers other than the owner read, and shards with
+// several owners.
+type Logged struct {
+	*Memory // the state; its read methods are the store's
+
+	c     redis.UniversalClient
+	keys  loggedKeys
+	epoch int64
+
+	mu      sync.Mutex // orders a change and its record; guards the fields below
+	pending []pendingRecord
+	seq     int64 // the last batch sequence number taken
+	broken  error // set once an append failed for good: changes are refused
+	wake    chan struct{}
+	done    chan struct{}
+	stopped chan struct{}
+}
+
+var _ Store = (*Logged)(nil)
+
+// ErrFenced: another owner took the log over; this one may change nothing.
+var ErrFenced = errors.New("jobstore: the log has a newer owner (fenced)")
+
+// maxBatch bounds the records one append carries.
+const maxBatch = 512
+
+type loggedKeys struct{ stream, epoch, seq string }
+
+func newLoggedKeys(name string) loggedKeys {
+	p := "ward:log:{" + name + "}:" // one hash slot: the script touches all three
+	return loggedKeys{stream: p + "stream", epoch: p + "epoch", seq: p + "seq"}
+}
+
+type pendingRecord struct {
+	rec  []byte
+	done chan error
+}
+
+// appendBatch appends a batch if the caller's epoch is the log's and its
+// sequence number is past the last appended (a retried append of a batch
+// that made it is a no-op).
+var appendBatch = redis.NewScript(`
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+	return redis.error_reply('FENCED')
+end
+local last = tonumber(redis.call('GET', KEYS[3]) or '0')
+if tonumber(ARGV[2]) <= last then
+	return 0
+end
+redis.call('XADD', KEYS[1], '*', 's', ARGV[2], 'b', ARGV[3])
+redis.call('SET', KEYS[3], ARGV[2])
+return 1
+`)
+
+// LoggedOptions are what the state is kept under. Every owner of a log
+// must be given the same: a replay drops what retention let go and evicts
+// what the bound left out as the first owner did.
+type LoggedOptions struct {
+	// Retention is how long an ended job is kept (Store.Sweep); 0: for ever.
+	Retention time.Duration
+	// Bound limits the ended jobs held in memory (Memory.SetBound).
+	Bound Bound
+}
+
+// OpenLogged takes over the log named name in c, replays it, and returns
+// the store, which owns the log until another OpenLogged of it.
+func OpenLogged(ctx context.Context, c redis.UniversalClient, name string, o LoggedOptions) (*Logged, error) {
+	k := newLoggedKeys(name)
+	epoch, err := c.Incr(ctx, k.epoch).Result()
+	if err != nil {
+		return nil, fmt.Errorf("jobstore: log %s: take over: %w", name, err)
+	}
+	l := &Logged{Memory: NewMemory(), c: c, keys: k, epoch: epoch, wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	l.Memory.SetBound(o.Bound)
+	l.Memory.SetRetention(o.Retention)
+	if err := l.replay(ctx); err != nil {
+		return nil, fmt.Errorf("jobstore: log %s: replay: %w", name, err)
+	}
+	go l.writer()
+	return l, nil
+}
+
+// replay applies every batch of the log to the empty state, in order.
+func (l *Logged) replay(ctx context.Context) error {
+	start := "-"
+	for {
+		msgs, err := l.c.XRangeN(ctx, l.keys.stream, start, "+", 1000).Result()
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			s, _ := m.Values["s"].(string)
+			seq, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return fmt.Errorf("entry %s: bad sequence %q", m.ID, s)
+			}
+			b, _ := m.Values["b"].(string)
+			if err := l.applyBatch([]byte(b)); err != nil {
+				return fmt.Errorf("entry %s (batch %d): %w", m.ID, seq, err)
+			}
+			l.seq = seq
+		}
+		if len(msgs) < 1000 {
+			return nil
+		}
+		start = "(" + msgs[len(msgs)-1].ID
+	}
+}
+
+// applyBatch applies a batch's records: a JSON array of records.
+func (l *Logged) applyBatch(b []byte) error {
+	var recs []json.RawMessage
+	if err := json.Unmarshal(b, &recs); err != nil {
+		return err
+	}
+	for i, raw := range recs {
+		var r record
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("record %d: %w", i, err)
+		}
+		if err := r.apply(context.Background(), l.Memory); err != nil {
+			return fmt.Errorf("record %d (%s): %w", i, r.Op, err)
+		}
+	}
+	return nil
+}
+
+// change applies a change with fn under the lock and, when fn reports
+// that it changed the state, queues rec (made after fn: it may need what
+// fn returned) and waits for its append.
+func (l *Logged) change(ctx context.Context, fn func() (changed bool, rec *record, err error)) error {
+	l.mu.Lock()
+	if l.broken != nil {
+		l.mu.Unlock()
+		return l.broken
+	}
+	changed, rec, err := fn()
+	if err != nil || !changed {
+		l.mu.Unlock()
+		return err
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		// The state changed and can't be logged: nothing may follow it.
+		l.broken = fmt.Errorf("jobstore: log record %s: %w", rec.Op, err)
+		l.mu.Unlock()
+		return l.broken
+	}
+	p := pendingRecord{rec: raw, done: make(chan error, 1)}
+	l.pending = append(l.pending, p)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case err := <-p.done:
+		return err
+	case <-ctx.Done():
+		// The change may yet be appended; the caller learns it did not
+		// wait, as with a Redis call that timed out after the script ran.
+		return ctx.Err()
+	}
+}
+
+// writer appends the queued records, a batch at a time, until Close.
+func (l *Logged) writer() {
+	defer close(l.stopped)
+	for {
+		select {
+		case <-l.wake:
+		case <-l.done:
+			l.flush() // what was queued before Close
+			return
+		}
+		l.flush()
+	}
+}
+
+// flush appends what is queued, in batches of maxBatch at most.
+func (l *Logged) flush() {
+	for {
+		l.mu.Lock()
+		n := min(len(l.pending), maxBatch)
+		if n == 0 {
+			l.mu.Unlock()
+			return
+		}
+		batch := l.pending[:n:n]
+		l.pending = l.pending[n:]
+		l.seq++
+		seq := l.seq
+		l.mu.Unlock()
+
+		size := 1
+		for _, p := range batch {
+			size += len(p.rec) + 1
+		}
+		buf := make([]byte, 0, size+1)
+		buf = append(buf, '[')
+		for i, p := range batch {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, p.rec...)
+		}
+		buf = append(buf, ']')
+		err := l.append(seq, buf)
+		if err != nil {
+			l.mu.Lock()
+			if l.broken == nil {
+				l.broken = err
+			}
+			// Nothing queued after a lost batch may be appended: the log
+			// would skip a change the state made.
+			for _, p := range l.pending {
+				p.done <- l.broken
+			}
+			l.pending = nil
+			l.mu.Unlock()
+		}
+		for _, p := range batch {
+			p.done <- err
+		}
+	}
+}
+
+// append appends one batch, retrying a failed call for up to 30 seconds
+// (the sequence number makes a retry of an append that made it a no-op).
+func (l *Logged) append(seq int64, b []byte) error {
+	deadline := time.Now().Add(30 * time.Second)
+	delay := 10 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := appendBatch.Run(ctx, l.c, []string{l.keys.stream, l.keys.epoch, l.keys.seq},
+			strconv.FormatInt(l.epoch, 10), strconv.FormatInt(seq, 10), b).Err()
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case strings.Contains(err.Error(), "FENCED"):
+			return ErrFenced
+		case time.Now().After(deadline):
+			return fmt.Errorf("jobstore: log append (batch %d): %w", seq, err)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// Close appends what is queued and stops the writer. The Redis client is
+// the caller's.
+func (l *Logged) Close() error {
+	l.mu.Lock()
+	select {
+	case <-l.done:
+	default:
+		close(l.done)
+	}
+	l.mu.Unlock()
+	<-l.stopped
+	return nil
+}
+
+// Epoch is the epoch this owner holds the log at.
+func (l *Logged) Epoch() int64 { return l.epoch }
+
+// ------------------------------------------------------------- the changes
+
+// Create stores job in PENDING; see Store.
+func (l *Logged) Create(ctx context.Context, job *Job, payload []byte) (string, bool, error) {
+	res, err := l.Submit(ctx, job, payload, Guard{})
+	return res.ID, res.Created, err
+}
+
+// Submit stores job behind g's checks; see Store.
+func (l *Logged) Submit(ctx context.Context, job *Job, payload []byte, g Guard) (Submitted, error) {
+	var res Submitted
+	err := l.change(ctx, func() (bool, *record, error) {
+		if job.CreatedAt.IsZero() {
+			job.CreatedAt = time.Now()
+		}
+		var err error
+		res, err = l.Memory.Submit(ctx, job, payload, g)
+		if err != nil || !res.Created {
+			return false, nil, err
+		}
+		j := *job
+		j.ID = res.ID
+		return true, &record{Op: opSubmit, Job: &j, Payload: payload}, nil
+	})
+	return res, err
+}
+
+// Transition moves a job; see Store.
+func (l *Logged) Transition(ctx context.Context, id string, t Transition) (*Job, error) {
+	if t.At.IsZero() {
+		t.At = time.Now()
+	}
+	var j *Job
+	err := l.change(ctx, func() (bool, *record, error) {
+		var err error
+		j, err = l.Memory.Transition(ctx, id, t)
+		if err != nil {
+			return false, nil, err
+		}
+		return true, &record{Op: opTransition, ID: id, T: transitionRecordOf(t)}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// PutResult stores a job's result blob; see Store.
+func (l *Logged) PutResult(ctx context.Context, id string, data []byte) (string, error) {
+	var ptr string
+	err := l.change(ctx, func() (bool, *record, error) {
+		var err error
+		ptr, err = l.Memory.PutResult(ctx, id, data)
+		return err == nil, &record{Op: opPutResult, ID: id, Data: data}, err
+	})
+	return ptr, err
+}
+
+// DueDeferred hands out deferred jobs whose time has come; see Store.
+func (l *Logged) DueDeferred(ctx context.Context, now time.Time, limit int) ([]*Job, error) {
+	var jobs []*Job
+	err := l.change(ctx, func() (bool, *record, error) {
+		var err error
+		jobs, err = l.Memory.DueDeferred(ctx, now, limit)
+		return err == nil && len(jobs) > 0, &record{Op: opDueDeferred, At: now, N: limit}, err
+	})
+	return jobs, err
+}
+
+// AddDLQ records a dead-lettered job; see Store.
+func (l *Logged) AddDLQ(ctx context.Context, e DLQEntry) error {
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	return l.change(ctx, func() (bool, *record, error) {
+		err := l.Memory.AddDLQ(ctx, e)
+		e.Job = nil
+		return err == nil, &record{Op: opAddDLQ, DLQ: &e}, err
+	})
+}
+
+// RemoveDLQ removes a job's DLQ entry; see Store.
+func (l *Logged) RemoveDLQ(ctx context.Context, id string) (bool, error) {
+	var ok bool
+	err := l.change(ctx, func() (bool, *record, error) {
+		var err error
+		ok, err = l.Memory.RemoveDLQ(ctx, id)
+		return err == nil && ok, &record{Op: opRemoveDLQ, ID: id}, err
+	})
+	return ok, err
+}
+
+// Sweep drops what retention let go; see Store.
+func (l *Logged) Sweep(ctx context.Context, now time.Time) (int, error) {
+	var n int
+	err := l.change(ctx, func() (bool, *record, error) {
+		var err error
+		n, err = l.Memory.Sweep(ctx, now)
+		return err == nil && n > 0, &record{Op: opSweep, At: now}, err
+	})
+	return n, err
+}
+
+// SetRetention sets how long ended jobs are kept; every owner of a log
+// must be given the same (as with the bound).
+func (l *Logged) SetRetention(d time.Duration) { l.Memory.SetRetention(d) }
+
+// SetMode stores the scheduler mode; see Store.
+func (l *Logged) SetMode(ctx context.Context, mode string) error {
+	return l.change(ctx, func() (bool, *record, error) {
+		err := l.Memory.SetMode(ctx, mode)
+		return err == nil, &record{Op: opSetMode, Mode: mode}, err
+	})
+}
+
+// SetDrained drains or undrains a worker; see Drains.
+func (l *Logged) SetDrained(ctx context.Context, worker string, on bool, at time.Time) (bool, error) {
+	if at.IsZero() {
+		at = time.Now()
+	}
+	var changed bool
+	err := l.change(ctx, func() (bool, *record, error) {
+		var err error
+		changed, err = l.Memory.SetDrained(ctx, worker, on, at)
+		return err == nil && changed, &record{Op: opSetDrained, ID: worker, On: on, At: at}, err
+	})
+	return changed, err
+}
+
+// CreateRun stores a new workflow run; see RunStore.
+func (l *Logged) CreateRun(ctx context.Context, r *Run, events [][]byte) error {
+	c := *r
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = time.Now()
+	}
+	return l.change(ctx, func() (bool, *record, error) {
+		err := l.Memory.CreateRun(ctx, &c, events)
+		return err == nil, &record{Op: opCreateRun, Run: &c, Events: events}, err
+	})
+}
+
+// AppendRun appends to a run's log; see RunStore.
+func (l *Logged) AppendRun(ctx context.Context, id, owner string, after int, events [][]byte, state, reason string) error {
+	now := time.Now()
+	return l.change(ctx, func() (bool, *record, error) {
+		err := l.Memory.appendRunAt(ctx, now, id, owner, after, events, state, reason)
+		return err == nil, &record{Op: opAppendRun, ID: id, Owner: owner, N: after, Events: events, State: state, Reason: reason, At: now}, err
+	})
+}
+
+// ClaimRun makes owner a run's driver; see RunStore.
+func (l *Logged) ClaimRun(ctx context.Context, id, owner string, until time.Time) (bool, error) {
+	now := time.Now()
+	var ok bool
+	err := l.change(ctx, func() (bool, *record, error) {
+		var err error
+		ok, err = l.Memory.claimRunAt(ctx, now, id, owner, until)
+		return err == nil && ok, &record{Op: opClaimRun, ID: id, Owner: owner, Until: until, At: now}, err
+	})
+	return ok, err
+}
+
+// ------------------------------------------------------------- the records
+
+// record is one change in the log. Op says which; the other fields are
+// what the change was made with, times included, so that applying the
+// records in order to an empty state makes the state the owner had.
+type record struct {
+	Op      logOp             `json:"o"`
+	ID      string            `json:"i,omitempty"`
+	Job     *Job              `json:"j,omitempty"`
+	Payload []byte            `json:"p,omitempty"`
+	T       *transitionRecord `json:"t,omitempty"`
+	Data    []byte            `json:"d,omitempty"`
+	At      time.Time         `json:"a,omitzero"`
+	Until   time.Time         `json:"u,omitzero"`
+	N       int               `json:"n,omitempty"`
+	DLQ     *DLQEntry         `json:"q,omitempty"`
+	Mode    string            `json:"m,omitempty"`
+	On      bool              `json:"on,omitempty"`
+	Run     *Run              `json:"r,omitempty"`
+	Events  [][]byte          `json:"e,omitempty"`
+	Owner   string            `json:"w,omitempty"`
+	State   string            `json:"s,omitempty"`
+	Reason  string            `json:"x,omitempty"`
+}
+
+type logOp string
+
+const (
+	opSubmit      logOp = "submit"
+	opTransition  logOp = "move"
+	opPutResult   logOp = "result"
+	opDueDeferred logOp = "due"
+	opAddDLQ      logOp = "dlq+"
+	opRemoveDLQ   logOp = "dlq-"
+	opSweep       logOp = "sweep"
+	opSetMode     logOp = "mode"
+	opSetDrained  logOp = "drain"
+	opCreateRun   logOp = "run"
+	opAppendRun   logOp = "run+"
+	opClaimRun    logOp = "claim"
+)
+
+// apply makes the record's change to m. A change that was made once is
+// made again: an error means the log and the state disagree.
+func (r *record) apply(ctx context.Context, m *Memory) error {
+	var err error
+	switch r.Op {
+	case opSubmit:
+		if r.Job == nil {
+			return errors.New("no job")
+		}
+		var res Submitted
+		res, err = m.Submit(ctx, r.Job, r.Payload, Guard{})
+		if err == nil && !res.Created {
+			err = fmt.Errorf("job %s was not created", r.Job.ID)
+		}
+	case opTransition:
+		if r.T == nil {
+			return errors.New("no transition")
+		}
+		_, err = m.Transition(ctx, r.ID, r.T.replayed())
+	case opPutResult:
+		_, err = m.PutResult(ctx, r.ID, r.Data)
+	case opDueDeferred:
+		_, err = m.DueDeferred(ctx, r.At, r.N)
+	case opAddDLQ:
+		if r.DLQ == nil {
+			return errors.New("no entry")
+		}
+		err = m.AddDLQ(ctx, *r.DLQ)
+	case opRemoveDLQ:
+		_, err = m.RemoveDLQ(ctx, r.ID)
+	case opSweep:
+		_, err = m.Sweep(ctx, r.At)
+	case opSetMode:
+		err = m.SetMode(ctx, r.Mode)
+	case opSetDrained:
+		_, err = m.SetDrained(ctx, r.ID, r.On, r.At)
+	case opCreateRun:
+		if r.Run == nil {
+			return errors.New("no run")
+		}
+		err = m.CreateRun(ctx, r.Run, r.Events)
+	case opAppendRun:
+		err = m.appendRunAt(ctx, r.At, r.ID, r.Owner, r.N, r.Events, r.State, r.Reason)
+	case opClaimRun:
+		var ok bool
+		ok, err = m.claimRunAt(ctx, r.At, r.ID, r.Owner, r.Until)
+		if err == nil && !ok {
+			err = fmt.Errorf("run %s was not claimed", r.ID)
+		}
+	default:
+		return fmt.Errorf("unknown op %q", r.Op)
+	}
+	return err
+}
+
+// transitionRecord is a Transition as the log keeps it: its fields with
+// short names, the empty ones left out. The guards that depend on other
+// replicas or on time (Lock, the limits, a queue's cap) are not kept: the
+// move was made, and replaying it must make it again.
+type transitionRecord struct {
+	To           State     `json:"to"`
+	From         State     `json:"fr,omitempty"`
+	Pool         string    `json:"po,omitempty"`
+	WorkerID     string    `json:"wk,omitempty"`
+	ResultPtr    string    `json:"rp,omitempty"`
+	Result       []byte    `json:"rs,omitempty"`
+	StoreResult  bool      `json:"sr,omitempty"`
+	ResultDigest string    `json:"rd,omitempty"`
+	Module       string    `json:"mo,omitempty"`
+	ModuleDigest string    `json:"md,omitempty"`
+	Reason       string    `json:"re,omitempty"`
+	ErrorCode    string    `json:"ec,omitempty"`
+	ErrorMessage string    `json:"em,omitempty"`
+	Log          []byte    `json:"lg,omitempty"`
+	LogTruncated bool      `json:"lt,omitempty"`
+	Safety       *Safety   `json:"sf,omitempty"`
+	Attempt      int       `json:"at,omitempty"`
+	MaxRetries   *int      `json:"mr,omitempty"`
+	Deadline     time.Time `json:"dl,omitzero"`
+	Waits        int       `json:"wt,omitempty"`
+	IfWorker     string    `json:"iw,omitempty"`
+	IfAttempt    int       `json:"ia,omitempty"`
+	IfTenant     string    `json:"it,omitempty"`
+	Wait         *Wait     `json:"wa,omitempty"`
+	Message      string    `json:"ms,omitempty"`
+	At           time.Time `json:"ts"`
+	Via          State     `json:"vi,omitempty"`
+	ViaMessage   string    `json:"vm,omitempty"`
+}
+
+// transitionRecordOf is t as the log keeps it (t.At is set).
+func transitionRecordOf(t Transition) *transitionRecord {
+	r := &transitionRecord{
+		To: t.To, From: t.From, Pool: t.Pool, WorkerID: t.WorkerID, ResultPtr: t.ResultPtr,
+		Result: t.Result, StoreResult: t.StoreResult, ResultDigest: t.ResultDigest,
+		Module: t.Module, ModuleDigest: t.ModuleDigest, Reason: t.Reason, ErrorCode: t.ErrorCode,
+		ErrorMessage: t.ErrorMessage, Log: t.Log, LogTruncated: t.LogTruncated, Safety: t.Safety,
+		Attempt: t.Attempt, MaxRetries: t.MaxRetries, Deadline: t.Deadline, Waits: t.Waits,
+		IfWorker: t.IfWorker, IfAttempt: t.IfAttempt, IfTenant: t.IfTenant,
+		Message: t.Message, At: t.At, Via: t.Via, ViaMessage: t.ViaMessage,
+	}
+	if t.Wait != nil {
+		w := *t.Wait
+		w.Cap = 0
+		r.Wait = &w
+	}
+	return r
+}
+
+// replayed is the Transition that makes the recorded move again.
+func (r *transitionRecord) replayed() Transition {
+	return Transition{
+		To: r.To, From: r.From, Pool: r.Pool, WorkerID: r.WorkerID, ResultPtr: r.ResultPtr,
+		Result: r.Result, StoreResult: r.StoreResult, ResultDigest: r.ResultDigest,
+		Module: r.Module, ModuleDigest: r.ModuleDigest, Reason: r.Reason, ErrorCode: r.ErrorCode,
+		ErrorMessage: r.ErrorMessage, Log: r.Log, LogTruncated: r.LogTruncated, Safety: r.Safety,
+		Attempt: r.Attempt, MaxRetries: r.MaxRetries, Deadline: r.Deadline, Waits: r.Waits,
+		IfWorker: r.IfWorker, IfAttempt: r.IfAttempt, IfTenant: r.IfTenant, Wait: r.Wait,
+		Message: r.Message, At: r.At, Via: r.Via, ViaMessage: r.ViaMessage, Brief: true,
+	}
+}

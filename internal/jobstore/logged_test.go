@@ -1,0 +1,173 @@
+package jobstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/jobstore/storetest"
+	"github.com/ward-run/ward/internal/testing/redistest"
+)
+
+func redisClient(t testing.TB, url string) redis.UniversalClient {
+	t.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestLogged runs the conformance suite on the logged store, and after
+// each of its tests takes the log over with a second owner: the state the
+// replay makes must be the state the first owner had, part for part.
+func TestLogged(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	storetest.Run(t, func(t *testing.T) jobstore.Store {
+		flush(t, url)
+		s, err := jobstore.OpenLogged(context.Background(), c, "test", jobstore.LoggedOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = s.Close()
+			if t.Failed() {
+				return
+			}
+			r, err := jobstore.OpenLogged(context.Background(), c, "test", jobstore.LoggedOptions{Retention: jobstore.RetentionOf(s)})
+			if err != nil {
+				t.Fatalf("replay: %v", err)
+			}
+			defer r.Close()
+			if err := jobstore.SameState(s, r); err != nil {
+				t.Errorf("the replayed state is not the owner's: %v", err)
+			}
+		})
+		return s
+	})
+}
+
+// TestLoggedFenced: once a second owner takes the log over, the first may
+// change nothing (ErrFenced, from then on), and the second holds every
+// change the first made before.
+func TestLoggedFenced(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	ctx := context.Background()
+	a, err := jobstore.OpenLogged(ctx, c, "fence", jobstore.LoggedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for i := range 10 {
+		if _, _, err := a.Create(ctx, &jobstore.Job{ID: fmt.Sprintf("j%d", i), Topic: "job.echo", Tenant: "acme"}, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Transition(ctx, "j0", jobstore.Transition{To: jobstore.Scheduled, Pool: "echo"}); err != nil {
+		t.Fatal(err)
+	}
+
+	b, err := jobstore.OpenLogged(ctx, c, "fence", jobstore.LoggedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Epoch() <= a.Epoch() {
+		t.Fatalf("the new owner's epoch %d is not past the old one's %d", b.Epoch(), a.Epoch())
+	}
+	if err := jobstore.SameState(a, b); err != nil {
+		t.Fatalf("the new owner does not hold what the old one made: %v", err)
+	}
+
+	// The old owner's next change is refused, and so is every later one,
+	// even one its memory would allow: the log has none of them.
+	if _, err := a.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Scheduled, Pool: "echo"}); !errors.Is(err, jobstore.ErrFenced) {
+		t.Fatalf("a fenced owner's move: %v, want ErrFenced", err)
+	}
+	if _, _, err := a.Create(ctx, &jobstore.Job{ID: "late", Topic: "job.echo", Tenant: "acme"}, nil); !errors.Is(err, jobstore.ErrFenced) {
+		t.Fatalf("a fenced owner's create: %v, want ErrFenced", err)
+	}
+	// The new owner goes on, and its log holds no change of the old one's
+	// after the takeover.
+	if _, err := b.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Cancelled}); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := jobstore.OpenLogged(ctx, c, "fence", jobstore.LoggedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if err := jobstore.SameState(b, c2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.Get(ctx, "late"); !errors.Is(err, jobstore.ErrNotFound) {
+		t.Fatalf("the fenced owner's create is in the log: %v", err)
+	}
+	j, err := c2.Get(ctx, "j1")
+	if err != nil || j.State != jobstore.Cancelled {
+		t.Fatalf("j1 after the takeovers: %+v, %v", j, err)
+	}
+}
+
+// TestLoggedConcurrent: many callers' changes go in shared batches, in the
+// order they were made: a replay after concurrent submits and moves makes
+// the same state.
+func TestLoggedConcurrent(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	ctx := context.Background()
+	s, err := jobstore.OpenLogged(ctx, c, "many", jobstore.LoggedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := range 50 {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				if _, _, err := s.Create(ctx, &jobstore.Job{ID: id, Topic: "job.echo", Tenant: fmt.Sprintf("t%d", w%3)}, []byte(id)); err != nil {
+					t.Error(err)
+					return
+				}
+				for _, to := range []jobstore.State{jobstore.Scheduled, jobstore.Dispatched, jobstore.Running, jobstore.Succeeded} {
+					_, err := s.Transition(ctx, id, jobstore.Transition{To: to, WorkerID: "h1", Pool: "echo", TenantLimit: 5})
+					if errors.Is(err, jobstore.ErrTenantLimit) {
+						_, err = s.Transition(ctx, id, jobstore.Transition{To: jobstore.Cancelled})
+						if err != nil {
+							t.Error(err)
+						}
+						break
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n, err := c.XLen(ctx, "ward:log:{many}:stream").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d jobs' changes in %d batches", 16*50, n)
+	r, err := jobstore.OpenLogged(ctx, c, "many", jobstore.LoggedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := jobstore.SameState(s, r); err != nil {
+		t.Fatal(err)
+	}
+}
