@@ -66,18 +66,26 @@ wait_for() {
 
 machine() { echo "== machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(awk '/^MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo); load $(cut -d' ' -f1-3 /proc/loadavg)"; }
 
-# start_redis: a fresh redis-server on a free port (rport, redis_url), no
-# persistence, its log in $state/redis.log, its pid in redis; fails if it
-# does not answer PING within 5 s, else says so.
+# start_redis: a fresh redis-server on a free port (rport, redis_url), its
+# log in $state/redis.log, its pid in redis; fails if it does not answer
+# PING within 5 s, else says so. No persistence, unless REDIS_AOF names an
+# appendfsync policy (everysec, always): then the append-only file is on,
+# in $state/redis.
 start_redis() {
 	rport=$(free_port) || exit 1
-	"$REDIS_SERVER" --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+	local persist=(--appendonly no) what="no persistence"
+	if [ -n "${REDIS_AOF:-}" ]; then
+		mkdir -p "$state/redis"
+		persist=(--appendonly yes --appendfsync "$REDIS_AOF" --dir "$state/redis")
+		what="AOF on, appendfsync $REDIS_AOF"
+	fi
+	"$REDIS_SERVER" --port "$rport" --bind 127.0.0.1 --save '' "${persist[@]}" --daemonize no \
 		--logfile "$state/redis.log" &
 	redis=$!
 	for _ in $(seq 100); do [ "$("$REDIS_CLI" -p "$rport" ping 2>/dev/null)" = PONG ] && break; sleep 0.05; done
 	[ "$("$REDIS_CLI" -p "$rport" ping 2>/dev/null)" = PONG ] || return 1
 	redis_url="redis://127.0.0.1:$rport"
-	echo "== redis-server $("$REDIS_SERVER" --version | grep -oE 'v=[^ ]+' | cut -d= -f2) on 127.0.0.1:$rport (no persistence), pid $redis"
+	echo "== redis-server $("$REDIS_SERVER" --version | grep -oE 'v=[^ ]+' | cut -d= -f2) on 127.0.0.1:$rport ($what), pid $redis"
 }
 
 # start_dev FLAG...: `ward dev` on $redis_url (on its memory store when
@@ -87,6 +95,7 @@ start_redis() {
 start_dev() {
 	local store=(--redis "${redis_url:-}")
 	[ "${dev_store:-}" = memory ] && store=()
+	[ "${dev_store:-}" = logged ] && store=(--redis "${redis_url:-}?log=ward")
 	WARD_STATE_DIR="$state/ward" "$WARD" dev "${store[@]}" --modules "$MODULES" --nats-port "$nport" \
 		--metrics "" --log-level warn "$@" ${WARD_DEV_FLAGS:-} >"$state/dev.log" 2>&1 &
 	dev=$!

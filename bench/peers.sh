@@ -15,6 +15,10 @@
 # its measured run, after its warm-up.
 set -euo pipefail
 N=${N:-10000} C=${C:-64}
+# Both systems write to a redis-server with its append-only file on, as a
+# deployment that keeps acknowledged jobs across a Redis restart would
+# (REDIS_AOF= turns it off, always fsyncs every write).
+export REDIS_AOF=${REDIS_AOF-everysec}
 NAME=bench-peers
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" # WARD, MODULES, REDIS_SERVER, REDIS_CLI; die, stop, cpu...
@@ -50,6 +54,8 @@ start_redis || { echo "bench-peers: redis-server did not start" >&2; cat "$state
 ward_run() {
 	local store=$1 v=$2 dev0 dev1 red0 red1 rc p50 p99 what="job store redis://127.0.0.1:$rport"
 	[ "$store" = memory ] && what="memory store"
+	[ "$store" = logged ] && what="logged store: state in memory, a log in redis://127.0.0.1:$rport"
+	"$REDIS_CLI" -p "$rport" flushall >/dev/null
 	nport=$(free_port)
 	dev_store=$store start_dev --safety-listen 127.0.0.1:0 ||
 		{ echo "bench-peers: ward dev did not start" >&2; cat "$state/dev.log" >&2; exit 1; }
@@ -67,7 +73,7 @@ ward_run() {
 	if [ "$rc" -ne 0 ]; then
 		echo "bench-peers: ward bench failed (exit $rc)" >&2; tail -5 "$state/ward.err" >&2; tail -20 "$state/dev.log" >&2; exit 1
 	fi
-	[ "$store" = redis ] && redis_top ward
+	[ "$store" != memory ] && redis_top "ward ($store)"
 	stop "$dev"; dev=''
 	rm -rf "$state/ward"
 
@@ -85,6 +91,9 @@ ward_run redis w
 # The same without Redis: what Ward's own parts cost, the job store aside
 # (ward dev's memory store: nothing durable; redis-server idles).
 ward_run memory m
+# The logged store (issue 32's first part): the state in ward dev's memory,
+# each change a record appended to a log in Redis, batched.
+ward_run logged l
 
 # --- asynq --------------------------------------------------------------
 "$REDIS_CLI" -p "$rport" flushall >/dev/null
@@ -107,15 +116,20 @@ a_tot_us=$(awk -v a="$a_proc_us" -v b="$a_red_us" 'BEGIN{printf "%d", a+b}')
 
 # --- table --------------------------------------------------------------
 echo
-echo "closed loop, $N jobs, $C in flight, 64-byte payload, one redis-server"
+persist="no persistence"
+[ -n "$REDIS_AOF" ] && persist="AOF, appendfsync $REDIS_AOF"
+echo "closed loop, $N jobs, $C in flight, 64-byte payload, one redis-server ($persist)"
 awk -v wr="$w_rate" -v w50="$w_p50" -v w99="$w_p99" -v wd="$w_dev_us" -v wre="$w_red_us" -v wc="$w_cli_us" -v wt="$w_tot_us" \
 	-v mr="$m_rate" -v m50="$m_p50" -v m99="$m_p99" -v md="$m_dev_us" -v mc="$m_cli_us" -v mt=$((m_dev_us + m_cli_us)) \
+	-v lr="$l_rate" -v l50="$l_p50" -v l99="$l_p99" -v ld="$l_dev_us" -v lre="$l_red_us" -v lc="$l_cli_us" -v lt="$l_tot_us" \
 	-v ar="$a_rate" -v a50="$a_p50" -v a99="$a_p99" -v ap="$a_proc_us" -v are="$a_red_us" -v at="$a_tot_us" 'BEGIN{
 	printf "| system | jobs/s | p50 | p99 | CPU µs/job: system | redis-server | bench client | total |\n"
 	printf "|---|---:|---:|---:|---:|---:|---:|---:|\n"
 	printf "| ward (ward dev + ward bench) | %.0f | %.2f ms | %.2f ms | %d (ward dev) | %d | %d | %d |\n", wr, w50, w99, wd, wre, wc, wt
 	printf "| asynq (no-op handler) | %.0f | %.2f ms | %.2f ms | %.0f (server + client, one process) | %.0f | (in process) | %d |\n", ar, a50, a99, ap, are, at
 	printf "| ward / asynq | %.2f× | %.2f× | %.2f× | | %.2f× | | %.2f× |\n", wr/ar, w50/a50, w99/a99, (are>0?wre/are:0), wt/at
+	printf "| ward, logged store (state in memory, a log in Redis) | %.0f | %.2f ms | %.2f ms | %d (ward dev) | %d | %d | %d |\n", lr, l50, l99, ld, lre, lc, lt
+	printf "| ward logged / asynq | %.2f× | %.2f× | %.2f× | | %.2f× | | %.2f× |\n", lr/ar, l50/a50, l99/a99, (are>0?lre/are:0), lt/at
 	printf "| ward, memory store (no Redis: nothing durable) | %.0f | %.2f ms | %.2f ms | %d (ward dev) | — | %d | %d |\n", mr, m50, m99, md, mc, mt
 	printf "| ward memory / asynq | %.2f× | %.2f× | %.2f× | | | | %.2f× |\n", mr/ar, m50/a50, m99/a99, mt/at
 }'

@@ -40,9 +40,10 @@ import (
 type Logged struct {
 	*Memory // the state; its read methods are the store's
 
-	c     redis.UniversalClient
-	keys  loggedKeys
-	epoch int64
+	c          redis.UniversalClient
+	ownsClient bool // Close closes c (Open made it)
+	keys       loggedKeys
+	epoch      int64
 
 	mu      sync.Mutex // orders a change and its record; guards the fields below
 	pending []pendingRecord
@@ -296,6 +297,9 @@ func (l *Logged) Close() error {
 	}
 	l.mu.Unlock()
 	<-l.stopped
+	if l.ownsClient {
+		return l.c.Close()
+	}
 	return nil
 }
 
@@ -406,8 +410,18 @@ func (l *Logged) Sweep(ctx context.Context, now time.Time) (int, error) {
 }
 
 // SetRetention sets how long ended jobs are kept; every owner of a log
-// must be given the same (as with the bound).
-func (l *Logged) SetRetention(d time.Duration) { l.Memory.SetRetention(d) }
+// must be given the same (as with the bound). Set after the replay (as
+// Open's caller does), it drops at once what the retention let go, as the
+// owner's logged sweeps had: a replay without it kept them. That drop is
+// not logged; the next owner's replay makes it at its next sweep.
+func (l *Logged) SetRetention(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.Memory.SetRetention(d)
+	if d > 0 {
+		_, _ = l.Memory.Sweep(context.Background(), time.Now())
+	}
+}
 
 // SetMode stores the scheduler mode; see Store.
 func (l *Logged) SetMode(ctx context.Context, mode string) error {

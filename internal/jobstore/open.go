@@ -30,6 +30,11 @@ const DefaultClusterShards = 16
 // and shards=N: a cluster's store is Sharded with DefaultClusterShards
 // shards unless N says otherwise; shards=N on one server makes it Sharded
 // too (the layout a cluster has, for trying it on one server).
+//
+// log=NAME opens the logged store instead (Logged, experimental): the
+// state in this process's memory, every change appended to the log NAME
+// in Redis, taken over from whoever owned it (OpenLogged). One process
+// owns a log at a time: a second one that opens it fences the first out.
 func Open(rawURL string) (Store, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
@@ -39,9 +44,16 @@ func Open(rawURL string) (Store, error) {
 	if base != "redis" && base != "rediss" {
 		return nil, fmt.Errorf("jobstore: redis url: scheme %q is not redis, rediss, redis+sentinel or redis+cluster", scheme)
 	}
-	plainURL, shards, err := cutShards(base + "://" + rest)
+	plainURL, logName, err := cutParam(base+"://"+rest, "log")
 	if err != nil {
 		return nil, err
+	}
+	plainURL, shards, err := cutShards(plainURL)
+	if err != nil {
+		return nil, err
+	}
+	if logName != "" && shards > 0 {
+		return nil, fmt.Errorf("jobstore: redis url: log= and shards= do not go together (yet): a log is one shard")
 	}
 	var c redis.UniversalClient
 	switch kind {
@@ -77,6 +89,14 @@ func Open(rawURL string) (Store, error) {
 	if err := ping(ctx, c); err != nil {
 		return nil, errors.Join(fmt.Errorf("jobstore: redis %s: %w", RedactURL(rawURL), err), c.Close())
 	}
+	if logName != "" {
+		l, err := OpenLogged(ctx, c, logName, LoggedOptions{})
+		if err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
+		l.ownsClient = true
+		return l, nil
+	}
 	if shards > 0 {
 		return NewSharded(c, shards), nil
 	}
@@ -93,6 +113,8 @@ func Kind(s Store) string {
 		return "redis"
 	case *Sharded:
 		return "redis-sharded"
+	case *Logged:
+		return "redis-logged"
 	}
 	return ""
 }
@@ -112,6 +134,28 @@ func ping(ctx context.Context, c redis.UniversalClient) error {
 		return fmt.Errorf("cluster state is not ok (CLUSTER INFO: %q)", strings.TrimSpace(strings.SplitN(info, "\n", 2)[0]))
 	}
 	return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.Ping(ctx).Err() })
+}
+
+// cutParam takes name=value out of u's query, and returns u without it
+// and the value ("" when absent).
+func cutParam(u, name string) (string, string, error) {
+	pre, query, ok := strings.Cut(u, "?")
+	if !ok {
+		return u, "", nil
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", "", fmt.Errorf("jobstore: redis url query: %w", err)
+	}
+	v := q.Get(name)
+	if v == "" {
+		return u, "", nil
+	}
+	q.Del(name)
+	if len(q) == 0 {
+		return pre, v, nil
+	}
+	return pre + "?" + q.Encode(), v, nil
 }
 
 // cutShards takes shards=N out of u's query (go-redis refuses options it
