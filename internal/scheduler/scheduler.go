@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -147,8 +146,10 @@ type Scheduler struct {
 	// hosts and the large results they send (bigresults.go).
 	objects *objectStores
 
-	modes  *modes      // the mode this replica follows (modes.go)
-	leader atomic.Bool // this replica holds the reconciler lease
+	modes *modes // the mode this replica follows (modes.go)
+	// reconciler ends or recovers the jobs nothing else moves, on the
+	// replica holding its lease (reconciler.go).
+	reconciler *reconciler
 
 	submits *bus.Workers // submissions, and the placements the pump hands out
 	updates *bus.Workers // results, progress, cancels, queries
@@ -252,12 +253,15 @@ func New(cfg Config) (*Scheduler, error) {
 		jobRunEnded: s.endJobOfRun,
 	}, cfg.Workflows)
 	s.ends.jobEnded = s.runner.jobEnded // the hook: a job's end goes back to its run
+	s.reconciler = &reconciler{id: s.id, store: cfg.Store, log: s.log, now: time.Now, settings: s.conf.load, hosts: s.hosts, ends: s.ends,
+		countFailure: s.reports.countFailure, retryOrEnd: s.reports.retryOrEnd,
+		handOut: s.handOut, settleRunJob: s.settleRunJob, poke: s.poke}
 	s.queries = &queries{
 		id: s.id, log: s.log, store: cfg.Store, bus: cfg.Bus, hosts: s.hosts, admin: s.admin,
 		settings:  s.conf.load,
 		mode:      s.Mode,
 		started:   func() time.Time { return s.started },
-		leader:    s.leader.Load,
+		leader:    s.reconciler.leading,
 		workflows: s.runner.names,
 	}
 	return s, nil
@@ -267,7 +271,7 @@ func New(cfg Config) (*Scheduler, error) {
 func (s *Scheduler) ID() string { return s.id }
 
 // Leader reports whether this replica holds the reconciler lease now.
-func (s *Scheduler) Leader() bool { return s.leader.Load() }
+func (s *Scheduler) Leader() bool { return s.reconciler.leading() }
 
 // Hosts returns the scheduler's view of the live workers.
 func (s *Scheduler) Hosts() *Hosts { return s.hosts }
@@ -389,7 +393,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.loops.Add(5)
 	go func() { defer s.loops.Done(); s.runner.runsLoop(lctx) }()
 	go s.pumpLoop(lctx, ctx)
-	go s.leaseLoop(lctx, ctx)
+	go func() { defer s.loops.Done(); s.reconciler.run(lctx, ctx) }()
 	go func() { defer s.loops.Done(); s.fleet.houseLoop(lctx) }()
 	go func() { defer s.loops.Done(); s.objects.bucketLoop(lctx) }()
 	s.log.Info("scheduler started", "mode", s.Mode())
