@@ -110,10 +110,12 @@ type settings struct {
 
 // Scheduler is one scheduler replica. It keeps the lifecycle (New, Start,
 // Shutdown, the loops and their WaitGroup, the subscriptions) and the
-// steps of a job's admission (admit.go, place.go, dispatch.go, pump.go,
-// reconciler.go), and composes the parts that own their state and its
-// lock, each holding only what it uses: ends (end.go: a job's end, every
-// move's event), reports (results.go), queries (queries.go: the read
+// steps of a job's admission (admit.go, place.go, dispatch.go, pump.go),
+// and composes the parts that own their state and its lock, each holding
+// only what it uses: ends (end.go: a job's end, every move's event),
+// reports (results.go), cancels (cancel.go: the one path of a cancel),
+// reconciler (reconciler.go: its lease, deadlines, lost results, silent
+// hosts, what dead replicas left), queries (queries.go: the read
 // side), runner (workflows.go: the workflow runs, told of a job's end by
 // the hook it registers), objectStores (bigresults.go), fleet (house.go:
 // heartbeats, drains, housekeeping), modes (modes.go), admins (admin.go),
@@ -136,10 +138,12 @@ type Scheduler struct {
 
 	conf *settingsHolder // the configuration in force
 
-	owners *owners // who runs each dispatched job, for forwarding its progress
-	ends   *ends   // a job's end, and the events of every move (end.go)
-	// reports takes hosts' results and progress, and cancels (results.go).
-	reports *reports
+	owners  *owners  // who runs each dispatched job, for forwarding its progress
+	ends    *ends    // a job's end, and the events of every move (end.go)
+	reports *reports // hosts' results and progress (results.go)
+	// cancels is the one path of a job's cancel: the bus's, an admin's,
+	// the workflow runs' (cancel.go).
+	cancels *cancels
 
 	// objects are the tenants' object stores: the sizes of contexts
 	// submitted by pointer, the result buckets, the contexts served to
@@ -231,9 +235,10 @@ func New(cfg Config) (*Scheduler, error) {
 	s.objects = &objectStores{bus: cfg.Bus, store: cfg.Store, log: s.log}
 	s.admin = &admins{trust: cfg.AdminTrust, audit: cfg.Audit, log: s.log}
 	s.conf = newSettingsHolder(&settings{pools: cfg.Pools, base: cfg.Pools, timeouts: cfg.Timeouts, sched: cfg.Settings}, s.log, s.poke)
-	s.ends = &ends{store: cfg.Store, bus: cfg.Bus, log: s.log, hosts: s.hosts, owners: s.owners, settings: s.conf.load, poke: s.poke}
+	s.ends = &ends{store: cfg.Store, bus: cfg.Bus, log: s.log, owners: s.owners, settings: s.conf.load}
 	s.reports = &reports{store: cfg.Store, bus: cfg.Bus, log: s.log, settings: s.conf.load, hosts: s.hosts, domains: s.domains,
 		runs: s.runs, owners: s.owners, objects: s.objects, ends: s.ends, poke: s.poke}
+	s.cancels = &cancels{store: cfg.Store, bus: cfg.Bus, log: s.log, hosts: s.hosts, admin: s.admin, ends: s.ends, poke: s.poke}
 	s.modes = newModes(cfg.Store, cfg.Bus, s.log, s.admin, s.conf.load, s.poke)
 	s.fleet = &fleet{hosts: s.hosts, domains: s.domains, trust: cfg.HostTrust, store: cfg.Store, bus: cfg.Bus, log: s.log, admin: s.admin,
 		settings: s.conf.load, poke: s.poke, refreshMode: s.modes.refresh}
@@ -243,7 +248,7 @@ func New(cfg Config) (*Scheduler, error) {
 		refuseMode: s.modes.refuse,
 		submitJob:  s.submitStep,
 		cancelJob: func(ctx context.Context, id, why string) error {
-			_, err := s.ends.cancelJob(ctx, id, "", why)
+			_, err := s.cancels.cancel(ctx, id, "", why)
 			return err
 		},
 		objects: func() (*bus.Objects, error) {
@@ -322,7 +327,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		add(bus.Subscribe(ctx, c, bus.SubjectSchedulerStatus, "", s.updates, s.log, s.queries.handleStatus)),
 		add(bus.Subscribe(ctx, c, bus.ResultSubject("*"), q, s.updates, s.log, s.reports.handleResult)),
 		add(bus.Subscribe(ctx, c, bus.ProgressSubject("*"), q, s.updates, s.log, s.reports.handleProgress)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectCancel, "*"), q, s.updates, s.log, s.handleCancelAs)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectCancel, "*"), q, s.updates, s.log, s.cancels.handle)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobGet, "*"), q, s.updates, s.log, s.queries.handleGet)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobList, "*"), q, s.updates, s.log, s.queries.handleList)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectBuckets, "*"), q, s.updates, s.log, s.objects.handleBuckets)),
