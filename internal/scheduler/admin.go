@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -12,10 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/ward-run/ward/api/reason"
-	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/internal/audit"
 	"github.com/ward-run/ward/internal/auth"
-	"github.com/ward-run/ward/internal/jobstore"
 	"github.com/ward-run/ward/internal/modreg"
 )
 
@@ -32,8 +29,9 @@ var (
 
 // admins identifies the admin credentials that sign admin requests
 // (Config.AdminTrust) and records the admin actions carried out in the
-// audit log (Config.Audit): the scheduler, the workflow runs (a cancel
-// for every tenant) and the read side (a DLQ drop) share one.
+// audit log (Config.Audit): the scheduler, the cancels (an admin's of any
+// tenant's job), the workflow runs (a cancel for every tenant) and the
+// read side (a DLQ drop) share one.
 type admins struct {
 	trust *auth.AdminTrust    // nil: --insecure
 	audit jetstream.JetStream // nil: no audit log
@@ -71,35 +69,6 @@ func (a *admins) record(ctx context.Context, e audit.Entry) {
 		auditFailures.Inc()
 		a.log.Warn("audit record not written", "action", e.Action, "target", e.Target, "actor", e.Actor, "err", err)
 	}
-}
-
-// handleCancelAs serves sys.job.cancel.<tenant>: a tenant's cancel of its
-// own job as handleCancel does; an admin's of any tenant's job
-// (sys.job.cancel._all) only from an identified admin, and audited with
-// the job's state after it.
-func (s *Scheduler) handleCancelAs(ctx context.Context, msg *nats.Msg, cm *wardv1.JobCancel) {
-	if tenantOf(msg) != "" {
-		s.reports.handleCancel(ctx, msg, cm)
-		return
-	}
-	actor, err := s.admin.of(msg)
-	if err != nil {
-		if rerr := s.cfg.Bus.Reply(msg, &wardv1.GetJobReply{Error: err.Error()}); rerr != nil {
-			s.log.Debug("cancel reply failed", "err", rerr)
-		}
-		return
-	}
-	s.reports.handleCancel(ctx, msg, cm)
-	detail := map[string]string{"reason": cm.GetReason()}
-	switch job, err := s.cfg.Store.Get(ctx, cm.GetJobId()); {
-	case errors.Is(err, jobstore.ErrNotFound):
-		detail["result"] = "not found"
-	case err != nil:
-		detail["result"] = "unknown: the job store did not answer"
-	default:
-		detail["tenant"], detail["state"] = job.Tenant, string(job.State)
-	}
-	s.admin.record(ctx, audit.Entry{Actor: actor, Action: audit.JobCancel, Target: cm.GetJobId(), Detail: detail})
 }
 
 // followModules applies the registry's state, and audits the changes of

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/auth"
 	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/failpoint"
 	"github.com/ward-run/ward/internal/jobstore"
@@ -154,4 +155,41 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits,
 	}
 	s.owners.set(id, owner{tenant: job.Tenant, worker: worker, attempt: job.Attempt})
 	jobsDispatched.WithLabelValues(s.ends.topicLabel(job.Topic)).Inc()
+}
+
+// ticket is the signed order to run job on its worker, for the worker's
+// boot as its last heartbeat announced it (none when it announced none: a
+// host that checks boots refuses such a ticket).
+func (s *Scheduler) ticket(out *wardv1.JobRequest, worker, module, digest string, boot []byte, sf *jobstore.Safety, now time.Time) (*wardv1.Dispatch, error) {
+	t := &wardv1.DispatchTicket{HostId: worker, Job: out, Module: module, ModuleDigest: digest, SchedulerId: s.id, BootNonce: boot}
+	if sf != nil {
+		t.DecisionId, t.PolicyRevision = sf.DecisionID, sf.PolicyRevision
+	}
+	if s.cfg.Signer == nil {
+		return auth.Unsigned(t, now)
+	}
+	return s.cfg.Signer.Sign(t, now)
+}
+
+// moduleOf names the module pool runs and the digest of the version the
+// worker said it holds, and the worker's boot: the ticket binds them, and
+// the host runs nothing else (a version swapped in since, or a restart,
+// bounces the job, which is placed again).
+func (s *Scheduler) moduleOf(pool, worker string) (module, digest string, boot []byte) {
+	w, known := s.hosts.Get(worker)
+	if known {
+		boot = w.Boot
+	}
+	p, ok := s.conf.load().pools.Pools[pool]
+	if !ok {
+		return "", "", boot
+	}
+	module = p.Module
+	if module == "" {
+		module = pool
+	}
+	if known {
+		digest = w.Modules[module]
+	}
+	return module, digest, boot
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"time"
 
-	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/jobstore"
@@ -15,8 +13,8 @@ import (
 // ends is a job's end, and the events of every move, for every stage
 // (admission, placement, the queue, dispatch, results, the reconciler,
 // workflow topics): end moves a job to a terminal state (with the DLQ
-// when asked), deadLettered records an ended job in the DLQ, cancelJob
-// cancels one (and stopOnHosts tells the hosts that an attempt is over);
+// when asked), deadLettered records an ended job in the DLQ, stopOnHosts
+// tells the hosts that an attempt is over (a cancel, cancel.go; a timeout);
 // moved and movedStreamed publish the event of any move the store made
 // (publishVia), and tell the hook registered at construction (jobEnded:
 // the workflow runs) of a job that ended. It calls back into no stage.
@@ -24,10 +22,8 @@ type ends struct {
 	store    jobstore.Store
 	bus      *bus.Conn
 	log      *slog.Logger
-	hosts    *Hosts
 	owners   *owners          // forgets an ended job's owner
 	settings func() *settings // the configuration in force: the topics mapped
-	poke     func()           // wakes the pump: a cancel frees a slot
 	// jobEnded is told of each job moved to its end here.
 	jobEnded func(*jobstore.Job)
 }
@@ -105,22 +101,6 @@ func (en *ends) movedStreamed(job *jobstore.Job, t jobstore.Transition, chunks i
 	}
 	en.publishVia(job, jobstore.Event{At: job.UpdatedAt, State: job.State, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID},
 		chunks, t.Via, t.ViaMessage)
-}
-
-// cancelJob cancels job id (tenant: its tenant guard, "" for none),
-// publishes its event, and tells its host to stop it.
-func (en *ends) cancelJob(ctx context.Context, id, tenant, why string) (*jobstore.Job, error) {
-	t := jobstore.Transition{To: jobstore.Cancelled, Reason: string(reason.Cancelled), Message: why, IfTenant: tenant}
-	job, err := en.store.Transition(ctx, id, t)
-	if err != nil {
-		return nil, err
-	}
-	en.hosts.SetHeld(job.WorkerID, job.WorkerJobs, time.Now())
-	jobsCompleted.WithLabelValues(en.topicLabel(job.Topic), string(job.State)).Inc()
-	en.moved(job, t)
-	en.poke()
-	en.stopOnHosts(job, why)
-	return job, nil
 }
 
 // stopOnHosts tells the hosts (sys.host.cancel, fan-out) that job's

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/ward-run/ward/api/reason"
@@ -15,14 +17,50 @@ const leaseName = "reconciler"
 // reconcileBatch bounds what one pass looks at per kind.
 const reconcileBatch = 500
 
-// leaseLoop runs the reconciler on one replica at a time: the holder of a
+// reconciler ends or recovers the jobs that nothing else will move: on the
+// one replica that holds its lease in the store, it ends jobs past their
+// deadline every tick and, every scan_interval, completes jobs whose
+// result is stored but whose move was lost, retries or times out jobs
+// whose host went silent, admits again what a dead replica left half
+// done, and fails what waited queue.max_wait in a queue. It holds only
+// what it uses: the store, the clock, the configuration in force, the
+// registry, the ends of jobs (end.go), and hooks into the other steps.
+// The Scheduler starts it (run) with its loops and stops it with them.
+type reconciler struct {
+	id       string // this replica: the lease's owner
+	store    jobstore.Store
+	log      *slog.Logger
+	now      func() time.Time // the clock
+	settings func() *settings // the configuration in force
+	hosts    *Hosts
+	ends     *ends // every move's event, a job's end (end.go)
+
+	// countFailure counts a failed attempt against its host and zone;
+	// retryOrEnd retries an attempt the reconciler gave up, or ends its
+	// job (reports, results.go).
+	countFailure func(ctx context.Context, worker, zone string)
+	retryOrEnd   func(ctx context.Context, job *jobstore.Job, to jobstore.State, cause, code, errMsg, msg string, ran ran) error
+	// handOut admits a job again (pump.go); settleRunJob ends a job that
+	// follows a workflow run as its run ended (jobruns.go); poke wakes the
+	// pump.
+	handOut      func(ctx context.Context, job *jobstore.Job)
+	settleRunJob func(ctx context.Context, job *jobstore.Job)
+	poke         func()
+
+	leader atomic.Bool // this replica holds the lease
+}
+
+// leading reports whether this replica holds the reconciler lease now.
+func (rc *reconciler) leading() bool { return rc.leader.Load() }
+
+// run runs the reconciler on one replica at a time: the holder of a
 // lease in the store, renewed every third of its ttl (at least every
 // second). When the holder dies, the lease lapses and another replica takes
 // over within lease_ttl. The holder ends jobs past their deadline every
-// tick, and runs reconcile every scan_interval. On shutdown it gives the
-// lease up, so that another takes over at once.
-func (s *Scheduler) leaseLoop(lctx, ctx context.Context) {
-	defer s.loops.Done()
+// tick, and runs reconcile every scan_interval. When lctx ends it gives
+// the lease up, so that another takes over at once, and returns. Store
+// calls use lctx; the jobs it hands back to admission run under ctx.
+func (rc *reconciler) run(lctx, ctx context.Context) {
 	var (
 		leader   bool
 		lastScan time.Time
@@ -34,28 +72,28 @@ func (s *Scheduler) leaseLoop(lctx, ctx context.Context) {
 		case <-lctx.Done():
 			if leader {
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-				if err := s.cfg.Store.ReleaseLease(rctx, leaseName, s.id); err != nil {
-					s.storeFailed("lease", "", err)
+				if err := rc.store.ReleaseLease(rctx, leaseName, rc.id); err != nil {
+					logStoreFailure(rc.log, "lease", "", err)
 				}
 				cancel()
 				reconcilerLeader.Set(0)
-				s.leader.Store(false)
+				rc.leader.Store(false)
 			}
 			return
 		case <-t.C:
 		}
-		r := s.conf.load().timeouts.Reconciler
-		ok, err := s.cfg.Store.AcquireLease(lctx, leaseName, s.id, r.LeaseTTL)
+		r := rc.settings().timeouts.Reconciler
+		ok, err := rc.store.AcquireLease(lctx, leaseName, rc.id, r.LeaseTTL)
 		if err != nil {
 			if lctx.Err() == nil {
-				s.storeFailed("lease", "", err)
+				logStoreFailure(rc.log, "lease", "", err)
 			}
 			ok = false
 		}
 		if ok != leader {
 			leader = ok
-			s.leader.Store(ok)
-			s.log.Info("reconciler lease", "held", leader)
+			rc.leader.Store(ok)
+			rc.log.Info("reconciler lease", "held", leader)
 			if leader {
 				reconcilerLeader.Set(1)
 			} else {
@@ -63,14 +101,14 @@ func (s *Scheduler) leaseLoop(lctx, ctx context.Context) {
 			}
 		}
 		if leader {
-			now := time.Now()
-			s.expire(lctx, now)
+			now := rc.now()
+			rc.expire(lctx, now)
 			if now.Sub(lastScan) >= r.ScanInterval {
 				lastScan = now
-				s.reconcile(lctx, ctx, now)
+				rc.reconcile(lctx, ctx, now)
 				// Jobs past the store's retention leave its indexes.
-				if n, err := s.cfg.Store.Sweep(lctx, now); err != nil {
-					s.storeFailed("sweep", "", err)
+				if n, err := rc.store.Sweep(lctx, now); err != nil {
+					logStoreFailure(rc.log, "sweep", "", err)
 				} else if n > 0 {
 					jobsSwept.Add(float64(n))
 				}
@@ -82,30 +120,30 @@ func (s *Scheduler) leaseLoop(lctx, ctx context.Context) {
 
 // expire ends the jobs whose deadline passed TIMEOUT (deadline_exceeded),
 // and tells their hosts to stop them.
-func (s *Scheduler) expire(ctx context.Context, now time.Time) int {
-	ids, err := s.cfg.Store.PastDeadline(ctx, now, reconcileBatch)
+func (rc *reconciler) expire(ctx context.Context, now time.Time) int {
+	ids, err := rc.store.PastDeadline(ctx, now, reconcileBatch)
 	if err != nil {
-		s.storeFailed("deadlines", "", err)
+		logStoreFailure(rc.log, "deadlines", "", err)
 		return 0
 	}
 	n := 0
 	for _, id := range ids {
 		t := jobstore.Transition{To: jobstore.Timeout, Reason: string(reason.DeadlineExceeded), Message: "its deadline passed"}
-		job, err := s.cfg.Store.Transition(ctx, id, t)
+		job, err := rc.store.Transition(ctx, id, t)
 		if err != nil {
-			s.storeFailed("deadline", id, err)
+			logStoreFailure(rc.log, "deadline", id, err)
 			continue
 		}
 		n++
 		timeouts.WithLabelValues(string(reason.DeadlineExceeded)).Inc()
-		jobsCompleted.WithLabelValues(s.ends.topicLabel(job.Topic), string(job.State)).Inc()
-		s.ends.moved(job, t)
+		jobsCompleted.WithLabelValues(rc.ends.topicLabel(job.Topic), string(job.State)).Inc()
+		rc.ends.moved(job, t)
 		if job.WorkerID != "" {
-			s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, now)
+			rc.hosts.SetHeld(job.WorkerID, job.WorkerJobs, now)
 			// The host running it stops it at once.
-			s.ends.stopOnHosts(job, string(reason.DeadlineExceeded))
+			rc.ends.stopOnHosts(job, string(reason.DeadlineExceeded))
 		}
-		s.poke()
+		rc.poke()
 	}
 	return n
 }
@@ -115,42 +153,61 @@ func (s *Scheduler) expire(ctx context.Context, now time.Time) int {
 // under ctx. In order:
 //
 //   - a DISPATCHED or RUNNING job whose result is stored for longer than
-//     result_grace lost its result message: it ends SUCCEEDED from the store;
+//     result_grace lost its result message: it ends SUCCEEDED from the
+//     store (recoverResults);
 //   - a DISPATCHED job past its topic's dispatch_timeout, or a RUNNING one
 //     past its running_timeout, lost its host: it is retried when its
 //     max_retries allow, else it ends TIMEOUT (dispatch_timeout,
-//     running_timeout); the worker's failure is counted;
+//     running_timeout); the worker's failure is counted (timeOutSilent);
 //   - a SCHEDULED job older than pending_timeout lost its replica before it
 //     was dispatched: it goes back to PENDING and is admitted again;
 //   - a PENDING job that waits in no queue, older than pending_timeout,
-//     lost its replica while being admitted: it is admitted again;
+//     lost its replica while being admitted: it is admitted again
+//     (readmit, both);
 //   - a queued job that waited queue.max_wait ends FAILED pool_overloaded
-//     (no_workers when its pool has no live host).
-func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
-	c := s.conf.load()
-	r := c.timeouts.Reconciler
+//     (no_workers when its pool has no live host) (failOverdue).
+func (rc *reconciler) reconcile(lctx, ctx context.Context, now time.Time) int {
+	c := rc.settings()
+	n := rc.recoverResults(lctx, c, now)
+	n += rc.timeOutSilent(lctx, c, now)
+	n += rc.readmit(lctx, ctx, c, now)
+	n += rc.failOverdue(lctx, c, now)
+	return n
+}
+
+// recoverResults ends SUCCEEDED, from the store, the DISPATCHED and
+// RUNNING jobs whose result was stored result_grace ago or more.
+func (rc *reconciler) recoverResults(lctx context.Context, c *settings, now time.Time) int {
 	n := 0
 	for _, state := range []jobstore.State{jobstore.Dispatched, jobstore.Running} {
-		ids, err := s.cfg.Store.WithResult(lctx, state, now.Add(-r.ResultGrace), reconcileBatch)
+		ids, err := rc.store.WithResult(lctx, state, now.Add(-c.timeouts.Reconciler.ResultGrace), reconcileBatch)
 		if err != nil {
-			s.storeFailed("with result", "", err)
+			logStoreFailure(rc.log, "with result", "", err)
 		}
 		for _, id := range ids {
 			t := jobstore.Transition{To: jobstore.Succeeded, From: state, ResultPtr: jobstore.ResultPtr(id),
 				Message: "result recovered from the store: its host finished, the result message was lost"}
-			job, err := s.cfg.Store.Transition(lctx, id, t)
+			job, err := rc.store.Transition(lctx, id, t)
 			if err != nil {
-				s.storeFailed("recover", id, err)
+				logStoreFailure(rc.log, "recover", id, err)
 				continue
 			}
 			n++
 			recovered.WithLabelValues("result").Inc()
-			s.hosts.SetHeld(job.WorkerID, job.WorkerJobs, now)
-			jobsCompleted.WithLabelValues(s.ends.topicLabel(job.Topic), string(job.State)).Inc()
-			s.ends.moved(job, t)
+			rc.hosts.SetHeld(job.WorkerID, job.WorkerJobs, now)
+			jobsCompleted.WithLabelValues(rc.ends.topicLabel(job.Topic), string(job.State)).Inc()
+			rc.ends.moved(job, t)
 		}
 	}
+	return n
+}
 
+// timeOutSilent retries, or ends TIMEOUT, the DISPATCHED jobs past their
+// topic's dispatch_timeout and the RUNNING ones past its running_timeout,
+// and counts the failure against the worker; a job that follows a
+// workflow run is settled as its run ended instead.
+func (rc *reconciler) timeOutSilent(lctx context.Context, c *settings, now time.Time) int {
+	n := 0
 	dispatchMin, runningMin := c.timeouts.Shortest()
 	for _, k := range []struct {
 		state jobstore.State
@@ -160,20 +217,20 @@ func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
 		{jobstore.Dispatched, dispatchMin, reason.DispatchTimeout},
 		{jobstore.Running, runningMin, reason.RunningTimeout},
 	} {
-		ids, err := s.cfg.Store.Stale(lctx, k.state, now.Add(-k.after), reconcileBatch)
+		ids, err := rc.store.Stale(lctx, k.state, now.Add(-k.after), reconcileBatch)
 		if err != nil {
-			s.storeFailed("stale", "", err)
+			logStoreFailure(rc.log, "stale", "", err)
 			continue
 		}
 		for _, id := range ids {
-			job, err := s.cfg.Store.Get(lctx, id)
+			job, err := rc.store.Get(lctx, id)
 			if err != nil || job.State != k.state {
 				continue
 			}
 			if isRunJob(job) {
 				// It follows its workflow run, not a host: it ends as
 				// the run ends (the run's own timeout bounds it).
-				s.settleRunJob(lctx, job)
+				rc.settleRunJob(lctx, job)
 				continue
 			}
 			dispatch, running, _ := c.timeouts.For(job.Topic)
@@ -187,64 +244,77 @@ func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
 			n++
 			timeouts.WithLabelValues(string(k.code)).Inc()
 			zone := ""
-			if w, ok := s.hosts.Get(job.WorkerID); ok {
+			if w, ok := rc.hosts.Get(job.WorkerID); ok {
 				zone = w.Zone
 			}
-			s.reports.countFailure(lctx, job.WorkerID, zone)
+			rc.countFailure(lctx, job.WorkerID, zone)
 			msg := fmt.Sprintf("no progress for %s in %s on worker %s", limit, k.state, job.WorkerID)
-			s.log.Info("job timed out", "job_id", id, "reason", string(k.code), "worker_id", job.WorkerID)
+			rc.log.Info("job timed out", "job_id", id, "reason", string(k.code), "worker_id", job.WorkerID)
 			// The attempt is over, whatever comes of the job: should its
 			// host still run it (or still hold its dispatch), it stops
 			// (refuses) that attempt and no other. Told before the retry
 			// is placed, so that the cancel cannot reach the host after
 			// the new attempt's dispatch.
-			s.ends.stopOnHosts(job, string(k.code))
-			if err := s.reports.retryOrEnd(lctx, job, jobstore.Timeout, string(k.code), "", "", msg, ran{}); err != nil {
-				// Logged and counted there (late): another replica or the
-				// host's report moved it first, or the store failed and
-				// the next pass reads it again.
-				continue
-			}
+			rc.ends.stopOnHosts(job, string(k.code))
+			// An error is logged and counted there (late): another
+			// replica or the host's report moved it first, or the store
+			// failed and the next pass reads it again.
+			_ = rc.retryOrEnd(lctx, job, jobstore.Timeout, string(k.code), "", "", msg, ran{})
 		}
 	}
+	return n
+}
 
-	ids, err := s.cfg.Store.Stale(lctx, jobstore.Scheduled, now.Add(-r.PendingTimeout), reconcileBatch)
+// readmit admits again, under ctx, what a replica that died left half
+// done: SCHEDULED jobs (moved back to PENDING) and PENDING jobs in no
+// queue, both older than pending_timeout.
+func (rc *reconciler) readmit(lctx, ctx context.Context, c *settings, now time.Time) int {
+	n := 0
+	pendingTimeout := c.timeouts.Reconciler.PendingTimeout
+	ids, err := rc.store.Stale(lctx, jobstore.Scheduled, now.Add(-pendingTimeout), reconcileBatch)
 	if err != nil {
-		s.storeFailed("stale", "", err)
+		logStoreFailure(rc.log, "stale", "", err)
 	}
 	for _, id := range ids {
 		t := jobstore.Transition{To: jobstore.Pending, From: jobstore.Scheduled, Reason: string(reason.Requeued),
 			Message: "its scheduler replica stopped before dispatching it; admitted again"}
-		job, err := s.cfg.Store.Transition(lctx, id, t)
+		job, err := rc.store.Transition(lctx, id, t)
 		if err != nil {
-			s.storeFailed("requeue", id, err)
+			logStoreFailure(rc.log, "requeue", id, err)
 			continue
 		}
 		n++
 		recovered.WithLabelValues("scheduled").Inc()
-		s.ends.moved(job, t)
-		s.handOut(ctx, job)
+		rc.ends.moved(job, t)
+		rc.handOut(ctx, job)
 	}
 
-	ids, err = s.cfg.Store.Stale(lctx, jobstore.Pending, now.Add(-r.PendingTimeout), reconcileBatch)
+	ids, err = rc.store.Stale(lctx, jobstore.Pending, now.Add(-pendingTimeout), reconcileBatch)
 	if err != nil {
-		s.storeFailed("stale", "", err)
+		logStoreFailure(rc.log, "stale", "", err)
 	}
 	for _, id := range ids {
-		job, err := s.cfg.Store.Get(lctx, id)
+		job, err := rc.store.Get(lctx, id)
 		if err != nil || job.State != jobstore.Pending || job.Waiting != "" {
 			continue
 		}
 		n++
 		recovered.WithLabelValues("orphan").Inc()
-		s.log.Info("admitting a job its replica left", "job_id", id)
-		s.handOut(ctx, job)
+		rc.log.Info("admitting a job its replica left", "job_id", id)
+		rc.handOut(ctx, job)
 	}
+	return n
+}
 
+// failOverdue ends FAILED the first attempts that waited queue.max_wait in
+// a pool's queue: pool_overloaded, or no_workers when no live host serves
+// the pool.
+func (rc *reconciler) failOverdue(lctx context.Context, c *settings, now time.Time) int {
+	n := 0
 	for _, pool := range sortedPools(c) {
-		heads, err := s.cfg.Store.QueueHeads(lctx, pool, 100)
+		heads, err := rc.store.QueueHeads(lctx, pool, 100)
 		if err != nil {
-			s.storeFailed("queue heads", "", err)
+			logStoreFailure(rc.log, "queue heads", "", err)
 			continue
 		}
 		for _, job := range heads {
@@ -252,11 +322,11 @@ func (s *Scheduler) reconcile(lctx, ctx context.Context, now time.Time) int {
 				continue
 			}
 			code, why := reason.PoolOverloaded, "every eligible worker stayed busy"
-			if !s.hosts.Serves(pool, now) {
+			if !rc.hosts.Serves(pool, now) {
 				code, why = reason.NoWorkers, fmt.Sprintf("no live host serves pool %q", pool)
 			}
 			n++
-			s.ends.end(lctx, job, limits{}, jobstore.Transition{To: jobstore.Failed, From: jobstore.Pending, Reason: string(code),
+			rc.ends.end(lctx, job, limits{}, jobstore.Transition{To: jobstore.Failed, From: jobstore.Pending, Reason: string(code),
 				Message: fmt.Sprintf("waited %s in the queue of pool %s (queue.max_wait %s): %s",
 					now.Sub(job.CreatedAt).Round(time.Second), pool, c.sched.Queue.MaxWait, why)}, true)
 		}

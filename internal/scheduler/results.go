@@ -23,11 +23,10 @@ import (
 )
 
 // reports takes what hosts report of the jobs they run — results
-// (handleResult), progress and streamed output (handleProgress) — and the
-// clients' cancels (handleCancel): it moves the jobs they concern, counts
-// failed attempts against their host and zone (countFailure), retries or
-// ends them (retryOrEnd, which the reconciler uses too), and hands each
-// move to ends (end.go).
+// (handleResult), progress and streamed output (handleProgress): it moves
+// the jobs they concern, counts failed attempts against their host and
+// zone (countFailure), retries or ends them (retryOrEnd; the reconciler
+// uses both), and hands each move to ends (end.go).
 type reports struct {
 	store    jobstore.Store
 	bus      *bus.Conn
@@ -514,45 +513,6 @@ func (rp *reports) keepLive(ctx context.Context, p *wardv1.JobProgress) {
 	}
 	if err != nil {
 		logStoreFailure(rp.log, "live", p.GetJobId(), err)
-	}
-}
-
-// handleCancel ends a job CANCELLED, if it is the asking tenant's (the
-// subject names the tenant; another tenant's job is "not found"), then
-// tells the hosts (sys.host.cancel, fan-out): the one running it stops it.
-// Asked as a request, it answers with the job as it is after the cancel.
-func (rp *reports) handleCancel(ctx context.Context, msg *nats.Msg, cm *wardv1.JobCancel) {
-	id := cm.GetJobId()
-	why := cm.GetReason()
-	if why == "" {
-		why = "cancelled on request"
-	}
-	reply := &wardv1.GetJobReply{}
-	tenant := tenantOf(msg)
-	t := jobstore.Transition{To: jobstore.Cancelled, Reason: string(reason.Cancelled), Message: why, IfTenant: tenant}
-	job, err := rp.store.Transition(ctx, id, t)
-	switch {
-	case errors.Is(err, jobstore.ErrNotFound):
-		reply.Error = "job " + id + " not found"
-	case errors.Is(err, jobstore.ErrInvalidTransition):
-		if job, gerr := jobstore.GetFor(ctx, rp.store, id, tenant); gerr == nil {
-			reply.Job = Record(job)
-			reply.Error = fmt.Sprintf("job %s has ended already (%s)", id, job.State)
-		}
-	case err != nil:
-		reply.Error = "job store unavailable"
-		logStoreFailure(rp.log, "cancel", id, err)
-	default:
-		rp.hosts.SetHeld(job.WorkerID, job.WorkerJobs, time.Now())
-		jobsCompleted.WithLabelValues(rp.ends.topicLabel(job.Topic), string(job.State)).Inc()
-		rp.ends.moved(job, t)
-		rp.poke()
-		rp.ends.stopOnHosts(job, why)
-		reply.Job = Record(job)
-		rp.log.Info("job cancelled", "job_id", id, "reason", why)
-	}
-	if err := rp.bus.Reply(msg, reply); err != nil {
-		rp.log.Debug("cancel reply failed", "err", err)
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -111,10 +110,12 @@ type settings struct {
 
 // Scheduler is one scheduler replica. It keeps the lifecycle (New, Start,
 // Shutdown, the loops and their WaitGroup, the subscriptions) and the
-// steps of a job's admission (admit.go, place.go, dispatch.go, pump.go,
-// reconciler.go), and composes the parts that own their state and its
-// lock, each holding only what it uses: ends (end.go: a job's end, every
-// move's event), reports (results.go), queries (queries.go: the read
+// steps of a job's admission (admit.go, place.go, dispatch.go, pump.go),
+// and composes the parts that own their state and its lock, each holding
+// only what it uses: ends (end.go: a job's end, every move's event),
+// reports (results.go), cancels (cancel.go: the one path of a cancel),
+// reconciler (reconciler.go: its lease, deadlines, lost results, silent
+// hosts, what dead replicas left), queries (queries.go: the read
 // side), runner (workflows.go: the workflow runs, told of a job's end by
 // the hook it registers), objectStores (bigresults.go), fleet (house.go:
 // heartbeats, drains, housekeeping), modes (modes.go), admins (admin.go),
@@ -137,18 +138,22 @@ type Scheduler struct {
 
 	conf *settingsHolder // the configuration in force
 
-	owners *owners // who runs each dispatched job, for forwarding its progress
-	ends   *ends   // a job's end, and the events of every move (end.go)
-	// reports takes hosts' results and progress, and cancels (results.go).
-	reports *reports
+	owners  *owners  // who runs each dispatched job, for forwarding its progress
+	ends    *ends    // a job's end, and the events of every move (end.go)
+	reports *reports // hosts' results and progress (results.go)
+	// cancels is the one path of a job's cancel: the bus's, an admin's,
+	// the workflow runs' (cancel.go).
+	cancels *cancels
 
 	// objects are the tenants' object stores: the sizes of contexts
 	// submitted by pointer, the result buckets, the contexts served to
 	// hosts and the large results they send (bigresults.go).
 	objects *objectStores
 
-	modes  *modes      // the mode this replica follows (modes.go)
-	leader atomic.Bool // this replica holds the reconciler lease
+	modes *modes // the mode this replica follows (modes.go)
+	// reconciler ends or recovers the jobs nothing else moves, on the
+	// replica holding its lease (reconciler.go).
+	reconciler *reconciler
 
 	submits *bus.Workers // submissions, and the placements the pump hands out
 	updates *bus.Workers // results, progress, cancels, queries
@@ -230,9 +235,10 @@ func New(cfg Config) (*Scheduler, error) {
 	s.objects = &objectStores{bus: cfg.Bus, store: cfg.Store, log: s.log}
 	s.admin = &admins{trust: cfg.AdminTrust, audit: cfg.Audit, log: s.log}
 	s.conf = newSettingsHolder(&settings{pools: cfg.Pools, base: cfg.Pools, timeouts: cfg.Timeouts, sched: cfg.Settings}, s.log, s.poke)
-	s.ends = &ends{store: cfg.Store, bus: cfg.Bus, log: s.log, hosts: s.hosts, owners: s.owners, settings: s.conf.load, poke: s.poke}
+	s.ends = &ends{store: cfg.Store, bus: cfg.Bus, log: s.log, owners: s.owners, settings: s.conf.load}
 	s.reports = &reports{store: cfg.Store, bus: cfg.Bus, log: s.log, settings: s.conf.load, hosts: s.hosts, domains: s.domains,
 		runs: s.runs, owners: s.owners, objects: s.objects, ends: s.ends, poke: s.poke}
+	s.cancels = &cancels{store: cfg.Store, bus: cfg.Bus, log: s.log, hosts: s.hosts, admin: s.admin, ends: s.ends, poke: s.poke}
 	s.modes = newModes(cfg.Store, cfg.Bus, s.log, s.admin, s.conf.load, s.poke)
 	s.fleet = &fleet{hosts: s.hosts, domains: s.domains, trust: cfg.HostTrust, store: cfg.Store, bus: cfg.Bus, log: s.log, admin: s.admin,
 		settings: s.conf.load, poke: s.poke, refreshMode: s.modes.refresh}
@@ -242,7 +248,7 @@ func New(cfg Config) (*Scheduler, error) {
 		refuseMode: s.modes.refuse,
 		submitJob:  s.submitStep,
 		cancelJob: func(ctx context.Context, id, why string) error {
-			_, err := s.ends.cancelJob(ctx, id, "", why)
+			_, err := s.cancels.cancel(ctx, id, "", why)
 			return err
 		},
 		objects: func() (*bus.Objects, error) {
@@ -252,12 +258,15 @@ func New(cfg Config) (*Scheduler, error) {
 		jobRunEnded: s.endJobOfRun,
 	}, cfg.Workflows)
 	s.ends.jobEnded = s.runner.jobEnded // the hook: a job's end goes back to its run
+	s.reconciler = &reconciler{id: s.id, store: cfg.Store, log: s.log, now: time.Now, settings: s.conf.load, hosts: s.hosts, ends: s.ends,
+		countFailure: s.reports.countFailure, retryOrEnd: s.reports.retryOrEnd,
+		handOut: s.handOut, settleRunJob: s.settleRunJob, poke: s.poke}
 	s.queries = &queries{
 		id: s.id, log: s.log, store: cfg.Store, bus: cfg.Bus, hosts: s.hosts, admin: s.admin,
 		settings:  s.conf.load,
 		mode:      s.Mode,
 		started:   func() time.Time { return s.started },
-		leader:    s.leader.Load,
+		leader:    s.reconciler.leading,
 		workflows: s.runner.names,
 	}
 	return s, nil
@@ -267,7 +276,7 @@ func New(cfg Config) (*Scheduler, error) {
 func (s *Scheduler) ID() string { return s.id }
 
 // Leader reports whether this replica holds the reconciler lease now.
-func (s *Scheduler) Leader() bool { return s.leader.Load() }
+func (s *Scheduler) Leader() bool { return s.reconciler.leading() }
 
 // Hosts returns the scheduler's view of the live workers.
 func (s *Scheduler) Hosts() *Hosts { return s.hosts }
@@ -318,7 +327,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		add(bus.Subscribe(ctx, c, bus.SubjectSchedulerStatus, "", s.updates, s.log, s.queries.handleStatus)),
 		add(bus.Subscribe(ctx, c, bus.ResultSubject("*"), q, s.updates, s.log, s.reports.handleResult)),
 		add(bus.Subscribe(ctx, c, bus.ProgressSubject("*"), q, s.updates, s.log, s.reports.handleProgress)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectCancel, "*"), q, s.updates, s.log, s.handleCancelAs)),
+		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectCancel, "*"), q, s.updates, s.log, s.cancels.handle)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobGet, "*"), q, s.updates, s.log, s.queries.handleGet)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobList, "*"), q, s.updates, s.log, s.queries.handleList)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectBuckets, "*"), q, s.updates, s.log, s.objects.handleBuckets)),
@@ -389,7 +398,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.loops.Add(5)
 	go func() { defer s.loops.Done(); s.runner.runsLoop(lctx) }()
 	go s.pumpLoop(lctx, ctx)
-	go s.leaseLoop(lctx, ctx)
+	go func() { defer s.loops.Done(); s.reconciler.run(lctx, ctx) }()
 	go func() { defer s.loops.Done(); s.fleet.houseLoop(lctx) }()
 	go func() { defer s.loops.Done(); s.objects.bucketLoop(lctx) }()
 	s.log.Info("scheduler started", "mode", s.Mode())

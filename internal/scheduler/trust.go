@@ -8,9 +8,7 @@ import (
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
-	"github.com/ward-run/ward/internal/auth"
 	"github.com/ward-run/ward/internal/bus"
-	"github.com/ward-run/ward/internal/jobstore"
 )
 
 // admitHost checks a heartbeat against the bus and the host's credential.
@@ -66,43 +64,6 @@ func (f *fleet) admitHost(subject string, hb *wardv1.Heartbeat) bool {
 		f.log.Debug("heartbeat claims its credential does not allow dropped", "worker_id", id, "dropped", dropped)
 	}
 	return true
-}
-
-// ticket is the signed order to run job on its worker, for the worker's
-// boot as its last heartbeat announced it (none when it announced none: a
-// host that checks boots refuses such a ticket).
-func (s *Scheduler) ticket(out *wardv1.JobRequest, worker, module, digest string, boot []byte, sf *jobstore.Safety, now time.Time) (*wardv1.Dispatch, error) {
-	t := &wardv1.DispatchTicket{HostId: worker, Job: out, Module: module, ModuleDigest: digest, SchedulerId: s.id, BootNonce: boot}
-	if sf != nil {
-		t.DecisionId, t.PolicyRevision = sf.DecisionID, sf.PolicyRevision
-	}
-	if s.cfg.Signer == nil {
-		return auth.Unsigned(t, now)
-	}
-	return s.cfg.Signer.Sign(t, now)
-}
-
-// moduleOf names the module pool runs and the digest of the version the
-// worker said it holds, and the worker's boot: the ticket binds them, and
-// the host runs nothing else (a version swapped in since, or a restart,
-// bounces the job, which is placed again).
-func (s *Scheduler) moduleOf(pool, worker string) (module, digest string, boot []byte) {
-	w, known := s.hosts.Get(worker)
-	if known {
-		boot = w.Boot
-	}
-	p, ok := s.conf.load().pools.Pools[pool]
-	if !ok {
-		return "", "", boot
-	}
-	module = p.Module
-	if module == "" {
-		module = pool
-	}
-	if known {
-		digest = w.Modules[module]
-	}
-	return module, digest, boot
 }
 
 // owner is who runs a dispatched job: its tenant, worker and attempt.
