@@ -93,11 +93,12 @@ func TestLinksResolve(t *testing.T) {
 	}
 }
 
-// TestNoPathOutside: no document or Go source names a file beside the
-// repository (../shared, the design documents): what a reader needs is
-// in the repository.
+// TestNoPathOutside: no document, Go source or YAML file names a file
+// beside the repository (../shared, the design documents), nor cites a
+// design document by its number ("seed 003"): what a reader needs is in
+// the repository.
 func TestNoPathOutside(t *testing.T) {
-	outside := regexp.MustCompile(`\.\./shared\b|shared/seeds|shared/ARCHITECTURE|shared/STYLE`)
+	outside := regexp.MustCompile(`\.\./shared\b|shared/seeds|shared/ARCHITECTURE|shared/STYLE|(?i)\bseeds? \d{2,3}\b|\bdesign doc(ument)?s? #?\d+`)
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -106,7 +107,7 @@ func TestNoPathOutside(t *testing.T) {
 		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "node_modules" || rel == "bin") {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !(strings.HasSuffix(path, ".md") || strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go")) {
+		if d.IsDir() || !(strings.HasSuffix(path, ".md") || strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go")) {
 			return nil
 		}
 		data, err := os.ReadFile(path)
@@ -115,7 +116,7 @@ func TestNoPathOutside(t *testing.T) {
 		}
 		if loc := outside.FindIndex(data); loc != nil {
 			line := 1 + strings.Count(string(data[:loc[0]]), "\n")
-			t.Errorf("%s:%d: names a file outside the repository: %q", rel, line, data[loc[0]:loc[1]])
+			t.Errorf("%s:%d: names a file outside the repository, or a design document: %q", rel, line, data[loc[0]:loc[1]])
 		}
 		return nil
 	})
