@@ -216,8 +216,8 @@ const (
 	MountUnavailable Code = "mount_unavailable"
 )
 
-// All returns every code, in the order of this file; the README's table of
-// codes is checked against it.
+// All returns every code, in the order of this file; the table of codes in
+// docs/REASONS.md is checked against it (internal/testing/docs).
 func All() []Code {
 	return []Code{
 		NoPoolMapping, NoWorkers, ModuleRetired, PoolOverloaded, TenantLimit, SafetyDenied,

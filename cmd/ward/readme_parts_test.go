@@ -17,24 +17,25 @@ import (
 	"github.com/ward-run/ward/internal/testing/redistest"
 )
 
-// readmeParts reads the commands of the README's "Running the parts
-// separately": the sh block that starts the section, a command a line (a
-// trailing backslash continues it), comments dropped.
+// readmeParts reads the commands of docs/OPERATIONS.md's "Running the
+// parts separately" (the README's once): the sh block that starts the
+// section, a command a line (a trailing backslash continues it), comments
+// dropped.
 func readmeParts(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/OPERATIONS.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
 	start := strings.Index(s, "\n## Running the parts separately")
 	if start < 0 {
-		t.Fatal(`README.md: no section "Running the parts separately"`)
+		t.Fatal(`docs/OPERATIONS.md: no section "Running the parts separately"`)
 	}
 	s = s[start:]
 	open := strings.Index(s, "\n```sh\n")
 	if open < 0 {
-		t.Fatal("README.md: no sh block in \"Running the parts separately\"")
+		t.Fatal("docs/OPERATIONS.md: no sh block in \"Running the parts separately\"")
 	}
 	s = s[open+len("\n```sh\n"):]
 	s = s[:strings.Index(s, "\n```")]
@@ -62,14 +63,14 @@ func readmeParts(t *testing.T) []string {
 	return cmds
 }
 
-// TestREADMEParts runs the README's "Running the parts separately" as
+// TestREADMEParts runs docs/OPERATIONS.md's "Running the parts separately" as
 // written, command by command, as separate processes: the keys and the
 // server configuration from `ward auth init`, a real nats-server (built
 // from the pinned module) with that configuration, a tenant's and a GPU
 // host's credentials, `ward safety`, `ward scheduler` on a real
 // redis-server, `ward host` beside an Ollama stand-in, `ward gateway`, a
 // signed policy push, and the tenant's job, which must run. Only paths,
-// addresses and ports differ from the README: /etc/ward is a temporary
+// addresses and ports differ from the page: /etc/ward is a temporary
 // directory, every listener takes a free port on 127.0.0.1, JetStream
 // stores in a temporary directory, and the host serves a directory of the
 // echo module alone (the walkthrough's job is an echo; the ward binary
@@ -82,7 +83,7 @@ func TestREADMEParts(t *testing.T) {
 	}
 	cmds := readmeParts(t)
 	if len(cmds) < 9 {
-		t.Fatalf("the walkthrough has %d commands: the README's sh block was not read:\n%s", len(cmds), strings.Join(cmds, "\n"))
+		t.Fatalf("the walkthrough has %d commands: the sh block of docs/OPERATIONS.md was not read:\n%s", len(cmds), strings.Join(cmds, "\n"))
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {

@@ -10,14 +10,15 @@ import (
 	"testing"
 )
 
-// tourStep is one command of the README's tour and the output lines it
-// shows.
+// tourStep is one command of the tour (the README's and docs/TOUR.md's)
+// and the output lines it shows.
 type tourStep struct {
 	cmd  string
 	want []string
 }
 
-// readmeTour reads the console blocks of the README's five-minute tour.
+// readmeTour reads the console blocks of the README's five-minute tour
+// and then of docs/TOUR.md, which goes on from it on the same ward dev.
 func readmeTour(t *testing.T) []tourStep {
 	t.Helper()
 	b, err := os.ReadFile("../../README.md")
@@ -25,15 +26,23 @@ func readmeTour(t *testing.T) []tourStep {
 		t.Fatal(err)
 	}
 	s := string(b)
-	start, end := strings.Index(s, "\n## A five-minute tour"), strings.Index(s, "\n## Running the parts separately")
-	if start < 0 || end < start {
-		t.Fatal("README.md: no section \"A five-minute tour\" before \"Running the parts separately\"")
+	start := strings.Index(s, "\n## A five-minute tour\n")
+	if start < 0 {
+		t.Fatal("README.md: no section \"A five-minute tour\"")
+	}
+	end := strings.Index(s[start+1:], "\n## ")
+	if end < 0 {
+		t.Fatal("README.md: no section after \"A five-minute tour\"")
+	}
+	more, err := os.ReadFile("../../docs/TOUR.md")
+	if err != nil {
+		t.Fatal(err)
 	}
 	var steps []tourStep
 	in, cont := false, false
 	heredoc := "" // the word that ends the here-document the command reads
 	hereRE := regexp.MustCompile(`<<'?([A-Z]+)'?`)
-	sc := bufio.NewScanner(strings.NewReader(s[start:end]))
+	sc := bufio.NewScanner(strings.NewReader(s[start:start+1+end] + "\n" + string(more)))
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
@@ -104,16 +113,16 @@ var tourSkips = map[string]string{
 	"5f0c6a8e-...":                  "an id elided in the README",
 }
 
-// TestREADMETour runs the README's five-minute tour, command by command,
-// on a fresh `ward dev` serving every module of modules/build, in a
-// directory where bin/ward is the binary under test, and checks that each
-// output line the README shows is in what the command printed (times, ids,
-// digests, durations and numbers aside), so that a walkthrough that stops
-// working fails here.
+// TestREADMETour runs the README's five-minute tour and docs/TOUR.md after
+// it, command by command, on a fresh `ward dev` serving every module of
+// modules/build, in a directory where bin/ward is the binary under test,
+// and checks that each output line they show is in what the command
+// printed (times, ids, digests, durations and numbers aside), so that a
+// walkthrough that stops working fails here.
 func TestREADMETour(t *testing.T) {
 	steps := readmeTour(t)
 	if len(steps) < 30 {
-		t.Fatalf("the tour has %d commands: the README's console blocks were not read", len(steps))
+		t.Fatalf("the tour has %d commands: the console blocks of README.md and docs/TOUR.md were not read", len(steps))
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -195,7 +204,7 @@ func TestREADMETour(t *testing.T) {
 				}
 			}
 			if !found {
-				t.Errorf("$ %s\nexit %v; the README shows the line\n  %s\nwhich is not in what it printed:\n%s", st.cmd, exitCode(err), w, out)
+				t.Errorf("$ %s\nexit %v; the tour shows the line\n  %s\nwhich is not in what it printed:\n%s", st.cmd, exitCode(err), w, out)
 				break
 			}
 		}

@@ -15,7 +15,7 @@ type Strategy string
 // The placement strategies.
 const (
 	// StrategyLeastLoaded picks the lowest score active_jobs + cpu_load/100 +
-	// gpu_utilization/100 (the seeds' score). The default.
+	// gpu_utilization/100. The default.
 	StrategyLeastLoaded Strategy = "least-loaded"
 	// StrategyRoundRobin takes the eligible workers in turn.
 	StrategyRoundRobin Strategy = "round-robin"

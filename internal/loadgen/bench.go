@@ -1,4 +1,4 @@
-// Package bench drives a running Ward system with jobs and measures it:
+// Package loadgen drives a running Ward system with jobs and measures it:
 // throughput, and submit-to-result latency percentiles. `ward bench` is its
 // command line.
 package loadgen

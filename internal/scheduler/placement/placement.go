@@ -462,7 +462,7 @@ func externalCPU(w *Worker) float64 {
 func freeCPU(w *Worker) int64 { return w.CPUFree - w.ReservedCPU }
 func freeMem(w *Worker) int64 { return w.MemFree - w.ReservedMem }
 
-// score is the seeds' least-loaded score, active_jobs + cpu_load/100 +
+// score is the least-loaded score, active_jobs + cpu_load/100 +
 // gpu_utilization/100, over the jobs the worker holds.
 func score(w *Worker) float64 {
 	return float64(w.Inflight) + (w.CPULoad+w.GPUUtil)*0.01

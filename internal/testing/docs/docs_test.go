@@ -1,7 +1,8 @@
 // Package docs checks the repository's documentation against the tree and
 // the code: every link resolves inside the repository, no document points
-// outside it, and the configuration table names every environment
-// variable the code reads.
+// outside it, the configuration table names exactly the environment
+// variables the code reads, and the reason-code table exactly the codes
+// of api/reason.
 package docs
 
 import (
@@ -92,11 +93,12 @@ func TestLinksResolve(t *testing.T) {
 	}
 }
 
-// TestNoPathOutside: no document or Go source names a file beside the
-// repository (../shared, the design documents): what a reader needs is
-// in the repository.
+// TestNoPathOutside: no document, Go source or YAML file names a file
+// beside the repository (../shared, the design documents), nor cites a
+// design document by its number ("seed 003"): what a reader needs is in
+// the repository.
 func TestNoPathOutside(t *testing.T) {
-	outside := regexp.MustCompile(`\.\./shared\b|shared/seeds|shared/ARCHITECTURE|shared/STYLE`)
+	outside := regexp.MustCompile(`\.\./shared\b|shared/seeds|shared/ARCHITECTURE|shared/STYLE|(?i)\bseeds? \d{2,3}\b|\bdesign doc(ument)?s? #?\d+`)
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -105,7 +107,7 @@ func TestNoPathOutside(t *testing.T) {
 		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "node_modules" || rel == "bin") {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !(strings.HasSuffix(path, ".md") || strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go")) {
+		if d.IsDir() || !(strings.HasSuffix(path, ".md") || strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go")) {
 			return nil
 		}
 		data, err := os.ReadFile(path)
@@ -114,7 +116,7 @@ func TestNoPathOutside(t *testing.T) {
 		}
 		if loc := outside.FindIndex(data); loc != nil {
 			line := 1 + strings.Count(string(data[:loc[0]]), "\n")
-			t.Errorf("%s:%d: names a file outside the repository: %q", rel, line, data[loc[0]:loc[1]])
+			t.Errorf("%s:%d: names a file outside the repository, or a design document: %q", rel, line, data[loc[0]:loc[1]])
 		}
 		return nil
 	})
@@ -154,16 +156,41 @@ func section(t *testing.T, file, name string) string {
 	return s
 }
 
-// TestEveryVariableDocumented: every environment variable the code reads
-// (os.Getenv, os.LookupEnv and the command's lookup helpers, with a name
-// of Ward's) is in the Configuration sections of docs/ARCHITECTURE.md and
-// README.md.
+// configDoc is the one table of variables and flags, and its section.
+const configDoc, configSection = "docs/CONFIGURATION.md", "Environment variables and flags"
+
+// readIndirectly are the variables the table names that the code reads by
+// no call of its own with the name: what it is read as instead.
+var readIndirectly = map[string]string{
+	"OLLAMA_MODEL": "a default of --module-env: the host reads the keys it names and gives them to the jobs granted them",
+}
+
+// TestEveryVariableDocumented: the variables the code reads (os.Getenv,
+// os.LookupEnv and the command's lookup helpers, with a name of Ward's,
+// written out or as a constant)
+// and those of the first column of docs/CONFIGURATION.md's table are the
+// same: every variable read has a row, and every variable a row names is
+// read.
 func TestEveryVariableDocumented(t *testing.T) {
-	sections := map[string]string{
-		"docs/ARCHITECTURE.md": section(t, "docs/ARCHITECTURE.md", "Configuration"),
-		"README.md":            section(t, "README.md", "Configuration"),
+	documented := map[string]bool{}
+	cell := regexp.MustCompile("`([^`]+)`")
+	for _, line := range strings.Split(section(t, configDoc, configSection), "\n") {
+		if !strings.HasPrefix(line, "| ") {
+			continue
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " |")
+		for _, m := range cell.FindAllStringSubmatch(first, -1) {
+			if envName.MatchString(m[1]) {
+				documented[m[1]] = true
+			}
+		}
 	}
-	read := map[string]string{} // variable -> where it is read
+	if len(documented) < 20 {
+		t.Fatalf("%s: found %d variables in the table of %q: was it read?", configDoc, len(documented), configSection)
+	}
+	read := map[string]string{}    // variable -> where it is read
+	consts := map[string]string{}  // constant -> the variable it names
+	byConst := map[string]string{} // constant read -> where
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -181,17 +208,28 @@ func TestEveryVariableDocumented(t *testing.T) {
 			return err
 		}
 		ast.Inspect(file, func(n ast.Node) bool {
+			if vs, ok := n.(*ast.ValueSpec); ok {
+				for i, v := range vs.Values {
+					if name, ok := envLiteral(v); ok && i < len(vs.Names) {
+						consts[vs.Names[i].Name] = name
+					}
+				}
+				return true
+			}
 			call, ok := n.(*ast.CallExpr)
 			if !ok || len(call.Args) == 0 || !readsEnv(call.Fun) {
 				return true
 			}
-			lit, ok := call.Args[0].(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			name, err := strconv.Unquote(lit.Value)
-			if err == nil && envName.MatchString(name) {
-				read[name] = fset.Position(lit.Pos()).String()
+			at := fset.Position(call.Args[0].Pos()).String()
+			switch arg := call.Args[0].(type) {
+			case *ast.BasicLit:
+				if name, ok := envLiteral(arg); ok {
+					read[name] = at
+				}
+			case *ast.Ident: // a constant: os.Getenv(EnvPoolConfig)
+				byConst[arg.Name] = at
+			case *ast.SelectorExpr: // another package's: os.Getenv(config.EnvPoolConfig)
+				byConst[arg.Sel.Name] = at
 			}
 			return true
 		})
@@ -200,24 +238,51 @@ func TestEveryVariableDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for c, at := range byConst {
+		if name, ok := consts[c]; ok {
+			read[name] = at
+		}
+	}
 	if len(read) < 20 {
 		t.Fatalf("found %d variables read: the walk missed the code", len(read))
 	}
-	names := make([]string, 0, len(read))
-	for n := range read {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range sortedKeys(read) {
 		if _, ok := notConfig[n]; ok {
+			if documented[n] {
+				t.Errorf("%s lists $%s, which is not configuration: %s", configDoc, n, notConfig[n])
+			}
 			continue
 		}
-		for file, text := range sections {
-			if !strings.Contains(text, "`"+n+"`") {
-				t.Errorf("%s reads $%s, which %s's Configuration does not list", read[n], n, file)
-			}
+		if !documented[n] {
+			t.Errorf("%s reads $%s, which %s's table does not list", read[n], n, configDoc)
 		}
 	}
+	for _, n := range sortedKeys(documented) {
+		if _, ok := read[n]; !ok && readIndirectly[n] == "" {
+			t.Errorf("%s lists $%s, which no code reads", configDoc, n)
+		}
+	}
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// envLiteral returns the variable a string literal names, if it is one
+// of Ward's.
+func envLiteral(e ast.Expr) (string, bool) {
+	lit, ok := e.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return "", false
+	}
+	name, err := strconv.Unquote(lit.Value)
+	return name, err == nil && envName.MatchString(name)
 }
 
 // readsEnv reports whether fun is a call that reads an environment
