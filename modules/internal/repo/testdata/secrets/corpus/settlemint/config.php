@@ -1,0 +1,2 @@
+<?php
+$settlemintPersonalAccessToken .= 'sm_p@@at_i959z35x2ub9oi04';

@@ -1,0 +1,5 @@
+public class Bootstrap {
+    static {
+        System.setProperty("sidekiq.sensitive.url", "cafe@@babe:deadbeef");
+    }
+}

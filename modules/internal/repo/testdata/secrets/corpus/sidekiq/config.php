@@ -1,0 +1,2 @@
+<?php
+$config['sidekiq_secret'] = "cafe@@babe:deadbeef";
