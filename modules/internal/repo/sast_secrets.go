@@ -49,7 +49,7 @@ var secretRules = []secretRule{
 // URL parameters (…?password=…) and ADO.NET-style key=value lists
 // (Server=…;Password=…).
 var (
-	connURL   = regexp.MustCompile(`(?i)\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|redis|rediss|amqps?|mssql|sqlserver|jdbc:[a-z]+|ftps?|sftp|smtps?|ldaps?|clickhouse|cockroachdb|couchdb|neo4j|nats|kafka)(?:\+[a-z0-9]+)?://([^:@/\s"'` + "`" + `]*):([^@\s"'` + "`" + `]+)@[\w.\-\[]`)
+	connURL   = regexp.MustCompile(`(?i)\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|redis|rediss|amqps?|mssql|sqlserver|jdbc:[a-z]+|ftps?|sftp|smtps?|ldaps?|clickhouse|cockroachdb|couchdb|neo4j|nats|kafka|https?|wss?|git|ssh|svn)(?:\+[a-z0-9]+)?://([^:@/\s"'` + "`" + `]*):([^@\s"'` + "`" + `]+)@[\w.\-\[]`)
 	connParam = regexp.MustCompile(`(?i)[?&;](?:password|pwd|pass)=([^&\s"';]+)`)
 	connADO   = regexp.MustCompile(`(?i)(?:^|[;"'\s])(?:password|pwd)\s*=\s*([^;"'\s]+)`)
 	connADOOf = regexp.MustCompile(`(?i)(?:server|data source|host|user id|uid|initial catalog|database)\s*=[^;]*;`)
@@ -268,17 +268,30 @@ func secretFix(c secretCandidate) string {
 	return "revoke this credential at its provider, issue a new one, and read it from the environment or a secret store"
 }
 
-// secretView is a file's text as the secret rules read it: a backslash
-// before a quote (\" in a JSON string that holds a file) is left out. Its
-// lines are the file's lines.
+// secretView is a file's text as the secret rules read it, its lines the
+// file's lines. Three rewrites make a secret read as an assignment where
+// gitleaks' patterns (a name, an operator, the value, a quote or a space)
+// would not see one:
+//
+//   - a backslash before a quote is left out (\" in a JSON string that
+//     holds a file, a ConfigMap's data);
+//   - an XML element on one line, <apiToken>value</apiToken>, reads
+//     <apiToken=value /apiToken> (same length);
+//   - an attribute pair, key="apiToken" value="…", reads
+//     key="apiToken       ="… (same length).
 type secretView struct {
 	*sastSource
 	removed map[int][]int // a line's removed bytes, as offsets in the original line
 }
 
+var (
+	xmlElement = regexp.MustCompile(`<([A-Za-z_][\w:.\-]*)(?:\s[^<>]*)?>[^<>\s][^<>]*</([A-Za-z_][\w:.\-]*)>`)
+	xmlPair    = regexp.MustCompile(`(?i)\b(?:key|name)\s*=\s*"[^"]+("\s+value\s*)="`)
+)
+
 func escapedView(s *sastSource) *secretView {
 	v := &secretView{sastSource: s}
-	if !strings.Contains(s.text, `\"`) {
+	if !strings.Contains(s.text, `\"`) && !strings.Contains(s.text, "</") && !strings.Contains(strings.ToLower(s.text), "value") {
 		return v
 	}
 	c := &sastSource{path: s.path, lang: s.lang}
@@ -299,6 +312,27 @@ func escapedView(s *sastSource) *secretView {
 				sb.WriteByte(line[j])
 			}
 			line = sb.String()
+		}
+		if strings.Contains(line, "</") {
+			lb := []byte(line)
+			for _, m := range xmlElement.FindAllStringSubmatchIndex(line, -1) {
+				if line[m[2]:m[3]] != line[m[4]:m[5]] {
+					continue
+				}
+				open := strings.IndexByte(line[m[0]:], '>') + m[0]
+				lb[open] = '='
+				lb[m[4]-2] = ' '
+			}
+			line = string(lb)
+		}
+		if strings.Contains(strings.ToLower(line), "value") {
+			lb := []byte(line)
+			for _, m := range xmlPair.FindAllStringSubmatchIndex(line, -1) {
+				for k := m[2]; k < m[3]; k++ {
+					lb[k] = ' '
+				}
+			}
+			line = string(lb)
 		}
 		c.starts = append(c.starts, b.Len())
 		c.lines = append(c.lines, line)

@@ -40,7 +40,10 @@ type sample struct {
 	Path        string `json:"path,omitempty"`
 }
 
-const out = "modules/internal/repo/testdata/secrets"
+const (
+	out     = "modules/internal/repo/testdata/secrets"
+	perFile = 8
+)
 
 func main() {
 	if err := run(); err != nil {
@@ -140,7 +143,7 @@ func secretsOf(re *regexp.Regexp, group int, text string) [][4]int {
 		sa, sb := a, b
 		if group > 0 && 2*group+1 < len(m) && m[2*group] >= 0 {
 			sa, sb = m[2*group], m[2*group+1]
-		} else if group == 0 {
+		} else if group == 0 && !strings.Contains(re.String(), "(?P<") { // named groups name parts (jwt-base64)
 			for g := 2; g+1 < len(m); g += 2 {
 				if m[g] >= 0 && m[g+1] > m[g] {
 					sa, sb = m[g], m[g+1]
@@ -211,11 +214,30 @@ func layout(version string, samples []sample) error {
 		return err
 	}
 	files := map[string]*file{}
-	get := func(p string) *file {
-		if files[p] == nil {
-			files[p] = &file{path: p}
+	// At most perFile labels a file (a finding list caps the findings of
+	// one rule in a file): notes.md, notes-2.md, …
+	part := map[string]int{}
+	var get func(p string) *file
+	get = func(p string) *file {
+		q := p
+		if part[p] > 1 {
+			ext := filepath.Ext(p)
+			if strings.HasPrefix(filepath.Base(p), ".") {
+				ext = ""
+			}
+			q = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(p, ext), part[p], ext)
 		}
-		return files[p]
+		if f := files[q]; f != nil && len(f.labels) < perFile {
+			return f
+		} else if f != nil {
+			part[p]++
+			return get(p)
+		}
+		if part[p] == 0 {
+			part[p] = 1
+		}
+		files[q] = &file{path: q}
+		return files[q]
 	}
 	var kept []sample
 	turn := 0

@@ -1,2 +1,2 @@
 <?php
-$config['airtable_personnal_access_token'] = "patd@@eaz6q2xq2xwgo.94c12d6a4d73e6ac455d0130310a33e4d12a8e63410f3da65b514d4a31fdea96";
+$config['airtable_personnal_access_token'] = "patm@@uba01f7cnyclj.7e44350b6142fde5cec156a149883efd0fb3061bdc6d68aa2bac3fdb49713dc1";

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("algolia.api.key", "8654@@8c7f8b54f8c9998b61bf8bb68aea");
+        System.setProperty("algolia.api.key", "2db2@@39c6a4ce32d7dbc9caf425faaae5");
     }
 }

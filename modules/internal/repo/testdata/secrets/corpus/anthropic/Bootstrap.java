@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("anthropic.api.key", "sk-a@@nt-api03-kcay2j_xwn9abnm2o0cjsboe5fcz9_jmuyyngdmqk1kz_s-7l6sfsjsqf7pmgsafrchqeoablqrtz6l48l12bgbxo2l4nAA");
+        System.setProperty("anthropic.api.key", "sk-a@@nt-api03-x5r7uqaq38nq6d49ej0_w-fx6d9twy9gtjsk6xnwfouhu2-xa2aa0geis9460zr68i8has7u06sf7v3e8hi073ehwhjyuAA");
     }
 }

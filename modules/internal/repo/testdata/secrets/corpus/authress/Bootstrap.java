@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("authress.service.client.access.key", "sc_z@@rpn75hc9v.h8c7.acc_155nsslo8f.b-anvm57ycnird9m124xmk0n7ptc4zeqs9af8uf6");
+        System.setProperty("authress.service.client.access.key", "sc_u@@m0swdsdvu.p9fn.acc_i54t13d6bs.r_f9hc2-pfcftib_d0-1rz540jgpib1_8ccys9-3");
     }
 }

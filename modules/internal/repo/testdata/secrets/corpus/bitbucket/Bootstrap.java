@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("bitbucket.client.secret", "4p6y@@uwikr1ygkimd5yo3idg7rmhyvweof48sq864hp5ldgp67cpm6h4y3bqy9n9s");
+        System.setProperty("bitbucket.client.secret", "viu8@@fkvabbe171j3lgsrkjv5e6bsb83p9zsln67dtms3tlbobw6y7isqw13543s0");
     }
 }

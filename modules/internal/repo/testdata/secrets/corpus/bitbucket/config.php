@@ -1,2 +1,2 @@
 <?php
-$config['bitbucket_client_id'] = "nm3k@@anzpwwqepazg53ktxb1aazeiuem8";
+$config['bitbucket_client_id'] = "z8yw@@mqsva2vvuhkwbrkkh0okc6t9dtwk";

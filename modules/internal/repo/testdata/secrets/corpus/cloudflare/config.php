@@ -1,2 +1,2 @@
 <?php
-$cloudflareApiKey .= 'ipz0@@cnojqz6q3hycrn_xothpl1jh9j6w4x5ypucs';
+$cloudflareApiKey .= 'l3uf@@upwe4gt57_wxx4743-87n_13efoi8-vsr8hq';

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("cohere.api.token", "jSwR@@l5iz19n3mCdJFfJckyga9RedQohl5SifoLxk");
+        System.setProperty("cohere.api.token", "zQXq@@1w0tlXAOzdapQtNo4J2run5IyNmUkWDjp874");
     }
 }

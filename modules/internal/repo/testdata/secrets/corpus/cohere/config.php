@@ -1,2 +1,2 @@
 <?php
-$config['cohere_api_token'] = "DuM4@@Oysl5uEGuFoVRGiRToVWS9sGcrEoHbe7VCp9";
+$config['cohere_api_token'] = "lsxQ@@0vZFXjMbJOFhBLnZRQPhQztiCCHAyD77roPR";

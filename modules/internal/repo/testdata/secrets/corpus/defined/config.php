@@ -1,2 +1,2 @@
 <?php
-$definedNetworkingApiToken .= 'dnke@@y-v_axt85w63-b204cay0q4hk_f1-edk0e92gsuyo49cefku5a80olwbjixirgm6ezcglmqvlnu-ujd70';
+$definedNetworkingApiToken .= 'dnke@@y-ysfwxt_t-whmypk-j-4mid5jxo-hp21_b84rzi8pq5zw28zv5hjt0l067u1mqda3qrye_0sz_hfulna';

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("digitalocean.pat", "dop_@@v1_187432ef945f4d2ea4bd03af8eea78509c528e899e5d73a0ad8e06628e9765a6");
+        System.setProperty("digitalocean.pat", "dop_@@v1_7d7fc74cbc9dfa8549b7cf6259efd34518244fdb63b7fc9cd1567e3f10d4caf4");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$config['duffel_api_token'] = "duff@@el_test_ees06p8v=v_42_d5n54hn_htjc60acn6551x8bmeg6q";
+$config['duffel_api_token'] = "duff@@el_test_4mp6hw5-e_hesxtrt=n34-lf=5i5kciraupy-p46h9v";

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("dynatrace.api.token", "dt0c@@01.wxb4qsfgcitq4qrtsmqibzkx.wrp12m4kpor2svpqp2wvi3os13184hx8d5nbcqaizt8zne7dbnyrho7c8y28e277");
+        System.setProperty("dynatrace.api.token", "dt0c@@01.sgu5zu1qa3hxgqgaywuv8oqz.berqnnezfampti7bae5at4cabiznv3zwr9p0o4xwv4h3c9a7wyfezx27j0vis0n6");
     }
 }

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("etsy.access.token", "46rm@@vcv98bym2vp6qipex0ex");
+        System.setProperty("etsy.access.token", "x2vn@@rcleh9k1bxy2q72iwdn2");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$etsyAccessToken .= 't84f@@fxb2bah1tnzd1m33aqb2';
+$etsyAccessToken .= 'k7ji@@4p5b1bxrc2xrh6pmbrrm';

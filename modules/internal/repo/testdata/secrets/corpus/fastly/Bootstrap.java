@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("fastly.api.token", "yjwb@@41hd-v1d1trzvfqqamsbzf9j9_p3");
+        System.setProperty("fastly.api.token", "u2lv@@2m4bkl=67q6bdu4qe434and9bdhc");
     }
 }

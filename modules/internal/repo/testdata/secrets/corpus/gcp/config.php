@@ -1,2 +1,2 @@
 <?php
-$config['gcp_api_key'] = "AIza@@H48ollm2P8GAkFNQ3-nggfpxwifSl_YMEMP";
+$config['gcp_api_key'] = "AIza@@i0vwyQVaEz-mLW2oL44O_pwqv_kYpz8BWo-";

@@ -1,6 +1,6 @@
 public class Bootstrap {
     static {
-        System.setProperty("gitlab.feed.token", "glft@@-bhkmcjkle1lr52d8co52");
-        System.setProperty("gitlab.scim.token", "glso@@at-g6h8r1zilusnop9voi7b");
+        System.setProperty("gitlab.feed.token", "glft@@-skr3o29x60di0ajbe2yz");
+        System.setProperty("gitlab.scim.token", "glso@@at-azjaz4psqtghmh48tc6c");
     }
 }

@@ -1,3 +1,3 @@
 <?php
-$gitlabFeatureFlagClientToken .= 'glff@@ct-apvu2h2r7l262ah55a4c';
-$config['gitlab_runner_authentication_token_routable'] = "glrt@@-t5_sumbjhpwc6kqa3nxzgjvdg2lpsj.s9wehftbv";
+$gitlabFeatureFlagClientToken .= 'glff@@ct-r06rh265332uajskaws6';
+$config['gitlab_runner_authentication_token_routable'] = "glrt@@-t7_twijbc8g0cnuqxdut7nzive2xey.yab1zpawt";

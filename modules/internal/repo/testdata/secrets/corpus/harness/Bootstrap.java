@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("harness.api.key", "sat.@@ue54jmd2gk6qpc7mgf3td5.je9xqcea2ra9ks7xv7bu8uxq.ex9tvz2xodkjw7mqvhva");
+        System.setProperty("harness.api.key", "sat.@@q1zc7fzdyjuhgo1nf4fpqd.qfqkrg0svgeq3n7tgj1vr2f1.4ud7z0wvpjnohlij1sk9");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$harnessApiKey .= 'pat.@@ttoz4lwnruh72ptu95vdlm.p8x4qiltr584wflx0d9na9kx.m2ycomekxlse7v97urkj';
+$harnessApiKey .= 'pat.@@1lql8l76xh2vi8hsxwvbv8.fuqbedx6no369y6xc05k5gy0.nqygza1ythhqfsf44a2l';

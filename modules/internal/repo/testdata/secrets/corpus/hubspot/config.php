@@ -1,2 +1,2 @@
 <?php
-$config['hubspot_api_key'] = "360f@@b078-8b3b-381b-dde3-c5bb23b526c7";
+$config['hubspot_api_key'] = "805f@@bd43-66f7-1098-342c-10b7ad86b126";

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("jfrog.api.key", "c0ku@@itq5tlrv7nhc82sozxgwj7gou4tfgv17zj61v3gzr70rnj0gaa579nfqby8hizavwi26q");
+        System.setProperty("jfrog.api.key", "wsa9@@v1spl28gpytr4evxevm8rnexfhp1jqslq7kwyy0r7gvfc0ebns0dcnb08y3nh9sc5ox4r");
     }
 }

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("kucoin.secret.key", "ea17@@7d50-9f25-8078-ffcc-a2a19cc3d390");
+        System.setProperty("kucoin.access.token", "0036@@b962ca097e80e4bf0faa");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$lookerClientSecret .= 'gp7a@@n65w4nv4wwrt3ay7f3p3';
+$lookerClientId .= 'l375@@qfitct0eopaps1ur';

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("notion.api.token", "ntn_@@4564761517228wHvuYD2KAKIP6ZWv0vIiZs6VDsJOULcQ9");
+        System.setProperty("notion.api.token", "ntn_@@456476151729vWBETTAc421EJdkefwPvw8dfNt2oszUa7v");
     }
 }

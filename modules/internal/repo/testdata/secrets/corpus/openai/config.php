@@ -1,2 +1,2 @@
 <?php
-$config['openai_api_key'] = "sk-w@@ovabd2r7z16x4iq1j8rT3BlbkFJnvjsrii778zcs7xnjc44";
+$openaiApiKey .= 'sk-a@@dmin-ypbUmRYErPxz0fcyyH6sFBMM_WB57Xaq0prNvasOOWkhbEQfpBxgV42jS3T3BlbkFJmqB_sfX3A5MyI7ayjdxUChH8h6cDuu1Xc1XKgjuoP316BECTcpOy2qiRYA';

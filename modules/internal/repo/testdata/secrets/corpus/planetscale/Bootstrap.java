@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("planetscale.api.token", "psca@@le_tkn_gtu9l3j52fvrw9c4xqpvarldy_f4_1r6");
+        System.setProperty("planetscale.password", "psca@@le_pw_68ou86rfusvb5zz8pv=v4wu9f44s=_pe1e5jla_njp6sxb1cfd37s5ztxxlekcoc");
     }
 }

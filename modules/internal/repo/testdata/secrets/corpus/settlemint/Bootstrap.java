@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("settlemint.service.access.token", "sm_s@@at_npevat8xwaraffin");
+        System.setProperty("settlemint.personal.access.token", "sm_p@@at_1o8g03y0qi08h3lx");
     }
 }

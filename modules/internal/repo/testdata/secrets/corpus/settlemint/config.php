@@ -1,2 +1,2 @@
 <?php
-$settlemintPersonalAccessToken .= 'sm_p@@at_i959z35x2ub9oi04';
+$settlemintApplicationAccessToken .= 'sm_a@@at_k1zk5nf8jyievcr5';

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("sidekiq.sensitive.url", "cafe@@babe:deadbeef");
+        System.setProperty("sidekiq.secret", "cafe@@babe:deadbeef");
     }
 }

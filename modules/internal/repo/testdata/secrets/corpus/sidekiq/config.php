@@ -1,2 +1,2 @@
 <?php
-$config['sidekiq_secret'] = "cafe@@babe:deadbeef";
+$config['sidekiq_secret'] = "f341@@0b44:d1ce3372";

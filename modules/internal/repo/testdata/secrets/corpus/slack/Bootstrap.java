@@ -1,9 +1,9 @@
 public class Bootstrap {
     static {
-        System.setProperty("slack.user.token", "xoxp@@-4614724432022-4621207627011-5182682871568-1ddad9823e8528ad0f4944dfa3c6fc6c");
-        System.setProperty("slack.config.access.token", "xoxe@@.xoxb-1-Mi0yLTMxNzcwMjQ0MTcxMy0zNjU5NDY0Njg4MTctNTE1ODE1MjY5MTcxNC01MTU4MDI0MTgyOTc5LWRmY2YwY2U4ODhhNzY5ZGU5MTAyNDU4MDJjMGQ0ZDliMTZhMjNkMmEyYzliNjkzMDRlN2VjZTI4MWNiMzRkNGQ");
-        System.setProperty("slack.legacy.bot.token", "xoxb@@-51351043345-Lzwmto5IMVb8UK36MghZYMEi");
-        System.setProperty("slack.legacy.workspace.token", "xoxr@@-1xhkaqsfm2pv");
-        System.setProperty("slack.webhook.url", "http@@s://hooks.slack.com/services/e8qdv4sn6gbzlv2xbdujkah85hopo63gle380jpyaubmmf");
+        System.setProperty("slack.user.token", "xoxp@@-254112160503-252950188691-252375361712-6cbf56aada30951a9d310a5f23d032a0");
+        System.setProperty("slack.config.access.token", "xoxe@@.xoxp-1-lvkq6zh4epuq0l6jp8yv2eim7uukqck396ujph5fgjx4afr4fxf8qkp99i1vwhl6xxetdj96c175eazlvlv8e2asegmi6rjyv6zdcligb67k4wwlr9chn0vwhlwuzmvd5016xv48l1l22gtu3ny3k3ukcvs10nhigfb");
+        System.setProperty("slack.legacy.bot.token", "xoxb@@-312554961652-uSmliU84rFhnUSBq9YdKh6lS");
+        System.setProperty("slack.legacy.workspace.token", "xoxr@@-0-fzqfiarvvsal");
+        System.setProperty("slack.webhook.url", "http@@://hooks.slack.com/services/l66kna7x8ahbojs100fbgh5uzxfsnddrmkpqz8an2tlm2");
     }
 }

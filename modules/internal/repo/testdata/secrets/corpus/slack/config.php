@@ -1,6 +1,7 @@
 <?php
-$slackUserToken .= 'xoxp@@-254112160503-252950188691-252375361712-6cbf56aada30951a9d310a5f23d032a0';
-$config['slack_config_access_token'] = "xoxe@@.xoxp-1-bvjtctcapbzneuajnzqlvqd21hskw00b0ylyx2phhbyyrroh1993rhygnrp74ky9wq4xd6y0hx0uhx8nzyn53t68n0p7uexk0750v7zhoncn03xo8g28upg8tmph5uefazlv6rk9ooei0kecw61jpi19491rcdi5kd7";
-$slackLegacyBotToken .= 'xoxb@@-312554961652-uSmliU84rFhnUSBq9YdKh6lS';
-$config['slack_legacy_workspace_token'] = "xoxr@@-3-wljxz0ylq8es";
-$slackWebhookUrl .= 'http@@://hooks.slack.com/services/cgkh6ap40w4wi9lu90c9k9i7rsiqp5c85joc968vjdg3o';
+$slackUserToken .= 'xoxp@@-11873098179-111402824422-234336993777-b96c9fb3b69f82ebb79d12f280779de1';
+$config['slack_config_access_token'] = "xoxe@@.xoxp-1-Mi0yLTMxNzcwMjQ0MTcxMy0zNjU5NDY0Njg4MTctNTE1ODE1MjY5MTcxNC01MTU4MDI0MTgyOTc5LWRmY2YwY2U4ODhhNzY5ZGU5MTAyNDU4MDJjMGQ0ZDliMTZhMjNkMmEyYzliNjkzMDRlN2VjZTI4MWNiMzRkNGQ";
+$slackLegacyBotToken .= 'xoxb@@-123456789012-Xw937qtWSXJss1lFaKe';
+$config['slack_legacy_workspace_token'] = "xoxa@@-oe28w1sttcg7";
+$slackWebhookUrl .= 'hook@@s.slack.com/services/kkfkxr0sej5rcuxt8gu7jm83ualrytjlennrdkas508g';
+$config['slack_webhook_url'] = "http@@s://hooks.slack.com/triggers/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";

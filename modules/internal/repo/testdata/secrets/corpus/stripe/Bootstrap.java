@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("stripe.access.token", "sk_p@@rod_j5pl6ijy8qftm777wrapekphert7k8w8vjoqx8x4hjrjpmub5bpdy171hxrh9e6fvwbktp3o7epv2obqyktqhll5duwkvr83rpy");
+        System.setProperty("stripe.access.token", "sk_t@@est_q6aonk7rkywcp5oysft8m1a8h0vzh2");
     }
 }

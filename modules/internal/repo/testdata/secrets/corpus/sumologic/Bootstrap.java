@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("sumologic.access.id", "suDb@@Jw97o9WVo0");
+        System.setProperty("sumologic.access.id", "sug5@@XpdpaoxtOH");
     }
 }

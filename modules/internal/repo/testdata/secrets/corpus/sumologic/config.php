@@ -1,2 +1,2 @@
 <?php
-$config['sumologic_access_id'] = "sug5@@XpdpaoxtOH";
+$config['sumologic_access_id'] = "su9O@@L59biWiJu7";

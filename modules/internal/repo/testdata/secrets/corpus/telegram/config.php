@@ -1,2 +1,2 @@
 <?php
-$telegramBotApiToken .= '2989@@537320642133:Appq3020oa3p_lyu4l2k9875m0hg8yrotu5';
+$telegramBotApiToken .= '8829@@9:Am9d-0zl1iewrcswxntck55ui-e4r0egrl1';

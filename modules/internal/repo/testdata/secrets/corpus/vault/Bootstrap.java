@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("vault.batch.token", "hvb.@@AAAAAQJgxDgqsGNorpoOR7hPZ5SU-ynBvCl764jyRP_fnX7WvkdkDzGjbLNGdPdtlY33Als2P36yDZueqzfdGw9RsaTeaYXSH7E4RYSWuRoQ9YRKIw8o7mDDY2ZcT3KOB7RwtW1w1FN2eDqcy_sbCjXPaM1iBVH-mqMSYRmRd2nb5D1SJPeBzIYRqSglLc31wUGN7xEzyrKUczqOKsIcybQA");
+        System.setProperty("vault.batch.token", "hvb.@@pv2h-735382hj65ld_s3qysx2pxrbklocyuuezg6r42qm9ooeozhqoqoi1-ic8s-fwug9g_z7glhjj2lnmawznqmssxa60sanllgz_e6j7b1x6d3-xnxc8l9mosjxx3jtzh6vextzo");
     }
 }
