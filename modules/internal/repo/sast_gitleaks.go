@@ -45,6 +45,10 @@ type glRules struct {
 	global   []*config.Allowlist
 	keywords []string // lower case, index = position in the automaton
 	trie     *ahocorasick.Trie
+	// prefixes are the keywords of the rules of known formats that start
+	// a token (ghp_, xoxp, sm_pat, dapi); providers are those that name a
+	// provider (telegr, meraki, cloudflare).
+	prefixes, providers []string
 	loadTime time.Duration
 	err      error
 }
@@ -86,6 +90,21 @@ func gitleaksRules() *glRules {
 			gl.keywords = append(gl.keywords, k)
 		}
 		sort.Strings(gl.keywords)
+		for _, r := range gl.rules {
+			if strings.Contains(r.RuleID, "generic") {
+				continue
+			}
+			for _, k := range r.Keywords {
+				switch {
+				case len(k) < 4 || strings.ContainsAny(k, "<=") || strings.HasPrefix(k, "-") || k == "secret" || k == "secret_key":
+				case strings.Trim(k, "abcdefghijklmnopqrstuvwxyz") == "" && len(k) >= 5:
+					gl.providers = append(gl.providers, k)
+					gl.prefixes = append(gl.prefixes, k)
+				default:
+					gl.prefixes = append(gl.prefixes, k)
+				}
+			}
+		}
 		gl.trie = ahocorasick.NewTrieBuilder().AddStrings(gl.keywords).Build()
 		gl.loadTime = time.Since(start)
 	})
@@ -99,12 +118,36 @@ func GitleaksRuleCount() (int, time.Duration, error) {
 	return len(r.rules), r.loadTime, r.err
 }
 
+// malformedToken reports a generic finding that a rule of a known format
+// had its chance at: a value that starts as that format's tokens do (a
+// slack xoxp-, a databricks dapi) or a name that says the provider
+// (telegram_bot_token), where the provider's rule found nothing. It is a
+// malformed token, a truncated one or a placeholder, not a secret of
+// unknown format.
+func malformedToken(name, value string) bool {
+	g := gitleaksRules()
+	lv := strings.ToLower(value)
+	for _, k := range g.prefixes {
+		if strings.HasPrefix(lv, k) {
+			return true
+		}
+	}
+	for _, w := range identWords(name) {
+		for _, k := range g.providers {
+			if strings.HasPrefix(w, k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // glFinding is a finding of a gitleaks rule: the secret's bytes in the
 // text it was found in.
 type glFinding struct {
 	rule       *config.Rule
 	start, end int // the secret
-	line       int // index of the line the match starts on
+	line       int // index of the line the secret starts on
 	secret     string
 }
 
@@ -194,7 +237,9 @@ func detectGitleaks(path, text string, starts []int, withGeneric bool) []glFindi
 			if findingAllowed(g.global, secret, match, line, path) || findingAllowed(r.Allowlists, secret, match, line, path) {
 				continue
 			}
-			out = append(out, glFinding{rule: r, start: sa, end: sb, line: lineOf(a), secret: secret})
+			// Reported where the secret starts (gitleaks: where the match
+			// does), so that the column and the excerpt show it.
+			out = append(out, glFinding{rule: r, start: sa, end: sb, line: lineOf(sa), secret: secret})
 		}
 	}
 	// A generic finding gives way to a specific one on its line that holds

@@ -86,7 +86,7 @@ func scanSecrets(s *sastSource, level int, out *findings) {
 			continue
 		}
 		ls := v.starts[f.line]
-		a, b := f.start-ls, min(f.end-ls, len(v.lines[f.line]))
+		a, b := min(f.start-ls, len(v.lines[f.line])), min(f.end-ls, len(v.lines[f.line]))
 		sev := sdk.SeverityError
 		switch {
 		case strings.Contains(f.rule.RuleID, "generic") || f.rule.RuleID == "jwt" || strings.Contains(f.secret, "_test_"):
@@ -150,6 +150,10 @@ func scanSecrets(s *sastSource, level int, out *findings) {
 		cands = append(cands, genericOf[i]...)
 		var kept []secretCandidate
 		for _, c := range cands {
+			if (c.rule == "hardcoded-secret" || strings.Contains(c.rule, "generic")) && !specificOn(byLine[i]) &&
+				malformedToken(lastName(line[:c.start]), line[c.start:c.end]) {
+				continue
+			}
 			overlaps := false
 			for _, k := range kept {
 				if c.start < k.end && k.start < c.end {
@@ -165,6 +169,9 @@ func scanSecrets(s *sastSource, level int, out *findings) {
 		}
 	}
 }
+
+// specificOn: a rule of a known format found something on the line.
+func specificOn(cands []secretCandidate) bool { return len(cands) > 0 }
 
 // wardRuleIDs are the ids Ward reported formats under before it used
 // gitleaks' rules; they stay, so that what users filter on stays. Every

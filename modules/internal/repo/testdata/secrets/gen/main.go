@@ -243,7 +243,18 @@ func layout(version string, samples []sample) error {
 	turn := 0
 	count := map[string]int{}
 	seen := map[string]bool{}
+	// A rule's false positive that is another rule's true positive (the
+	// Cloudflare rules share samples so) is no negative.
+	tpText := map[string]bool{}
 	for _, s := range samples {
+		if s.TP {
+			tpText[strings.TrimSpace(s.Text)] = true
+		}
+	}
+	for _, s := range samples {
+		if !s.TP && tpText[strings.TrimSpace(s.Text)] {
+			continue
+		}
 		if strings.Contains(s.Text, "@@") || s.Regex == "" {
 			continue
 		}

@@ -1,2 +1,2 @@
 <?php
-$config['airtable_personnal_access_token'] = "patm@@uba01f7cnyclj.7e44350b6142fde5cec156a149883efd0fb3061bdc6d68aa2bac3fdb49713dc1";
+$config['airtable_personnal_access_token'] = "patr@@c6791fwkivtr7.e7047cacb95c2db0708cad108448456f0bb0ef8d36a71096e335d519c70f4a7b";

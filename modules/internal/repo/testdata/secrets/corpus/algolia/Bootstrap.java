@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("algolia.api.key", "2db2@@39c6a4ce32d7dbc9caf425faaae5");
+        System.setProperty("algolia.api.key", "01b8@@240e0fd3c64b517b35526e7042ab");
     }
 }

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("anthropic.api.key", "sk-a@@nt-api03-x5r7uqaq38nq6d49ej0_w-fx6d9twy9gtjsk6xnwfouhu2-xa2aa0geis9460zr68i8has7u06sf7v3e8hi073ehwhjyuAA");
+        System.setProperty("anthropic.api.key", "sk-a@@nt-api03-3lv7atj2wnw8ooky3rhngztj-3oy5ytlnblfkr1_42t75bpe2-rdv3k-hod6165cioityo_wvdcafnfwudh87irpkp67aAA");
     }
 }

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("authress.service.client.access.key", "sc_u@@m0swdsdvu.p9fn.acc_i54t13d6bs.r_f9hc2-pfcftib_d0-1rz540jgpib1_8ccys9-3");
+        System.setProperty("authress.service.client.access.key", "sc_i@@7cf8rlrzt.586o.acc_8u28u9r7lb.z97rrx3xnaz5ctd3hz8mjfmkhvyxidvjt1rfw6se");
     }
 }

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("bitbucket.client.secret", "viu8@@fkvabbe171j3lgsrkjv5e6bsb83p9zsln67dtms3tlbobw6y7isqw13543s0");
+        System.setProperty("bitbucket.client.secret", "8l6d@@xb59iwsrmmu6sstaqzy9rj5w5ykjsqc70i0j6i92nr105ll1242yrio9czpc");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$config['bitbucket_client_id'] = "z8yw@@mqsva2vvuhkwbrkkh0okc6t9dtwk";
+$config['bitbucket_client_id'] = "yjq4@@i7fjbef60pkmwzav9zdxdfgcde6n";

@@ -1,2 +1,2 @@
 <?php
-$cloudflareApiKey .= 'l3uf@@upwe4gt57_wxx4743-87n_13efoi8-vsr8hq';
+$cloudflareApiKey .= 'af1s@@20m21_yrnhqreryuawp1nrsc2f0y8_ezflnq';

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("cohere.api.token", "zQXq@@1w0tlXAOzdapQtNo4J2run5IyNmUkWDjp874");
+        System.setProperty("cohere.api.token", "RNra@@ynu5f0liGWd0xOxujTvCnEYxud91RGcO2ZlH");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$config['cohere_api_token'] = "lsxQ@@0vZFXjMbJOFhBLnZRQPhQztiCCHAyD77roPR";
+$config['cohere_api_token'] = "f0gy@@9foRPDHqwVL56NfnfxqhMOqGKzLaeo7G2IcC";

@@ -1,2 +1,2 @@
 <?php
-$definedNetworkingApiToken .= 'dnke@@y-ysfwxt_t-whmypk-j-4mid5jxo-hp21_b84rzi8pq5zw28zv5hjt0l067u1mqda3qrye_0sz_hfulna';
+$definedNetworkingApiToken .= 'dnke@@y-t0olkxsip81ohd696f-it_js5z-yb254zmnb=4war8_9suqel3i13uktzwj2h_eut6bwlmhq9=b899l';

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("digitalocean.pat", "dop_@@v1_7d7fc74cbc9dfa8549b7cf6259efd34518244fdb63b7fc9cd1567e3f10d4caf4");
+        System.setProperty("digitalocean.pat", "dop_@@v1_d3a0969acb2b4d29e2ce32ba1d87e30ddaefebfd575e362864c3d8d616d69daa");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$config['duffel_api_token'] = "duff@@el_test_4mp6hw5-e_hesxtrt=n34-lf=5i5kciraupy-p46h9v";
+$config['duffel_api_token'] = "duff@@el_test_6kq7ch-371dqx5b53ssg91n48r5gjdyvwg9=w=49fy-";

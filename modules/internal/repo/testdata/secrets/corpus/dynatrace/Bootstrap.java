@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("dynatrace.api.token", "dt0c@@01.sgu5zu1qa3hxgqgaywuv8oqz.berqnnezfampti7bae5at4cabiznv3zwr9p0o4xwv4h3c9a7wyfezx27j0vis0n6");
+        System.setProperty("dynatrace.api.token", "dt0c@@01.znd2infvwi0p6tevwnuutbo0.brzadkp0np4ie4f6hyzgih3cnzoe7o3cba2a9tr1fq4muiufr03ggghrbw9y1u6h");
     }
 }

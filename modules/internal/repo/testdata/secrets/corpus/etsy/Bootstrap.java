@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("etsy.access.token", "x2vn@@rcleh9k1bxy2q72iwdn2");
+        System.setProperty("etsy.access.token", "lo5n@@qoegi9ylon5pi9zrcml7");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$etsyAccessToken .= 'k7ji@@4p5b1bxrc2xrh6pmbrrm';
+$etsyAccessToken .= 'bfc0@@tr1cmxw5gtfrj5hpmf8d';

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("fastly.api.token", "u2lv@@2m4bkl=67q6bdu4qe434and9bdhc");
+        System.setProperty("fastly.api.token", "of=k@@34497=qdi=kb259guexwl7m3fe-5");
     }
 }

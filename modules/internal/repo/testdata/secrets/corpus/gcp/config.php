@@ -1,2 +1,2 @@
 <?php
-$config['gcp_api_key'] = "AIza@@i0vwyQVaEz-mLW2oL44O_pwqv_kYpz8BWo-";
+$config['gcp_api_key'] = "AIza@@Z5w8mjpG6cijlztDjFRTjj8C_6L7Rjc_0Mi";

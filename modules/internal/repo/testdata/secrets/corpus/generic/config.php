@@ -1,2 +1,2 @@
 <?php
-$config['generic_api_key'] = "6da8@@9121079f83b2eb6acccf8219ea982c3d79bccc3e9c6a85856480661f8fde";
+$config['generic_api_key'] = "5gsy@@bAlZEQmo_9H_56y_xJwOJ7HO_b";

@@ -1,6 +1,6 @@
 public class Bootstrap {
     static {
-        System.setProperty("gitlab.feed.token", "glft@@-skr3o29x60di0ajbe2yz");
-        System.setProperty("gitlab.scim.token", "glso@@at-azjaz4psqtghmh48tc6c");
+        System.setProperty("gitlab.feed.token", "glft@@-tcuhrujsf9zudk79c8t6");
+        System.setProperty("gitlab.scim.token", "glso@@at-26tyiqqag01b1q3wi9qg");
     }
 }

@@ -1,3 +1,3 @@
 <?php
-$gitlabFeatureFlagClientToken .= 'glff@@ct-r06rh265332uajskaws6';
-$config['gitlab_runner_authentication_token_routable'] = "glrt@@-t7_twijbc8g0cnuqxdut7nzive2xey.yab1zpawt";
+$gitlabFeatureFlagClientToken .= 'glff@@ct-3j2y14hulce0ej85wa25';
+$config['gitlab_runner_authentication_token_routable'] = "glrt@@-t2_jfqae0eo56o5kxexdzcd4yyjujs.x901ilskj";

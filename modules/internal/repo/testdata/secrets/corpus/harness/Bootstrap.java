@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("harness.api.key", "sat.@@q1zc7fzdyjuhgo1nf4fpqd.qfqkrg0svgeq3n7tgj1vr2f1.4ud7z0wvpjnohlij1sk9");
+        System.setProperty("harness.api.key", "sat.@@ry51am5kdt471cn8cpadoy.m3azj1x6afam7jkaletu7izf.q24n5cskhvh9brcdnxib");
     }
 }

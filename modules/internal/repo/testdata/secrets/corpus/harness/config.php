@@ -1,2 +1,2 @@
 <?php
-$harnessApiKey .= 'pat.@@1lql8l76xh2vi8hsxwvbv8.fuqbedx6no369y6xc05k5gy0.nqygza1ythhqfsf44a2l';
+$harnessApiKey .= 'pat.@@rblvz19phgrvwa94ayngk2.55qztslnphbv5bedz5zmzb0v.8z8v75c6m5bjkmuvf1de';

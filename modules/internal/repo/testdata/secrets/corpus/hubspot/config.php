@@ -1,2 +1,2 @@
 <?php
-$config['hubspot_api_key'] = "805f@@bd43-66f7-1098-342c-10b7ad86b126";
+$config['hubspot_api_key'] = "89f2@@ac15-42fe-bd44-c65f-c6ad75edcc30";

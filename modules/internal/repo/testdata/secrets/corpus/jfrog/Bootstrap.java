@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("jfrog.api.key", "wsa9@@v1spl28gpytr4evxevm8rnexfhp1jqslq7kwyy0r7gvfc0ebns0dcnb08y3nh9sc5ox4r");
+        System.setProperty("jfrog.api.key", "56ly@@rgqbwglyz7xdzbf137qe4c8ei9yw4e3j8pxemlrws32qlwzzstr7uic6h4t3sxble9yui");
     }
 }

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("looker.client.secret", "lnbh@@1sds6fsxvete04xd4par");
+        System.setProperty("looker.client.id", "s6vr@@q4wslk59hz4a3izo");
     }
 }

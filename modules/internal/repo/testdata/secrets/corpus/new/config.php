@@ -1,2 +1,2 @@
 <?php
-$newRelicInsertKey .= 'NRII@@-0ce954b141082dbb5a5b75e56eb4fb71';
+$newRelicBrowserApiToken .= 'NRJS@@-f385630a05408624856';

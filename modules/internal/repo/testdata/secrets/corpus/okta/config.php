@@ -1,2 +1,2 @@
 <?php
-$config['okta_access_token'] = "00fW@@kOjwwL9xiFd-Vfgm_ePATIRxVj852Iblbb1DS_";
+$config['okta_access_token'] = "00eb@@Obu4zSNkyc6dimLvUwq4KpTEop-PCEnnfSTpD3";

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("planetscale.password", "psca@@le_pw_68ou86rfusvb5zz8pv=v4wu9f44s=_pe1e5jla_njp6sxb1cfd37s5ztxxlekcoc");
+        System.setProperty("planetscale.password", "psca@@le_pw_1ueye8f3jsn472edk74am8rp_be6-huiniyokffq5ll");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$config['planetscale_password'] = "psca@@le_pw_65s-hah9q684y62oz3s-a7q9tx=zurzqgdsayf6z769";
+$config['planetscale_password'] = "psca@@le_pw_peevu2mdk_gyp6ulcg5=kpc-shserhdl";

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("settlemint.personal.access.token", "sm_p@@at_1o8g03y0qi08h3lx");
+        System.setProperty("settlemint.application.access.token", "sm_a@@at_u1giqbs0jsm4ezmi");
     }
 }

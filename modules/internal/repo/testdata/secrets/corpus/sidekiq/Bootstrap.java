@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("sidekiq.secret", "cafe@@babe:deadbeef");
+        System.setProperty("sidekiq.secret", "8222@@aaf2:528ff480");
     }
 }

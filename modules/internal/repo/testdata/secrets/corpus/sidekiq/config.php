@@ -1,2 +1,2 @@
 <?php
-$config['sidekiq_secret'] = "f341@@0b44:d1ce3372";
+$config['sidekiq_secret'] = "cf92@@90b6:0f0bdc25";

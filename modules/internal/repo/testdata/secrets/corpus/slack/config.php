@@ -1,7 +1,7 @@
 <?php
-$slackUserToken .= 'xoxp@@-11873098179-111402824422-234336993777-b96c9fb3b69f82ebb79d12f280779de1';
-$config['slack_config_access_token'] = "xoxe@@.xoxp-1-Mi0yLTMxNzcwMjQ0MTcxMy0zNjU5NDY0Njg4MTctNTE1ODE1MjY5MTcxNC01MTU4MDI0MTgyOTc5LWRmY2YwY2U4ODhhNzY5ZGU5MTAyNDU4MDJjMGQ0ZDliMTZhMjNkMmEyYzliNjkzMDRlN2VjZTI4MWNiMzRkNGQ";
-$slackLegacyBotToken .= 'xoxb@@-123456789012-Xw937qtWSXJss1lFaKe';
-$config['slack_legacy_workspace_token'] = "xoxa@@-oe28w1sttcg7";
-$slackWebhookUrl .= 'hook@@s.slack.com/services/kkfkxr0sej5rcuxt8gu7jm83ualrytjlennrdkas508g';
-$config['slack_webhook_url'] = "http@@s://hooks.slack.com/triggers/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";
+$slackUserToken .= 'xoxp@@-283316862324-298911817009-298923149681-44f585044dace54f5701618e97cd1c0b';
+$config['slack_config_access_token'] = "xoxe@@.xoxp-1-Mi0yLTM0MTQwNDE0MDE3Ni0zNjU5NDY0Njg4MTctNTE4MjA3NTQ5NjA4MC01NDEyOTYyODY5NzUxLThhMTBjZmI1ZWIzMGIwNTg0ZDdmMDI5Y2UxNzVlZWVhYzU2ZWQyZTZiODNjNDZiMGUxMzRlNmNjNDEwYmQxMjQ";
+$slackLegacyBotToken .= 'xoxb@@-47834520726-N3otsrwj8Cf99cs8GhiRZsX1';
+$config['slack_legacy_workspace_token'] = "xoxa@@-4-f6hv51vzemg6";
+$slackLegacyToken .= 'xoxo@@-523423-234243-234233-e039d02840a0b9379c';
+$config['slack_webhook_url'] = "http@@://hooks.slack.com/workflows/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";

@@ -1,2 +1,2 @@
 <?php
-$sourcegraphAccessToken .= 'sgp_@@local_bcD1DA18de0d6476Be0f3BD7Ef9Da4f09b479aE5';
+$sourcegraphAccessToken .= 'sgp_@@local_d7dfFD43cF2503B1da673EB560aAa3e80f16FA42';

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("sumologic.access.id", "sug5@@XpdpaoxtOH");
+        System.setProperty("sumologic.access.id", "su9O@@L59biWiJu7");
     }
 }

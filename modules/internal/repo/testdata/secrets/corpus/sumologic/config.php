@@ -1,2 +1,2 @@
 <?php
-$config['sumologic_access_id'] = "su9O@@L59biWiJu7";
+$config['sumologic_access_id'] = "su4s@@KtpvdQoXkx";

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("telegram.bot.api.token", "1467@@825503914680:Apwa5faz13yk-o8psn4l3a5n9vcq1zmlpyv");
+        System.setProperty("telegram.bot.api.token", "8406@@8:Ak60bd5l3w9xjnxl5nzrjri10ebnzsslg00");
     }
 }

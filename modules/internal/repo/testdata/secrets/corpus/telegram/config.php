@@ -1,2 +1,2 @@
 <?php
-$telegramBotApiToken .= '8829@@9:Am9d-0zl1iewrcswxntck55ui-e4r0egrl1';
+$telegramBotApiToken .= '2486@@2499:Akzbk33e3l1d3tcwtqtkyhwx-jt7whe5nxn';

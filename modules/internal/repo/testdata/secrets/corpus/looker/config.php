@@ -1,2 +1,0 @@
-<?php
-$lookerClientId .= 'l375@@qfitct0eopaps1ur';

@@ -1,2 +1,0 @@
-<?php
-$config['maxmind_license_key'] = "w5fr@@uZ_8ZUsgYLu8vwgb3yKsgMna3uIF9Oa4_mmk";

@@ -1,2 +1,0 @@
-<?php
-$settlemintApplicationAccessToken .= 'sm_a@@at_k1zk5nf8jyievcr5';
