@@ -96,7 +96,7 @@ func gitleaksRules() *glRules {
 			}
 			for _, k := range r.Keywords {
 				switch {
-				case len(k) < 4 || strings.ContainsAny(k, "<=") || strings.HasPrefix(k, "-") || k == "secret" || k == "secret_key":
+				case len(k) < 4 || strings.ContainsAny(k, "<=") || strings.HasPrefix(k, "-") || notProvider[k]:
 				case strings.Trim(k, "abcdefghijklmnopqrstuvwxyz") == "" && len(k) >= 5:
 					gl.providers = append(gl.providers, k)
 					gl.prefixes = append(gl.prefixes, k)
@@ -118,19 +118,26 @@ func GitleaksRuleCount() (int, time.Duration, error) {
 	return len(r.rules), r.loadTime, r.err
 }
 
+// notProvider are keywords that are words of any secret's name.
+var notProvider = map[string]bool{"secret": true, "secret_key": true, "password": true, "token": true, "apikey": true, "bearer": true}
+
 // malformedToken reports a generic finding that a rule of a known format
 // had its chance at: a value that starts as that format's tokens do (a
 // slack xoxp-, a databricks dapi) or a name that says the provider
-// (telegram_bot_token), where the provider's rule found nothing. It is a
+// (telegram_bot_token; only byName, for gitleaks' generic rule: Ward's
+// judges the value), where the provider's rule found nothing. It is a
 // malformed token, a truncated one or a placeholder, not a secret of
 // unknown format.
-func malformedToken(name, value string) bool {
+func malformedToken(name, value string, byName bool) bool {
 	g := gitleaksRules()
 	lv := strings.ToLower(value)
 	for _, k := range g.prefixes {
 		if strings.HasPrefix(lv, k) {
 			return true
 		}
+	}
+	if !byName {
+		return false
 	}
 	for _, w := range identWords(name) {
 		for _, k := range g.providers {

@@ -151,7 +151,7 @@ func scanSecrets(s *sastSource, level int, out *findings) {
 		var kept []secretCandidate
 		for _, c := range cands {
 			if (c.rule == "hardcoded-secret" || strings.Contains(c.rule, "generic")) && !specificOn(byLine[i]) &&
-				malformedToken(lastName(line[:c.start]), line[c.start:c.end]) {
+				malformedToken(lastName(line[:c.start]), line[c.start:c.end], c.rule != "hardcoded-secret") {
 				continue
 			}
 			overlaps := false
@@ -276,7 +276,7 @@ func secretFix(c secretCandidate) string {
 }
 
 // secretView is a file's text as the secret rules read it, its lines the
-// file's lines. Three rewrites make a secret read as an assignment where
+// file's lines. Four rewrites make a secret read as an assignment where
 // gitleaks' patterns (a name, an operator, the value, a quote or a space)
 // would not see one:
 //
@@ -285,7 +285,9 @@ func secretFix(c secretCandidate) string {
 //   - an XML element on one line, <apiToken>value</apiToken>, reads
 //     <apiToken=value /apiToken> (same length);
 //   - an attribute pair, key="apiToken" value="…", reads
-//     key="apiToken       ="… (same length).
+//     key="apiToken       ="… (same length);
+//   - a key in brackets, $config['api_token'] = …, reads
+//     $config  api_token   = … (same length).
 type secretView struct {
 	*sastSource
 	removed map[int][]int // a line's removed bytes, as offsets in the original line
@@ -293,12 +295,14 @@ type secretView struct {
 
 var (
 	xmlElement = regexp.MustCompile(`<([A-Za-z_][\w:.\-]*)(?:\s[^<>]*)?>[^<>\s][^<>]*</([A-Za-z_][\w:.\-]*)>`)
+	bracketKey = regexp.MustCompile(`\[\s*['"][\w.\-]+['"]\s*\]`)
 	xmlPair    = regexp.MustCompile(`(?i)\b(?:key|name)\s*=\s*"[^"]+("\s+value\s*)="`)
 )
 
 func escapedView(s *sastSource) *secretView {
 	v := &secretView{sastSource: s}
-	if !strings.Contains(s.text, `\"`) && !strings.Contains(s.text, "</") && !strings.Contains(strings.ToLower(s.text), "value") {
+	if !strings.Contains(s.text, `\"`) && !strings.Contains(s.text, "</") && !strings.Contains(s.text, "['") &&
+		!strings.Contains(s.text, `["`) && !strings.Contains(strings.ToLower(s.text), "value") {
 		return v
 	}
 	c := &sastSource{path: s.path, lang: s.lang}
@@ -329,6 +333,17 @@ func escapedView(s *sastSource) *secretView {
 				open := strings.IndexByte(line[m[0]:], '>') + m[0]
 				lb[open] = '='
 				lb[m[4]-2] = ' '
+			}
+			line = string(lb)
+		}
+		if strings.Contains(line, "['") || strings.Contains(line, `["`) {
+			lb := []byte(line)
+			for _, m := range bracketKey.FindAllStringIndex(line, -1) {
+				for k := m[0]; k < m[1]; k++ {
+					if lb[k] == '[' || lb[k] == ']' || lb[k] == '\'' || lb[k] == '"' {
+						lb[k] = ' '
+					}
+				}
 			}
 			line = string(lb)
 		}

@@ -267,7 +267,7 @@ func layout(version string, samples []sample) error {
 			// A false positive, as its own text, in its family's file.
 			f := get(fam + "/code.txt")
 			if len(f.lines) > 0 {
-				f.add("")
+				f.add("#") // not blank: a pattern that runs over line ends stops here
 			}
 			from := f.add(s.Text)
 			f.label("negative", from, len(f.lines), fam, "sample-text", s.Rule)
@@ -297,7 +297,7 @@ func layout(version string, samples []sample) error {
 		}
 		f := get(fam + "/notes.md")
 		if len(f.lines) > 0 {
-			f.add("")
+			f.add("#") // not blank: a pattern that runs over line ends stops here
 		}
 		base := f.add(text)
 		for _, m := range found {

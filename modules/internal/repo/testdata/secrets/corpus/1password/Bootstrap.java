@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("1password.service.account.token", "ops_@@eyJaH3paaPGa+V+QeRAzHHcgj0Xeb5UA6qmu1fQdXzx72dR8cfq6NLl/j4V3BG1xno9GXWGbg5Rf9lXcEcGlYZ+gLmiKpMkQus1s/KkMu/UD1kzNg1eK1sBXyaQ+wlWEEd9QzVDHRjUCR4uxodiacM/BEvWQgoB0UEFUJE4T7HGkOKt5QmmC7FRKF/vOH9kgXcM1DRiZp2l1L2EdR8rCaxrMnuiOGGqlGu7mrVXfry+Mkqm++S+1nQihf09ae");
+        System.setProperty("1password.service.account.token", "ops_@@eyJ+YvLKabmim2YsF85c9HorvDUJ7w7G+THrA4M/ahL5QPWJX1v8v0Np7NrkTCcXOHYBmK13adA7aQi2NP2RaqEKB+AV5Y4/vaeOr9tS2jIm4lLyYi6uzf42/a5SDFSiXiWuGAZsNL70Xm2PBUlsXOasy19PIcfwz8gWjNfbsPQXGDYezFTbRQ2ceLg3iZib6wq/537ucV1YhGSYC4I5+6Tz+rUcZtIUjMH2i024Woxq8Iyy+utNM4KbHJKpZ");
     }
 }

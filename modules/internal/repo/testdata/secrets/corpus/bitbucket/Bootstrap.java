@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("bitbucket.client.secret", "8l6d@@xb59iwsrmmu6sstaqzy9rj5w5ykjsqc70i0j6i92nr105ll1242yrio9czpc");
+        System.setProperty("bitbucket.client.secret", "zwrs@@9ui7six92svgz8z39isedy9lw2qxi0wop9zg5kp6y2sv188e6uyk4c9wfo50");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$config['bitbucket_client_id'] = "yjq4@@i7fjbef60pkmwzav9zdxdfgcde6n";
+$config['bitbucket_client_id'] = "kzdo@@z84q4nh3fzfca5htapkj4135o8q3";

@@ -1,2 +1,2 @@
 <?php
-$cloudflareApiKey .= 'af1s@@20m21_yrnhqreryuawp1nrsc2f0y8_ezflnq';
+$cloudflareApiKey .= '3qxk@@ip_mxp_kkvsdkka72gfq69prp805eusb9d2j';

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("cohere.api.token", "RNra@@ynu5f0liGWd0xOxujTvCnEYxud91RGcO2ZlH");
+        System.setProperty("cohere.api.token", "OnvL@@HZ1fqjuX5bSR9BvGMZjrq8qKktT6kHI6xRZV");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$definedNetworkingApiToken .= 'dnke@@y-t0olkxsip81ohd696f-it_js5z-yb254zmnb=4war8_9suqel3i13uktzwj2h_eut6bwlmhq9=b899l';
+$definedNetworkingApiToken .= 'dnke@@y-1rg-=oj=q-2s4de-8l-_knpdeg-uj3sg=d1=h=wgnu1wht_8o-kkdmot2oe-khlxdva3_xvoz_3ncd8';

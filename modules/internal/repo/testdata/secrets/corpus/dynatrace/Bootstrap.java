@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("dynatrace.api.token", "dt0c@@01.znd2infvwi0p6tevwnuutbo0.brzadkp0np4ie4f6hyzgih3cnzoe7o3cba2a9tr1fq4muiufr03ggghrbw9y1u6h");
+        System.setProperty("dynatrace.api.token", "dt0c@@01.1og44gpr9v9ufglya1mxm6bb.g6h5fpqvpkvtkqvkr013w3ukc5hm34emkqtoinr8ejhfl5rjlm71jl520g71bzp1");
     }
 }

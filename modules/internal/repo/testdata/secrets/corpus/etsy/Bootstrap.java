@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("etsy.access.token", "lo5n@@qoegi9ylon5pi9zrcml7");
+        System.setProperty("etsy.access.token", "q9my@@ltaeoynbgx1g6qgu32hc");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$etsyAccessToken .= 'bfc0@@tr1cmxw5gtfrj5hpmf8d';
+$etsyAccessToken .= '1k67@@7k0d2u9a0ret7w39kiva';

@@ -1,2 +1,2 @@
 <?php
-$config['gcp_api_key'] = "AIza@@Z5w8mjpG6cijlztDjFRTjj8C_6L7Rjc_0Mi";
+$config['gcp_api_key'] = "AIza@@Y9f63GKa-5hhYq1jOKAHJuvm4rj3rHnXbIF";

@@ -1,2 +1,2 @@
 <?php
-$config['generic_api_key'] = "5gsy@@bAlZEQmo_9H_56y_xJwOJ7HO_b";
+$config['generic_api_key'] = "crtT@@C0aQS0w18C27h-XziQH4s2aOcs";

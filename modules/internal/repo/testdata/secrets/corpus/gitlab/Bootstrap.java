@@ -1,6 +1,6 @@
 public class Bootstrap {
     static {
-        System.setProperty("gitlab.feed.token", "glft@@-tcuhrujsf9zudk79c8t6");
-        System.setProperty("gitlab.scim.token", "glso@@at-26tyiqqag01b1q3wi9qg");
+        System.setProperty("gitlab.feed.token", "glft@@-qi1i03wlrymlgiwfud3g");
+        System.setProperty("gitlab.scim.token", "glso@@at-l3beku97nvmlqdn8iao5");
     }
 }

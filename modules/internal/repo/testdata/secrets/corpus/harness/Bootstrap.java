@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("harness.api.key", "sat.@@ry51am5kdt471cn8cpadoy.m3azj1x6afam7jkaletu7izf.q24n5cskhvh9brcdnxib");
+        System.setProperty("harness.api.key", "sat.@@485de8zvz4dju438ug2n1y.r2c8wqbftc1x2qb0z111kmdy.tkbfmq97wldet0nn61rn");
     }
 }

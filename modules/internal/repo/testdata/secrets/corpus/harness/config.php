@@ -1,2 +1,2 @@
 <?php
-$harnessApiKey .= 'pat.@@rblvz19phgrvwa94ayngk2.55qztslnphbv5bedz5zmzb0v.8z8v75c6m5bjkmuvf1de';
+$harnessApiKey .= 'pat.@@7tefq5af975p4wypjj8hzv.ek7xm8sc6kj193qf5eli5ybs.w88y13x7w5mx8qpvsh1x';

@@ -1,2 +1,2 @@
 <?php
-$config['hubspot_api_key'] = "89f2@@ac15-42fe-bd44-c65f-c6ad75edcc30";
+$config['hubspot_api_key'] = "8043@@0a8e-e30b-949e-639a-54e100764086";

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("jfrog.api.key", "56ly@@rgqbwglyz7xdzbf137qe4c8ei9yw4e3j8pxemlrws32qlwzzstr7uic6h4t3sxble9yui");
+        System.setProperty("jfrog.api.key", "jfqg@@hn3681q8j7h0d5j07ie6e62btikreicgayajxh1x5hklfhbfnmicpy75wjqhc4wixpy9c");
     }
 }

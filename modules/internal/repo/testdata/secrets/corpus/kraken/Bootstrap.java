@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("kraken.access.token", "lu61@@s68ke7fgijd8wbfbcb7aj+7-38ooxidi-m_3n6bv+95rdluf67p8-t++drhijgupfbyw0-/wb==x");
+        System.setProperty("kraken.access.token", "oj1d@@=7ojp6d+tqhcwfa-mfrnfrvz11kcxw-nibkg5dj1mf2r4x4oj7rtc7dgky=arr_4we1/d7qem/_0");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$lobPubApiKey .= 'test@@_pub_2e8d50b1f927b4a8860cc7f1b383023';
+$lobPubApiKey .= 'test@@_pub_2180b965f4e3724c13f7aa954ddfc30';

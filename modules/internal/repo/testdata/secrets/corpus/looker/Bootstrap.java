@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("looker.client.id", "s6vr@@q4wslk59hz4a3izo");
+        System.setProperty("looker.client.id", "qdxf@@v1t63wpkryn8au5s");
     }
 }

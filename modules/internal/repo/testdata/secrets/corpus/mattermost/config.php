@@ -1,2 +1,2 @@
 <?php
-$config['mattermost_access_token'] = "dzp5@@dnkm35uq64kkhg6z1cwi3f";
+$config['mattermost_access_token'] = "mo4a@@zyn7ud28ojmmfazdj4banx";

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("new.relic.insert.key", "NRII@@-e0a857f7621f38a768299faf93e82dec");
+        System.setProperty("new.relic.insert.key", "NRII@@-5a374299f86d156d711b138cf2e9ab8d");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$newRelicBrowserApiToken .= 'NRJS@@-f385630a05408624856';
+$newRelicBrowserApiToken .= 'NRJS@@-49b723608534d1caca1';

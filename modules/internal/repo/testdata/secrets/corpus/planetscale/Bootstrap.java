@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("planetscale.password", "psca@@le_pw_1ueye8f3jsn472edk74am8rp_be6-huiniyokffq5ll");
+        System.setProperty("planetscale.password", "psca@@le_pw_ruwshrsem4xza7wu4z6l_zfsej2sr-q35ddceyr0j3w");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$config['planetscale_password'] = "psca@@le_pw_peevu2mdk_gyp6ulcg5=kpc-shserhdl";
+$config['planetscale_password'] = "psca@@le_pw_l==s9rabotbfuh98keu40411va9gmqwc";

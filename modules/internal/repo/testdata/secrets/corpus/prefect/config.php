@@ -1,2 +1,2 @@
 <?php
-$prefectApiToken .= 'pnu_@@hhsv8hnzlmvumir83sn2oe99xdcow4sgo8m2';
+$prefectApiToken .= 'pnu_@@i6tx2f2yujrgc8nqmqbulvdtud3xw599l4xu';

@@ -1,2 +1,2 @@
 <?php
-$config['sendbird_access_token'] = "74df@@471e37c00ffdfccd5f5bb9280e7d9069bade";
+$config['sendbird_access_token'] = "524c@@ccf668eddea6e9aa1493193df475971091b6";

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("sendgrid.api.token", "SG.4@@t4ou2a-5z9c-mtlngw6d109q8aa2dvoio0qlw1xkj_q0ooi8pag7rxrh3g=na2eg9");
+        System.setProperty("sendgrid.api.token", "SG.3@@06fuokppx3=l7-i9z7qwx48dzdbabdli46dl6iutphqtbm9xie5ux5kwu_98m47-d");
     }
 }

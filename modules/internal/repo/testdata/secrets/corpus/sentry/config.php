@@ -1,2 +1,2 @@
 <?php
-$sentryUserToken .= 'sntr@@yu_c117dd10b11f487c50d4721afaccae66de6a4f3baa37fe7490b5ddb6d1278f0a';
+$sentryUserToken .= 'sntr@@yu_230377eff1824e4a4aee25db89ded586350dc77b56c150ce151f47fe463b2cc6';

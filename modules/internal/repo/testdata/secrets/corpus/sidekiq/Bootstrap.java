@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("sidekiq.secret", "8222@@aaf2:528ff480");
+        System.setProperty("sidekiq.secret", "e01c@@fda5:d64f6baf");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$config['sidekiq_secret'] = "cf92@@90b6:0f0bdc25";
+$config['sidekiq_secret'] = "5ef5@@7fac:ddea3916";

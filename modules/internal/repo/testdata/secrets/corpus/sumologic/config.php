@@ -1,2 +1,2 @@
 <?php
-$config['sumologic_access_id'] = "su4s@@KtpvdQoXkx";
+$config['sumologic_access_id'] = "suao@@uKTXdmtB80";

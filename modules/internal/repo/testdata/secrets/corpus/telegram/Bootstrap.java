@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("telegram.bot.api.token", "8406@@8:Ak60bd5l3w9xjnxl5nzrjri10ebnzsslg00");
+        System.setProperty("telegram.bot.api.token", "5183@@8:Aejo9y-_s35l7jp496sinx_11ztu7h29lbo");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$telegramBotApiToken .= '2486@@2499:Akzbk33e3l1d3tcwtqtkyhwx-jt7whe5nxn';
+$telegramBotApiToken .= '8932@@5231:A6yivkaeaae0ut-l4aaslv7kgi30ol_eotd';

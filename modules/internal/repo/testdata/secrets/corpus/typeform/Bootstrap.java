@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("typeform.api.token", "tfp_@@sl5rlxvxsgokkb_mv_g_a0fa5c1yvjiyiyz9oio8h0yxi_4cqcrkguispvc");
+        System.setProperty("typeform.api.token", "tfp_@@-5t5q4t5abu2dwsddngf2=ugtygn8_7b1xa0zec37fjyiluoi9w8smt0360");
     }
 }

@@ -1,2 +1,2 @@
 <?php
-$yandexAccessToken .= 't1.y@@=.EWQEI1PjwU4UEnOvOFI43qK3KPBV1ntRzveoI3gaHeMzCFfEyK9lfbkXWEc5lkT569AcjbzWRGx_RIIeEEXVbr';
+$yandexAccessToken .= 't1.m@@=.2WP7DOh_IjPss3tSkaL3TvpKErleLoEDbbpm_pF2TawlX62sf_mVJ6Tj9b5F1h8oQNgIIfPLCdEp7uJvLXQ_GG';

@@ -1,5 +1,5 @@
 public class Bootstrap {
     static {
-        System.setProperty("zendesk.secret.key", "c1z2@@zhf2sgh9o19p94moc6vt717toeiq7cazkre5");
+        System.setProperty("zendesk.secret.key", "22ji@@ovujrx1rzl09p6rofefpejuj18efllsmvn22");
     }
 }
