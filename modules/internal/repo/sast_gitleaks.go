@@ -49,8 +49,8 @@ type glRules struct {
 	// a token (ghp_, xoxp, sm_pat, dapi); providers are those that name a
 	// provider (telegr, meraki, cloudflare).
 	prefixes, providers []string
-	loadTime time.Duration
-	err      error
+	loadTime            time.Duration
+	err                 error
 }
 
 var (
