@@ -57,7 +57,9 @@ func TestSecretsCorpus(t *testing.T) {
 		l := &secretLabel{secret: p[0] == "secret", family: p[2], class: p[3], rule: p[4]}
 		loc, lines, _ := strings.Cut(p[1], ":")
 		l.file = loc
-		fmt.Sscanf(lines, "%d-%d", &l.from, &l.to)
+		if _, err := fmt.Sscanf(lines, "%d-%d", &l.from, &l.to); err != nil {
+			t.Fatalf("LABELS: %q: %v", sc.Text(), err)
+		}
 		labels = append(labels, l)
 		byFile[loc] = append(byFile[loc], l)
 	}
