@@ -82,7 +82,8 @@ func scanSecrets(s *sastSource, level int, out *findings) {
 	byLine := map[int][]secretCandidate{}    // gitleaks' rules of known formats
 	genericOf := map[int][]secretCandidate{} // gitleaks' generic rule, tried after Ward's
 	for _, f := range detectGitleaks(s.path, v.text, v.starts, level == secretsAll && s.lang != "Key") {
-		if tokenPlaceholder(f.secret) || knownExample(f.secret) || !plausible(v, f) {
+		generic := strings.Contains(f.rule.RuleID, "generic")
+		if (generic && tokenPlaceholder(f.secret)) || (!generic && maskedToken(f.secret)) || knownExample(f.secret) || !plausible(v, f) {
 			continue
 		}
 		ls := v.starts[f.line]
@@ -186,6 +187,19 @@ var wardRuleIDs = map[string]string{
 	"slack-webhook-url": "slack-webhook", "stripe-access-token": "stripe-key", "twilio-api-key": "twilio-key",
 	"sendgrid-api-token": "sendgrid-key", "npm-access-token": "npm-token", "pypi-upload-token": "pypi-token",
 	"anthropic-api-key": "anthropic-key", "anthropic-admin-api-key": "anthropic-key", "openai-api-key": "openai-key",
+}
+
+// maskedToken: a token of a known format that is masked or elided
+// (ghp_xxxx…, sk_live_****, <token>, …). gitleaks' own allow-lists judge
+// the rest: its samples count sk-ant-…fake… and …EXAMPLE… as secrets.
+func maskedToken(v string) bool {
+	l := strings.ToLower(v)
+	for _, w := range []string{"xxxxx", "****", "<", "...", "…", "your_", "your-", "placeholder", "redacted"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // knownExample: keys that vendors publish for local use and documents
