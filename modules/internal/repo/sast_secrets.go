@@ -50,7 +50,7 @@ var secretRules = []secretRule{
 // (Server=…;Password=…).
 var (
 	connURL   = regexp.MustCompile(`(?i)\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|redis|rediss|amqps?|mssql|sqlserver|jdbc:[a-z]+|ftps?|sftp|smtps?|ldaps?|clickhouse|cockroachdb|couchdb|neo4j|nats|kafka|https?|wss?|git|ssh|svn)(?:\+[a-z0-9]+)?://([^:@/\s"'` + "`" + `]*):([^@\s"'` + "`" + `]+)@[\w.\-\[]`)
-	connParam = regexp.MustCompile(`(?i)[?&;](?:password|pwd|pass)=([^&\s"';]+)`)
+	connParam = regexp.MustCompile(`(?i)[?&;\s](?:password|pwd|pass)=([^&\s"';]+)`)
 	connADO   = regexp.MustCompile(`(?i)(?:^|[;"'\s])(?:password|pwd)\s*=\s*([^;"'\s]+)`)
 	connADOOf = regexp.MustCompile(`(?i)(?:server|data source|host|user id|uid|initial catalog|database)\s*=[^;]*;`)
 )
@@ -290,7 +290,7 @@ func secretFix(c secretCandidate) string {
 }
 
 // secretView is a file's text as the secret rules read it, its lines the
-// file's lines. Four rewrites make a secret read as an assignment where
+// file's lines. These rewrites make a secret read as an assignment where
 // gitleaks' patterns (a name, an operator, the value, a quote or a space)
 // would not see one:
 //
@@ -301,7 +301,9 @@ func secretFix(c secretCandidate) string {
 //   - an attribute pair, key="apiToken" value="…", reads
 //     key="apiToken       ="… (same length);
 //   - a key in brackets, $config['api_token'] = …, reads
-//     $config  api_token   = … (same length).
+//     $config  api_token   = … (same length);
+//   - NAME += "…" and $name ??= "…" read as NAME  = "…"; a query
+//     parameter's value ends at its & (?api_token=…&page=2).
 type secretView struct {
 	*sastSource
 	removed map[int][]int // a line's removed bytes, as offsets in the original line
@@ -309,6 +311,9 @@ type secretView struct {
 
 var (
 	xmlElement = regexp.MustCompile(`<([A-Za-z_][\w:.\-]*)(?:\s[^<>]*)?>[^<>\s][^<>]*</([A-Za-z_][\w:.\-]*)>`)
+	// queryPair is a URL's query parameter followed by another: its & ends
+	// the value as a space would.
+	queryPair  = regexp.MustCompile(`[?&][\w.\-]+=[^&\s"'<>]+(&)`)
 	bracketKey = regexp.MustCompile(`\[\s*['"][\w.\-]+['"]\s*\]`)
 	xmlPair    = regexp.MustCompile(`(?i)\b(?:key|name)\s*=\s*"[^"]+("\s+value\s*)="`)
 )
@@ -316,7 +321,8 @@ var (
 func escapedView(s *sastSource) *secretView {
 	v := &secretView{sastSource: s}
 	if !strings.Contains(s.text, `\"`) && !strings.Contains(s.text, "</") && !strings.Contains(s.text, "['") &&
-		!strings.Contains(s.text, `["`) && !strings.Contains(strings.ToLower(s.text), "value") {
+		!strings.Contains(s.text, `["`) && !strings.Contains(strings.ToLower(s.text), "value") &&
+		!strings.Contains(s.text, "+=") && !strings.Contains(s.text, "?=") && !strings.Contains(s.text, "&") {
 		return v
 	}
 	c := &sastSource{path: s.path, lang: s.lang}
@@ -347,6 +353,18 @@ func escapedView(s *sastSource) *secretView {
 				open := strings.IndexByte(line[m[0]:], '>') + m[0]
 				lb[open] = '='
 				lb[m[4]-2] = ' '
+			}
+			line = string(lb)
+		}
+		if strings.Contains(line, "+=") || strings.Contains(line, "??=") {
+			// an append or a null-coalescing assignment: NAME += "…",
+			// $name ??= "…" (Makefiles, PHP) read NAME  = "…"
+			line = strings.ReplaceAll(strings.ReplaceAll(line, "??=", "  ="), "+=", " =")
+		}
+		if strings.Contains(line, "&") && strings.Contains(line, "=") {
+			lb := []byte(line)
+			for _, m := range queryPair.FindAllStringSubmatchIndex(line, -1) {
+				lb[m[2]] = ' '
 			}
 			line = string(lb)
 		}
@@ -689,7 +707,7 @@ var (
 	tfDefault  = regexp.MustCompile(`^\s*default\s*=\s*"([^"]*)"`)
 )
 
-var genericKeywords = []string{"pass", "pwd", "secret", "token", "key", "auth", "cred", "bearer", "variable", "default"}
+var genericKeywords = []string{"pass", "pwd", "secret", "token", "key", "auth", "cred", "bearer", "variable", "default", "value"}
 
 // terraformVars follows the variable block a line is in.
 type terraformVars struct{ name string }
