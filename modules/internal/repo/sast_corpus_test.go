@@ -145,14 +145,18 @@ var codeRules = map[string]bool{"sql-injection": true, "code-injection": true, "
 	"shell-injection": true, "tls-verify-disabled": true, "weak-hash": true, "private-key": true}
 
 // checkMasked: a secret's finding shows at most 4 characters of it, then
-// "…".
+// "…", in the message and in the excerpt of its line ("… in `line`; fix:
+// …"), and it says how to fix it.
 func checkMasked(t *testing.T, fd sdk.Finding) {
 	t.Helper()
 	if codeRules[fd.Rule] {
 		return
 	}
-	i := strings.LastIndex(fd.Message, ": ")
-	if i < 0 || !strings.HasSuffix(fd.Message, "…") || utf8.RuneCountInString(fd.Message[i+2:]) > 5 {
-		t.Errorf("%s:%d: %s: the secret is not masked: %q", fd.File, fd.Line, fd.Rule, fd.Message)
+	msg, rest, ok := strings.Cut(fd.Message, " in `")
+	ex, fix, ok2 := strings.Cut(rest, "`; fix: ")
+	i := strings.LastIndex(msg, ": ")
+	if !ok || !ok2 || fix == "" || !strings.Contains(ex, "…") || i < 0 || !strings.HasSuffix(msg, "…") ||
+		utf8.RuneCountInString(msg[i+2:]) > 5 {
+		t.Errorf("%s:%d: %s: the secret is not masked, or no excerpt or fix: %q", fd.File, fd.Line, fd.Rule, fd.Message)
 	}
 }

@@ -20,88 +20,37 @@ type secretRule struct {
 	keywords []string
 	re       *regexp.Regexp // the first group that matched is the secret, else all of the match
 	// ok, when set, must accept the secret.
-	ok func(secret string, s *sastSource) bool
+	ok func(secret string, s *secretView) bool
 	// severityOf, when set, overrides severity.
 	severityOf func(secret string) string
 }
 
 var secretRules = []secretRule{
-	// gitleaks: gcp-service-account (a private key in a service account's JSON).
+	// Ward's own, beside gitleaks' rules (sast_gitleaks.go), which have no
+	// rule for these.
 	{id: "gcp-service-account", desc: "GCP service account private key", keywords: []string{"private_key"},
 		re: regexp.MustCompile(`"private_key"\s*:\s*"(-----BEGIN (?:RSA )?PRIVATE KEY-----\\n[A-Za-z0-9+/=]{20,})`),
-		ok: func(_ string, s *sastSource) bool { return strings.Contains(s.text, "service_account") }},
-	// gitleaks: aws-access-token.
-	{id: "aws-access-key-id", desc: "AWS access key id", keywords: []string{"akia", "asia", "abia", "acca", "a3t"},
-		re: regexp.MustCompile(`\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16})\b`)},
+		ok: func(_ string, s *secretView) bool { return strings.Contains(s.text, "service_account") }},
 	// gitleaks (v7): aws-secret-key; the 40 characters after a name that
 	// says AWS secret, quoted or not (an env file's AWS_SECRET_ACCESS_KEY=…).
 	{id: "aws-secret-access-key", desc: "AWS secret access key", keywords: []string{"secret", "aws"},
 		re: regexp.MustCompile(`(?i)(?:aws[\w.\-]{0,20}?(?:secret|_sk\b)|secret_?access)[\w.\-]{0,20}?["']?\s*(?::=|=>|=|:)\s*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`),
-		ok: func(v string, _ *sastSource) bool { return entropy(v) >= 3.5 }},
-	// gitleaks: gcp-api-key.
-	{id: "gcp-api-key", desc: "Google API key", keywords: []string{"aiza"},
-		re: regexp.MustCompile(`\b(AIza[0-9A-Za-z_\-]{35})(?:[^0-9A-Za-z_\-]|$)`)},
-	// gitleaks: azure-ad-client-secret is not ported; a storage account key
-	// (88 characters of base64) in a connection string or after a name that
-	// says azure/storage.
+		ok: func(v string, _ *secretView) bool { return entropy(v) >= 3.5 }},
+	// A storage account key (88 characters of base64) in a connection
+	// string or after a name that says azure/storage.
 	{id: "azure-storage-key", desc: "Azure storage account key", keywords: []string{"accountkey", "azure", "storage"},
 		re: regexp.MustCompile(`(?i)(?:AccountKey\s*=\s*|(?:azure|storage)[\w.\-]{0,30}?key["']?\s*(?::=|=|:)\s*["']?)([A-Za-z0-9+/]{86}==)`),
-		ok: func(v string, _ *sastSource) bool {
+		ok: func(v string, _ *secretView) bool {
 			return !strings.HasPrefix(v, "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq")
 		}}, // Azurite's published key
-	// gitleaks: github-pat, github-oauth, github-app-token, github-refresh-token, github-fine-grained-pat.
-	{id: "github-token", desc: "GitHub token", keywords: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
-		re: regexp.MustCompile(`\b((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{60,100})\b`)},
-	// gitleaks: gitlab-pat, gitlab-ptt, gitlab-rrt, gitlab-deploy-token.
-	{id: "gitlab-token", desc: "GitLab token", keywords: []string{"glpat-", "glptt-", "gr1348941", "gldt-"},
-		re: regexp.MustCompile(`\b(glpat-[A-Za-z0-9_\-]{20,}|glptt-[0-9a-f]{40}|GR1348941[A-Za-z0-9_\-]{20}|gldt-[A-Za-z0-9_\-]{20,})`)},
-	// gitleaks: slack-bot-token, slack-user-token, slack-app-token, slack-legacy-*.
-	{id: "slack-token", desc: "Slack token", keywords: []string{"xox", "xapp-"},
-		re: regexp.MustCompile(`\b(xox[baprse]-[0-9]{6,}-[0-9A-Za-z\-]{8,}|xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+)`)},
-	// gitleaks: slack-webhook-url.
-	{id: "slack-webhook", desc: "Slack webhook URL", keywords: []string{"hooks.slack.com"},
-		re: regexp.MustCompile(`hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/]{43,56})`)},
-	// gitleaks: stripe-access-token (test keys are warnings).
-	{id: "stripe-key", desc: "Stripe secret key", keywords: []string{"sk_live_", "rk_live_", "sk_test_", "rk_test_", "sk_prod_", "rk_prod_"},
-		re: regexp.MustCompile(`\b((?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,99})\b`),
-		severityOf: func(v string) string {
-			if strings.Contains(v, "_test_") {
-				return sdk.SeverityWarning
-			}
-			return sdk.SeverityError
-		}},
-	// gitleaks: twilio-api-key.
-	{id: "twilio-key", desc: "Twilio API key", keywords: []string{"sk"},
-		re: regexp.MustCompile(`\b(SK[0-9a-fA-F]{32})\b`)},
-	// gitleaks: sendgrid-api-token.
-	{id: "sendgrid-key", desc: "SendGrid API key", keywords: []string{"sg."},
-		re: regexp.MustCompile(`\b(SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43})(?:[^A-Za-z0-9_\-]|$)`)},
-	// gitleaks: npm-access-token.
-	{id: "npm-token", desc: "npm access token", keywords: []string{"npm_"},
-		re: regexp.MustCompile(`\b(npm_[A-Za-z0-9]{36})\b`)},
-	// gitleaks: pypi-upload-token.
-	{id: "pypi-token", desc: "PyPI upload token", keywords: []string{"pypi-ageichlwas5vcmc"},
-		re: regexp.MustCompile(`\b(pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,})`)},
-	// gitleaks: anthropic-api-key, anthropic-admin-api-key.
-	{id: "anthropic-key", desc: "Anthropic API key", keywords: []string{"sk-ant-"},
-		re: regexp.MustCompile(`\b(sk-ant-(?:api|admin)\d\d-[A-Za-z0-9_\-]{80,})`)},
-	// gitleaks: openai-api-key (and project, service account and admin keys).
-	{id: "openai-key", desc: "OpenAI API key", keywords: []string{"sk-"},
-		re: regexp.MustCompile(`\b(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}T3BlbkFJ[A-Za-z0-9_\-]{20,}|sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,})`)},
-	// gitleaks: jwt.
-	{id: "jwt", desc: "JSON Web Token", severity: sdk.SeverityWarning, keywords: []string{"eyj"},
-		re: regexp.MustCompile(`\b(ey[A-Za-z0-9_\-]{15,}\.ey[A-Za-z0-9_\-]{15,}\.[A-Za-z0-9_\-]{10,})`),
-		ok: func(v string, _ *sastSource) bool {
-			return !strings.HasSuffix(v, "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c") // jwt.io's example
-		}},
 }
 
 // Connection strings with a password: URLs (postgres://user:pass@host),
 // URL parameters (…?password=…) and ADO.NET-style key=value lists
 // (Server=…;Password=…).
 var (
-	connURL   = regexp.MustCompile(`(?i)\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|redis|rediss|amqps?|mssql|sqlserver|jdbc:[a-z]+|ftps?|sftp|smtps?|ldaps?|clickhouse|cockroachdb|couchdb|neo4j|nats|kafka)(?:\+[a-z0-9]+)?://([^:@/\s"'` + "`" + `]*):([^@\s"'` + "`" + `]+)@[\w.\-\[]`)
-	connParam = regexp.MustCompile(`(?i)[?&;](?:password|pwd|pass)=([^&\s"';]+)`)
+	connURL   = regexp.MustCompile(`(?i)\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|redis|rediss|amqps?|mssql|sqlserver|jdbc:[a-z]+|ftps?|sftp|smtps?|ldaps?|clickhouse|cockroachdb|couchdb|neo4j|nats|kafka|https?|wss?|git|ssh|svn)(?:\+[a-z0-9]+)?://([^:@/\s"'` + "`" + `]*):([^@\s"'` + "`" + `]+)@[\w.\-\[]`)
+	connParam = regexp.MustCompile(`(?i)[?&;\s](?:password|pwd|pass)=([^&\s"';]+)`)
 	connADO   = regexp.MustCompile(`(?i)(?:^|[;"'\s])(?:password|pwd)\s*=\s*([^;"'\s]+)`)
 	connADOOf = regexp.MustCompile(`(?i)(?:server|data source|host|user id|uid|initial catalog|database)\s*=[^;]*;`)
 )
@@ -120,17 +69,48 @@ type secretCandidate struct {
 	start, end int // the secret's bytes in the line
 	rule, sev  string
 	msg        string
+	fix        string // how to fix it; "" is secretFix's default
 }
 
-// scanSecrets reports the secrets of s.
+// scanSecrets reports the secrets of s: gitleaks' rules of known formats
+// (sast_gitleaks.go), Ward's own (secretRules, private keys, connection
+// strings, values given to names of secrets). It reads the text through
+// an unescaping view (escapedView) so that a file inside a JSON string (a
+// ConfigMap's data) is read as the file it is.
 func scanSecrets(s *sastSource, level int, out *findings) {
+	v := escapedView(s)
+	byLine := map[int][]secretCandidate{}    // gitleaks' rules of known formats
+	genericOf := map[int][]secretCandidate{} // gitleaks' generic rule, tried after Ward's
+	for _, f := range detectGitleaks(s.path, v.text, v.starts, level == secretsAll && s.lang != "Key") {
+		generic := strings.Contains(f.rule.RuleID, "generic")
+		if (generic && tokenPlaceholder(f.secret)) || (!generic && maskedToken(f.secret)) || knownExample(f.secret) || !plausible(v, f) {
+			continue
+		}
+		ls := v.starts[f.line]
+		a, b := min(f.start-ls, len(v.lines[f.line])), min(f.end-ls, len(v.lines[f.line]))
+		sev := sdk.SeverityError
+		switch {
+		case strings.Contains(f.rule.RuleID, "generic") || f.rule.RuleID == "jwt" || strings.Contains(f.secret, "_test_"):
+			sev = sdk.SeverityWarning
+		}
+		id, title := f.rule.RuleID, ruleTitle(f.rule.Description)
+		if w := wardRuleIDs[id]; w != "" {
+			id, title = w, title+" (gitleaks: "+f.rule.RuleID+")"
+		}
+		c := secretCandidate{start: a, end: max(a, b), rule: id, sev: sev, msg: title + ": " + mask(f.secret)}
+		if strings.Contains(f.rule.RuleID, "generic") {
+			genericOf[f.line] = append(genericOf[f.line], c)
+		} else {
+			byLine[f.line] = append(byLine[f.line], c)
+		}
+	}
 	var tf terraformVars
-	for i, line := range s.lines {
+	for i, line := range v.lines {
 		n := i + 1
-		var cands []secretCandidate
 		if len(line) > 20000 {
 			continue
 		}
+		var cands []secretCandidate
 		lower := strings.ToLower(line)
 		for ri := range secretRules {
 			r := &secretRules[ri]
@@ -145,8 +125,8 @@ func scanSecrets(s *sastSource, level int, out *findings) {
 						break
 					}
 				}
-				v := line[a:b]
-				if tokenPlaceholder(v) || (r.ok != nil && !r.ok(v, s)) {
+				val := line[a:b]
+				if tokenPlaceholder(val) || (r.ok != nil && !r.ok(val, v)) {
 					continue
 				}
 				sev := r.severity
@@ -154,21 +134,27 @@ func scanSecrets(s *sastSource, level int, out *findings) {
 					sev = sdk.SeverityError
 				}
 				if r.severityOf != nil {
-					sev = r.severityOf(v)
+					sev = r.severityOf(val)
 				}
-				cands = append(cands, secretCandidate{start: a, end: b, rule: r.id, sev: sev, msg: r.desc + ": " + mask(v)})
+				cands = append(cands, secretCandidate{start: a, end: b, rule: r.id, sev: sev, msg: r.desc + ": " + mask(val)})
 			}
 		}
-		if m := privateKeyHeader.FindStringSubmatchIndex(line); m != nil && pemHasBody(s, i, line[m[1]:]) {
+		cands = append(cands, byLine[i]...)
+		if m := privateKeyHeader.FindStringSubmatchIndex(line); m != nil && pemHasBody(v, i, line[m[1]:]) {
 			cands = append(cands, secretCandidate{start: m[0], end: m[1], rule: "private-key", sev: sdk.SeverityError,
 				msg: line[m[2]:m[3]] + " in the repository"})
 		}
 		cands = append(cands, connectionStrings(line, lower)...)
 		if level == secretsAll && s.lang != "Key" {
-			cands = append(cands, genericSecrets(s, i, lower, &tf)...)
+			cands = append(cands, genericSecrets(v, i, lower, &tf)...)
 		}
+		cands = append(cands, genericOf[i]...)
 		var kept []secretCandidate
 		for _, c := range cands {
+			if (c.rule == "hardcoded-secret" || strings.Contains(c.rule, "generic")) && !specificOn(byLine[i]) &&
+				malformedToken(lastName(line[:c.start]), line[c.start:c.end], c.rule != "hardcoded-secret") {
+				continue
+			}
 			overlaps := false
 			for _, k := range kept {
 				if c.start < k.end && k.start < c.end {
@@ -178,10 +164,248 @@ func scanSecrets(s *sastSource, level int, out *findings) {
 			}
 			if !overlaps {
 				kept = append(kept, c)
-				out.add(s.path, n, c.start+1, c.rule, c.sev, c.msg)
+				col := v.origColumn(i, c.start)
+				out.add(s.path, n, col+1, c.rule, c.sev, c.msg+" in `"+excerpt(line, c.start, c.end)+"`; fix: "+secretFix(c))
 			}
 		}
 	}
+}
+
+// specificOn: a rule of a known format found something on the line.
+func specificOn(cands []secretCandidate) bool { return len(cands) > 0 }
+
+// wardRuleIDs are the ids Ward reported formats under before it used
+// gitleaks' rules; they stay, so that what users filter on stays. Every
+// other gitleaks rule reports under its own id.
+var wardRuleIDs = map[string]string{
+	"aws-access-token": "aws-access-key-id",
+	"github-pat":       "github-token", "github-oauth": "github-token", "github-app-token": "github-token",
+	"github-refresh-token": "github-token", "github-fine-grained-pat": "github-token",
+	"gitlab-pat": "gitlab-token", "gitlab-ptt": "gitlab-token", "gitlab-rrt": "gitlab-token", "gitlab-deploy-token": "gitlab-token",
+	"slack-bot-token": "slack-token", "slack-user-token": "slack-token", "slack-app-token": "slack-token",
+	"slack-legacy-token": "slack-token", "slack-legacy-bot-token": "slack-token", "slack-legacy-workspace-token": "slack-token",
+	"slack-webhook-url": "slack-webhook", "stripe-access-token": "stripe-key", "twilio-api-key": "twilio-key",
+	"sendgrid-api-token": "sendgrid-key", "npm-access-token": "npm-token", "pypi-upload-token": "pypi-token",
+	"anthropic-api-key": "anthropic-key", "anthropic-admin-api-key": "anthropic-key", "openai-api-key": "openai-key",
+}
+
+// maskedToken: a token of a known format that is masked or elided
+// (ghp_xxxx…, sk_live_****, <token>, …). gitleaks' own allow-lists judge
+// the rest: its samples count sk-ant-…fake… and …EXAMPLE… as secrets.
+func maskedToken(v string) bool {
+	l := strings.ToLower(v)
+	for _, w := range []string{"xxxxx", "****", "<", "...", "…", "your_", "your-", "placeholder", "redacted"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// knownExample: keys that vendors publish for local use and documents
+// (Azurite's storage key, jwt.io's example token).
+func knownExample(secret string) bool {
+	return strings.Contains(secret, "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq") ||
+		strings.HasSuffix(secret, "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
+}
+
+// plausible applies Ward's judgement to a gitleaks finding: a private key
+// has a body (not code between a header constant and a footer), and the
+// generic rule's name is one of a secret's (not publishable, test, …).
+func plausible(v *secretView, f glFinding) bool {
+	line := v.lines[f.line]
+	a := f.start - v.starts[f.line]
+	switch {
+	case f.rule.RuleID == "private-key":
+		m := privateKeyHeader.FindStringIndex(line)
+		return m == nil || pemHasBody(v, f.line, line[m[1]:])
+	case strings.Contains(f.rule.RuleID, "generic"):
+		if a < 0 || a > len(line) {
+			return true
+		}
+		for _, w := range identWords(lastName(line[:a])) {
+			if notSecretAny[w] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// lastName is the last identifier in s (the name a value is given to).
+func lastName(s string) string {
+	end := len(s)
+	for end > 0 && !isIdentByte(s[end-1]) {
+		end--
+	}
+	start := end
+	for start > 0 && (isIdentByte(s[start-1]) || s[start-1] == '-' || s[start-1] == '.') {
+		start--
+	}
+	return s[start:end]
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// ruleTitle is the first clause of a gitleaks rule's description
+// ("Discovered a Hugging Face Access token, which could lead to …").
+func ruleTitle(desc string) string {
+	if i := strings.Index(desc, ", "); i > 0 {
+		desc = desc[:i]
+	}
+	return strings.TrimSuffix(desc, ".")
+}
+
+// excerpt is the line around a secret, the secret masked: at most 40
+// characters either side.
+func excerpt(line string, a, b int) string {
+	if a >= b || b > len(line) {
+		return strings.TrimSpace(line[:min(len(line), 80)])
+	}
+	pre, post := line[:a], line[b:]
+	if len(pre) > 40 {
+		pre = "…" + pre[len(pre)-40:]
+	}
+	if len(post) > 40 {
+		post = post[:40] + "…"
+	}
+	return strings.ToValidUTF8(strings.TrimSpace(strings.ReplaceAll(pre+mask(line[a:b])+post, "`", "'")), "")
+}
+
+// secretFix says how to fix a finding of a rule.
+func secretFix(c secretCandidate) string {
+	switch {
+	case c.fix != "":
+		return c.fix
+	case c.rule == "private-key" || c.rule == "gcp-service-account":
+		return "remove the key from the repository (and its history) and issue a new one; mount it at run time from a secret store"
+	case c.rule == "connection-string-password":
+		return "change the password and take it out of the connection string: pass it from the environment or a secret store"
+	case c.rule == "hardcoded-secret" || strings.Contains(c.rule, "generic"):
+		return "if it is a real secret, change it and read it from the environment or a secret store; if not, use a placeholder"
+	}
+	return "revoke this credential at its provider, issue a new one, and read it from the environment or a secret store"
+}
+
+// secretView is a file's text as the secret rules read it, its lines the
+// file's lines. These rewrites make a secret read as an assignment where
+// gitleaks' patterns (a name, an operator, the value, a quote or a space)
+// would not see one:
+//
+//   - a backslash before a quote is left out (\" in a JSON string that
+//     holds a file, a ConfigMap's data);
+//   - an XML element on one line, <apiToken>value</apiToken>, reads
+//     <apiToken=value /apiToken> (same length);
+//   - an attribute pair, key="apiToken" value="…", reads
+//     key="apiToken       ="… (same length);
+//   - a key in brackets, $config['api_token'] = …, reads
+//     $config  api_token   = … (same length);
+//   - NAME += "…" and $name ??= "…" read as NAME  = "…"; a query
+//     parameter's value ends at its & (?api_token=…&page=2).
+type secretView struct {
+	*sastSource
+	removed map[int][]int // a line's removed bytes, as offsets in the original line
+}
+
+var (
+	xmlElement = regexp.MustCompile(`<([A-Za-z_][\w:.\-]*)(?:\s[^<>]*)?>[^<>\s][^<>]*</([A-Za-z_][\w:.\-]*)>`)
+	// queryPair is a URL's query parameter followed by another: its & ends
+	// the value as a space would.
+	queryPair  = regexp.MustCompile(`[?&][\w.\-]+=[^&\s"'<>]+(&)`)
+	bracketKey = regexp.MustCompile(`\[\s*['"][\w.\-]+['"]\s*\]`)
+	xmlPair    = regexp.MustCompile(`(?i)\b(?:key|name)\s*=\s*"[^"]+("\s+value\s*)="`)
+)
+
+func escapedView(s *sastSource) *secretView {
+	v := &secretView{sastSource: s}
+	if !strings.Contains(s.text, `\"`) && !strings.Contains(s.text, "</") && !strings.Contains(s.text, "['") &&
+		!strings.Contains(s.text, `["`) && !strings.Contains(strings.ToLower(s.text), "value") &&
+		!strings.Contains(s.text, "+=") && !strings.Contains(s.text, "?=") && !strings.Contains(s.text, "&") {
+		return v
+	}
+	c := &sastSource{path: s.path, lang: s.lang}
+	v.removed = map[int][]int{}
+	var b strings.Builder
+	for i, line := range s.lines {
+		if strings.Contains(line, `\"`) {
+			var sb strings.Builder
+			for j := 0; j < len(line); j++ {
+				if line[j] == '\\' && j+1 < len(line) {
+					if line[j+1] == '"' {
+						v.removed[i] = append(v.removed[i], j)
+						continue
+					}
+					sb.WriteByte(line[j])
+					j++
+				}
+				sb.WriteByte(line[j])
+			}
+			line = sb.String()
+		}
+		if strings.Contains(line, "</") {
+			lb := []byte(line)
+			for _, m := range xmlElement.FindAllStringSubmatchIndex(line, -1) {
+				if line[m[2]:m[3]] != line[m[4]:m[5]] {
+					continue
+				}
+				open := strings.IndexByte(line[m[0]:], '>') + m[0]
+				lb[open] = '='
+				lb[m[4]-2] = ' '
+			}
+			line = string(lb)
+		}
+		if strings.Contains(line, "+=") || strings.Contains(line, "??=") {
+			// an append or a null-coalescing assignment: NAME += "…",
+			// $name ??= "…" (Makefiles, PHP) read NAME  = "…"
+			line = strings.ReplaceAll(strings.ReplaceAll(line, "??=", "  ="), "+=", " =")
+		}
+		if strings.Contains(line, "&") && strings.Contains(line, "=") {
+			lb := []byte(line)
+			for _, m := range queryPair.FindAllStringSubmatchIndex(line, -1) {
+				lb[m[2]] = ' '
+			}
+			line = string(lb)
+		}
+		if strings.Contains(line, "['") || strings.Contains(line, `["`) {
+			lb := []byte(line)
+			for _, m := range bracketKey.FindAllStringIndex(line, -1) {
+				for k := m[0]; k < m[1]; k++ {
+					if lb[k] == '[' || lb[k] == ']' || lb[k] == '\'' || lb[k] == '"' {
+						lb[k] = ' '
+					}
+				}
+			}
+			line = string(lb)
+		}
+		if strings.Contains(strings.ToLower(line), "value") {
+			lb := []byte(line)
+			for _, m := range xmlPair.FindAllStringSubmatchIndex(line, -1) {
+				for k := m[2]; k < m[3]; k++ {
+					lb[k] = ' '
+				}
+			}
+			line = string(lb)
+		}
+		c.starts = append(c.starts, b.Len())
+		c.lines = append(c.lines, line)
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	c.text = b.String()
+	v.sastSource = c
+	return v
+}
+
+// origColumn maps a byte of line i of the view to the original line.
+func (v *secretView) origColumn(i, col int) int {
+	for _, r := range v.removed[i] {
+		if r <= col {
+			col++
+		}
+	}
+	return col
 }
 
 func hasKeyword(lower string, keywords []string) bool {
@@ -199,7 +423,7 @@ func hasKeyword(lower string, keywords []string) bool {
 // pemHasBody reports whether a private key header is followed by a key:
 // base64 on the same line (a JSON or code string with \n) or on the next
 // lines. A header alone (a constant a parser compares with) is no key.
-func pemHasBody(s *sastSource, i int, rest string) bool {
+func pemHasBody(s *secretView, i int, rest string) bool {
 	rest = strings.NewReplacer(`\n`, "", `\r`, "", `"`, "", `'`, "", " ", "").Replace(rest)
 	if len(rest) >= 20 {
 		return realBody(rest[:min(len(rest), 64)])
@@ -483,7 +707,7 @@ var (
 	tfDefault  = regexp.MustCompile(`^\s*default\s*=\s*"([^"]*)"`)
 )
 
-var genericKeywords = []string{"pass", "pwd", "secret", "token", "key", "auth", "cred", "bearer", "variable", "default"}
+var genericKeywords = []string{"pass", "pwd", "secret", "token", "key", "auth", "cred", "bearer", "variable", "default", "value"}
 
 // terraformVars follows the variable block a line is in.
 type terraformVars struct{ name string }
@@ -491,7 +715,7 @@ type terraformVars struct{ name string }
 // genericSecrets finds values given to names of secrets: env, YAML, JSON,
 // TOML, INI and properties files, Terraform, Dockerfile ENV/ARG, shell
 // exports, string literals in code.
-func genericSecrets(s *sastSource, i int, lower string, tf *terraformVars) []secretCandidate {
+func genericSecrets(s *secretView, i int, lower string, tf *terraformVars) []secretCandidate {
 	line := s.lines[i]
 	if s.lang == "Terraform" {
 		if m := tfVariable.FindStringSubmatch(line); m != nil {

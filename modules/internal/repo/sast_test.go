@@ -60,7 +60,7 @@ func TestSASTMasks(t *testing.T) {
 	if len(fs) != 1 {
 		t.Fatalf("%+v", fs)
 	}
-	if m := fs[0].Message; strings.Contains(m, secret[:5]) || !strings.HasSuffix(m, "Ht4L…") {
+	if m := fs[0].Message; strings.Contains(m, secret[:5]) || !strings.Contains(m, ": Ht4L… in `AWS_SECRET_ACCESS_KEY=Ht4L…`; fix: ") {
 		t.Fatalf("message %q", m)
 	}
 }

@@ -3,7 +3,7 @@ set -euo pipefail
 export GITHUB_TOKEN=ghp_@@sgJ0Wu8FxTwXqxni7z9KwRkNr4aE28uz5eRT  # ward:expect github-token
 export DEPLOY_PASSWORD="$1"
 export AWS_PROFILE=prod
-curl -H "Authorization: Bearer eyJ@@hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJzdmMtYmlsbGluZyIsImlhdCI6MTcxODAwMDAwMCwic2NvcGUiOiJhZG1pbiJ9.VLaPeAU5moHH5F-grANC-aBcnwDDOOAZvw6d3eK3pxF" https://api.internal/deploy  # ward:expect jwt
+curl -H "Authorization: Bearer eyJ@@hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJzdmMtYmlsbGluZyIsImlhdCI6MTcxODAwMDAwMCwic2NvcGUiOiJhZG1pbiJ9.VLaPeAU5moHH5F-grANC-aBcnwDDOOAZvw6d3eK3pxF" https://api.internal/deploy  # ward:expect curl-auth-header
 curl --insecure https://artifacts.internal/build.tgz -o build.tgz  # ward:expect tls-verify-disabled
 wget --no-check-certificate https://mirror.internal/pkg.deb  # ward:expect tls-verify-disabled
 eval "$DEPLOY_HOOK"  # ward:expect shell-injection

@@ -1,6 +1,6 @@
 import axios from "axios";
 
-const OPENAI_KEY = "sk-proj-@@vQmLL8ZrF8w50SR2Qugs4lIFVRdxtDyKUOtfZUTqr8aFvnKbT3BlbkFJnHFbDfj3u_ypO09RnKw1zW9-ohP46PbmT1TOkzfR1wKbPXTX"; // ward:expect openai-key
+const OPENAI_KEY = "sk-proj-@@vQmLL8ZrF8w50SR2Qugs4lIFVRdxtDyKUOtfZUTqr8aFvnKbT3BlbkFJnHFbDfj3u_ypO09RnKw1zW9-ohP46PbmT1TOkzfR1wKbPXTX"; // ward:expect hardcoded-secret
 const apiBase = process.env.API_BASE ?? "https://api.internal";
 
 export const http = axios.create({

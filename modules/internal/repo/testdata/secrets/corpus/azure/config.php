@@ -1,0 +1,2 @@
+<?php
+$azureAdClientSecret .= '~Gg8@@Q~nVhlLi2vpg_nXBGqFsbGK-t~Hus1JmTa0y';

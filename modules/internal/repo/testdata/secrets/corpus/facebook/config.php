@@ -1,0 +1,2 @@
+<?php
+$config['facebook_page_access_token'] = "EAAC@@EdEose0cBA1bad3afsf286JZCOV1XmV4NobAXqUXZA7U9F1UaaOdQZABvz73030MJoC3gGoQrE8IEoMl4gFA6MmQadlJQBqtRsgIcIhtelIJOJaew";

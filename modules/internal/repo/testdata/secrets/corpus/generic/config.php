@@ -1,0 +1,2 @@
+<?php
+$config['generic_api_key'] = "crtT@@C0aQS0w18C27h-XziQH4s2aOcs";

@@ -1,0 +1,2 @@
+<?php
+$config['okta_access_token'] = "00eb@@Obu4zSNkyc6dimLvUwq4KpTEop-PCEnnfSTpD3";

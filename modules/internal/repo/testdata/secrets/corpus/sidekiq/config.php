@@ -1,0 +1,2 @@
+<?php
+$config['sidekiq_secret'] = "5ef5@@7fac:ddea3916";

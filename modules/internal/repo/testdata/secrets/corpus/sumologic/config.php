@@ -1,0 +1,2 @@
+<?php
+$config['sumologic_access_id'] = "suao@@uKTXdmtB80";
