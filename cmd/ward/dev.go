@@ -109,8 +109,7 @@ before anything starts, and all those taken are reported at once.`,
 			if err != nil {
 				return err
 			}
-			wasm, manifests, err := assembly.ReadModuleDir(modulesDir)
-			if err != nil {
+			if hc.Modules, hc.Manifests, err = assembly.ReadModuleDir(modulesDir); err != nil {
 				return err
 			}
 			files := config.FilesFromEnv()
@@ -198,13 +197,10 @@ before anything starts, and all those taken are reported at once.`,
 			}
 			defer stopMetrics()
 
-			n, err := assembly.Start(ctx, assembly.Options{NATSURL: ns.ClientURL(), Store: store,
-				SafetyAddr: safetyAddr, PolicyDir: policyDir, WorkflowDir: workflowDir,
-				Pools: conf.Pools, Timeouts: conf.Timeouts, Settings: conf.Scheduler, ConfigFiles: files,
-				Modules: wasm, Manifests: manifests, ModuleRegistry: true,
-				HostID: hc.ID, CacheDir: hc.CacheDir, MaxParallel: hc.MaxParallel, HeartbeatInterval: hc.HeartbeatInterval, StartedDelay: hc.StartedDelay,
-				Capabilities: hc.Capabilities, Labels: hc.Labels, Region: hc.Region, Zone: hc.Zone, Probes: hc.Probes,
-				MountRoots: hc.MountRoots, Env: hc.Env, Services: hc.Services, Trusted: hc.Trusted, Logger: log, Creds: creds, PolicyPubKey: signing.PolicyPub})
+			n, err := assembly.Start(ctx, assembly.Options{NATSURL: ns.ClientURL(), Store: store, Logger: log, Creds: creds, ModuleRegistry: true,
+				Safety:    assembly.SafetyConfig{Listen: safetyAddr, PolicyDir: policyDir, PolicyPubKey: signing.PolicyPub},
+				Scheduler: assembly.SchedulerConfig{Config: conf, Files: files, WorkflowDir: workflowDir},
+				Host:      hc})
 			if err != nil {
 				return err
 			}
