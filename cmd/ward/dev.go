@@ -18,19 +18,8 @@ import (
 	"github.com/ward-run/ward/internal/sandbox"
 )
 
-func newDevCmd(g *globals) *cobra.Command {
-	var (
-		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile, stateDir, workflowDir, dataDir, gatewayAddr string
-		maxEndedBytes                                                                                                               string
-		natsPort, maxEnded                                                                                                          int
-		insecure                                                                                                                    bool
-		retention                                                                                                                   time.Duration
-		hf                                                                                                                          hostFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "dev",
-		Short: "Run every part in one process: embedded NATS, job store, safety kernel, scheduler, host, the HTTP API and dashboard",
-		Long: `dev runs Ward on one machine: an embedded NATS server (JetStream on), the
+// devLong is `ward dev --help`.
+const devLong = `dev runs Ward on one machine: an embedded NATS server (JetStream on), the
 in-memory job store (Redis when REDIS_URL is set), the safety kernel (also
 served on a loopback gRPC port, for ward policy eval --kernel), a scheduler
 that asks it directly, and one host agent serving every module in
@@ -68,8 +57,22 @@ with their events, input, result and idempotency key (a job that has not
 ended is never dropped). Redis keeps them for the retention alone.
 
 Every port it needs (--nats-port, --safety-listen, --metrics) is checked
-before anything starts, and all those taken are reported at once.`,
-		Args: cobra.NoArgs,
+before anything starts, and all those taken are reported at once.`
+
+func newDevCmd(g *globals) *cobra.Command {
+	var (
+		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile, stateDir, workflowDir, dataDir, gatewayAddr string
+		maxEndedBytes                                                                                                               string
+		natsPort, maxEnded                                                                                                          int
+		insecure                                                                                                                    bool
+		retention                                                                                                                   time.Duration
+		hf                                                                                                                          hostFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run every part in one process: embedded NATS, job store, safety kernel, scheduler, host, the HTTP API and dashboard",
+		Long:  devLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := g.logger()
 			stopTracing, err := g.tracing("ward-dev", log)
