@@ -1,13 +1,14 @@
-// Package node assembles Ward's long-lived parts — the safety kernel, a
-// scheduler replica, a host agent — each from its configuration and with
-// its own NATS connection. The production roles (`ward safety`, `ward
-// scheduler`, `ward host`) start one part each with StartSafety,
-// StartScheduler and StartHost; `ward dev` and the end-to-end tests start
-// all three in one process with Start, through the same constructors, so
-// one machine and many cannot drift apart.
+// Package assembly assembles Ward's long-lived parts — the safety kernel,
+// a scheduler replica, a host agent, the gateway — each from its
+// configuration and with its own NATS connection. The production roles
+// (`ward safety`, `ward scheduler`, `ward host`, `ward gateway`) start one
+// part each with StartSafety, StartScheduler, StartHost and StartGateway;
+// the end-to-end tests start the first three in one process with Start,
+// through the same constructors, so one machine and many cannot drift
+// apart, and `ward dev` starts everything with StartDev (dev.go).
 //
-// node sits above the parts it assembles: it imports scheduler, safety,
-// host and what they stand on; none of them imports node.
+// assembly sits above the parts it assembles: it imports scheduler,
+// safety, host and what they stand on; none of them imports assembly.
 package assembly
 
 import (
