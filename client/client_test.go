@@ -33,8 +33,9 @@ func TestClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := assembly.Start(context.Background(), assembly.Options{NATSURL: url, Store: store, CacheDir: wasmtest.CacheDir(t),
-		Modules: map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")}, Creds: &creds})
+	n, err := assembly.Start(context.Background(), assembly.Options{NATSURL: url, Store: store, Creds: &creds,
+		Host: assembly.HostConfig{CacheDir: wasmtest.CacheDir(t),
+			Modules: map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")}}})
 	if err != nil {
 		t.Fatal(err)
 	}

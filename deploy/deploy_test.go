@@ -391,12 +391,15 @@ func monitoredSystem(t *testing.T) map[string]*metricFamily {
 	}
 	settings := config.DefaultScheduler()
 	settings.Placement.CPUThreshold = 100 // the machine's load is other tests'
-	n, err := assembly.Start(context.Background(), assembly.Options{Settings: settings,
+	n, err := assembly.Start(context.Background(), assembly.Options{
 		NATSURL: sec.URL, Store: jobstore.NewMemory(), Creds: &creds,
-		HostID: "deploy-host", ModuleRegistry: true, SafetyOverGRPC: true,
-		Modules:           map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")},
-		CacheDir:          wasmtest.CacheDir(t),
-		HeartbeatInterval: 100 * time.Millisecond,
+		ModuleRegistry: true, SafetyOverGRPC: true,
+		Scheduler: assembly.SchedulerConfig{Config: &config.Bundle{Scheduler: settings}},
+		Host: assembly.HostConfig{ID: "deploy-host",
+			Modules:           map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")},
+			CacheDir:          wasmtest.CacheDir(t),
+			HeartbeatInterval: 100 * time.Millisecond,
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,35 +3,23 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ward-run/ward/internal/assembly"
-	"github.com/ward-run/ward/internal/auth"
 	"github.com/ward-run/ward/internal/config"
 	"github.com/ward-run/ward/internal/jobstore"
-	"github.com/ward-run/ward/internal/modreg"
 	"github.com/ward-run/ward/internal/sandbox"
 )
 
-func newDevCmd(g *globals) *cobra.Command {
-	var (
-		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile, stateDir, workflowDir, dataDir, gatewayAddr string
-		maxEndedBytes                                                                                                               string
-		natsPort, maxEnded                                                                                                          int
-		insecure                                                                                                                    bool
-		retention                                                                                                                   time.Duration
-		hf                                                                                                                          hostFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "dev",
-		Short: "Run every part in one process: embedded NATS, job store, safety kernel, scheduler, host, the HTTP API and dashboard",
-		Long: `dev runs Ward on one machine: an embedded NATS server (JetStream on), the
+// devLong is `ward dev --help`.
+const devLong = `dev runs Ward on one machine: an embedded NATS server (JetStream on), the
 in-memory job store (Redis when REDIS_URL is set), the safety kernel (also
 served on a loopback gRPC port, for ward policy eval --kernel), a scheduler
 that asks it directly, and one host agent serving every module in
@@ -69,8 +57,22 @@ with their events, input, result and idempotency key (a job that has not
 ended is never dropped). Redis keeps them for the retention alone.
 
 Every port it needs (--nats-port, --safety-listen, --metrics) is checked
-before anything starts, and all those taken are reported at once.`,
-		Args: cobra.NoArgs,
+before anything starts, and all those taken are reported at once.`
+
+func newDevCmd(g *globals) *cobra.Command {
+	var (
+		modulesDir, metricsAddr, safetyAddr, policyDir, redisURL, natsHost, cpuProfile, stateDir, workflowDir, dataDir, gatewayAddr string
+		maxEndedBytes                                                                                                               string
+		natsPort, maxEnded                                                                                                          int
+		insecure                                                                                                                    bool
+		retention                                                                                                                   time.Duration
+		hf                                                                                                                          hostFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run every part in one process: embedded NATS, job store, safety kernel, scheduler, host, the HTTP API and dashboard",
+		Long:  devLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := g.logger()
 			stopTracing, err := g.tracing("ward-dev", log)
@@ -81,21 +83,11 @@ before anything starts, and all those taken are reported at once.`,
 			ctx, stop := signalContext()
 			defer stop()
 			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
+				stopProfile, err := startCPUProfile(cpuProfile, log)
 				if err != nil {
 					return err
 				}
-				defer func() {
-					// After StopCPUProfile (deferred below) has written
-					// the profile: a failed Close may have lost its end.
-					if err := f.Close(); err != nil {
-						log.Error("cpu profile not written", "file", cpuProfile, "err", err)
-					}
-				}()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
+				defer stopProfile()
 			}
 
 			ports := map[string]string{"--safety-listen": safetyAddr, "--metrics": metricsAddr, "--gateway": gatewayAddr}
@@ -109,170 +101,37 @@ before anything starts, and all those taken are reported at once.`,
 			if err != nil {
 				return err
 			}
-			wasm, manifests, err := assembly.ReadModuleDir(modulesDir)
-			if err != nil {
+			if hc.Modules, hc.Manifests, err = assembly.ReadModuleDir(modulesDir); err != nil {
 				return err
-			}
-			files := config.FilesFromEnv()
-			conf, err := config.Load(files)
-			if err != nil {
-				return err
-			}
-			if files.Scheduler == "" {
-				// One machine runs the host, the control plane, the store and
-				// the clients: its CPU load is theirs, and skipping the only
-				// host would only stall it. A scheduler.yaml of one's own
-				// (SCHEDULER_CONFIG_PATH) sets the threshold again.
-				conf.Scheduler.Placement.CPUThreshold = 100
 			}
 			bound, err := endedBound(maxEnded, maxEndedBytes)
 			if err != nil {
 				return err
 			}
-			store, storeName, err := assembly.OpenStore(redisURL, true)
-			if err != nil {
-				return err
+			o := assembly.DevOptions{
+				Options: assembly.Options{Logger: log,
+					Safety:    assembly.SafetyConfig{Listen: safetyAddr, PolicyDir: policyDir},
+					Scheduler: assembly.SchedulerConfig{Files: config.FilesFromEnv(), WorkflowDir: workflowDir},
+					Host:      hc},
+				NATSHost: natsHost, NATSPort: natsPort, DataDir: dataDir, StateDir: stateDir, Insecure: insecure,
+				RedisURL: redisURL, Retention: retention, Bound: bound,
+				BoundSet:    cmd.Flags().Changed("max-ended-jobs") || cmd.Flags().Changed("max-ended-bytes"),
+				MetricsAddr: metricsAddr,
 			}
-			assembly.SetRetention(store, retention)
-			if assembly.SetBound(store, bound) {
-				storeName += ", " + bound.String() + " (--max-ended-jobs, --max-ended-bytes; the oldest ended go first)"
-				log.Info("in-memory job store bounded: past the bound, the jobs that ended first are dropped before their retention",
-					"max_ended_jobs", bound.MaxEnded, "max_ended_bytes", bound.MaxEndedBytes, "bound", bound.String(), "retention", retention)
-			} else if cmd.Flags().Changed("max-ended-jobs") || cmd.Flags().Changed("max-ended-bytes") {
-				log.Warn("--max-ended-jobs and --max-ended-bytes bound the in-memory job store only: Redis keeps ended jobs for the retention", "retention", retention)
-			}
-			defer func() {
-				if err := store.Close(); err != nil {
-					log.Warn("job store close", "err", err)
-				}
-			}()
-			var (
-				keys    *auth.ServerKeys
-				creds   *assembly.DevCreds
-				signing assembly.SigningKeys
-			)
-			if insecure {
-				log.Warn("INSECURE: NATS accepts anyone, any client may submit as any tenant, dispatch to a host, write the policy and module buckets; hosts run unsigned dispatches. For comparisons only.")
-			} else {
-				a, err := auth.Init(filepath.Join(stateDir, "auth"))
-				if err != nil {
-					return err
-				}
-				k, err := a.ServerKeys()
-				if err != nil {
-					return err
-				}
-				c, err := assembly.IssueDevCreds(a, filepath.Join(stateDir, "creds"), hc.ID)
-				if err != nil {
-					return err
-				}
-				keys, creds = &k, &c
-				// Module versions and policy bundles are signed: hosts and
-				// the kernel trust the keys here, and ward module deploy and
-				// ward policy push sign with them by default.
-				if signing, err = assembly.EnsureSigningKeys(a.Dir()); err != nil {
-					return err
-				}
-				pub, err := os.ReadFile(signing.ModulePub)
-				if err != nil {
-					return err
-				}
-				mk, err := modreg.ParsePublicKey(pub)
-				if err != nil {
-					return err
-				}
-				hc.Trusted = append(hc.Trusted, mk)
-			}
-			ns, err := assembly.StartNATSIn(natsHost, natsPort, keys, dataDir)
-			if err != nil {
-				return err
-			}
-			defer func() {
-				if err := ns.Shutdown(); err != nil {
-					log.Warn("embedded NATS shutdown", "err", err)
-				}
-			}()
-			metrics, stopMetrics, err := assembly.ServeMetrics(metricsAddr, log)
-			if err != nil {
-				return err
-			}
-			defer stopMetrics()
-
-			n, err := assembly.Start(ctx, assembly.Options{NATSURL: ns.ClientURL(), Store: store,
-				SafetyAddr: safetyAddr, PolicyDir: policyDir, WorkflowDir: workflowDir,
-				Pools: conf.Pools, Timeouts: conf.Timeouts, Settings: conf.Scheduler, ConfigFiles: files,
-				Modules: wasm, Manifests: manifests, ModuleRegistry: true,
-				HostID: hc.ID, CacheDir: hc.CacheDir, MaxParallel: hc.MaxParallel, HeartbeatInterval: hc.HeartbeatInterval, StartedDelay: hc.StartedDelay,
-				Capabilities: hc.Capabilities, Labels: hc.Labels, Region: hc.Region, Zone: hc.Zone, Probes: hc.Probes,
-				MountRoots: hc.MountRoots, Env: hc.Env, Services: hc.Services, Trusted: hc.Trusted, Logger: log, Creds: creds, PolicyPubKey: signing.PolicyPub})
-			if err != nil {
-				return err
-			}
-			self := selfName()
-			var gw *assembly.Gateway
-			var dashKey string
 			if gatewayAddr != "" {
-				gc := assembly.GatewayConfig{NATSURL: ns.ClientURL(), Listen: gatewayAddr, Logger: log}
-				if creds != nil {
-					// The API's deploys and pushes are signed as the CLI's are.
-					gc.Creds, gc.ModuleKey, gc.PolicyKey = creds.Admin, signing.ModuleKey, signing.PolicyKey
-				}
-				if gw, err = assembly.StartGateway(ctx, gc); err == nil {
-					dashKey, err = assembly.DevDashboardKey(ctx, gw.Keys(), stateDir)
-				}
-				if err != nil {
-					sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-					defer cancel()
-					if gw != nil {
-						_ = gw.Shutdown(sctx)
-					}
-					_ = n.Shutdown(sctx)
-					return err
-				}
+				o.Gateway = &assembly.GatewayConfig{Listen: gatewayAddr}
+			}
+			d, err := assembly.StartDev(ctx, o)
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "ward dev is up\n")
-			if gw != nil {
-				fmt.Fprintf(out, "  dashboard:     http://%s/ui/  log in with %s (an admin API key, kept in %s)\n", gw.Addr(), dashKey, filepath.Join(stateDir, assembly.DevKeyFile))
-				fmt.Fprintf(out, "  API:           http://%s/v1/ (OpenAPI: /v1/openapi.yaml; Authorization: Bearer <key>; %s auth key add --tenant T makes keys)\n", gw.Addr(), self)
-			} else {
-				fmt.Fprintf(out, "  dashboard:     off (--gateway)\n")
-			}
-			fmt.Fprintf(out, "  NATS:          %s\n", ns.ClientURL())
-			if creds != nil {
-				fmt.Fprintf(out, "  credentials:   %s (the CLI uses admin.creds; WARD_CREDS=%s acts as tenant %s)\n", creds.Dir, creds.Tenant, assembly.DevTenant)
-				fmt.Fprintf(out, "  signing keys:  %s, %s (module deploy and policy push sign with them)\n", signing.ModuleKey, signing.PolicyKey)
-			} else {
-				fmt.Fprintf(out, "  credentials:   none: --insecure\n")
-			}
-			if metrics != "" {
-				fmt.Fprintf(out, "  metrics:       http://%s/metrics\n", metrics)
-			} else {
-				fmt.Fprintf(out, "  metrics:       off\n")
-			}
-			fmt.Fprintf(out, "  safety kernel: %s\n", n.Safety.Addr())
-			fmt.Fprintf(out, "  policy:        %s (%s); %s policy push <dir> replaces it\n",
-				n.Safety.Kernel().Revision(), n.Safety.Status().GetSource(), self)
-			fmt.Fprintf(out, "  job store:     %s\n", storeName)
-			if dataDir != "" {
-				fmt.Fprintf(out, "  data:          %s (modules, policies, keys, audit and results kept across restarts)\n", dataDir)
-			} else {
-				fmt.Fprintf(out, "  data:          temporary (--data-dir keeps modules, policies, keys, audit and results across restarts)\n")
-			}
-			fmt.Fprintf(out, "  host:          %s serving %v\n", n.Host.ID(), n.Host.Pools())
-			fmt.Fprintf(out, "  modules:       %s module deploy <name>.wasm --manifest <name>.yaml serves a new one at once\n", self)
-			fmt.Fprintf(out, "try:  %s submit --topic job.echo --tenant acme --payload '{\"hello\":\"world\"}' --wait\n", self)
-
+			printDev(out, d, dataDir)
 			<-ctx.Done()
 			fmt.Fprintln(out, "shutting down")
 			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
-			if gw != nil {
-				if err := gw.Shutdown(sctx); err != nil {
-					log.Warn("gateway shutdown", "err", err)
-				}
-			}
-			return n.Shutdown(sctx)
+			return d.Shutdown(sctx)
 		},
 	}
 	f := cmd.Flags()
@@ -294,6 +153,65 @@ before anything starts, and all those taken are reported at once.`,
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	hf.register(f, "dev-host")
 	return cmd
+}
+
+// printDev prints where ward dev's parts are and how to use them.
+func printDev(out io.Writer, d *assembly.Dev, dataDir string) {
+	self := selfName()
+	fmt.Fprintf(out, "ward dev is up\n")
+	if d.Gateway != nil {
+		fmt.Fprintf(out, "  dashboard:     http://%s/ui/  log in with %s (an admin API key, kept in %s)\n", d.Gateway.Addr(), d.DashboardKey, d.DashboardKeyFile)
+		fmt.Fprintf(out, "  API:           http://%s/v1/ (OpenAPI: /v1/openapi.yaml; Authorization: Bearer <key>; %s auth key add --tenant T makes keys)\n", d.Gateway.Addr(), self)
+	} else {
+		fmt.Fprintf(out, "  dashboard:     off (--gateway)\n")
+	}
+	fmt.Fprintf(out, "  NATS:          %s\n", d.NATS.ClientURL())
+	if d.Creds != nil {
+		fmt.Fprintf(out, "  credentials:   %s (the CLI uses admin.creds; WARD_CREDS=%s acts as tenant %s)\n", d.Creds.Dir, d.Creds.Tenant, assembly.DevTenant)
+		fmt.Fprintf(out, "  signing keys:  %s, %s (module deploy and policy push sign with them)\n", d.Signing.ModuleKey, d.Signing.PolicyKey)
+	} else {
+		fmt.Fprintf(out, "  credentials:   none: --insecure\n")
+	}
+	if d.MetricsAddr != "" {
+		fmt.Fprintf(out, "  metrics:       http://%s/metrics\n", d.MetricsAddr)
+	} else {
+		fmt.Fprintf(out, "  metrics:       off\n")
+	}
+	fmt.Fprintf(out, "  safety kernel: %s\n", d.Safety.Addr())
+	fmt.Fprintf(out, "  policy:        %s (%s); %s policy push <dir> replaces it\n",
+		d.Safety.Kernel().Revision(), d.Safety.Status().GetSource(), self)
+	fmt.Fprintf(out, "  job store:     %s\n", d.StoreName)
+	if dataDir != "" {
+		fmt.Fprintf(out, "  data:          %s (modules, policies, keys, audit and results kept across restarts)\n", dataDir)
+	} else {
+		fmt.Fprintf(out, "  data:          temporary (--data-dir keeps modules, policies, keys, audit and results across restarts)\n")
+	}
+	fmt.Fprintf(out, "  host:          %s serving %v\n", d.Host.ID(), d.Host.Pools())
+	fmt.Fprintf(out, "  modules:       %s module deploy <name>.wasm --manifest <name>.yaml serves a new one at once\n", self)
+	fmt.Fprintf(out, "try:  %s submit --topic job.echo --tenant acme --payload '{\"hello\":\"world\"}' --wait\n", self)
+}
+
+// startCPUProfile writes a CPU profile of the run to file until the
+// function it returns is called.
+func startCPUProfile(file string, log *slog.Logger) (func(), error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		if err := f.Close(); err != nil {
+			log.Error("cpu profile not written", "file", file, "err", err)
+		}
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		// After StopCPUProfile has written the profile: a failed Close
+		// may have lost its end.
+		if err := f.Close(); err != nil {
+			log.Error("cpu profile not written", "file", file, "err", err)
+		}
+	}, nil
 }
 
 // endedBound is the memory store's bound of --max-ended-jobs and

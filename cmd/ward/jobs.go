@@ -25,6 +25,11 @@ import (
 
 func newJobsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "jobs", Short: "Inspect jobs (served by the schedulers over NATS)"}
+	cmd.AddCommand(newJobsGetCmd(g), newJobsLsCmd(g), newJobsWatchCmd(g), newJobsLogsCmd(g), newJobsCancelCmd(g), newJobsStatsCmd(g), newJobsVerifyCmd(g))
+	return cmd
+}
+
+func newJobsGetCmd(g *globals) *cobra.Command {
 	var result bool
 	var getOut *output
 	get := &cobra.Command{
@@ -49,8 +54,12 @@ func newJobsCmd(g *globals) *cobra.Command {
 	}
 	getOut = addOutput(get)
 	getOut.addJSONAlias(get)
+	get.Flags().BoolVar(&result, "result", false, "include the result")
+	return get
+}
 
-	verify := &cobra.Command{
+func newJobsVerifyCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:   "verify <job-id>",
 		Short: "Check a job's event log: recompute its hash chain and name the first event altered or removed",
 		Args:  cobra.ExactArgs(1),
@@ -72,8 +81,9 @@ func newJobsCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	get.Flags().BoolVar(&result, "result", false, "include the result")
+}
 
+func newJobsLsCmd(g *globals) *cobra.Command {
 	var (
 		limit                                            int
 		state, topic, tenant, host, since, until, cursor string
@@ -127,39 +137,18 @@ with -o yaml one YAML document.`,
 			if limit < 1 {
 				return fmt.Errorf("--limit %d: want 1 or more", limit)
 			}
-			var jobs []*wardv1.JobRecord
-			next := ""
-			for {
-				q.Limit = int32(min(limit-len(jobs), 1000))
-				if all {
-					q.Limit = 1000
-				}
-				page, err := c.ListJobs(ctx, q)
-				if err != nil {
-					return err
-				}
-				jobs = append(jobs, page.GetJobs()...)
-				next = page.GetNextCursor()
-				if next == "" || (!all && len(jobs) >= limit) {
-					break
-				}
-				q.Cursor = next
+			jobs, next, err := listJobs(ctx, c, q, limit, all)
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			if !lsOut.table() {
-				if err := lsOut.print(out, apijson.List(jobs)); err != nil {
-					return err
-				}
+				err = lsOut.print(out, apijson.List(jobs))
 			} else {
-				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "JOB\tSTATE\tTOPIC\tTENANT\tWORKER\tREASON\tUPDATED")
-				for _, j := range jobs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.GetJobId(), stateName(j.GetState()), j.GetTopic(),
-						j.GetTenantId(), j.GetWorkerId(), j.GetReason(), time.UnixMilli(j.GetUpdatedAtUnixMs()).Format(time.TimeOnly))
-				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
+				err = printJobs(out, jobs)
+			}
+			if err != nil {
+				return err
 			}
 			if next != "" && !watch {
 				fmt.Fprintf(cmd.ErrOrStderr(), "more: --cursor %s (or --all)\n", next)
@@ -183,8 +172,40 @@ with -o yaml one YAML document.`,
 	ls.Flags().BoolVar(&all, "all", false, "read every page, not only --limit jobs")
 	ls.Flags().BoolVarP(&watch, "watch", "w", false, "after the list, print every job's state changes as they happen, until Ctrl-C")
 	lsOut = addOutput(ls)
-	cmd.AddCommand(get, ls, newJobsWatchCmd(g), newJobsLogsCmd(g), newJobsCancelCmd(g), newJobsStatsCmd(g), verify)
-	return cmd
+	return ls
+}
+
+// listJobs reads q's jobs a page at a time: limit of them, or every page
+// with all. next is the cursor of the page after them; empty when there
+// are no more.
+func listJobs(ctx context.Context, c *client.Client, q *wardv1.ListJobsRequest, limit int, all bool) (jobs []*wardv1.JobRecord, next string, err error) {
+	for {
+		q.Limit = int32(min(limit-len(jobs), 1000))
+		if all {
+			q.Limit = 1000
+		}
+		page, err := c.ListJobs(ctx, q)
+		if err != nil {
+			return nil, "", err
+		}
+		jobs = append(jobs, page.GetJobs()...)
+		next = page.GetNextCursor()
+		if next == "" || (!all && len(jobs) >= limit) {
+			return jobs, next, nil
+		}
+		q.Cursor = next
+	}
+}
+
+// printJobs prints `ward jobs ls`'s table.
+func printJobs(out io.Writer, jobs []*wardv1.JobRecord) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tSTATE\tTOPIC\tTENANT\tWORKER\tREASON\tUPDATED")
+	for _, j := range jobs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.GetJobId(), stateName(j.GetState()), j.GetTopic(),
+			j.GetTenantId(), j.GetWorkerId(), j.GetReason(), time.UnixMilli(j.GetUpdatedAtUnixMs()).Format(time.TimeOnly))
+	}
+	return tw.Flush()
 }
 
 // newJobsLogsCmd is `ward jobs logs`: the module's log of the attempt

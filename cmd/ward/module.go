@@ -30,23 +30,63 @@ import (
 
 func newModuleCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "module", Short: "Deploy, list, roll back and retire worker modules (registry in NATS JetStream)"}
+	cmd.AddCommand(newModuleDeployCmd(g), newModuleLsCmd(g), newModuleRollbackCmd(g), newModuleActivateCmd(g),
+		newModuleRmCmd(g), newModuleRmVersionCmd(g), newModuleSignCmd(), newModuleKeygenCmd())
+	return cmd
+}
 
-	open := func(ctx context.Context) (*client.Client, *modreg.Registry, error) {
-		c, err := client.Dial(client.NATSURL(g.natsURL), g.clientOptions())
+// moduleSession is a module command's connection to the bus and the
+// module registry, within its timeout.
+type moduleSession struct {
+	// ctx names who acts: the registry's record names who changed it; the
+	// schedulers audit the change with that claim (module.deploy, ...).
+	ctx    context.Context
+	cancel context.CancelFunc
+	c      *client.Client
+	r      *modreg.Registry
+}
+
+// openModules connects to the bus and opens the module registry, for
+// timeout.
+func openModules(g *globals, timeout time.Duration) (_ *moduleSession, err error) {
+	s := &moduleSession{}
+	s.ctx, s.cancel = context.WithTimeout(context.Background(), timeout)
+	defer func() {
 		if err != nil {
-			return nil, nil, err
+			s.cancel()
 		}
-		r, err := modreg.Open(ctx, c.Bus().NATS())
-		if err != nil {
-			c.Close()
-			return nil, nil, err
-		}
-		return c, r, nil
+	}()
+	s.ctx = modreg.WithActor(s.ctx, g.actor())
+	if s.c, err = client.Dial(client.NATSURL(g.natsURL), g.clientOptions()); err != nil {
+		return nil, err
 	}
+	if s.r, err = modreg.Open(s.ctx, s.c.Bus().NATS()); err != nil {
+		s.c.Close()
+		return nil, err
+	}
+	return s, nil
+}
 
-	var manifestPath, keyPath, sigPath, name, version string
-	var wait, stageTimeout time.Duration
-	var force bool
+// Close closes the connection and ends the timeout.
+func (s *moduleSession) Close() {
+	s.c.Close()
+	s.cancel()
+}
+
+// rollout is a modreg.Rollout of the session's registry and hosts.
+func (s *moduleSession) rollout() *modreg.Rollout {
+	return &modreg.Rollout{Registry: s.r, Hosts: natsHosts{s.c}}
+}
+
+// moduleDeploy is `ward module deploy`'s flags.
+type moduleDeploy struct {
+	manifestPath, keyPath, sigPath, name, version string
+	wait, stageTimeout                            time.Duration
+	force                                         bool
+}
+
+func newModuleDeployCmd(g *globals) *cobra.Command {
+	d := &moduleDeploy{}
 	deploy := &cobra.Command{
 		Use:   "deploy <module.wasm>",
 		Short: "Upload a module and make it the active version on every host",
@@ -67,126 +107,144 @@ host refused while staging it.)`,
 		Example: `  ward module deploy ./hello.wasm --manifest hello.yaml
   ward module deploy ./hello.wasm --manifest hello.yaml --sign-key ward.key`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			wasm, err := os.ReadFile(args[0])
-			if err != nil {
-				return err
-			}
-			if err := modreg.CheckWasm(wasm); err != nil {
-				return fmt.Errorf("%s: %w; nothing was uploaded", args[0], err)
-			}
-			var raw []byte
-			m := &sandbox.Manifest{}
-			if manifestPath == "" {
-				if p := strings.TrimSuffix(args[0], ".wasm") + ".yaml"; fileExists(p) {
-					manifestPath = p
-				}
-			}
-			if manifestPath != "" {
-				if raw, err = os.ReadFile(manifestPath); err != nil {
-					return err
-				}
-				// Refuse a bad manifest here, not on every host.
-				if m, err = sandbox.ParseManifest(raw); err != nil {
-					return fmt.Errorf("manifest %s: %w; nothing was uploaded", manifestPath, err)
-				}
-			}
-			if name == "" && m.Name == "" {
-				name = strings.TrimSuffix(filepath.Base(args[0]), ".wasm")
-			}
-			// The same checks and Version as the gateway's deploy.
-			v, err := modreg.NewVersion(wasm, raw, name, version)
-			if err != nil {
-				return fmt.Errorf("%s: %w; nothing was uploaded", args[0], err)
-			}
-			digest := modreg.Digest(wasm)
-			switch {
-			case sigPath != "":
-				if v.Signature, err = readSignature(sigPath); err != nil {
-					return err
-				}
-			case keyPath != "":
-				kb, err := os.ReadFile(keyPath)
-				if err != nil {
-					return err
-				}
-				key, err := modreg.ParsePrivateKey(kb)
-				if err != nil {
-					return err
-				}
-				v.Signature = modreg.Sign(key, digest)
-			default:
-				if p := args[0] + ".sig"; fileExists(p) {
-					if v.Signature, err = readSignature(p); err != nil {
-						return err
-					}
-				}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute+stageTimeout)
-			defer cancel()
-			// The registry's record names who changed it; the schedulers
-			// audit the change with that claim (module.deploy, ...).
-			ctx = modreg.WithActor(ctx, g.actor())
-			c, r, err := open(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			out := cmd.OutOrStdout()
-			if conflicts, err := routeConflicts(ctx, r, v); err != nil {
-				return err
-			} else if len(conflicts) > 0 {
-				for _, cf := range conflicts {
-					fmt.Fprintf(cmd.ErrOrStderr(), "ward: %s declares route %s → pool %s, but %s: pools.yaml wins, the route would not apply\n",
-						v.Name, cf.Topic, cf.Pool, cf.Why)
-				}
-				if !force {
-					return fmt.Errorf("%s %s not deployed, nothing was uploaded: fix the manifest's topic/pool or pools.yaml, or --force deploys it anyway",
-						v.Name, v.Version)
-				}
-				fmt.Fprintln(cmd.ErrOrStderr(), "ward: deploying anyway (--force)")
-			}
-			ro := &modreg.Rollout{Registry: r, Hosts: natsHosts{c}}
-			var a *modreg.Active
-			if stageTimeout <= 0 {
-				// Hosts compile it on activation.
-				if a, err = r.Deploy(ctx, v, wasm); err != nil {
-					return err
-				}
-			} else {
-				// Hosts compile it while the active version serves; the
-				// activation then swaps it in at once.
-				staged, err := ro.Stage(ctx, v, wasm)
-				if err != nil {
-					return err
-				}
-				st, err := ro.WaitStaged(ctx, staged, stageTimeout)
-				if err = reportStaging(out, staged, st, stageTimeout, err); err != nil {
-					if !force {
-						return fmt.Errorf("%w; %s %s is stored but not active (--force activates it anyway)", err, staged.Name, staged.Version)
-					}
-					fmt.Fprintf(out, "%v; activating anyway (--force)\n", err)
-				}
-				if a, err = ro.Activate(ctx, staged); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(out, "deployed %s %s (%s, %d bytes%s)\n", a.Name, a.Version, a.Digest, len(wasm), signedNote(v.Signature))
-			if a.Route.Topic != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "route: %s → pool %s\n", a.Route.Topic, orDefault(a.Route.Pool, a.Name))
-			}
-			return waitFor(wait, ro, a, out)
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return d.run(cmd, g, args[0]) },
 	}
-	deploy.Flags().StringVar(&manifestPath, "manifest", "", "module manifest (YAML); default: <module>.yaml beside the .wasm if present")
-	deploy.Flags().StringVar(&name, "name", "", "module name (default: the manifest's, else the file name)")
-	deploy.Flags().StringVar(&version, "version", "", "version (default: the manifest's, else sha-<digest prefix>)")
-	deploy.Flags().StringVar(&keyPath, "sign-key", envOr("WARD_MODULE_KEY", defaultKeyFile(assembly.ModuleKeyFile)), "sign with this ed25519 private key (PEM) ($WARD_MODULE_KEY, else module.key of $WARD_AUTH_DIR or of ward dev's state)")
-	deploy.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version (or refused it), and say how long it took")
-	deploy.Flags().DurationVar(&stageTimeout, "stage-timeout", 30*time.Second, "before activating, wait up to this long for every live host to compile the version ahead (0: activate at once, hosts compile on activation)")
-	deploy.Flags().BoolVar(&force, "force", false, "deploy even when pools.yaml overrides the declared route, and activate even when a host refused the version while staging it")
-	deploy.Flags().StringVar(&sigPath, "signature", "", "signature `file` from ward module sign (default: <module>.wasm.sig if present)")
+	deploy.Flags().StringVar(&d.manifestPath, "manifest", "", "module manifest (YAML); default: <module>.yaml beside the .wasm if present")
+	deploy.Flags().StringVar(&d.name, "name", "", "module name (default: the manifest's, else the file name)")
+	deploy.Flags().StringVar(&d.version, "version", "", "version (default: the manifest's, else sha-<digest prefix>)")
+	deploy.Flags().StringVar(&d.keyPath, "sign-key", envOr("WARD_MODULE_KEY", defaultKeyFile(assembly.ModuleKeyFile)), "sign with this ed25519 private key (PEM) ($WARD_MODULE_KEY, else module.key of $WARD_AUTH_DIR or of ward dev's state)")
+	deploy.Flags().DurationVar(&d.wait, "wait", 0, "wait up to this long until every live host holds the version (or refused it), and say how long it took")
+	deploy.Flags().DurationVar(&d.stageTimeout, "stage-timeout", 30*time.Second, "before activating, wait up to this long for every live host to compile the version ahead (0: activate at once, hosts compile on activation)")
+	deploy.Flags().BoolVar(&d.force, "force", false, "deploy even when pools.yaml overrides the declared route, and activate even when a host refused the version while staging it")
+	deploy.Flags().StringVar(&d.sigPath, "signature", "", "signature `file` from ward module sign (default: <module>.wasm.sig if present)")
+	return deploy
+}
 
+// run deploys the module in path.
+func (d *moduleDeploy) run(cmd *cobra.Command, g *globals, path string) error {
+	v, wasm, err := d.read(path)
+	if err != nil {
+		return err
+	}
+	s, err := openModules(g, time.Minute+d.stageTimeout)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	out := cmd.OutOrStdout()
+	if conflicts, err := routeConflicts(s.ctx, s.r, v); err != nil {
+		return err
+	} else if len(conflicts) > 0 {
+		for _, cf := range conflicts {
+			fmt.Fprintf(cmd.ErrOrStderr(), "ward: %s declares route %s → pool %s, but %s: pools.yaml wins, the route would not apply\n",
+				v.Name, cf.Topic, cf.Pool, cf.Why)
+		}
+		if !d.force {
+			return fmt.Errorf("%s %s not deployed, nothing was uploaded: fix the manifest's topic/pool or pools.yaml, or --force deploys it anyway",
+				v.Name, v.Version)
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), "ward: deploying anyway (--force)")
+	}
+	ro := s.rollout()
+	a, err := d.activate(s.ctx, out, ro, v, wasm)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "deployed %s %s (%s, %d bytes%s)\n", a.Name, a.Version, a.Digest, len(wasm), signedNote(v.Signature))
+	if a.Route.Topic != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "route: %s → pool %s\n", a.Route.Topic, orDefault(a.Route.Pool, a.Name))
+	}
+	return waitFor(d.wait, ro, a, out)
+}
+
+// read reads and checks the module in path, its manifest and its
+// signature, before anything is uploaded.
+func (d *moduleDeploy) read(path string) (modreg.Version, []byte, error) {
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		return modreg.Version{}, nil, err
+	}
+	if err := modreg.CheckWasm(wasm); err != nil {
+		return modreg.Version{}, nil, fmt.Errorf("%s: %w; nothing was uploaded", path, err)
+	}
+	var raw []byte
+	m := &sandbox.Manifest{}
+	if d.manifestPath == "" {
+		if p := strings.TrimSuffix(path, ".wasm") + ".yaml"; fileExists(p) {
+			d.manifestPath = p
+		}
+	}
+	if d.manifestPath != "" {
+		if raw, err = os.ReadFile(d.manifestPath); err != nil {
+			return modreg.Version{}, nil, err
+		}
+		// Refuse a bad manifest here, not on every host.
+		if m, err = sandbox.ParseManifest(raw); err != nil {
+			return modreg.Version{}, nil, fmt.Errorf("manifest %s: %w; nothing was uploaded", d.manifestPath, err)
+		}
+	}
+	if d.name == "" && m.Name == "" {
+		d.name = strings.TrimSuffix(filepath.Base(path), ".wasm")
+	}
+	// The same checks and Version as the gateway's deploy.
+	v, err := modreg.NewVersion(wasm, raw, d.name, d.version)
+	if err != nil {
+		return modreg.Version{}, nil, fmt.Errorf("%s: %w; nothing was uploaded", path, err)
+	}
+	if v.Signature, err = d.signature(path, modreg.Digest(wasm)); err != nil {
+		return modreg.Version{}, nil, err
+	}
+	return v, wasm, nil
+}
+
+// signature is the module's signature: --signature's, else made with
+// --sign-key, else <module>.wasm.sig's when there is one.
+func (d *moduleDeploy) signature(path, digest string) ([]byte, error) {
+	switch {
+	case d.sigPath != "":
+		return readSignature(d.sigPath)
+	case d.keyPath != "":
+		kb, err := os.ReadFile(d.keyPath)
+		if err != nil {
+			return nil, err
+		}
+		key, err := modreg.ParsePrivateKey(kb)
+		if err != nil {
+			return nil, err
+		}
+		return modreg.Sign(key, digest), nil
+	}
+	if p := path + ".sig"; fileExists(p) {
+		return readSignature(p)
+	}
+	return nil, nil
+}
+
+// activate uploads v and makes it the active version: at once, hosts
+// compiling it on activation, or, with a stage timeout, once the hosts
+// have compiled it while the active version serves.
+func (d *moduleDeploy) activate(ctx context.Context, out io.Writer, ro *modreg.Rollout, v modreg.Version, wasm []byte) (*modreg.Active, error) {
+	if d.stageTimeout <= 0 {
+		// Hosts compile it on activation.
+		return ro.Registry.Deploy(ctx, v, wasm)
+	}
+	// Hosts compile it while the active version serves; the activation
+	// then swaps it in at once.
+	staged, err := ro.Stage(ctx, v, wasm)
+	if err != nil {
+		return nil, err
+	}
+	st, err := ro.WaitStaged(ctx, staged, d.stageTimeout)
+	if err = reportStaging(out, staged, st, d.stageTimeout, err); err != nil {
+		if !d.force {
+			return nil, fmt.Errorf("%w; %s %s is stored but not active (--force activates it anyway)", err, staged.Name, staged.Version)
+		}
+		fmt.Fprintf(out, "%v; activating anyway (--force)\n", err)
+	}
+	return ro.Activate(ctx, staged)
+}
+
+func newModuleLsCmd(g *globals) *cobra.Command {
 	var lsOut *output
 	ls := &cobra.Command{
 		Use:   "ls",
@@ -200,21 +258,16 @@ host), active, versions (each with hosts: how many live hosts serve it,
 and active), refused}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			// The registry's record names who changed it; the schedulers
-			// audit the change with that claim (module.deploy, ...).
-			ctx = modreg.WithActor(ctx, g.actor())
-			c, r, err := open(ctx)
+			s, err := openModules(g, 30*time.Second)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			mods, err := r.List(ctx)
+			defer s.Close()
+			mods, err := s.r.List(s.ctx)
 			if err != nil {
 				return err
 			}
-			hbs, err := c.Workers(ctx, 500*time.Millisecond)
+			hbs, err := s.c.Workers(s.ctx, 500*time.Millisecond)
 			if err != nil {
 				return err
 			}
@@ -222,105 +275,113 @@ and active), refused}.`,
 			if !lsOut.table() {
 				return lsOut.print(out, moduleViews(mods, hbs))
 			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "MODULE\tSOURCE\tVERSION\tDIGEST\tACTIVE\tHOSTS\tROUTE\tDEPLOYED")
-			for _, m := range mods {
-				for _, v := range m.Versions {
-					active, hosts := "", 0
-					if m.Active != nil && !m.Active.Retired && m.Active.Version == v.Version {
-						active = "*"
-					}
-					for _, hb := range hbs {
-						if hb.GetModules()[m.Name] == v.Digest {
-							hosts++
-						}
-					}
-					route := "-"
-					if v.Route.Topic != "" {
-						route = v.Route.Topic + "→" + orDefault(v.Route.Pool, m.Name)
-					}
-					fmt.Fprintf(tw, "%s\tregistry\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Name, v.Version, shortDigest(v.Digest), active, hosts, route,
-						v.DeployedAt.Local().Format(time.DateTime))
-				}
-				if m.Active != nil && m.Active.Retired {
-					fmt.Fprintf(tw, "%s\tregistry\t(retired)\t\t\t\t\t%s\n", m.Name, m.Active.UpdatedAt.Local().Format(time.DateTime))
-				}
-			}
-			for _, hm := range hostModules(mods, hbs) {
-				for _, v := range hm.Versions {
-					fmt.Fprintf(tw, "%s\thost\t-\t%s\t-\t%d\t-\t-\n", hm.Name, shortDigest(v.Digest), v.Hosts)
-				}
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			for _, m := range mods {
-				for _, e := range m.Events {
-					fmt.Fprintf(out, "refused: %s %s (%s) on host %s at %s: %s\n", e.Name, e.Version, shortDigest(e.Digest), e.Host,
-						e.At.Local().Format(time.DateTime), e.Error)
-				}
-			}
-			return nil
+			return printModules(out, mods, hbs)
 		},
 	}
-
 	lsOut = addOutput(ls)
+	return ls
+}
 
+// printModules prints `ward module ls`'s table, then the refusals.
+func printModules(out io.Writer, mods []modreg.Module, hbs []*wardv1.Heartbeat) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODULE\tSOURCE\tVERSION\tDIGEST\tACTIVE\tHOSTS\tROUTE\tDEPLOYED")
+	for _, m := range mods {
+		for _, v := range m.Versions {
+			active, hosts := "", 0
+			if m.Active != nil && !m.Active.Retired && m.Active.Version == v.Version {
+				active = "*"
+			}
+			for _, hb := range hbs {
+				if hb.GetModules()[m.Name] == v.Digest {
+					hosts++
+				}
+			}
+			route := "-"
+			if v.Route.Topic != "" {
+				route = v.Route.Topic + "→" + orDefault(v.Route.Pool, m.Name)
+			}
+			fmt.Fprintf(tw, "%s\tregistry\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Name, v.Version, shortDigest(v.Digest), active, hosts, route,
+				v.DeployedAt.Local().Format(time.DateTime))
+		}
+		if m.Active != nil && m.Active.Retired {
+			fmt.Fprintf(tw, "%s\tregistry\t(retired)\t\t\t\t\t%s\n", m.Name, m.Active.UpdatedAt.Local().Format(time.DateTime))
+		}
+	}
+	for _, hm := range hostModules(mods, hbs) {
+		for _, v := range hm.Versions {
+			fmt.Fprintf(tw, "%s\thost\t-\t%s\t-\t%d\t-\t-\n", hm.Name, shortDigest(v.Digest), v.Hosts)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, m := range mods {
+		for _, e := range m.Events {
+			fmt.Fprintf(out, "refused: %s %s (%s) on host %s at %s: %s\n", e.Name, e.Version, shortDigest(e.Digest), e.Host,
+				e.At.Local().Format(time.DateTime), e.Error)
+		}
+	}
+	return nil
+}
+
+func newModuleRollbackCmd(g *globals) *cobra.Command {
+	var wait time.Duration
 	rollback := &cobra.Command{
 		Use:   "rollback <module>",
 		Short: "Make the previous version of a module active again",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			// The registry's record names who changed it; the schedulers
-			// audit the change with that claim (module.deploy, ...).
-			ctx = modreg.WithActor(ctx, g.actor())
-			c, r, err := open(ctx)
+			s, err := openModules(g, 30*time.Second)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			a, err := r.Rollback(ctx, args[0])
+			defer s.Close()
+			a, err := s.r.Rollback(s.ctx, args[0])
 			if errors.Is(err, modreg.ErrNotDeployed) {
-				return notInRegistry(ctx, c, args[0], err)
+				return notInRegistry(s.ctx, s.c, args[0], err)
 			}
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s) is active\n", a.Name, a.Version, a.Digest)
-			return waitFor(wait, &modreg.Rollout{Registry: r, Hosts: natsHosts{c}}, a, cmd.OutOrStdout())
+			return waitFor(wait, s.rollout(), a, cmd.OutOrStdout())
 		},
 	}
+	rollback.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version")
+	return rollback
+}
 
+func newModuleRmCmd(g *globals) *cobra.Command {
+	var wait time.Duration
 	rm := &cobra.Command{
 		Use:   "rm <module>",
 		Short: "Retire a module: hosts stop serving it; new jobs for its topic go to the DLQ",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			// The registry's record names who changed it; the schedulers
-			// audit the change with that claim (module.deploy, ...).
-			ctx = modreg.WithActor(ctx, g.actor())
-			c, r, err := open(ctx)
+			s, err := openModules(g, 30*time.Second)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			a, err := r.Remove(ctx, args[0])
+			defer s.Close()
+			a, err := s.r.Remove(s.ctx, args[0])
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s retired (`ward module rollback %s` brings it back)\n", args[0], args[0])
-			return waitFor(wait, &modreg.Rollout{Registry: r, Hosts: natsHosts{c}}, a, cmd.OutOrStdout())
+			return waitFor(wait, s.rollout(), a, cmd.OutOrStdout())
 		},
 	}
-	rollback.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version")
 	rm.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until no live host holds the module")
+	return rm
+}
 
-	var trustedKeys []string
-	var activateForce bool
+func newModuleActivateCmd(g *globals) *cobra.Command {
+	var (
+		trustedKeys []string
+		force       bool
+		wait        time.Duration
+	)
 	activate := &cobra.Command{
 		Use:   "activate <module> <version>",
 		Short: "Make a kept version of a module active again (after a rollback, say)",
@@ -338,52 +399,45 @@ live host refused before, unless --force.`,
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			// The registry's record names who changed it; the schedulers
-			// audit the change with that claim (module.deploy, ...).
-			ctx = modreg.WithActor(ctx, g.actor())
-			c, r, err := open(ctx)
+			s, err := openModules(g, 30*time.Second)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
+			defer s.Close()
 			name, ver := args[0], args[1]
-			if !activateForce {
-				if refused, err := refusals(ctx, r, name, ver); err != nil {
+			if !force {
+				if refused, err := refusals(s.ctx, s.r, name, ver); err != nil {
 					return err
 				} else if len(refused) > 0 {
 					return fmt.Errorf("%s %s was refused by %s; not activated (--force activates it anyway)", name, ver, strings.Join(refused, "; "))
 				}
 			}
-			a, err := r.ActivateVersion(ctx, name, ver, keys)
+			a, err := s.r.ActivateVersion(s.ctx, name, ver, keys)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s (%s) is active\n", a.Name, a.Version, a.Digest)
-			return waitFor(wait, &modreg.Rollout{Registry: r, Hosts: natsHosts{c}}, a, cmd.OutOrStdout())
+			return waitFor(wait, s.rollout(), a, cmd.OutOrStdout())
 		},
 	}
 	activate.Flags().StringSliceVar(&trustedKeys, "trusted-key", defaultTrustedKeys(), "ed25519 public key (PEM) the version's signature must verify against (repeatable; default: module.pub of $WARD_AUTH_DIR or of ward dev's state, if any)")
-	activate.Flags().BoolVar(&activateForce, "force", false, "activate a version a host refused before")
+	activate.Flags().BoolVar(&force, "force", false, "activate a version a host refused before")
 	activate.Flags().DurationVar(&wait, "wait", 0, "wait up to this long until every live host holds the version")
+	return activate
+}
 
-	rmVersion := &cobra.Command{
+func newModuleRmVersionCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:   "rm-version <module> <version>",
 		Short: "Delete a version that is not the active one: its record, its place in the rollback history, its blob",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			// The registry's record names who changed it; the schedulers
-			// audit the change with that claim (module.deploy, ...).
-			ctx = modreg.WithActor(ctx, g.actor())
-			c, r, err := open(ctx)
+			s, err := openModules(g, 30*time.Second)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			if err := r.RemoveVersion(ctx, args[0], args[1]); err != nil {
+			defer s.Close()
+			if err := s.r.RemoveVersion(s.ctx, args[0], args[1]); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s %s deleted\n", args[0], args[1])
@@ -391,7 +445,9 @@ live host refused before, unless --force.`,
 			return nil
 		},
 	}
+}
 
+func newModuleSignCmd() *cobra.Command {
 	var signKey string
 	sign := &cobra.Command{
 		Use:   "sign <module.wasm>",
@@ -421,7 +477,10 @@ live host refused before, unless --force.`,
 	}
 	sign.Flags().StringVar(&signKey, "key", "", "ed25519 private key `file` (PEM), from ward module keygen")
 	_ = sign.MarkFlagRequired("key")
+	return sign
+}
 
+func newModuleKeygenCmd() *cobra.Command {
 	var keyOut string
 	keygen := &cobra.Command{
 		Use:   "keygen",
@@ -443,9 +502,7 @@ live host refused before, unless --force.`,
 		},
 	}
 	keygen.Flags().StringVar(&keyOut, "out", "ward-signing", "file name prefix")
-
-	cmd.AddCommand(deploy, ls, rollback, activate, rm, rmVersion, sign, keygen)
-	return cmd
+	return keygen
 }
 
 // moduleView is a module as `ward module ls -o json` prints it.

@@ -40,10 +40,12 @@ func TestTenantRevokeRevokesAPIKeys(t *testing.T) {
 	}
 	settings := config.DefaultScheduler()
 	settings.Placement.CPUThreshold = 100 // the machine's load is other tests'
-	n, err := assembly.Start(context.Background(), assembly.Options{Settings: settings,
-		NATSURL: sec.URL, Store: jobstore.NewMemory(), Creds: &creds, HostID: "rv-host",
-		Modules:  map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")},
-		CacheDir: cacheDir, HeartbeatInterval: 100 * time.Millisecond,
+	n, err := assembly.Start(context.Background(), assembly.Options{
+		NATSURL: sec.URL, Store: jobstore.NewMemory(), Creds: &creds,
+		Scheduler: assembly.SchedulerConfig{Config: &config.Bundle{Scheduler: settings}},
+		Host: assembly.HostConfig{ID: "rv-host",
+			Modules:  map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")},
+			CacheDir: cacheDir, HeartbeatInterval: 100 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func TestAttackAdminActionsAreAuditedWhereCarriedOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, assembly.Options{Modules: echoModules(t), ModuleRegistry: true, PolicyPubKey: keys.PolicyPub})
+	e := start(t, assembly.Options{ModuleRegistry: true, Safety: assembly.SafetyConfig{PolicyPubKey: keys.PolicyPub}, Host: assembly.HostConfig{Modules: echoModules(t)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	js, err := jetstream.New(e.client.Bus().NATS())

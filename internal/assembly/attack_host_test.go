@@ -34,7 +34,7 @@ func TestAttackHostResultPointers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, assembly.Options{Timeouts: to})
+	e := start(t, assembly.Options{Scheduler: assembly.SchedulerConfig{Config: &config.Bundle{Timeouts: to}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// rogue is an admitted host, compromised: it takes jobs and answers
@@ -151,7 +151,7 @@ func TestAttackHostResultPointers(t *testing.T) {
 // refused, and the result reads back as its host sent it. The honest
 // path, beside it: acme's 600 KB result, sent in parts, reads back whole.
 func TestAttackHostRewritesAResult(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	acme := e.clientAs(t, auth.Tenant, "acme")
@@ -232,7 +232,7 @@ func TestAttackHostRewritesAResult(t *testing.T) {
 // cannot ask as the job's host. The job itself, beside it, ran on its
 // host with its context whole.
 func TestAttackHostReadsContexts(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	acme := e.clientAs(t, auth.Tenant, "acme")
 	secret := bytes.Repeat([]byte("acme's secret "), (bus.InlineContextMax/14)+1)
 	rec := submitAndWait(t, acme, &wardv1.JobRequest{Topic: "job.echo", Payload: secret})

@@ -32,7 +32,7 @@ import (
 // buckets, which a scheduler created when the tenant asked, and are read
 // with direct gets.
 func TestAttackStreamConfiguration(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -170,7 +170,7 @@ func TestAttackStreamConfiguration(t *testing.T) {
 // clear error and the bytes never reach the module. A context under the
 // cap, by pointer too, runs.
 func TestAttackContextSize(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	acme := e.clientAs(t, auth.Tenant, "acme")

@@ -99,7 +99,7 @@ func counter(t testing.TB, name, label, value string) float64 {
 }
 
 func TestAttackOutsider(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	if nc, err := nats.Connect(e.natsURL); err == nil {
 		nc.Close()
 		t.Fatal("an anonymous client connected")
@@ -127,7 +127,7 @@ func runAs(t *testing.T, c *client.Client, payload string) *wardv1.JobRecord {
 }
 
 func TestAttackTenantOnTenant(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	acme := e.clientAs(t, auth.Tenant, "acme")
@@ -210,7 +210,7 @@ func TestAttackTenantOnTenant(t *testing.T) {
 }
 
 func TestAttackDispatch(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	hostID := e.n.Host.ID()
@@ -302,7 +302,7 @@ func TestAttackHostReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, assembly.Options{Timeouts: to})
+	e := start(t, assembly.Options{Scheduler: assembly.SchedulerConfig{Config: &config.Bundle{Timeouts: to}}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// ghost is an admitted host that takes jobs and holds them; rogue is
@@ -384,7 +384,7 @@ func TestAttackHostReports(t *testing.T) {
 }
 
 func TestAttackFakeHosts(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	now := time.Now()
 	serves := func(pool string) bool { return e.n.Scheduler.Hosts().Serves(pool, time.Now()) }
 	beat := func(c *bus.Conn, id, pool, cred string) {
@@ -432,7 +432,7 @@ func TestAttackGuardedBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, assembly.Options{Modules: echoModules(t), PolicyPubKey: keys.PolicyPub})
+	e := start(t, assembly.Options{Safety: assembly.SafetyConfig{PolicyPubKey: keys.PolicyPub}, Host: assembly.HostConfig{Modules: echoModules(t)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	destroy := func() *wardv1.JobRequest { return &wardv1.JobRequest{Topic: "sys.destroy", TenantId: "acme"} }

@@ -24,7 +24,7 @@ func TestRedisCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	e := start(t, assembly.Options{Store: store, Modules: echoModules(t), MaxParallel: 4})
+	e := start(t, assembly.Options{Store: store, Host: assembly.HostConfig{Modules: echoModules(t), MaxParallel: 4}})
 	const tenants, each = 6, 4
 	var wg sync.WaitGroup
 	recs := make(chan *wardv1.JobRecord, tenants*each)

@@ -55,13 +55,13 @@ type deployEnv struct {
 func startDeploy(t testing.TB, o assembly.Options) *deployEnv {
 	t.Helper()
 	o.ModuleRegistry = true
-	o.HostID = "host-one"
-	o.Labels = map[string]string{"machine": o.HostID} // jobs may ask for a host by label
+	o.Host.ID = "host-one"
+	o.Host.Labels = map[string]string{"machine": o.Host.ID} // jobs may ask for a host by label
 	// Every version compiles once on this machine, whichever test or
 	// host loads it first: compiling is most of a deploy under -race.
-	o.CacheDir = wasmtest.CacheDir(t)
-	if o.Modules == nil {
-		o.Modules = echoModules(t)
+	o.Host.CacheDir = wasmtest.CacheDir(t)
+	if o.Host.Modules == nil {
+		o.Host.Modules = echoModules(t)
 	}
 	e := start(t, o)
 	// Deploying is an admin's: the hosts' and schedulers' credentials may
@@ -187,7 +187,7 @@ func TestDeployServesANewTopic(t *testing.T) {
 // v1; jobs after the rollout run v2. Rollback brings v1 back; rm retires
 // the topic, and its jobs go to the DLQ with module_retired.
 func TestDeployWhileAJobRuns(t *testing.T) {
-	e := startDeploy(t, assembly.Options{MaxParallel: 4})
+	e := startDeploy(t, assembly.Options{Host: assembly.HostConfig{MaxParallel: 4}})
 	h := e.n.Host
 	wasm1, wasm2 := hello(t, "1"), hello(t, "2")
 	v1 := e.deploy(t, "1", wasm1, nil)
@@ -286,7 +286,7 @@ func TestRefusedVersionsKeepTheOldOneServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, otherKey, _ := ed25519.GenerateKey(nil)
-	e := startDeploy(t, assembly.Options{Trusted: []ed25519.PublicKey{pub}})
+	e := startDeploy(t, assembly.Options{Host: assembly.HostConfig{Trusted: []ed25519.PublicKey{pub}}})
 	h := e.n.Host
 	ctx := context.Background()
 	v1 := e.deploy(t, "1", hello(t, "1"), key)
@@ -442,7 +442,7 @@ func TestPolicyRequiresSignedModules(t *testing.T) {
 		}
 		fsys[name] = &fstest.MapFile{Data: src}
 	}
-	e := startDeploy(t, assembly.Options{Policies: fsys})
+	e := startDeploy(t, assembly.Options{Safety: assembly.SafetyConfig{Policies: fsys}})
 	_, key, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -44,9 +44,11 @@ func BenchmarkEndToEnd(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e := start(b, assembly.Options{Store: s, MaxParallel: 16,
-				Modules:   map[string][]byte{"echo": wasmtest.BuildReactor(b, "github.com/ward-run/ward/modules/echo")},
-				Manifests: map[string]*sandbox.Manifest{"echo": man}})
+			e := start(b, assembly.Options{Store: s,
+				Host: assembly.HostConfig{MaxParallel: 16,
+					Modules:   map[string][]byte{"echo": wasmtest.BuildReactor(b, "github.com/ward-run/ward/modules/echo")},
+					Manifests: map[string]*sandbox.Manifest{"echo": man}},
+			})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			f, err := e.client.Follow()

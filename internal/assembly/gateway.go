@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -168,31 +166,4 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	}
 	g.close()
 	return err
-}
-
-// DevKeyFile is the file in ward dev's state directory that holds the
-// dashboard's login key.
-const DevKeyFile = "dashboard.key"
-
-// DevDashboardKey returns the admin API key `ward dev` prints for its
-// dashboard: the one in dir/DevKeyFile while keys still accepts it (a
-// --data-dir keeps the key store across restarts), else a new one, written
-// there (0600) for the next start.
-func DevDashboardKey(ctx context.Context, keys *apikey.Store, dir string) (string, error) {
-	path := filepath.Join(dir, DevKeyFile)
-	if b, err := os.ReadFile(path); err == nil {
-		k := strings.TrimSpace(string(b))
-		if _, err := keys.Verify(ctx, k); err == nil {
-			return k, nil
-		}
-	}
-	k, _, err := keys.Add(ctx, apikey.Spec{Tenant: DevTenant, Name: "ward dev dashboard",
-		Scopes: []apikey.Scope{apikey.ScopeAdmin}, CreatedBy: "ward dev"})
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	return k, os.WriteFile(path, []byte(k+"\n"), 0o600)
 }

@@ -99,8 +99,9 @@ func TestChatAdvancedStreamsTokens(t *testing.T) {
 	})
 
 	mods, mans := chatModules(t)
-	e := start(t, assembly.Options{Modules: mods, Manifests: mans, Env: map[string]string{"OLLAMA_MODEL": "llama3"}, Services: map[string]string{"ollama": o.URL},
-		Probes: []host.Probe{host.NewOllamaProbe(o.URL, time.Second, nil)}})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: mods, Manifests: mans,
+		Env: map[string]string{"OLLAMA_MODEL": "llama3"}, Services: map[string]string{"ollama": o.URL},
+		Probes: []host.Probe{host.NewOllamaProbe(o.URL, time.Second, nil)}}})
 	e.waitCapability(t, e.n.Host.ID(), "ollama", true)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -209,7 +210,8 @@ func TestGPUHostTakesTheChatJobs(t *testing.T) {
 	defer gpuProbe.Close()
 	env := map[string]string{"OLLAMA_MODEL": "llama3"}
 	services := map[string]string{"ollama": o.URL}
-	e := start(t, assembly.Options{HostID: "gpu-1", Modules: mods, Manifests: mans, MaxParallel: 2, Env: env, Services: services, Probes: []host.Probe{gpuProbe, host.NewOllamaProbe(o.URL, time.Second, nil)}})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{ID: "gpu-1", Modules: mods, Manifests: mans, MaxParallel: 2, Env: env, Services: services,
+		Probes: []host.Probe{gpuProbe, host.NewOllamaProbe(o.URL, time.Second, nil)}}})
 
 	// The plain host: the same modules, and Ollama's address too, but no
 	// Ollama probe and no GPU probe.

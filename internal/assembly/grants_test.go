@@ -44,13 +44,13 @@ func TestServiceGrantsFollowThePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, assembly.Options{
+	e := start(t, assembly.Options{Host: assembly.HostConfig{
 		Modules:      map[string][]byte{"chat-advanced": wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/chat-advanced")},
 		Manifests:    map[string]*sandbox.Manifest{"chat-advanced": manifest},
 		Capabilities: []string{"ollama"},
 		Env:          map[string]string{"OLLAMA_MODEL": "llama3"},
 		Services:     map[string]string{"ollama": ollama.URL},
-	})
+	}})
 	chat := func() (*wardv1.JobRecord, map[string]any) {
 		t.Helper()
 		_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.chat.advanced", TenantId: "acme", Payload: []byte(`{"message": "ward"}`)})

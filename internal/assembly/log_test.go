@@ -21,12 +21,12 @@ func TestModuleLogReachesTheUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, assembly.Options{Pools: pools, Modules: map[string][]byte{
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Pools: pools, Modules: map[string][]byte{
 		// cat copies its input and says so on stderr; exit logs three
 		// lines, then exits 3.
 		"cat":  wasmtest.Build(t, "github.com/ward-run/ward/internal/sandbox/testdata/cat"),
 		"exit": wasmtest.Build(t, "github.com/ward-run/ward/internal/sandbox/testdata/exit"),
-	}})
+	}}})
 	tenant := e.clientAs(t, auth.Tenant, "acme")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -70,7 +70,7 @@ func start(t testing.TB, o assembly.Options) *env {
 	t.Helper()
 	sec := natstest.StartSecure(t)
 	o.NATSURL = sec.URL
-	hostID := o.HostID
+	hostID := o.Host.ID
 	if hostID == "" {
 		hostID = "test-host"
 	}
@@ -82,18 +82,23 @@ func start(t testing.TB, o assembly.Options) *env {
 	if o.Store == nil {
 		o.Store = openRedis(t)
 	}
-	if o.CacheDir == "" {
-		o.CacheDir = cacheDir
+	if o.Host.CacheDir == "" {
+		o.Host.CacheDir = cacheDir
 	}
-	if o.Settings == nil {
+	bundle := config.Bundle{}
+	if o.Scheduler.Config != nil {
+		bundle = *o.Scheduler.Config
+	}
+	if bundle.Scheduler == nil {
 		// One machine runs every part and the other packages' tests at
 		// once: its CPU load is theirs, and a host over the threshold
 		// would hold jobs back for as long as they run (as in ward dev).
-		o.Settings = config.DefaultScheduler()
-		o.Settings.Placement.CPUThreshold = 100
+		bundle.Scheduler = config.DefaultScheduler()
+		bundle.Scheduler.Placement.CPUThreshold = 100
 	}
-	if o.HeartbeatInterval == 0 {
-		o.HeartbeatInterval = 100 * time.Millisecond
+	o.Scheduler.Config = &bundle
+	if o.Host.HeartbeatInterval == 0 {
+		o.Host.HeartbeatInterval = 100 * time.Millisecond
 	}
 	st, err := assembly.Start(context.Background(), o)
 	if err != nil {
@@ -167,7 +172,7 @@ func (e *env) stopSafety(t testing.TB) {
 func (e *env) startSafety(t testing.TB) {
 	t.Helper()
 	s, err := assembly.StartSafety(context.Background(), assembly.SafetyConfig{NATSURL: e.natsURL, Creds: e.creds.Safety,
-		Listen: e.n.Safety.Addr(), PolicyDir: e.opts.PolicyDir, Policies: e.opts.Policies, Bucket: e.opts.PolicyBucket})
+		Listen: e.n.Safety.Addr(), PolicyDir: e.opts.Safety.PolicyDir, Policies: e.opts.Safety.Policies, Bucket: e.opts.Safety.Bucket})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +260,7 @@ func (e *env) run(t *testing.T, req *wardv1.JobRequest) ([]wardv1.JobState, *war
 }
 
 func TestEchoSucceedsThroughEveryPart(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	states, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte(`{"hello":"world"}`)})
 
 	want := []wardv1.JobState{wardv1.JobState_JOB_STATE_PENDING, wardv1.JobState_JOB_STATE_SCHEDULED,
@@ -294,7 +299,7 @@ func equalStates(a, b []wardv1.JobState) bool {
 }
 
 func TestJobsThatCannotRun(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	for _, tc := range []struct {
 		name    string
 		req     *wardv1.JobRequest
@@ -339,7 +344,7 @@ func TestDeadHostTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := start(t, assembly.Options{Timeouts: to})
+	e := start(t, assembly.Options{Scheduler: assembly.SchedulerConfig{Config: &config.Bundle{Timeouts: to}}})
 	ghostCreds := e.sec.Creds(auth.Host, "ghost")
 	_, ghostJWT, _ := auth.ReadIdentity(ghostCreds)
 	opts, _ := auth.Options(ghostCreds)
@@ -395,7 +400,7 @@ func TestDeadHostTimesOut(t *testing.T) {
 // TestMalformedMessagesAreCounted: garbage on every subject a process
 // reads is counted and dropped, and the system goes on serving.
 func TestMalformedMessagesAreCounted(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	// Garbage from clients that may publish there: a tenant, a host, and
 	// the admin (who may publish anywhere).
 	tenant, host, admin := e.conn(t, auth.Tenant, "acme").NATS(), e.conn(t, auth.Host, "x").NATS(), e.client.Bus().NATS()
@@ -423,7 +428,7 @@ func TestMalformedMessagesAreCounted(t *testing.T) {
 }
 
 func TestIdempotentSubmit(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	ctx := context.Background()
 	first, err := e.client.Submit(ctx, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", IdempotencyKey: "k1"})
 	if err != nil {

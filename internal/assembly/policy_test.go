@@ -70,7 +70,7 @@ func echoJob(tenant string) *wardv1.JobRequest {
 // restarted; then a bundle that does not compile and one whose tests fail
 // are both refused, and the rule stays enforced.
 func TestPolicyPushIsEnforcedLive(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	nc := e.client.Bus().NATS()
 	decisions, err := nc.SubscribeSync(bus.SubjectSafetyDecision)
 	if err != nil {
@@ -159,8 +159,10 @@ func TestPolicyPushIsEnforcedLive(t *testing.T) {
 // are DENIED safety_unavailable; once it is back, jobs succeed again, and
 // nobody touched the scheduler.
 func TestSafetyKernelDownFailsClosedThenRecovers(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t),
-		SafetyOverGRPC: true, SafetyClient: safety.ClientConfig{Timeout: time.Second, BreakerFailures: 2, BreakerCooldown: 100 * time.Millisecond}})
+	e := start(t, assembly.Options{SafetyOverGRPC: true,
+		Scheduler: assembly.SchedulerConfig{SafetyClient: safety.ClientConfig{Timeout: time.Second, BreakerFailures: 2, BreakerCooldown: 100 * time.Millisecond}},
+		Host:      assembly.HostConfig{Modules: echoModules(t)},
+	})
 	e.stopSafety(t)
 	for range 3 { // the last ones fail at once: the breaker is open
 		_, rec := e.run(t, echoJob("acme"))
@@ -178,7 +180,7 @@ func TestSafetyKernelDownFailsClosedThenRecovers(t *testing.T) {
 // TestSafetyFailOpen: a scheduler configured to fail open runs jobs
 // unchecked while the kernel is down, and says so in the stored decision.
 func TestSafetyFailOpen(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t), SafetyOverGRPC: true, SafetyClient: safety.ClientConfig{Timeout: time.Second, FailOpen: true}})
+	e := start(t, assembly.Options{SafetyOverGRPC: true, Scheduler: assembly.SchedulerConfig{SafetyClient: safety.ClientConfig{Timeout: time.Second, FailOpen: true}}, Host: assembly.HostConfig{Modules: echoModules(t)}})
 	e.stopSafety(t)
 	_, rec := e.run(t, echoJob("acme"))
 	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED || rec.GetSafety().GetDecision() != "ALLOW_UNCHECKED" ||
@@ -222,7 +224,7 @@ func putRaw(t testing.TB, nc *nats.Conn, pb *safetyv1.PolicyBundle) {
 // large for a message, which reaches the scheduler as a pointer; and a
 // pointer to another tenant's context is refused.
 func TestPayloadCapHoldsOnEveryPath(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	job := func(size int) *wardv1.JobRequest {
 		return &wardv1.JobRequest{Topic: "job.echo", TenantId: "globex", Payload: bytes.Repeat([]byte("x"), size)}
 	}
@@ -265,7 +267,7 @@ func TestPayloadCapHoldsOnEveryPath(t *testing.T) {
 // whose bytes are not those its name (the digest the policy judged) says
 // does not run.
 func TestPayloadDigestOnEveryPath(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	small, big := []byte("forbidden words"), bytes.Repeat([]byte("forbidden "), 60_000) // inline; by pointer

@@ -43,7 +43,7 @@ func bigTenantPolicies(t testing.TB) fstest.MapFS {
 // comes inline from the job store; another tenant reads neither the job
 // nor the result object.
 func TestLargeResultReachesItsTenant(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t), Policies: bigTenantPolicies(t)})
+	e := start(t, assembly.Options{Safety: assembly.SafetyConfig{Policies: bigTenantPolicies(t)}, Host: assembly.HostConfig{Modules: echoModules(t)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	bigco := e.clientAs(t, auth.Tenant, "bigco")
@@ -109,7 +109,7 @@ func TestLargeResultReachesItsTenant(t *testing.T) {
 // pointer) is an error that says so, at once, not a request that times
 // out.
 func TestJobStoreResultTooLargeForAReply(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte("small")})

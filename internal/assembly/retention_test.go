@@ -22,7 +22,7 @@ func TestRetentionDropsEndedJobs(t *testing.T) {
 	}
 	store := openRedis(t)
 	assembly.SetRetention(store, 500*time.Millisecond)
-	e := start(t, assembly.Options{Modules: echoModules(t), Store: store, Timeouts: to})
+	e := start(t, assembly.Options{Store: store, Scheduler: assembly.SchedulerConfig{Config: &config.Bundle{Timeouts: to}}, Host: assembly.HostConfig{Modules: echoModules(t)}})
 	swept := counter(t, "ward_scheduler_jobs_swept_total", "", "")
 	_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte("short-lived")})
 	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {

@@ -52,7 +52,7 @@ func BenchmarkRollout(b *testing.B) {
 func benchRollout(b *testing.B, hosts int, load string, staged bool) {
 	settings := config.DefaultScheduler()
 	settings.Tenants.Default = config.TenantLimits{} // no rate limit: the load is one tenant
-	e := startDeploy(b, assembly.Options{MaxParallel: 4, Settings: settings})
+	e := startDeploy(b, assembly.Options{Scheduler: assembly.SchedulerConfig{Config: &config.Bundle{Scheduler: settings}}, Host: assembly.HostConfig{MaxParallel: 4}})
 	agents := []*assembly.Host{e.n.Host}
 	if hosts == 2 {
 		agents = append(agents, e.addHost(b, "host-two"))

@@ -46,7 +46,7 @@ func builtModules(t *testing.T, names ...string) (map[string][]byte, map[string]
 func TestSandboxThroughEveryPart(t *testing.T) {
 	wasm, manifests := builtModules(t, "echo", "repo-scan")
 	// The cache the module tests filled: the same bytes compile once.
-	e := start(t, assembly.Options{Modules: wasm, Manifests: manifests, CacheDir: wasmtest.CacheDir(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: wasm, Manifests: manifests, CacheDir: wasmtest.CacheDir(t)}})
 
 	for i := range 3 {
 		_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: "acme", Payload: []byte("pooled")})

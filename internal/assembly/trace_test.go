@@ -54,10 +54,12 @@ func traceEnv(t *testing.T) (*env, *logBuffer) {
 	}
 	logs := &logBuffer{}
 	log := slog.New(telemetry.LogHandler(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	e := start(t, assembly.Options{Pools: pools, Logger: log, Modules: map[string][]byte{
-		"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo"),
-		"exit": wasmtest.Build(t, "github.com/ward-run/ward/internal/sandbox/testdata/exit"),
-	}})
+	e := start(t, assembly.Options{Logger: log,
+		Host: assembly.HostConfig{Pools: pools, Modules: map[string][]byte{
+			"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo"),
+			"exit": wasmtest.Build(t, "github.com/ward-run/ward/internal/sandbox/testdata/exit"),
+		}},
+	})
 	return e, logs
 }
 

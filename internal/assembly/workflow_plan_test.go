@@ -58,8 +58,9 @@ func TestSeedPlanWorkflow(t *testing.T) {
 	}))
 	defer ollama.Close()
 	mods, mans := planModules(t)
-	e := start(t, assembly.Options{Modules: mods, Manifests: mans, Store: memoryStore(t), Capabilities: []string{"ollama"},
-		Services: map[string]string{"ollama": ollama.URL}})
+	e := start(t, assembly.Options{Store: memoryStore(t),
+		Host: assembly.HostConfig{Modules: mods, Manifests: mans, Capabilities: []string{"ollama"}, Services: map[string]string{"ollama": ollama.URL}},
+	})
 	acme := e.tenantClient(t, "acme")
 
 	type outputs struct {
@@ -131,7 +132,7 @@ func TestSeedPlanWorkflow(t *testing.T) {
 // says, instead of failing.
 func TestSeedPlanWithoutOllamaHost(t *testing.T) {
 	mods, mans := planModules(t)
-	e := start(t, assembly.Options{Modules: mods, Manifests: mans, Store: memoryStore(t)})
+	e := start(t, assembly.Options{Store: memoryStore(t), Host: assembly.HostConfig{Modules: mods, Manifests: mans}})
 	acme := e.tenantClient(t, "acme")
 	_, r := runWorkflow(t, acme, &wardv1.WorkflowRunRequest{RunId: "run-nohost", Name: "plan",
 		Input: []byte(`{"goal": "greet the team"}`)})

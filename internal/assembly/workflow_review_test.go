@@ -104,7 +104,7 @@ func TestSeedCodeReviewWorkflow(t *testing.T) {
 
 	names := []string{"repo-scan", "repo-partition", "repo-lint", "repo-sast", "repo-tests", "repo-report"}
 	mods, mans := builtModules(t, names...)
-	e := start(t, assembly.Options{Modules: mods, Manifests: mans, Store: memoryStore(t), MountRoots: []string{root}})
+	e := start(t, assembly.Options{Store: memoryStore(t), Host: assembly.HostConfig{Modules: mods, Manifests: mans, MountRoots: []string{root}}})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

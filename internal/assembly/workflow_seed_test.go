@@ -92,13 +92,14 @@ func TestSeedDemoWorkflow(t *testing.T) {
 	defer ollama.Close()
 
 	mods, mans := seedModules(t)
-	e := start(t, assembly.Options{
-		Modules:      mods,
-		Manifests:    mans,
-		Store:        memoryStore(t),
-		Capabilities: []string{"ollama"},
-		Env:          map[string]string{"OLLAMA_MODEL": model},
-		Services:     map[string]string{"ollama": ollama.URL},
+	e := start(t, assembly.Options{Store: memoryStore(t),
+		Host: assembly.HostConfig{
+			Modules:      mods,
+			Manifests:    mans,
+			Capabilities: []string{"ollama"},
+			Env:          map[string]string{"OLLAMA_MODEL": model},
+			Services:     map[string]string{"ollama": ollama.URL},
+		},
 	})
 	acme := e.tenantClient(t, "acme")
 	seed, err := os.ReadFile("../config/workflows/demo.yaml")

@@ -137,7 +137,7 @@ func checkRunLog(t *testing.T, seen []*wardv1.WorkflowEvent, run *wardv1.Workflo
 // outputs flow from step to step, the run's log is the one its followers
 // saw, and it verifies and replays.
 func TestWorkflowEndToEnd(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t)})
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
 	acme := e.tenantClient(t, "acme")
 	seen, run := runWorkflow(t, acme, &wardv1.WorkflowRunRequest{Definition: []byte(fanOut), Input: []byte(`{"items": ["a", "b", "c"]}`)})
 	if run.GetState() != "SUCCEEDED" {
@@ -223,7 +223,7 @@ func TestWorkflowEndToEnd(t *testing.T) {
 // nobody knows, and a run the policy denies as a whole are refused at
 // once, with their reason codes, and nothing of them runs.
 func TestWorkflowRefusals(t *testing.T) {
-	e := start(t, assembly.Options{Modules: echoModules(t), Store: memoryStore(t)})
+	e := start(t, assembly.Options{Store: memoryStore(t), Host: assembly.HostConfig{Modules: echoModules(t)}})
 	nc := e.client.Bus().NATS()
 	ctx := context.Background()
 	acme := e.tenantClient(t, "acme")
@@ -288,8 +288,10 @@ func TestWorkflowCancelInterruptsItsSteps(t *testing.T) {
 	mods := echoModules(t)
 	mods["hostile"] = wasmtest.Build(t, "github.com/ward-run/ward/internal/sandbox/testdata/hostile")
 	// One slot: the host runs a job only once the looping one left it.
-	e := start(t, assembly.Options{Modules: mods, Pools: pools, Store: memoryStore(t), MaxParallel: 1,
-		Manifests: map[string]*sandbox.Manifest{"hostile": {Name: "hostile", Limits: sandbox.Limits{Time: sandbox.Duration(120 * time.Second)}}}})
+	e := start(t, assembly.Options{Store: memoryStore(t),
+		Host: assembly.HostConfig{Modules: mods, Pools: pools, MaxParallel: 1,
+			Manifests: map[string]*sandbox.Manifest{"hostile": {Name: "hostile", Limits: sandbox.Limits{Time: sandbox.Duration(120 * time.Second)}}}},
+	})
 	acme := e.tenantClient(t, "acme")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -380,8 +382,11 @@ func TestWorkflowCarriedOnWhenItsReplicaDies(t *testing.T) {
 	mods := echoModules(t)
 	mods["hostile"] = wasmtest.Build(t, "github.com/ward-run/ward/internal/sandbox/testdata/hostile")
 	store := memoryStore(t)
-	e := start(t, assembly.Options{Modules: mods, Pools: pools, Timeouts: timeouts, Store: store,
-		Manifests: map[string]*sandbox.Manifest{"hostile": {Name: "hostile", Limits: sandbox.Limits{Time: sandbox.Duration(3 * time.Second)}}}})
+	e := start(t, assembly.Options{Store: store,
+		Scheduler: assembly.SchedulerConfig{Config: &config.Bundle{Timeouts: timeouts}},
+		Host: assembly.HostConfig{Modules: mods, Pools: pools,
+			Manifests: map[string]*sandbox.Manifest{"hostile": {Name: "hostile", Limits: sandbox.Limits{Time: sandbox.Duration(3 * time.Second)}}}},
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	b, err := assembly.StartScheduler(ctx, assembly.SchedulerConfig{ID: "replica-b", NATSURL: e.natsURL, Store: store, SafetyAddr: e.n.Safety.Addr(),
@@ -444,7 +449,7 @@ func TestWorkflowRerunFromAStep(t *testing.T) {
 	}
 	mods := echoModules(t)
 	mods["hostile"] = wasmtest.Build(t, "github.com/ward-run/ward/internal/sandbox/testdata/hostile")
-	e := start(t, assembly.Options{Modules: mods, Pools: pools, Store: memoryStore(t)})
+	e := start(t, assembly.Options{Store: memoryStore(t), Host: assembly.HostConfig{Modules: mods, Pools: pools}})
 	acme := e.tenantClient(t, "acme")
 	def := `
 name: flaky
@@ -505,7 +510,7 @@ func TestWorkflowDefinitionsReload(t *testing.T) {
 		}
 	}
 	write("one.yaml", "name: one\nsteps:\n  - {id: a, topic: job.echo, payload: one}\n")
-	e := start(t, assembly.Options{Modules: echoModules(t), Store: memoryStore(t), WorkflowDir: dir})
+	e := start(t, assembly.Options{Store: memoryStore(t), Scheduler: assembly.SchedulerConfig{WorkflowDir: dir}, Host: assembly.HostConfig{Modules: echoModules(t)}})
 	acme := e.tenantClient(t, "acme")
 	if _, run := runWorkflow(t, acme, &wardv1.WorkflowRunRequest{Name: "one"}); run.GetState() != "SUCCEEDED" {
 		t.Fatalf("one: %s", run.GetState())
@@ -544,8 +549,11 @@ func TestWorkflowCancelAfterItsReplicaDied(t *testing.T) {
 	mods := echoModules(t)
 	mods["hostile"] = wasmtest.Build(t, "github.com/ward-run/ward/internal/sandbox/testdata/hostile")
 	store := memoryStore(t)
-	e := start(t, assembly.Options{Modules: mods, Pools: pools, Timeouts: timeouts, Store: store,
-		Manifests: map[string]*sandbox.Manifest{"hostile": {Name: "hostile", Limits: sandbox.Limits{Time: sandbox.Duration(60 * time.Second)}}}})
+	e := start(t, assembly.Options{Store: store,
+		Scheduler: assembly.SchedulerConfig{Config: &config.Bundle{Timeouts: timeouts}},
+		Host: assembly.HostConfig{Modules: mods, Pools: pools,
+			Manifests: map[string]*sandbox.Manifest{"hostile": {Name: "hostile", Limits: sandbox.Limits{Time: sandbox.Duration(60 * time.Second)}}}},
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	b, err := assembly.StartScheduler(ctx, assembly.SchedulerConfig{ID: "replica-b", NATSURL: e.natsURL, Store: store, SafetyAddr: e.n.Safety.Addr(),

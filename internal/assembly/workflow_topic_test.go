@@ -63,8 +63,11 @@ steps:
 	}
 	mods := echoModules(t)
 	mods["hostile"] = wasmtest.Build(t, "github.com/ward-run/ward/internal/sandbox/testdata/hostile")
-	e := start(t, assembly.Options{Modules: mods, Pools: pools, WorkflowDir: dir, Store: memoryStore(t),
-		Manifests: map[string]*sandbox.Manifest{"hostile": {Name: "hostile", Limits: sandbox.Limits{Time: sandbox.Duration(20 * time.Second)}}}})
+	e := start(t, assembly.Options{Store: memoryStore(t),
+		Scheduler: assembly.SchedulerConfig{WorkflowDir: dir},
+		Host: assembly.HostConfig{Modules: mods, Pools: pools,
+			Manifests: map[string]*sandbox.Manifest{"hostile": {Name: "hostile", Limits: sandbox.Limits{Time: sandbox.Duration(20 * time.Second)}}}},
+	})
 	acme := e.tenantClient(t, "acme")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

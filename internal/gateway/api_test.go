@@ -951,11 +951,11 @@ func TestEventsStreamTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := start(t, sysOptions{node: func(opts *assembly.Options) {
-		opts.Modules["chat-advanced"] = wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/chat-advanced")
-		opts.Manifests = map[string]*sandbox.Manifest{"chat-advanced": man}
-		opts.Env = map[string]string{"OLLAMA_MODEL": "llama3"}
-		opts.Services = map[string]string{"ollama": o.URL}
-		opts.Probes = []host.Probe{host.NewOllamaProbe(o.URL, time.Second, nil)}
+		opts.Host.Modules["chat-advanced"] = wasmtest.BuildReactor(t, "github.com/ward-run/ward/modules/chat-advanced")
+		opts.Host.Manifests = map[string]*sandbox.Manifest{"chat-advanced": man}
+		opts.Host.Env = map[string]string{"OLLAMA_MODEL": "llama3"}
+		opts.Host.Services = map[string]string{"ollama": o.URL}
+		opts.Host.Probes = []host.Probe{host.NewOllamaProbe(o.URL, time.Second, nil)}
 	}})
 	waitFor(t, func() bool {
 		_, b := s.call(t, s.Acme, "GET", "/v1/hosts", nil)

@@ -74,13 +74,16 @@ func start(t testing.TB, so sysOptions) *system {
 	// CPU load is theirs, so placement ignores it, as in ward dev.
 	settings := config.DefaultScheduler()
 	settings.Placement.CPUThreshold = 100
-	o := assembly.Options{Settings: settings,
+	o := assembly.Options{
 		NATSURL: sec.URL, Store: jobstore.NewMemory(), Creds: &creds,
-		HostID: "gw-host", ModuleRegistry: true,
-		Modules:           map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")},
-		CacheDir:          wasmtest.CacheDir(t),
-		HeartbeatInterval: 100 * time.Millisecond,
-		Capabilities:      []string{"gpu"},
+		ModuleRegistry: true,
+		Scheduler:      assembly.SchedulerConfig{Config: &config.Bundle{Scheduler: settings}},
+		Host: assembly.HostConfig{ID: "gw-host",
+			Modules:           map[string][]byte{"echo": wasmtest.Build(t, "github.com/ward-run/ward/modules/echo")},
+			CacheDir:          wasmtest.CacheDir(t),
+			HeartbeatInterval: 100 * time.Millisecond,
+			Capabilities:      []string{"gpu"},
+		},
 	}
 	if so.node != nil {
 		so.node(&o)

@@ -246,9 +246,9 @@ func startHostile(t testing.TB) *system {
 		t.Fatal(err)
 	}
 	return start(t, sysOptions{node: func(o *assembly.Options) {
-		o.Modules["hostile"] = wasmtest.Build(t, "github.com/ward-run/ward/internal/sandbox/testdata/hostile")
-		o.Pools = pools
-		o.Manifests = map[string]*sandbox.Manifest{"hostile": {Name: "hostile", Limits: sandbox.Limits{Time: sandbox.Duration(2 * time.Minute)}}}
+		o.Host.Modules["hostile"] = wasmtest.Build(t, "github.com/ward-run/ward/internal/sandbox/testdata/hostile")
+		o.Host.Pools = pools
+		o.Host.Manifests = map[string]*sandbox.Manifest{"hostile": {Name: "hostile", Limits: sandbox.Limits{Time: sandbox.Duration(2 * time.Minute)}}}
 	}})
 }
 
