@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -127,11 +128,17 @@ func newDevCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			printDev(out, d, dataDir)
-			<-ctx.Done()
+			lost, why := assembly.StoreLost(d.Store)
+			var lostErr error
+			select {
+			case <-ctx.Done():
+			case <-lost:
+				lostErr = fmt.Errorf("job store: %w", why())
+			}
 			fmt.Fprintln(out, "shutting down")
 			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
-			return d.Shutdown(sctx)
+			return errors.Join(lostErr, d.Shutdown(sctx))
 		},
 	}
 	f := cmd.Flags()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -20,6 +21,7 @@ import (
 	"github.com/ward-run/ward/internal/assembly"
 	"github.com/ward-run/ward/internal/config"
 	"github.com/ward-run/ward/internal/host"
+	"github.com/ward-run/ward/internal/jobstore"
 	"github.com/ward-run/ward/internal/safety"
 )
 
@@ -45,11 +47,14 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			defer stopTracing()
 			ctx, stop := signalContext()
 			defer stop()
-			store, _, err := assembly.OpenStore(redisURL, false)
+			store, _, err := assembly.OpenStore(ctx, redisURL, false)
 			if err != nil {
 				return err
 			}
 			assembly.SetRetention(store, retention)
+			// The logged store keeps its state in this process: within
+			// ward dev's default bound of ended jobs (a no-op on Redis).
+			assembly.SetBound(store, jobstore.Bound{MaxEnded: assembly.DefaultMaxEndedJobs, MaxEndedBytes: assembly.DefaultMaxEndedBytes})
 			defer func() {
 				if err := store.Close(); err != nil {
 					log.Warn("job store close", "err", err)
@@ -83,10 +88,17 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			<-ctx.Done()
+			lost, why := assembly.StoreLost(store)
+			var lostErr error
+			select {
+			case <-ctx.Done():
+			case <-lost:
+				lostErr = fmt.Errorf("job store: %w", why())
+				log.Error("the job store refuses changes: stopping (restarted, this replica waits as a standby)", "err", why())
+			}
 			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
-			return s.Shutdown(sctx)
+			return errors.Join(lostErr, s.Shutdown(sctx))
 		},
 	}
 	f := cmd.Flags()

@@ -110,7 +110,7 @@ func StartDev(ctx context.Context, o DevOptions) (_ *Dev, err error) {
 			o.Scheduler.Config.Scheduler.Placement.CPUThreshold = 100
 		}
 	}
-	if err := d.openStore(o); err != nil {
+	if err := d.openStore(ctx, o); err != nil {
 		return nil, err
 	}
 	var keys *auth.ServerKeys
@@ -152,8 +152,8 @@ func StartDev(ctx context.Context, o DevOptions) (_ *Dev, err error) {
 const devShutdownGrace = 30 * time.Second
 
 // openStore opens the job store of o and sets its retention and bound.
-func (d *Dev) openStore(o DevOptions) (err error) {
-	if d.Store, d.StoreName, err = OpenStore(o.RedisURL, true); err != nil {
+func (d *Dev) openStore(ctx context.Context, o DevOptions) (err error) {
+	if d.Store, d.StoreName, err = OpenStore(ctx, o.RedisURL, true); err != nil {
 		return err
 	}
 	SetRetention(d.Store, o.Retention)

@@ -125,18 +125,36 @@ func ServeMetrics(addr string, log *slog.Logger) (string, func(), error) {
 // OpenStore opens the Redis job store at url, or, when url is empty and
 // memory is set, the in-memory one. It returns the store and a name for
 // it that is safe to print (a password in url hidden).
-func OpenStore(url string, memory bool) (jobstore.Store, string, error) {
+//
+// A logged store (log=NAME in url) whose log another process owns waits
+// for it, as a standby, until ctx ends.
+func OpenStore(ctx context.Context, url string, memory bool) (jobstore.Store, string, error) {
 	if url == "" {
 		if !memory {
 			return nil, "", errors.New("REDIS_URL (or --redis) is required: separate processes share jobs through Redis")
 		}
 		return jobstore.NewMemory(), "memory", nil
 	}
-	s, err := jobstore.Open(url)
+	s, err := jobstore.OpenContext(ctx, url)
 	if err != nil {
 		return nil, "", err
 	}
 	return s, jobstore.RedactURL(url), nil
+}
+
+// StoreLost returns a channel that closes when s refuses changes for good,
+// and what says why then: the logged store (jobstore.Logged), fenced by a
+// newer owner or out of its lease. Its process must stop (a process
+// manager restarts it as a standby): its memory may hold changes no log
+// has. For any other store the channel never closes.
+func StoreLost(s jobstore.Store) (<-chan struct{}, func() error) {
+	if l, ok := s.(interface {
+		Lost() <-chan struct{}
+		Err() error
+	}); ok {
+		return l.Lost(), l.Err
+	}
+	return nil, func() error { return nil }
 }
 
 // DefaultRetention is how long an ended job is kept in the store by

@@ -212,7 +212,7 @@ func TestTLSRedisURL(t *testing.T) {
 		{fmt.Sprintf("rediss://localhost:%d", port), "TLS to localhost"},
 		{fmt.Sprintf("redis://localhost:%d", port), `plaintext "*"`}, // a RESP command
 	} {
-		if _, _, err := assembly.OpenStore(tc.url, false); err == nil {
+		if _, _, err := assembly.OpenStore(context.Background(), tc.url, false); err == nil {
 			t.Fatalf("%s: opened a store on a server that is not Redis", tc.url)
 		}
 		select {

@@ -2,6 +2,8 @@ package jobstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,14 +46,18 @@ type Logged struct {
 	ownsClient bool // Close closes c (Open made it)
 	keys       loggedKeys
 	epoch      int64
+	owner      string        // the lease's holder: this store
+	ttl        time.Duration // the lease's
+	lost       chan struct{} // closed once broken is set
 
-	mu      sync.Mutex // orders a change and its record; guards the fields below
-	pending []pendingRecord
-	seq     int64 // the last batch sequence number taken
-	broken  error // set once an append failed for good: changes are refused
-	wake    chan struct{}
-	done    chan struct{}
-	stopped chan struct{}
+	mu       sync.Mutex // orders a change and its record; guards the fields below
+	pending  []pendingRecord
+	inflight int   // records (and barriers) taken from pending, not yet appended
+	seq      int64 // the last batch sequence number taken
+	broken   error // set once an append failed for good: changes are refused
+	wake     chan struct{}
+	done     chan struct{}
+	stopped  chan struct{}
 }
 
 var _ Store = (*Logged)(nil)
@@ -62,13 +68,31 @@ var ErrFenced = errors.New("jobstore: the log has a newer owner (fenced)")
 // maxBatch bounds the records one append carries.
 const maxBatch = 512
 
-type loggedKeys struct{ stream, epoch, seq string }
+type loggedKeys struct{ stream, epoch, seq, lease string }
 
 func newLoggedKeys(name string) loggedKeys {
-	p := "ward:log:{" + name + "}:" // one hash slot: the script touches all three
-	return loggedKeys{stream: p + "stream", epoch: p + "epoch", seq: p + "seq"}
+	p := "ward:log:{" + name + "}:" // one hash slot: the scripts touch them together
+	return loggedKeys{stream: p + "stream", epoch: p + "epoch", seq: p + "seq", lease: p + "owner"}
 }
 
+// renewLease extends the lease if owner holds it.
+var renewLease = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`)
+
+// releaseLease gives the lease up if owner holds it.
+var releaseLease = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
+// pendingRecord is a record waiting for its batch's append, or, with no
+// rec, a barrier: it waits for the records queued before it.
 type pendingRecord struct {
 	rec  []byte
 	done chan error
@@ -98,24 +122,153 @@ type LoggedOptions struct {
 	Retention time.Duration
 	// Bound limits the ended jobs held in memory (Memory.SetBound).
 	Bound Bound
+
+	// LeaseTTL is how long the owner's lease lasts unrenewed
+	// (DefaultLeaseTTL when 0): a standby takes the log over that long
+	// after its owner stopped renewing. The owner renews it every third of
+	// it, and fences itself when it could not for a whole TTL.
+	LeaseTTL time.Duration
+	// Owner names the lease's holder (a random name when empty).
+	Owner string
+	// Steal takes the log from a live owner at once, without waiting for
+	// its lease: for an operator who knows it is gone, and for tests. The
+	// epoch fences the former owner either way.
+	Steal bool
 }
+
+// DefaultLeaseTTL is a log owner's lease when LoggedOptions does not say.
+const DefaultLeaseTTL = 5 * time.Second
 
 // OpenLogged takes over the log named name in c, replays it, and returns
 // the store, which owns the log until another OpenLogged of it.
+//
+// It waits, while another owner holds the log's lease, until the lease
+// lapses (a standby: it returns once the owner is gone), or ctx ends.
 func OpenLogged(ctx context.Context, c redis.UniversalClient, name string, o LoggedOptions) (*Logged, error) {
 	k := newLoggedKeys(name)
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.Owner == "" {
+		o.Owner = newOwnerName()
+	}
+	if err := takeLease(ctx, c, k.lease, o); err != nil {
+		return nil, fmt.Errorf("jobstore: log %s: lease: %w", name, err)
+	}
 	epoch, err := c.Incr(ctx, k.epoch).Result()
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: log %s: take over: %w", name, err)
 	}
-	l := &Logged{Memory: NewMemory(), c: c, keys: k, epoch: epoch, wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	l := &Logged{Memory: NewMemory(), c: c, keys: k, epoch: epoch, owner: o.Owner, ttl: o.LeaseTTL,
+		lost: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	l.Memory.SetBound(o.Bound)
 	l.Memory.SetRetention(o.Retention)
 	if err := l.replay(ctx); err != nil {
+		l.releaseLease()
 		return nil, fmt.Errorf("jobstore: log %s: replay: %w", name, err)
 	}
 	go l.writer()
+	go l.renew()
 	return l, nil
+}
+
+// takeLease takes the lease for o.Owner: at once with o.Steal, else when
+// nobody holds it, waiting a third of a TTL between tries.
+func takeLease(ctx context.Context, c redis.UniversalClient, key string, o LoggedOptions) error {
+	for {
+		var ok bool
+		var err error
+		if o.Steal {
+			err = c.Set(ctx, key, o.Owner, o.LeaseTTL).Err()
+			ok = err == nil
+		} else {
+			ok, err = c.SetNX(ctx, key, o.Owner, o.LeaseTTL).Result()
+		}
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(o.LeaseTTL / 3):
+		}
+	}
+}
+
+// newOwnerName is a lease holder's name: random, as no two processes
+// share one.
+func newOwnerName() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "owner-" + hex.EncodeToString(b[:])
+}
+
+// renew renews the lease every third of its TTL until Close; when it
+// could not for a whole TTL (another took it, or Redis did not answer),
+// the store fences itself: a standby may own the log by now.
+func (l *Logged) renew() {
+	tick := time.NewTicker(l.ttl / 3)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-l.lost:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
+		n, err := renewLease.Run(ctx, l.c, []string{l.keys.lease}, l.owner, l.ttl.Milliseconds()).Int()
+		cancel()
+		switch {
+		case err == nil && n == 1:
+			last = time.Now()
+		case err == nil:
+			l.fail(fmt.Errorf("%w: the lease is another's", ErrFenced))
+			return
+		case time.Since(last) >= l.ttl:
+			l.fail(fmt.Errorf("%w: the lease was not renewed for %v: %v", ErrFenced, l.ttl, err))
+			return
+		}
+	}
+}
+
+// fail breaks the store: every later change is refused with err.
+func (l *Logged) fail(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failLocked(err)
+}
+
+func (l *Logged) failLocked(err error) {
+	if l.broken == nil {
+		l.broken = err
+		close(l.lost)
+	}
+}
+
+// Lost is closed once the store refuses changes for good: it was fenced
+// (another owner, or its lease lapsed) or could not append. Its owner
+// should stop: its memory may hold changes no log has. Err says why.
+func (l *Logged) Lost() <-chan struct{} { return l.lost }
+
+// Err is why the store refuses changes; nil while it does not.
+func (l *Logged) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.broken
+}
+
+// releaseLease gives the lease up, so that a standby need not wait for it
+// to lapse.
+func (l *Logged) releaseLease() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = releaseLease.Run(ctx, l.c, []string{l.keys.lease}, l.owner).Err()
 }
 
 // replay applies every batch of the log to the empty state, in order.
@@ -174,19 +327,37 @@ func (l *Logged) change(ctx context.Context, fn func() (changed bool, rec *recor
 	}
 	changed, rec, err := fn()
 	if err != nil || !changed {
+		// What fn answered may rest on changes not appended yet (a
+		// duplicate of a job whose creation is still in flight, a move
+		// refused because of a move in flight): it is told only once they
+		// are, like the changes themselves.
+		if len(l.pending) == 0 && l.inflight == 0 {
+			l.mu.Unlock()
+			return err
+		}
+		p := pendingRecord{done: make(chan error, 1)} // a barrier: no record
+		l.pending = append(l.pending, p)
 		l.mu.Unlock()
+		if werr := l.await(ctx, p); werr != nil {
+			return werr
+		}
 		return err
 	}
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		// The state changed and can't be logged: nothing may follow it.
-		l.broken = fmt.Errorf("jobstore: log record %s: %w", rec.Op, err)
+		l.failLocked(fmt.Errorf("jobstore: log record %s: %w", rec.Op, err))
 		l.mu.Unlock()
 		return l.broken
 	}
 	p := pendingRecord{rec: raw, done: make(chan error, 1)}
 	l.pending = append(l.pending, p)
 	l.mu.Unlock()
+	return l.await(ctx, p)
+}
+
+// await wakes the writer and waits for p's batch to be appended.
+func (l *Logged) await(ctx context.Context, p pendingRecord) error {
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -226,29 +397,47 @@ func (l *Logged) flush() {
 		}
 		batch := l.pending[:n:n]
 		l.pending = l.pending[n:]
-		l.seq++
-		seq := l.seq
-		l.mu.Unlock()
-
+		records := 0
 		size := 1
 		for _, p := range batch {
-			size += len(p.rec) + 1
-		}
-		buf := make([]byte, 0, size+1)
-		buf = append(buf, '[')
-		for i, p := range batch {
-			if i > 0 {
-				buf = append(buf, ',')
+			if p.rec != nil {
+				records++
+				size += len(p.rec) + 1
 			}
-			buf = append(buf, p.rec...)
 		}
-		buf = append(buf, ']')
-		err := l.append(seq, buf)
+		var seq int64
+		if records > 0 {
+			l.seq++
+			seq = l.seq
+		}
+		l.inflight = n
+		err := l.broken
+		l.mu.Unlock()
+
+		if records > 0 {
+			buf := make([]byte, 0, size+1)
+			buf = append(buf, '[')
+			for _, p := range batch {
+				if p.rec == nil {
+					continue // a barrier
+				}
+				if len(buf) > 1 {
+					buf = append(buf, ',')
+				}
+				buf = append(buf, p.rec...)
+			}
+			buf = append(buf, ']')
+			err = l.append(seq, buf)
+		}
+		// A batch of barriers alone was queued after every record before
+		// it was appended (this goroutine appends in order): they pass,
+		// unless the store broke.
+		l.mu.Lock()
+		l.inflight = 0
+		l.mu.Unlock()
 		if err != nil {
 			l.mu.Lock()
-			if l.broken == nil {
-				l.broken = err
-			}
+			l.failLocked(err)
 			// Nothing queued after a lost batch may be appended: the log
 			// would skip a change the state made.
 			for _, p := range l.pending {
@@ -297,6 +486,9 @@ func (l *Logged) Close() error {
 	}
 	l.mu.Unlock()
 	<-l.stopped
+	if l.Err() == nil {
+		l.releaseLease()
+	}
 	if l.ownsClient {
 		return l.c.Close()
 	}

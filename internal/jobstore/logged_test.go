@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -76,7 +77,7 @@ func TestLoggedFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b, err := jobstore.OpenLogged(ctx, c, "fence", jobstore.LoggedOptions{})
+	b, err := jobstore.OpenLogged(ctx, c, "fence", jobstore.LoggedOptions{Steal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestLoggedFenced(t *testing.T) {
 	if _, err := b.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Cancelled}); err != nil {
 		t.Fatal(err)
 	}
-	c2, err := jobstore.OpenLogged(ctx, c, "fence", jobstore.LoggedOptions{})
+	c2, err := jobstore.OpenLogged(ctx, c, "fence", jobstore.LoggedOptions{Steal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,12 +163,92 @@ func TestLoggedConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d jobs' changes in %d batches", 16*50, n)
-	r, err := jobstore.OpenLogged(ctx, c, "many", jobstore.LoggedOptions{})
+	r, err := jobstore.OpenLogged(ctx, c, "many", jobstore.LoggedOptions{Steal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	if err := jobstore.SameState(s, r); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLoggedStandby: a second OpenLogged of a log whose owner is alive
+// waits (a standby); when the owner closes, it takes the log over at once
+// (the lease is given up) with everything the owner made.
+func TestLoggedStandby(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	ctx := context.Background()
+	a, err := jobstore.OpenLogged(ctx, c, "standby", jobstore.LoggedOptions{LeaseTTL: 600 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Create(ctx, &jobstore.Job{ID: "j1", Topic: "job.echo", Tenant: "acme"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan *jobstore.Logged, 1)
+	go func() {
+		b, err := jobstore.OpenLogged(ctx, c, "standby", jobstore.LoggedOptions{LeaseTTL: 600 * time.Millisecond})
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- b
+	}()
+	// The owner renews its lease: the standby is still waiting well past
+	// a TTL, and the owner still writes.
+	select {
+	case <-opened:
+		t.Fatal("the standby took the log from a live owner")
+	case <-time.After(2 * time.Second):
+	}
+	if _, _, err := a.Create(ctx, &jobstore.Job{ID: "j2", Topic: "job.echo", Tenant: "acme"}, nil); err != nil {
+		t.Fatalf("the owner, with a standby waiting: %v", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := <-opened
+	if b == nil {
+		t.FailNow()
+	}
+	defer b.Close()
+	if err := jobstore.SameState(a, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLoggedLosesItsLease: an owner whose lease another took (an operator
+// stole it, or it lapsed while the owner was paused) learns it at its next
+// renewal: Lost closes, and it refuses every change, before it tries one.
+func TestLoggedLosesItsLease(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	ctx := context.Background()
+	a, err := jobstore.OpenLogged(ctx, c, "lose", jobstore.LoggedOptions{LeaseTTL: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := jobstore.OpenLogged(ctx, c, "lose", jobstore.LoggedOptions{LeaseTTL: 300 * time.Millisecond, Steal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	select {
+	case <-a.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the former owner did not learn that it lost the lease")
+	}
+	if !errors.Is(a.Err(), jobstore.ErrFenced) {
+		t.Fatalf("Err: %v, want ErrFenced", a.Err())
+	}
+	if _, _, err := a.Create(ctx, &jobstore.Job{ID: "late", Topic: "job.echo", Tenant: "acme"}, nil); !errors.Is(err, jobstore.ErrFenced) {
+		t.Fatalf("a change after the lease was lost: %v, want ErrFenced", err)
+	}
+	select {
+	case <-b.Lost():
+		t.Fatalf("the new owner lost the log: %v", b.Err())
+	default:
 	}
 }

@@ -33,9 +33,15 @@ const DefaultClusterShards = 16
 //
 // log=NAME opens the logged store instead (Logged, experimental): the
 // state in this process's memory, every change appended to the log NAME
-// in Redis, taken over from whoever owned it (OpenLogged). One process
-// owns a log at a time: a second one that opens it fences the first out.
-func Open(rawURL string) (Store, error) {
+// in Redis (OpenLogged). One process owns a log at a time: another that
+// opens it waits as a standby until the owner's lease (lease=5s by
+// default) lapses or is given up, then takes it over and fences the
+// former owner out.
+func Open(rawURL string) (Store, error) { return OpenContext(context.Background(), rawURL) }
+
+// OpenContext is Open; ctx bounds a standby's wait for a log (log=NAME)
+// and its replay.
+func OpenContext(octx context.Context, rawURL string) (Store, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
 		return nil, fmt.Errorf("jobstore: redis url %q: no scheme (redis://, rediss://, redis+sentinel://, redis+cluster://)", RedactURL(rawURL))
@@ -47,6 +53,16 @@ func Open(rawURL string) (Store, error) {
 	plainURL, logName, err := cutParam(base+"://"+rest, "log")
 	if err != nil {
 		return nil, err
+	}
+	plainURL, leaseTTL, err := cutParam(plainURL, "lease")
+	if err != nil {
+		return nil, err
+	}
+	var lease time.Duration
+	if leaseTTL != "" {
+		if lease, err = time.ParseDuration(leaseTTL); err != nil || lease < 30*time.Millisecond || logName == "" {
+			return nil, fmt.Errorf("jobstore: redis url: lease=%q is not a duration of 30ms or more for a log (log=NAME)", leaseTTL)
+		}
 	}
 	plainURL, shards, err := cutShards(plainURL)
 	if err != nil {
@@ -84,13 +100,14 @@ func Open(rawURL string) (Store, error) {
 	default:
 		return nil, fmt.Errorf("jobstore: redis url: scheme %q is not redis, rediss, redis+sentinel or redis+cluster", scheme)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	pctx, cancel := context.WithTimeout(octx, 5*time.Second)
 	defer cancel()
-	if err := ping(ctx, c); err != nil {
+	if err := ping(pctx, c); err != nil {
 		return nil, errors.Join(fmt.Errorf("jobstore: redis %s: %w", RedactURL(rawURL), err), c.Close())
 	}
 	if logName != "" {
-		l, err := OpenLogged(ctx, c, logName, LoggedOptions{})
+		// A standby waits here, for as long as the owner lives.
+		l, err := OpenLogged(octx, c, logName, LoggedOptions{LeaseTTL: lease})
 		if err != nil {
 			return nil, errors.Join(err, c.Close())
 		}

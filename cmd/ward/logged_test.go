@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/auth"
+	"github.com/ward-run/ward/internal/bus"
+	securenats "github.com/ward-run/ward/internal/testing/natstest"
+	"github.com/ward-run/ward/internal/testing/redistest"
+)
+
+// TestLoggedFailover runs `ward scheduler` on the logged store
+// (log=NAME: the state in the owner's memory, a log in Redis with its
+// append-only file on) as separate processes, one owner and a standby,
+// around one NATS with auth on, and puts jobs through them, 16 in flight,
+// while the owner is first paused past its lease (SIGSTOP, then SIGCONT)
+// and then the next owner is killed (SIGKILL). Then:
+//
+//   - the paused owner, resumed, finds itself fenced and exits with an
+//     error, changing nothing (the log has a newer owner);
+//   - every job ends SUCCEEDED, as its standby-turned-owner reads it;
+//   - no host was dispatched the same attempt of a job twice.
+//
+// The hosts are in-process fakes that answer at once (the payload comes in
+// the ticket, the result goes back in the result message, sent again until
+// a scheduler answers, as a real host does).
+func TestLoggedFailover(t *testing.T) {
+	jobs := 600
+	if testing.Short() {
+		jobs = 300
+	}
+	const inFlight = 16
+	ns := securenats.StartSecure(t)
+	secret, _ := ns.Auth.DispatchSecret()
+	redisURL := redistest.StartArgs(t, "--appendonly", "yes", "--appendfsync", "everysec", "--dir", t.TempDir())
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	timeouts := "reconciler:\n  scan_interval: 500ms\n  lease_ttl: 2s\n  pending_timeout: 3s\n  result_grace: 2s\n  dispatch_timeout: 5s\n" +
+		"topics:\n  job.echo: {max_retries: 3}\n"
+	safetyAddr := freeAddr(t)
+	env := []string{"NATS_URL=" + ns.URL, "REDIS_URL=redis://" + redisURL + "?log=ward&lease=1s", "WARD_STATE_DIR=" + t.TempDir(),
+		"SAFETY_KERNEL_ADDR=" + safetyAddr, "METRICS_ADDR=", "TIMEOUT_CONFIG_PATH=" + write("timeouts.yaml", timeouts), "WARD_LOG_LEVEL=warn"}
+	startWard(t, "safety", env, "safety", "--creds", ns.Creds(auth.Safety, "safety"), "--listen", safetyAddr, "--metrics", "")
+	checkReachable(t, safetyAddr)
+	schedCreds := ns.Creds(auth.Scheduler, "scheduler")
+	dispatchSecret := filepath.Join(ns.Auth.Dir(), "dispatch.secret")
+	scheduler := func(id string) *proc {
+		return startWard(t, id, env, "scheduler", "--id", id, "--metrics", "", "--creds", schedCreds, "--dispatch-secret", dispatchSecret)
+	}
+	s0 := scheduler("s0")
+
+	hosts := make([]*loggedHost, 2)
+	for i := range hosts {
+		id := fmt.Sprintf("h%d", i)
+		hosts[i] = startLoggedHost(t, ns.URL, ns.Creds(auth.Host, id, auth.IssueOptions{Pools: []string{"echo"}}), auth.HostKey(secret, id), id)
+	}
+	c, err := client.Dial(ns.URL, client.Options{Creds: ns.Creds(auth.Admin, "admin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitSucceeded(t, c, "warm-up") // s0 owns the log and serves
+	s1 := scheduler("s1")          // a standby: it waits for the log
+
+	var (
+		mu       sync.Mutex
+		ended    = map[string]chan struct{}{}
+		finished atomic.Int64
+	)
+	evSub, err := c.Bus().NATS().Subscribe(bus.SubjectEvents, func(m *nats.Msg) {
+		var ev wardv1.JobEvent
+		if proto.Unmarshal(m.Data, &ev) != nil || !client.Terminal(ev.GetState()) {
+			return
+		}
+		mu.Lock()
+		if ch, ok := ended[ev.GetJobId()]; ok {
+			delete(ended, ev.GetJobId())
+			close(ch)
+		}
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer evSub.Unsubscribe()
+	_ = evSub.SetPendingLimits(-1, -1)
+	_ = c.Bus().Flush()
+
+	// The faults, in order, as the jobs go through.
+	var s2 *proc
+	var killedAt, resumedAt atomic.Int64 // unix ns: the owner killed; the first job to end after it
+	faults := make(chan struct{})
+	var faultsDone sync.WaitGroup
+	faultsDone.Go(func() {
+		<-faults
+		// Pause the owner past its lease: s1 takes the log over.
+		if err := s0.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Error(err)
+			return
+		}
+		time.Sleep(3 * time.Second)
+		if err := s0.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Error(err)
+			return
+		}
+		select {
+		case err := <-s0.done:
+			s0.waited = true
+			if err == nil || !strings.Contains(s0.out.String(), "fenced") {
+				t.Errorf("the paused owner, resumed: exit %v; want an error, and its log to say it was fenced", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("the paused owner, resumed, did not stop within 20 s")
+			return
+		}
+		s2 = scheduler("s2") // the next standby
+		<-faults
+		// Kill the owner: s2 takes the log over when the lease lapses.
+		killedAt.Store(time.Now().UnixNano())
+		if err := s1.cmd.Process.Kill(); err != nil {
+			t.Error(err)
+		}
+	})
+
+	ids := make([]string, jobs)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("logged-%04d", i)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range inFlight {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= jobs {
+					return
+				}
+				id := ids[i]
+				ch := make(chan struct{})
+				mu.Lock()
+				ended[id] = ch
+				mu.Unlock()
+				req := &wardv1.JobRequest{JobId: id, IdempotencyKey: id, Topic: "job.echo", TenantId: fmt.Sprintf("t%d", i%4), Payload: []byte(id)}
+				// A submission no owner answered (it was paused, killed,
+				// or not yet owner) is sent again: the idempotency key
+				// makes it the same job.
+				for attempt := 0; ; attempt++ {
+					ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+					_, err := c.Submit(ctx, req)
+					cancel()
+					if err == nil {
+						break
+					}
+					// A fenced former owner refuses with store_error
+					// (its store refuses every change): try again, as a
+					// client should for that code.
+					if errors.Is(err, client.ErrRefused) && !strings.Contains(err.Error(), "store_error") || attempt == 40 {
+						t.Errorf("job %s: submit: %v", id, err)
+						return
+					}
+				}
+				giveUp := time.Now().Add(2 * time.Minute)
+				for done := false; !done; {
+					select {
+					case <-ch:
+						done = true
+					case <-time.After(2 * time.Second):
+						ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+						j, err := c.Get(ctx, id, false)
+						cancel()
+						if err == nil && client.Terminal(j.GetState()) {
+							done = true
+						} else if time.Now().After(giveUp) {
+							t.Errorf("job %s did not end in 2 minutes: %v %v", id, j, err)
+							return
+						}
+					}
+				}
+				if k := killedAt.Load(); k != 0 && time.Now().UnixNano() > k+int64(100*time.Millisecond) {
+					resumedAt.CompareAndSwap(0, time.Now().UnixNano())
+				}
+				if n := finished.Add(1); n == int64(jobs/3) || n == int64(2*jobs/3) {
+					faults <- struct{}{}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	faultsDone.Wait()
+	if s2 == nil {
+		t.Fatal("the faults did not all happen")
+	}
+
+	// Every job SUCCEEDED, as the last owner (s2) reads it.
+	for _, id := range ids {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		j, err := c.Get(ctx, id, false)
+		cancel()
+		if err != nil {
+			t.Fatalf("job %s: %v", id, err)
+		}
+		if j.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+			t.Errorf("job %s ended %s", id, j.GetState())
+		}
+	}
+	// No attempt of a job was dispatched twice.
+	seen := map[string]string{}
+	for _, h := range hosts {
+		h.mu.Lock()
+		for key, n := range h.received {
+			if n > 1 || seen[key] != "" {
+				t.Errorf("job attempt %s dispatched more than once (%d at %s, also at %q)", key, n, h.id, seen[key])
+			}
+			seen[key] = h.id
+		}
+		h.mu.Unlock()
+	}
+	t.Logf("%d jobs, %d attempts dispatched, through a paused owner and a killed one; after the kill, the first job ended %v later (the lease is 1 s)",
+		jobs, len(seen), time.Duration(resumedAt.Load()-killedAt.Load()).Round(time.Millisecond))
+}
+
+// loggedHost is a fast fake host for the logged store: the payload comes
+// in the ticket, the result goes back in the result message, sent as a
+// request again until a scheduler answers (a host holds no job store
+// credential).
+type loggedHost struct {
+	id       string
+	conn     *bus.Conn
+	mu       sync.Mutex     // guards received
+	received map[string]int // job/attempt -> dispatches received
+}
+
+func startLoggedHost(t *testing.T, url, creds string, key []byte, id string) *loggedHost {
+	t.Helper()
+	opts, err := auth.Options(creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, credential, err := auth.ReadIdentity(creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := bus.Connect(url, id, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &loggedHost{id: id, conn: conn, received: map[string]int{}}
+	verifier := auth.NewVerifier(id, key)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	sub, err := conn.NATS().Subscribe(bus.WorkerJobsSubject(id), func(m *nats.Msg) {
+		d := &wardv1.Dispatch{}
+		if err := proto.Unmarshal(m.Data, d); err != nil {
+			t.Errorf("host %s: undecodable dispatch: %v", id, err)
+			return
+		}
+		ticket, err := verifier.Open(d, time.Now())
+		if err != nil {
+			t.Errorf("host %s: %v", id, err)
+			return
+		}
+		req := ticket.GetJob()
+		h.mu.Lock()
+		h.received[fmt.Sprintf("%s/%d", req.GetJobId(), req.GetAttempt())]++
+		h.mu.Unlock()
+		wg.Go(func() { h.answer(ctx, req) })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sub.SetPendingLimits(-1, -1)
+	beat := func(status string) {
+		_ = conn.Publish(bus.HeartbeatSubject(id), &wardv1.Heartbeat{WorkerId: id, Pools: []string{"echo"}, MaxParallelJobs: 16,
+			Status: status, SentAtUnixMs: time.Now().UnixMilli(), Credential: credential})
+	}
+	beat("ready")
+	wg.Go(func() {
+		tk := time.NewTicker(200 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+				beat("ready")
+			}
+		}
+	})
+	t.Cleanup(func() {
+		_ = sub.Unsubscribe()
+		cancel()
+		wg.Wait()
+		beat("draining")
+		conn.Close()
+	})
+	return h
+}
+
+// answer sends the job's result (its payload, back) until a scheduler
+// answers it.
+func (h *loggedHost) answer(ctx context.Context, req *wardv1.JobRequest) {
+	res := &wardv1.JobResult{JobId: req.GetJobId(), WorkerId: h.id, Attempt: req.GetAttempt(),
+		Status: wardv1.JobState_JOB_STATE_SUCCEEDED, Result: req.GetPayload()}
+	if len(req.GetPayload()) == 0 {
+		res.Status, res.ErrorCode, res.ErrorMessage = wardv1.JobState_JOB_STATE_FAILED, "no_payload", "the ticket carried no payload"
+	}
+	for ctx.Err() == nil {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := h.conn.Request(rctx, bus.ResultSubject(h.id), res, &emptypb.Empty{})
+		cancel()
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
