@@ -126,6 +126,10 @@ type Finding struct {
 	Rule     string `json:"rule"`
 	Severity string `json:"severity"` // SeverityError, SeverityWarning or SeverityInfo
 	Message  string `json:"message"`
+	// Excerpt is the line found, shortened, with any secret on it masked.
+	Excerpt string `json:"excerpt,omitempty"`
+	// Fix says how to fix the finding.
+	Fix string `json:"fix,omitempty"`
 }
 
 // Severities.

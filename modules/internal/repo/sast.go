@@ -211,13 +211,22 @@ func goShellCommands(f *File, out *findings) {
 			}
 			if !constant {
 				pos := fset.Position(call.Pos())
-				out.add(f.Path, pos.Line, pos.Column, "shell-injection", sdk.SeverityError,
-					"exec."+sel.Sel.Name+" runs a shell with a command built at run time")
+				out.addFinding(sdk.Finding{File: f.Path, Line: pos.Line, Column: pos.Column, Rule: "shell-injection",
+					Severity: sdk.SeverityError, Message: "exec." + sel.Sel.Name + " runs a shell with a command built at run time",
+					Excerpt: codeExcerpt(lineAt(string(f.Data), lineOffset(f.Data, pos.Offset))), Fix: codeFixes["shell-injection"]})
 			}
 			break
 		}
 		return true
 	})
+}
+
+// lineOffset returns the offset of the start of the line holding off.
+func lineOffset(data []byte, off int) int {
+	for off > 0 && data[off-1] != '\n' {
+		off--
+	}
+	return off
 }
 
 // stringLit returns the value of a string literal, or "".

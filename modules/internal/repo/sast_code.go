@@ -56,7 +56,40 @@ func (c *codeScan) report(off int, rule, sev, msg string) {
 		return
 	}
 	c.seen[key] = true
-	c.out.add(c.s.path, line, col, rule, sev, msg)
+	c.out.addFinding(sdk.Finding{File: c.s.path, Line: line, Column: col, Rule: rule, Severity: sev, Message: msg,
+		Excerpt: codeExcerpt(lineAt(c.s.text, c.s.starts[line-1])), Fix: codeFixes[rule]})
+}
+
+// codeFixes say how to fix a finding of each insecure-code rule.
+var codeFixes = map[string]string{
+	"sql-injection":          "pass the values as query parameters (placeholders), never by formatting them into the SQL",
+	"code-injection":         "do not run code built from data: parse the data (json, ast.literal_eval) or dispatch on a fixed table",
+	"unsafe-deserialization": "load untrusted data with a format that builds no objects (JSON, yaml.safe_load), or sign and check it first",
+	"shell-injection":        "run the program without a shell, with its arguments as a list; quote any value that must reach a shell",
+	"tls-verify-disabled":    "keep certificate and hostname checks on; trust a private CA by adding it to the trust store",
+	"weak-hash":              "hash passwords with a password hash (bcrypt, scrypt, Argon2 or PBKDF2) and a salt",
+}
+
+// secretLiteral is a quoted value that may be a secret: long, one word,
+// letters and digits.
+var secretLiteral = regexp.MustCompile(`(["'` + "`" + `])([A-Za-z0-9+/_\-]{4})[A-Za-z0-9+/=_\-]{12,}(["'` + "`" + `])`)
+
+// codeExcerpt is a line of code as a finding shows it: trimmed, at most
+// 160 characters, literals that may be secrets masked after their first
+// four characters.
+func codeExcerpt(line string) string {
+	line = strings.TrimSpace(strings.TrimSuffix(line, "\r"))
+	line = secretLiteral.ReplaceAllStringFunc(line, func(m string) string {
+		if !strings.ContainsAny(m, "0123456789") {
+			return m
+		}
+		sm := secretLiteral.FindStringSubmatch(m)
+		return sm[1] + sm[2] + "…" + sm[3]
+	})
+	if r := []rune(line); len(r) > 160 {
+		line = string(r[:160]) + "…"
+	}
+	return strings.ToValidUTF8(line, "")
 }
 
 // calls runs fn on each call the regexp finds: re matches up to and
