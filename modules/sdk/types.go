@@ -75,7 +75,8 @@ type RepoRequest struct {
 	// repository, the report is of these alone.
 	Results []FindingSet `json:"results,omitempty"`
 	// Format of repo-report's result: "json" (the default; it holds the
-	// Markdown too) or "markdown".
+	// Markdown too), "markdown" or "sarif" (a SARIF 2.1.0 log, for code
+	// hosts and IDEs).
 	Format string `json:"format,omitempty"`
 }
 
