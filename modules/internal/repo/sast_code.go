@@ -51,7 +51,7 @@ func (c *codeScan) report(off int, rule, sev, msg string) {
 		return
 	}
 	line, col := c.s.lineOf(off)
-	key := fmt.Sprint(line, rule)
+	key := lineRule(line, rule)
 	if c.seen[key] {
 		return
 	}
@@ -59,6 +59,10 @@ func (c *codeScan) report(off int, rule, sev, msg string) {
 	c.out.addFinding(sdk.Finding{File: c.s.path, Line: line, Column: col, Rule: rule, Severity: sev, Message: msg,
 		Excerpt: codeExcerpt(lineAt(c.s.text, c.s.starts[line-1])), Fix: codeFixes[rule]})
 }
+
+func lineRule(line int, rule string) string { return fmt.Sprint(line, rule) }
+
+func itoa(n int) string { return fmt.Sprint(n) }
 
 // codeFixes say how to fix a finding of each insecure-code rule.
 var codeFixes = map[string]string{
@@ -151,7 +155,7 @@ func init() {
 		unserialJS:  {"unserialize"},
 		marshalRb:   {"Marshal"},
 		unserialPH:  {"unserialize"},
-		osSystem:    {"os.system", "os.popen", "getoutput", "getstatusoutput"},
+		osSystem:    {"os.system", "os.popen", "popen2", "getoutput", "getstatusoutput"},
 		subprocRe:   {"subprocess"},
 		childProcRe: {"exec", "spawn"},
 		javaExec:    {"exec"},
@@ -172,6 +176,7 @@ var (
 	assignRe = regexp.MustCompile(`(?m)^[ \t]*(?:(?:var|let|const|final|val|static|private|public|protected|auto)\s+)*(?:[A-Za-z_][\w<>\[\],.]*\s+)?\$?([A-Za-z_]\w*)\s*(?::\s*[\w<>\[\]|.]+\s*)?(\+=|\.=|:=|=)`)
 	identRe  = regexp.MustCompile(`[A-Za-z_$][\w$]*`)
 	bareRe   = regexp.MustCompile(`^\$?[A-Za-z_]\w*$`)
+	numberRe = regexp.MustCompile(`^\s*-?\d[\d_.]*[lLuUfF]?\s*;?\s*$`)
 )
 
 // trackAssignments records the variables given strings built at run time.
@@ -187,7 +192,7 @@ func (c *codeScan) trackAssignments() {
 		ps := lex(stmt, c.s.lang)
 		a := assignment{off: m[2], built: isBuilt(ps, c.s.lang), sql: isSQL(literals(ps))}
 		a.line, _ = c.s.lineOf(m[2])
-		a.literal = !a.built && !nonLiteral(ps) && strings.Contains(skeleton(ps), "§")
+		a.literal = !a.built && !nonLiteral(ps) && (strings.Contains(skeleton(ps), "§") || numberRe.MatchString(skeleton(ps)))
 		for _, id := range identRe.FindAllString(codeOf(ps), -1) {
 			if prev, ok := c.lookup(id, m[2]); ok && prev.built {
 				a.built = true
@@ -309,6 +314,9 @@ func (c *codeScan) builtArg(arg []piece, off int, sql bool) (string, bool) {
 	if !sql && shellQuoted.MatchString(codeOf(arg)) {
 		return "", false // the values are quoted for the shell
 	}
+	if callback.MatchString(codeOf(arg)) {
+		return "", false // a callback (app.get("/", (req, res) => …)): its body is checked on its own
+	}
 	if isBuilt(arg, c.s.lang) && (!sql || isSQL(literals(arg))) && !c.onlyConstants(arg, off) {
 		return "", true
 	}
@@ -321,22 +329,25 @@ func (c *codeScan) builtArg(arg []piece, off int, sql bool) (string, bool) {
 	return "", false
 }
 
+// callback is an argument that is a function.
+var callback = regexp.MustCompile(`^\s*(?:async\s+)?(?:function\b|\([^()]*\)\s*=>|[A-Za-z_$][\w$]*\s*=>|lambda\b)`)
+
 // shellQuoted are the functions that quote a value for a shell.
 var shellQuoted = regexp.MustCompile(`\b(?:shlex\.quote|pipes\.quote|shellescape|escapeshellarg|shellQuote|shell-quote)\b`)
-
-// valueRe finds the identifiers of code that are values: not called, not
-// a package or an object whose member is taken, not a member.
-var valueRe = regexp.MustCompile(`(^|[^\w.$])([A-Za-z_$][\w$]*)\s*([(.]?)`)
 
 // onlyConstants reports code whose values are all variables assigned a
 // literal (fmt.Sprintf("… %s", table) with const table = "users").
 func (c *codeScan) onlyConstants(arg []piece, off int) bool {
 	n := 0
-	for _, m := range valueRe.FindAllStringSubmatch(codeOf(arg), -1) {
-		if m[3] != "" {
-			continue
+	code := codeOf(arg)
+	for _, m := range identRe.FindAllStringIndex(code, -1) {
+		if m[0] > 0 && (code[m[0]-1] == '.' || code[m[0]-1] == '$') {
+			continue // a member
 		}
-		a, ok := c.lookup(m[2], off)
+		if rest := strings.TrimLeft(code[m[1]:], " \t\n"); strings.HasPrefix(rest, "(") || strings.HasPrefix(rest, ".") {
+			continue // a call, or an object whose member is taken
+		}
+		a, ok := c.lookup(code[m[0]:m[1]], off)
 		if !ok || !a.literal {
 			return false
 		}
@@ -389,7 +400,7 @@ func trimPieces(ps []piece) []piece {
 
 var sqlSinks = map[string]*regexp.Regexp{
 	"Go":         regexp.MustCompile(`\.(Query|QueryRow|QueryContext|QueryRowContext|Exec|ExecContext|Prepare|PrepareContext|Raw|Select|Get|NamedExec|NamedQuery|MustExec|Queryx|QueryRowx)\s*\(`),
-	"Python":     regexp.MustCompile(`(?:\.(execute|executemany|executescript|raw|extra|mogrify|read_sql|read_sql_query)|(?:^|[^\w.])(text|RawSQL))\s*\(`),
+	"Python":     regexp.MustCompile(`(?:\.(execute|executemany|executescript|raw|extra|mogrify|read_sql|read_sql_query|fetch|fetchrow|fetchval|cursor|copy_from_query|prepare)|(?:^|[^\w.])(text|RawSQL))\s*\(`),
 	"JavaScript": regexp.MustCompile(`\.(query|execute|raw|unsafe|whereRaw|orderByRaw|havingRaw|joinRaw|\$queryRawUnsafe|\$executeRawUnsafe|exec|run|all|get|prepare)\s*\(`),
 	"Java":       regexp.MustCompile(`\.(executeQuery|executeUpdate|executeLargeUpdate|execute|prepareStatement|prepareCall|addBatch|createQuery|createNativeQuery|createSQLQuery|queryForList|queryForObject|queryForMap|queryForRowSet|query|update|batchUpdate)\s*\(`),
 	"C#":         regexp.MustCompile(`(?:new\s+(SqlCommand)|\.(ExecuteSqlRaw|FromSqlRaw|ExecuteSqlCommand|SqlQuery))\s*\(`),
@@ -435,23 +446,31 @@ func (c *codeScan) sqlInjection() {
 
 var (
 	evalPython = regexp.MustCompile(`(?:^|[^\w.])(eval|exec)\s*\(`)
-	evalJS     = regexp.MustCompile(`(?:^|[^\w.$])(eval|new\s+Function|vm\.(?:runInNewContext|runInThisContext|runInContext)|new\s+vm\.Script)\s*\(`)
-	timerJS    = regexp.MustCompile(`(?:^|[^\w.$])((?:window\.)?(?:setTimeout|setInterval|setImmediate))\s*\(`)
-	evalJava   = regexp.MustCompile(`\.(eval)\s*\(`)
-	evalRuby   = regexp.MustCompile(`(?:^|[^\w.])(eval|instance_eval|class_eval)\s*\(`)
-	evalPHP    = regexp.MustCompile(`(?:^|[^\w>$])(eval|assert)\s*\(`)
+	// evalAsValue: eval or exec passed as a function
+	// (loop.run_in_executor(None, exec, code), map(eval, xs)).
+	evalAsValue = regexp.MustCompile(`[(,]\s*\b(eval|exec)\s*[,)]`)
+	evalJS      = regexp.MustCompile(`(?:^|[^\w.$])(eval|new\s+Function|vm\.(?:runInNewContext|runInThisContext|runInContext)|new\s+vm\.Script)\s*\(`)
+	timerJS     = regexp.MustCompile(`(?:^|[^\w.$])((?:window\.)?(?:setTimeout|setInterval|setImmediate))\s*\(`)
+	evalJava    = regexp.MustCompile(`\.(eval)\s*\(`)
+	evalRuby    = regexp.MustCompile(`(?:^|[^\w.])(eval|instance_eval|class_eval)\s*\(`)
+	evalPHP     = regexp.MustCompile(`(?:^|[^\w>$])(eval|assert)\s*\(`)
 )
 
 // codeInjection: eval and its kin on code built at run time.
 func (c *codeScan) codeInjection() {
 	dynamic := func(off int, name string, args []piece, _ int) {
-		if nonLiteral(args) {
+		if nonLiteral(args) && !c.onlyConstants(args, off) {
 			c.report(off, "code-injection", sdk.SeverityError, name+" runs code built at run time")
 		}
 	}
 	switch c.s.lang {
 	case "Python":
 		c.calls(evalPython, dynamic)
+		if c.hasAny("eval", "exec") {
+			for _, m := range evalAsValue.FindAllStringSubmatchIndex(c.s.text, -1) {
+				c.report(m[2], "code-injection", sdk.SeverityError, c.s.text[m[2]:m[3]]+" is passed as a function: it will run code given to it")
+			}
+		}
 	case "JavaScript", "TypeScript":
 		c.calls(evalJS, dynamic)
 		c.calls(timerJS, func(off int, name string, args []piece, _ int) {
@@ -490,14 +509,7 @@ func (c *codeScan) deserialization() {
 	rule, sev := "unsafe-deserialization", sdk.SeverityError
 	switch c.s.lang {
 	case "Python":
-		c.calls(pickleRe, func(off int, name string, _ []piece, _ int) {
-			c.report(off, rule, sev, name+" can run code from the data it loads")
-		})
-		c.calls(yamlLoadRe, func(off int, name string, args []piece, _ int) {
-			if strings.Contains(name, "unsafe") || !safeLoader.MatchString(skeleton(args)) {
-				c.report(off, rule, sev, name+" without a safe loader builds arbitrary objects (use yaml.safe_load)")
-			}
-		})
+		c.pyDeserialization()
 	case "Java", "Kotlin":
 		t := c.s.text
 		if (strings.Contains(t, "ObjectInputStream") || strings.Contains(t, "XMLDecoder")) &&
@@ -526,7 +538,7 @@ func (c *codeScan) deserialization() {
 }
 
 var (
-	osSystem    = regexp.MustCompile(`\b(os\.(?:system|popen)|subprocess\.(?:getoutput|getstatusoutput)|commands\.getoutput)\s*\(`)
+	osSystem    = regexp.MustCompile(`\b(os\.(?:system|popen[234]?)|popen2\.popen[234]|subprocess\.(?:getoutput|getstatusoutput)|commands\.getoutput)\s*\(`)
 	subprocRe   = regexp.MustCompile(`\b(subprocess\.(?:run|call|check_call|check_output|Popen))\s*\(`)
 	shellTrue   = regexp.MustCompile(`\bshell\s*[=:]\s*(?:True|true)\b`)
 	childProcRe = regexp.MustCompile(`\b(exec|execSync|spawn|spawnSync|execFile|execFileSync)\s*\(`)
@@ -549,6 +561,8 @@ func (c *codeScan) shellInjection() {
 		c.calls(osSystem, func(off int, name string, args []piece, _ int) {
 			first := argPieces(args)[0]
 			if how, ok := c.builtArg(first, off, false); ok {
+				c.report(off, rule, sev, msg(name, how))
+			} else if m := sources[c.s.lang]; m != nil && m.MatchString(codeOf(first)) {
 				c.report(off, rule, sev, msg(name, how))
 			} else if sk := strings.TrimSpace(skeleton(first)); bareRe.MatchString(sk) {
 				if _, known := c.lookup(sk, off); !known {
@@ -678,7 +692,7 @@ func (c *codeScan) tlsDisabled() {
 
 var (
 	weakHashCalls = map[string]*regexp.Regexp{
-		"Python":     regexp.MustCompile(`\b(hashlib\.(?:md5|sha1|new))\s*\(`),
+		"Python":     regexp.MustCompile(`\b(hashlib\.(?:md5|sha1|new)|hashes\.(?:MD5|SHA1))\s*\(`),
 		"Go":         regexp.MustCompile(`\b((?:md5|sha1)\.(?:Sum|New))\s*\(`),
 		"JavaScript": regexp.MustCompile(`\b(createHash)\s*\(`),
 		"Java":       regexp.MustCompile(`\b(MessageDigest\.getInstance|DigestUtils\.(?:md5|sha1|sha|md5Hex|sha1Hex|shaHex)|Hashing\.(?:md5|sha1))\s*\(`),
@@ -740,6 +754,9 @@ func (c *codeScan) weakHash() {
 			// the hash in the few lines after, or the function's name
 			line, _ := c.s.lineOf(off)
 			after := c.s.text[end:min(len(c.s.text), c.lineEnd(line+5))]
+			if strings.HasPrefix(strings.TrimSpace(after), ".") {
+				after = lineAt(after, 0) // createHash("md5").update(x): the chain only
+			}
 			for _, m := range hashFeedCall.FindAllStringIndex(after, -1) {
 				if a, _, ok := callArgs(after, m[1]-1, c.s.lang); ok && c.mentionsPassword(lex(a, c.s.lang)) {
 					hit = true
@@ -759,6 +776,7 @@ func (c *codeScan) weakHash() {
 		c.calls(re, check)
 	}
 	c.calls(weakHashAny, check)
+	c.weakHashToPassword()
 }
 
 // passwordFunc is a function or method whose name says password.
