@@ -29,6 +29,9 @@ type assignment struct {
 	off, line  int
 	built, sql bool
 	literal    bool // nothing but literals: a constant
+	// clean: not user input, a call of a function (not a method) with
+	// constant arguments (table = table_name()).
+	clean bool
 }
 
 func scanCode(s *sastSource, out *findings) {
@@ -205,6 +208,7 @@ func (c *codeScan) trackAssignments() {
 			a.sql = a.sql || prev.sql
 			a.literal = false
 		}
+		a.clean = !a.built && !a.literal && op != "+=" && op != ".=" && c.cleanCall(ps, m[2])
 		c.assigns[name] = append(c.assigns[name], a)
 	}
 }
@@ -348,12 +352,39 @@ func (c *codeScan) onlyConstants(arg []piece, off int) bool {
 			continue // a call, or an object whose member is taken
 		}
 		a, ok := c.lookup(code[m[0]:m[1]], off)
-		if !ok || !a.literal {
+		if !ok || !a.literal && !a.clean {
 			return false
 		}
 		n++
 	}
 	return n > 0
+}
+
+// cleanCall reports a value that is a call of a function by a bare name
+// (not a method, not a source) whose arguments are constants.
+func (c *codeScan) cleanCall(ps []piece, off int) bool {
+	code := strings.TrimSpace(codeOf(ps))
+	if src := sources[c.s.lang]; src != nil && src.MatchString(code) {
+		return false
+	}
+	called := 0
+	for _, m := range identRe.FindAllStringIndex(code, -1) {
+		if m[0] > 0 && (code[m[0]-1] == '.' || code[m[0]-1] == '$') {
+			return false
+		}
+		rest := strings.TrimLeft(code[m[1]:], " \t\n")
+		switch {
+		case strings.HasPrefix(rest, "("):
+			called++
+		case strings.HasPrefix(rest, "."):
+			return false
+		default:
+			if a, ok := c.lookup(code[m[0]:m[1]], off); !ok || !a.literal {
+				return false
+			}
+		}
+	}
+	return called > 0
 }
 
 // argPieces splits a call's arguments at top-level commas.
@@ -612,6 +643,10 @@ func (c *codeScan) shellInjection() {
 			}
 			if how, ok := c.builtArg(parts[0], off, false); ok {
 				c.report(off, rule, sev, msg(name, how))
+			} else if sk := strings.TrimSpace(skeleton(parts[0])); bareRe.MatchString(sk) && !strings.HasPrefix(name, "spawn") && !strings.HasPrefix(name, "execFile") {
+				if _, known := c.lookup(sk, off); !known {
+					c.report(off, rule, sev, msg(name, " ("+sk+", a parameter)"))
+				}
 			}
 		})
 	case "Java", "Kotlin":
