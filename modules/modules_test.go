@@ -277,6 +277,19 @@ func TestRepoModules(t *testing.T) {
 	if !bytes.HasPrefix(md, []byte("# Repository report")) || !bytes.Contains(md, []byte("**15 findings**")) {
 		t.Fatalf("merged report:\n%s", md)
 	}
+	merge, _ = json.Marshal(map[string]any{"results": []json.RawMessage{l, s}, "format": "sarif"})
+	var log struct {
+		Version string `json:"version"`
+		Runs    []struct {
+			Results []struct {
+				RuleID string `json:"ruleId"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(run(t, report, sandbox.Input{Payload: merge}), &log); err != nil || log.Version != "2.1.0" ||
+		len(log.Runs) != 1 || len(log.Runs[0].Results) != 15 {
+		t.Fatalf("SARIF report: %v %+v", err, log)
+	}
 	batch := repoInputs(t, `"files": ["README.md", "docs/long.txt"]`)["archive"]
 	if got := repotest.Keys(decode[sdk.FindingSet](t, run(t, lint, batch)).Findings); len(got) != 2 {
 		t.Fatalf("lint of a batch: %v", got)

@@ -1,6 +1,6 @@
 // Command repo-report merges lint and sast findings into one report, as
 // JSON with a Markdown rendering (or Markdown alone with "format":
-// "markdown"). Given a repository it runs both checks itself; given
+// "markdown", or a SARIF 2.1.0 log with "format": "sarif"). Given a repository it runs both checks itself; given
 // "results" (the outputs of repo-lint and repo-sast jobs) it merges them.
 // Its input is described in modules/README.md.
 package main
@@ -41,8 +41,16 @@ func init() {
 			sets = append(sets, lint, sast)
 		}
 		rep := repo.NewReport(files, sets)
-		if req.Format == "markdown" {
+		switch req.Format {
+		case "markdown":
 			_, err := j.WriteString(rep.Markdown)
+			return err
+		case "sarif":
+			log, err := repo.SARIF(rep)
+			if err != nil {
+				return err
+			}
+			_, err = j.Write(log)
 			return err
 		}
 		return j.WriteJSON(rep)

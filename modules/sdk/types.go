@@ -75,7 +75,8 @@ type RepoRequest struct {
 	// repository, the report is of these alone.
 	Results []FindingSet `json:"results,omitempty"`
 	// Format of repo-report's result: "json" (the default; it holds the
-	// Markdown too) or "markdown".
+	// Markdown too), "markdown" or "sarif" (a SARIF 2.1.0 log, for code
+	// hosts and IDEs).
 	Format string `json:"format,omitempty"`
 }
 
@@ -126,6 +127,10 @@ type Finding struct {
 	Rule     string `json:"rule"`
 	Severity string `json:"severity"` // SeverityError, SeverityWarning or SeverityInfo
 	Message  string `json:"message"`
+	// Excerpt is the line found, shortened, with any secret on it masked.
+	Excerpt string `json:"excerpt,omitempty"`
+	// Fix says how to fix the finding.
+	Fix string `json:"fix,omitempty"`
 }
 
 // Severities.

@@ -154,6 +154,20 @@ func markdown(rep sdk.Report) string {
 		}
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", f.Severity, mdEscape(loc), f.Rule, mdEscape(f.Message))
 	}
+	fixes := map[string]string{}
+	for _, f := range rep.Findings {
+		if f.Fix != "" && fixes[f.Rule] == "" {
+			fixes[f.Rule] = f.Fix
+		}
+	}
+	if len(fixes) > 0 {
+		b.WriteString("\n## How to fix\n\n")
+		for _, r := range rules {
+			if fixes[r] != "" {
+				fmt.Fprintf(&b, "- **%s**: %s\n", r, mdEscape(fixes[r]))
+			}
+		}
+	}
 	return b.String()
 }
 

@@ -101,13 +101,19 @@ type findings struct {
 }
 
 func (fs *findings) add(file string, line, col int, rule, severity, msg string) {
+	fs.addFinding(sdk.Finding{File: file, Line: line, Column: col, Rule: rule, Severity: severity, Message: msg})
+}
+
+// addFinding adds a finding with its excerpt and fix.
+func (fs *findings) addFinding(f sdk.Finding) {
+	file, line, rule := f.File, f.Line, f.Rule
 	if fs.perRule == nil {
 		fs.perRule = map[string]int{}
 	}
 	fs.perRule[rule]++
 	switch n := fs.perRule[rule]; {
 	case n <= maxPerRule:
-		fs.all = append(fs.all, sdk.Finding{File: file, Line: line, Column: col, Rule: rule, Severity: severity, Message: msg})
+		fs.all = append(fs.all, f)
 	case n == maxPerRule+1:
 		fs.all = append(fs.all, sdk.Finding{File: file, Line: line, Rule: rule, Severity: sdk.SeverityInfo,
 			Message: fmt.Sprintf("more %s findings in this file are not listed", rule)})

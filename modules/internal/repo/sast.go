@@ -19,7 +19,10 @@ import (
 // weak hashes of passwords). Calls are read to their closing parenthesis, so
 // a call that spans several lines is checked whole. Go files are also
 // parsed: exec.Command running a shell with a command that is not a
-// constant string is reported from the syntax tree.
+// constant string is reported from the syntax tree. Sources of untrusted
+// values per language and Python's unsafe loaders (by full name, imports
+// resolved) are tables in sast_taint.go; every finding carries its line
+// as Excerpt (secrets masked) and a Fix.
 //
 // What is not checked (sastPolicyFor): lock files, vendor/ and
 // node_modules/; files named as examples or fakes are not checked for
@@ -211,13 +214,22 @@ func goShellCommands(f *File, out *findings) {
 			}
 			if !constant {
 				pos := fset.Position(call.Pos())
-				out.add(f.Path, pos.Line, pos.Column, "shell-injection", sdk.SeverityError,
-					"exec."+sel.Sel.Name+" runs a shell with a command built at run time")
+				out.addFinding(sdk.Finding{File: f.Path, Line: pos.Line, Column: pos.Column, Rule: "shell-injection",
+					Severity: sdk.SeverityError, Message: "exec." + sel.Sel.Name + " runs a shell with a command built at run time",
+					Excerpt: codeExcerpt(lineAt(string(f.Data), lineOffset(f.Data, pos.Offset))), Fix: codeFixes["shell-injection"]})
 			}
 			break
 		}
 		return true
 	})
+}
+
+// lineOffset returns the offset of the start of the line holding off.
+func lineOffset(data []byte, off int) int {
+	for off > 0 && data[off-1] != '\n' {
+		off--
+	}
+	return off
 }
 
 // stringLit returns the value of a string literal, or "".

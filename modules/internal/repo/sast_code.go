@@ -29,6 +29,9 @@ type assignment struct {
 	off, line  int
 	built, sql bool
 	literal    bool // nothing but literals: a constant
+	// clean: not user input, a call of a function (not a method) with
+	// constant arguments (table = table_name()).
+	clean bool
 }
 
 func scanCode(s *sastSource, out *findings) {
@@ -51,12 +54,49 @@ func (c *codeScan) report(off int, rule, sev, msg string) {
 		return
 	}
 	line, col := c.s.lineOf(off)
-	key := fmt.Sprint(line, rule)
+	key := lineRule(line, rule)
 	if c.seen[key] {
 		return
 	}
 	c.seen[key] = true
-	c.out.add(c.s.path, line, col, rule, sev, msg)
+	c.out.addFinding(sdk.Finding{File: c.s.path, Line: line, Column: col, Rule: rule, Severity: sev, Message: msg,
+		Excerpt: codeExcerpt(lineAt(c.s.text, c.s.starts[line-1])), Fix: codeFixes[rule]})
+}
+
+func lineRule(line int, rule string) string { return fmt.Sprint(line, rule) }
+
+func itoa(n int) string { return fmt.Sprint(n) }
+
+// codeFixes say how to fix a finding of each insecure-code rule.
+var codeFixes = map[string]string{
+	"sql-injection":          "pass the values as query parameters (placeholders), never by formatting them into the SQL",
+	"code-injection":         "do not run code built from data: parse the data (json, ast.literal_eval) or dispatch on a fixed table",
+	"unsafe-deserialization": "load untrusted data with a format that builds no objects (JSON, yaml.safe_load), or sign and check it first",
+	"shell-injection":        "run the program without a shell, with its arguments as a list; quote any value that must reach a shell",
+	"tls-verify-disabled":    "keep certificate and hostname checks on; trust a private CA by adding it to the trust store",
+	"weak-hash":              "hash passwords with a password hash (bcrypt, scrypt, Argon2 or PBKDF2) and a salt",
+}
+
+// secretLiteral is a quoted value that may be a secret: long, one word,
+// letters and digits.
+var secretLiteral = regexp.MustCompile(`(["'` + "`" + `])([A-Za-z0-9+/_\-]{4})[A-Za-z0-9+/=_\-]{12,}(["'` + "`" + `])`)
+
+// codeExcerpt is a line of code as a finding shows it: trimmed, at most
+// 160 characters, literals that may be secrets masked after their first
+// four characters.
+func codeExcerpt(line string) string {
+	line = strings.TrimSpace(strings.TrimSuffix(line, "\r"))
+	line = secretLiteral.ReplaceAllStringFunc(line, func(m string) string {
+		if !strings.ContainsAny(m, "0123456789") {
+			return m
+		}
+		sm := secretLiteral.FindStringSubmatch(m)
+		return sm[1] + sm[2] + "…" + sm[3]
+	})
+	if r := []rune(line); len(r) > 160 {
+		line = string(r[:160]) + "…"
+	}
+	return strings.ToValidUTF8(line, "")
 }
 
 // calls runs fn on each call the regexp finds: re matches up to and
@@ -118,7 +158,7 @@ func init() {
 		unserialJS:  {"unserialize"},
 		marshalRb:   {"Marshal"},
 		unserialPH:  {"unserialize"},
-		osSystem:    {"os.system", "os.popen", "getoutput", "getstatusoutput"},
+		osSystem:    {"os.system", "os.popen", "popen2", "getoutput", "getstatusoutput"},
 		subprocRe:   {"subprocess"},
 		childProcRe: {"exec", "spawn"},
 		javaExec:    {"exec"},
@@ -139,6 +179,7 @@ var (
 	assignRe = regexp.MustCompile(`(?m)^[ \t]*(?:(?:var|let|const|final|val|static|private|public|protected|auto)\s+)*(?:[A-Za-z_][\w<>\[\],.]*\s+)?\$?([A-Za-z_]\w*)\s*(?::\s*[\w<>\[\]|.]+\s*)?(\+=|\.=|:=|=)`)
 	identRe  = regexp.MustCompile(`[A-Za-z_$][\w$]*`)
 	bareRe   = regexp.MustCompile(`^\$?[A-Za-z_]\w*$`)
+	numberRe = regexp.MustCompile(`^\s*-?\d[\d_.]*[lLuUfF]?\s*;?\s*$`)
 )
 
 // trackAssignments records the variables given strings built at run time.
@@ -154,7 +195,7 @@ func (c *codeScan) trackAssignments() {
 		ps := lex(stmt, c.s.lang)
 		a := assignment{off: m[2], built: isBuilt(ps, c.s.lang), sql: isSQL(literals(ps))}
 		a.line, _ = c.s.lineOf(m[2])
-		a.literal = !a.built && !nonLiteral(ps) && strings.Contains(skeleton(ps), "§")
+		a.literal = !a.built && !nonLiteral(ps) && (strings.Contains(skeleton(ps), "§") || numberRe.MatchString(skeleton(ps)))
 		for _, id := range identRe.FindAllString(codeOf(ps), -1) {
 			if prev, ok := c.lookup(id, m[2]); ok && prev.built {
 				a.built = true
@@ -167,6 +208,7 @@ func (c *codeScan) trackAssignments() {
 			a.sql = a.sql || prev.sql
 			a.literal = false
 		}
+		a.clean = !a.built && !a.literal && op != "+=" && op != ".=" && c.cleanCall(ps, m[2])
 		c.assigns[name] = append(c.assigns[name], a)
 	}
 }
@@ -276,6 +318,9 @@ func (c *codeScan) builtArg(arg []piece, off int, sql bool) (string, bool) {
 	if !sql && shellQuoted.MatchString(codeOf(arg)) {
 		return "", false // the values are quoted for the shell
 	}
+	if callback.MatchString(codeOf(arg)) {
+		return "", false // a callback (app.get("/", (req, res) => …)): its body is checked on its own
+	}
 	if isBuilt(arg, c.s.lang) && (!sql || isSQL(literals(arg))) && !c.onlyConstants(arg, off) {
 		return "", true
 	}
@@ -288,28 +333,58 @@ func (c *codeScan) builtArg(arg []piece, off int, sql bool) (string, bool) {
 	return "", false
 }
 
+// callback is an argument that is a function.
+var callback = regexp.MustCompile(`^\s*(?:async\s+)?(?:function\b|\([^()]*\)\s*=>|[A-Za-z_$][\w$]*\s*=>|lambda\b)`)
+
 // shellQuoted are the functions that quote a value for a shell.
 var shellQuoted = regexp.MustCompile(`\b(?:shlex\.quote|pipes\.quote|shellescape|escapeshellarg|shellQuote|shell-quote)\b`)
-
-// valueRe finds the identifiers of code that are values: not called, not
-// a package or an object whose member is taken, not a member.
-var valueRe = regexp.MustCompile(`(^|[^\w.$])([A-Za-z_$][\w$]*)\s*([(.]?)`)
 
 // onlyConstants reports code whose values are all variables assigned a
 // literal (fmt.Sprintf("… %s", table) with const table = "users").
 func (c *codeScan) onlyConstants(arg []piece, off int) bool {
 	n := 0
-	for _, m := range valueRe.FindAllStringSubmatch(codeOf(arg), -1) {
-		if m[3] != "" {
-			continue
+	code := codeOf(arg)
+	for _, m := range identRe.FindAllStringIndex(code, -1) {
+		if m[0] > 0 && (code[m[0]-1] == '.' || code[m[0]-1] == '$') {
+			continue // a member
 		}
-		a, ok := c.lookup(m[2], off)
-		if !ok || !a.literal {
+		if rest := strings.TrimLeft(code[m[1]:], " \t\n"); strings.HasPrefix(rest, "(") || strings.HasPrefix(rest, ".") {
+			continue // a call, or an object whose member is taken
+		}
+		a, ok := c.lookup(code[m[0]:m[1]], off)
+		if !ok || !a.literal && !a.clean {
 			return false
 		}
 		n++
 	}
 	return n > 0
+}
+
+// cleanCall reports a value that is a call of a function by a bare name
+// (not a method, not a source) whose arguments are constants.
+func (c *codeScan) cleanCall(ps []piece, off int) bool {
+	code := strings.TrimSpace(codeOf(ps))
+	if src := sources[c.s.lang]; src != nil && src.MatchString(code) {
+		return false
+	}
+	called := 0
+	for _, m := range identRe.FindAllStringIndex(code, -1) {
+		if m[0] > 0 && (code[m[0]-1] == '.' || code[m[0]-1] == '$') {
+			return false
+		}
+		rest := strings.TrimLeft(code[m[1]:], " \t\n")
+		switch {
+		case strings.HasPrefix(rest, "("):
+			called++
+		case strings.HasPrefix(rest, "."):
+			return false
+		default:
+			if a, ok := c.lookup(code[m[0]:m[1]], off); !ok || !a.literal {
+				return false
+			}
+		}
+	}
+	return called > 0
 }
 
 // argPieces splits a call's arguments at top-level commas.
@@ -356,7 +431,7 @@ func trimPieces(ps []piece) []piece {
 
 var sqlSinks = map[string]*regexp.Regexp{
 	"Go":         regexp.MustCompile(`\.(Query|QueryRow|QueryContext|QueryRowContext|Exec|ExecContext|Prepare|PrepareContext|Raw|Select|Get|NamedExec|NamedQuery|MustExec|Queryx|QueryRowx)\s*\(`),
-	"Python":     regexp.MustCompile(`(?:\.(execute|executemany|executescript|raw|extra|mogrify|read_sql|read_sql_query)|(?:^|[^\w.])(text|RawSQL))\s*\(`),
+	"Python":     regexp.MustCompile(`(?:\.(execute|executemany|executescript|raw|extra|mogrify|read_sql|read_sql_query|fetch|fetchrow|fetchval|cursor|copy_from_query|prepare)|(?:^|[^\w.])(text|RawSQL))\s*\(`),
 	"JavaScript": regexp.MustCompile(`\.(query|execute|raw|unsafe|whereRaw|orderByRaw|havingRaw|joinRaw|\$queryRawUnsafe|\$executeRawUnsafe|exec|run|all|get|prepare)\s*\(`),
 	"Java":       regexp.MustCompile(`\.(executeQuery|executeUpdate|executeLargeUpdate|execute|prepareStatement|prepareCall|addBatch|createQuery|createNativeQuery|createSQLQuery|queryForList|queryForObject|queryForMap|queryForRowSet|query|update|batchUpdate)\s*\(`),
 	"C#":         regexp.MustCompile(`(?:new\s+(SqlCommand)|\.(ExecuteSqlRaw|FromSqlRaw|ExecuteSqlCommand|SqlQuery))\s*\(`),
@@ -402,23 +477,31 @@ func (c *codeScan) sqlInjection() {
 
 var (
 	evalPython = regexp.MustCompile(`(?:^|[^\w.])(eval|exec)\s*\(`)
-	evalJS     = regexp.MustCompile(`(?:^|[^\w.$])(eval|new\s+Function|vm\.(?:runInNewContext|runInThisContext|runInContext)|new\s+vm\.Script)\s*\(`)
-	timerJS    = regexp.MustCompile(`(?:^|[^\w.$])((?:window\.)?(?:setTimeout|setInterval|setImmediate))\s*\(`)
-	evalJava   = regexp.MustCompile(`\.(eval)\s*\(`)
-	evalRuby   = regexp.MustCompile(`(?:^|[^\w.])(eval|instance_eval|class_eval)\s*\(`)
-	evalPHP    = regexp.MustCompile(`(?:^|[^\w>$])(eval|assert)\s*\(`)
+	// evalAsValue: eval or exec passed as a function
+	// (loop.run_in_executor(None, exec, code), map(eval, xs)).
+	evalAsValue = regexp.MustCompile(`[(,]\s*\b(eval|exec)\s*[,)]`)
+	evalJS      = regexp.MustCompile(`(?:^|[^\w.$])(eval|new\s+Function|vm\.(?:runInNewContext|runInThisContext|runInContext)|new\s+vm\.Script)\s*\(`)
+	timerJS     = regexp.MustCompile(`(?:^|[^\w.$])((?:window\.)?(?:setTimeout|setInterval|setImmediate))\s*\(`)
+	evalJava    = regexp.MustCompile(`\.(eval)\s*\(`)
+	evalRuby    = regexp.MustCompile(`(?:^|[^\w.])(eval|instance_eval|class_eval)\s*\(`)
+	evalPHP     = regexp.MustCompile(`(?:^|[^\w>$])(eval|assert)\s*\(`)
 )
 
 // codeInjection: eval and its kin on code built at run time.
 func (c *codeScan) codeInjection() {
 	dynamic := func(off int, name string, args []piece, _ int) {
-		if nonLiteral(args) {
+		if nonLiteral(args) && !c.onlyConstants(args, off) {
 			c.report(off, "code-injection", sdk.SeverityError, name+" runs code built at run time")
 		}
 	}
 	switch c.s.lang {
 	case "Python":
 		c.calls(evalPython, dynamic)
+		if c.hasAny("eval", "exec") {
+			for _, m := range evalAsValue.FindAllStringSubmatchIndex(c.s.text, -1) {
+				c.report(m[2], "code-injection", sdk.SeverityError, c.s.text[m[2]:m[3]]+" is passed as a function: it will run code given to it")
+			}
+		}
 	case "JavaScript", "TypeScript":
 		c.calls(evalJS, dynamic)
 		c.calls(timerJS, func(off int, name string, args []piece, _ int) {
@@ -457,14 +540,7 @@ func (c *codeScan) deserialization() {
 	rule, sev := "unsafe-deserialization", sdk.SeverityError
 	switch c.s.lang {
 	case "Python":
-		c.calls(pickleRe, func(off int, name string, _ []piece, _ int) {
-			c.report(off, rule, sev, name+" can run code from the data it loads")
-		})
-		c.calls(yamlLoadRe, func(off int, name string, args []piece, _ int) {
-			if strings.Contains(name, "unsafe") || !safeLoader.MatchString(skeleton(args)) {
-				c.report(off, rule, sev, name+" without a safe loader builds arbitrary objects (use yaml.safe_load)")
-			}
-		})
+		c.pyDeserialization()
 	case "Java", "Kotlin":
 		t := c.s.text
 		if (strings.Contains(t, "ObjectInputStream") || strings.Contains(t, "XMLDecoder")) &&
@@ -493,7 +569,7 @@ func (c *codeScan) deserialization() {
 }
 
 var (
-	osSystem    = regexp.MustCompile(`\b(os\.(?:system|popen)|subprocess\.(?:getoutput|getstatusoutput)|commands\.getoutput)\s*\(`)
+	osSystem    = regexp.MustCompile(`\b(os\.(?:system|popen[234]?)|popen2\.popen[234]|subprocess\.(?:getoutput|getstatusoutput)|commands\.getoutput)\s*\(`)
 	subprocRe   = regexp.MustCompile(`\b(subprocess\.(?:run|call|check_call|check_output|Popen))\s*\(`)
 	shellTrue   = regexp.MustCompile(`\bshell\s*[=:]\s*(?:True|true)\b`)
 	childProcRe = regexp.MustCompile(`\b(exec|execSync|spawn|spawnSync|execFile|execFileSync)\s*\(`)
@@ -516,6 +592,8 @@ func (c *codeScan) shellInjection() {
 		c.calls(osSystem, func(off int, name string, args []piece, _ int) {
 			first := argPieces(args)[0]
 			if how, ok := c.builtArg(first, off, false); ok {
+				c.report(off, rule, sev, msg(name, how))
+			} else if m := sources[c.s.lang]; m != nil && m.MatchString(codeOf(first)) {
 				c.report(off, rule, sev, msg(name, how))
 			} else if sk := strings.TrimSpace(skeleton(first)); bareRe.MatchString(sk) {
 				if _, known := c.lookup(sk, off); !known {
@@ -565,6 +643,10 @@ func (c *codeScan) shellInjection() {
 			}
 			if how, ok := c.builtArg(parts[0], off, false); ok {
 				c.report(off, rule, sev, msg(name, how))
+			} else if sk := strings.TrimSpace(skeleton(parts[0])); bareRe.MatchString(sk) && !strings.HasPrefix(name, "spawn") && !strings.HasPrefix(name, "execFile") {
+				if _, known := c.lookup(sk, off); !known {
+					c.report(off, rule, sev, msg(name, " ("+sk+", a parameter)"))
+				}
 			}
 		})
 	case "Java", "Kotlin":
@@ -645,7 +727,7 @@ func (c *codeScan) tlsDisabled() {
 
 var (
 	weakHashCalls = map[string]*regexp.Regexp{
-		"Python":     regexp.MustCompile(`\b(hashlib\.(?:md5|sha1|new))\s*\(`),
+		"Python":     regexp.MustCompile(`\b(hashlib\.(?:md5|sha1|new)|hashes\.(?:MD5|SHA1))\s*\(`),
 		"Go":         regexp.MustCompile(`\b((?:md5|sha1)\.(?:Sum|New))\s*\(`),
 		"JavaScript": regexp.MustCompile(`\b(createHash)\s*\(`),
 		"Java":       regexp.MustCompile(`\b(MessageDigest\.getInstance|DigestUtils\.(?:md5|sha1|sha|md5Hex|sha1Hex|shaHex)|Hashing\.(?:md5|sha1))\s*\(`),
@@ -707,6 +789,9 @@ func (c *codeScan) weakHash() {
 			// the hash in the few lines after, or the function's name
 			line, _ := c.s.lineOf(off)
 			after := c.s.text[end:min(len(c.s.text), c.lineEnd(line+5))]
+			if strings.HasPrefix(strings.TrimSpace(after), ".") {
+				after = lineAt(after, 0) // createHash("md5").update(x): the chain only
+			}
 			for _, m := range hashFeedCall.FindAllStringIndex(after, -1) {
 				if a, _, ok := callArgs(after, m[1]-1, c.s.lang); ok && c.mentionsPassword(lex(a, c.s.lang)) {
 					hit = true
@@ -726,6 +811,7 @@ func (c *codeScan) weakHash() {
 		c.calls(re, check)
 	}
 	c.calls(weakHashAny, check)
+	c.weakHashToPassword()
 }
 
 // passwordFunc is a function or method whose name says password.

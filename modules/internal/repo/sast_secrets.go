@@ -165,7 +165,8 @@ func scanSecrets(s *sastSource, level int, out *findings) {
 			if !overlaps {
 				kept = append(kept, c)
 				col := v.origColumn(i, c.start)
-				out.add(s.path, n, col+1, c.rule, c.sev, c.msg+" in `"+excerpt(line, c.start, c.end)+"`; fix: "+secretFix(c))
+				out.addFinding(sdk.Finding{File: s.path, Line: n, Column: col + 1, Rule: c.rule, Severity: c.sev,
+					Message: c.msg, Excerpt: excerpt(line, c.start, c.end), Fix: secretFix(c)})
 			}
 		}
 	}

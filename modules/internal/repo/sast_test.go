@@ -60,7 +60,10 @@ func TestSASTMasks(t *testing.T) {
 	if len(fs) != 1 {
 		t.Fatalf("%+v", fs)
 	}
-	if m := fs[0].Message; strings.Contains(m, secret[:5]) || !strings.Contains(m, ": Ht4L… in `AWS_SECRET_ACCESS_KEY=Ht4L…`; fix: ") {
+	if m := fs[0].Message; strings.Contains(m, secret[:5]) || !strings.HasSuffix(m, ": Ht4L…") {
 		t.Fatalf("message %q", m)
+	}
+	if fs[0].Excerpt != "AWS_SECRET_ACCESS_KEY=Ht4L…" || fs[0].Fix == "" {
+		t.Fatalf("excerpt %q, fix %q", fs[0].Excerpt, fs[0].Fix)
 	}
 }
