@@ -7,10 +7,12 @@ package main
 
 import (
 	"github.com/ward-run/ward/modules/internal/repo"
+	"github.com/ward-run/ward/modules/internal/repo/leaks"
 	"github.com/ward-run/ward/modules/sdk"
 )
 
 func init() {
+	repo.UseKnownSecrets(leaks.Rules{}) // secrets of known formats: gitleaks' rules
 	sdk.Handle(func(j *sdk.Job) error {
 		req, src, err := repo.Open(j)
 		if err != nil {

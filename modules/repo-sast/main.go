@@ -9,10 +9,12 @@ package main
 
 import (
 	"github.com/ward-run/ward/modules/internal/repo"
+	"github.com/ward-run/ward/modules/internal/repo/leaks"
 	"github.com/ward-run/ward/modules/sdk"
 )
 
 func init() {
+	repo.UseKnownSecrets(leaks.Rules{}) // secrets of known formats: gitleaks' rules
 	sdk.Handle(func(j *sdk.Job) error {
 		set, err := repo.Check(j, "repo-sast", func(_ *sdk.RepoRequest, f *repo.File) []sdk.Finding {
 			return repo.SAST(f)

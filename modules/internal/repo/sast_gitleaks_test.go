@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ward-run/ward/modules/internal/repo/leaks"
 )
 
 //go:generate go run ../../../modules/internal/repo/testdata/secrets/gen
@@ -16,7 +18,7 @@ import (
 // samples.jsonl by gen/) through Ward's reproduction of gitleaks' engine:
 // each true positive must be found by its rule, no false positive may be.
 func TestGitleaksRuleSamples(t *testing.T) {
-	n, load, err := GitleaksRuleCount()
+	n, load, err := leaks.RuleCount()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +47,8 @@ func TestGitleaksRuleSamples(t *testing.T) {
 		text := strings.ReplaceAll(s.Text, "@@", "")
 		src := newSastSource(&File{Path: s.Path, Data: []byte(text)})
 		found := false
-		for _, g := range detectGitleaks(s.Path, src.text, src.starts, true) {
-			found = found || g.rule.RuleID == s.Rule
+		for _, g := range detectKnown(s.Path, src.text, src.starts, true) {
+			found = found || g.ruleID == s.Rule
 		}
 		switch {
 		case s.TP:

@@ -26,7 +26,7 @@ type secretRule struct {
 }
 
 var secretRules = []secretRule{
-	// Ward's own, beside gitleaks' rules (sast_gitleaks.go), which have no
+	// Ward's own, beside gitleaks' rules (package leaks, sast_known.go), which have no
 	// rule for these.
 	{id: "gcp-service-account", desc: "GCP service account private key", keywords: []string{"private_key"},
 		re: regexp.MustCompile(`"private_key"\s*:\s*"(-----BEGIN (?:RSA )?PRIVATE KEY-----\\n[A-Za-z0-9+/=]{20,})`),
@@ -73,7 +73,7 @@ type secretCandidate struct {
 }
 
 // scanSecrets reports the secrets of s: gitleaks' rules of known formats
-// (sast_gitleaks.go), Ward's own (secretRules, private keys, connection
+// (package leaks, sast_known.go), Ward's own (secretRules, private keys, connection
 // strings, values given to names of secrets). It reads the text through
 // an unescaping view (escapedView) so that a file inside a JSON string (a
 // ConfigMap's data) is read as the file it is.
@@ -81,8 +81,8 @@ func scanSecrets(s *sastSource, level int, out *findings) {
 	v := escapedView(s)
 	byLine := map[int][]secretCandidate{}    // gitleaks' rules of known formats
 	genericOf := map[int][]secretCandidate{} // gitleaks' generic rule, tried after Ward's
-	for _, f := range detectGitleaks(s.path, v.text, v.starts, level == secretsAll && s.lang != "Key") {
-		generic := strings.Contains(f.rule.RuleID, "generic")
+	for _, f := range detectKnown(s.path, v.text, v.starts, level == secretsAll && s.lang != "Key") {
+		generic := strings.Contains(f.ruleID, "generic")
 		if (generic && tokenPlaceholder(f.secret)) || (!generic && maskedToken(f.secret)) || knownExample(f.secret) || !plausible(v, f) {
 			continue
 		}
@@ -90,15 +90,15 @@ func scanSecrets(s *sastSource, level int, out *findings) {
 		a, b := min(f.start-ls, len(v.lines[f.line])), min(f.end-ls, len(v.lines[f.line]))
 		sev := sdk.SeverityError
 		switch {
-		case strings.Contains(f.rule.RuleID, "generic") || f.rule.RuleID == "jwt" || strings.Contains(f.secret, "_test_"):
+		case strings.Contains(f.ruleID, "generic") || f.ruleID == "jwt" || strings.Contains(f.secret, "_test_"):
 			sev = sdk.SeverityWarning
 		}
-		id, title := f.rule.RuleID, ruleTitle(f.rule.Description)
+		id, title := f.ruleID, ruleTitle(f.description)
 		if w := wardRuleIDs[id]; w != "" {
-			id, title = w, title+" (gitleaks: "+f.rule.RuleID+")"
+			id, title = w, title+" (gitleaks: "+f.ruleID+")"
 		}
 		c := secretCandidate{start: a, end: max(a, b), rule: id, sev: sev, msg: title + ": " + mask(f.secret)}
-		if strings.Contains(f.rule.RuleID, "generic") {
+		if strings.Contains(f.ruleID, "generic") {
 			genericOf[f.line] = append(genericOf[f.line], c)
 		} else {
 			byLine[f.line] = append(byLine[f.line], c)
@@ -217,10 +217,10 @@ func plausible(v *secretView, f glFinding) bool {
 	line := v.lines[f.line]
 	a := f.start - v.starts[f.line]
 	switch {
-	case f.rule.RuleID == "private-key":
+	case f.ruleID == "private-key":
 		m := privateKeyHeader.FindStringIndex(line)
 		return m == nil || pemHasBody(v, f.line, line[m[1]:])
-	case strings.Contains(f.rule.RuleID, "generic"):
+	case strings.Contains(f.ruleID, "generic"):
 		if a < 0 || a > len(line) {
 			return true
 		}

@@ -1,4 +1,8 @@
-package repo
+// Package leaks finds secrets of known formats with gitleaks' default rules.
+// Only the modules that scan for secrets link it (repo.UseKnownSecrets):
+// gitleaks' config package and its TOML reader are a few megabytes of
+// every module that imports them.
+package leaks
 
 import (
 	"math"
@@ -111,9 +115,9 @@ func gitleaksRules() *glRules {
 	return gl
 }
 
-// GitleaksRuleCount and GitleaksLoadTime describe the rule set (for tests
-// and benchmarks); the error is why it could not be loaded.
-func GitleaksRuleCount() (int, time.Duration, error) {
+// RuleCount says how many rules the set has and how long compiling them
+// took (for tests and benchmarks); the error is why it could not be loaded.
+func RuleCount() (int, time.Duration, error) {
 	r := gitleaksRules()
 	return len(r.rules), r.loadTime, r.err
 }
@@ -121,33 +125,28 @@ func GitleaksRuleCount() (int, time.Duration, error) {
 // notProvider are keywords that are words of any secret's name.
 var notProvider = map[string]bool{"secret": true, "secret_key": true, "password": true, "token": true, "apikey": true, "bearer": true}
 
-// malformedToken reports a generic finding that a rule of a known format
-// had its chance at: a value that starts as that format's tokens do (a
-// slack xoxp-, a databricks dapi) or a name that says the provider
-// (telegram_bot_token; only byName, for gitleaks' generic rule: Ward's
-// judges the value), where the provider's rule found nothing. It is a
-// malformed token, a truncated one or a placeholder, not a secret of
-// unknown format.
-func malformedToken(name, value string, byName bool) bool {
-	g := gitleaksRules()
-	lv := strings.ToLower(value)
-	for _, k := range g.prefixes {
-		if strings.HasPrefix(lv, k) {
-			return true
-		}
+// Rules is gitleaks' default rule set, compiled on first use, for
+// repo.UseKnownSecrets.
+type Rules struct{}
+
+// Detect runs the rules over text (of file path; starts are its lines'
+// offsets) and calls emit for each finding, in the order of the text:
+// the rule's id and description, the secret's offsets, the index of the
+// line it starts on, and the secret. Generic rules are left out unless
+// generic.
+func (Rules) Detect(path, text string, starts []int, generic bool, emit func(rule, description string, start, end, line int, secret string)) {
+	for _, f := range detect(path, text, starts, generic) {
+		emit(f.rule.RuleID, f.rule.Description, f.start, f.end, f.line, f.secret)
 	}
-	if !byName {
-		return false
-	}
-	for _, w := range identWords(name) {
-		for _, k := range g.providers {
-			if strings.HasPrefix(w, k) {
-				return true
-			}
-		}
-	}
-	return false
 }
+
+// Prefixes are the keywords of the rules of known formats that start a
+// token (ghp_, xoxp, sm_pat, dapi), lower case.
+func (Rules) Prefixes() []string { return gitleaksRules().prefixes }
+
+// Providers are the keywords that name a provider (telegr, meraki,
+// cloudflare), lower case.
+func (Rules) Providers() []string { return gitleaksRules().providers }
 
 // glFinding is a finding of a gitleaks rule: the secret's bytes in the
 // text it was found in.
@@ -160,10 +159,10 @@ type glFinding struct {
 
 const gitleaksAllow = "gitleaks:allow"
 
-// detectGitleaks runs the rules over text (of file path) and returns
+// detect runs the rules over text (of file path) and returns
 // their findings, in the order of the text. Generic rules are left out
 // unless generic.
-func detectGitleaks(path, text string, starts []int, withGeneric bool) []glFinding {
+func detect(path, text string, starts []int, withGeneric bool) []glFinding {
 	g := gitleaksRules()
 	if g.err != nil || text == "" {
 		return nil
