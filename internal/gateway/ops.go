@@ -27,9 +27,9 @@ type DrainReply struct {
 // drain is kept in the job store; the scheduler audits it with the
 // gateway's credential, and the gateway with the key (host.drain,
 // host.undrain).
-func (s *Server) drainHost(undrain bool) handler {
+func (o *opsAPI) drainHost(undrain bool) handler {
 	return func(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-		out, err := s.setDrain(r, p, r.PathValue("id"), undrain)
+		out, err := o.setDrain(r, p, r.PathValue("id"), undrain)
 		if err != nil {
 			return nil, err
 		}
@@ -38,13 +38,13 @@ func (s *Server) drainHost(undrain bool) handler {
 }
 
 // setDrain drains or undrains host id for p, and audits a change.
-func (s *Server) setDrain(r *http.Request, p Principal, id string, undrain bool) (DrainReply, error) {
+func (o *opsAPI) setDrain(r *http.Request, p Principal, id string, undrain bool) (DrainReply, error) {
 	if strings.TrimSpace(id) == "" {
 		return DrainReply{}, errorf(http.StatusBadRequest, reason.BadRequest, "name the host")
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := o.ctx(r)
 	defer cancel()
-	rep, err := s.cfg.Client.DrainHost(ctx, id, undrain)
+	rep, err := o.client.DrainHost(ctx, id, undrain)
 	if err != nil {
 		if strings.Contains(err.Error(), "store unavailable") {
 			return DrainReply{}, errorf(http.StatusServiceUnavailable, CodeUnavailable, "%v", err)
@@ -56,7 +56,7 @@ func (s *Server) setDrain(r *http.Request, p Principal, id string, undrain bool)
 		if undrain {
 			action = audit.HostUndrain
 		}
-		s.audit(ctx, p, action, id, nil)
+		o.audit.record(ctx, p, action, id, nil)
 	}
 	return DrainReply{WorkerID: id, Drained: !undrain, Changed: rep.GetChanged(), Running: rep.GetRunning()}, nil
 }
@@ -116,14 +116,14 @@ func statsQuery(r *http.Request) (step time.Duration, steps int, until time.Time
 
 // stats is the job store's exact counts (ward jobs stats): an admin's, as
 // they cover every tenant.
-func (s *Server) stats(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (o *opsAPI) stats(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	step, steps, until, err := statsQuery(r)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := o.ctx(r)
 	defer cancel()
-	st, err := s.cfg.Client.Stats(ctx, step, steps, until)
+	st, err := o.client.Stats(ctx, step, steps, until)
 	if err != nil {
 		if strings.Contains(err.Error(), "store unavailable") {
 			return nil, errorf(http.StatusServiceUnavailable, CodeUnavailable, "%v", err)
