@@ -47,22 +47,6 @@ type AdminParts struct {
 	PolicyKey *safety.PolicySigningKey
 }
 
-// opsAPI is the hosts' endpoints (/v1/hosts, drain and undrain) and the
-// job store's counts (/v1/stats), asked on the admin's client.
-type opsAPI struct {
-	deadline
-	client *client.Client
-	audit  *auditTrail
-	log    *slog.Logger
-}
-
-func (o *opsAPI) mount(api mountFunc) {
-	api("GET", "/v1/hosts", ScopeRead, o.hosts)
-	api("POST", "/v1/hosts/{id}/drain", ScopeAdmin, o.drainHost(false))
-	api("POST", "/v1/hosts/{id}/undrain", ScopeAdmin, o.drainHost(true))
-	api("GET", "/v1/stats", ScopeAdmin, o.stats)
-}
-
 // dlqAPI is the dead-letter queue's endpoints (/v1/dlq), asked on the
 // admin's client; a tenant's key's job is checked through its own.
 type dlqAPI struct {
@@ -136,58 +120,6 @@ func (at *auditTrail) mount(api mountFunc) {
 
 // hostWindow is how long the hosts are given to answer.
 const hostWindow = 300 * time.Millisecond
-
-// hosts lists the live hosts. A tenant's key sees their capacity, load
-// and modules; an admin's their labels and credentials too. A host an
-// operator drained (POST /v1/hosts/{id}/drain) carries
-// drained_at_unix_ms, from the schedulers' status, asked at the same
-// time as the hosts; "drained" names every drained host, live or not.
-func (o *opsAPI) hosts(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-	ctx, cancel := o.ctx(r)
-	defer cancel()
-	var drained map[string]int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		drained = o.drained(ctx)
-	}()
-	hbs, err := o.client.Workers(ctx, hostWindow)
-	<-done
-	if err != nil {
-		return nil, err
-	}
-	out := make([]map[string]any, 0, len(hbs))
-	for _, hb := range hbs {
-		v := apijson.Of(hb)
-		if !p.Admin() {
-			delete(v, "credential")
-			delete(v, "labels")
-		}
-		if at, ok := drained[hb.GetWorkerId()]; ok {
-			v["drained_at_unix_ms"] = at
-		}
-		out = append(out, v)
-	}
-	return map[string]any{"hosts": out, "drained": drained}, nil
-}
-
-// drained are the hosts an operator drained, with when, as the scheduler
-// replicas that answer within hostWindow say (each reads them from the
-// store); none when none answers.
-func (o *opsAPI) drained(ctx context.Context) map[string]int64 {
-	out := map[string]int64{}
-	sts, err := o.client.Schedulers(ctx, hostWindow)
-	if err != nil {
-		o.log.Debug("the schedulers' status (drained hosts) was not read", "err", err)
-		return out
-	}
-	for _, st := range sts {
-		for w, at := range st.GetDrained() {
-			out[w] = max(out[w], at)
-		}
-	}
-	return out
-}
 
 // dlq lists the dead-lettered jobs: a tenant's key sees its tenant's.
 func (dq *dlqAPI) dlq(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
