@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/ward-run/ward/api/reason"
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/internal/apijson"
 	"github.com/ward-run/ward/internal/audit"
 	"github.com/ward-run/ward/internal/config"
@@ -45,90 +47,87 @@ type AdminParts struct {
 	PolicyKey *safety.PolicySigningKey
 }
 
-func (s *Server) routesAdmin() {
-	s.api("GET", "/v1/hosts", ScopeRead, s.hosts)
-	s.api("POST", "/v1/hosts/{id}/drain", ScopeAdmin, s.drainHost(false))
-	s.api("POST", "/v1/hosts/{id}/undrain", ScopeAdmin, s.drainHost(true))
-	s.api("GET", "/v1/stats", ScopeAdmin, s.stats)
-	s.api("GET", "/v1/dlq", ScopeRead, s.dlq)
-	s.api("POST", "/v1/dlq/{id}/retry", ScopeSubmit, s.dlqRetry)
-	s.api("DELETE", "/v1/dlq/{id}", ScopeSubmit, s.dlqDrop)
-	s.api("GET", "/v1/modules", ScopeRead, s.modules)
-	s.api("GET", "/v1/modules/{name}", ScopeRead, s.module)
-	s.api("POST", "/v1/modules", ScopeAdmin, s.moduleDeploy)
-	s.api("POST", "/v1/modules/{name}/rollback", ScopeAdmin, s.moduleRollback)
-	s.api("GET", "/v1/policies", ScopeRead, s.policyStatus)
-	s.api("POST", "/v1/policies/eval", ScopeRead, s.policyEval)
-	s.api("POST", "/v1/policies/test", ScopeAdmin, s.policyTest)
-	s.api("POST", "/v1/policies/impact", ScopeAdmin, s.policyImpact)
-	s.api("GET", "/v1/policies/history", ScopeAdmin, s.policyHistory)
-	s.api("POST", "/v1/policies/rollback", ScopeAdmin, s.policyRollback)
-	s.api("PUT", "/v1/policies", ScopeAdmin, s.policyPush)
-	s.api("GET", "/v1/audit", ScopeAdmin, s.auditLog)
+// dlqAPI is the dead-letter queue's endpoints (/v1/dlq), asked on the
+// admin's client; a tenant's key's job is checked through its own.
+type dlqAPI struct {
+	deadline
+	client  *client.Client
+	clients *tenantClients
+	audit   *auditTrail
+}
+
+func (dq *dlqAPI) mount(api mountFunc) {
+	api("GET", "/v1/dlq", ScopeRead, dq.dlq)
+	api("POST", "/v1/dlq/{id}/retry", ScopeSubmit, dq.dlqRetry)
+	api("DELETE", "/v1/dlq/{id}", ScopeSubmit, dq.dlqDrop)
+}
+
+// modulesAPI is the module registry's endpoints (/v1/modules): the
+// registry (nil: 503), the hosts (on the admin's client) for the modules
+// they serve of their own, the pools deploys are checked against and the
+// key that signs them.
+type modulesAPI struct {
+	deadline
+	client  *client.Client
+	reg     *modreg.Registry
+	pools   *config.Pools
+	key     ed25519.PrivateKey
+	maxBody int64
+	audit   *auditTrail
+	log     *slog.Logger
+}
+
+func (ma *modulesAPI) mount(api mountFunc) {
+	api("GET", "/v1/modules", ScopeRead, ma.modules)
+	api("GET", "/v1/modules/{name}", ScopeRead, ma.module)
+	api("POST", "/v1/modules", ScopeAdmin, ma.moduleDeploy)
+	api("POST", "/v1/modules/{name}/rollback", ScopeAdmin, ma.moduleRollback)
+}
+
+// policiesAPI is the safety policy's endpoints (/v1/policies): the
+// kernels' bucket and statuses (over the admin's client's NATS), the key
+// that signs pushed bundles, and the compiled policy last evaluated.
+type policiesAPI struct {
+	deadline
+	client *client.Client
+	bucket string
+	key    *safety.PolicySigningKey
+	audit  *auditTrail
+	cache  policyCache
+}
+
+func (pa *policiesAPI) mount(api mountFunc) {
+	api("GET", "/v1/policies", ScopeRead, pa.policyStatus)
+	api("POST", "/v1/policies/eval", ScopeRead, pa.policyEval)
+	api("POST", "/v1/policies/test", ScopeAdmin, pa.policyTest)
+	api("POST", "/v1/policies/impact", ScopeAdmin, pa.policyImpact)
+	api("GET", "/v1/policies/history", ScopeAdmin, pa.policyHistory)
+	api("POST", "/v1/policies/rollback", ScopeAdmin, pa.policyRollback)
+	api("PUT", "/v1/policies", ScopeAdmin, pa.policyPush)
+}
+
+// auditTrail is the audit log (Config.Admin.JS; nil: none): what the
+// endpoints that change things record, and GET /v1/audit.
+type auditTrail struct {
+	deadline
+	js  jetstream.JetStream
+	log *slog.Logger
+}
+
+func (at *auditTrail) mount(api mountFunc) {
+	api("GET", "/v1/audit", ScopeAdmin, at.list)
 }
 
 // hostWindow is how long the hosts are given to answer.
 const hostWindow = 300 * time.Millisecond
 
-// hosts lists the live hosts. A tenant's key sees their capacity, load
-// and modules; an admin's their labels and credentials too. A host an
-// operator drained (POST /v1/hosts/{id}/drain) carries
-// drained_at_unix_ms, from the schedulers' status, asked at the same
-// time as the hosts; "drained" names every drained host, live or not.
-func (s *Server) hosts(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-	ctx, cancel := s.ctx(r)
-	defer cancel()
-	var drained map[string]int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		drained = s.drained(ctx)
-	}()
-	hbs, err := s.cfg.Client.Workers(ctx, hostWindow)
-	<-done
-	if err != nil {
-		return nil, err
-	}
-	out := make([]map[string]any, 0, len(hbs))
-	for _, hb := range hbs {
-		v := apijson.Of(hb)
-		if !p.Admin() {
-			delete(v, "credential")
-			delete(v, "labels")
-		}
-		if at, ok := drained[hb.GetWorkerId()]; ok {
-			v["drained_at_unix_ms"] = at
-		}
-		out = append(out, v)
-	}
-	return map[string]any{"hosts": out, "drained": drained}, nil
-}
-
-// drained are the hosts an operator drained, with when, as the scheduler
-// replicas that answer within hostWindow say (each reads them from the
-// store); none when none answers.
-func (s *Server) drained(ctx context.Context) map[string]int64 {
-	out := map[string]int64{}
-	sts, err := s.cfg.Client.Schedulers(ctx, hostWindow)
-	if err != nil {
-		s.log.Debug("the schedulers' status (drained hosts) was not read", "err", err)
-		return out
-	}
-	for _, st := range sts {
-		for w, at := range st.GetDrained() {
-			out[w] = max(out[w], at)
-		}
-	}
-	return out
-}
-
 // dlq lists the dead-lettered jobs: a tenant's key sees its tenant's.
-func (s *Server) dlq(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (dq *dlqAPI) dlq(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	limit, err := limitParam(r, 100)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := dq.ctx(r)
 	defer cancel()
 	// The DLQ is read on an admin's subject: a tenant's key asks for its
 	// tenant's entries, and they are checked here again (a scheduler from
@@ -137,7 +136,7 @@ func (s *Server) dlq(w http.ResponseWriter, r *http.Request, p Principal) (any, 
 	if !p.Admin() {
 		tenant = p.Tenant
 	}
-	entries, err := s.cfg.Client.TenantDLQ(ctx, tenant, limit)
+	entries, err := dq.client.TenantDLQ(ctx, tenant, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -156,24 +155,24 @@ func (s *Server) dlq(w http.ResponseWriter, r *http.Request, p Principal) (any, 
 // own checks that job id is p's to act on, for what goes through an
 // admin's subject (the DLQ): an admin's any job, a tenant's its own, read
 // through its tenant's client (another's is not found).
-func (s *Server) own(ctx context.Context, p Principal, id string) error {
+func (dq *dlqAPI) own(ctx context.Context, p Principal, id string) error {
 	if p.Admin() {
 		return nil
 	}
-	if _, err := s.clientOf(p).Get(ctx, id, false); err != nil {
+	if _, err := dq.clients.of(p).Get(ctx, id, false); err != nil {
 		return notFound(err, "job", id)
 	}
 	return nil
 }
 
-func (s *Server) dlqRetry(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (dq *dlqAPI) dlqRetry(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	id := r.PathValue("id")
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := dq.ctx(r)
 	defer cancel()
-	if err := s.own(ctx, p, id); err != nil {
+	if err := dq.own(ctx, p, id); err != nil {
 		return nil, err
 	}
-	rep, err := s.cfg.Client.RetryDLQ(ctx, id)
+	rep, err := dq.client.RetryDLQ(ctx, id)
 	if rep != nil && !rep.GetAccepted() {
 		if strings.HasSuffix(rep.GetMessage(), " not found") {
 			return nil, errorf(http.StatusNotFound, CodeNotFound, "%s", rep.GetMessage())
@@ -186,34 +185,34 @@ func (s *Server) dlqRetry(w http.ResponseWriter, r *http.Request, p Principal) (
 	if err != nil {
 		return nil, notFound(err, "dead-lettered job", id)
 	}
-	s.audit(ctx, p, audit.DLQRetry, id, map[string]string{"new_job_id": rep.GetJobId()})
+	dq.audit.record(ctx, p, audit.DLQRetry, id, map[string]string{"new_job_id": rep.GetJobId()})
 	return withStatus{http.StatusAccepted, apijson.Of(rep)}, nil
 }
 
 // dlqDrop removes a job's entry from the DLQ; the job stays.
-func (s *Server) dlqDrop(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (dq *dlqAPI) dlqDrop(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	id := r.PathValue("id")
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := dq.ctx(r)
 	defer cancel()
-	if err := s.own(ctx, p, id); err != nil {
+	if err := dq.own(ctx, p, id); err != nil {
 		return nil, err
 	}
-	ok, err := s.cfg.Client.DropDLQ(ctx, id)
+	ok, err := dq.client.DropDLQ(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, errorf(http.StatusNotFound, CodeNotFound, "job %s is not in the DLQ", id)
 	}
-	s.audit(ctx, p, audit.DLQDrop, id, nil)
+	dq.audit.record(ctx, p, audit.DLQDrop, id, nil)
 	return map[string]any{"job_id": id, "dropped": true}, nil
 }
 
-func (s *Server) registry() (*modreg.Registry, error) {
-	if s.cfg.Admin.Registry == nil {
+func (ma *modulesAPI) registry() (*modreg.Registry, error) {
+	if ma.reg == nil {
 		return nil, errorf(http.StatusServiceUnavailable, CodeUnavailable, "this gateway has no module registry")
 	}
-	return s.cfg.Admin.Registry, nil
+	return ma.reg, nil
 }
 
 // ModuleView is a module as the API shows it.
@@ -272,18 +271,18 @@ func hostModules(ms []modreg.Module, hbs []*wardv1.Heartbeat) []ModuleView {
 // modules lists the registry's modules (source registry), then the
 // modules live hosts serve of their own (source host), from one ask of
 // the hosts.
-func (s *Server) modules(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-	reg, err := s.registry()
+func (ma *modulesAPI) modules(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	reg, err := ma.registry()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := ma.ctx(r)
 	defer cancel()
 	ms, err := reg.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	hbs, err := s.cfg.Client.Workers(ctx, hostWindow)
+	hbs, err := ma.client.Workers(ctx, hostWindow)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +296,7 @@ func (s *Server) modules(w http.ResponseWriter, r *http.Request, p Principal) (a
 
 // findModule is the registry's module name, in full; else the module of
 // that name live hosts serve of their own (source host); else a 404.
-func (s *Server) findModule(ctx context.Context, reg *modreg.Registry, name string) (ModuleView, error) {
+func (ma *modulesAPI) findModule(ctx context.Context, reg *modreg.Registry, name string) (ModuleView, error) {
 	ms, err := reg.List(ctx)
 	if err != nil {
 		return ModuleView{}, err
@@ -308,7 +307,7 @@ func (s *Server) findModule(ctx context.Context, reg *modreg.Registry, name stri
 		}
 	}
 	// The hosts are asked only for a name the registry does not hold.
-	hbs, err := s.cfg.Client.Workers(ctx, hostWindow)
+	hbs, err := ma.client.Workers(ctx, hostWindow)
 	if err != nil {
 		return ModuleView{}, err
 	}
@@ -320,25 +319,25 @@ func (s *Server) findModule(ctx context.Context, reg *modreg.Registry, name stri
 	return ModuleView{}, errorf(http.StatusNotFound, CodeNotFound, "module %s is not deployed, and no live host serves it", name)
 }
 
-func (s *Server) module(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-	reg, err := s.registry()
+func (ma *modulesAPI) module(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	reg, err := ma.registry()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := ma.ctx(r)
 	defer cancel()
-	return s.findModule(ctx, reg, r.PathValue("name"))
+	return ma.findModule(ctx, reg, r.PathValue("name"))
 }
 
-func (s *Server) moduleRollback(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-	reg, err := s.registry()
+func (ma *modulesAPI) moduleRollback(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	reg, err := ma.registry()
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := ma.ctx(r)
 	defer cancel()
 	name := r.PathValue("name")
-	m, err := s.findModule(ctx, reg, name)
+	m, err := ma.findModule(ctx, reg, name)
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +354,7 @@ func (s *Server) moduleRollback(w http.ResponseWriter, r *http.Request, p Princi
 	if err != nil {
 		return nil, errorf(http.StatusConflict, CodeConflict, "%v", err)
 	}
-	s.audit(ctx, p, audit.ModuleRollback, name, map[string]string{"version": a.Version, "digest": a.Digest})
+	ma.audit.record(ctx, p, audit.ModuleRollback, name, map[string]string{"version": a.Version, "digest": a.Digest})
 	return a, nil
 }
 
@@ -365,12 +364,12 @@ func (s *Server) moduleRollback(w http.ResponseWriter, r *http.Request, p Princi
 // manifest's) and force (deploy although pools.yaml routes its topic
 // elsewhere). Everything is checked before anything is stored. The hosts
 // load it as they see it (GET /v1/modules/{name}: their reports).
-func (s *Server) moduleDeploy(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-	reg, err := s.registry()
+func (ma *modulesAPI) moduleDeploy(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	reg, err := ma.registry()
 	if err != nil {
 		return nil, err
 	}
-	if err := r.ParseMultipartForm(s.cfg.MaxBody); err != nil {
+	if err := r.ParseMultipartForm(ma.maxBody); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, err
@@ -380,7 +379,7 @@ func (s *Server) moduleDeploy(w http.ResponseWriter, r *http.Request, p Principa
 	defer func() {
 		// A large upload is spooled to temporary files.
 		if err := r.MultipartForm.RemoveAll(); err != nil {
-			s.log.Warn("module deploy: the upload's temporary files were not removed", "err", err)
+			ma.log.Warn("module deploy: the upload's temporary files were not removed", "err", err)
 		}
 	}()
 	file := func(name string) ([]byte, error) {
@@ -409,9 +408,9 @@ func (s *Server) moduleDeploy(w http.ResponseWriter, r *http.Request, p Principa
 	if err != nil {
 		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%v; nothing was stored", err)
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := ma.ctx(r)
 	defer cancel()
-	pools := s.cfg.Admin.Pools
+	pools := ma.pools
 	if pools == nil {
 		if pools, err = config.LoadPools(""); err != nil {
 			return nil, err
@@ -429,14 +428,14 @@ func (s *Server) moduleDeploy(w http.ResponseWriter, r *http.Request, p Principa
 		return nil, errorf(http.StatusConflict, CodeConflict, "%s %s declares a route that would not apply (%s); nothing was stored (force=true deploys it anyway)",
 			v.Name, v.Version, strings.Join(why, "; "))
 	}
-	if s.cfg.Admin.ModuleKey != nil {
-		v.Signature = modreg.Sign(s.cfg.Admin.ModuleKey, modreg.Digest(wasm))
+	if ma.key != nil {
+		v.Signature = modreg.Sign(ma.key, modreg.Digest(wasm))
 	}
 	a, err := reg.Deploy(modreg.WithActor(ctx, p.Actor()), v, wasm)
 	if err != nil {
 		return nil, errorf(http.StatusConflict, CodeConflict, "%v", err)
 	}
-	s.audit(ctx, p, audit.ModuleDeploy, a.Name, map[string]string{"version": a.Version, "digest": a.Digest, "signed": fmt.Sprint(a.Signed)})
+	ma.audit.record(ctx, p, audit.ModuleDeploy, a.Name, map[string]string{"version": a.Version, "digest": a.Digest, "signed": fmt.Sprint(a.Signed)})
 	return withStatus{http.StatusCreated, a}, nil
 }
 
@@ -449,7 +448,7 @@ type PushRequest struct {
 // policyPush checks a bundle as every kernel will (it compiles, its tests
 // pass), signs it with the gateway's policy key, and pushes it to the
 // kernels' bucket: every kernel puts it in force at once.
-func (s *Server) policyPush(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (pa *policiesAPI) policyPush(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	var in PushRequest
 	if err := decode(r, &in); err != nil {
 		return nil, err
@@ -461,10 +460,10 @@ func (s *Server) policyPush(w http.ResponseWriter, r *http.Request, p Principal)
 	for name, data := range in.Files {
 		b.Files[name] = []byte(data)
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := pa.ctx(r)
 	defer cancel()
-	opts := safety.PushOptions{By: p.Actor(), SigningKey: s.cfg.Admin.PolicyKey, Unsigned: s.cfg.Admin.PolicyKey == nil}
-	res, err := safety.Push(ctx, s.cfg.Client.Bus().NATS(), s.cfg.Admin.PolicyBucket, b, opts)
+	opts := safety.PushOptions{By: p.Actor(), SigningKey: pa.key, Unsigned: pa.key == nil}
+	res, err := safety.Push(ctx, pa.client.Bus().NATS(), pa.bucket, b, opts)
 	var tf *safety.TestsFailedError
 	switch {
 	case errors.As(err, &tf):
@@ -475,25 +474,25 @@ func (s *Server) policyPush(w http.ResponseWriter, r *http.Request, p Principal)
 		return nil, err
 	}
 	if !res.Unchanged {
-		s.audit(ctx, p, audit.PolicyPush, res.Bucket, map[string]string{"revision": res.Revision, "signed": fmt.Sprint(res.KeyID != "")})
+		pa.audit.record(ctx, p, audit.PolicyPush, res.Bucket, map[string]string{"revision": res.Revision, "signed": fmt.Sprint(res.KeyID != "")})
 	}
 	return map[string]any{"bucket": res.Bucket, "revision": res.Revision, "tests": res.Tests,
 		"unchanged": res.Unchanged, "signed": res.KeyID != "", "key_id": res.KeyID}, nil
 }
 
-// audit records what p did, best effort: a failure is logged.
-func (s *Server) audit(ctx context.Context, p Principal, action, target string, detail map[string]string) {
-	if s.cfg.Admin.JS == nil {
+// record records what p did, best effort: a failure is logged.
+func (at *auditTrail) record(ctx context.Context, p Principal, action, target string, detail map[string]string) {
+	if at.js == nil {
 		return
 	}
 	e := audit.Entry{Actor: p.Actor(), Action: action, Target: target, Detail: detail}
-	if err := audit.Record(ctx, s.cfg.Admin.JS, e); err != nil {
-		s.log.Warn("audit record failed", "action", action, "target", target, "err", err)
+	if err := audit.Record(ctx, at.js, e); err != nil {
+		at.log.Warn("audit record failed", "action", action, "target", target, "err", err)
 	}
 }
 
-func (s *Server) auditLog(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-	if s.cfg.Admin.JS == nil {
+func (at *auditTrail) list(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	if at.js == nil {
 		return nil, errorf(http.StatusServiceUnavailable, CodeUnavailable, "this gateway has no audit log")
 	}
 	q := r.URL.Query()
@@ -514,9 +513,9 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request, p Principal) (
 		}
 		f.Since = time.UnixMilli(ms)
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := at.ctx(r)
 	defer cancel()
-	es, err := audit.List(ctx, s.cfg.Admin.JS, f)
+	es, err := audit.List(ctx, at.js, f)
 	if err != nil {
 		return nil, err
 	}
@@ -538,8 +537,8 @@ var embeddedOnce = sync.OnceValues(func() (*safety.Bundle, error) { return safet
 
 // currentPolicy is the bundle in force: the one pushed last, else the
 // embedded default.
-func (s *Server) currentPolicy(ctx context.Context) (*safety.Bundle, string, error) {
-	b, _, err := safety.Current(ctx, s.cfg.Client.Bus().NATS(), s.cfg.Admin.PolicyBucket)
+func (pa *policiesAPI) currentPolicy(ctx context.Context) (*safety.Bundle, string, error) {
+	b, _, err := safety.Current(ctx, pa.client.Bus().NATS(), pa.bucket)
 	if errors.Is(err, safety.ErrNoBundle) {
 		b, err = embeddedOnce()
 		return b, "embedded", err
@@ -547,21 +546,21 @@ func (s *Server) currentPolicy(ctx context.Context) (*safety.Bundle, string, err
 	return b, "bucket", err
 }
 
-func (s *Server) compiled(ctx context.Context) (*safety.Policy, *safety.Bundle, string, error) {
-	b, source, err := s.currentPolicy(ctx)
+func (pa *policiesAPI) compiled(ctx context.Context) (*safety.Policy, *safety.Bundle, string, error) {
+	b, source, err := pa.currentPolicy(ctx)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	s.policy.mu.Lock()
-	defer s.policy.mu.Unlock()
-	if s.policy.p != nil && s.policy.rev == b.Revision() {
-		return s.policy.p, b, source, nil
+	pa.cache.mu.Lock()
+	defer pa.cache.mu.Unlock()
+	if pa.cache.p != nil && pa.cache.rev == b.Revision() {
+		return pa.cache.p, b, source, nil
 	}
 	p, err := safety.Compile(b)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	s.policy.rev, s.policy.p, s.policy.b = b.Revision(), p, b
+	pa.cache.rev, pa.cache.p, pa.cache.b = b.Revision(), p, b
 	return p, b, source, nil
 }
 
@@ -573,14 +572,14 @@ type PolicyStatus struct {
 	Kernels  []map[string]any  `json:"kernels"`
 }
 
-func (s *Server) policyStatus(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-	ctx, cancel := s.ctx(r)
+func (pa *policiesAPI) policyStatus(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	ctx, cancel := pa.ctx(r)
 	defer cancel()
-	b, source, err := s.currentPolicy(ctx)
+	b, source, err := pa.currentPolicy(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sts, err := safety.Statuses(ctx, s.cfg.Client.Bus().NATS(), hostWindow)
+	sts, err := safety.Statuses(ctx, pa.client.Bus().NATS(), hostWindow)
 	if err != nil {
 		return nil, err
 	}
@@ -599,7 +598,7 @@ func (s *Server) policyStatus(w http.ResponseWriter, r *http.Request, p Principa
 
 // policyEval explains the decision of the policy in force on a
 // CheckRequest (its protojson), as `ward policy eval` does.
-func (s *Server) policyEval(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (pa *policiesAPI) policyEval(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	raw, err := readAll(r)
 	if err != nil {
 		return nil, err
@@ -611,9 +610,9 @@ func (s *Server) policyEval(w http.ResponseWriter, r *http.Request, p Principal)
 	if !p.Admin() {
 		req.TenantId = p.Tenant // a tenant asks about its own jobs
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := pa.ctx(r)
 	defer cancel()
-	pol, _, source, err := s.compiled(ctx)
+	pol, _, source, err := pa.compiled(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -633,10 +632,10 @@ type TestReply struct {
 	Results  []map[string]any `json:"results"`
 }
 
-func (s *Server) policyTest(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-	ctx, cancel := s.ctx(r)
+func (pa *policiesAPI) policyTest(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	ctx, cancel := pa.ctx(r)
 	defer cancel()
-	b, _, err := s.currentPolicy(ctx)
+	b, _, err := pa.currentPolicy(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -690,17 +689,17 @@ const impactStatusWait = time.Second
 // candidate bundle would change (`ward policy impact`): nothing is put in
 // force, so nothing is audited. 400 for a candidate that does not
 // compile, 503 when no kernel answers or every kernel refused.
-func (s *Server) policyImpact(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (pa *policiesAPI) policyImpact(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	var in ImpactRequest
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := pa.ctx(r)
 	defer cancel()
 	files := map[string][]byte{}
 	out := ImpactReply{Kernels: []map[string]any{}, Flips: []map[string]any{}}
 	if in.Base == nil || *in.Base {
-		b, _, err := s.currentPolicy(ctx)
+		b, _, err := pa.currentPolicy(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -726,7 +725,7 @@ func (s *Server) policyImpact(w http.ResponseWriter, r *http.Request, p Principa
 		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%v", err)
 	}
 	out.Revision = b.Revision()
-	sum, err := safety.Impacts(ctx, s.cfg.Client.Bus().NATS(), b, impactStatusWait)
+	sum, err := safety.Impacts(ctx, pa.client.Bus().NATS(), b, impactStatusWait)
 	switch {
 	case err != nil && strings.Contains(err.Error(), "no kernel answered"):
 		return nil, errorf(http.StatusServiceUnavailable, CodeUnavailable, "%v", err)
@@ -761,21 +760,21 @@ type HistoryReply struct {
 
 // policyHistory lists the pushes the policy bucket keeps (`ward policy
 // history`).
-func (s *Server) policyHistory(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-	ctx, cancel := s.ctx(r)
+func (pa *policiesAPI) policyHistory(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	ctx, cancel := pa.ctx(r)
 	defer cancel()
-	h, err := safety.History(ctx, s.cfg.Client.Bus().NATS(), s.cfg.Admin.PolicyBucket)
+	h, err := safety.History(ctx, pa.client.Bus().NATS(), pa.bucket)
 	if err != nil {
 		return nil, err
 	}
 	if h == nil {
 		h = []safety.PolicyRevision{}
 	}
-	return HistoryReply{Bucket: s.policyBucket(), Revisions: h}, nil
+	return HistoryReply{Bucket: pa.policyBucket(), Revisions: h}, nil
 }
 
-func (s *Server) policyBucket() string {
-	if b := s.cfg.Admin.PolicyBucket; b != "" {
+func (pa *policiesAPI) policyBucket() string {
+	if b := pa.bucket; b != "" {
 		return b
 	}
 	return safety.DefaultBucket
@@ -805,23 +804,23 @@ type RollbackReply struct {
 // rollback`): its stored bytes, signature included, become the bucket's
 // newest value. 404 for a revision the bucket does not keep, 409 for a
 // deletion or a push that came in between.
-func (s *Server) policyRollback(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (pa *policiesAPI) policyRollback(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	var in RollbackRequest
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := pa.ctx(r)
 	defer cancel()
-	return s.rollbackPolicy(ctx, p, in.KVRevision)
+	return pa.rollbackPolicy(ctx, p, in.KVRevision)
 }
 
 // rollbackPolicy rolls the policy back to bucket revision rev for p, and
 // audits it (policy.push, with rollback_of) unless nothing changed.
-func (s *Server) rollbackPolicy(ctx context.Context, p Principal, rev uint64) (RollbackReply, error) {
+func (pa *policiesAPI) rollbackPolicy(ctx context.Context, p Principal, rev uint64) (RollbackReply, error) {
 	if rev == 0 {
 		return RollbackReply{}, errorf(http.StatusBadRequest, reason.BadRequest, "kv_revision is required: a bucket revision GET /v1/policies/history lists")
 	}
-	res, err := safety.Rollback(ctx, s.cfg.Client.Bus().NATS(), s.cfg.Admin.PolicyBucket, rev, safety.RollbackOptions{By: p.Actor()})
+	res, err := safety.Rollback(ctx, pa.client.Bus().NATS(), pa.bucket, rev, safety.RollbackOptions{By: p.Actor()})
 	switch {
 	case errors.Is(err, safety.ErrNotInHistory):
 		return RollbackReply{}, errorf(http.StatusNotFound, CodeNotFound, "%v", err)
@@ -831,7 +830,7 @@ func (s *Server) rollbackPolicy(ctx context.Context, p Principal, rev uint64) (R
 		return RollbackReply{}, err
 	}
 	if !res.Unchanged {
-		s.audit(ctx, p, audit.PolicyPush, res.Bucket, map[string]string{"revision": res.Revision, "signed": fmt.Sprint(res.Signed),
+		pa.audit.record(ctx, p, audit.PolicyPush, res.Bucket, map[string]string{"revision": res.Revision, "signed": fmt.Sprint(res.Signed),
 			"rollback_of": fmt.Sprint(rev), "kv_revision": fmt.Sprint(res.KVRevision)})
 	}
 	return RollbackReply{Bucket: res.Bucket, RolledBackTo: rev, Revision: res.Revision, KVRevision: res.KVRevision,

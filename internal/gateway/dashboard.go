@@ -122,7 +122,7 @@ func (a dashboardAPI) Call(r *http.Request, p dashboard.Principal, route string,
 
 // KnownWorkflows asks the schedulers, through p's client.
 func (a dashboardAPI) KnownWorkflows(ctx context.Context, p dashboard.Principal) ([]string, error) {
-	return a.s.clientOf(p).KnownWorkflows(ctx)
+	return a.s.clients.of(p).KnownWorkflows(ctx)
 }
 
 // dashboardError is err as the dashboard reads a refusal: an *apiError

@@ -158,7 +158,7 @@ func FuzzRequestBody(f *testing.F) {
 func checkSubmit(t *testing.T, r *http.Request, p Principal, in *SubmitRequest) {
 	t.Helper()
 	body := *in
-	req, err := (&Server{}).jobRequest(r, p, in)
+	req, err := jobRequest(r, p, in)
 	if err != nil {
 		checkRefusal(t, err, http.StatusBadRequest, http.StatusForbidden)
 		if req != nil {

@@ -123,9 +123,9 @@ type Server struct {
 	rates *limiterSet
 	guard *authGuard
 
-	mu      sync.Mutex
-	tenants map[string]*client.Client
-	policy  policyCache
+	// clients are the clients keys act through (the dashboard's known
+	// workflows, and the endpoints').
+	clients *tenantClients
 }
 
 // route is one endpoint, for the OpenAPI document's test and the
@@ -167,7 +167,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Log,
 		rates:   newLimiterSet(rate.Limit(cfg.Rate), cfg.Burst, maxLimiters),
 		guard:   newAuthGuard(cfg.AuthFailureRate, cfg.AuthFailureBurst),
-		tenants: map[string]*client.Client{}, handlers: map[string]route{}}
+		clients: newTenantClients(cfg.Client), handlers: map[string]route{}}
 	s.metrics = newMetrics(cfg.Metrics)
 	s.routesAPI()
 	s.routesUI()
@@ -276,25 +276,46 @@ func safeMethod(m string) bool {
 // id).
 const maxLimiters = 10000
 
-// clientOf is the client p acts through: the admin's, or one bound to
-// p's tenant.
-func (s *Server) clientOf(p Principal) *client.Client {
+// mountFunc registers an endpoint (Server.api): each resource's type
+// mounts its endpoints with it.
+type mountFunc func(method, pattern, scope string, h handler)
+
+// tenantClients are the clients keys act through: the admin's, and one
+// bound to each tenant seen.
+type tenantClients struct {
+	admin *client.Client
+
+	mu      sync.Mutex
+	tenants map[string]*client.Client
+}
+
+func newTenantClients(admin *client.Client) *tenantClients {
+	return &tenantClients{admin: admin, tenants: map[string]*client.Client{}}
+}
+
+// of is the client p acts through: the admin's, or one bound to p's
+// tenant.
+func (tc *tenantClients) of(p Principal) *client.Client {
 	if p.Admin() {
-		return s.cfg.Client
+		return tc.admin
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.tenants[p.Tenant]
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	c, ok := tc.tenants[p.Tenant]
 	if !ok {
-		c = s.cfg.Client.For(p.Tenant)
-		s.tenants[p.Tenant] = c
+		c = tc.admin.For(p.Tenant)
+		tc.tenants[p.Tenant] = c
 	}
 	return c
 }
 
+// deadline is Config.Timeout, which bounds a request's calls to the
+// system; the endpoints' types embed it.
+type deadline time.Duration
+
 // ctx bounds a request's calls to the system.
-func (s *Server) ctx(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(r.Context(), s.cfg.Timeout)
+func (d deadline) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), time.Duration(d))
 }
 
 // Serve serves on addr until ctx ends, then shuts down, waiting up to

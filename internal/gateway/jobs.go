@@ -47,14 +47,22 @@ type SubmitRequest struct {
 	Tenant string `json:"tenant,omitempty"`
 }
 
-func (s *Server) routesJobs() {
-	s.api("POST", "/v1/jobs", ScopeSubmit, s.submit)
-	s.api("GET", "/v1/jobs", ScopeRead, s.listJobs)
-	s.api("GET", "/v1/jobs/{id}", ScopeRead, s.getJob)
-	s.api("POST", "/v1/jobs/{id}/cancel", ScopeSubmit, s.cancelJob)
-	s.api("POST", "/v1/jobs/cancel", ScopeSubmit, s.bulkCancel)
-	s.api("GET", "/v1/jobs/{id}/events", ScopeRead, s.jobEvents)
-	s.api("GET", "/v1/events", ScopeRead, s.tenantEvents)
+// jobsAPI is the jobs' endpoints (/v1/jobs, /v1/events): they act
+// through the caller's client, and audit an admin's cancels.
+type jobsAPI struct {
+	deadline
+	clients *tenantClients
+	audit   *auditTrail
+}
+
+func (j *jobsAPI) mount(api mountFunc) {
+	api("POST", "/v1/jobs", ScopeSubmit, j.submit)
+	api("GET", "/v1/jobs", ScopeRead, j.listJobs)
+	api("GET", "/v1/jobs/{id}", ScopeRead, j.getJob)
+	api("POST", "/v1/jobs/{id}/cancel", ScopeSubmit, j.cancelJob)
+	api("POST", "/v1/jobs/cancel", ScopeSubmit, j.bulkCancel)
+	api("GET", "/v1/jobs/{id}/events", ScopeRead, j.jobEvents)
+	api("GET", "/v1/events", ScopeRead, j.tenantEvents)
 }
 
 // decode reads a JSON body into v, refusing unknown fields, and anything
@@ -87,18 +95,18 @@ func decodeOptional(r *http.Request, v any) error {
 	return decode(r, v)
 }
 
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (j *jobsAPI) submit(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	var in SubmitRequest
 	if err := decode(r, &in); err != nil {
 		return nil, err
 	}
-	req, err := s.jobRequest(r, p, &in)
+	req, err := jobRequest(r, p, &in)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := j.ctx(r)
 	defer cancel()
-	rep, err := s.clientOf(p).Submit(ctx, req)
+	rep, err := j.clients.of(p).Submit(ctx, req)
 	if err != nil && !errors.Is(err, client.ErrRefused) {
 		return nil, err
 	}
@@ -114,7 +122,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p Principal) (an
 
 // jobRequest builds the JobRequest in says, checking what can be checked
 // here.
-func (s *Server) jobRequest(r *http.Request, p Principal, in *SubmitRequest) (*wardv1.JobRequest, error) {
+func jobRequest(r *http.Request, p Principal, in *SubmitRequest) (*wardv1.JobRequest, error) {
 	if strings.TrimSpace(in.Topic) == "" {
 		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "topic is required (e.g. job.echo)")
 	}
@@ -199,18 +207,18 @@ func refusal(rep *wardv1.SubmitReply, err error) error {
 	return errorf(status, code, "%s", msg)
 }
 
-func (s *Server) getJob(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-	ctx, cancel := s.ctx(r)
+func (j *jobsAPI) getJob(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	ctx, cancel := j.ctx(r)
 	defer cancel()
 	withResult := r.URL.Query().Get("result") != "false"
-	rec, err := s.clientOf(p).Get(ctx, r.PathValue("id"), withResult)
+	rec, err := j.clients.of(p).Get(ctx, r.PathValue("id"), withResult)
 	if err != nil {
 		return nil, notFound(err, "job", r.PathValue("id"))
 	}
 	if r.URL.Query().Get("context") == "true" {
 		// The payload as submitted, read as the key's tenant (or admin)
 		// reads the job: none for a context stored by pointer.
-		if rec.Context, err = s.clientOf(p).Context(ctx, r.PathValue("id")); err != nil {
+		if rec.Context, err = j.clients.of(p).Context(ctx, r.PathValue("id")); err != nil {
 			return nil, err
 		}
 	}
@@ -220,7 +228,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request, p Principal) (an
 		// the job ended): progress reports, then the output in seq order.
 		live := []map[string]any{}
 		if !client.Terminal(rec.GetState()) {
-			rep, err := s.clientOf(p).GetLive(ctx, r.PathValue("id"))
+			rep, err := j.clients.of(p).GetLive(ctx, r.PathValue("id"))
 			if err != nil {
 				return nil, notFound(err, "job", r.PathValue("id"))
 			}
@@ -252,14 +260,14 @@ type ListReply struct {
 	NextCursor string           `json:"next_cursor,omitempty"`
 }
 
-func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (j *jobsAPI) listJobs(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	q, err := listQuery(r, p)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := j.ctx(r)
 	defer cancel()
-	rep, err := s.clientOf(p).ListJobs(ctx, q)
+	rep, err := j.clients.of(p).ListJobs(ctx, q)
 	if err != nil {
 		if strings.Contains(err.Error(), "cursor") {
 			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%v", err)
@@ -332,30 +340,30 @@ type CancelRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (j *jobsAPI) cancelJob(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	var in CancelRequest
 	if err := decodeOptional(r, &in); err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := j.ctx(r)
 	defer cancel()
 	id := r.PathValue("id")
-	rec, err := s.clientOf(p).Cancel(ctx, id, cancelReason(in.Reason, p))
+	rec, err := j.clients.of(p).Cancel(ctx, id, cancelReason(in.Reason, p))
 	if err != nil {
 		if rec != nil && client.Terminal(rec.GetState()) {
 			return nil, errorf(http.StatusConflict, CodeConflict, "%v", err)
 		}
 		return nil, notFound(err, "job", id)
 	}
-	s.auditCancel(ctx, p, rec)
+	j.auditCancel(ctx, p, rec)
 	return apijson.Of(rec), nil
 }
 
 // auditCancel records an admin key's cancel: it acts on every tenant's
 // jobs (a tenant key's cancel of its own job is not an admin action).
-func (s *Server) auditCancel(ctx context.Context, p Principal, rec *wardv1.JobRecord) {
+func (j *jobsAPI) auditCancel(ctx context.Context, p Principal, rec *wardv1.JobRecord) {
 	if p.Admin() {
-		s.audit(ctx, p, audit.JobCancel, rec.GetJobId(), map[string]string{"tenant": rec.GetTenantId(), "state": strings.TrimPrefix(rec.GetState().String(), "JOB_STATE_")})
+		j.audit.record(ctx, p, audit.JobCancel, rec.GetJobId(), map[string]string{"tenant": rec.GetTenantId(), "state": strings.TrimPrefix(rec.GetState().String(), "JOB_STATE_")})
 	}
 }
 
@@ -396,7 +404,7 @@ type BulkCancelReply struct {
 	Failed    map[string]string `json:"failed,omitempty"`
 }
 
-func (s *Server) bulkCancel(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (j *jobsAPI) bulkCancel(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	var in BulkCancelRequest
 	if err := decode(r, &in); err != nil {
 		return nil, err
@@ -404,8 +412,8 @@ func (s *Server) bulkCancel(w http.ResponseWriter, r *http.Request, p Principal)
 	if err := in.check(); err != nil {
 		return nil, err
 	}
-	c := s.clientOf(p)
-	ctx, cancel := s.ctx(r)
+	c := j.clients.of(p)
+	ctx, cancel := j.ctx(r)
 	defer cancel()
 	ids := in.IDs
 	if len(ids) == 0 {
@@ -440,7 +448,7 @@ func (s *Server) bulkCancel(w http.ResponseWriter, r *http.Request, p Principal)
 			out.Failed[id] = err.Error()
 			continue
 		}
-		s.auditCancel(ctx, p, rec)
+		j.auditCancel(ctx, p, rec)
 		out.Cancelled = append(out.Cancelled, id)
 	}
 	return out, nil
@@ -488,7 +496,7 @@ const heartbeat = 15 * time.Second
 // ones, until the job ends. Event ids are the events' places in the
 // job's log, from 1; an OUTPUT chunk is sent as event "output" without an
 // id (they are not stored in the log).
-func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (j *jobsAPI) jobEvents(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	id := r.PathValue("id")
 	after := 0
 	if le := r.Header.Get("Last-Event-ID"); le != "" {
@@ -498,13 +506,13 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, p Principal) 
 		}
 		after = n
 	}
-	c := s.clientOf(p)
+	c := j.clients.of(p)
 	watch, err := c.Watch(id) // before the read: no event falls between
 	if err != nil {
 		return nil, err
 	}
 	defer watch.Close()
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := j.ctx(r)
 	rec, err := c.Get(ctx, id, false)
 	cancel()
 	if err != nil {
@@ -588,7 +596,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, p Principal) 
 // first, for each of the newest jobs (up to 1000) that changed since, its
 // state now (event "state", the job's record's state and time), then the
 // live events: what it missed is summed up, not replayed one by one.
-func (s *Server) tenantEvents(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (j *jobsAPI) tenantEvents(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	var since int64 = -1
 	if le := r.Header.Get("Last-Event-ID"); le != "" {
 		ms, err := strconv.ParseInt(le, 10, 64)
@@ -597,7 +605,7 @@ func (s *Server) tenantEvents(w http.ResponseWriter, r *http.Request, p Principa
 		}
 		since = ms
 	}
-	c := s.clientOf(p)
+	c := j.clients.of(p)
 	evs := make(chan *wardv1.JobEvent, 1024)
 	stop, _, err := c.Events(func(ev *wardv1.JobEvent) {
 		select {
@@ -611,7 +619,7 @@ func (s *Server) tenantEvents(w http.ResponseWriter, r *http.Request, p Principa
 	defer stop()
 	var missed []*wardv1.JobRecord
 	if since >= 0 {
-		ctx, cancel := s.ctx(r)
+		ctx, cancel := j.ctx(r)
 		q := &wardv1.ListJobsRequest{Limit: 500}
 		for len(missed) < 1000 {
 			rep, err := c.ListJobs(ctx, q)

@@ -1,12 +1,16 @@
 package gateway
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ward-run/ward/api/reason"
+	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/apijson"
 	"github.com/ward-run/ward/internal/audit"
 )
 
@@ -22,14 +26,82 @@ type DrainReply struct {
 	Running int32 `json:"running"`
 }
 
+// opsAPI is the hosts' endpoints (/v1/hosts, drain and undrain) and the
+// job store's counts (/v1/stats), asked on the admin's client.
+type opsAPI struct {
+	deadline
+	client *client.Client
+	audit  *auditTrail
+	log    *slog.Logger
+}
+
+func (o *opsAPI) mount(api mountFunc) {
+	api("GET", "/v1/hosts", ScopeRead, o.hosts)
+	api("POST", "/v1/hosts/{id}/drain", ScopeAdmin, o.drainHost(false))
+	api("POST", "/v1/hosts/{id}/undrain", ScopeAdmin, o.drainHost(true))
+	api("GET", "/v1/stats", ScopeAdmin, o.stats)
+}
+
+// hosts lists the live hosts. A tenant's key sees their capacity, load
+// and modules; an admin's their labels and credentials too. A host an
+// operator drained (POST /v1/hosts/{id}/drain) carries
+// drained_at_unix_ms, from the schedulers' status, asked at the same
+// time as the hosts; "drained" names every drained host, live or not.
+func (o *opsAPI) hosts(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	ctx, cancel := o.ctx(r)
+	defer cancel()
+	var drained map[string]int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		drained = o.drained(ctx)
+	}()
+	hbs, err := o.client.Workers(ctx, hostWindow)
+	<-done
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, 0, len(hbs))
+	for _, hb := range hbs {
+		v := apijson.Of(hb)
+		if !p.Admin() {
+			delete(v, "credential")
+			delete(v, "labels")
+		}
+		if at, ok := drained[hb.GetWorkerId()]; ok {
+			v["drained_at_unix_ms"] = at
+		}
+		out = append(out, v)
+	}
+	return map[string]any{"hosts": out, "drained": drained}, nil
+}
+
+// drained are the hosts an operator drained, with when, as the scheduler
+// replicas that answer within hostWindow say (each reads them from the
+// store); none when none answers.
+func (o *opsAPI) drained(ctx context.Context) map[string]int64 {
+	out := map[string]int64{}
+	sts, err := o.client.Schedulers(ctx, hostWindow)
+	if err != nil {
+		o.log.Debug("the schedulers' status (drained hosts) was not read", "err", err)
+		return out
+	}
+	for _, st := range sts {
+		for w, at := range st.GetDrained() {
+			out[w] = max(out[w], at)
+		}
+	}
+	return out
+}
+
 // drainHost drains host {id} (ward workers drain): no scheduler places a
 // new job on it until it is undrained, while the jobs it runs finish. The
 // drain is kept in the job store; the scheduler audits it with the
 // gateway's credential, and the gateway with the key (host.drain,
 // host.undrain).
-func (s *Server) drainHost(undrain bool) handler {
+func (o *opsAPI) drainHost(undrain bool) handler {
 	return func(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-		out, err := s.setDrain(r, p, r.PathValue("id"), undrain)
+		out, err := o.setDrain(r, p, r.PathValue("id"), undrain)
 		if err != nil {
 			return nil, err
 		}
@@ -38,13 +110,13 @@ func (s *Server) drainHost(undrain bool) handler {
 }
 
 // setDrain drains or undrains host id for p, and audits a change.
-func (s *Server) setDrain(r *http.Request, p Principal, id string, undrain bool) (DrainReply, error) {
+func (o *opsAPI) setDrain(r *http.Request, p Principal, id string, undrain bool) (DrainReply, error) {
 	if strings.TrimSpace(id) == "" {
 		return DrainReply{}, errorf(http.StatusBadRequest, reason.BadRequest, "name the host")
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := o.ctx(r)
 	defer cancel()
-	rep, err := s.cfg.Client.DrainHost(ctx, id, undrain)
+	rep, err := o.client.DrainHost(ctx, id, undrain)
 	if err != nil {
 		if strings.Contains(err.Error(), "store unavailable") {
 			return DrainReply{}, errorf(http.StatusServiceUnavailable, CodeUnavailable, "%v", err)
@@ -56,7 +128,7 @@ func (s *Server) setDrain(r *http.Request, p Principal, id string, undrain bool)
 		if undrain {
 			action = audit.HostUndrain
 		}
-		s.audit(ctx, p, action, id, nil)
+		o.audit.record(ctx, p, action, id, nil)
 	}
 	return DrainReply{WorkerID: id, Drained: !undrain, Changed: rep.GetChanged(), Running: rep.GetRunning()}, nil
 }
@@ -116,14 +188,14 @@ func statsQuery(r *http.Request) (step time.Duration, steps int, until time.Time
 
 // stats is the job store's exact counts (ward jobs stats): an admin's, as
 // they cover every tenant.
-func (s *Server) stats(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (o *opsAPI) stats(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	step, steps, until, err := statsQuery(r)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := o.ctx(r)
 	defer cancel()
-	st, err := s.cfg.Client.Stats(ctx, step, steps, until)
+	st, err := o.client.Stats(ctx, step, steps, until)
 	if err != nil {
 		if strings.Contains(err.Error(), "store unavailable") {
 			return nil, errorf(http.StatusServiceUnavailable, CodeUnavailable, "%v", err)

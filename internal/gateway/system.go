@@ -23,11 +23,18 @@ import (
 var OpenAPI []byte
 
 func (s *Server) routesAPI() {
-	s.routesJobs()
-	s.routesAdmin()
-	s.routesWorkflows()
-	s.api("GET", "/healthz", "", s.healthz)
-	s.api("GET", "/readyz", "", s.readyz)
+	cfg, d := s.cfg, deadline(s.cfg.Timeout)
+	trail := &auditTrail{deadline: d, js: cfg.Admin.JS, log: s.log}
+	(&jobsAPI{deadline: d, clients: s.clients, audit: trail}).mount(s.api)
+	(&opsAPI{deadline: d, client: cfg.Client, audit: trail, log: s.log}).mount(s.api)
+	(&dlqAPI{deadline: d, client: cfg.Client, clients: s.clients, audit: trail}).mount(s.api)
+	(&modulesAPI{deadline: d, client: cfg.Client, reg: cfg.Admin.Registry, pools: cfg.Admin.Pools,
+		key: cfg.Admin.ModuleKey, maxBody: cfg.MaxBody, audit: trail, log: s.log}).mount(s.api)
+	(&policiesAPI{deadline: d, client: cfg.Client, bucket: cfg.Admin.PolicyBucket, key: cfg.Admin.PolicyKey,
+		audit: trail}).mount(s.api)
+	trail.mount(s.api)
+	(&workflowsAPI{deadline: d, clients: s.clients, audit: trail}).mount(s.api)
+	newProbes(cfg).mount(s.api)
 	s.mux.HandleFunc("GET /v1/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(OpenAPI)
@@ -48,23 +55,42 @@ func (s *Server) routesAPI() {
 	})
 }
 
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request, _ Principal) (any, error) {
-	return map[string]any{"status": "ok", "version": s.cfg.Version}, nil
+// probes are /healthz (the build's version) and /readyz (whether the
+// system is reachable), which need no key.
+type probes struct {
+	version string
+	ready   func(context.Context) error
 }
 
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ Principal) (any, error) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	ready := s.cfg.Ready
+// newProbes are cfg's probes; /readyz checks the NATS connection unless
+// cfg.Ready says otherwise.
+func newProbes(cfg Config) *probes {
+	ready := cfg.Ready
 	if ready == nil {
+		c := cfg.Client
 		ready = func(context.Context) error {
-			if !s.cfg.Client.Bus().NATS().IsConnected() {
+			if !c.Bus().NATS().IsConnected() {
 				return errors.New("not connected to NATS")
 			}
 			return nil
 		}
 	}
-	if err := ready(ctx); err != nil {
+	return &probes{version: cfg.Version, ready: ready}
+}
+
+func (pr *probes) mount(api mountFunc) {
+	api("GET", "/healthz", "", pr.healthz)
+	api("GET", "/readyz", "", pr.readyz)
+}
+
+func (pr *probes) healthz(w http.ResponseWriter, r *http.Request, _ Principal) (any, error) {
+	return map[string]any{"status": "ok", "version": pr.version}, nil
+}
+
+func (pr *probes) readyz(w http.ResponseWriter, r *http.Request, _ Principal) (any, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := pr.ready(ctx); err != nil {
 		return nil, errorf(http.StatusServiceUnavailable, CodeUnavailable, "not ready: %v", err)
 	}
 	return map[string]any{"status": "ready"}, nil

@@ -26,15 +26,23 @@ type RerunRequest struct {
 	Input    json.RawMessage `json:"input,omitempty"`
 }
 
-func (s *Server) routesWorkflows() {
-	s.api("POST", "/v1/runs", ScopeSubmit, s.runWorkflow)
-	s.api("GET", "/v1/runs", ScopeRead, s.listRuns)
-	s.api("GET", "/v1/runs/{id}", ScopeRead, s.getRun)
-	s.api("POST", "/v1/runs/{id}/cancel", ScopeSubmit, s.cancelRun)
-	s.api("POST", "/v1/runs/{id}/rerun", ScopeSubmit, s.rerun)
+// workflowsAPI is the workflow runs' endpoints (/v1/runs): they act
+// through the caller's client, and audit an admin's cancels.
+type workflowsAPI struct {
+	deadline
+	clients *tenantClients
+	audit   *auditTrail
 }
 
-func (s *Server) runWorkflow(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (wf *workflowsAPI) mount(api mountFunc) {
+	api("POST", "/v1/runs", ScopeSubmit, wf.runWorkflow)
+	api("GET", "/v1/runs", ScopeRead, wf.listRuns)
+	api("GET", "/v1/runs/{id}", ScopeRead, wf.getRun)
+	api("POST", "/v1/runs/{id}/cancel", ScopeSubmit, wf.cancelRun)
+	api("POST", "/v1/runs/{id}/rerun", ScopeSubmit, wf.rerun)
+}
+
+func (wf *workflowsAPI) runWorkflow(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	var in RunRequest
 	if err := decode(r, &in); err != nil {
 		return nil, err
@@ -43,7 +51,7 @@ func (s *Server) runWorkflow(w http.ResponseWriter, r *http.Request, p Principal
 	if err != nil {
 		return nil, err
 	}
-	return s.startRun(r, p, req)
+	return wf.startRun(r, p, req)
 }
 
 // runRequest is the run p asks for with in, checked as far as the
@@ -76,13 +84,13 @@ func checkRun(req *wardv1.WorkflowRunRequest, p Principal) error {
 	return nil
 }
 
-func (s *Server) startRun(r *http.Request, p Principal, req *wardv1.WorkflowRunRequest) (any, error) {
+func (wf *workflowsAPI) startRun(r *http.Request, p Principal, req *wardv1.WorkflowRunRequest) (any, error) {
 	if err := checkRun(req, p); err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := wf.ctx(r)
 	defer cancel()
-	rep, err := s.clientOf(p).RunWorkflow(ctx, req)
+	rep, err := wf.clients.of(p).RunWorkflow(ctx, req)
 	if rep != nil && !rep.GetAccepted() {
 		return nil, refusal(&wardv1.SubmitReply{Reason: rep.GetReason(), Message: rep.GetMessage()}, err)
 	}
@@ -92,40 +100,40 @@ func (s *Server) startRun(r *http.Request, p Principal, req *wardv1.WorkflowRunR
 	return withStatus{http.StatusAccepted, apijson.Of(rep)}, nil
 }
 
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (wf *workflowsAPI) listRuns(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	limit, err := limitParam(r, 50)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := wf.ctx(r)
 	defer cancel()
-	runs, err := s.clientOf(p).Workflows(ctx, limit)
+	runs, err := wf.clients.of(p).Workflows(ctx, limit)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"runs": apijson.List(runs)}, nil
 }
 
-func (s *Server) getRun(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
-	ctx, cancel := s.ctx(r)
+func (wf *workflowsAPI) getRun(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+	ctx, cancel := wf.ctx(r)
 	defer cancel()
 	id := r.PathValue("id")
-	run, err := s.clientOf(p).Workflow(ctx, id, r.URL.Query().Get("events") == "true")
+	run, err := wf.clients.of(p).Workflow(ctx, id, r.URL.Query().Get("events") == "true")
 	if err != nil {
 		return nil, notFound(err, "run", id)
 	}
 	return apijson.Of(run), nil
 }
 
-func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (wf *workflowsAPI) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	var in CancelRequest
 	if err := decodeOptional(r, &in); err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.ctx(r)
+	ctx, cancel := wf.ctx(r)
 	defer cancel()
 	id := r.PathValue("id")
-	run, err := s.clientOf(p).CancelWorkflow(ctx, id, cancelReason(in.Reason, p))
+	run, err := wf.clients.of(p).CancelWorkflow(ctx, id, cancelReason(in.Reason, p))
 	if err != nil {
 		if run != nil && run.GetState() != "RUNNING" {
 			return nil, errorf(http.StatusConflict, CodeConflict, "%v", err)
@@ -133,12 +141,12 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, p Principal) 
 		return nil, notFound(err, "run", id)
 	}
 	if p.Admin() {
-		s.audit(ctx, p, audit.WorkflowCancel, id, map[string]string{"tenant": run.GetTenantId()})
+		wf.audit.record(ctx, p, audit.WorkflowCancel, id, map[string]string{"tenant": run.GetTenantId()})
 	}
 	return apijson.Of(run), nil
 }
 
-func (s *Server) rerun(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
+func (wf *workflowsAPI) rerun(w http.ResponseWriter, r *http.Request, p Principal) (any, error) {
 	var in RerunRequest
 	if err := decode(r, &in); err != nil {
 		return nil, err
@@ -147,11 +155,11 @@ func (s *Server) rerun(w http.ResponseWriter, r *http.Request, p Principal) (any
 		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "from_step is required")
 	}
 	id := r.PathValue("id")
-	ctx, cancel := s.ctx(r)
-	run, err := s.clientOf(p).Workflow(ctx, id, false)
+	ctx, cancel := wf.ctx(r)
+	run, err := wf.clients.of(p).Workflow(ctx, id, false)
 	cancel()
 	if err != nil {
 		return nil, notFound(err, "run", id)
 	}
-	return s.startRun(r, p, &wardv1.WorkflowRunRequest{RerunOf: id, FromStep: in.FromStep, Input: in.Input, TenantId: run.GetTenantId()})
+	return wf.startRun(r, p, &wardv1.WorkflowRunRequest{RerunOf: id, FromStep: in.FromStep, Input: in.Input, TenantId: run.GetTenantId()})
 }
