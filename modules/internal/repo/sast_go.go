@@ -547,8 +547,8 @@ func (g *goScan) how(e ast.Expr, v goVal) string {
 }
 
 // command checks exec.Command and exec.CommandContext: a shell's -c with
-// a command that is not a constant (as before), and a program or its
-// arguments from an untrusted source (gosec's G204).
+// a command that is not a constant (as before), a program named by an
+// untrusted source, an argument from a request (gosec's G204).
 func (g *goScan) command(call *ast.CallExpr, name string) {
 	args := call.Args
 	if name == "exec.CommandContext" && len(args) > 0 {
@@ -575,7 +575,10 @@ func (g *goScan) command(call *ast.CallExpr, name string) {
 		return
 	}
 	for _, a := range args[1:] {
-		if v := g.eval(a); v.src != "" {
+		// an argument from a request; a command line passing on its own
+		// arguments or environment (exec.Command("ls", os.Args[1])) is not
+		// reported
+		if v := g.eval(a); v.src != "" && v.src != "os.Args" && v.src != "os.Getenv" {
 			g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, name+" is given an argument from "+v.src)
 			return
 		}
