@@ -362,17 +362,10 @@ func (g *goScan) evalCall(call *ast.CallExpr) goVal {
 	for _, a := range call.Args {
 		v = v.merge(g.eval(a))
 	}
-	recv, _ := funcName(call)
-	switch {
-	case q != "":
-	case recv == nil:
-		if _, conv := call.Fun.(*ast.ArrayType); conv {
-			break // []byte(s)
-		}
-	default:
-		// a method: its value depends on the receiver too
-		r := g.eval(recv)
-		v = v.merge(r)
+	// a function's or a conversion's value ([]byte(s)) is its arguments'; a
+	// method's depends on its receiver too
+	if recv, _ := funcName(call); q == "" && recv != nil {
+		v = v.merge(g.eval(recv))
 		v.nonConst = true
 	}
 	return v
