@@ -1,11 +1,7 @@
 package repo
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/ward-run/ward/modules/sdk"
@@ -17,9 +13,11 @@ import (
 // and insecure code (sast_code.go: SQL built by formatting, eval, unsafe
 // deserialization, shell commands built at run time, disabled TLS checks,
 // weak hashes of passwords). Calls are read to their closing parenthesis, so
-// a call that spans several lines is checked whole. Go files are also
-// parsed: exec.Command running a shell with a command that is not a
-// constant string is reported from the syntax tree. Sources of untrusted
+// a call that spans several lines is checked whole. Go files are parsed
+// (go/parser) and their SQL, command and TLS sinks checked on the syntax
+// tree, with values followed through the assignments of each function
+// (sast_go.go); a Go file that does not parse gets the regular
+// expressions. Sources of untrusted
 // values per language and Python's unsafe loaders (by full name, imports
 // resolved) are tables in sast_taint.go; every finding carries its line
 // as Excerpt (secrets masked) and a Fix.
@@ -43,9 +41,6 @@ func SAST(f *File) []sdk.Finding {
 	}
 	if pol.code {
 		scanCode(s, &out)
-		if s.lang == "Go" {
-			goShellCommands(f, &out)
-		}
 	}
 	return out.list()
 }
@@ -167,80 +162,3 @@ var codeLanguages = map[string]bool{"Go": true, "Python": true, "JavaScript": tr
 // shells are the programs whose -c argument is a command line.
 var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "/bin/sh": true, "/bin/bash": true,
 	"/usr/bin/env": true, "cmd": true, "cmd.exe": true, "powershell": true, "pwsh": true}
-
-// goShellCommands reports exec.Command(shell, "-c", <not a constant>) and
-// exec.CommandContext(ctx, shell, "-c", <not a constant>).
-func goShellCommands(f *File, out *findings) {
-	fset := token.NewFileSet()
-	file, err := parser.ParseFile(fset, f.Path, f.Data, 0)
-	if err != nil {
-		return
-	}
-	// Constants: a shell command in one is fixed.
-	consts := map[string]bool{}
-	for _, d := range file.Decls {
-		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
-			for _, spec := range g.Specs {
-				for _, name := range spec.(*ast.ValueSpec).Names {
-					consts[name.Name] = true
-				}
-			}
-		}
-	}
-	ast.Inspect(file, func(n ast.Node) bool {
-		call, ok := n.(*ast.CallExpr)
-		if !ok {
-			return true
-		}
-		sel, ok := call.Fun.(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
-		pkg, ok := sel.X.(*ast.Ident)
-		if !ok || pkg.Name != "exec" || (sel.Sel.Name != "Command" && sel.Sel.Name != "CommandContext") {
-			return true
-		}
-		args := call.Args
-		if sel.Sel.Name == "CommandContext" && len(args) > 0 {
-			args = args[1:]
-		}
-		for k := 1; k+1 < len(args); k++ {
-			if c := stringLit(args[k]); (c != "-c" && c != "/c" && c != "-Command") || !shells[stringLit(args[k-1])] {
-				continue
-			}
-			_, constant := args[k+1].(*ast.BasicLit)
-			if id, ok := args[k+1].(*ast.Ident); ok && consts[id.Name] {
-				constant = true
-			}
-			if !constant {
-				pos := fset.Position(call.Pos())
-				out.addFinding(sdk.Finding{File: f.Path, Line: pos.Line, Column: pos.Column, Rule: "shell-injection",
-					Severity: sdk.SeverityError, Message: "exec." + sel.Sel.Name + " runs a shell with a command built at run time",
-					Excerpt: codeExcerpt(lineAt(string(f.Data), lineOffset(f.Data, pos.Offset))), Fix: codeFixes["shell-injection"]})
-			}
-			break
-		}
-		return true
-	})
-}
-
-// lineOffset returns the offset of the start of the line holding off.
-func lineOffset(data []byte, off int) int {
-	for off > 0 && data[off-1] != '\n' {
-		off--
-	}
-	return off
-}
-
-// stringLit returns the value of a string literal, or "".
-func stringLit(e ast.Expr) string {
-	lit, ok := e.(*ast.BasicLit)
-	if !ok || lit.Kind != token.STRING {
-		return ""
-	}
-	s, err := strconv.Unquote(lit.Value)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(s)
-}

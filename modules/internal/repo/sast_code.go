@@ -36,8 +36,16 @@ type assignment struct {
 
 func scanCode(s *sastSource, out *findings) {
 	c := &codeScan{s: s, out: out, seen: map[string]bool{}}
+	parsed := false
 	switch s.lang {
-	case "Go", "Python", "JavaScript", "TypeScript", "Java", "Kotlin", "C#", "Ruby", "PHP":
+	case "Go":
+		// the SQL, command and TLS sinks on the syntax tree (sast_go.go);
+		// the regular expressions when the file does not parse
+		if parsed = c.goAST(); !parsed {
+			c.sqlInjection()
+		}
+		c.weakHash()
+	case "Python", "JavaScript", "TypeScript", "Java", "Kotlin", "C#", "Ruby", "PHP":
 		c.sqlInjection()
 		c.codeInjection()
 		c.deserialization()
@@ -46,7 +54,7 @@ func scanCode(s *sastSource, out *findings) {
 	case "Shell":
 		c.shellInjection()
 	}
-	c.tlsDisabled()
+	c.tlsDisabled(parsed)
 }
 
 func (c *codeScan) report(off int, rule, sev, msg string) {
@@ -714,9 +722,10 @@ var tlsRules = []tlsRule{
 }
 
 // tlsDisabled: settings that turn off certificate or hostname checks.
-func (c *codeScan) tlsDisabled() {
+// A parsed Go file's InsecureSkipVerify was checked on its syntax tree.
+func (c *codeScan) tlsDisabled(goParsed bool) {
 	for _, r := range tlsRules {
-		if r.langs != nil && !r.langs[c.s.lang] || !c.hasAny(r.kw) {
+		if r.langs != nil && !r.langs[c.s.lang] || !c.hasAny(r.kw) || goParsed && r.kw == "InsecureSkipVerify" {
 			continue
 		}
 		for _, m := range r.re.FindAllStringSubmatchIndex(c.s.text, -1) {

@@ -41,6 +41,15 @@ func TestSASTCases(t *testing.T) {
 			[]string{"db.py:2 sql-injection"}},
 		{"parameterised SQL over three lines", "db.py",
 			"def f(cur, name):\n    cur.execute(\n        \"SELECT * FROM t WHERE name = %s\",\n        (name,))\n", nil},
+		{"Go that does not parse: the regular expressions", "bad.go",
+			"package p\n\nfunc f(db *sql.DB, id string) {\n\tdb.Query(\"SELECT * FROM t WHERE id = \" + id)\n",
+			[]string{"bad.go:4 sql-injection"}},
+		{"Go: a query built in another function's variable of the same name", "two.go",
+			"package p\n\nfunc f(id string) string {\n\tq := \"SELECT * FROM t WHERE id = \" + id\n\treturn q\n}\n\n" +
+				"func g(db *sql.DB) {\n\tq := \"SELECT * FROM t\"\n\tdb.Query(q)\n}\n", nil},
+		{"Go: a request's value passed to a fixed program's flag", "cmd.go",
+			"package p\n\nimport (\n\t\"net/http\"\n\t\"os/exec\"\n)\n\nfunc h(w http.ResponseWriter, r *http.Request) {\n\texec.Command(\"git\", \"log\", r.FormValue(\"ref\")).Run()\n}\n",
+			[]string{"cmd.go:9 shell-injection"}},
 		{"a PEM header without a key", "pem.go", "package pem\n\nconst h = \"-----BEGIN RSA PRIVATE KEY-----\"\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,6 +73,21 @@ func TestSASTMasks(t *testing.T) {
 		t.Fatalf("message %q", m)
 	}
 	if fs[0].Excerpt != "AWS_SECRET_ACCESS_KEY=Ht4L…" || fs[0].Fix == "" {
+		t.Fatalf("excerpt %q, fix %q", fs[0].Excerpt, fs[0].Fix)
+	}
+}
+
+// TestSASTGoExcerpt: a finding from Go's syntax tree shows its line, a
+// literal that may be a secret masked, with a fix.
+func TestSASTGoExcerpt(t *testing.T) {
+	lit := "Ab3dEf9h" + "Ij2kLm4nOp7q"
+	text := "package p\n\nfunc f(db *sql.DB, id string) {\n\tdb.Exec(\"UPDATE t SET k = \" + id + \" WHERE s = \", \"" + lit + "\")\n}\n"
+	f := &repo.File{Path: "k.go", Language: "Go", Data: []byte(text)}
+	fs := repo.SAST(f)
+	if len(fs) != 1 || fs[0].Rule != "sql-injection" || fs[0].Line != 4 {
+		t.Fatalf("%+v", fs)
+	}
+	if strings.Contains(fs[0].Excerpt, lit[5:]) || !strings.Contains(fs[0].Excerpt, "db.Exec(") || fs[0].Fix == "" {
 		t.Fatalf("excerpt %q, fix %q", fs[0].Excerpt, fs[0].Fix)
 	}
 }

@@ -1,0 +1,596 @@
+package repo
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/ward-run/ward/modules/sdk"
+)
+
+// Go files are parsed once (go/parser) and their sinks checked on the
+// syntax tree, in the manner of gosec's G201/G202 (SQL built by formatting
+// or concatenation), G204 (commands) and G402 (TLS checks off). Values are
+// followed within a function: each local variable carries what was
+// assigned to it (a union over its assignments, in the order of the
+// source), so a query built on one line and run on another is found. A
+// value is a constant when it is a literal, a constant, a variable only
+// ever assigned constants, a number (strconv.Itoa, a parameter of a
+// numeric type, a %d verb) or a call of a function with constant
+// arguments; it is tainted by a parameter, and untrusted when it comes
+// from a request (r.FormValue, r.URL.Query(), r.Header.Get, r.Form, gin's
+// c.Query …), the environment or os.Args.
+
+// goVal is what the analysis knows of a Go expression's value.
+type goVal struct {
+	nonConst bool   // not known before the program runs
+	src      string // the untrusted source it comes from, if any
+	built    bool   // a string built at run time from a non-constant part
+	lits     string // the text of the literals it was built from
+	line     int    // for a variable: the line where it was built
+}
+
+func (v goVal) merge(w goVal) goVal {
+	v.nonConst = v.nonConst || w.nonConst
+	if v.src == "" {
+		v.src = w.src
+	}
+	v.built = v.built || w.built
+	if len(v.lits) < 2000 {
+		v.lits += " " + w.lits
+	}
+	if v.line == 0 {
+		v.line = w.line
+	}
+	return v
+}
+
+// goScan is a Go file under analysis.
+type goScan struct {
+	c       *codeScan
+	fset    *token.FileSet
+	pkgs    map[string]bool  // imported package names
+	consts  map[string]goVal // package constants and variables assigned constants
+	vars    map[string]goVal // the current function's parameters and variables
+	numeric map[string]bool  // the current function's parameters of a numeric type
+}
+
+// goAST checks a Go file's SQL, command and TLS sinks on its syntax tree;
+// false when the file does not parse.
+func (c *codeScan) goAST() bool {
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, c.s.path, c.s.text, parser.SkipObjectResolution)
+	if err != nil {
+		return false
+	}
+	g := &goScan{c: c, fset: fset, pkgs: map[string]bool{}, consts: map[string]goVal{}}
+	for _, im := range file.Imports {
+		p, _ := strconv.Unquote(im.Path.Value)
+		g.pkgs[importName(p, im.Name)] = true
+	}
+	// Package constants and variables first: a function may use one
+	// declared after it.
+	g.vars = map[string]goVal{}
+	for _, d := range file.Decls {
+		if gd, ok := d.(*ast.GenDecl); ok {
+			g.genDecl(gd, g.consts, true)
+		}
+	}
+	for _, d := range file.Decls {
+		g.vars, g.numeric = map[string]goVal{}, map[string]bool{}
+		if fd, ok := d.(*ast.FuncDecl); ok {
+			g.params(fd.Recv)
+			g.params(fd.Type.Params)
+			if fd.Body != nil {
+				ast.Inspect(fd.Body, g.visit)
+			}
+		} else {
+			ast.Inspect(d, g.visit)
+		}
+	}
+	return true
+}
+
+// importName is the name an import binds: its alias, or the last element
+// of its path less a major version (github.com/jackc/pgx/v5, yaml.v3).
+func importName(p string, alias *ast.Ident) string {
+	if alias != nil {
+		return alias.Name
+	}
+	name := path.Base(p)
+	if len(name) > 1 && name[0] == 'v' && strings.Trim(name[1:], "0123456789") == "" && path.Dir(p) != "." {
+		name = path.Base(path.Dir(p))
+	}
+	name, _, _ = strings.Cut(name, ".")
+	return strings.TrimPrefix(name, "go-")
+}
+
+// genDecl records constants (and, at package level, variables given
+// constants) in into.
+func (g *goScan) genDecl(gd *ast.GenDecl, into map[string]goVal, pkg bool) {
+	if gd.Tok != token.CONST && gd.Tok != token.VAR {
+		return
+	}
+	for _, spec := range gd.Specs {
+		vs := spec.(*ast.ValueSpec)
+		for i, name := range vs.Names {
+			var v goVal
+			if i < len(vs.Values) {
+				v = g.eval(vs.Values[i])
+			} else if gd.Tok == token.VAR && len(vs.Values) > 0 {
+				v = g.eval(vs.Values[0]) // a, b := f()
+			}
+			if gd.Tok == token.VAR && pkg && (len(vs.Values) == 0 || v.nonConst) {
+				continue // a package variable set elsewhere: unknown
+			}
+			g.set(into, name.Name, v, name.Pos())
+		}
+	}
+}
+
+func (g *goScan) set(into map[string]goVal, name string, v goVal, pos token.Pos) {
+	if name == "_" {
+		return
+	}
+	if v.built && v.line == 0 {
+		v.line = g.fset.Position(pos).Line
+	}
+	if old, ok := into[name]; ok {
+		v = old.merge(v)
+	}
+	into[name] = v
+}
+
+// numericTypes are the types whose values cannot carry SQL or a command.
+var numericTypes = wordSet(`int int8 int16 int32 int64 uint uint8 uint16 uint32 uint64 uintptr float32 float64 bool byte rune time.Duration`)
+
+func (g *goScan) params(fl *ast.FieldList) {
+	if fl == nil {
+		return
+	}
+	for _, f := range fl.List {
+		numeric := numericTypes[g.text(f.Type)]
+		for _, name := range f.Names {
+			if numeric {
+				g.numeric[name.Name] = true
+				continue
+			}
+			g.vars[name.Name] = goVal{nonConst: true}
+		}
+	}
+}
+
+// text is a node's source text.
+func (g *goScan) text(n ast.Node) string {
+	start, end := g.fset.Position(n.Pos()).Offset, g.fset.Position(n.End()).Offset
+	if start < 0 || end > len(g.c.s.text) || start > end {
+		return ""
+	}
+	return g.c.s.text[start:end]
+}
+
+func (g *goScan) visit(n ast.Node) bool {
+	switch n := n.(type) {
+	case *ast.FuncLit:
+		g.params(n.Type.Params)
+	case *ast.GenDecl:
+		g.genDecl(n, g.vars, false)
+	case *ast.AssignStmt:
+		g.assign(n)
+	case *ast.RangeStmt:
+		v := g.eval(n.X)
+		for _, e := range []ast.Expr{n.Key, n.Value} {
+			if id, ok := e.(*ast.Ident); ok {
+				g.set(g.vars, id.Name, goVal{nonConst: v.nonConst, src: v.src}, id.Pos())
+			}
+		}
+	case *ast.CompositeLit:
+		for _, el := range n.Elts {
+			if kv, ok := el.(*ast.KeyValueExpr); ok {
+				if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "InsecureSkipVerify" && isTrue(kv.Value) {
+					g.report(kv.Pos(), "tls-verify-disabled", sdk.SeverityError, "InsecureSkipVerify: true turns off certificate checks")
+				}
+			}
+		}
+	case *ast.CallExpr:
+		g.call(n)
+	}
+	return true
+}
+
+func isTrue(e ast.Expr) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == "true"
+}
+
+func (g *goScan) assign(n *ast.AssignStmt) {
+	for i, lhs := range n.Lhs {
+		var rhs ast.Expr
+		switch {
+		case len(n.Rhs) == len(n.Lhs):
+			rhs = n.Rhs[i]
+		case len(n.Rhs) == 1:
+			rhs = n.Rhs[0]
+		default:
+			continue
+		}
+		if sel, ok := lhs.(*ast.SelectorExpr); ok && sel.Sel.Name == "InsecureSkipVerify" && isTrue(rhs) {
+			g.report(sel.Sel.Pos(), "tls-verify-disabled", sdk.SeverityError, "InsecureSkipVerify = true turns off certificate checks")
+			continue
+		}
+		id, ok := lhs.(*ast.Ident)
+		if !ok {
+			continue
+		}
+		v := g.eval(rhs)
+		if n.Tok == token.ADD_ASSIGN {
+			old := g.ident(id.Name)
+			v.built = v.built || v.nonConst || old.built
+		}
+		g.set(g.vars, id.Name, v, id.Pos())
+	}
+}
+
+// ident is what a name holds.
+func (g *goScan) ident(name string) goVal {
+	switch name {
+	case "true", "false", "nil", "iota", "_":
+		return goVal{}
+	}
+	if g.numeric[name] {
+		return goVal{}
+	}
+	if v, ok := g.vars[name]; ok {
+		return v
+	}
+	if v, ok := g.consts[name]; ok {
+		return v
+	}
+	return goVal{nonConst: true}
+}
+
+// safeFuncs return a number, or text that cannot carry SQL or a command.
+var safeFuncs = wordSet(`strconv.Itoa strconv.FormatInt strconv.FormatUint strconv.FormatFloat strconv.FormatBool
+	strconv.AppendInt len cap pq.QuoteIdentifier pq.QuoteLiteral shellescape.Quote shellquote.Join`)
+
+// formatFuncs format their arguments into a string.
+var formatFuncs = wordSet(`fmt.Sprintf fmt.Sprint fmt.Sprintln fmt.Errorf fmt.Appendf`)
+
+// numericVerbs print a number.
+const numericVerbs = "dboxXeEfFgGctUp"
+
+func (g *goScan) eval(e ast.Expr) goVal {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind == token.STRING {
+			s, _ := strconv.Unquote(e.Value)
+			return goVal{lits: s}
+		}
+		return goVal{}
+	case *ast.Ident:
+		return g.ident(e.Name)
+	case *ast.ParenExpr:
+		return g.eval(e.X)
+	case *ast.StarExpr:
+		return g.eval(e.X)
+	case *ast.UnaryExpr:
+		return g.eval(e.X)
+	case *ast.BinaryExpr:
+		l, r := g.eval(e.X), g.eval(e.Y)
+		switch e.Op {
+		case token.ADD:
+			v := l.merge(r)
+			text := strings.TrimSpace(l.lits+r.lits) != "" || l.built || r.built
+			v.built = v.built || text && (l.nonConst || r.nonConst)
+			return v
+		case token.EQL, token.NEQ, token.LSS, token.GTR, token.LEQ, token.GEQ, token.LAND, token.LOR:
+			return goVal{}
+		}
+		v := l.merge(r)
+		v.built, v.lits = false, ""
+		return v
+	case *ast.SelectorExpr:
+		if src := g.source(e); src != "" {
+			return goVal{nonConst: true, src: src}
+		}
+		if id, ok := e.X.(*ast.Ident); ok && g.pkgs[id.Name] {
+			return goVal{} // a package's constant or variable
+		}
+		v := g.eval(e.X)
+		return goVal{nonConst: true, src: v.src}
+	case *ast.IndexExpr:
+		v := g.eval(e.X)
+		return goVal{nonConst: true, src: v.src}
+	case *ast.SliceExpr:
+		return g.eval(e.X)
+	case *ast.TypeAssertExpr:
+		return g.eval(e.X)
+	case *ast.CompositeLit:
+		var v goVal
+		for _, el := range e.Elts {
+			if kv, ok := el.(*ast.KeyValueExpr); ok {
+				el = kv.Value
+			}
+			v = v.merge(g.eval(el))
+		}
+		return v
+	case *ast.FuncLit:
+		return goVal{}
+	case *ast.CallExpr:
+		return g.evalCall(e)
+	}
+	return goVal{nonConst: true}
+}
+
+// funcName is a call's function as written: pkg.Func, recv.Method or Func.
+func funcName(call *ast.CallExpr) (recv ast.Expr, name string) {
+	switch f := call.Fun.(type) {
+	case *ast.Ident:
+		return nil, f.Name
+	case *ast.SelectorExpr:
+		return f.X, f.Sel.Name
+	}
+	return nil, ""
+}
+
+// qualified is pkg.Func for a call of an imported package's function, ""
+// otherwise.
+func (g *goScan) qualified(call *ast.CallExpr) string {
+	if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+		if id, ok := sel.X.(*ast.Ident); ok && g.pkgs[id.Name] {
+			return id.Name + "." + sel.Sel.Name
+		}
+	}
+	return ""
+}
+
+func (g *goScan) evalCall(call *ast.CallExpr) goVal {
+	if src := g.source(call); src != "" {
+		return goVal{nonConst: true, src: src}
+	}
+	q := g.qualified(call)
+	if safeFuncs[q] || q == "" && safeFuncs[g.text(call.Fun)] {
+		return goVal{}
+	}
+	if formatFuncs[q] && len(call.Args) > 0 {
+		return g.format(call.Args[0], call.Args[1:])
+	}
+	var v goVal
+	for _, a := range call.Args {
+		v = v.merge(g.eval(a))
+	}
+	// a function's or a conversion's value ([]byte(s)) is its arguments'; a
+	// method's depends on its receiver too
+	if recv, _ := funcName(call); q == "" && recv != nil {
+		v = v.merge(g.eval(recv))
+		v.nonConst = true
+	}
+	return v
+}
+
+// format is fmt.Sprintf's value: the values printed with a number's verb
+// (%d) are constants as far as SQL and shells are concerned.
+func (g *goScan) format(f ast.Expr, args []ast.Expr) goVal {
+	v := g.eval(f)
+	verbs := []byte(nil)
+	lit, isLit := f.(*ast.BasicLit)
+	if isLit {
+		s, _ := strconv.Unquote(lit.Value)
+		for i := 0; i < len(s); i++ {
+			if s[i] != '%' {
+				continue
+			}
+			j := i + 1
+			for j < len(s) && strings.IndexByte("+-# 0123456789.*[]", s[j]) >= 0 {
+				j++
+			}
+			if j < len(s) {
+				if s[j] != '%' {
+					verbs = append(verbs, s[j])
+				}
+				i = j
+			}
+		}
+	}
+	built := v.nonConst
+	for i, a := range args {
+		av := g.eval(a)
+		if isLit && i < len(verbs) && strings.IndexByte(numericVerbs, verbs[i]) >= 0 {
+			continue
+		}
+		v = v.merge(av)
+		built = built || av.nonConst
+	}
+	v.built = v.built || built
+	return v
+}
+
+// requestMethods read a request's parameters, headers, cookies or path
+// (net/http, gin, echo, chi, fiber, mux).
+var requestMethods = wordSet(`FormValue PostFormValue PathValue Param Params QueryParam QueryParams QueryString
+	DefaultQuery DefaultPostForm GetQuery GetPostForm PostForm GetHeader Cookie Cookies FormParams Query URLParam Vars`)
+
+// requestFields are a request's fields that hold what the client sent.
+var requestFields = wordSet(`Form PostForm MultipartForm RawQuery RawPath Fragment Path Header`)
+
+// source names the untrusted source an expression reads, or "".
+func (g *goScan) source(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.CallExpr:
+		sel, ok := e.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return ""
+		}
+		if id, ok := sel.X.(*ast.Ident); ok && g.pkgs[id.Name] {
+			switch id.Name + "." + sel.Sel.Name {
+			case "os.Getenv", "os.LookupEnv", "syscall.Getenv":
+				return "os.Getenv"
+			case "mux.Vars", "chi.URLParam":
+				return id.Name + "." + sel.Sel.Name
+			}
+			return ""
+		}
+		name := sel.Sel.Name
+		if name == "Query" {
+			// r.URL.Query(), c.Query("id"); not db.Query(…, args)
+			if len(e.Args) == 1 {
+				if _, ok := e.Args[0].(*ast.BasicLit); ok {
+					return g.text(sel.X) + ".Query"
+				}
+			}
+			if x, ok := sel.X.(*ast.SelectorExpr); ok && x.Sel.Name == "URL" && len(e.Args) == 0 {
+				return g.text(e)
+			}
+			return ""
+		}
+		if requestMethods[name] {
+			return g.text(sel.X) + "." + name
+		}
+		if src := g.source(sel.X); src != "" {
+			return src // r.URL.Query().Get("id"), r.Header.Get("X")
+		}
+	case *ast.SelectorExpr:
+		if id, ok := e.X.(*ast.Ident); ok && g.pkgs[id.Name] {
+			if id.Name == "os" && e.Sel.Name == "Args" {
+				return "os.Args"
+			}
+			return ""
+		}
+		if !requestFields[e.Sel.Name] {
+			return ""
+		}
+		switch e.Sel.Name {
+		case "Path", "RawPath", "RawQuery", "Fragment":
+			if x, ok := e.X.(*ast.SelectorExpr); !ok || x.Sel.Name != "URL" {
+				return "" // r.URL.Path, not cfg.Path
+			}
+		case "Header":
+			if g.isResponse(e.X) {
+				return ""
+			}
+		}
+		return g.text(e)
+	case *ast.IndexExpr:
+		return g.source(e.X)
+	}
+	return ""
+}
+
+// isResponse reports a name that looks like an HTTP response (resp.Header).
+func (g *goScan) isResponse(e ast.Expr) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && (strings.HasPrefix(id.Name, "res") || id.Name == "w")
+}
+
+// sqlMethods run or prepare a query (database/sql, sqlx, pgx, gorm's Raw
+// and Exec); condMethods take a condition (gorm).
+var (
+	sqlMethods = wordSet(`Query QueryRow QueryContext QueryRowContext Exec ExecContext Prepare PrepareContext Raw
+		Select Get NamedExec NamedQuery MustExec MustExecContext Queryx QueryRowx QueryxContext QueryRowxContext
+		SelectContext GetContext NamedExecContext NamedQueryContext Preparex PreparexContext`)
+	condMethods = wordSet(`Where Having Order Group Joins Not Or`)
+)
+
+// call checks a call that is a sink.
+func (g *goScan) call(call *ast.CallExpr) {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return
+	}
+	name := sel.Sel.Name
+	pkg := ""
+	if id, ok := sel.X.(*ast.Ident); ok && g.pkgs[id.Name] {
+		pkg = id.Name
+	}
+	switch {
+	case pkg == "exec" && (name == "Command" || name == "CommandContext"):
+		g.command(call, "exec."+name)
+	case pkg == "syscall" && (name == "Exec" || name == "ForkExec" || name == "StartProcess") || pkg == "os" && name == "StartProcess":
+		if len(call.Args) > 0 {
+			if v := g.eval(call.Args[0]); v.src != "" {
+				g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, pkg+"."+name+" runs a program named by "+v.src)
+			}
+		}
+	case pkg != "":
+	case sqlMethods[name]:
+		for _, a := range call.Args {
+			if v := g.eval(a); v.built && isSQL(v.lits) {
+				g.report(sel.Sel.Pos(), "sql-injection", sdk.SeverityError,
+					"SQL built by string formatting or concatenation"+g.how(a, v)+" is run by "+name+": use parameters")
+				return
+			}
+		}
+	case condMethods[name] && len(call.Args) > 0:
+		if v := g.eval(call.Args[0]); v.built && condRe.MatchString(v.lits) {
+			g.report(sel.Sel.Pos(), "sql-injection", sdk.SeverityError,
+				"SQL condition built by string formatting or concatenation"+g.how(call.Args[0], v)+" is passed to "+name+": use parameters")
+		}
+	}
+}
+
+// how says where a variable was built.
+func (g *goScan) how(e ast.Expr, v goVal) string {
+	if id, ok := e.(*ast.Ident); ok && v.line > 0 {
+		return " (" + id.Name + ", built on line " + itoa(v.line) + ")"
+	}
+	return ""
+}
+
+// command checks exec.Command and exec.CommandContext: a shell's -c with
+// a command that is not a constant (as before), a program named by an
+// untrusted source, an argument from a request (gosec's G204).
+func (g *goScan) command(call *ast.CallExpr, name string) {
+	args := call.Args
+	if name == "exec.CommandContext" && len(args) > 0 {
+		args = args[1:]
+	}
+	for k := 1; k+1 < len(args); k++ {
+		if c := stringLit(args[k]); (c != "-c" && c != "/c" && c != "-Command") || !shells[stringLit(args[k-1])] {
+			continue
+		}
+		if v := g.eval(args[k+1]); v.nonConst {
+			how := ""
+			if v.src != "" {
+				how = " (from " + v.src + ")"
+			}
+			g.report(call.Pos(), "shell-injection", sdk.SeverityError, name+" runs a shell with a command built at run time"+how)
+		}
+		return
+	}
+	if len(args) == 0 {
+		return
+	}
+	if v := g.eval(args[0]); v.src != "" {
+		g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, name+" runs a program named by "+v.src)
+		return
+	}
+	for _, a := range args[1:] {
+		// an argument from a request; a command line passing on its own
+		// arguments or environment (exec.Command("ls", os.Args[1])) is not
+		// reported
+		if v := g.eval(a); v.src != "" && v.src != "os.Args" && v.src != "os.Getenv" {
+			g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, name+" is given an argument from "+v.src)
+			return
+		}
+	}
+}
+
+func (g *goScan) report(pos token.Pos, rule, sev, msg string) {
+	g.c.report(g.fset.Position(pos).Offset, rule, sev, msg)
+}
+
+// stringLit returns the value of a string literal, or "".
+func stringLit(e ast.Expr) string {
+	lit, ok := e.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return ""
+	}
+	s, err := strconv.Unquote(lit.Value)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(s)
+}
