@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/client"
@@ -299,15 +300,21 @@ func checkReachable(t *testing.T, addr string) {
 
 // clusterHost is a fast fake host: it heartbeats with its credential,
 // checks each dispatch's ticket, and answers each job at once (STARTED,
-// the result stored, SUCCEEDED, for the attempt dispatched), on 8 workers.
+// then SUCCEEDED for the attempt dispatched), on 8 workers. With a store,
+// it reads the payload from it and stores the result there; without one
+// (the logged store, whose blobs only its owner holds), the payload comes
+// in the ticket and the result goes back in the message, sent again until
+// a scheduler answers, as a real host does.
 type clusterHost struct {
 	t        *testing.T
 	id       string
 	conn     *bus.Conn
 	verifier *auth.Verifier
+	ctx      context.Context // ends at the test's end: a result stops being sent again
 
-	mu        sync.Mutex // guards the 4 following fields
-	received  map[string]int
+	mu        sync.Mutex     // guards the 5 following fields
+	received  map[string]int // job id -> dispatches received
+	attempts  map[string]int // job id/attempt -> dispatches received
 	running   int
 	tenantNow map[string]int
 	tenantMax int
@@ -327,7 +334,9 @@ func startClusterHost(t *testing.T, url, creds string, key []byte, store jobstor
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &clusterHost{t: t, id: id, conn: conn, verifier: auth.NewVerifier(id, key), received: map[string]int{}, tenantNow: map[string]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &clusterHost{t: t, id: id, conn: conn, verifier: auth.NewVerifier(id, key), ctx: ctx,
+		received: map[string]int{}, attempts: map[string]int{}, tenantNow: map[string]int{}}
 	jobs := make(chan *wardv1.JobRequest, 1024)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -352,6 +361,7 @@ func startClusterHost(t *testing.T, url, creds string, key []byte, store jobstor
 		req := ticket.GetJob()
 		h.mu.Lock()
 		h.received[req.GetJobId()]++
+		h.attempts[fmt.Sprintf("%s/%d", req.GetJobId(), req.GetAttempt())]++
 		h.mu.Unlock()
 		jobs <- req
 	})
@@ -381,6 +391,7 @@ func startClusterHost(t *testing.T, url, creds string, key []byte, store jobstor
 	})
 	t.Cleanup(func() {
 		_ = sub.Unsubscribe()
+		cancel()
 		close(done)
 		close(jobs)
 		wg.Wait()
@@ -399,16 +410,38 @@ func (h *clusterHost) run(store jobstore.Store, req *wardv1.JobRequest) {
 	h.mu.Unlock()
 	_ = h.conn.Publish(bus.ProgressSubject(h.id), &wardv1.JobProgress{JobId: id, WorkerId: h.id, Attempt: attempt, Kind: wardv1.JobProgress_KIND_STARTED})
 	res := &wardv1.JobResult{JobId: id, WorkerId: h.id, Attempt: attempt, Status: wardv1.JobState_JOB_STATE_SUCCEEDED}
-	payload, err := store.Blob(context.Background(), req.GetContextPtr())
-	if err == nil {
-		res.ResultPtr, err = store.PutResult(context.Background(), id, payload)
-	}
-	if err != nil {
-		res.Status, res.ErrorCode, res.ErrorMessage = wardv1.JobState_JOB_STATE_FAILED, "store", err.Error()
+	if store == nil {
+		res.Result = req.GetPayload()
+		if len(res.Result) == 0 {
+			res.Status, res.ErrorCode, res.ErrorMessage = wardv1.JobState_JOB_STATE_FAILED, "no_payload", "the ticket carried no payload"
+		}
+	} else {
+		payload, err := store.Blob(context.Background(), req.GetContextPtr())
+		if err == nil {
+			res.ResultPtr, err = store.PutResult(context.Background(), id, payload)
+		}
+		if err != nil {
+			res.Status, res.ErrorCode, res.ErrorMessage = wardv1.JobState_JOB_STATE_FAILED, "store", err.Error()
+		}
 	}
 	h.mu.Lock()
 	h.running--
 	h.tenantNow[tenant]--
 	h.mu.Unlock()
-	_ = h.conn.Publish(bus.ResultSubject(h.id), res)
+	if store != nil {
+		_ = h.conn.Publish(bus.ResultSubject(h.id), res)
+		return
+	}
+	for h.ctx.Err() == nil {
+		rctx, cancel := context.WithTimeout(h.ctx, 2*time.Second)
+		err := h.conn.Request(rctx, bus.ResultSubject(h.id), res, &emptypb.Empty{})
+		cancel()
+		if err == nil {
+			return
+		}
+		select {
+		case <-h.ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

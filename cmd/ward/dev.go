@@ -128,13 +128,7 @@ func newDevCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			printDev(out, d, dataDir)
-			lost, why := assembly.StoreLost(d.Store)
-			var lostErr error
-			select {
-			case <-ctx.Done():
-			case <-lost:
-				lostErr = fmt.Errorf("job store: %w", why())
-			}
+			lostErr := assembly.WaitStopped(ctx, d.Store)
 			fmt.Fprintln(out, "shutting down")
 			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()

@@ -15,7 +15,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/emptypb"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/client"
@@ -37,9 +36,10 @@ import (
 //   - every job ends SUCCEEDED, as its standby-turned-owner reads it;
 //   - no host was dispatched the same attempt of a job twice.
 //
-// The hosts are in-process fakes that answer at once (the payload comes in
-// the ticket, the result goes back in the result message, sent again until
-// a scheduler answers, as a real host does).
+// The hosts are in-process fakes that answer at once (clusterHost without a
+// store: the payload comes in the ticket, the result goes back in the
+// result message, sent again until a scheduler answers, as a real host
+// does).
 func TestLoggedFailover(t *testing.T) {
 	jobs := 600
 	if testing.Short() {
@@ -71,10 +71,11 @@ func TestLoggedFailover(t *testing.T) {
 	}
 	s0 := scheduler("s0")
 
-	hosts := make([]*loggedHost, 2)
+	hosts := make([]*clusterHost, 2)
 	for i := range hosts {
 		id := fmt.Sprintf("h%d", i)
-		hosts[i] = startLoggedHost(t, ns.URL, ns.Creds(auth.Host, id, auth.IssueOptions{Pools: []string{"echo"}}), auth.HostKey(secret, id), id)
+		// No store: the payload in the ticket, the result in the message.
+		hosts[i] = startClusterHost(t, ns.URL, ns.Creds(auth.Host, id, auth.IssueOptions{Pools: []string{"echo"}}), auth.HostKey(secret, id), nil, id)
 	}
 	c, err := client.Dial(ns.URL, client.Options{Creds: ns.Creds(auth.Admin, "admin")})
 	if err != nil {
@@ -229,7 +230,7 @@ func TestLoggedFailover(t *testing.T) {
 	seen := map[string]string{}
 	for _, h := range hosts {
 		h.mu.Lock()
-		for key, n := range h.received {
+		for key, n := range h.attempts {
 			if n > 1 || seen[key] != "" {
 				t.Errorf("job attempt %s dispatched more than once (%d at %s, also at %q)", key, n, h.id, seen[key])
 			}
@@ -239,103 +240,4 @@ func TestLoggedFailover(t *testing.T) {
 	}
 	t.Logf("%d jobs, %d attempts dispatched, through a paused owner and a killed one; after the kill, the first job ended %v later (the lease is 1 s)",
 		jobs, len(seen), time.Duration(resumedAt.Load()-killedAt.Load()).Round(time.Millisecond))
-}
-
-// loggedHost is a fast fake host for the logged store: the payload comes
-// in the ticket, the result goes back in the result message, sent as a
-// request again until a scheduler answers (a host holds no job store
-// credential).
-type loggedHost struct {
-	id       string
-	conn     *bus.Conn
-	mu       sync.Mutex     // guards received
-	received map[string]int // job/attempt -> dispatches received
-}
-
-func startLoggedHost(t *testing.T, url, creds string, key []byte, id string) *loggedHost {
-	t.Helper()
-	opts, err := auth.Options(creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, credential, err := auth.ReadIdentity(creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := bus.Connect(url, id, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &loggedHost{id: id, conn: conn, received: map[string]int{}}
-	verifier := auth.NewVerifier(id, key)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	sub, err := conn.NATS().Subscribe(bus.WorkerJobsSubject(id), func(m *nats.Msg) {
-		d := &wardv1.Dispatch{}
-		if err := proto.Unmarshal(m.Data, d); err != nil {
-			t.Errorf("host %s: undecodable dispatch: %v", id, err)
-			return
-		}
-		ticket, err := verifier.Open(d, time.Now())
-		if err != nil {
-			t.Errorf("host %s: %v", id, err)
-			return
-		}
-		req := ticket.GetJob()
-		h.mu.Lock()
-		h.received[fmt.Sprintf("%s/%d", req.GetJobId(), req.GetAttempt())]++
-		h.mu.Unlock()
-		wg.Go(func() { h.answer(ctx, req) })
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = sub.SetPendingLimits(-1, -1)
-	beat := func(status string) {
-		_ = conn.Publish(bus.HeartbeatSubject(id), &wardv1.Heartbeat{WorkerId: id, Pools: []string{"echo"}, MaxParallelJobs: 16,
-			Status: status, SentAtUnixMs: time.Now().UnixMilli(), Credential: credential})
-	}
-	beat("ready")
-	wg.Go(func() {
-		tk := time.NewTicker(200 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-				beat("ready")
-			}
-		}
-	})
-	t.Cleanup(func() {
-		_ = sub.Unsubscribe()
-		cancel()
-		wg.Wait()
-		beat("draining")
-		conn.Close()
-	})
-	return h
-}
-
-// answer sends the job's result (its payload, back) until a scheduler
-// answers it.
-func (h *loggedHost) answer(ctx context.Context, req *wardv1.JobRequest) {
-	res := &wardv1.JobResult{JobId: req.GetJobId(), WorkerId: h.id, Attempt: req.GetAttempt(),
-		Status: wardv1.JobState_JOB_STATE_SUCCEEDED, Result: req.GetPayload()}
-	if len(req.GetPayload()) == 0 {
-		res.Status, res.ErrorCode, res.ErrorMessage = wardv1.JobState_JOB_STATE_FAILED, "no_payload", "the ticket carried no payload"
-	}
-	for ctx.Err() == nil {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := h.conn.Request(rctx, bus.ResultSubject(h.id), res, &emptypb.Empty{})
-		cancel()
-		if err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

@@ -88,13 +88,9 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			lost, why := assembly.StoreLost(store)
-			var lostErr error
-			select {
-			case <-ctx.Done():
-			case <-lost:
-				lostErr = fmt.Errorf("job store: %w", why())
-				log.Error("the job store refuses changes: stopping (restarted, this replica waits as a standby)", "err", why())
+			lostErr := assembly.WaitStopped(ctx, store)
+			if lostErr != nil {
+				log.Error("the job store refuses changes: stopping (restarted, this replica waits as a standby)", "err", lostErr)
 			}
 			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()

@@ -142,19 +142,26 @@ func OpenStore(ctx context.Context, url string, memory bool) (jobstore.Store, st
 	return s, jobstore.RedactURL(url), nil
 }
 
-// StoreLost returns a channel that closes when s refuses changes for good,
-// and what says why then: the logged store (jobstore.Logged), fenced by a
-// newer owner or out of its lease. Its process must stop (a process
-// manager restarts it as a standby): its memory may hold changes no log
-// has. For any other store the channel never closes.
-func StoreLost(s jobstore.Store) (<-chan struct{}, func() error) {
-	if l, ok := s.(interface {
+// WaitStopped waits until ctx ends, or until s refuses changes for good,
+// and returns why then (nil when ctx ended). Only the logged store
+// (jobstore.Logged) does that, fenced by a newer owner or out of its
+// lease; its process must stop (a process manager restarts it as a
+// standby): its memory may hold changes no log has.
+func WaitStopped(ctx context.Context, s jobstore.Store) error {
+	l, ok := s.(interface {
 		Lost() <-chan struct{}
 		Err() error
-	}); ok {
-		return l.Lost(), l.Err
+	})
+	if !ok {
+		<-ctx.Done()
+		return nil
 	}
-	return nil, func() error { return nil }
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-l.Lost():
+		return fmt.Errorf("job store: %w", l.Err())
+	}
 }
 
 // DefaultRetention is how long an ended job is kept in the store by

@@ -75,22 +75,6 @@ func newLoggedKeys(name string) loggedKeys {
 	return loggedKeys{stream: p + "stream", epoch: p + "epoch", seq: p + "seq", lease: p + "owner"}
 }
 
-// renewLease extends the lease if owner holds it.
-var renewLease = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-`)
-
-// releaseLease gives the lease up if owner holds it.
-var releaseLease = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	return redis.call('DEL', KEYS[1])
-end
-return 0
-`)
-
 // pendingRecord is a record waiting for its batch's append, or, with no
 // rec, a barrier: it waits for the records queued before it.
 type pendingRecord struct {
@@ -182,7 +166,8 @@ func takeLease(ctx context.Context, c redis.UniversalClient, key string, o Logge
 			err = c.Set(ctx, key, o.Owner, o.LeaseTTL).Err()
 			ok = err == nil
 		} else {
-			ok, err = c.SetNX(ctx, key, o.Owner, o.LeaseTTL).Result()
+			// lock.lua, as the Redis store's leases: take it when free
+			ok, err = lockScript.Run(ctx, c, []string{key}, o.Owner, o.LeaseTTL.Milliseconds()).Bool()
 		}
 		if err != nil {
 			return err
@@ -222,7 +207,9 @@ func (l *Logged) renew() {
 		case <-tick.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
-		n, err := renewLease.Run(ctx, l.c, []string{l.keys.lease}, l.owner, l.ttl.Milliseconds()).Int()
+		// lock.lua extends it while it is ours (or takes it back if it
+		// lapsed and nobody took it: the epoch is still ours then).
+		n, err := lockScript.Run(ctx, l.c, []string{l.keys.lease}, l.owner, l.ttl.Milliseconds()).Int()
 		cancel()
 		switch {
 		case err == nil && n == 1:
@@ -268,7 +255,7 @@ func (l *Logged) Err() error {
 func (l *Logged) releaseLease() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = releaseLease.Run(ctx, l.c, []string{l.keys.lease}, l.owner).Err()
+	_ = unlockScript.Run(ctx, l.c, []string{l.keys.lease}, l.owner).Err()
 }
 
 // replay applies every batch of the log to the empty state, in order.

@@ -12,8 +12,8 @@ import (
 
 // TestSecretLayouts lays one true positive of each gitleaks rule (its own
 // sample's secret, testdata/secrets/samples.jsonl) in each of the layouts
-// gitleaks' sample generator writes (utils.GenerateSampleSecrets, its TODO
-// ones too: XML elements and attributes, escaped JSON, name/value pairs,
+// gitleaks' sample generator writes (utils.GenerateSampleSecrets, and the
+// ones it lists as not written yet: XML elements and attributes, escaped JSON, name/value pairs,
 // ??=, +=, URL query parameters and basic auth), and requires repo-sast to
 // find at least 90% of the secrets in every layout.
 func TestSecretLayouts(t *testing.T) {
