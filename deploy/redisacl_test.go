@@ -158,7 +158,7 @@ func TestRedisACL(t *testing.T) {
 		return out
 	}
 
-	for _, v := range []struct{ name, query string }{{"OneServer", ""}, {"Sharded", "?shards=4"}, {"Logged", "?log=acl"}} {
+	for _, v := range []struct{ name, query string }{{"OneServer", ""}, {"Sharded", "?shards=4"}, {"Logged", "?log=acl&snapshot=1"}} {
 		t.Run(v.name, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) jobstore.Store {
 				if err := admin.FlushDB(ctx).Err(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/proto"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
@@ -60,7 +61,7 @@ func TestLoggedFailover(t *testing.T) {
 	timeouts := "reconciler:\n  scan_interval: 500ms\n  lease_ttl: 2s\n  pending_timeout: 3s\n  result_grace: 2s\n  dispatch_timeout: 5s\n" +
 		"topics:\n  job.echo: {max_retries: 3}\n"
 	safetyAddr := freeAddr(t)
-	env := []string{"NATS_URL=" + ns.URL, "REDIS_URL=redis://" + redisURL + "?log=ward&lease=1s", "WARD_STATE_DIR=" + t.TempDir(),
+	env := []string{"NATS_URL=" + ns.URL, "REDIS_URL=redis://" + redisURL + "?log=ward&lease=1s&snapshot=100", "WARD_STATE_DIR=" + t.TempDir(),
 		"SAFETY_KERNEL_ADDR=" + safetyAddr, "METRICS_ADDR=", "TIMEOUT_CONFIG_PATH=" + write("timeouts.yaml", timeouts), "WARD_LOG_LEVEL=warn"}
 	startWard(t, "safety", env, "safety", "--creds", ns.Creds(auth.Safety, "safety"), "--listen", safetyAddr, "--metrics", "")
 	checkReachable(t, safetyAddr)
@@ -238,6 +239,15 @@ func TestLoggedFailover(t *testing.T) {
 		}
 		h.mu.Unlock()
 	}
+	// The owners stored snapshots (snapshot=100) and trimmed the log: the
+	// takeovers read a snapshot and the batches after it.
+	rc := redis.NewClient(&redis.Options{Addr: redisURL})
+	defer rc.Close()
+	snap, err := rc.HGet(context.Background(), "ward:log:{ward}:snapshot", "s").Int64()
+	if err != nil {
+		t.Fatalf("no snapshot of the log: %v", err)
+	}
+	t.Logf("the last snapshot holds the log up to batch %d", snap)
 	t.Logf("%d jobs, %d attempts dispatched, through a paused owner and a killed one; after the kill, the first job ended %v later (the lease is 1 s)",
 		jobs, len(seen), time.Duration(resumedAt.Load()-killedAt.Load()).Round(time.Millisecond))
 }

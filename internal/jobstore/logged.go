@@ -7,11 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,10 +38,16 @@ import (
 // What is not logged is what the Redis store keeps only for a while, or
 // per replica: dispatch locks and leases (a single owner needs neither
 // across a failover), live notes, submission rate buckets (a new owner
-// starts them full) and worker failure counts. Not yet done: snapshots
-// (the log grows until retention trims it, and a new owner replays it
-// all), the indexes readers other than the owner read, and shards with
-// several owners.
+// starts them full) and worker failure counts.
+//
+// Snapshots keep the log short. Once snapshotRatio records for each job
+// the state holds (and at least LoggedOptions.SnapshotEvery) were logged
+// since the last one, and at Close, the owner writes its state as a snapshot, in
+// the log's order (the snapshot holds every record queued before it and
+// none after), and the same script trims the log's batches it covers: a
+// new owner reads the snapshot, then replays the batches after it. Not
+// yet done: the indexes readers other than the owner read, and shards
+// with several owners.
 type Logged struct {
 	*Memory // the state; its read methods are the store's
 
@@ -49,12 +58,17 @@ type Logged struct {
 	owner      string        // the lease's holder: this store
 	ttl        time.Duration // the lease's
 	lost       chan struct{} // closed once broken is set
+	snapEvery  int           // LoggedOptions.SnapshotEvery; < 0: never
 
 	mu       sync.Mutex // orders a change and its record; guards the fields below
 	pending  []pendingRecord
-	inflight int   // records (and barriers) taken from pending, not yet appended
-	seq      int64 // the last batch sequence number taken
-	broken   error // set once an append failed for good: changes are refused
+	inflight int    // records (and barriers) taken from pending, not yet appended
+	seq      int64  // the last batch sequence number taken
+	lastID   string // the stream entry of the last batch appended (the writer's)
+	since    int    // records queued since the last snapshot
+	nextSnap int    // records after which the next snapshot is taken
+	snapSize int    // the last snapshot's size
+	broken   error  // set once an append failed for good: changes are refused
 	wake     chan struct{}
 	done     chan struct{}
 	stopped  chan struct{}
@@ -62,39 +76,78 @@ type Logged struct {
 
 var _ Store = (*Logged)(nil)
 
+var (
+	snapshots = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ward_jobstore_log_snapshots_total",
+		Help: "Snapshots the logged job store's owner stored (each trims the log it holds).",
+	})
+	snapshotErrors = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ward_jobstore_log_snapshot_errors_total",
+		Help: "Snapshots the logged job store could not make or store (the log keeps growing until one is stored).",
+	})
+	snapshotBytes = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "ward_jobstore_log_snapshot_bytes",
+		Help: "The size of the last snapshot the logged job store stored.",
+	})
+	snapshotPause = promauto.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ward_jobstore_log_snapshot_pause_seconds",
+		Help:    "How long taking a snapshot held the logged job store's changes.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 8),
+	})
+)
+
 // ErrFenced: another owner took the log over; this one may change nothing.
 var ErrFenced = errors.New("jobstore: the log has a newer owner (fenced)")
 
 // maxBatch bounds the records one append carries.
 const maxBatch = 512
 
-type loggedKeys struct{ stream, epoch, seq, lease string }
+type loggedKeys struct{ stream, epoch, seq, lease, snap string }
 
 func newLoggedKeys(name string) loggedKeys {
 	p := "ward:log:{" + name + "}:" // one hash slot: the scripts touch them together
-	return loggedKeys{stream: p + "stream", epoch: p + "epoch", seq: p + "seq", lease: p + "owner"}
+	return loggedKeys{stream: p + "stream", epoch: p + "epoch", seq: p + "seq", lease: p + "owner", snap: p + "snapshot"}
 }
 
-// pendingRecord is a record waiting for its batch's append, or, with no
-// rec, a barrier: it waits for the records queued before it.
+// pendingRecord is a record waiting for its batch's append; with no rec,
+// a barrier: it waits for the records queued before it; with snap, a
+// snapshot of the state once the records queued before it are appended
+// (nobody waits for it: done is nil).
 type pendingRecord struct {
 	rec  []byte
+	snap []byte
 	done chan error
 }
 
 // appendBatch appends a batch if the caller's epoch is the log's and its
 // sequence number is past the last appended (a retried append of a batch
-// that made it is a no-op).
+// that made it is a no-op, and answers ""). It answers the entry's id.
 var appendBatch = redis.NewScript(`
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then
 	return redis.error_reply('FENCED')
 end
 local last = tonumber(redis.call('GET', KEYS[3]) or '0')
 if tonumber(ARGV[2]) <= last then
-	return 0
+	return ''
 end
-redis.call('XADD', KEYS[1], '*', 's', ARGV[2], 'b', ARGV[3])
+local id = redis.call('XADD', KEYS[1], '*', 's', ARGV[2], 'b', ARGV[3])
 redis.call('SET', KEYS[3], ARGV[2])
+return id
+`)
+
+// writeSnapshot stores a snapshot of the state as of batch ARGV[2] if the
+// caller's epoch is the log's, and trims the log's entries before ARGV[4]
+// (those the snapshot holds; none when it is ""), in one step: a replay
+// finds either the old snapshot and every batch after it, or the new one
+// and every batch after that.
+var writeSnapshot = redis.NewScript(`
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+	return redis.error_reply('FENCED')
+end
+redis.call('HSET', KEYS[3], 's', ARGV[2], 'b', ARGV[3])
+if ARGV[4] ~= '' then
+	redis.call('XTRIM', KEYS[1], 'MINID', ARGV[4])
+end
 return 1
 `)
 
@@ -118,7 +171,17 @@ type LoggedOptions struct {
 	// its lease: for an operator who knows it is gone, and for tests. The
 	// epoch fences the former owner either way.
 	Steal bool
+
+	// SnapshotEvery is the fewest records logged between two snapshots
+	// (DefaultSnapshotEvery when 0; a snapshot waits, besides, for eight
+	// records a job the state holds, so that writing them costs a small
+	// share of their records). Below 0: no snapshots, not even at Close (for
+	// tests of the replay of a whole log).
+	SnapshotEvery int
 }
+
+// DefaultSnapshotEvery is LoggedOptions.SnapshotEvery's default.
+const DefaultSnapshotEvery = 10000
 
 // DefaultLeaseTTL is a log owner's lease when LoggedOptions does not say.
 const DefaultLeaseTTL = 5 * time.Second
@@ -143,7 +206,10 @@ func OpenLogged(ctx context.Context, c redis.UniversalClient, name string, o Log
 	if err != nil {
 		return nil, fmt.Errorf("jobstore: log %s: take over: %w", name, err)
 	}
-	l := &Logged{Memory: NewMemory(), c: c, keys: k, epoch: epoch, owner: o.Owner, ttl: o.LeaseTTL,
+	if o.SnapshotEvery == 0 {
+		o.SnapshotEvery = DefaultSnapshotEvery
+	}
+	l := &Logged{Memory: NewMemory(), c: c, keys: k, epoch: epoch, owner: o.Owner, ttl: o.LeaseTTL, snapEvery: o.SnapshotEvery,
 		lost: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	l.Memory.SetBound(o.Bound)
 	l.Memory.SetRetention(o.Retention)
@@ -151,6 +217,7 @@ func OpenLogged(ctx context.Context, c redis.UniversalClient, name string, o Log
 		l.releaseLease()
 		return nil, fmt.Errorf("jobstore: log %s: replay: %w", name, err)
 	}
+	l.nextSnap = l.snapAfter()
 	go l.writer()
 	go l.renew()
 	return l, nil
@@ -258,8 +325,24 @@ func (l *Logged) releaseLease() {
 	_ = unlockScript.Run(ctx, l.c, []string{l.keys.lease}, l.owner).Err()
 }
 
-// replay applies every batch of the log to the empty state, in order.
+// replay reads the log's snapshot, if it has one, into the empty state,
+// then applies every batch after it, in order.
 func (l *Logged) replay(ctx context.Context) error {
+	snap, err := l.c.HMGet(ctx, l.keys.snap, "s", "b").Result()
+	if err != nil {
+		return err
+	}
+	if s, ok := snap[0].(string); ok {
+		seq, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("snapshot: bad sequence %q", s)
+		}
+		b, _ := snap[1].(string)
+		if err := l.Memory.readSnapshot([]byte(b)); err != nil {
+			return fmt.Errorf("snapshot of batch %d: %w", seq, err)
+		}
+		l.seq = seq
+	}
 	start := "-"
 	for {
 		msgs, err := l.c.XRangeN(ctx, l.keys.stream, start, "+", 1000).Result()
@@ -271,6 +354,9 @@ func (l *Logged) replay(ctx context.Context) error {
 			seq, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
 				return fmt.Errorf("entry %s: bad sequence %q", m.ID, s)
+			}
+			if seq <= l.seq {
+				continue // in the snapshot (a trim left it)
 			}
 			b, _ := m.Values["b"].(string)
 			if err := l.applyBatch([]byte(b)); err != nil {
@@ -339,8 +425,46 @@ func (l *Logged) change(ctx context.Context, fn func() (changed bool, rec *recor
 	}
 	p := pendingRecord{rec: raw, done: make(chan error, 1)}
 	l.pending = append(l.pending, p)
+	if l.since++; l.snapEvery >= 0 && l.since >= l.nextSnap {
+		l.queueSnapshotLocked()
+	}
 	l.mu.Unlock()
 	return l.await(ctx, p)
+}
+
+// snapAfter is how many records the next snapshot waits for:
+// snapshotRatio for each job the state holds, and SnapshotEvery at least.
+func (l *Logged) snapAfter() int {
+	l.Memory.mu.Lock()
+	n := len(l.Memory.jobs)
+	l.Memory.mu.Unlock()
+	return max(snapshotRatio*n, l.snapEvery)
+}
+
+// snapshotRatio is how many records a snapshot waits for per job it will
+// hold. Writing a job into a snapshot costs about what appending one or
+// two records does, and a job's life is four records or more: at 8, a
+// snapshot costs each job's life a few percent more, and a replay reads
+// no more than 8 records a job past the snapshot.
+const snapshotRatio = 8
+
+// queueSnapshotLocked queues a snapshot of the state after the records
+// queued so far. l.mu is held: no change comes between the records and
+// the snapshot. A snapshot that can't be made is logged and skipped: the
+// log still holds everything.
+func (l *Logged) queueSnapshotLocked() {
+	start := time.Now()
+	snap, err := l.Memory.appendSnapshot(make([]byte, 0, l.snapSize+l.snapSize/8+4096))
+	if err != nil {
+		snapshotErrors.Inc()
+		slog.Error("jobstore: log snapshot", "err", err)
+		return
+	}
+	snapshotPause.Observe(time.Since(start).Seconds())
+	l.pending = append(l.pending, pendingRecord{snap: snap})
+	l.snapSize = len(snap)
+	l.since = 0
+	l.nextSnap = l.snapAfter()
 }
 
 // await wakes the writer and waits for p's batch to be appended.
@@ -382,6 +506,21 @@ func (l *Logged) flush() {
 			l.mu.Unlock()
 			return
 		}
+		for i, p := range l.pending[:n] {
+			if p.snap != nil {
+				n = max(i, 1) // a batch ends before a snapshot; a snapshot goes alone
+				break
+			}
+		}
+		if snap := l.pending[0].snap; snap != nil {
+			l.pending = l.pending[1:]
+			seq, after, broken := l.seq, l.lastID, l.broken
+			l.mu.Unlock()
+			if broken == nil {
+				l.storeSnapshot(seq, after, snap)
+			}
+			continue
+		}
 		batch := l.pending[:n:n]
 		l.pending = l.pending[n:]
 		records := 0
@@ -414,7 +553,10 @@ func (l *Logged) flush() {
 				buf = append(buf, p.rec...)
 			}
 			buf = append(buf, ']')
-			err = l.append(seq, buf)
+			var id string
+			if id, err = l.append(seq, buf); err == nil && id != "" {
+				l.lastID = id
+			}
 		}
 		// A batch of barriers alone was queued after every record before
 		// it was appended (this goroutine appends in order): they pass,
@@ -428,7 +570,9 @@ func (l *Logged) flush() {
 			// Nothing queued after a lost batch may be appended: the log
 			// would skip a change the state made.
 			for _, p := range l.pending {
-				p.done <- l.broken
+				if p.done != nil { // not a snapshot
+					p.done <- l.broken
+				}
 			}
 			l.pending = nil
 			l.mu.Unlock()
@@ -439,15 +583,61 @@ func (l *Logged) flush() {
 	}
 }
 
-// append appends one batch, retrying a failed call for up to 30 seconds
-// (the sequence number makes a retry of an append that made it a no-op).
-func (l *Logged) append(seq int64, b []byte) error {
+// append appends one batch and answers its entry's id ("" when a retry
+// found it appended already).
+func (l *Logged) append(seq int64, b []byte) (string, error) {
+	var id string
+	err := l.retry(fmt.Sprintf("log append (batch %d)", seq), func(ctx context.Context) (err error) {
+		id, err = appendBatch.Run(ctx, l.c, []string{l.keys.stream, l.keys.epoch, l.keys.seq},
+			strconv.FormatInt(l.epoch, 10), strconv.FormatInt(seq, 10), b).Text()
+		return err
+	})
+	return id, err
+}
+
+// storeSnapshot stores a snapshot of the state as of batch seq and trims
+// the log up to entry after (inclusive; nothing when it is ""). Only a
+// newer owner breaks the store: a snapshot not stored loses nothing, as
+// the log still holds its batches.
+func (l *Logged) storeSnapshot(seq int64, after string, b []byte) {
+	minID := ""
+	if after != "" {
+		minID = nextStreamID(after)
+	}
+	err := l.retry(fmt.Sprintf("log snapshot (batch %d)", seq), func(ctx context.Context) error {
+		return writeSnapshot.Run(ctx, l.c, []string{l.keys.stream, l.keys.epoch, l.keys.snap},
+			strconv.FormatInt(l.epoch, 10), strconv.FormatInt(seq, 10), b, minID).Err()
+	})
+	switch {
+	case errors.Is(err, ErrFenced):
+		l.fail(err)
+	case err != nil:
+		snapshotErrors.Inc()
+		slog.Error("jobstore: log snapshot", "batch", seq, "err", err)
+	default:
+		snapshots.Inc()
+		snapshotBytes.Set(float64(len(b)))
+	}
+}
+
+// nextStreamID is the stream entry id right after id ("ms-n").
+func nextStreamID(id string) string {
+	ms, n, ok := strings.Cut(id, "-")
+	seq, err := strconv.ParseUint(n, 10, 64)
+	if !ok || err != nil {
+		return id // not an id Redis makes; trims less, never more
+	}
+	return ms + "-" + strconv.FormatUint(seq+1, 10)
+}
+
+// retry runs call, retrying a failure for up to 30 seconds (the scripts
+// are safe to run again); a refused epoch is ErrFenced at once.
+func (l *Logged) retry(what string, call func(ctx context.Context) error) error {
 	deadline := time.Now().Add(30 * time.Second)
 	delay := 10 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := appendBatch.Run(ctx, l.c, []string{l.keys.stream, l.keys.epoch, l.keys.seq},
-			strconv.FormatInt(l.epoch, 10), strconv.FormatInt(seq, 10), b).Err()
+		err := call(ctx)
 		cancel()
 		switch {
 		case err == nil:
@@ -455,7 +645,7 @@ func (l *Logged) append(seq int64, b []byte) error {
 		case strings.Contains(err.Error(), "FENCED"):
 			return ErrFenced
 		case time.Now().After(deadline):
-			return fmt.Errorf("jobstore: log append (batch %d): %w", seq, err)
+			return fmt.Errorf("jobstore: %s: %w", what, err)
 		}
 		time.Sleep(delay)
 		delay = min(2*delay, time.Second)
@@ -469,6 +659,9 @@ func (l *Logged) Close() error {
 	select {
 	case <-l.done:
 	default:
+		if l.broken == nil && l.snapEvery >= 0 && l.since > 0 {
+			l.queueSnapshotLocked() // the next owner reads it, not the log
+		}
 		close(l.done)
 	}
 	l.mu.Unlock()

@@ -19,6 +19,8 @@ func FuzzLoggedReplay(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 1, 1, 2, 1, 3, 1, 4})
 	f.Add([]byte{0, 0, 0, 1, 2, 0, 1, 9, 3, 0, 4, 0, 5, 1, 6, 0, 7, 0})
 	f.Add([]byte{0, 2, 8, 2, 1, 1, 1, 5, 9, 0, 10, 0, 0, 3, 1, 6})
+	f.Add([]byte{0, 0, 0, 1, 1, 1, 2, 0, 5, 1, 7, 1, 1, 2, 8, 2, 4, 0, 9, 0, 0, 4, 1})
+	f.Add([]byte{0, 0, 1, 6, 1, 7, 1, 60, 10, 0, 5, 0, 6, 0, 0, 1, 3, 1, 4, 1, 9, 9, 2})
 	url := redistest.Start(f)
 	c := redisClient(f, url)
 	f.Fuzz(func(t *testing.T, prog []byte) {
@@ -27,7 +29,15 @@ func FuzzLoggedReplay(f *testing.F) {
 		}
 		flush(t, url)
 		ctx := context.Background()
-		s, err := jobstore.OpenLogged(ctx, c, "fuzz", jobstore.LoggedOptions{Retention: time.Hour})
+		// A program of an odd length snapshots every few records (the
+		// last byte says how few); an even one never: the replay reads the
+		// whole log.
+		every := -1
+		if len(prog)%2 == 1 {
+			every = 1 + int(prog[len(prog)-1])%5
+		}
+		o := jobstore.LoggedOptions{Retention: time.Hour, SnapshotEvery: every}
+		s, err := jobstore.OpenLogged(ctx, c, "fuzz", o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +73,7 @@ func FuzzLoggedReplay(f *testing.F) {
 			}
 		}
 		_ = s.Close()
-		r, err := jobstore.OpenLogged(ctx, c, "fuzz", jobstore.LoggedOptions{Retention: time.Hour})
+		r, err := jobstore.OpenLogged(ctx, c, "fuzz", o)
 		if err != nil {
 			t.Fatalf("replay: %v", err)
 		}

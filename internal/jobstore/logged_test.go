@@ -28,32 +28,119 @@ func redisClient(t testing.TB, url string) redis.UniversalClient {
 
 // TestLogged runs the conformance suite on the logged store, and after
 // each of its tests takes the log over with a second owner: the state the
-// replay makes must be the state the first owner had, part for part.
+// replay makes must be the state the first owner had, part for part. It
+// runs twice: replaying the whole log (no snapshots), and with a snapshot
+// every few records and at Close (the replay reads the last snapshot and
+// the batches after it).
 func TestLogged(t *testing.T) {
 	url := redistest.Start(t)
 	c := redisClient(t, url)
-	storetest.Run(t, func(t *testing.T) jobstore.Store {
-		flush(t, url)
-		s, err := jobstore.OpenLogged(context.Background(), c, "test", jobstore.LoggedOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = s.Close()
-			if t.Failed() {
-				return
-			}
-			r, err := jobstore.OpenLogged(context.Background(), c, "test", jobstore.LoggedOptions{Retention: jobstore.RetentionOf(s)})
-			if err != nil {
-				t.Fatalf("replay: %v", err)
-			}
-			defer r.Close()
-			if err := jobstore.SameState(s, r); err != nil {
-				t.Errorf("the replayed state is not the owner's: %v", err)
-			}
+	for _, v := range []struct {
+		name  string
+		every int
+	}{{"Log", -1}, {"Snapshots", 2}} {
+		t.Run(v.name, func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T) jobstore.Store {
+				flush(t, url)
+				s, err := jobstore.OpenLogged(context.Background(), c, "test", jobstore.LoggedOptions{SnapshotEvery: v.every})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					_ = s.Close()
+					if t.Failed() {
+						return
+					}
+					r, err := jobstore.OpenLogged(context.Background(), c, "test", jobstore.LoggedOptions{Retention: jobstore.RetentionOf(s), SnapshotEvery: v.every})
+					if err != nil {
+						t.Fatalf("replay: %v", err)
+					}
+					defer r.Close()
+					if err := jobstore.SameState(s, r); err != nil {
+						t.Errorf("the replayed state is not the owner's: %v", err)
+					}
+				})
+				return s
+			})
 		})
-		return s
-	})
+	}
+}
+
+// TestLoggedSnapshots: snapshots keep the log short (each trims the
+// batches it holds), and an owner that takes the log over reads the last
+// snapshot and the batches after it into the state its owner had, over
+// several takeovers.
+func TestLoggedSnapshots(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	ctx := context.Background()
+	o := jobstore.LoggedOptions{SnapshotEvery: 50, Steal: true}
+	a, err := jobstore.OpenLogged(ctx, c, "snap", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	life := func(s *jobstore.Logged, from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			id := fmt.Sprintf("j%03d", i)
+			if _, _, err := s.Create(ctx, &jobstore.Job{ID: id, Topic: "job.echo", Tenant: fmt.Sprintf("t%d", i%3)}, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			if i%2 == 0 {
+				if _, err := s.Transition(ctx, id, jobstore.Transition{To: jobstore.Scheduled, Pool: "echo"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if i%4 == 0 {
+				if _, err := s.Transition(ctx, id, jobstore.Transition{To: jobstore.Cancelled}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	life(a, 0, 300) // 450 records
+	// Without snapshots the log would hold at least one batch a change
+	// here (each waits for its append); a snapshot after 50, 50, 100, 150
+	// ... records trims all but the batches since the last.
+	n, err := c.XLen(ctx, "ward:log:{snap}:stream").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n >= 300 {
+		t.Fatalf("the log holds %d batches after 450 records: no snapshot trimmed it", n)
+	}
+	if ok, err := c.Exists(ctx, "ward:log:{snap}:snapshot").Result(); err != nil || ok != 1 {
+		t.Fatalf("no snapshot stored: %d, %v", ok, err)
+	}
+
+	// A takeover with the owner alive: the snapshot and the batches after
+	// it make the owner's state; no Close wrote a last snapshot first.
+	b, err := jobstore.OpenLogged(ctx, c, "snap", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jobstore.SameState(a, b); err != nil {
+		t.Fatalf("after a takeover: %v", err)
+	}
+	_ = a.Close() // fenced: it may store no snapshot
+	life(b, 300, 400)
+	if err := b.Close(); err != nil { // writes a last snapshot
+		t.Fatal(err)
+	}
+	if n, err := c.XLen(ctx, "ward:log:{snap}:stream").Result(); err != nil || n != 0 {
+		t.Fatalf("after Close's snapshot the log holds %d batches (%v), want 0", n, err)
+	}
+	c3, err := jobstore.OpenLogged(ctx, c, "snap", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	if err := jobstore.SameState(b, c3); err != nil {
+		t.Fatalf("after a clean handover: %v", err)
+	}
+	if _, err := c3.Get(ctx, "j399"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestLoggedFenced: once a second owner takes the log over, the first may

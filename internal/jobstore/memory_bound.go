@@ -201,20 +201,22 @@ const (
 )
 
 // jobBytes estimates what the store holds for job id, whose hash is h.
-// Lock held.
+// Lock held. It counts lengths, not capacities: the logged store's owner
+// and a replay of its log or snapshot must count alike, or the bound
+// would drop other jobs in each.
 func (m *Memory) jobBytes(id string, h map[string]string) int64 {
 	n := int64(jobCost + 8*len(id))
 	for k, v := range h {
 		n += int64(fieldCost + len(k) + len(v))
 	}
 	evs := m.events[id]
-	n += int64(cap(evs)) * eventCost
+	n += int64(len(evs)) * eventCost
 	for _, e := range evs {
 		n += int64(len(e.Reason) + len(e.Message) + len(e.WorkerID) + len(e.Chain))
 	}
 	for _, k := range [...]string{"ctx:", "res:"} {
 		if b, ok := m.blobs[k+id]; ok {
-			n += int64(fieldCost + len(k) + len(id) + cap(b))
+			n += int64(fieldCost + len(k) + len(id) + len(b))
 		}
 	}
 	return n

@@ -36,7 +36,9 @@ const DefaultClusterShards = 16
 // in Redis (OpenLogged). One process owns a log at a time: another that
 // opens it waits as a standby until the owner's lease (lease=5s by
 // default) lapses or is given up, then takes it over and fences the
-// former owner out.
+// former owner out. snapshot=N: the owner stores a snapshot of its state
+// (and trims the log it holds) after N records at least
+// (DefaultSnapshotEvery), and eight for each job the state holds.
 func Open(rawURL string) (Store, error) { return OpenContext(context.Background(), rawURL) }
 
 // OpenContext is Open; ctx bounds a standby's wait for a log (log=NAME)
@@ -62,6 +64,16 @@ func OpenContext(octx context.Context, rawURL string) (Store, error) {
 	if leaseTTL != "" {
 		if lease, err = time.ParseDuration(leaseTTL); err != nil || lease < 30*time.Millisecond || logName == "" {
 			return nil, fmt.Errorf("jobstore: redis url: lease=%q is not a duration of 30ms or more for a log (log=NAME)", leaseTTL)
+		}
+	}
+	plainURL, snapEvery, err := cutParam(plainURL, "snapshot")
+	if err != nil {
+		return nil, err
+	}
+	var every int
+	if snapEvery != "" {
+		if every, err = strconv.Atoi(snapEvery); err != nil || every < 1 || logName == "" {
+			return nil, fmt.Errorf("jobstore: redis url: snapshot=%q is not a number of records (1 or more) for a log (log=NAME)", snapEvery)
 		}
 	}
 	plainURL, shards, err := cutShards(plainURL)
@@ -107,7 +119,7 @@ func OpenContext(octx context.Context, rawURL string) (Store, error) {
 	}
 	if logName != "" {
 		// A standby waits here, for as long as the owner lives.
-		l, err := OpenLogged(octx, c, logName, LoggedOptions{LeaseTTL: lease})
+		l, err := OpenLogged(octx, c, logName, LoggedOptions{LeaseTTL: lease, SnapshotEvery: every})
 		if err != nil {
 			return nil, errors.Join(err, c.Close())
 		}
