@@ -45,8 +45,11 @@ import (
 // since the last one, and at Close, the owner writes its state as a snapshot, in
 // the log's order (the snapshot holds every record queued before it and
 // none after), and the same script trims the log's batches it covers: a
-// new owner reads the snapshot, then replays the batches after it. Not
-// yet done: the indexes readers other than the owner read, and shards
+// new owner reads the snapshot, then replays the batches after it. A
+// standby (an OpenLogged waiting for the lease) follows the log and
+// writes the snapshots itself, so that the owner need not pause for them
+// (it then takes one only at Close, or when four times as many records
+// wait). Not yet done: the indexes readers other than the owner read, and shards
 // with several owners.
 type Logged struct {
 	*Memory // the state; its read methods are the store's
@@ -59,6 +62,8 @@ type Logged struct {
 	ttl        time.Duration // the lease's
 	lost       chan struct{} // closed once broken is set
 	snapEvery  int           // LoggedOptions.SnapshotEvery; < 0: never
+	opts       LoggedOptions
+	loaded     bool // the state read the log's snapshot (or found none)
 
 	mu       sync.Mutex // orders a change and its record; guards the fields below
 	pending  []pendingRecord
@@ -68,6 +73,8 @@ type Logged struct {
 	since    int    // records queued since the last snapshot
 	nextSnap int    // records after which the next snapshot is taken
 	snapSize int    // the last snapshot's size
+	snapSeq  int64  // the newest snapshot's batch, as the renewal last read it
+	followed bool   // a standby follows the log (and snapshots it)
 	broken   error  // set once an append failed for good: changes are refused
 	wake     chan struct{}
 	done     chan struct{}
@@ -102,11 +109,11 @@ var ErrFenced = errors.New("jobstore: the log has a newer owner (fenced)")
 // maxBatch bounds the records one append carries.
 const maxBatch = 512
 
-type loggedKeys struct{ stream, epoch, seq, lease, snap string }
+type loggedKeys struct{ stream, epoch, seq, lease, snap, standby string }
 
 func newLoggedKeys(name string) loggedKeys {
 	p := "ward:log:{" + name + "}:" // one hash slot: the scripts touch them together
-	return loggedKeys{stream: p + "stream", epoch: p + "epoch", seq: p + "seq", lease: p + "owner", snap: p + "snapshot"}
+	return loggedKeys{stream: p + "stream", epoch: p + "epoch", seq: p + "seq", lease: p + "owner", snap: p + "snapshot", standby: p + "standby"}
 }
 
 // pendingRecord is a record waiting for its batch's append; with no rec,
@@ -135,14 +142,19 @@ redis.call('SET', KEYS[3], ARGV[2])
 return id
 `)
 
-// writeSnapshot stores a snapshot of the state as of batch ARGV[2] if the
-// caller's epoch is the log's, and trims the log's entries before ARGV[4]
+// writeSnapshot stores a snapshot of the state as of batch ARGV[2], if
+// the log holds none as new, and trims the log's entries before ARGV[4]
 // (those the snapshot holds; none when it is ""), in one step: a replay
 // finds either the old snapshot and every batch after it, or the new one
-// and every batch after that.
+// and every batch after that. An owner's snapshot (ARGV[1], its epoch)
+// is refused once another owner took over; a standby's (ARGV[1] "") is
+// the state of a prefix of the log, which no owner can change.
 var writeSnapshot = redis.NewScript(`
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then
 	return redis.error_reply('FENCED')
+end
+if tonumber(ARGV[2]) <= tonumber(redis.call('HGET', KEYS[3], 's') or '-1') then
+	return 0
 end
 redis.call('HSET', KEYS[3], 's', ARGV[2], 'b', ARGV[3])
 if ARGV[4] ~= '' then
@@ -190,57 +202,80 @@ const DefaultLeaseTTL = 5 * time.Second
 // the store, which owns the log until another OpenLogged of it.
 //
 // It waits, while another owner holds the log's lease, until the lease
-// lapses (a standby: it returns once the owner is gone), or ctx ends.
+// lapses (a standby: it returns once the owner is gone), or ctx ends. A
+// standby follows the log as it waits: it applies the owner's batches a
+// third of a lease after they are appended, so that taking over replays
+// only the last few, and it writes the snapshots (the owner then need not
+// pause its changes for one, but at Close).
 func OpenLogged(ctx context.Context, c redis.UniversalClient, name string, o LoggedOptions) (*Logged, error) {
-	k := newLoggedKeys(name)
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = DefaultLeaseTTL
 	}
 	if o.Owner == "" {
 		o.Owner = newOwnerName()
 	}
-	if err := takeLease(ctx, c, k.lease, o); err != nil {
-		return nil, fmt.Errorf("jobstore: log %s: lease: %w", name, err)
-	}
-	epoch, err := c.Incr(ctx, k.epoch).Result()
-	if err != nil {
-		return nil, fmt.Errorf("jobstore: log %s: take over: %w", name, err)
-	}
 	if o.SnapshotEvery == 0 {
 		o.SnapshotEvery = DefaultSnapshotEvery
 	}
-	l := &Logged{Memory: NewMemory(), c: c, keys: k, epoch: epoch, owner: o.Owner, ttl: o.LeaseTTL, snapEvery: o.SnapshotEvery,
+	l := &Logged{c: c, keys: newLoggedKeys(name), opts: o, owner: o.Owner, ttl: o.LeaseTTL, snapEvery: o.SnapshotEvery,
 		lost: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
-	l.Memory.SetBound(o.Bound)
-	l.Memory.SetRetention(o.Retention)
-	if err := l.replay(ctx); err != nil {
+	l.reset()
+	if err := l.takeLease(ctx); err != nil {
+		return nil, fmt.Errorf("jobstore: log %s: %w", name, err)
+	}
+	epoch, err := c.Incr(ctx, l.keys.epoch).Result()
+	if err != nil {
+		l.releaseLease()
+		return nil, fmt.Errorf("jobstore: log %s: take over: %w", name, err)
+	}
+	l.epoch = epoch
+	if _, err := l.catchUp(ctx); err != nil {
 		l.releaseLease()
 		return nil, fmt.Errorf("jobstore: log %s: replay: %w", name, err)
 	}
+	// since: the records the replay applied past the snapshot (the next
+	// snapshot comes sooner after a long replay)
 	l.nextSnap = l.snapAfter()
 	go l.writer()
 	go l.renew()
 	return l, nil
 }
 
-// takeLease takes the lease for o.Owner: at once with o.Steal, else when
-// nobody holds it, waiting a third of a TTL between tries.
-func takeLease(ctx context.Context, c redis.UniversalClient, key string, o LoggedOptions) error {
+// reset empties the state: a replay starts from the snapshot again.
+func (l *Logged) reset() {
+	l.Memory = NewMemory()
+	l.Memory.SetBound(l.opts.Bound)
+	l.Memory.SetRetention(l.opts.Retention)
+	l.seq, l.lastID, l.loaded, l.snapSeq = 0, "", false, 0
+}
+
+// takeLease takes the log's lease: at once with Steal, else when nobody
+// holds it, trying every third of a TTL and following the log in between
+// (a standby).
+func (l *Logged) takeLease(ctx context.Context) error {
+	o := l.opts
 	for {
 		var ok bool
 		var err error
 		if o.Steal {
-			err = c.Set(ctx, key, o.Owner, o.LeaseTTL).Err()
+			err = l.c.Set(ctx, l.keys.lease, o.Owner, o.LeaseTTL).Err()
 			ok = err == nil
 		} else {
 			// lock.lua, as the Redis store's leases: take it when free
-			ok, err = lockScript.Run(ctx, c, []string{key}, o.Owner, o.LeaseTTL.Milliseconds()).Bool()
+			ok, err = lockScript.Run(ctx, l.c, []string{l.keys.lease}, o.Owner, o.LeaseTTL.Milliseconds()).Bool()
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("lease: %w", err)
 		}
 		if ok {
 			return nil
+		}
+		if err := l.follow(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// Not fatal to a standby: it catches up once it owns the log.
+			slog.Warn("jobstore: a standby could not follow the log", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -248,6 +283,39 @@ func takeLease(ctx context.Context, c redis.UniversalClient, key string, o Logge
 		case <-time.After(o.LeaseTTL / 3):
 		}
 	}
+}
+
+// follow is a standby's turn: it says it is there (the owner snapshots
+// less often then), applies the batches appended since its last turn, and
+// writes a snapshot once the state calls for one.
+func (l *Logged) follow(ctx context.Context) error {
+	if err := l.c.Set(ctx, l.keys.standby, l.owner, 3*l.ttl).Err(); err != nil {
+		return err
+	}
+	n, err := l.catchUp(ctx)
+	if err != nil {
+		return err
+	}
+	if l.since += n; l.snapEvery < 0 || l.since < l.snapAfter() {
+		return nil
+	}
+	start := time.Now()
+	snap, err := l.Memory.appendSnapshot(make([]byte, 0, l.snapSize+l.snapSize/8+4096))
+	if err != nil {
+		return err
+	}
+	l.snapSize = len(snap)
+	ok, err := l.storeSnapshotOnce(ctx, "", l.seq, l.lastID, snap)
+	if err != nil {
+		return err
+	}
+	if ok {
+		snapshots.Inc()
+		snapshotBytes.Set(float64(len(snap)))
+		slog.Info("jobstore: log snapshot stored by a standby", "batch", l.seq, "bytes", len(snap), "took", time.Since(start).Round(time.Microsecond))
+	}
+	l.since = 0
+	return nil
 }
 
 // newOwnerName is a lease holder's name: random, as no two processes
@@ -281,6 +349,7 @@ func (l *Logged) renew() {
 		switch {
 		case err == nil && n == 1:
 			last = time.Now()
+			l.watchSnapshots()
 		case err == nil:
 			l.fail(fmt.Errorf("%w: the lease is another's", ErrFenced))
 			return
@@ -289,6 +358,33 @@ func (l *Logged) renew() {
 			return
 		}
 	}
+}
+
+// watchSnapshots reads the newest snapshot's batch and whether a standby
+// follows the log. A standby's snapshot is as good as the owner's own:
+// the records after it are what a replay reads. And while a standby
+// follows, the owner leaves the snapshots to it (it takes one itself only
+// once four times as many records wait), so its changes need not pause.
+func (l *Logged) watchSnapshots() {
+	ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
+	defer cancel()
+	pipe := l.c.Pipeline()
+	seqCmd := pipe.HGet(ctx, l.keys.snap, "s")
+	standby := pipe.Exists(ctx, l.keys.standby)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return // the next renewal reads them
+	}
+	seq, _ := seqCmd.Int64()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seq > l.snapSeq {
+		if l.seq > l.snapSeq {
+			// the records since, by the share of batches after it
+			l.since = int(float64(l.since) * float64(max(l.seq-seq, 0)) / float64(l.seq-l.snapSeq))
+		}
+		l.snapSeq = seq
+	}
+	l.followed = standby.Val() == 1
 }
 
 // fail breaks the store: every later change is refused with err.
@@ -325,68 +421,111 @@ func (l *Logged) releaseLease() {
 	_ = unlockScript.Run(ctx, l.c, []string{l.keys.lease}, l.owner).Err()
 }
 
-// replay reads the log's snapshot, if it has one, into the empty state,
-// then applies every batch after it, in order.
-func (l *Logged) replay(ctx context.Context) error {
-	snap, err := l.c.HMGet(ctx, l.keys.snap, "s", "b").Result()
-	if err != nil {
-		return err
+// errLogGap: the log lacks a batch between the state's last and the next
+// it holds: another process's snapshot trimmed it past this state.
+var errLogGap = errors.New("the log skips a batch")
+
+// catchUp brings the state up to the log's end and answers how many
+// records it applied: the snapshot first, when the state has read none
+// yet, then every batch after the last it applied, in order. Where the
+// log was trimmed past the state (a standby's snapshot, stored between
+// two reads), it starts over from the newer snapshot.
+func (l *Logged) catchUp(ctx context.Context) (int, error) {
+	for try := 0; ; try++ {
+		n, err := l.readLog(ctx)
+		if !errors.Is(err, errLogGap) || try == 3 {
+			return n, err
+		}
+		l.reset()
 	}
-	if s, ok := snap[0].(string); ok {
-		seq, err := strconv.ParseInt(s, 10, 64)
+}
+
+func (l *Logged) readLog(ctx context.Context) (int, error) {
+	if !l.loaded {
+		snap, err := l.c.HMGet(ctx, l.keys.snap, "s", "b").Result()
 		if err != nil {
-			return fmt.Errorf("snapshot: bad sequence %q", s)
+			return 0, err
 		}
-		b, _ := snap[1].(string)
-		if err := l.Memory.readSnapshot([]byte(b)); err != nil {
-			return fmt.Errorf("snapshot of batch %d: %w", seq, err)
+		if s, ok := snap[0].(string); ok {
+			seq, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("snapshot: bad sequence %q", s)
+			}
+			b, _ := snap[1].(string)
+			if err := l.Memory.readSnapshot([]byte(b)); err != nil {
+				return 0, fmt.Errorf("snapshot of batch %d: %w", seq, err)
+			}
+			l.seq, l.snapSeq = seq, seq
 		}
-		l.seq = seq
+		l.loaded = true
 	}
-	start := "-"
+	records := 0
 	for {
+		start := "-"
+		if l.lastID != "" {
+			start = "(" + l.lastID
+		}
 		msgs, err := l.c.XRangeN(ctx, l.keys.stream, start, "+", 1000).Result()
 		if err != nil {
-			return err
+			return records, err
 		}
 		for _, m := range msgs {
 			s, _ := m.Values["s"].(string)
 			seq, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
-				return fmt.Errorf("entry %s: bad sequence %q", m.ID, s)
+				return records, fmt.Errorf("entry %s: bad sequence %q", m.ID, s)
 			}
-			if seq <= l.seq {
-				continue // in the snapshot (a trim left it)
+			switch {
+			case seq <= l.seq:
+				// in the snapshot (a trim left it)
+			case seq != l.seq+1:
+				return records, fmt.Errorf("%w: entry %s is batch %d, after batch %d", errLogGap, m.ID, seq, l.seq)
+			default:
+				b, _ := m.Values["b"].(string)
+				n, err := l.applyBatch([]byte(b))
+				if err != nil {
+					return records, fmt.Errorf("entry %s (batch %d): %w", m.ID, seq, err)
+				}
+				records += n
+				l.seq = seq
 			}
-			b, _ := m.Values["b"].(string)
-			if err := l.applyBatch([]byte(b)); err != nil {
-				return fmt.Errorf("entry %s (batch %d): %w", m.ID, seq, err)
-			}
-			l.seq = seq
+			l.lastID = m.ID
 		}
 		if len(msgs) < 1000 {
-			return nil
+			break
 		}
-		start = "(" + msgs[len(msgs)-1].ID
 	}
+	// Nothing past the state: a snapshot stored since may have trimmed
+	// the batches between.
+	if records == 0 {
+		s, err := l.c.HGet(ctx, l.keys.snap, "s").Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return 0, err
+		}
+		if s > l.seq {
+			return 0, fmt.Errorf("%w: the snapshot holds batch %d, the state %d, the log none between", errLogGap, s, l.seq)
+		}
+	}
+	return records, nil
 }
 
-// applyBatch applies a batch's records: a JSON array of records.
-func (l *Logged) applyBatch(b []byte) error {
+// applyBatch applies a batch's records (a JSON array of records) and
+// answers how many it held.
+func (l *Logged) applyBatch(b []byte) (int, error) {
 	var recs []json.RawMessage
 	if err := json.Unmarshal(b, &recs); err != nil {
-		return err
+		return 0, err
 	}
 	for i, raw := range recs {
 		var r record
 		if err := json.Unmarshal(raw, &r); err != nil {
-			return fmt.Errorf("record %d: %w", i, err)
+			return i, fmt.Errorf("record %d: %w", i, err)
 		}
 		if err := r.apply(context.Background(), l.Memory); err != nil {
-			return fmt.Errorf("record %d (%s): %w", i, r.Op, err)
+			return i, fmt.Errorf("record %d (%s): %w", i, r.Op, err)
 		}
 	}
-	return nil
+	return len(recs), nil
 }
 
 // change applies a change with fn under the lock and, when fn reports
@@ -425,7 +564,7 @@ func (l *Logged) change(ctx context.Context, fn func() (changed bool, rec *recor
 	}
 	p := pendingRecord{rec: raw, done: make(chan error, 1)}
 	l.pending = append(l.pending, p)
-	if l.since++; l.snapEvery >= 0 && l.since >= l.nextSnap {
+	if l.since++; l.snapEvery >= 0 && l.since >= l.nextSnap && (!l.followed || l.since >= 4*l.nextSnap) {
 		l.queueSnapshotLocked()
 	}
 	l.mu.Unlock()
@@ -460,7 +599,9 @@ func (l *Logged) queueSnapshotLocked() {
 		slog.Error("jobstore: log snapshot", "err", err)
 		return
 	}
-	snapshotPause.Observe(time.Since(start).Seconds())
+	pause := time.Since(start)
+	snapshotPause.Observe(pause.Seconds())
+	slog.Info("jobstore: log snapshot taken", "bytes", len(snap), "pause", pause.Round(time.Microsecond), "records", l.since)
 	l.pending = append(l.pending, pendingRecord{snap: snap})
 	l.snapSize = len(snap)
 	l.since = 0
@@ -595,18 +736,15 @@ func (l *Logged) append(seq int64, b []byte) (string, error) {
 	return id, err
 }
 
-// storeSnapshot stores a snapshot of the state as of batch seq and trims
-// the log up to entry after (inclusive; nothing when it is ""). Only a
-// newer owner breaks the store: a snapshot not stored loses nothing, as
-// the log still holds its batches.
+// storeSnapshot stores the owner's snapshot of the state as of batch seq
+// and trims the log up to entry after (inclusive; nothing when it is "").
+// Only a newer owner breaks the store: a snapshot not stored loses
+// nothing, as the log still holds its batches.
 func (l *Logged) storeSnapshot(seq int64, after string, b []byte) {
-	minID := ""
-	if after != "" {
-		minID = nextStreamID(after)
-	}
-	err := l.retry(fmt.Sprintf("log snapshot (batch %d)", seq), func(ctx context.Context) error {
-		return writeSnapshot.Run(ctx, l.c, []string{l.keys.stream, l.keys.epoch, l.keys.snap},
-			strconv.FormatInt(l.epoch, 10), strconv.FormatInt(seq, 10), b, minID).Err()
+	var ok bool
+	err := l.retry(fmt.Sprintf("log snapshot (batch %d)", seq), func(ctx context.Context) (err error) {
+		ok, err = l.storeSnapshotOnce(ctx, strconv.FormatInt(l.epoch, 10), seq, after, b)
+		return err
 	})
 	switch {
 	case errors.Is(err, ErrFenced):
@@ -614,10 +752,28 @@ func (l *Logged) storeSnapshot(seq int64, after string, b []byte) {
 	case err != nil:
 		snapshotErrors.Inc()
 		slog.Error("jobstore: log snapshot", "batch", seq, "err", err)
-	default:
+	case ok:
 		snapshots.Inc()
 		snapshotBytes.Set(float64(len(b)))
+		l.mu.Lock()
+		l.snapSeq = max(l.snapSeq, seq)
+		l.mu.Unlock()
 	}
+}
+
+// storeSnapshotOnce runs writeSnapshot once: false when the log holds a
+// snapshot as new already.
+func (l *Logged) storeSnapshotOnce(ctx context.Context, epoch string, seq int64, after string, b []byte) (bool, error) {
+	minID := ""
+	if after != "" {
+		minID = nextStreamID(after)
+	}
+	n, err := writeSnapshot.Run(ctx, l.c, []string{l.keys.stream, l.keys.epoch, l.keys.snap},
+		epoch, strconv.FormatInt(seq, 10), b, minID).Int()
+	if err != nil && strings.Contains(err.Error(), "FENCED") {
+		return false, ErrFenced
+	}
+	return n == 1, err
 }
 
 // nextStreamID is the stream entry id right after id ("ms-n").
@@ -642,7 +798,7 @@ func (l *Logged) retry(what string, call func(ctx context.Context) error) error 
 		switch {
 		case err == nil:
 			return nil
-		case strings.Contains(err.Error(), "FENCED"):
+		case errors.Is(err, ErrFenced) || strings.Contains(err.Error(), "FENCED"):
 			return ErrFenced
 		case time.Now().After(deadline):
 			return fmt.Errorf("jobstore: %s: %w", what, err)

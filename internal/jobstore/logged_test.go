@@ -305,6 +305,79 @@ func TestLoggedStandby(t *testing.T) {
 	}
 }
 
+// TestLoggedStandbySnapshots: a standby follows the log while it waits
+// for the lease, and writes the snapshots (trimming the log) while the
+// owner takes none; it takes over with the owner's state, and a cold
+// owner after it reads its snapshot and the batches after.
+func TestLoggedStandbySnapshots(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	ctx := context.Background()
+	ttl := 300 * time.Millisecond
+	// The bound keeps the state small, so that snapshots come every few
+	// dozen records (eight a job held).
+	bound := jobstore.Bound{MaxEnded: 10}
+	a, err := jobstore.OpenLogged(ctx, c, "follow", jobstore.LoggedOptions{LeaseTTL: ttl, SnapshotEvery: -1, Bound: bound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan *jobstore.Logged, 1)
+	go func() {
+		b, err := jobstore.OpenLogged(ctx, c, "follow", jobstore.LoggedOptions{LeaseTTL: ttl, SnapshotEvery: 20, Bound: bound})
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- b
+	}()
+	batches := 0
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("j%d", i)
+		if _, _, err := a.Create(ctx, &jobstore.Job{ID: id, Topic: "job.echo", Tenant: "acme"}, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Transition(ctx, id, jobstore.Transition{To: jobstore.Cancelled}); err != nil {
+			t.Fatal(err)
+		}
+		batches += 2 // one change at a time: a batch each
+		if i%20 == 0 {
+			time.Sleep(ttl / 3) // let the standby read
+		}
+		snap, err := c.HGet(ctx, "ward:log:{follow}:snapshot", "s").Int64()
+		if err == nil && snap > 0 && i >= 100 {
+			break // the standby stored one, while the owner took none
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot from the standby after %d jobs", i+1)
+		}
+	}
+	if n, err := c.XLen(ctx, "ward:log:{follow}:stream").Result(); err != nil || n >= int64(batches) {
+		t.Fatalf("the log holds %d of %d batches (%v): the standby's snapshot trimmed none", n, batches, err)
+	}
+	if err := a.Close(); err != nil { // no snapshot of its own
+		t.Fatal(err)
+	}
+	b := <-opened
+	if b == nil {
+		t.FailNow()
+	}
+	if err := jobstore.SameState(a, b); err != nil {
+		t.Fatalf("the standby took over: %v", err)
+	}
+	if _, _, err := b.Create(ctx, &jobstore.Job{ID: "after", Topic: "job.echo", Tenant: "acme"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cold, err := jobstore.OpenLogged(ctx, c, "follow", jobstore.LoggedOptions{Steal: true, Bound: bound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cold.Close()
+	if err := jobstore.SameState(b, cold); err != nil {
+		t.Fatalf("a cold owner after the standby: %v", err)
+	}
+	_ = b.Close()
+}
+
 // TestLoggedLosesItsLease: an owner whose lease another took (an operator
 // stole it, or it lapsed while the owner was paused) learns it at its next
 // renewal: Lost closes, and it refuses every change, before it tries one.
