@@ -3,6 +3,7 @@ package jobstore
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -72,7 +73,7 @@ type Logged struct {
 	lastID   string // the stream entry of the last batch appended (the writer's)
 	since    int    // records queued since the last snapshot
 	nextSnap int    // records after which the next snapshot is taken
-	snapSize int    // the last snapshot's size
+	snapJob  int    // the last snapshot's bytes a job (its size's estimate for the next)
 	snapSeq  int64  // the newest snapshot's batch, as the renewal last read it
 	followed bool   // a standby follows the log (and snapshots it)
 	broken   error  // set once an append failed for good: changes are refused
@@ -300,11 +301,10 @@ func (l *Logged) follow(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	snap, err := l.Memory.appendSnapshot(make([]byte, 0, l.snapSize+l.snapSize/8+4096))
+	snap, err := l.snapshot()
 	if err != nil {
 		return err
 	}
-	l.snapSize = len(snap)
 	ok, err := l.storeSnapshotOnce(ctx, "", l.seq, l.lastID, snap)
 	if err != nil {
 		return err
@@ -509,9 +509,13 @@ func (l *Logged) readLog(ctx context.Context) (int, error) {
 	return records, nil
 }
 
-// applyBatch applies a batch's records (a JSON array of records) and
-// answers how many it held.
+// applyBatch applies a batch's records and answers how many it held:
+// binary records (logged_record.go), or a JSON array of records, as an
+// earlier Ward wrote them.
 func (l *Logged) applyBatch(b []byte) (int, error) {
+	if len(b) > 0 && b[0] == batchBinary {
+		return readBatch(b[1:], func(r *record) error { return r.apply(context.Background(), l.Memory) })
+	}
 	var recs []json.RawMessage
 	if err := json.Unmarshal(b, &recs); err != nil {
 		return 0, err
@@ -555,7 +559,7 @@ func (l *Logged) change(ctx context.Context, fn func() (changed bool, rec *recor
 		}
 		return err
 	}
-	raw, err := json.Marshal(rec)
+	raw, err := appendRecord(make([]byte, 0, 256), rec)
 	if err != nil {
 		// The state changed and can't be logged: nothing may follow it.
 		l.failLocked(fmt.Errorf("jobstore: log record %s: %w", rec.Op, err))
@@ -587,13 +591,30 @@ func (l *Logged) snapAfter() int {
 // no more than 8 records a job past the snapshot.
 const snapshotRatio = 8
 
+// snapshot encodes the state, into a buffer sized by the last snapshot's
+// bytes a job: growing one of tens of megabytes copies it several times.
+func (l *Logged) snapshot() ([]byte, error) {
+	l.Memory.mu.Lock()
+	jobs := len(l.Memory.jobs)
+	l.Memory.mu.Unlock()
+	perJob := l.snapJob
+	if perJob == 0 {
+		perJob = 2048
+	}
+	snap, err := l.Memory.appendSnapshot(make([]byte, 0, 4096+jobs*perJob*9/8))
+	if err == nil && jobs > 0 {
+		l.snapJob = len(snap)/jobs + 1
+	}
+	return snap, err
+}
+
 // queueSnapshotLocked queues a snapshot of the state after the records
 // queued so far. l.mu is held: no change comes between the records and
 // the snapshot. A snapshot that can't be made is logged and skipped: the
 // log still holds everything.
 func (l *Logged) queueSnapshotLocked() {
 	start := time.Now()
-	snap, err := l.Memory.appendSnapshot(make([]byte, 0, l.snapSize+l.snapSize/8+4096))
+	snap, err := l.snapshot()
 	if err != nil {
 		snapshotErrors.Inc()
 		slog.Error("jobstore: log snapshot", "err", err)
@@ -603,7 +624,6 @@ func (l *Logged) queueSnapshotLocked() {
 	snapshotPause.Observe(pause.Seconds())
 	slog.Info("jobstore: log snapshot taken", "bytes", len(snap), "pause", pause.Round(time.Microsecond), "records", l.since)
 	l.pending = append(l.pending, pendingRecord{snap: snap})
-	l.snapSize = len(snap)
 	l.since = 0
 	l.nextSnap = l.snapAfter()
 }
@@ -682,18 +702,13 @@ func (l *Logged) flush() {
 		l.mu.Unlock()
 
 		if records > 0 {
-			buf := make([]byte, 0, size+1)
-			buf = append(buf, '[')
+			buf := make([]byte, 0, size+records*binary.MaxVarintLen32)
+			buf = append(buf, batchBinary)
 			for _, p := range batch {
-				if p.rec == nil {
-					continue // a barrier
+				if p.rec != nil { // not a barrier
+					buf = append(binary.AppendUvarint(buf, uint64(len(p.rec))), p.rec...)
 				}
-				if len(buf) > 1 {
-					buf = append(buf, ',')
-				}
-				buf = append(buf, p.rec...)
 			}
-			buf = append(buf, ']')
 			var id string
 			if id, err = l.append(seq, buf); err == nil && id != "" {
 				l.lastID = id
