@@ -125,7 +125,7 @@ Every Prometheus metric Ward's processes export, on ` + "`/metrics`" + ` at
 from the code: ` + "`go test ./internal/testing/docs -run TestMetricsDoc -update`" + `
 writes it, and the test fails when the code and the page differ. The
 prefix names the part: ` + "`ward_scheduler_`, `ward_safety_`, `ward_host_`, `ward_bus_`" + ` (every
-process's NATS connection), ` + "`ward_jobstore_`" + ` (the in-memory store),
+process's NATS connection), ` + "`ward_jobstore_`" + ` (the in-memory store and the logged store),
 ` + "`ward_gateway_`" + `.
 
 | metric | type | labels | help (the code's) | defined in |
