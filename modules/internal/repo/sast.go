@@ -103,8 +103,11 @@ func sastPolicyFor(p string) sastPolicy {
 	case ".po", ".pot", ".xliff", ".xlf", ".arb", ".strings", ".resx":
 		translation = true
 	}
+	// a directory named for translations (lang/, locales/) holds strings,
+	// but a program in it is still a program (python/lang/security/…)
+	isCode := codeLanguages[sastLanguage(p, Language(p))]
 	for _, d := range parts[:len(parts)-1] {
-		if translationDirs[d] {
+		if translationDirs[d] && !isCode {
 			translation = true
 		}
 	}
