@@ -16,6 +16,7 @@ type pyVal struct {
 	sql   bool   // its literals read as SQL
 	weak  bool   // an MD5 or SHA-1 hash, or its digest
 	clean bool   // not a constant but not from outside: a call of constants
+	mod   string // a module (__import__("os")) or a function (getattr(os, "system")) by full name
 	obj   string // the full name of the class or function that made it
 	src   string // where the taint came from
 	expr  *pyExpr
@@ -437,11 +438,32 @@ func (f *pyFile) lookup(name string) pyVal {
 
 // resolve returns an expression's full dotted name, imports resolved.
 func (f *pyFile) resolve(e *pyExpr) string {
+	if e.kind == 'c' && e.x.kind == 'n' && !f.shadowed(e.x.name) {
+		// getattr(os, "system"), __import__("os")
+		switch {
+		case e.x.name == "getattr" && len(e.args) == 2 && e.args[1].kind == 's':
+			if base := f.resolve(e.args[0]); base != "" {
+				return base + "." + e.args[1].str.value
+			}
+		case e.x.name == "__import__" && len(e.args) >= 1 && e.args[0].kind == 's':
+			return e.args[0].str.value
+		}
+	}
+	if e.kind == 'a' && e.x.kind == 'c' {
+		if base := f.resolve(e.x); base != "" && e.x.x.kind == 'n' && (e.x.x.name == "getattr" || e.x.x.name == "__import__") {
+			return base + "." + e.name
+		}
+	}
 	d := e.dotted()
 	if d == "" {
 		return ""
 	}
 	head, rest, _ := strings.Cut(d, ".")
+	if rest == "" {
+		if v := f.lookup(head); v.mod != "" {
+			return v.mod
+		}
+	}
 	if full, ok := f.imports[head]; ok {
 		if rest == "" {
 			return full
@@ -450,7 +472,9 @@ func (f *pyFile) resolve(e *pyExpr) string {
 	}
 	// a variable that holds an object of a known class
 	if e.kind == 'a' {
-		if v := f.lookup(head); v.obj != "" && v.obj != "self" && rest != "" {
+		if v := f.lookup(head); v.mod != "" && rest != "" {
+			return v.mod + "." + rest
+		} else if v.obj != "" && v.obj != "self" && rest != "" {
 			if _, isImport := f.imports[head]; !isImport && !pyBuiltins[head] {
 				return v.obj + "()." + rest
 			}
@@ -617,6 +641,11 @@ func (f *pyFile) call(e *pyExpr) pyVal {
 		all = all.join(v)
 	}
 	f.sinks(e, full, meth, args, kws)
+	if e.x.kind == 'n' && (e.x.name == "getattr" || e.x.name == "__import__") {
+		if r := f.resolve(e); r != "" && r != e.x.name {
+			return pyVal{konst: true, mod: r}
+		}
+	}
 	// the value
 	if src := pySourceCall(full, meth); src != "" {
 		return pyVal{taint: true, src: src}
@@ -640,9 +669,16 @@ func (f *pyFile) call(e *pyExpr) pyVal {
 	case hasBase && pyStrMethods[meth]:
 		v.sql, v.built = base.sql, base.built
 	}
+	if hasBase && meth == "format" && (strings.HasPrefix(base.obj, "psycopg2.sql.") || strings.HasPrefix(base.obj, "psycopg.sql.")) {
+		return pyVal{konst: true} // psycopg's sql composition quotes its identifiers
+	}
 	if !v.taint && v.fixed() && !(meth == "format" || meth == "join" || pyStrMethods[meth]) {
-		// a call of constants: not a constant, not from outside
-		v.konst, v.clean = false, true
+		// a call of constants: a constant when it transforms constants
+		// (dedent(code)), else not a constant, but not from outside
+		// (table_name())
+		if !(len(e.args)+len(e.kws) > 0 && v.konst) {
+			v.konst, v.clean = false, true
+		}
 	}
 	if full != "" && !strings.Contains(full, "()") && (e.x.kind == 'n' || f.lookup(strings.Split(full, ".")[0]).obj != "") {
 		v.obj = full

@@ -86,8 +86,8 @@ var weakHashNames = wordSet(`hashlib.md5 hashlib.sha1 Crypto.Hash.MD5.new Crypto
 var pyPasswordFunc = regexp.MustCompile(`(?i)pass(?:word|wd)`)
 
 // shellProgram reports a shell, or python, as a list's first element.
-var shellProgram = regexp.MustCompile(`(?:^|/)(?:sh|bash|ksh|csh|tcsh|zsh|dash|cmd(?:\.exe)?|powershell|pwsh)$`)
 var pythonProgram = regexp.MustCompile(`(?:^|/)python[\d.]*$`)
+var shellProgram = regexp.MustCompile(`(?:^|/)(?:sh|bash|ksh|csh|tcsh|zsh|dash|cmd(?:\.exe)?|powershell|pwsh)$`)
 
 func (f *pyFile) report(e *pyExpr, rule, msg string) {
 	sev := sdk.SeverityError
@@ -254,41 +254,36 @@ func (f *pyFile) runsProgram(v pyVal, shell bool) bool {
 		}
 	}
 	if ex == nil || ex.kind != 'l' || ex.name == "comp" {
-		// a string with a shell; without one, a program from outside or
-		// built at run time (a variable holding a list is not known)
-		return shell && !v.konst || v.taint || v.built
+		// a string with a shell; without one, a command from outside
+		return shell && !v.konst || v.taint
 	}
 	elems := listElems(ex)
 	if len(elems) == 0 {
 		return false
 	}
-	first := f.ev(elems[0])
-	if elems[0].star || !first.konst {
-		return !elems[0].star && true
-	}
-	prog := ""
-	if elems[0].kind == 's' {
-		prog = elems[0].str.value
-	}
-	rest := elems[1:]
-	switch {
-	case shellProgram.MatchString(prog):
-		for k, el := range rest {
-			if el.kind == 's' && (el.str.value == "-c" || el.str.value == "/c") && k+1 < len(rest) {
-				return !f.ev(rest[k+1]).konst
-			}
-		}
-	case pythonProgram.MatchString(prog):
-		if len(rest) > 0 && !f.ev(rest[0]).konst {
-			return true
-		}
-	}
 	if shell {
-		for _, el := range rest {
-			if !f.ev(el).konst {
+		// the list's items are the shell's arguments
+		for _, el := range elems {
+			if !el.star && !f.ev(el).konst {
 				return true
 			}
 		}
+		return false
+	}
+	first := f.ev(elems[0])
+	prog := ""
+	if first.konst && elems[0].kind == 's' {
+		prog = elems[0].str.value
+	}
+	rest := elems[1:]
+	for k, el := range rest {
+		// a shell's -c, python's -c or its script: code, not arguments
+		if el.kind == 's' && (el.str.value == "-c" || el.str.value == "/c") && k+1 < len(rest) {
+			return !f.ev(rest[k+1]).konst
+		}
+	}
+	if pythonProgram.MatchString(prog) && len(rest) > 0 {
+		return f.ev(rest[0]).taint
 	}
 	return false
 }
@@ -313,20 +308,8 @@ func (f *pyFile) execSink(e *pyExpr, name string, s pyExecSink, args []pyVal) {
 			rest = append(rest, a.expr)
 		}
 	}
-	prog := ""
-	if pe := args[s.prog].expr; pe != nil && pe.kind == 's' {
-		prog = pe.str.value
-	}
-	if len(rest) > 0 && rest[0].kind == 'l' && !shellProgram.MatchString(prog) {
+	if len(rest) > 0 && rest[0].kind == 'l' {
 		rest = listElems(rest[0]) // create_subprocess_exec(p, [p, "-c", x])
-	}
-	if !shellProgram.MatchString(prog) && !(len(rest) > 0 && rest[0].kind == 's' && shellProgram.MatchString(rest[0].str.value)) {
-		if prog == "" || len(rest) == 0 {
-			return
-		}
-		if !shellProgram.MatchString(prog) {
-			return
-		}
 	}
 	for k, el := range rest {
 		if el.kind == 's' && (el.str.value == "-c" || el.str.value == "/c") && k+1 < len(rest) {
@@ -389,7 +372,7 @@ func (f *pyFile) sqlSink(e *pyExpr, full, meth string, args []pyVal, kws map[str
 // with a constant.
 func (f *pyFile) deserSink(e *pyExpr, full string, args []pyVal, kws map[string]pyVal) {
 	_, loader := kws["Loader"]
-	if len(args) > 0 && args[0].fixed() && !(args[0].konst && args[0].expr.kind == 'n') &&
+	if len(args) > 0 && args[0].fixed() &&
 		!strings.HasPrefix(full, "yaml.unsafe") && !loader && len(args) < 2 {
 		// a literal, or a call of literals: not data from outside
 		// (pickle.loads(b"…"), yaml.load("a.yaml"), pickle.load(open("a.pkl")))
