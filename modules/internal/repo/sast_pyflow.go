@@ -510,6 +510,9 @@ func (f *pyFile) ev(e *pyExpr) pyVal {
 		if src := pySource(full); src != "" {
 			return pyVal{taint: true, src: src}
 		}
+		if full == "ssl._create_unverified_context" {
+			f.report(e, "tls-verify-disabled", "an unverified SSL context accepts any certificate")
+		}
 		if d := e.dotted(); d != "" {
 			for s := f.scope; s != nil; s = s.parent {
 				if v, ok := s.vars[d]; ok {
@@ -669,7 +672,8 @@ func (f *pyFile) call(e *pyExpr) pyVal {
 	case hasBase && pyStrMethods[meth]:
 		v.sql, v.built = base.sql, base.built
 	}
-	if hasBase && meth == "format" && (strings.HasPrefix(base.obj, "psycopg2.sql.") || strings.HasPrefix(base.obj, "psycopg.sql.")) {
+	if hasBase && meth == "format" && (strings.HasPrefix(base.obj, "psycopg2.sql.") || strings.HasPrefix(base.obj, "psycopg.sql.") ||
+		e.x.x.kind == 'c' && strings.HasSuffix(e.x.x.x.dotted(), "sql.SQL")) {
 		return pyVal{konst: true} // psycopg's sql composition quotes its identifiers
 	}
 	if !v.taint && v.fixed() && !(meth == "format" || meth == "join" || pyStrMethods[meth]) {

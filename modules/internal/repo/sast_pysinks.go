@@ -60,9 +60,33 @@ var pyCodeSinks = map[string]pyArgSink{
 var pySQLMethods = wordSet(`execute executemany executescript mogrify fetch fetchrow fetchval prepare cursor
 	copy_from_query copyfromquery raw RawSQL text`)
 
+// pyQueryClauses are SQLAlchemy query methods that take raw SQL text.
+var pyQueryClauses = wordSet(`filter where having group_by order_by distinct`)
+
+// chainHas reports a receiver chain (session.query(M).join(x)) with a
+// call or attribute of the name.
+func chainHas(e *pyExpr, name string) bool {
+	for e != nil {
+		switch e.kind {
+		case 'n':
+			return e.name == name
+		case 'a':
+			if e.name == name {
+				return true
+			}
+			e = e.x
+		case 'c':
+			e = e.x
+		default:
+			return false
+		}
+	}
+	return false
+}
+
 // pyStrongSQL are sinks that take nothing but SQL: a string built at run
 // time is reported even without SQL words in it.
-var pyStrongSQL = wordSet(`executemany executescript mogrify fetch fetchrow fetchval raw RawSQL copy_from_query copyfromquery`)
+var pyStrongSQL = wordSet(`executemany executescript mogrify fetch fetchrow fetchval raw RawSQL copy_from_query copyfromquery run`)
 
 // pySQLReceivers name a database handle.
 var pySQLReceivers = regexp.MustCompile(`(?i)(?:^|_|\b)(?:cur|cursor|conn|connection|con|db|database|session|engine|sql|pool|pg|mysql|sqlite|tx|transaction|c)\w*$`)
@@ -176,8 +200,12 @@ func (f *pyFile) sinks(e *pyExpr, full, meth string, args []pyVal, kws map[strin
 		}
 	}
 	// SQL
-	if pySQLMethods[meth] && (e.x.kind == 'a' || meth == "RawSQL" || meth == "text") {
+	if pySQLMethods[meth] && (e.x.kind == 'a' || meth == "RawSQL" || meth == "text") ||
+		meth == "run" && e.x.kind == 'a' && f.importsAny("pg8000") {
 		f.sqlSink(e, full, meth, args, kws)
+	}
+	if pyQueryClauses[meth] && e.x.kind == 'a' && chainHas(e.x.x, "query") && len(args) > 0 && args[0].built {
+		f.report(e.x, "sql-injection", meth+" is given SQL built at run time (bind the values with bindparams)"+from(args[0]))
 	}
 	if meth == "extra" && e.x.kind == 'a' {
 		for _, k := range []string{"where", "select", "tables", "order_by", "params"} {
