@@ -487,7 +487,7 @@ func (f *pyFile) resolve(e *pyExpr) string {
 func (f *pyFile) ev(e *pyExpr) pyVal {
 	switch e.kind {
 	case 's':
-		v := pyVal{konst: true, sql: isSQL(e.str.value)}
+		v := pyVal{konst: true, sql: maybeSQL(e.str.value) && isSQL(e.str.value)}
 		for _, part := range e.str.parts {
 			pv := f.ev(part)
 			if !pv.konst {
@@ -703,6 +703,23 @@ var pyStrMethods = wordSet(`strip lstrip rstrip lower upper replace encode decod
 // quoting for a shell.
 var pySanitizers = map[string]bool{"int": true, "float": true, "bool": true, "len": true, "shlex.quote": true,
 	"pipes.quote": true, "shlex.join": true, "hash": true, "abs": true, "round": true, "uuid.uuid4": true}
+
+// sqlWords are the words sqlRe needs, one of them at least.
+var sqlWords = []string{"select", "insert", "update", "delete", "where", "order", "group", "drop", "create", "alter", "truncate"}
+
+// maybeSQL is a quick test before isSQL: a word of SQL, in any case.
+func maybeSQL(s string) bool {
+	if len(s) < 6 {
+		return false
+	}
+	l := strings.ToLower(s)
+	for _, w := range sqlWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
 
 // pySource names the source an attribute or name is, or "".
 func pySource(full string) string {
