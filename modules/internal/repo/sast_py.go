@@ -260,9 +260,14 @@ type pyKw struct {
 }
 
 type pyParser struct {
-	toks []pyTok
-	i    int
+	toks  []pyTok
+	i     int
+	depth int // of nested expressions: past pyMaxDepth the rest is skipped
 }
+
+// pyMaxDepth bounds the parser's recursion on nested brackets and
+// operators, so that no file can exhaust the stack.
+const pyMaxDepth = 200
 
 func (p *pyParser) peek() pyTok {
 	if p.i < len(p.toks) {
@@ -326,6 +331,12 @@ var pyBinary = map[string]int{
 // expr parses one expression (a conditional, a lambda, a walrus).
 func (p *pyParser) expr() *pyExpr {
 	t := p.peek()
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > pyMaxDepth {
+		p.i = len(p.toks)
+		return &pyExpr{kind: 'u', off: t.off}
+	}
 	if t.kind == 'n' && t.text == "lambda" {
 		p.i++
 		for !p.is('o', ":") && p.peek().kind != 0 {
@@ -390,6 +401,12 @@ func (p *pyParser) binary(min int) *pyExpr {
 
 func (p *pyParser) unary() *pyExpr {
 	t := p.peek()
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > pyMaxDepth {
+		p.i = len(p.toks)
+		return &pyExpr{kind: 'u', off: t.off}
+	}
 	if t.kind == 'o' && (t.text == "-" || t.text == "+" || t.text == "~") {
 		p.i++
 		e := p.unary()

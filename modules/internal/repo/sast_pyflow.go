@@ -49,6 +49,11 @@ type pyFile struct {
 	c       *codeScan
 	imports map[string]string // bound name → full name
 	scope   *pyFrame
+	depth   int // of ev's recursion
+	// memo holds the values of the current statement's expressions: a
+	// sink may read an argument again (a list's items), and must not
+	// evaluate nested calls once per level
+	memo map[*pyExpr]pyVal
 }
 
 // pyBuiltins are names that are there without an import.
@@ -62,7 +67,7 @@ func (c *codeScan) pyAST() bool {
 	if !ok {
 		return false
 	}
-	f := &pyFile{c: c, imports: map[string]string{}, scope: &pyFrame{indent: -1, vars: map[string]pyVal{}}}
+	f := &pyFile{c: c, imports: map[string]string{}, scope: &pyFrame{indent: -1, vars: map[string]pyVal{}}, memo: map[*pyExpr]pyVal{}}
 	var decorators []*pyExpr
 	for _, ln := range lines {
 		for f.scope.parent != nil && ln.indent <= f.scope.indent {
@@ -82,6 +87,7 @@ func (c *codeScan) pyAST() bool {
 
 // statement reads one logical line (a header's inline body after it).
 func (f *pyFile) statement(toks []pyTok, indent int, decorators []*pyExpr) {
+	clear(f.memo)
 	for len(toks) > 0 {
 		// simple statements separated by ;
 		end := len(toks)
@@ -485,6 +491,20 @@ func (f *pyFile) resolve(e *pyExpr) string {
 
 // ev evaluates an expression, checking the calls in it.
 func (f *pyFile) ev(e *pyExpr) pyVal {
+	if v, ok := f.memo[e]; ok {
+		return v
+	}
+	v := f.ev1(e)
+	f.memo[e] = v
+	return v
+}
+
+func (f *pyFile) ev1(e *pyExpr) pyVal {
+	f.depth++
+	defer func() { f.depth-- }()
+	if f.depth > 2*pyMaxDepth {
+		return pyVal{} // a chain of a + b + … thousands long
+	}
 	switch e.kind {
 	case 's':
 		v := pyVal{konst: true, sql: maybeSQL(e.str.value) && isSQL(e.str.value)}
