@@ -252,12 +252,14 @@ func (f *pyFile) sinks(e *pyExpr, full, meth string, args []pyVal, kws map[strin
 			f.report(v.expr, "tls-verify-disabled", "cert_reqs="+strings.TrimPrefix(d, "ssl.")+" turns off certificate checks")
 		}
 	}
-	if full == "ssl._create_unverified_context" || full == "ssl._create_stdlib_context" {
+	if full == "ssl._create_unverified_context" {
 		f.report(e, "tls-verify-disabled", "an unverified SSL context accepts any certificate")
 	}
-	if meth == "HTTPSConnection" && (strings.HasPrefix(full, "httplib.") || strings.HasPrefix(full, "http.client.") || strings.Contains(full, "http_client.")) {
+	if meth == "HTTPSConnection" && (strings.HasPrefix(full, "httplib.") || strings.Contains(full, "http_client.")) {
+		// Python 2's (httplib, six's http_client); Python 3's http.client
+		// checks certificates since 3.4.3
 		if _, ok := kws["context"]; !ok && len(args) < 7 {
-			f.report(e, "tls-verify-disabled", full+" without a context does not check certificates on Python 2 and old 3")
+			f.report(e, "tls-verify-disabled", full+" without a context does not check certificates on Python 2")
 		}
 	}
 	// a weak hash given to a function that takes a password
