@@ -162,7 +162,7 @@ func pyOp(s string) string {
 // pyString reads a string literal whose prefix starts at i and quote at q.
 func pyString(text string, i, q, base int) (pyTok, int, bool) {
 	prefix := strings.ToLower(text[i:q])
-	raw, fstr := strings.Contains(prefix, "r"), strings.Contains(prefix, "f")
+	fstr := strings.Contains(prefix, "f")
 	quote := text[q : q+1]
 	if strings.HasPrefix(text[q:], quote+quote+quote) {
 		quote = text[q : q+3]
@@ -192,7 +192,6 @@ func pyString(text string, i, q, base int) (pyTok, int, bool) {
 	} else {
 		s.value = body
 	}
-	_ = raw
 	return pyTok{kind: 's', text: s.value, off: base + i, str: s}, j + len(quote), true
 }
 
@@ -515,10 +514,8 @@ func (p *pyParser) postfix(e *pyExpr) *pyExpr {
 			p.i++
 			e = &pyExpr{kind: 'a', name: t.text, x: e, off: t.off}
 		case p.is('o', "("):
-			off := p.peek().off
 			p.i++
 			call := &pyExpr{kind: 'c', x: e, off: e.off}
-			_ = off
 			for !p.is('o', ")") && p.peek().kind != 0 {
 				if p.accept('o', ",") {
 					continue

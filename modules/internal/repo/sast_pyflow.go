@@ -609,30 +609,6 @@ func (f *pyFile) ev1(e *pyExpr) pyVal {
 	return pyVal{}
 }
 
-// argVal is the value of the call's argument at index k or with the
-// keyword; ok false when there is none.
-func (f *pyFile) arg(e *pyExpr, k int, kw string) (*pyExpr, bool) {
-	for _, a := range e.kws {
-		if a.name == kw && kw != "" {
-			return a.v, true
-		}
-	}
-	if k >= 0 && k < len(e.args) {
-		return e.args[k], true
-	}
-	return nil, false
-}
-
-// kwarg returns the keyword argument's expression, or nil.
-func (e *pyExpr) kwarg(name string) *pyExpr {
-	for _, a := range e.kws {
-		if a.name == name {
-			return a.v
-		}
-	}
-	return nil
-}
-
 // call evaluates a call: the sinks are checked, and its value is what its
 // function makes of its arguments.
 func (f *pyFile) call(e *pyExpr) pyVal {

@@ -109,9 +109,8 @@ var weakHashNames = wordSet(`hashlib.md5 hashlib.sha1 Crypto.Hash.MD5.new Crypto
 
 var pyPasswordFunc = regexp.MustCompile(`(?i)pass(?:word|wd)`)
 
-// shellProgram reports a shell, or python, as a list's first element.
+// pythonProgram is python as a list's first element.
 var pythonProgram = regexp.MustCompile(`(?:^|/)python[\d.]*$`)
-var shellProgram = regexp.MustCompile(`(?:^|/)(?:sh|bash|ksh|csh|tcsh|zsh|dash|cmd(?:\.exe)?|powershell|pwsh)$`)
 
 func (f *pyFile) report(e *pyExpr, rule, msg string) {
 	sev := sdk.SeverityError
@@ -362,10 +361,6 @@ func listElems(e *pyExpr) []*pyExpr {
 // sqlSink checks a query: built at run time (from values not constants)
 // with SQL in it, or from outside.
 func (f *pyFile) sqlSink(e *pyExpr, full, meth string, args []pyVal, kws map[string]pyVal) {
-	k := 0
-	if meth == "copy_from_query" || meth == "copyfromquery" {
-		k = 0
-	}
 	var q pyVal
 	switch {
 	case kws["sql"].expr != nil:
@@ -374,8 +369,8 @@ func (f *pyFile) sqlSink(e *pyExpr, full, meth string, args []pyVal, kws map[str
 		q = kws["query"]
 	case kws["raw_query"].expr != nil:
 		q = kws["raw_query"]
-	case k < len(args):
-		q = args[k]
+	case len(args) > 0:
+		q = args[0]
 	default:
 		return
 	}
