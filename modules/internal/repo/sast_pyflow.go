@@ -334,6 +334,9 @@ func (f *pyFile) def(toks []pyTok, indent int, decorators []*pyExpr) []pyTok {
 		}
 		scope.vars[p] = v
 	}
+	if len(hdr) > 1 && hdr[1].kind == 'n' {
+		f.scope.vars[hdr[1].text] = pyVal{konst: true, obj: "def"} // a local eval is not the builtin
+	}
 	f.scope = scope
 	return body
 }

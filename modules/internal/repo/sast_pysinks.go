@@ -179,9 +179,13 @@ func (f *pyFile) sinks(e *pyExpr, full, meth string, args []pyVal, kws map[strin
 		}
 	}
 	// code
-	if s, ok := pyCodeSinks[full]; ok && (e.x.kind != 'n' || !f.shadowed(e.x.name)) {
+	codeName := full
+	if e.x.kind == 'n' && (e.x.name == "eval" || e.x.name == "exec") && !f.assigned(e.x.name) {
+		codeName = e.x.name // imported under the name (from x import eval): code all the same
+	}
+	if s, ok := pyCodeSinks[codeName]; ok && (e.x.kind != 'n' || !f.assigned(e.x.name)) {
 		if v, ok := argAt(s.arg, s.kw); ok && !v.konst {
-			f.report(e, "code-injection", strings.TrimSuffix(full, "()")+" runs code built at run time"+from(v))
+			f.report(e, "code-injection", strings.TrimSuffix(codeName, "()")+" runs code built at run time"+from(v))
 		}
 	}
 	if full == "logging.config.listen" {
@@ -425,6 +429,16 @@ func (f *pyFile) deserSink(e *pyExpr, full string, args []pyVal, kws map[string]
 func (f *pyFile) importsAny(mod string) bool {
 	for _, full := range f.imports {
 		if full == mod || strings.HasPrefix(full, mod+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// assigned reports a name given a value (or a def) in the scopes.
+func (f *pyFile) assigned(name string) bool {
+	for s := f.scope; s != nil; s = s.parent {
+		if _, ok := s.vars[name]; ok {
 			return true
 		}
 	}
