@@ -679,7 +679,7 @@ func (f *pyFile) call(e *pyExpr) pyVal {
 		// a call of constants: a constant when it transforms constants
 		// (dedent(code)), else not a constant, but not from outside
 		// (table_name())
-		if !(len(e.args)+len(e.kws) > 0 && v.konst) {
+		if !(len(e.args)+len(e.kws) > 0 && v.konst && pyPure[full]) {
 			v.konst, v.clean = false, true
 		}
 	}
@@ -693,6 +693,14 @@ func (f *pyFile) call(e *pyExpr) pyVal {
 	}
 	return v
 }
+
+// pyPure are functions whose value is made of their arguments alone: of
+// constants, a constant (another call of constants may read a file or
+// the network: not from outside, but not a constant).
+var pyPure = wordSet(`textwrap.dedent textwrap.indent str repr bytes bytearray os.path.join os.path.basename
+	os.path.dirname os.path.normpath posixpath.join ntpath.join base64.b64encode base64.b64decode
+	base64.decodestring base64.encodestring base64.urlsafe_b64decode base64.urlsafe_b64encode codecs.decode
+	codecs.encode json.dumps urllib.parse.quote urllib.parse.urlencode compile code.compile_command`)
 
 // pyStrMethods keep a string's kind.
 var pyStrMethods = wordSet(`strip lstrip rstrip lower upper replace encode decode title capitalize casefold

@@ -27,9 +27,12 @@ var pyShellSinks = map[string]pyArgSink{
 	"platform.popen": {0, "cmd"},
 }
 
-// pySubprocess are subprocess's functions: a shell with shell=True, or a
-// program and its arguments.
-var pySubprocess = wordSet(`call run check_call check_output Popen`)
+// pySubprocessNot are subprocess's names that run nothing; its others
+// (call, run, check_call, check_output, Popen…) run a shell with
+// shell=True, else a program and its arguments.
+var pySubprocessNot = wordSet(`CalledProcessError SubprocessError TimeoutExpired CompletedProcess PIPE STDOUT DEVNULL list2cmdline`)
+
+func (s pyArgSink) isSet() bool { return s.kw != "" }
 
 // pyExecSinks run a program: arg is the program's index; shellArgs the
 // index of the arguments' list (os.execv) or -1 when they follow the
@@ -145,7 +148,7 @@ func (f *pyFile) sinks(e *pyExpr, full, meth string, args []pyVal, kws map[strin
 			f.report(e, "shell-injection", full+" runs a shell command built at run time"+from(v))
 		}
 	}
-	if strings.HasPrefix(full, "subprocess.") && pySubprocess[strings.TrimPrefix(full, "subprocess.")] {
+	if sf := strings.TrimPrefix(full, "subprocess."); len(sf) < len(full) && !strings.Contains(sf, ".") && !pySubprocessNot[sf] && !pyShellSinks[full].isSet() {
 		v, ok := argAt(0, "args")
 		shell, hasShell := kws["shell"]
 		shellOn := hasShell && !(shell.expr.kind == 'k' && shell.expr.name != "True" || shell.expr.kind == '1' && shell.expr.name == "0")
@@ -174,7 +177,7 @@ func (f *pyFile) sinks(e *pyExpr, full, meth string, args []pyVal, kws map[strin
 		}
 	}
 	if strings.HasSuffix(full, "BashOperator") {
-		if v, ok := kws["bash_command"]; ok && v.built {
+		if v, ok := kws["bash_command"]; ok && !v.konst && (v.built || v.clean || v.taint) {
 			f.report(e, "shell-injection", "BashOperator's bash_command is built at run time"+from(v))
 		}
 	}
@@ -304,6 +307,9 @@ func (f *pyFile) runsProgram(v pyVal, shell bool) bool {
 		return false
 	}
 	first := f.ev(elems[0])
+	if first.taint && !elems[0].star {
+		return true // a program from outside
+	}
 	prog := ""
 	if first.konst && elems[0].kind == 's' {
 		prog = elems[0].str.value
