@@ -202,6 +202,11 @@ func (g *goScan) visit(n ast.Node) bool {
 						g.report(n.Pos(), "shell-injection", sdk.SeverityWarning, "exec.Cmd runs a program named at run time"+g.from(v))
 					}
 				}
+				if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "Args" && execCmd {
+					if v, ok := g.argvBuilt(kv.Value); ok {
+						g.report(n.Pos(), "shell-injection", sdk.SeverityWarning, "exec.Cmd's Args are built at run time"+g.from(v))
+					}
+				}
 			}
 		}
 	case *ast.CallExpr:
@@ -523,6 +528,10 @@ func (g *goScan) call(call *ast.CallExpr) {
 		if len(call.Args) > 0 {
 			if v := g.eval(call.Args[0]); v.nonConst {
 				g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, pkg+"."+name+" runs a program named at run time"+g.from(v))
+			} else if len(call.Args) > 1 {
+				if v, ok := g.argvBuilt(call.Args[1]); ok {
+					g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, pkg+"."+name+"'s arguments are built at run time"+g.from(v))
+				}
 			}
 		}
 	case pkg == "" && g.pkgs["otto"] && (name == "Run" || name == "Eval") && len(call.Args) == 1:
@@ -593,6 +602,30 @@ func (g *goScan) command(call *ast.CallExpr, name string) {
 			return
 		}
 	}
+}
+
+// argvBuilt reports an argument vector that runs what it is given: its
+// program (argv[0]) not a constant, or a shell's -c with a command that
+// is not; a variable holding one, when any of its items is not a
+// constant.
+func (g *goScan) argvBuilt(e ast.Expr) (goVal, bool) {
+	lit, ok := e.(*ast.CompositeLit)
+	if !ok {
+		v := g.eval(e)
+		return v, v.nonConst
+	}
+	for k, el := range lit.Elts {
+		v := g.eval(el)
+		if k == 0 && v.nonConst {
+			return v, true
+		}
+		if c := stringLit(el); (c == "-c" || c == "/c") && k+1 < len(lit.Elts) {
+			if v := g.eval(lit.Elts[k+1]); v.nonConst {
+				return v, true
+			}
+		}
+	}
+	return goVal{}, false
 }
 
 // from says where a value came from, for a message.
