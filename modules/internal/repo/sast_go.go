@@ -507,7 +507,7 @@ var (
 		Select Get NamedExec NamedQuery MustExec MustExecContext Queryx QueryRowx QueryxContext QueryRowxContext
 		SelectContext GetContext NamedExecContext NamedQueryContext Preparex PreparexContext
 		QueryOne QueryOneContext ExecOne ExecOneContext QueryEx ExecEx QueryRowEx`)
-	condMethods = wordSet(`Where Having Order Group Joins Not Or WhereOr OrderExpr`)
+	condMethods = wordSet(`Where Having Order Group Joins Not Or WhereOr OrderExpr ColumnExpr TableExpr`)
 )
 
 // call checks a call that is a sink.
@@ -548,7 +548,7 @@ func (g *goScan) call(call *ast.CallExpr) {
 			}
 		}
 	case condMethods[name] && len(call.Args) > 0:
-		if v := g.eval(call.Args[0]); v.built && condRe.MatchString(v.lits) || v.src != "" && !v.built {
+		if v := g.eval(call.Args[0]); v.built && (condRe.MatchString(v.lits) || isSQL(v.lits)) || v.src != "" {
 			g.report(sel.Sel.Pos(), "sql-injection", sdk.SeverityError,
 				"SQL condition built by string formatting or concatenation"+g.how(call.Args[0], v)+" is passed to "+name+": use parameters")
 		}
