@@ -37,7 +37,7 @@ var semgrepMarker = regexp.MustCompile(`(?:#|//|/\*|<!--)\s*(todoruleid|todook|r
 // semgrepFloor and semgrepLineFloor are what TestSemgrepCorpus requires
 // of the totals, found in the match and on the line: the figures reached,
 // less a little, so that a regression fails.
-var semgrepFloor = struct{ recall, precision float64 }{0.80, 0.96}
+var semgrepFloor = struct{ recall, precision float64 }{0.83, 0.97}
 
 var semgrepLineFloor = struct{ recall, precision float64 }{0.70, 0.96}
 
@@ -117,6 +117,11 @@ func TestSemgrepCorpus(t *testing.T) {
 				next++
 			}
 			span := matchSpan(lines, next)
+			if m[1] != "ruleid" {
+				// ok: no match starts on the line; what follows is
+				// other statements'
+				span = span[:min(1, len(span))]
+			}
 			for _, r := range strings.Split(m[2], ",") {
 				c := classes[strings.TrimSpace(r)]
 				if c == "" {
@@ -260,8 +265,10 @@ func readClasses(t *testing.T) map[string]string {
 // matchSpan returns the lines a match that starts on line next may span:
 // semgrep reports a match of several statements (a source's assignment
 // to the sink, a function to the call in it) on its first line, Ward on
-// the sink. The span is the line and those after it up to a blank line,
-// an annotation or a line indented less, at most 12.
+// the sink. The span is the line and those after it up to an annotation
+// or a line indented less (the end of the block), at most 12. An "ok"
+// line's span is the line alone: no match starts there, and the lines
+// after it are other statements'.
 func matchSpan(lines []string, next int) []int {
 	if next > len(lines) {
 		return nil
@@ -270,7 +277,7 @@ func matchSpan(lines []string, next int) []int {
 	indent := len(lines[next-1]) - len(strings.TrimLeft(lines[next-1], " \t"))
 	for l := next + 1; l <= len(lines) && l < next+12; l++ {
 		s := lines[l-1]
-		if strings.TrimSpace(s) == "" || semgrepMarker.MatchString(s) || len(s)-len(strings.TrimLeft(s, " \t")) < indent {
+		if strings.TrimSpace(s) != "" && (semgrepMarker.MatchString(s) || len(s)-len(strings.TrimLeft(s, " \t")) < indent) {
 			break
 		}
 		span = append(span, l)
