@@ -31,6 +31,7 @@ type goVal struct {
 	built    bool   // a string built at run time from a non-constant part
 	lits     string // the text of the literals it was built from
 	line     int    // for a variable: the line where it was built
+	param    bool   // from a parameter of the function
 }
 
 func (v goVal) merge(w goVal) goVal {
@@ -39,6 +40,7 @@ func (v goVal) merge(w goVal) goVal {
 		v.src = w.src
 	}
 	v.built = v.built || w.built
+	v.param = v.param || w.param
 	if len(v.lits) < 2000 {
 		v.lits += " " + w.lits
 	}
@@ -86,6 +88,13 @@ func (c *codeScan) goAST() bool {
 		g.vars, g.numeric = map[string]goVal{}, map[string]bool{}
 		if fd, ok := d.(*ast.FuncDecl); ok {
 			g.params(fd.Recv)
+			if fd.Recv != nil {
+				for _, f := range fd.Recv.List {
+					for _, name := range f.Names {
+						g.vars[name.Name] = goVal{nonConst: true} // the object's own state, not its caller's
+					}
+				}
+			}
 			g.params(fd.Type.Params)
 			if fd.Body != nil {
 				ast.Inspect(fd.Body, g.visit)
@@ -161,7 +170,7 @@ func (g *goScan) params(fl *ast.FieldList) {
 				g.numeric[name.Name] = true
 				continue
 			}
-			g.vars[name.Name] = goVal{nonConst: true}
+			g.vars[name.Name] = goVal{nonConst: true, param: true}
 		}
 	}
 }
@@ -191,14 +200,14 @@ func (g *goScan) visit(n ast.Node) bool {
 			}
 		}
 	case *ast.CompositeLit:
-		execCmd := g.text(n.Type) == "exec.Cmd" && g.pkgs["exec"]
+		execCmd := n.Type != nil && g.pkgs["exec"] && g.text(n.Type) == "exec.Cmd"
 		for _, el := range n.Elts {
 			if kv, ok := el.(*ast.KeyValueExpr); ok {
 				if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "InsecureSkipVerify" && isTrue(kv.Value) {
 					g.report(kv.Pos(), "tls-verify-disabled", sdk.SeverityError, "InsecureSkipVerify: true turns off certificate checks")
 				}
 				if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "Path" && execCmd {
-					if v := g.eval(kv.Value); v.nonConst {
+					if v := g.eval(kv.Value); v.outside() {
 						g.report(n.Pos(), "shell-injection", sdk.SeverityWarning, "exec.Cmd runs a program named at run time"+g.from(v))
 					}
 				}
@@ -271,6 +280,21 @@ var safeFuncs = wordSet(`strconv.Itoa strconv.FormatInt strconv.FormatUint strco
 	strconv.AppendInt strconv.Atoi strconv.ParseInt strconv.ParseUint strconv.ParseFloat strconv.ParseBool
 	len cap pq.QuoteIdentifier pq.QuoteLiteral shellescape.Quote shellquote.Join`)
 
+// pathFuncPkgs are packages whose functions make a path or a string of
+// their arguments.
+var pathFuncPkgs = wordSet(`exec filepath path strings fmt`)
+
+// isConversion reports a call that is a conversion to a basic type.
+func isConversion(call *ast.CallExpr) bool {
+	switch f := call.Fun.(type) {
+	case *ast.Ident:
+		return f.Name == "string"
+	case *ast.ArrayType:
+		return true
+	}
+	return false
+}
+
 // formatFuncs format their arguments into a string.
 var formatFuncs = wordSet(`fmt.Sprintf fmt.Sprint fmt.Sprintln fmt.Errorf fmt.Appendf`)
 
@@ -315,10 +339,10 @@ func (g *goScan) eval(e ast.Expr) goVal {
 			return goVal{} // a package's constant or variable
 		}
 		v := g.eval(e.X)
-		return goVal{nonConst: true, src: v.src}
+		return goVal{nonConst: true, src: v.src, param: v.param}
 	case *ast.IndexExpr:
 		v := g.eval(e.X)
-		return goVal{nonConst: true, src: v.src}
+		return goVal{nonConst: true, src: v.src, param: v.param}
 	case *ast.SliceExpr:
 		return g.eval(e.X)
 	case *ast.TypeAssertExpr:
@@ -382,6 +406,12 @@ func (g *goScan) evalCall(call *ast.CallExpr) goVal {
 	if recv, _ := funcName(call); q == "" && recv != nil {
 		v = v.merge(g.eval(recv))
 		v.nonConst = true
+	}
+	// a parameter's value passes through a path's or a string's
+	// functions, not through another function (promtool(t))
+	pkg, _, _ := strings.Cut(q, ".")
+	if !pathFuncPkgs[pkg] && !(q == "" && isConversion(call)) {
+		v.param = false
 	}
 	return v
 }
@@ -526,7 +556,7 @@ func (g *goScan) call(call *ast.CallExpr) {
 		g.command(call, "exec."+name)
 	case pkg == "syscall" && (name == "Exec" || name == "ForkExec" || name == "StartProcess") || pkg == "os" && name == "StartProcess":
 		if len(call.Args) > 0 {
-			if v := g.eval(call.Args[0]); v.nonConst {
+			if v := g.eval(call.Args[0]); v.outside() {
 				g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, pkg+"."+name+" runs a program named at run time"+g.from(v))
 			} else if len(call.Args) > 1 {
 				if v, ok := g.argvBuilt(call.Args[1]); ok {
@@ -587,9 +617,9 @@ func (g *goScan) command(call *ast.CallExpr, name string) {
 	if len(args) == 0 {
 		return
 	}
-	if v := g.eval(args[0]); v.nonConst {
+	if v := g.eval(args[0]); v.outside() {
 		// a program named at run time: by a request, the environment, a
-		// parameter
+		// parameter (not a package's variable: a tool's path found once)
 		g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, name+" runs a program named at run time"+g.from(v))
 		return
 	}
@@ -612,11 +642,11 @@ func (g *goScan) argvBuilt(e ast.Expr) (goVal, bool) {
 	lit, ok := e.(*ast.CompositeLit)
 	if !ok {
 		v := g.eval(e)
-		return v, v.nonConst
+		return v, v.outside()
 	}
 	for k, el := range lit.Elts {
 		v := g.eval(el)
-		if k == 0 && v.nonConst {
+		if k == 0 && v.outside() {
 			return v, true
 		}
 		if c := stringLit(el); (c == "-c" || c == "/c") && k+1 < len(lit.Elts) {
@@ -627,6 +657,11 @@ func (g *goScan) argvBuilt(e ast.Expr) (goVal, bool) {
 	}
 	return goVal{}, false
 }
+
+// outside reports a value from outside the program's own making: a
+// request, the environment, os.Args, or the function's caller (a
+// parameter), not a package's variable or a call of constants.
+func (v goVal) outside() bool { return v.nonConst && (v.src != "" || v.param) }
 
 // from says where a value came from, for a message.
 func (g *goScan) from(v goVal) string {
