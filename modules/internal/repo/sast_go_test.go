@@ -35,7 +35,7 @@ func given(prog string) error { return exec.Command(prog, "x").Run() }
 			lines = append(lines, fd.Line)
 		}
 	}
-	if len(lines) != 1 || lines[0] != 17 {
-		t.Errorf("shell-injection on lines %v, want [17] (the parameter's program)", lines)
+	if len(lines) != 1 || lines[0] != 16 {
+		t.Errorf("shell-injection on lines %v, want [16] (the parameter's program)", lines)
 	}
 }
