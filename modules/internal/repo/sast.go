@@ -17,7 +17,8 @@ import (
 // (go/parser) and their SQL, command and TLS sinks checked on the syntax
 // tree, with values followed through the assignments of each function
 // (sast_go.go); a Go file that does not parse gets the regular
-// expressions. Sources of untrusted
+// expressions. Python files are parsed likewise (sast_py.go, its values
+// followed in sast_pyflow.go, its sinks in sast_pysinks.go). Sources of untrusted
 // values per language and Python's unsafe loaders (by full name, imports
 // resolved) are tables in sast_taint.go; every finding carries its line
 // as Excerpt (secrets masked) and a Fix.
@@ -103,8 +104,11 @@ func sastPolicyFor(p string) sastPolicy {
 	case ".po", ".pot", ".xliff", ".xlf", ".arb", ".strings", ".resx":
 		translation = true
 	}
+	// a directory named for translations (lang/, locales/) holds strings,
+	// but a program in it is still a program (python/lang/security/…)
+	isCode := codeLanguages[sastLanguage(p, Language(p))]
 	for _, d := range parts[:len(parts)-1] {
-		if translationDirs[d] {
+		if translationDirs[d] && !isCode {
 			translation = true
 		}
 	}

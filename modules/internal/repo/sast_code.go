@@ -45,7 +45,17 @@ func scanCode(s *sastSource, out *findings) {
 			c.sqlInjection()
 		}
 		c.weakHash()
-	case "Python", "JavaScript", "TypeScript", "Java", "Kotlin", "C#", "Ruby", "PHP":
+	case "Python":
+		// on the parse (sast_py.go); the regular expressions when the
+		// file does not parse
+		if parsed = c.pyAST(); !parsed {
+			c.sqlInjection()
+			c.codeInjection()
+			c.deserialization()
+			c.shellInjection()
+		}
+		c.weakHash()
+	case "JavaScript", "TypeScript", "Java", "Kotlin", "C#", "Ruby", "PHP":
 		c.sqlInjection()
 		c.codeInjection()
 		c.deserialization()
@@ -723,9 +733,11 @@ var tlsRules = []tlsRule{
 
 // tlsDisabled: settings that turn off certificate or hostname checks.
 // A parsed Go file's InsecureSkipVerify was checked on its syntax tree.
-func (c *codeScan) tlsDisabled(goParsed bool) {
+func (c *codeScan) tlsDisabled(parsed bool) {
+	goParsed := parsed && c.s.lang == "Go"
 	for _, r := range tlsRules {
-		if r.langs != nil && !r.langs[c.s.lang] || !c.hasAny(r.kw) || goParsed && r.kw == "InsecureSkipVerify" {
+		if r.langs != nil && !r.langs[c.s.lang] || !c.hasAny(r.kw) || goParsed && r.kw == "InsecureSkipVerify" ||
+			parsed && c.s.lang == "Python" && r.langs != nil {
 			continue
 		}
 		for _, m := range r.re.FindAllStringSubmatchIndex(c.s.text, -1) {

@@ -31,6 +31,7 @@ type goVal struct {
 	built    bool   // a string built at run time from a non-constant part
 	lits     string // the text of the literals it was built from
 	line     int    // for a variable: the line where it was built
+	param    bool   // from a parameter of the function
 }
 
 func (v goVal) merge(w goVal) goVal {
@@ -39,6 +40,7 @@ func (v goVal) merge(w goVal) goVal {
 		v.src = w.src
 	}
 	v.built = v.built || w.built
+	v.param = v.param || w.param
 	if len(v.lits) < 2000 {
 		v.lits += " " + w.lits
 	}
@@ -63,9 +65,12 @@ type goScan struct {
 func (c *codeScan) goAST() bool {
 	fset := token.NewFileSet()
 	file, err := parser.ParseFile(fset, c.s.path, c.s.text, parser.SkipObjectResolution)
-	if err != nil {
+	if file == nil || err != nil && len(file.Decls) == 0 {
 		return false
 	}
+	// a file with errors (two files pasted together) is checked on what
+	// parsed, and reported as not parsed so that the regular
+	// expressions check it too
 	g := &goScan{c: c, fset: fset, pkgs: map[string]bool{}, consts: map[string]goVal{}}
 	for _, im := range file.Imports {
 		p, _ := strconv.Unquote(im.Path.Value)
@@ -83,6 +88,13 @@ func (c *codeScan) goAST() bool {
 		g.vars, g.numeric = map[string]goVal{}, map[string]bool{}
 		if fd, ok := d.(*ast.FuncDecl); ok {
 			g.params(fd.Recv)
+			if fd.Recv != nil {
+				for _, f := range fd.Recv.List {
+					for _, name := range f.Names {
+						g.vars[name.Name] = goVal{nonConst: true} // the object's own state, not its caller's
+					}
+				}
+			}
 			g.params(fd.Type.Params)
 			if fd.Body != nil {
 				ast.Inspect(fd.Body, g.visit)
@@ -91,7 +103,7 @@ func (c *codeScan) goAST() bool {
 			ast.Inspect(d, g.visit)
 		}
 	}
-	return true
+	return err == nil
 }
 
 // importName is the name an import binds: its alias, or the last element
@@ -158,7 +170,7 @@ func (g *goScan) params(fl *ast.FieldList) {
 				g.numeric[name.Name] = true
 				continue
 			}
-			g.vars[name.Name] = goVal{nonConst: true}
+			g.vars[name.Name] = goVal{nonConst: true, param: true}
 		}
 	}
 }
@@ -188,10 +200,21 @@ func (g *goScan) visit(n ast.Node) bool {
 			}
 		}
 	case *ast.CompositeLit:
+		execCmd := n.Type != nil && g.pkgs["exec"] && g.text(n.Type) == "exec.Cmd"
 		for _, el := range n.Elts {
 			if kv, ok := el.(*ast.KeyValueExpr); ok {
 				if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "InsecureSkipVerify" && isTrue(kv.Value) {
 					g.report(kv.Pos(), "tls-verify-disabled", sdk.SeverityError, "InsecureSkipVerify: true turns off certificate checks")
+				}
+				if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "Path" && execCmd {
+					if v := g.eval(kv.Value); v.outside() {
+						g.report(n.Pos(), "shell-injection", sdk.SeverityWarning, "exec.Cmd runs a program named at run time"+g.from(v))
+					}
+				}
+				if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "Args" && execCmd {
+					if v, ok := g.argvBuilt(kv.Value); ok {
+						g.report(n.Pos(), "shell-injection", sdk.SeverityWarning, "exec.Cmd's Args are built at run time"+g.from(v))
+					}
 				}
 			}
 		}
@@ -254,7 +277,23 @@ func (g *goScan) ident(name string) goVal {
 
 // safeFuncs return a number, or text that cannot carry SQL or a command.
 var safeFuncs = wordSet(`strconv.Itoa strconv.FormatInt strconv.FormatUint strconv.FormatFloat strconv.FormatBool
-	strconv.AppendInt len cap pq.QuoteIdentifier pq.QuoteLiteral shellescape.Quote shellquote.Join`)
+	strconv.AppendInt strconv.Atoi strconv.ParseInt strconv.ParseUint strconv.ParseFloat strconv.ParseBool
+	len cap pq.QuoteIdentifier pq.QuoteLiteral shellescape.Quote shellquote.Join`)
+
+// pathFuncPkgs are packages whose functions make a path or a string of
+// their arguments.
+var pathFuncPkgs = wordSet(`exec filepath path strings fmt`)
+
+// isConversion reports a call that is a conversion to a basic type.
+func isConversion(call *ast.CallExpr) bool {
+	switch f := call.Fun.(type) {
+	case *ast.Ident:
+		return f.Name == "string"
+	case *ast.ArrayType:
+		return true
+	}
+	return false
+}
 
 // formatFuncs format their arguments into a string.
 var formatFuncs = wordSet(`fmt.Sprintf fmt.Sprint fmt.Sprintln fmt.Errorf fmt.Appendf`)
@@ -300,10 +339,10 @@ func (g *goScan) eval(e ast.Expr) goVal {
 			return goVal{} // a package's constant or variable
 		}
 		v := g.eval(e.X)
-		return goVal{nonConst: true, src: v.src}
+		return goVal{nonConst: true, src: v.src, param: v.param}
 	case *ast.IndexExpr:
 		v := g.eval(e.X)
-		return goVal{nonConst: true, src: v.src}
+		return goVal{nonConst: true, src: v.src, param: v.param}
 	case *ast.SliceExpr:
 		return g.eval(e.X)
 	case *ast.TypeAssertExpr:
@@ -367,6 +406,12 @@ func (g *goScan) evalCall(call *ast.CallExpr) goVal {
 	if recv, _ := funcName(call); q == "" && recv != nil {
 		v = v.merge(g.eval(recv))
 		v.nonConst = true
+	}
+	// a parameter's value passes through a path's or a string's
+	// functions, not through another function (promtool(t))
+	pkg, _, _ := strings.Cut(q, ".")
+	if !pathFuncPkgs[pkg] && !(q == "" && isConversion(call)) {
+		v.param = false
 	}
 	return v
 }
@@ -490,8 +535,9 @@ func (g *goScan) isResponse(e ast.Expr) bool {
 var (
 	sqlMethods = wordSet(`Query QueryRow QueryContext QueryRowContext Exec ExecContext Prepare PrepareContext Raw
 		Select Get NamedExec NamedQuery MustExec MustExecContext Queryx QueryRowx QueryxContext QueryRowxContext
-		SelectContext GetContext NamedExecContext NamedQueryContext Preparex PreparexContext`)
-	condMethods = wordSet(`Where Having Order Group Joins Not Or`)
+		SelectContext GetContext NamedExecContext NamedQueryContext Preparex PreparexContext
+		QueryOne QueryOneContext ExecOne ExecOneContext QueryEx ExecEx QueryRowEx`)
+	condMethods = wordSet(`Where Having Order Group Joins Not Or WhereOr OrderExpr ColumnExpr TableExpr`)
 )
 
 // call checks a call that is a sink.
@@ -510,9 +556,17 @@ func (g *goScan) call(call *ast.CallExpr) {
 		g.command(call, "exec."+name)
 	case pkg == "syscall" && (name == "Exec" || name == "ForkExec" || name == "StartProcess") || pkg == "os" && name == "StartProcess":
 		if len(call.Args) > 0 {
-			if v := g.eval(call.Args[0]); v.src != "" {
-				g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, pkg+"."+name+" runs a program named by "+v.src)
+			if v := g.eval(call.Args[0]); v.outside() {
+				g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, pkg+"."+name+" runs a program named at run time"+g.from(v))
+			} else if len(call.Args) > 1 {
+				if v, ok := g.argvBuilt(call.Args[1]); ok {
+					g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, pkg+"."+name+"'s arguments are built at run time"+g.from(v))
+				}
 			}
+		}
+	case pkg == "" && g.pkgs["otto"] && (name == "Run" || name == "Eval") && len(call.Args) == 1:
+		if v := g.eval(call.Args[0]); v.nonConst {
+			g.report(call.Pos(), "code-injection", sdk.SeverityError, "otto's "+name+" runs JavaScript built at run time"+g.from(v))
 		}
 	case pkg != "":
 	case sqlMethods[name]:
@@ -524,7 +578,7 @@ func (g *goScan) call(call *ast.CallExpr) {
 			}
 		}
 	case condMethods[name] && len(call.Args) > 0:
-		if v := g.eval(call.Args[0]); v.built && condRe.MatchString(v.lits) {
+		if v := g.eval(call.Args[0]); v.built && (condRe.MatchString(v.lits) || isSQL(v.lits)) || v.src != "" {
 			g.report(sel.Sel.Pos(), "sql-injection", sdk.SeverityError,
 				"SQL condition built by string formatting or concatenation"+g.how(call.Args[0], v)+" is passed to "+name+": use parameters")
 		}
@@ -563,8 +617,10 @@ func (g *goScan) command(call *ast.CallExpr, name string) {
 	if len(args) == 0 {
 		return
 	}
-	if v := g.eval(args[0]); v.src != "" {
-		g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, name+" runs a program named by "+v.src)
+	if v := g.eval(args[0]); v.outside() {
+		// a program named at run time: by a request, the environment, a
+		// parameter (not a package's variable: a tool's path found once)
+		g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, name+" runs a program named at run time"+g.from(v))
 		return
 	}
 	for _, a := range args[1:] {
@@ -576,6 +632,43 @@ func (g *goScan) command(call *ast.CallExpr, name string) {
 			return
 		}
 	}
+}
+
+// argvBuilt reports an argument vector that runs what it is given: its
+// program (argv[0]) not a constant, or a shell's -c with a command that
+// is not; a variable holding one, when any of its items is not a
+// constant.
+func (g *goScan) argvBuilt(e ast.Expr) (goVal, bool) {
+	lit, ok := e.(*ast.CompositeLit)
+	if !ok {
+		v := g.eval(e)
+		return v, v.outside()
+	}
+	for k, el := range lit.Elts {
+		v := g.eval(el)
+		if k == 0 && v.outside() {
+			return v, true
+		}
+		if c := stringLit(el); (c == "-c" || c == "/c") && k+1 < len(lit.Elts) {
+			if v := g.eval(lit.Elts[k+1]); v.nonConst {
+				return v, true
+			}
+		}
+	}
+	return goVal{}, false
+}
+
+// outside reports a value from outside the program's own making: a
+// request, the environment, os.Args, or the function's caller (a
+// parameter), not a package's variable or a call of constants.
+func (v goVal) outside() bool { return v.nonConst && (v.src != "" || v.param) }
+
+// from says where a value came from, for a message.
+func (g *goScan) from(v goVal) string {
+	if v.src != "" {
+		return " (" + v.src + ")"
+	}
+	return ""
 }
 
 func (g *goScan) report(pos token.Pos, rule, sev, msg string) {
