@@ -85,6 +85,14 @@ type Logged struct {
 var _ Store = (*Logged)(nil)
 
 var (
+	logBatches = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ward_jobstore_log_batches_total",
+		Help: "Batches the logged job store's owner appended to its log (one script call each).",
+	})
+	logRecords = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ward_jobstore_log_records_total",
+		Help: "Records (changes) the logged job store's owner appended to its log; over ward_jobstore_log_batches_total, the records a batch.",
+	})
 	snapshots = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ward_jobstore_log_snapshots_total",
 		Help: "Snapshots the logged job store's owner stored (each trims the log it holds).",
@@ -193,8 +201,11 @@ type LoggedOptions struct {
 	SnapshotEvery int
 }
 
-// DefaultSnapshotEvery is LoggedOptions.SnapshotEvery's default.
-const DefaultSnapshotEvery = 10000
+// DefaultSnapshotEvery is LoggedOptions.SnapshotEvery's default: a small
+// state is snapshotted no more often than this (its replay reads at most
+// so many records, a fraction of a second), as an owner without a standby
+// holds its changes while it writes one.
+const DefaultSnapshotEvery = 100000
 
 // DefaultLeaseTTL is a log owner's lease when LoggedOptions does not say.
 const DefaultLeaseTTL = 5 * time.Second
@@ -712,6 +723,10 @@ func (l *Logged) flush() {
 			var id string
 			if id, err = l.append(seq, buf); err == nil && id != "" {
 				l.lastID = id
+			}
+			if err == nil {
+				logBatches.Inc()
+				logRecords.Add(float64(records))
 			}
 		}
 		// A batch of barriers alone was queued after every record before
