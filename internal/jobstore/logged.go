@@ -93,6 +93,10 @@ var (
 		Name: "ward_jobstore_log_records_total",
 		Help: "Records (changes) the logged job store's owner appended to its log; over ward_jobstore_log_batches_total, the records a batch.",
 	})
+	logRecoveries = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ward_jobstore_log_recoveries_total",
+		Help: "Times the logged job store's log had lost batches its owner appended (Redis restarted from an older append-only file, or failed over to a replica behind), and the owner stored its whole state as a snapshot.",
+	})
 	snapshots = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ward_jobstore_log_snapshots_total",
 		Help: "Snapshots the logged job store's owner stored (each trims the log it holds).",
@@ -146,10 +150,30 @@ local last = tonumber(redis.call('GET', KEYS[3]) or '0')
 if tonumber(ARGV[2]) <= last then
 	return ''
 end
+if tonumber(ARGV[2]) ~= last + 1 then
+	return redis.error_reply('LOST the log ends at batch ' .. last)
+end
 local id = redis.call('XADD', KEYS[1], '*', 's', ARGV[2], 'b', ARGV[3])
 redis.call('SET', KEYS[3], ARGV[2])
 return id
 `)
+
+// recoverLog stores the owner's whole state as the snapshot of batch
+// ARGV[2] and empties the log (its batches are all in the snapshot), when
+// the log lost batches the owner appended: see Logged.recover.
+var recoverLog = redis.NewScript(`
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+	return redis.error_reply('FENCED')
+end
+redis.call('HSET', KEYS[3], 's', ARGV[2], 'b', ARGV[3])
+redis.call('SET', KEYS[4], ARGV[2])
+redis.call('XTRIM', KEYS[1], 'MAXLEN', 0)
+return 1
+`)
+
+// errLogLost: the log ends before the batch the owner appended last
+// (Redis lost writes it had acknowledged).
+var errLogLost = errors.New("the log lost batches")
 
 // writeSnapshot stores a snapshot of the state as of batch ARGV[2], if
 // the log holds none as new, and trims the log's entries before ARGV[4]
@@ -724,6 +748,9 @@ func (l *Logged) flush() {
 			if id, err = l.append(seq, buf); err == nil && id != "" {
 				l.lastID = id
 			}
+			if errors.Is(err, errLogLost) {
+				err = l.recover(seq, err)
+			}
 			if err == nil {
 				logBatches.Inc()
 				logRecords.Add(float64(records))
@@ -764,6 +791,45 @@ func (l *Logged) append(seq int64, b []byte) (string, error) {
 		return err
 	})
 	return id, err
+}
+
+// recover makes the log whole again after it lost batches this owner had
+// appended: Redis acknowledged them, then restarted from an append-only
+// file that lacked them (a machine's crash with appendfsync everysec), or
+// failed over to a replica that had not had them. The owner's state holds
+// them: it stores the whole state as the snapshot of batch seq (the one
+// refused), which holds that batch and every record queued since, and the
+// log goes on after it. The callers of those records are answered as if
+// their batch was appended. Without an owner that outlived the loss, the
+// lost batches are lost, as Redis's own writes are.
+func (l *Logged) recover(seq int64, lost error) error {
+	l.mu.Lock()
+	snap, err := l.snapshot()
+	covered := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	if err == nil {
+		err = l.retry(fmt.Sprintf("log recovery (batch %d)", seq), func(ctx context.Context) error {
+			return recoverLog.Run(ctx, l.c, []string{l.keys.stream, l.keys.epoch, l.keys.snap, l.keys.seq},
+				strconv.FormatInt(l.epoch, 10), strconv.FormatInt(seq, 10), snap).Err()
+		})
+	}
+	if err == nil {
+		logRecoveries.Inc()
+		l.lastID = ""
+		l.mu.Lock()
+		l.snapSeq, l.since = seq, 0
+		l.mu.Unlock()
+		slog.Warn("jobstore: the log lost batches this owner had appended (Redis restarted from an older append-only file, or a replica behind it took over); the owner stored its whole state as a snapshot", "batch", seq, "lost", lost, "bytes", len(snap))
+	} else {
+		err = fmt.Errorf("jobstore: %w, and the recovery failed: %w", lost, err)
+	}
+	for _, p := range covered {
+		if p.done != nil { // not a queued snapshot: this one holds its state
+			p.done <- err
+		}
+	}
+	return err
 }
 
 // storeSnapshot stores the owner's snapshot of the state as of batch seq
@@ -830,6 +896,8 @@ func (l *Logged) retry(what string, call func(ctx context.Context) error) error 
 			return nil
 		case errors.Is(err, ErrFenced) || strings.Contains(err.Error(), "FENCED"):
 			return ErrFenced
+		case strings.HasPrefix(err.Error(), "LOST"):
+			return fmt.Errorf("%w: %s", errLogLost, err.Error())
 		case time.Now().After(deadline):
 			return fmt.Errorf("jobstore: %s: %w", what, err)
 		}

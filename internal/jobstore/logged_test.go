@@ -378,6 +378,69 @@ func TestLoggedStandbySnapshots(t *testing.T) {
 	_ = b.Close()
 }
 
+// TestLoggedRecoversALostTail: Redis loses the last batches the owner
+// appended (as when it restarts from an append-only file that lacked its
+// last second, or a replica behind it takes over): the owner's next append
+// finds the log short, stores its whole state as a snapshot, and goes on;
+// a new owner then has every change, the lost ones too.
+func TestLoggedRecoversALostTail(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	ctx := context.Background()
+	a, err := jobstore.OpenLogged(ctx, c, "lost", jobstore.LoggedOptions{SnapshotEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for i := range 20 {
+		if _, _, err := a.Create(ctx, &jobstore.Job{ID: fmt.Sprintf("j%d", i), Topic: "job.echo", Tenant: "acme"}, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Redis loses the last five batches: their entries, and the sequence
+	// number with them.
+	const stream, seqKey = "ward:log:{lost}:stream", "ward:log:{lost}:seq"
+	entries, err := c.XRevRangeN(ctx, stream, "+", "-", 5).Result()
+	if err != nil || len(entries) != 5 {
+		t.Fatalf("the log's last entries: %v, %v", entries, err)
+	}
+	for _, e := range entries {
+		if err := c.XDel(ctx, stream, e.ID).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last, err := c.Get(ctx, seqKey).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, seqKey, last-5, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The owner's next change finds the log short, and the owner makes it
+	// whole; it goes on serving.
+	if _, err := a.Transition(ctx, "j19", jobstore.Transition{To: jobstore.Cancelled}); err != nil {
+		t.Fatalf("the change after the loss: %v", err)
+	}
+	if err := a.Err(); err != nil {
+		t.Fatalf("the owner broke: %v", err)
+	}
+	if _, _, err := a.Create(ctx, &jobstore.Job{ID: "after", Topic: "job.echo", Tenant: "acme"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := jobstore.OpenLogged(ctx, c, "lost", jobstore.LoggedOptions{Steal: true, SnapshotEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := jobstore.SameState(a, b); err != nil {
+		t.Fatalf("after the recovery: %v", err)
+	}
+	if _, err := b.Get(ctx, "j17"); err != nil {
+		t.Fatalf("a job whose batch Redis lost: %v", err)
+	}
+}
+
 // TestLoggedLosesItsLease: an owner whose lease another took (an operator
 // stole it, or it lapsed while the owner was paused) learns it at its next
 // renewal: Lost closes, and it refuses every change, before it tries one.
