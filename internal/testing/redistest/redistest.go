@@ -345,3 +345,74 @@ func Kill(t testing.TB, addr string) {
 		t.Logf("redistest: kill %s: the server did not close the connection cleanly: %v", addr, err)
 	}
 }
+
+// Process is a redis-server a test kills and starts again (StartProcess):
+// on the same port, in the same directory, with the same arguments, so
+// that it reads back what its append-only file holds.
+type Process struct {
+	Addr string
+	t    testing.TB
+	bin  string
+	args []string
+	cmd  *exec.Cmd
+	done chan struct{}
+	out  *bytes.Buffer
+}
+
+// StartProcess is StartArgs for a server the test may Kill and Restart.
+// It is stopped when the test ends.
+func StartProcess(t testing.TB, args ...string) *Process {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal("redis-server not on PATH: the tests of the Redis job store need it (apt-get install redis-server)")
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p := &Process{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), t: t, bin: bin,
+		args: append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--dir", dir}, args...)}
+	t.Cleanup(p.Kill)
+	p.Restart()
+	return p
+}
+
+// Restart starts the server (again) and waits for it to answer.
+func (p *Process) Restart() {
+	p.t.Helper()
+	p.out = new(bytes.Buffer)
+	p.cmd = exec.Command(p.bin, p.args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatalf("redistest: start redis-server: %v", err)
+	}
+	p.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) {
+		_ = cmd.Wait() // the exit of a killed server says nothing more
+		close(done)
+	}(p.cmd, p.done)
+	deadline := time.Now().Add(startTimeout)
+	for ping(p.Addr) != nil {
+		select {
+		case <-p.done:
+			p.t.Fatalf("redistest: redis-server on %s exited: %s", p.Addr, strings.TrimSpace(p.out.String()))
+		default:
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("redistest: redis-server on %s did not answer PING within %v", p.Addr, startTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Kill stops the server with SIGKILL (a crash: it writes nothing more)
+// and waits for it to exit.
+func (p *Process) Kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill() // fails only when it exited already
+	<-p.done
+}
