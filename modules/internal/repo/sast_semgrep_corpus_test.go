@@ -35,7 +35,7 @@ var semgrepMarker = regexp.MustCompile(`(?:#|//|/\*|<!--)\s*(todoruleid|todook|r
 
 // semgrepFloor is what TestSemgrepCorpus requires of the totals: the
 // figures reached, less a little, so that a regression fails.
-var semgrepFloor = struct{ recall, precision float64 }{0.19, 0.94}
+var semgrepFloor = struct{ recall, precision float64 }{0.45, 0.90}
 
 // TestSemgrepCorpus measures the insecure-code rules on semgrep-rules'
 // annotated tests, per class and language: a "ruleid" line is found when
