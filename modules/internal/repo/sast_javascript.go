@@ -47,6 +47,8 @@ type jsVal struct {
 	module  bool   // path is a module's (required or imported)
 	obj     *ast.ObjectLiteral
 	arr     *ast.ArrayLiteral
+	at      int  // where the string or object was built (offset+1)
+	sqlDone bool // SQL built from untrusted input, reported where built
 	strLit  bool // a string literal (or a variable given one)
 	falseOK bool // the literal false
 }
@@ -63,12 +65,16 @@ func (v jsVal) merge(w jsVal) jsVal {
 	}
 	v.built = v.built || w.built
 	v.weak = v.weak || w.weak
+	v.sqlDone = v.sqlDone || w.sqlDone
+	if v.at == 0 {
+		v.at = w.at
+	}
 	return v
 }
 
 // taint is the part of a value that flows into what is computed from it.
 func (v jsVal) taint() jsVal {
-	return jsVal{level: v.level, src: v.src, event: v.event, lits: v.lits, built: v.built, weak: v.weak}
+	return jsVal{level: v.level, src: v.src, event: v.event, lits: v.lits, built: v.built, weak: v.weak, at: v.at, sqlDone: v.sqlDone}
 }
 
 // jsEnv is a function's variables, and the enclosing function's.
@@ -103,8 +109,9 @@ type jsScan struct {
 	imports  map[string]bool // modules required or imported
 	handlers map[string]bool // functions exported as a Lambda handler
 	depth    int
-	env      *jsEnv // the environment of the statement being checked
-	inObject int    // object literals being evaluated (calls and functions reset it)
+	console  int      // console.log(…) arguments being evaluated
+	env      *jsEnv   // the environment of the statement being checked
+	fn       ast.Node // the function being analysed
 }
 
 var (
@@ -454,8 +461,9 @@ func (j *jsScan) exprNamed(e ast.Expression, env *jsEnv, name string) jsVal {
 			t := j.expr(e.Tag, env)
 			v = v.merge(t.taint())
 			v.lits = ""
-		} else {
-			j.sqlString(e, v, e.Expressions, env)
+		} else if v.built {
+			v.at = j.off(e) + 1
+			v.sqlDone = j.sqlString(e, v, e.Expressions, env)
 		}
 		v.strLit = v.level == jsConst
 		return v
@@ -599,22 +607,25 @@ func (j *jsScan) concat(e *ast.BinaryExpression, env *jsEnv) jsVal {
 	}
 	v.built = v.built || str && v.level > jsConst
 	v.strLit = v.level == jsConst && str
-	j.sqlString(e, v, parts, env)
+	if v.built {
+		v.at = j.off(e) + 1
+		v.sqlDone = j.sqlString(e, v, parts, env)
+	}
 	return v
 }
 
 // jsSQLText is SQL in a string literal.
-var jsSQLText = regexp.MustCompile(`(?i)\b(?:select\b[\s\S]*\bfrom|delete\s+from|insert\s+into|create\s+(?:table|index|database|view)|update\b[\s\S]+\bset\b|alter\s+table|drop\s+(?:table|database|index|view))\b`)
+var jsSQLText = regexp.MustCompile(`(?i)\b(?:select|delete|insert|create|alter|drop)\b|\bupdate\s[\s\S]+\sset\b`)
 
 // sqlString reports SQL text built from untrusted input: at each
 // untrusted part (at the start of the whole string for a Lambda's event).
-func (j *jsScan) sqlString(whole ast.Expression, v jsVal, parts []ast.Expression, env *jsEnv) {
-	if v.level < jsSource || !jsSQLText.MatchString(v.lits) {
-		return
+func (j *jsScan) sqlString(whole ast.Expression, v jsVal, parts []ast.Expression, env *jsEnv) bool {
+	if v.level < jsSource || j.console > 0 || !jsSQLText.MatchString(v.lits) {
+		return false
 	}
 	if v.event {
 		j.report(whole, "sql-injection", "SQL built from "+v.src+" by concatenation: use query parameters")
-		return
+		return true
 	}
 	for _, p := range parts {
 		// evaluated again without reporting: the parts are small
@@ -622,6 +633,7 @@ func (j *jsScan) sqlString(whole ast.Expression, v jsVal, parts []ast.Expression
 			j.report(p, "sql-injection", "SQL built from "+pv.src+" by concatenation: use query parameters")
 		}
 	}
+	return true
 }
 
 // quiet evaluates an expression without reporting.
@@ -658,9 +670,6 @@ func (j *jsScan) quiet(e ast.Expression, env *jsEnv) jsVal {
 // reported at the outermost object literal that holds it.
 func (j *jsScan) object(o *ast.ObjectLiteral, env *jsEnv) jsVal {
 	v := jsVal{obj: o, level: jsConst}
-	outer := j.inObject == 0
-	j.inObject++
-	defer func() { j.inObject-- }()
 	for _, p := range o.Value {
 		switch p := p.(type) {
 		case *ast.PropertyKeyed:
@@ -675,8 +684,10 @@ func (j *jsScan) object(o *ast.ObjectLiteral, env *jsEnv) jsVal {
 		}
 	}
 	v.lits = ""
-	if outer && jsTLSOff(o, 0) {
+	if v, ok := jsProp(o, "rejectUnauthorized"); ok && jsFalse(v) {
 		j.report(o, "tls-verify-disabled", "rejectUnauthorized: false turns off certificate checks")
+	} else if _, ok := jsProp(o, "dialectOptions"); ok && jsTLSOff(o, 0) {
+		j.report(o, "tls-verify-disabled", "a database connection with rejectUnauthorized: false accepts any certificate")
 	}
 	return v
 }
@@ -781,17 +792,17 @@ var jsRouteMethods = wordSet(`get post put patch delete del head options all use
 
 // function analyses a function's body; name is what it is given to.
 func (j *jsScan) function(f *ast.FunctionLiteral, env *jsEnv, name string) jsVal {
-	return j.funcBody(f.ParameterList, f.Body, env, name, false)
+	return j.funcBody(f, f.ParameterList, f.Body, env, name, false)
 }
 
 func (j *jsScan) arrow(f *ast.ArrowFunctionLiteral, env *jsEnv, name string, route bool) jsVal {
-	return j.funcBody(f.ParameterList, f.Body, env, name, route)
+	return j.funcBody(f, f.ParameterList, f.Body, env, name, route)
 }
 
-func (j *jsScan) funcBody(params *ast.ParameterList, body ast.Node, env *jsEnv, name string, route bool) jsVal {
-	saved := j.inObject
-	j.inObject = 0
-	defer func() { j.inObject = saved }()
+func (j *jsScan) funcBody(fn ast.Node, params *ast.ParameterList, body ast.Node, env *jsEnv, name string, route bool) jsVal {
+	saved := j.fn
+	j.fn = fn
+	defer func() { j.fn = saved }()
 	child := &jsEnv{vars: map[string]jsVal{}, parent: env}
 	if params != nil {
 		n := len(params.List)
@@ -800,6 +811,7 @@ func (j *jsScan) funcBody(params *ast.ParameterList, body ast.Node, env *jsEnv, 
 			pname := ""
 			if id, ok := b.Target.(*ast.Identifier); ok {
 				pname = string(id.Name)
+				v.path = pname
 			}
 			if i == 0 {
 				switch {
@@ -852,12 +864,13 @@ var jsSanitizer = regexp.MustCompile(`(?i)(?:^|\.)(?:parseInt|parseFloat|Number|
 
 // call evaluates a call and checks it against the sinks.
 func (j *jsScan) call(e *ast.CallExpression, env *jsEnv) jsVal {
-	saved := j.inObject
-	j.inObject = 0
-	defer func() { j.inObject = saved }()
 	callee := j.expr(e.Callee, env)
 	method := jsMethod(e.Callee)
 	route := jsRouteMethods[method]
+	if strings.HasPrefix(callee.path, "console.") {
+		j.console++
+		defer func() { j.console-- }()
+	}
 	args := j.args(e.ArgumentList, env, route)
 	if method == "require" && len(e.ArgumentList) > 0 {
 		if s, ok := e.ArgumentList[0].(*ast.StringLiteral); ok {
@@ -883,7 +896,7 @@ func (j *jsScan) call(e *ast.CallExpression, env *jsEnv) jsVal {
 	}
 	if method == "concat" || method == "format" {
 		parts := append([]ast.Expression{e.Callee}, e.ArgumentList...)
-		j.sqlString(e, v, parts, env)
+		v.sqlDone = j.sqlString(e, v, parts, env)
 	}
 	return v
 }
@@ -897,7 +910,7 @@ func (j *jsScan) args(list []ast.Expression, env *jsEnv, route bool) []jsVal {
 		case *ast.ArrowFunctionLiteral:
 			out[i] = j.arrow(f, env, "", route)
 		case *ast.FunctionLiteral:
-			out[i] = j.funcBody(f.ParameterList, f.Body, env, "", route)
+			out[i] = j.funcBody(f, f.ParameterList, f.Body, env, "", route)
 		default:
 			out[i] = j.expr(a, env)
 		}
@@ -906,9 +919,6 @@ func (j *jsScan) args(list []ast.Expression, env *jsEnv, route bool) []jsVal {
 }
 
 func (j *jsScan) newExpr(e *ast.NewExpression, env *jsEnv) jsVal {
-	saved := j.inObject
-	j.inObject = 0
-	defer func() { j.inObject = saved }()
 	callee := j.expr(e.Callee, env)
 	args := j.args(e.ArgumentList, env, false)
 	j.sinks(e, e.ArgumentList, callee, jsMethod(e.Callee), args, true)
@@ -920,6 +930,7 @@ func (j *jsScan) newExpr(e *ast.NewExpression, env *jsEnv) jsVal {
 	if callee.path != "" {
 		v.path, v.module = "new "+callee.path, callee.module
 	}
+	v.at = j.off(e) + 1
 	return v
 }
 
@@ -947,6 +958,8 @@ type jsSink struct {
 	arg   int      // the argument it reads; -1: any
 	level jsLevel  // how untrusted the argument must be
 	atArg bool     // reported at the argument (else at the call)
+	bound bool     // the callee must come from the module (not a receiver unknown)
+	sql   bool     // a query: a string built at run time will do
 	what  string
 }
 
@@ -956,10 +969,10 @@ type jsSink struct {
 var jsSinks = []jsSink{
 	{rule: "sql-injection", mods: []string{"mysql", "mysql2", "mysql2/promise", "pg", "pg-pool", "pg-promise", "sequelize", "mssql", "knex", "oracledb", "mariadb", "postgres", "typeorm"},
 		names: []string{"query", "execute", "raw", "whereRaw", "orWhereRaw", "andWhereRaw", "havingRaw", "orHavingRaw", "orderByRaw", "groupByRaw", "joinRaw", "fromRaw", "unsafe", "none", "one", "many", "any", "oneOrNone", "manyOrNone"},
-		arg:   0, level: jsParam, atArg: true, what: "a query built from %s is run"},
+		arg:   0, level: jsParam, atArg: true, sql: true, what: "a query built from %s is run"},
 	{rule: "sql-injection", mods: []string{"sqlite3", "better-sqlite3", "sqlite"},
 		names: []string{"run", "all", "get", "exec", "each", "prepare"},
-		arg:   0, level: jsParam, atArg: true, what: "a query built from %s is run"},
+		arg:   0, level: jsParam, atArg: true, sql: true, what: "a query built from %s is run"},
 	{rule: "shell-injection", mods: []string{"child_process"},
 		names: []string{"exec", "execSync", "spawn", "spawnSync"},
 		arg:   0, level: jsParam, atArg: true, what: "a command built from %s is run"},
@@ -977,7 +990,7 @@ var jsSinks = []jsSink{
 	{rule: "code-injection", mods: []string{"bluebird"},
 		names: []string{"toFastProperties"}, arg: 0, level: jsParam, atArg: true, what: "toFastProperties can run code built from %s"},
 	{rule: "unsafe-deserialization", mods: []string{"node-serialize", "serialize-to-js", "funcster"},
-		names: []string{"unserialize", "deserialize", "deepDeserialize"}, arg: 0, level: jsParam, what: "%s is deserialized by a library that runs functions in the data"},
+		names: []string{"unserialize", "deserialize", "deepDeserialize"}, arg: 0, level: jsParam, bound: true, what: "%s is deserialized by a library that runs functions in the data"},
 }
 
 // levelWord says where a value comes from.
@@ -993,6 +1006,12 @@ func levelWord(v jsVal) string {
 
 // fromModule reports a callee that comes from one of the modules.
 func (j *jsScan) fromModule(callee jsVal, mods []string) bool {
+	return j.fromModuleBound(callee, mods, false)
+}
+
+// fromModuleBound is fromModule; bound: only a callee that comes from the
+// module.
+func (j *jsScan) fromModuleBound(callee jsVal, mods []string, bound bool) bool {
 	if callee.module {
 		for _, m := range mods {
 			if callee.path == m || strings.HasPrefix(callee.path, m+".") || strings.HasPrefix(callee.path, "new "+m+".") || strings.HasPrefix(callee.path, m+"(") {
@@ -1001,8 +1020,16 @@ func (j *jsScan) fromModule(callee jsVal, mods []string) bool {
 		}
 		return false
 	}
-	if strings.HasPrefix(callee.path, "<") {
+	if bound || strings.HasPrefix(callee.path, "<") {
 		return false // a literal's method
+	}
+	// a receiver named for the module (db.sequelize.query, knex.raw)
+	if segs := strings.Split(callee.path, "."); len(segs) > 1 {
+		for _, seg := range segs[:len(segs)-1] {
+			if slicesContains(mods, seg) {
+				return true
+			}
+		}
 	}
 	for _, m := range mods {
 		if j.imports[m] {
@@ -1014,12 +1041,29 @@ func (j *jsScan) fromModule(callee jsVal, mods []string) bool {
 
 func (j *jsScan) sinks(call ast.Node, argList []ast.Expression, callee jsVal, method string, args []jsVal, isNew bool) {
 	for _, s := range jsSinks {
-		if s.isNew != isNew || !slicesContains(s.names, method) || !j.fromModule(callee, s.mods) {
+		if s.isNew != isNew || !slicesContains(s.names, method) || !j.fromModuleBound(callee, s.mods, s.bound) {
 			continue
 		}
 		for i, a := range args {
-			if s.arg >= 0 && i != s.arg || a.level < s.level {
+			if s.arg >= 0 && i != s.arg {
 				continue
+			}
+			if s.sql && a.level < s.level && a.level > jsConst && a.built && jsSQLText.MatchString(a.lits) {
+				// SQL built by concatenation or a template: reported at
+				// the call, or where the variable given it was built
+				at := j.off(call)
+				switch argList[i].(type) {
+				case *ast.TemplateLiteral, *ast.BinaryExpression:
+				default:
+					if a.at > 0 {
+						at = a.at - 1
+					}
+				}
+				j.c.report(at, s.rule, sdk.SeverityError, "SQL built by concatenation or a template is run: use query parameters")
+				break
+			}
+			if a.level < s.level || s.sql && a.sqlDone && !a.event {
+				continue // SQL built from a request: reported where built
 			}
 			at := call
 			if s.atArg {
@@ -1048,6 +1092,13 @@ func (j *jsScan) sinks(call ast.Node, argList []ast.Expression, callee jsVal, me
 		}
 	}
 	if isNew {
+		// vm2's sandbox given a parameter: at the function (Semgrep's
+		// vm2-context-injection)
+		if (name == "vm2.VM" || name == "vm2.NodeVM") && callee.module && len(args) > 0 && args[0].level >= jsParam && j.fn != nil {
+			if _, ok := jsProp(args[0].obj, "sandbox"); ok {
+				j.report(j.fn, "code-injection", "a vm2 sandbox is given a parameter's value")
+			}
+		}
 		return
 	}
 	j.shellSinks(call, argList, callee, method, args)
@@ -1107,7 +1158,7 @@ func (j *jsScan) shellSinks(call ast.Node, argList []ast.Expression, callee jsVa
 			}
 		case prog == "git" && len(els) > 1:
 			if s, ok := els[0].(*ast.StringLiteral); ok && string(s.Value) == "clone" {
-				if _, lit := els[len(els)-1].(*ast.StringLiteral); !lit {
+				if last := els[len(els)-1]; last != nil && j.levelIn(last) > jsConst {
 					j.report(call, rule, "git clone of a value that may start with - (an option: --upload-pack runs a command)")
 				}
 			}
@@ -1143,14 +1194,28 @@ func (j *jsScan) codeSinks(call ast.Node, argList []ast.Expression, callee jsVal
 	if method == "run" && callee.module && len(args) > 0 {
 		switch {
 		case strings.HasPrefix(recv, "new sandbox"), strings.HasPrefix(recv, "new vm2.VM"), strings.HasPrefix(recv, "new vm2.NodeVM"):
-			if a := args[0]; a.level > jsConst && !strings.Contains(a.path, "VMScript") {
-				j.report(call, rule, "a sandbox runs code built from "+levelWord(a))
+			if a := args[0]; a.level >= jsSource || a.level > jsConst && !strings.Contains(a.path, "VMScript") {
+				// at the call, or where the sandbox held in a variable
+				// was made
+				at := j.off(call)
+				if d, ok := call.(*ast.CallExpression).Callee.(*ast.DotExpression); ok && j.env != nil {
+					if _, isNew := d.Left.(*ast.NewExpression); !isNew {
+						if rv := j.quiet(d.Left, j.env); rv.at > 0 && a.level < jsSource && strings.HasPrefix(recv, "new vm2.") {
+							at = rv.at - 1
+						}
+					}
+				}
+				j.c.report(at, rule, sdk.SeverityError, "a sandbox runs code built from "+levelWord(a))
 			}
 		}
 	}
 	if callee.module && callee.path == "thenify" && len(args) > 1 {
 		if v, ok := jsProp(args[1].obj, "multiArgs"); ok && !jsFalse(v) {
-			j.report(call, rule, "thenify with multiArgs can run code")
+			at := ast.Node(call)
+			if _, inline := argList[1].(*ast.ObjectLiteral); !inline {
+				at = args[1].obj
+			}
+			j.report(at, rule, "thenify with multiArgs can run code")
 		}
 	}
 }
