@@ -115,7 +115,6 @@ type jsScan struct {
 }
 
 var (
-	jsAwait      = regexp.MustCompile(`\bawait\b`)
 	jsImport     = regexp.MustCompile(`(?m)^[ \t]*import\b[^;'"]*?(?:\bfrom\s*)?['"]([^'"]*)['"][ \t]*;?`)
 	jsImportName = regexp.MustCompile(`^import\s+(?:\*\s+as\s+)?([A-Za-z_$][\w$]*)?\s*,?\s*(?:\{([^}]*)\})?`)
 	jsExport     = regexp.MustCompile(`(?m)^[ \t]*export\s+(?:default\s+)?`)
@@ -123,6 +122,39 @@ var (
 	jsRequire    = regexp.MustCompile(`\brequire\s*\(\s*['"]([^'"]+)['"]\s*\)`)
 	jsHandler    = regexp.MustCompile(`\bexports\.handler\s*=\s*([A-Za-z_$][\w$]*)\s*;?\s*$`)
 )
+
+// jsSinkWords are words a file must hold to have a sink (lower case:
+// in any case).
+var jsSinkWords = []string{"query", "exec", "raw", "spawn", "eval", "Function", "setTimeout", "setInterval", "setImmediate",
+	"vm", "serialize", "rejectUnauthorized", "NODE_TLS", "createHash", "toFastProperties", "thenify", "Deno", "sqlite",
+	"sandbox", "select", "insert", "update", "delete", "create", "alter", "drop", "Script"}
+
+// blankWord replaces each whole word w (outside nothing: strings too) with
+// spaces.
+func blankWord(s, w string) string {
+	if !strings.Contains(s, w) {
+		return s
+	}
+	b := []byte(s)
+	word := func(c byte) bool {
+		return c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	for i := 0; ; {
+		k := strings.Index(s[i:], w)
+		if k < 0 {
+			break
+		}
+		k += i
+		end := k + len(w)
+		if (k == 0 || !word(s[k-1])) && (end == len(s) || !word(s[end])) {
+			for x := k; x < end; x++ {
+				b[x] = ' '
+			}
+		}
+		i = end
+	}
+	return string(b)
+}
 
 // blankOut replaces a match with spaces, its line ends kept.
 func blankOut(s string) string {
@@ -138,27 +170,39 @@ func blankOut(s string) string {
 // jsAST checks a JavaScript file's sinks on its syntax tree; it reports
 // false when the file does not parse.
 func (c *codeScan) jsAST() (parsed bool) {
+	if !c.hasAny(jsSinkWords...) {
+		return true // no sink: nothing to find, parsed or not
+	}
 	j := &jsScan{c: c, imports: map[string]bool{}, handlers: map[string]bool{}}
 	text := c.s.text
 	prelude := jsEnv{vars: map[string]jsVal{}}
+	src := text
 	// import bindings, then blanked: goja parses scripts, not modules
-	for _, m := range jsImport.FindAllStringSubmatchIndex(text, -1) {
-		mod := text[m[2]:m[3]]
-		j.imports[strings.TrimPrefix(mod, "node:")] = true
-		j.importNames(strings.TrimSpace(text[m[0]:m[1]]), strings.TrimPrefix(mod, "node:"), &prelude)
+	if strings.Contains(text, "import") {
+		for _, m := range jsImport.FindAllStringSubmatchIndex(text, -1) {
+			mod := text[m[2]:m[3]]
+			j.imports[strings.TrimPrefix(mod, "node:")] = true
+			j.importNames(strings.TrimSpace(text[m[0]:m[1]]), strings.TrimPrefix(mod, "node:"), &prelude)
+		}
+		src = jsImport.ReplaceAllStringFunc(src, blankOut)
 	}
-	for _, m := range jsRequire.FindAllStringSubmatch(text, -1) {
-		j.imports[strings.TrimPrefix(m[1], "node:")] = true
-	}
-	for _, line := range c.s.lines {
-		if m := jsHandler.FindStringSubmatch(line); m != nil {
-			j.handlers[m[1]] = true
+	if strings.Contains(text, "require") {
+		for _, m := range jsRequire.FindAllStringSubmatch(text, -1) {
+			j.imports[strings.TrimPrefix(m[1], "node:")] = true
 		}
 	}
-	src := jsExportList.ReplaceAllStringFunc(text, blankOut)
-	src = jsImport.ReplaceAllStringFunc(src, blankOut)
-	src = jsExport.ReplaceAllStringFunc(src, blankOut)
-	src = jsAwait.ReplaceAllStringFunc(src, blankOut)
+	if strings.Contains(text, "exports.handler") {
+		for _, line := range c.s.lines {
+			if m := jsHandler.FindStringSubmatch(line); m != nil {
+				j.handlers[m[1]] = true
+			}
+		}
+	}
+	if strings.Contains(text, "export") {
+		src = jsExportList.ReplaceAllStringFunc(src, blankOut)
+		src = jsExport.ReplaceAllStringFunc(src, blankOut)
+	}
+	src = blankWord(src, "await")
 	prog, err := jsParse(src)
 	if err != nil {
 		return false
@@ -649,7 +693,7 @@ func (j *jsScan) quiet(e ast.Expression, env *jsEnv) jsVal {
 		}
 		return j.quiet(e.Left, env).taint()
 	case *ast.CallExpression:
-		if fn := jsName(e.Callee); jsSanitizer.MatchString(fn) {
+		if jsSanitizer(jsMethod(e.Callee)) {
 			return jsVal{level: jsNonConst}
 		}
 		v := jsVal{}
@@ -859,8 +903,17 @@ func (j *jsScan) class(c *ast.ClassLiteral, env *jsEnv) {
 	}
 }
 
-// jsSanitizer are calls whose value is safe in a query or command.
-var jsSanitizer = regexp.MustCompile(`(?i)(?:^|\.)(?:parseInt|parseFloat|Number|Boolean|isNaN|toFixed|escape\w*|\w*escape|quote\w*|\w*quote|sanitize\w*|format\.literal|hash|compare)$`)
+// jsSanitizers are calls whose value is safe in a query or command (and
+// any whose name says escape, quote or sanitize).
+var jsSanitizers = wordSet(`parseInt parseFloat Number Boolean isNaN toFixed hash compare literal`)
+
+func jsSanitizer(method string) bool {
+	if jsSanitizers[method] {
+		return true
+	}
+	m := strings.ToLower(method)
+	return strings.Contains(m, "escape") || strings.Contains(m, "quote") || strings.Contains(m, "sanitiz")
+}
 
 // call evaluates a call and checks it against the sinks.
 func (j *jsScan) call(e *ast.CallExpression, env *jsEnv) jsVal {
@@ -878,7 +931,7 @@ func (j *jsScan) call(e *ast.CallExpression, env *jsEnv) jsVal {
 		}
 	}
 	j.sinks(e, e.ArgumentList, callee, method, args, false)
-	if jsSanitizer.MatchString(jsName(e.Callee)) || jsSanitizer.MatchString(method) {
+	if jsSanitizer(method) {
 		return jsVal{level: min(callee.level, jsNonConst)}
 	}
 	v := jsVal{level: jsNonConst}
