@@ -836,6 +836,9 @@ var jsRouteMethods = wordSet(`get post put patch delete del head options all use
 
 // function analyses a function's body; name is what it is given to.
 func (j *jsScan) function(f *ast.FunctionLiteral, env *jsEnv, name string) jsVal {
+	if name == "" && f.Name != nil {
+		name = string(f.Name.Name)
+	}
 	return j.funcBody(f, f.ParameterList, f.Body, env, name, false)
 }
 
@@ -919,6 +922,10 @@ func jsSanitizer(method string) bool {
 func (j *jsScan) call(e *ast.CallExpression, env *jsEnv) jsVal {
 	callee := j.expr(e.Callee, env)
 	method := jsMethod(e.Callee)
+	if callee.module {
+		// import { exec as run }: run() is exec()
+		method = callee.path[strings.LastIndexByte(callee.path, '.')+1:]
+	}
 	route := jsRouteMethods[method]
 	if strings.HasPrefix(callee.path, "console.") {
 		j.console++
@@ -932,7 +939,7 @@ func (j *jsScan) call(e *ast.CallExpression, env *jsEnv) jsVal {
 	}
 	j.sinks(e, e.ArgumentList, callee, method, args, false)
 	if jsSanitizer(method) {
-		return jsVal{level: min(callee.level, jsNonConst)}
+		return jsVal{} // a number, or a value escaped: as safe as a constant
 	}
 	v := jsVal{level: jsNonConst}
 	if _, ok := e.Callee.(*ast.DotExpression); ok {
@@ -948,8 +955,7 @@ func (j *jsScan) call(e *ast.CallExpression, env *jsEnv) jsVal {
 		v.weak = true
 	}
 	if method == "concat" || method == "format" {
-		parts := append([]ast.Expression{e.Callee}, e.ArgumentList...)
-		v.sqlDone = j.sqlString(e, v, parts, env)
+		v.sqlDone = j.sqlString(e, v, e.ArgumentList, env)
 	}
 	return v
 }
