@@ -207,6 +207,11 @@ func (c *codeScan) jsAST() (parsed bool) {
 	if err != nil {
 		return false
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			parsed = false // a syntax tree the analysis did not expect: the line rules
+		}
+	}()
 	env := &jsEnv{vars: prelude.vars}
 	j.stmts(prog.Body, env)
 	return true
@@ -1140,7 +1145,7 @@ func (j *jsScan) sinks(call ast.Node, argList []ast.Expression, callee jsVal, me
 		}
 	case name == "Function":
 		for _, a := range args {
-			if a.level >= jsParam {
+			if a.level >= jsSource {
 				j.report(call, "code-injection", "new Function compiles code built from "+levelWord(a))
 				break
 			}
