@@ -175,6 +175,9 @@ func (c *codeScan) jsAST() (parsed bool) {
 	}
 	j := &jsScan{c: c, imports: map[string]bool{}, handlers: map[string]bool{}}
 	text := c.s.text
+	if c.s.lang == "TypeScript" {
+		text = tsStrip(text) // its types blanked out, offsets kept
+	}
 	prelude := jsEnv{vars: map[string]jsVal{}}
 	src := text
 	// import bindings, then blanked: goja parses scripts, not modules
