@@ -19,6 +19,11 @@ const DefaultMaxLineLength = 120
 // finding says how many were left out.
 const maxPerRule = 20
 
+// maxCodePerRule is maxPerRule for the insecure-code rules (codeFixes):
+// each is a call to fix, and a file of many (a data-access module) should
+// show them all.
+const maxCodePerRule = 200
+
 // Lint checks a text file: every file for trailing white space, a missing
 // final newline, CRLF line endings and lines over maxLine characters; Go
 // files for parse errors and gofmt differences.
@@ -111,10 +116,14 @@ func (fs *findings) addFinding(f sdk.Finding) {
 		fs.perRule = map[string]int{}
 	}
 	fs.perRule[rule]++
+	limit := maxPerRule
+	if codeFixes[rule] != "" {
+		limit = maxCodePerRule
+	}
 	switch n := fs.perRule[rule]; {
-	case n <= maxPerRule:
+	case n <= limit:
 		fs.all = append(fs.all, f)
-	case n == maxPerRule+1:
+	case n == limit+1:
 		fs.all = append(fs.all, sdk.Finding{File: file, Line: line, Rule: rule, Severity: sdk.SeverityInfo,
 			Message: fmt.Sprintf("more %s findings in this file are not listed", rule)})
 	}

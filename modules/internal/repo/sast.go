@@ -75,9 +75,6 @@ var thirdParty = map[string]bool{"vendor": true, "node_modules": true, "bower_co
 var translationDirs = map[string]bool{"locales": true, "locale": true, "i18n": true, "l10n": true,
 	"translations": true, "lang": true, "langs": true, "messages": true}
 
-// sourceExts are program sources, code wherever they lie.
-var sourceExts = wordSet(`.js .mjs .cjs .jsx .ts .tsx .py .go .java .kt .rb .php .cs`)
-
 // fakeWords in a file's name mark it as an example or a test fixture.
 var fakeWords = []string{"fake", "dummy", "example", "sample", "placeholder", "template", "mock"}
 
@@ -106,9 +103,12 @@ func sastPolicyFor(p string) sastPolicy {
 	case ".po", ".pot", ".xliff", ".xlf", ".arb", ".strings", ".resx":
 		translation = true
 	}
+	// a directory named for translations (lang/, locales/) holds strings,
+	// but a program in it is still a program (python/lang/security/…)
+	isCode := codeLanguages[sastLanguage(p, Language(p))]
 	for _, d := range parts[:len(parts)-1] {
-		if translationDirs[d] && !sourceExts[path.Ext(base)] {
-			translation = true // a lang/ of source code is code (semgrep-rules' javascript/lang/)
+		if translationDirs[d] && !isCode {
+			translation = true
 		}
 	}
 	if strings.HasPrefix(base, "messages_") && strings.HasSuffix(base, ".properties") {

@@ -45,9 +45,19 @@ func scanCode(s *sastSource, out *findings) {
 			c.sqlInjection()
 		}
 		c.weakHash()
+	case "Python":
+		// on the parse (sast_py.go); the regular expressions when the
+		// file does not parse
+		if parsed = c.pyAST(); !parsed {
+			c.sqlInjection()
+			c.codeInjection()
+			c.deserialization()
+			c.shellInjection()
+		}
+		c.weakHash()
 	case "JavaScript", "TypeScript":
-		// the sinks on the syntax tree (sast_js.go); the line rules when
-		// the file does not parse
+		// the sinks on the syntax tree (sast_javascript.go); the line
+		// rules when the file does not parse
 		if parsed = c.jsAST(); !parsed {
 			c.sqlInjection()
 			c.codeInjection()
@@ -55,7 +65,7 @@ func scanCode(s *sastSource, out *findings) {
 			c.shellInjection()
 		}
 		c.weakHash()
-	case "Python", "Java", "Kotlin", "C#", "Ruby", "PHP":
+	case "Java", "Kotlin", "C#", "Ruby", "PHP":
 		c.sqlInjection()
 		c.codeInjection()
 		c.deserialization()
@@ -740,10 +750,11 @@ var astTLSKeys = map[string]map[string]bool{
 
 // tlsDisabled: settings that turn off certificate or hostname checks.
 // A parsed file's settings were checked on its syntax tree (Go's
-// InsecureSkipVerify, JavaScript's rejectUnauthorized).
+// InsecureSkipVerify, JavaScript's rejectUnauthorized, all of Python's).
 func (c *codeScan) tlsDisabled(parsed bool) {
 	for _, r := range tlsRules {
-		if r.langs != nil && !r.langs[c.s.lang] || !c.hasAny(r.kw) || parsed && astTLSKeys[c.s.lang][r.kw] {
+		if r.langs != nil && !r.langs[c.s.lang] || !c.hasAny(r.kw) || parsed && astTLSKeys[c.s.lang][r.kw] ||
+			parsed && c.s.lang == "Python" && r.langs != nil {
 			continue
 		}
 		for _, m := range r.re.FindAllStringSubmatchIndex(c.s.text, -1) {

@@ -63,9 +63,12 @@ type goScan struct {
 func (c *codeScan) goAST() bool {
 	fset := token.NewFileSet()
 	file, err := parser.ParseFile(fset, c.s.path, c.s.text, parser.SkipObjectResolution)
-	if err != nil {
+	if file == nil || err != nil && len(file.Decls) == 0 {
 		return false
 	}
+	// a file with errors (two files pasted together) is checked on what
+	// parsed, and reported as not parsed so that the regular
+	// expressions check it too
 	g := &goScan{c: c, fset: fset, pkgs: map[string]bool{}, consts: map[string]goVal{}}
 	for _, im := range file.Imports {
 		p, _ := strconv.Unquote(im.Path.Value)
@@ -91,7 +94,7 @@ func (c *codeScan) goAST() bool {
 			ast.Inspect(d, g.visit)
 		}
 	}
-	return true
+	return err == nil
 }
 
 // importName is the name an import binds: its alias, or the last element
@@ -188,10 +191,16 @@ func (g *goScan) visit(n ast.Node) bool {
 			}
 		}
 	case *ast.CompositeLit:
+		execCmd := g.text(n.Type) == "exec.Cmd" && g.pkgs["exec"]
 		for _, el := range n.Elts {
 			if kv, ok := el.(*ast.KeyValueExpr); ok {
 				if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "InsecureSkipVerify" && isTrue(kv.Value) {
 					g.report(kv.Pos(), "tls-verify-disabled", sdk.SeverityError, "InsecureSkipVerify: true turns off certificate checks")
+				}
+				if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "Path" && execCmd {
+					if v := g.eval(kv.Value); v.nonConst {
+						g.report(n.Pos(), "shell-injection", sdk.SeverityWarning, "exec.Cmd runs a program named at run time"+g.from(v))
+					}
 				}
 			}
 		}
@@ -254,7 +263,8 @@ func (g *goScan) ident(name string) goVal {
 
 // safeFuncs return a number, or text that cannot carry SQL or a command.
 var safeFuncs = wordSet(`strconv.Itoa strconv.FormatInt strconv.FormatUint strconv.FormatFloat strconv.FormatBool
-	strconv.AppendInt len cap pq.QuoteIdentifier pq.QuoteLiteral shellescape.Quote shellquote.Join`)
+	strconv.AppendInt strconv.Atoi strconv.ParseInt strconv.ParseUint strconv.ParseFloat strconv.ParseBool
+	len cap pq.QuoteIdentifier pq.QuoteLiteral shellescape.Quote shellquote.Join`)
 
 // formatFuncs format their arguments into a string.
 var formatFuncs = wordSet(`fmt.Sprintf fmt.Sprint fmt.Sprintln fmt.Errorf fmt.Appendf`)
@@ -490,8 +500,9 @@ func (g *goScan) isResponse(e ast.Expr) bool {
 var (
 	sqlMethods = wordSet(`Query QueryRow QueryContext QueryRowContext Exec ExecContext Prepare PrepareContext Raw
 		Select Get NamedExec NamedQuery MustExec MustExecContext Queryx QueryRowx QueryxContext QueryRowxContext
-		SelectContext GetContext NamedExecContext NamedQueryContext Preparex PreparexContext`)
-	condMethods = wordSet(`Where Having Order Group Joins Not Or`)
+		SelectContext GetContext NamedExecContext NamedQueryContext Preparex PreparexContext
+		QueryOne QueryOneContext ExecOne ExecOneContext QueryEx ExecEx QueryRowEx`)
+	condMethods = wordSet(`Where Having Order Group Joins Not Or WhereOr OrderExpr`)
 )
 
 // call checks a call that is a sink.
@@ -510,9 +521,13 @@ func (g *goScan) call(call *ast.CallExpr) {
 		g.command(call, "exec."+name)
 	case pkg == "syscall" && (name == "Exec" || name == "ForkExec" || name == "StartProcess") || pkg == "os" && name == "StartProcess":
 		if len(call.Args) > 0 {
-			if v := g.eval(call.Args[0]); v.src != "" {
-				g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, pkg+"."+name+" runs a program named by "+v.src)
+			if v := g.eval(call.Args[0]); v.nonConst {
+				g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, pkg+"."+name+" runs a program named at run time"+g.from(v))
 			}
+		}
+	case pkg == "" && g.pkgs["otto"] && (name == "Run" || name == "Eval") && len(call.Args) == 1:
+		if v := g.eval(call.Args[0]); v.nonConst {
+			g.report(call.Pos(), "code-injection", sdk.SeverityError, "otto's "+name+" runs JavaScript built at run time"+g.from(v))
 		}
 	case pkg != "":
 	case sqlMethods[name]:
@@ -524,7 +539,7 @@ func (g *goScan) call(call *ast.CallExpr) {
 			}
 		}
 	case condMethods[name] && len(call.Args) > 0:
-		if v := g.eval(call.Args[0]); v.built && condRe.MatchString(v.lits) {
+		if v := g.eval(call.Args[0]); v.built && condRe.MatchString(v.lits) || v.src != "" && !v.built {
 			g.report(sel.Sel.Pos(), "sql-injection", sdk.SeverityError,
 				"SQL condition built by string formatting or concatenation"+g.how(call.Args[0], v)+" is passed to "+name+": use parameters")
 		}
@@ -563,8 +578,10 @@ func (g *goScan) command(call *ast.CallExpr, name string) {
 	if len(args) == 0 {
 		return
 	}
-	if v := g.eval(args[0]); v.src != "" {
-		g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, name+" runs a program named by "+v.src)
+	if v := g.eval(args[0]); v.nonConst {
+		// a program named at run time: by a request, the environment, a
+		// parameter
+		g.report(call.Pos(), "shell-injection", sdk.SeverityWarning, name+" runs a program named at run time"+g.from(v))
 		return
 	}
 	for _, a := range args[1:] {
@@ -576,6 +593,14 @@ func (g *goScan) command(call *ast.CallExpr, name string) {
 			return
 		}
 	}
+}
+
+// from says where a value came from, for a message.
+func (g *goScan) from(v goVal) string {
+	if v.src != "" {
+		return " (" + v.src + ")"
+	}
+	return ""
 }
 
 func (g *goScan) report(pos token.Pos, rule, sev, msg string) {
