@@ -173,6 +173,11 @@ func (c *codeScan) jsAST() (parsed bool) {
 	if !c.hasAny(jsSinkWords...) {
 		return true // no sink: nothing to find, parsed or not
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			parsed = false // a source the analysis did not expect: the line rules
+		}
+	}()
 	j := &jsScan{c: c, imports: map[string]bool{}, handlers: map[string]bool{}}
 	text := c.s.text
 	if c.s.lang == "TypeScript" {
@@ -210,11 +215,6 @@ func (c *codeScan) jsAST() (parsed bool) {
 	if err != nil {
 		return false
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			parsed = false // a syntax tree the analysis did not expect: the line rules
-		}
-	}()
 	env := &jsEnv{vars: prelude.vars}
 	j.stmts(prog.Body, env)
 	return true

@@ -145,7 +145,28 @@ var tsPuncts = []string{">>>=", "...", "===", "!==", "**=", "<<=", ">>=", "&&=",
 // tsStrip blanks a TypeScript source's types.
 func tsStrip(src string) string {
 	toks := tsTokens(src)
-	s := &tsStripper{toks: toks, out: []byte(src), gone: make([]bool, len(toks))}
+	s := &tsStripper{toks: toks, out: []byte(src), gone: make([]bool, len(toks)), pair: make([]int, len(toks)), encl: make([]int, len(toks))}
+	var stack []int
+	for i, t := range toks {
+		s.pair[i] = -1
+		s.encl[i] = -1
+		if len(stack) > 0 {
+			s.encl[i] = stack[len(stack)-1]
+		}
+		switch t.text {
+		case "(", "[", "{":
+			stack = append(stack, i)
+		case ")", "]", "}":
+			if len(stack) > 0 {
+				o := stack[len(stack)-1]
+				if toks[o].text == map[string]string{")": "(", "]": "[", "}": "{"}[t.text] {
+					stack = stack[:len(stack)-1]
+					s.pair[o], s.pair[i] = i, o
+					s.encl[i] = s.encl[o]
+				}
+			}
+		}
+	}
 	s.run()
 	return string(s.out)
 }
@@ -154,6 +175,8 @@ type tsStripper struct {
 	toks []tsTok
 	out  []byte
 	gone []bool // tokens blanked
+	pair []int  // for each ( [ { ) ] }, the index of its partner; -1 when none
+	encl []int  // for each token, the index of the innermost ( [ { around it; -1
 }
 
 func (s *tsStripper) blank(from, to int) { // tokens [from, to)
@@ -177,31 +200,34 @@ func (s *tsStripper) is(i int, text string) bool {
 
 func (s *tsStripper) ident(i int) bool { return i >= 0 && i < len(s.toks) && s.toks[i].kind == 'i' }
 
-// match returns the index of the bracket that closes the one at i.
+// match returns the index of the bracket that closes the one at i (-1
+// when none does; for <, when what follows cannot be type arguments).
 func (s *tsStripper) match(i int) int {
-	open := s.toks[i].text
-	close := map[string]string{"(": ")", "[": "]", "{": "}", "<": ">"}[open]
+	if s.toks[i].text != "<" {
+		return s.pair[i]
+	}
 	d := 0
-	for k := i; k < len(s.toks); k++ {
+	for k := i; k < len(s.toks) && k-i < 400; k++ {
 		switch s.toks[k].text {
-		case open:
+		case "(", "[", "{":
+			if s.pair[k] < 0 {
+				return -1
+			}
+			k = s.pair[k]
+		case "<":
 			d++
-		case close:
+		case ">":
 			d--
 			if d == 0 {
 				return k
 			}
 		case ">>":
-			if open == "<" {
-				d -= 2
-				if d <= 0 {
-					return k
-				}
+			d -= 2
+			if d <= 0 {
+				return k
 			}
-		case ";":
-			if open == "<" {
-				return -1
-			}
+		case ";", ")", "]", "}", "&&", "||", "=", "==", "===", "!=", "!==", "+", "*", "/", "%":
+			return -1 // a comparison, not type arguments
 		}
 	}
 	return -1
@@ -321,7 +347,15 @@ func (s *tsStripper) run() {
 	stmtStart := func(i int) bool {
 		return i == 0 || s.is(i-1, ";") || s.is(i-1, "{") || s.is(i-1, "}") || s.newlineBefore(i)
 	}
+	last := -1
 	for i := 0; i < len(t); i++ {
+		if i <= last {
+			i = last + 1 // always forward, whatever a case set i to
+			if i >= len(t) {
+				break
+			}
+		}
+		last = i
 		tk := t[i]
 		switch {
 		case tk.text == "import" && s.ident(i+1) && s.is(i+2, "=") && stmtStart(i):
@@ -350,7 +384,7 @@ func (s *tsStripper) run() {
 			i = s.blankBlock(from) - 1
 		case tk.text == "type" && s.ident(i+1) && (s.is(i+2, "=") || s.is(i+2, "<")) && (stmtStart(i) || s.is(i-1, "export") || s.is(i-1, "declare")):
 			k := i + 2
-			if s.is(k, "<") {
+			if s.is(k, "<") && s.match(k) > k {
 				k = s.match(k) + 1
 			}
 			k = s.typeEnd(k + 1)
@@ -364,7 +398,7 @@ func (s *tsStripper) run() {
 			for k < len(t) && !s.is(k, ";") && !s.is(k, "{") && t[k].start < len(s.out) && !strings.Contains(string(s.out[t[k-1].end:t[k].start]), "\n") {
 				k++
 			}
-			if s.is(k, "{") {
+			if s.is(k, "{") && s.match(k) > k {
 				k = s.match(k)
 			}
 			s.blank(i, k+1)
@@ -571,24 +605,8 @@ func (s *tsStripper) typeList(from, to int) bool {
 // paramLevel reports a : at the top level of a parameter list (not in an
 // object pattern's default nor a nested object).
 func (s *tsStripper) paramLevel(i int) bool {
-	d := 0
-	for k := i - 1; k >= 0; k-- {
-		switch s.toks[k].text {
-		case ")", "]", "}":
-			d++
-		case "[", "{":
-			if d == 0 {
-				return false
-			}
-			d--
-		case "(":
-			if d == 0 {
-				return true
-			}
-			d--
-		}
-	}
-	return false
+	e := s.encl[i]
+	return e >= 0 && s.toks[e].text == "("
 }
 
 // memberStart reports whether the identifier at i starts a class member
@@ -615,20 +633,8 @@ func (s *tsStripper) newlineBefore(i int) bool {
 // declPattern reports whether the } or ] at i closes a pattern declared
 // by let, const or var.
 func (s *tsStripper) declPattern(i int) bool {
-	open := map[string]string{"}": "{", "]": "["}[s.toks[i].text]
-	d := 0
-	for k := i; k >= 0; k-- {
-		switch s.toks[k].text {
-		case s.toks[i].text:
-			d++
-		case open:
-			d--
-			if d == 0 {
-				return s.is(k-1, "let") || s.is(k-1, "const") || s.is(k-1, "var")
-			}
-		}
-	}
-	return false
+	k := s.pair[i]
+	return k > 0 && (s.is(k-1, "let") || s.is(k-1, "const") || s.is(k-1, "var"))
 }
 
 // blankStatement blanks a statement from i to its ; or the end of its
