@@ -1198,7 +1198,7 @@ var jsShells = regexp.MustCompile(`^(?:/(?:usr/)?bin/)?(?:sh|bash|ksh|csh|tcsh|z
 // value, spawn of git clone with a value, Deno.run.
 func (j *jsScan) shellSinks(call ast.Node, argList []ast.Expression, callee jsVal, method string, args []jsVal) {
 	rule := "shell-injection"
-	if (method == "spawn" || method == "spawnSync") && j.fromModule(callee, []string{"child_process"}) || method == "spawn" && strings.HasPrefix(callee.path, "<") == false && len(args) > 1 {
+	if (method == "spawn" || method == "spawnSync") && j.fromModule(callee, []string{"child_process"}) || method == "spawn" && !strings.HasPrefix(callee.path, "<") && len(args) > 1 {
 		for i, a := range args {
 			if i == 0 {
 				continue
