@@ -1034,8 +1034,10 @@ type jsSink struct {
 // call matches when its callee resolves to one of the modules, or (its
 // receiver unknown) the file requires or imports one.
 var jsSinks = []jsSink{
-	{rule: "sql-injection", mods: []string{"mysql", "mysql2", "mysql2/promise", "pg", "pg-pool", "pg-promise", "sequelize", "mssql", "knex", "oracledb", "mariadb", "postgres", "typeorm"},
-		names: []string{"query", "execute", "raw", "whereRaw", "orWhereRaw", "andWhereRaw", "havingRaw", "orHavingRaw", "orderByRaw", "groupByRaw", "joinRaw", "fromRaw", "unsafe", "none", "one", "many", "any", "oneOrNone", "manyOrNone"},
+	{rule: "sql-injection", mods: []string{"mysql", "mysql2", "mysql2/promise", "pg", "pg-pool", "pg-promise", "sequelize", "mssql", "knex", "oracledb", "mariadb", "postgres", "typeorm", "@prisma/client",
+		// and receivers named for a database (db.query, this.pool.query, prisma.$queryRawUnsafe)
+		"db", "database", "pool", "conn", "connection", "prisma", "trx"},
+		names: []string{"query", "execute", "raw", "whereRaw", "orWhereRaw", "andWhereRaw", "havingRaw", "orHavingRaw", "orderByRaw", "groupByRaw", "joinRaw", "fromRaw", "unsafe", "$queryRawUnsafe", "$executeRawUnsafe", "none", "one", "many", "any", "oneOrNone", "manyOrNone"},
 		arg:   0, level: jsParam, atArg: true, sql: true, what: "a query built from %s is run"},
 	{rule: "sql-injection", mods: []string{"sqlite3", "better-sqlite3", "sqlite"},
 		names: []string{"run", "all", "get", "exec", "each", "prepare"},
@@ -1060,6 +1062,12 @@ var jsSinks = []jsSink{
 		names: []string{"unserialize", "deserialize", "deepDeserialize"}, arg: 0, level: jsParam, bound: true, what: "%s is deserialized by a library that runs functions in the data"},
 }
 
+// jsLocalModule reports a path that starts at a module of the project
+// (require("./db")): what it exports is not known.
+func jsLocalModule(path string) bool {
+	return strings.HasPrefix(path, ".") || strings.HasPrefix(path, "@/") || strings.HasPrefix(path, "~/")
+}
+
 // levelWord says where a value comes from.
 func levelWord(v jsVal) string {
 	switch {
@@ -1079,7 +1087,7 @@ func (j *jsScan) fromModule(callee jsVal, mods []string) bool {
 // fromModuleBound is fromModule; bound: only a callee that comes from the
 // module.
 func (j *jsScan) fromModuleBound(callee jsVal, mods []string, bound bool) bool {
-	if callee.module {
+	if callee.module && !jsLocalModule(callee.path) {
 		for _, m := range mods {
 			if callee.path == m || strings.HasPrefix(callee.path, m+".") || strings.HasPrefix(callee.path, "new "+m+".") || strings.HasPrefix(callee.path, m+"(") {
 				return true

@@ -5,6 +5,7 @@ import serialize from "node-serialize";
 import https from "https";
 import crypto from "crypto";
 import vm from "vm";
+import db from "./db.js";
 
 const pool = mysql.createPool({});
 
@@ -40,4 +41,9 @@ export function report(opts) {
   opts.cache.set(tag, agent); // ward:ok
   setTimeout(`refresh(${opts.id})`, 100); // ward:expect code-injection
   setTimeout(() => opts.refresh(opts.id), 100); // ward:ok
+}
+
+export async function byId(id, limit) {
+  await db.query("SELECT * FROM t WHERE id = ?", [id]); // ward:ok
+  return db.query("SELECT * FROM t WHERE id = " + id + " LIMIT " + limit); // ward:expect sql-injection
 }
