@@ -129,6 +129,33 @@ var jsSinkWords = []string{"query", "exec", "raw", "spawn", "eval", "Function", 
 	"vm", "serialize", "rejectUnauthorized", "NODE_TLS", "createHash", "toFastProperties", "thenify", "Deno", "sqlite",
 	"sandbox", "select", "insert", "update", "delete", "create", "alter", "drop", "Script"}
 
+// jsTooDeep reports brackets nested, or prefix operators repeated, past
+// 500 (strings not told apart: a bound, not a measure).
+func jsTooDeep(text string) bool {
+	depth, run := 0, 0
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '(', '[', '{':
+			depth++
+			if depth > 500 {
+				return true
+			}
+		case ')', ']', '}':
+			depth--
+		case '-', '+', '!', '~':
+			run++
+			if run > 500 {
+				return true
+			}
+			continue
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		run = 0
+	}
+	return false
+}
+
 // blankWord replaces each whole word w (outside nothing: strings too) with
 // spaces.
 func blankWord(s, w string) string {
@@ -172,6 +199,9 @@ func blankOut(s string) string {
 func (c *codeScan) jsAST() (parsed bool) {
 	if !c.hasAny(jsSinkWords...) {
 		return true // no sink: nothing to find, parsed or not
+	}
+	if jsTooDeep(c.s.text) {
+		return false // the parser recurses: nesting no person writes is left to the line rules
 	}
 	defer func() {
 		if r := recover(); r != nil {
