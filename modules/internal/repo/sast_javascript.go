@@ -590,6 +590,8 @@ func (j *jsScan) exprNamed(e ast.Expression, env *jsEnv, name string) jsVal {
 			r = l.merge(r)
 			if e.Operator == token.PLUS && r.level > jsConst {
 				r.built = true
+				// q += req.query.id, q holding SQL: where the input joins it
+				r.sqlDone = j.sqlString(e, r, []ast.Expression{e.Right}, env) || r.sqlDone
 			}
 		} else if e.Operator != token.ASSIGN && e.Operator != 0 {
 			r = jsVal{level: jsNonConst}
@@ -709,13 +711,41 @@ func (j *jsScan) sqlString(whole ast.Expression, v jsVal, parts []ast.Expression
 		j.report(whole, "sql-injection", "SQL built from "+v.src+" by concatenation: use query parameters")
 		return true
 	}
+	var flat []ast.Expression
 	for _, p := range parts {
+		flat = append(flat, jsTerms(p)...)
+	}
+	for _, p := range flat {
 		// evaluated again without reporting: the parts are small
 		if pv := j.quiet(p, env); pv.level >= jsSource {
 			j.report(p, "sql-injection", "SQL built from "+pv.src+" by concatenation: use query parameters")
 		}
 	}
 	return true
+}
+
+// jsTerms are the terms of a + chain, the values of a template.
+func jsTerms(e ast.Expression) []ast.Expression {
+	var out []ast.Expression
+	var walk func(x ast.Expression)
+	walk = func(x ast.Expression) {
+		switch x := x.(type) {
+		case *ast.BinaryExpression:
+			if x.Operator == token.PLUS && len(out) < 1000 {
+				walk(x.Left)
+				walk(x.Right)
+				return
+			}
+		case *ast.TemplateLiteral:
+			if x.Tag == nil {
+				out = append(out, x.Expressions...)
+				return
+			}
+		}
+		out = append(out, x)
+	}
+	walk(e)
+	return out
 }
 
 // quiet evaluates an expression without reporting.

@@ -47,3 +47,12 @@ export async function byId(id, limit) {
   await db.query("SELECT * FROM t WHERE id = ?", [id]); // ward:ok
   return db.query("SELECT * FROM t WHERE id = " + id + " LIMIT " + limit); // ward:expect sql-injection
 }
+
+export function search(req, res) {
+  let sql = "SELECT * FROM items WHERE 1 = 1";
+  if (req.query.name) {
+    sql += " AND name = '" + req.query.name + "'"; // ward:expect sql-injection
+  }
+  sql += " ORDER BY id"; // ward:ok
+  return db.query(sql).then((rows) => res.json(rows)); // ward:ok
+}
