@@ -55,7 +55,17 @@ func scanCode(s *sastSource, out *findings) {
 			c.shellInjection()
 		}
 		c.weakHash()
-	case "JavaScript", "TypeScript", "Java", "Kotlin", "C#", "Ruby", "PHP":
+	case "JavaScript", "TypeScript":
+		// the sinks on the syntax tree (sast_javascript.go); the line
+		// rules when the file does not parse
+		if parsed = c.jsAST(); !parsed {
+			c.sqlInjection()
+			c.codeInjection()
+			c.deserialization()
+			c.shellInjection()
+		}
+		c.weakHash()
+	case "Java", "Kotlin", "C#", "Ruby", "PHP":
 		c.sqlInjection()
 		c.codeInjection()
 		c.deserialization()
@@ -731,12 +741,19 @@ var tlsRules = []tlsRule{
 	{langSet("YAML TOML JSON INI Terraform"), regexp.MustCompile(`(?i)\b(insecure[_\-]?skip[_\-]?(?:tls[_\-]?)?verify)["']?\s*[:=]\s*["']?true\b`), "certificate checks turned off", "insecure"},
 }
 
+// astTLSKeys are the TLS settings the syntax-tree analyses check.
+var astTLSKeys = map[string]map[string]bool{
+	"Go":         {"InsecureSkipVerify": true},
+	"JavaScript": {"rejectUnauthorized": true, "NODE_TLS_REJECT_UNAUTHORIZED": true},
+	"TypeScript": {"rejectUnauthorized": true, "NODE_TLS_REJECT_UNAUTHORIZED": true},
+}
+
 // tlsDisabled: settings that turn off certificate or hostname checks.
-// A parsed Go file's InsecureSkipVerify was checked on its syntax tree.
+// A parsed file's settings were checked on its syntax tree (Go's
+// InsecureSkipVerify, JavaScript's rejectUnauthorized, all of Python's).
 func (c *codeScan) tlsDisabled(parsed bool) {
-	goParsed := parsed && c.s.lang == "Go"
 	for _, r := range tlsRules {
-		if r.langs != nil && !r.langs[c.s.lang] || !c.hasAny(r.kw) || goParsed && r.kw == "InsecureSkipVerify" ||
+		if r.langs != nil && !r.langs[c.s.lang] || !c.hasAny(r.kw) || parsed && astTLSKeys[c.s.lang][r.kw] ||
 			parsed && c.s.lang == "Python" && r.langs != nil {
 			continue
 		}

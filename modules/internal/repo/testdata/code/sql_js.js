@@ -9,8 +9,8 @@ const TABLE = "users";
 app.get("/user", (req, res) => {
   conn.query("SELECT * FROM users WHERE id = " + req.query.id, (e, r) => res.json(r)); // ward:expect sql-injection
   pool.query(`SELECT * FROM users WHERE name = '${req.params.name}'`); // ward:expect sql-injection
-  const q = "DELETE FROM users WHERE id = " + req.body.id;
-  conn.query(q); // ward:expect sql-injection
+  const q = "DELETE FROM users WHERE id = " + req.body.id; // ward:expect sql-injection
+  conn.query(q); // reported where q is built
 });
 
 app.get("/ok", (req, res) => {
