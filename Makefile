@@ -103,12 +103,14 @@ bench-soak: build modules
 # SOAK=30m keeps the load on that long after the faults and reports each
 # process's memory and goroutines at its start and end. REDIS=cluster puts
 # the store on a 3-master Redis Cluster (redis+cluster://, the Sharded
-# store) and restarts one master as the Redis fault. After every fault a
+# store) and restarts one master as the Redis fault; REDIS=log puts it on
+# the logged store (log=lattice: one scheduler owns it, the other follows
+# as a standby). After every fault a
 # history checker (internal/testing/history) checks the submitters', the
 # hosts' and the store's records. HOG=1 runs a busy loop on every core
 # beside it for the whole run.
 lattice-test: modules
-	$(GO) test -tags lattice -count=1 -timeout $(if $(SOAK),3h,60m) -v -run TestLattice ./internal/testing/lattice/ $(if $(or $(SOAK),$(filter cluster,$(REDIS))),-args) $(if $(SOAK),-soak $(SOAK)) $(if $(filter cluster,$(REDIS)),-redis-cluster)
+	$(GO) test -tags lattice -count=1 -timeout $(if $(SOAK),3h,60m) -v -run TestLattice ./internal/testing/lattice/ $(if $(or $(SOAK),$(filter cluster log,$(REDIS))),-args) $(if $(SOAK),-soak $(SOAK)) $(if $(filter cluster,$(REDIS)),-redis-cluster) $(if $(filter log,$(REDIS)),-redis-log)
 
 # deploy-check lints and renders the Helm chart (deploy/helm/ward) with helm
 # and validates it with kubeconform -strict, both built from deploy/tools (a

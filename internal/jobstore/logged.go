@@ -277,6 +277,19 @@ func OpenLogged(ctx context.Context, c redis.UniversalClient, name string, o Log
 	return l, nil
 }
 
+// ReadLogged replays the log named name into a state of its own, without
+// taking the log over: what the log holds now (its owner's changes not
+// yet appended aside), for a check or a look. The owner goes on serving;
+// nothing is written. o's Bound and Retention should be the owner's.
+func ReadLogged(ctx context.Context, c redis.UniversalClient, name string, o LoggedOptions) (*Memory, error) {
+	l := &Logged{c: c, keys: newLoggedKeys(name), opts: o}
+	l.reset()
+	if _, err := l.catchUp(ctx); err != nil {
+		return nil, fmt.Errorf("jobstore: log %s: %w", name, err)
+	}
+	return l.Memory, nil
+}
+
 // reset empties the state: a replay starts from the snapshot again.
 func (l *Logged) reset() {
 	l.Memory = NewMemory()

@@ -441,6 +441,43 @@ func TestLoggedRecoversALostTail(t *testing.T) {
 	}
 }
 
+// TestReadLogged: a reader replays the log without taking it over: it
+// sees what the owner holds, and the owner goes on changing the log.
+func TestReadLogged(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	ctx := context.Background()
+	a, err := jobstore.OpenLogged(ctx, c, "read", jobstore.LoggedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for i := range 6 {
+		id := fmt.Sprintf("j%d", i)
+		if _, _, err := a.Create(ctx, &jobstore.Job{ID: id, Topic: "job.echo", Tenant: fmt.Sprintf("t%d", i%2)}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Transition(ctx, id, jobstore.Transition{To: jobstore.Dispatched, Via: jobstore.Scheduled, Pool: "echo", WorkerID: "h1", Attempt: 1, TenantLimit: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Transition(ctx, "j0", jobstore.Transition{To: jobstore.Cancelled}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := jobstore.ReadLogged(ctx, c, "read", jobstore.LoggedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenants, workers := m.Held()
+	wantT, wantW := a.Held()
+	if fmt.Sprint(tenants, workers) != fmt.Sprint(wantT, wantW) || workers["h1"] != 5 {
+		t.Fatalf("the reader holds tenants %v, workers %v; the owner %v, %v", tenants, workers, wantT, wantW)
+	}
+	if _, err := a.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Cancelled}); err != nil {
+		t.Fatalf("the owner after a reader: %v", err)
+	}
+}
+
 // TestLoggedLosesItsLease: an owner whose lease another took (an operator
 // stole it, or it lapsed while the owner was paused) learns it at its next
 // renewal: Lost closes, and it refuses every change, before it tries one.

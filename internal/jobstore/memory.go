@@ -507,6 +507,27 @@ func (m *Memory) ActiveCount(ctx context.Context, tenant string) (int, error) {
 	return len(m.active[tenant]), nil
 }
 
+// Held counts the jobs each tenant has active and each worker holds, as
+// the Redis store's job:tenant:<t>:active and job:worker:<w>:jobs sets
+// hold them (tenants and workers with none left out): for checks that a
+// run left nothing held.
+func (m *Memory) Held() (tenants, workers map[string]int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tenants, workers = map[string]int{}, map[string]int{}
+	for t, ids := range m.active {
+		if len(ids) > 0 {
+			tenants[t] = len(ids)
+		}
+	}
+	for w, ids := range m.workers {
+		if len(ids) > 0 {
+			workers[w] = len(ids)
+		}
+	}
+	return tenants, workers
+}
+
 // LockDispatch takes the dispatch lock for owner, or extends it when owner
 // holds it already. It reports false when another owner holds it.
 func (m *Memory) LockDispatch(ctx context.Context, id, owner string, ttl time.Duration) (bool, error) {

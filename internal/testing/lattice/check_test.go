@@ -196,9 +196,30 @@ func (k *checker) refusedSince(from time.Time) int {
 
 // storeCounts reads the store's counts of active jobs: per tenant
 // (job:tenant:<t>:active) and per worker (job:worker:<w>:jobs), on every
-// Redis server (a cluster's masters each hold a part).
+// Redis server (a cluster's masters each hold a part), or in the logged
+// store's log (-redis-log).
 func storeCounts(addrs []string) (map[string]int64, error) {
 	out := map[string]int64{}
+	if *redisLog {
+		// The logged store keeps them in its owner's memory: a reader
+		// replays the log (what the owner appended) and counts.
+		rc := redis.NewClient(&redis.Options{Addr: addrs[0]})
+		defer rc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		m, err := jobstore.ReadLogged(ctx, rc, latticeLog, jobstore.LoggedOptions{})
+		if err != nil {
+			return nil, err
+		}
+		tenants, workers := m.Held()
+		for t, n := range tenants {
+			out["job:tenant:"+t+":active"] = int64(n)
+		}
+		for w, n := range workers {
+			out["job:worker:"+w+":jobs"] = int64(n)
+		}
+		return out, nil
+	}
 	for _, a := range addrs {
 		rc := redis.NewClient(&redis.Options{Addr: a})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -224,6 +245,9 @@ func storeCounts(addrs []string) (map[string]int64, error) {
 	}
 	return out, nil
 }
+
+// latticeLog names the logged store's log (-redis-log).
+const latticeLog = "lattice"
 
 // countsZero waits up to wait until the store's tenant and worker counts
 // and the hosts' active jobs are all zero, and returns what is not.

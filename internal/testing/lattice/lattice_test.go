@@ -53,6 +53,11 @@ var soak = flag.Duration("soak", 0, "after the faults, keep the load on this lon
 // fault restarts one master.
 var redisCluster = flag.Bool("redis-cluster", false, "run the store on a 3-master Redis Cluster")
 
+// redisLog, when set (-redis-log), puts the store on the logged store
+// (log=lattice: the state in the owning scheduler's memory, a log in
+// Redis; the other scheduler follows it as a standby), with a lease of 2 s.
+var redisLog = flag.Bool("redis-log", false, "run the store on the logged store (log=lattice)")
+
 // rate is the load offered, in jobs a second: a mix of echo, chat-simple
 // and (on the GPU host) chat-advanced jobs, from three tenants.
 const rate = 40
@@ -428,6 +433,9 @@ func TestLattice(t *testing.T) {
 		waitListen(t, fmt.Sprintf("127.0.0.1:%d", redisPort))
 		l.redis = fmt.Sprintf("redis://127.0.0.1:%d", redisPort)
 		l.redisAddrs = []string{fmt.Sprintf("127.0.0.1:%d", redisPort)}
+		if *redisLog {
+			l.redis += "?log=" + latticeLog + "&lease=2s"
+		}
 	}
 
 	write := func(name, data string) string {
