@@ -190,14 +190,20 @@ func Check(j *sdk.Job, tool string, check func(*sdk.RepoRequest, *File) []sdk.Fi
 		return sdk.FindingSet{}, ErrNoRepository
 	}
 	set := sdk.FindingSet{Tool: tool, Findings: []sdk.Finding{}}
-	err = src.Walk(func(f *File) error {
+	visit := func(f *File) error {
 		if f.Data == nil || !Selected(req.Files, f) {
 			return nil
 		}
 		set.FilesChecked++
 		set.Findings = append(set.Findings, check(req, f)...)
 		return nil
-	})
+	}
+	if d, ok := src.(*dir); ok && len(req.Files) > 0 {
+		// A batch of a directory: read its files alone, not the whole tree.
+		err = d.WalkFiles(req.Files, visit)
+	} else {
+		err = src.Walk(visit)
+	}
 	set.Findings = SortFindings(set.Findings)
 	set.Skipped = src.Skipped()
 	return set, err

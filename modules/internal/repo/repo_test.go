@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -224,5 +226,79 @@ func TestArchiveNames(t *testing.T) {
 	}
 	if !slices.Equal(seen, []string{"abs/ok.txt"}) || len(skipped) != 2 {
 		t.Fatalf("seen %v, skipped %v", seen, skipped)
+	}
+}
+
+// TestFilesOptionBatches checks that batches of a mounted directory (its
+// files read alone, without walking the tree) find what batches of the
+// archive find, and together what the whole repository has; and that a
+// batch naming what the whole walk passes over (a symbolic link, a file
+// under one, version-control metadata, a name out of the repository, a
+// directory, a missing file) reads none of it.
+func TestFilesOptionBatches(t *testing.T) {
+	tree := repotest.Tree(t)
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "leak.go"), []byte("package leak\n\nvar password = \"hunter2hunter2\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []struct{ name, to string }{{"linked.go", filepath.Join(outside, "leak.go")}, {"linkdir", outside}} {
+		if err := os.Symlink(link.to, filepath.Join(tree, link.name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(tree, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, ".git", "config"), []byte("token = \"ghp_abcdefghijklmnopqrstuvwxyz0123456789\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lint := check("repo-lint", func(r *sdk.RepoRequest, f *repo.File) []sdk.Finding { return repo.Lint(f, r.MaxLineLength) })
+	sast := check("repo-sast", func(_ *sdk.RepoRequest, f *repo.File) []sdk.Finding { return repo.SAST(f) })
+	mounted := []sdk.LocalOption{sdk.WithInfo(sdk.Info{Mounts: []string{tree}})}
+	var scan sdk.ScanResult
+	run(t, func(j *sdk.Job) error {
+		_, src, err := repo.Open(j)
+		if err != nil {
+			return err
+		}
+		var s repo.Scanner
+		if err := src.Walk(func(f *repo.File) error { s.Add(f); return nil }); err != nil {
+			return err
+		}
+		return j.WriteJSON(s.Result(src.Skipped()))
+	}, []byte(`{"dir": "`+tree+`"}`), mounted, &scan)
+	batches := repo.Partition(scan.Files, 3, 0).Batches
+	batches = append(batches, sdk.Batch{Files: []string{"linked.go", "linkdir/leak.go", ".git/config", "../repo/README.md", "/README.md", "src", "missing.go"}})
+	archive := repotest.Archive(t, tree)
+	for _, tool := range []struct {
+		name string
+		h    sdk.Handler
+		want []string
+	}{{"lint", lint, repotest.LintFindings}, {"sast", sast, repotest.SASTFindings}} {
+		var fromDir, fromArchive []string
+		checked := 0
+		for _, b := range batches {
+			files, err := json.Marshal(b.Files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d, a sdk.FindingSet
+			run(t, tool.h, []byte(`{"dir": "`+tree+`", "files": `+string(files)+`}`), mounted, &d)
+			run(t, tool.h, append([]byte(`{"files": `+string(files)+"}\n"), archive...), nil, &a)
+			if !slices.Equal(repotest.Keys(d.Findings), repotest.Keys(a.Findings)) || d.FilesChecked != a.FilesChecked {
+				t.Errorf("%s %v: dir %v (%d files), archive %v (%d files)", tool.name, b.Files, repotest.Keys(d.Findings), d.FilesChecked, repotest.Keys(a.Findings), a.FilesChecked)
+			}
+			fromDir = append(fromDir, repotest.Keys(d.Findings)...)
+			fromArchive = append(fromArchive, repotest.Keys(a.Findings)...)
+			checked += d.FilesChecked
+		}
+		slices.Sort(fromDir)
+		want := slices.Sorted(slices.Values(tool.want))
+		if !slices.Equal(fromDir, want) {
+			t.Errorf("%s: the batches found\n%s\nwant\n%s", tool.name, strings.Join(fromDir, "\n"), strings.Join(want, "\n"))
+		}
+		if checked != 11 { // every file but the binary one
+			t.Errorf("%s: the batches checked %d files", tool.name, checked)
+		}
 	}
 }
