@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"go/format"
 	"os"
 	"path/filepath"
 	"slices"
@@ -299,6 +300,42 @@ func TestFilesOptionBatches(t *testing.T) {
 		}
 		if checked != 11 { // every file but the binary one
 			t.Errorf("%s: the batches checked %d files", tool.name, checked)
+		}
+	}
+}
+
+// TestLintGofmtIsFormatSource checks that repo-lint's gofmt finding is
+// there exactly when go/format.Source changes the file: number literals it
+// normalizes, imports it sorts, comments, spacing.
+func TestLintGofmtIsFormatSource(t *testing.T) {
+	for _, src := range []string{
+		"package p\n",
+		"package p\n\nconst x = 0XFF\n",
+		"package p\n\nconst x = 0xff + 1E5 + 0O7 + 0B1 + 1_000\n",
+		"package p\n\nconst x = 0xFF + 1e5i + 0x1P-2\n",
+		"package p\n\nimport (\n\t\"os\"\n\t\"fmt\"\n)\n\nvar _ = fmt.Sprint(os.Args)\n",
+		"package p\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nvar _ = fmt.Sprint(os.Args)\n",
+		"package p\n\nimport (\n\t\"os\" // the args\n\n\t\"fmt\"\n\t\"fmt\"\n)\n\nvar _ = fmt.Sprint(os.Args)\n",
+		"package p\n\n// F does it.\nfunc F(a int,b int) int { return a+b }\n",
+		"package p\n\n// F does it.\nfunc F(a, b int) int { return a + b }\n",
+		"package p\n\ntype T struct {\n\tA int // a\n\tBB string\n}\n",
+		"package p\n\ntype T struct {\n\tA  int // a\n\tBB string\n}\n",
+		"package p\nfunc f() {\n  x := 1\n\t_ = x\n}\n",
+		"package p\r\n\r\nvar x = 1\r\n",
+		"package p\n\nvar x = []int{\n1,\n2}\n",
+		"package p\n\n/* a\n   b */\nvar x = 1\n\n\n\nvar y = 2\n",
+	} {
+		formatted, err := format.Source([]byte(src))
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		want := !bytes.Equal(formatted, []byte(src))
+		got := false
+		for _, f := range repo.Lint(&repo.File{Path: "p.go", Language: "Go", Data: []byte(src)}, 0) {
+			got = got || f.Rule == "gofmt"
+		}
+		if got != want {
+			t.Errorf("%q: gofmt finding %v, format.Source changes it: %v", src, got, want)
 		}
 	}
 }
