@@ -276,7 +276,7 @@ func TestFilesOptionBatches(t *testing.T) {
 		h    sdk.Handler
 		want []string
 	}{{"lint", lint, repotest.LintFindings}, {"sast", sast, repotest.SASTFindings}} {
-		var fromDir, fromArchive []string
+		var fromDir []string
 		checked := 0
 		for _, b := range batches {
 			files, err := json.Marshal(b.Files)
@@ -290,7 +290,6 @@ func TestFilesOptionBatches(t *testing.T) {
 				t.Errorf("%s %v: dir %v (%d files), archive %v (%d files)", tool.name, b.Files, repotest.Keys(d.Findings), d.FilesChecked, repotest.Keys(a.Findings), a.FilesChecked)
 			}
 			fromDir = append(fromDir, repotest.Keys(d.Findings)...)
-			fromArchive = append(fromArchive, repotest.Keys(a.Findings)...)
 			checked += d.FilesChecked
 		}
 		slices.Sort(fromDir)
