@@ -30,6 +30,8 @@ machine
 
 repos="$state/repos" dir="$state/repos/r$FILES"
 go run ./modules/internal/repo/repogen/genrepo -n "$FILES" "$dir"
+# The bundle without its tests (ward_test.rego), which pin the default
+# data's roots and would refuse the bundle with one more.
 mkdir "$state/policies"
 cp policies/ward.rego "$state/policies/"
 sed "s|read_only_roots: \[\"/srv/ward/repos\"\]|read_only_roots: [\"/srv/ward/repos\", \"$repos\"]|" policies/data.yaml >"$state/policies/data.yaml"
