@@ -154,6 +154,19 @@ func TestReport(t *testing.T) {
 	}
 }
 
+// TestReportOfBatches checks that a report merged from a workflow's
+// batches counts the files every batch of a tool checked, not one batch's.
+func TestReportOfBatches(t *testing.T) {
+	var sets []sdk.FindingSet
+	for range 3 {
+		sets = append(sets, sdk.FindingSet{Tool: "repo-lint", FilesChecked: 50}, sdk.FindingSet{Tool: "repo-sast", FilesChecked: 50})
+	}
+	sets = append(sets, sdk.FindingSet{Tool: "repo-lint", FilesChecked: 7}, sdk.FindingSet{Tool: "repo-sast", FilesChecked: 7})
+	if rep := repo.NewReport(0, sets); rep.Summary.Files != 157 || !strings.Contains(rep.Markdown, "in 157 files") {
+		t.Fatalf("summary %+v, markdown:\n%s", rep.Summary, rep.Markdown)
+	}
+}
+
 func TestOpenErrors(t *testing.T) {
 	open := func(j *sdk.Job) error {
 		_, src, err := repo.Open(j)
