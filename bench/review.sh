@@ -56,7 +56,7 @@ for r in $(seq "$RUNS"); do
 	"$WARD" workflow get "$run" "${cli[@]}" -o json >"$state/run$r.json"
 	"$WARD" jobs ls --all --limit 1000 --since 1h "${cli[@]}" -o json >"$state/jobs$r.json"
 	printf 'run %d: %.1f s wall, ward dev %.1f s CPU, %s; %s\n' "$r" "$(((t1 - t0) / 1000000))e-3" "$(((c1 - c0) * 1000 / TICK))e-3" \
-		"$(jq -r '.outputs.summary | "\(.findings) findings (\(.by_severity | to_entries | map("\(.value) \(.key)") | join(", ")))"' "$state/run$r.json")" \
+		"$(jq -r '.outputs.summary | "\(.findings) findings in \(.files) files (\(.by_severity | to_entries | map("\(.value) \(.key)") | join(", ")))"' "$state/run$r.json")" \
 		"$(jq -r '.outputs.summary.by_rule | to_entries | map("\(.key) \(.value)") | join(", ")' "$state/run$r.json")"
 	jq -r --arg run "$run" '[.[] | select(.labels["ward.run"] == $run)] | (map(.created_at_unix_ms) | min) as $t0
 		| group_by(.labels["ward.task"] | sub("\\[.*"; "")) | sort_by(map(.created_at_unix_ms) | min) | .[]
