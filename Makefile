@@ -8,7 +8,7 @@ WASM      := $(addprefix $(WASM_DIR)/,$(addsuffix .wasm,$(MODULES)))
 MANIFESTS := $(addprefix $(WASM_DIR)/,$(addsuffix .yaml,$(MODULES)))
 MODULE_GO := $(shell find modules -name '*.go' -not -path '*/testdata/*' -not -name '*_test.go' 2>/dev/null)
 
-.PHONY: all build modules run test proto bench bench-auth bench-peers bench-scale bench-soak lattice-test clean
+.PHONY: all build modules run test proto bench bench-auth bench-peers bench-scale bench-soak bench-review lattice-test clean
 
 all: build modules
 
@@ -94,6 +94,13 @@ bench-scale: build modules
 # each, then after the retention: do they stay flat? (bench/soak.sh)
 bench-soak: build modules
 	./bench/soak.sh
+
+# bench-review reviews a generated repository of 10,000 files (FILES) with
+# the repo.code_review workflow through ward dev, three times (RUNS): the
+# wall time of each run, each step's span and the findings
+# (bench/review.sh; docs/BENCHMARKS.md has the figures).
+bench-review: build modules
+	./bench/review.sh
 
 # lattice-test runs Ward as separate processes (a 3-server NATS cluster,
 # redis-server with AOF, 2 schedulers, 2 kernels, 4 hosts, the gateway;

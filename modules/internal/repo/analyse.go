@@ -102,13 +102,17 @@ func SortFindings(fs []sdk.Finding) []sdk.Finding {
 func NewReport(files int, sets []sdk.FindingSet) sdk.Report {
 	rep := sdk.Report{Findings: []sdk.Finding{}}
 	rep.Summary = sdk.ReportSummary{Files: files, BySeverity: map[string]int{}, ByRule: map[string]int{}, Tools: []string{}}
+	checked := map[string]int{} // files checked by each tool, over its sets (a workflow's batches)
 	for _, s := range sets {
 		rep.Findings = append(rep.Findings, s.Findings...)
 		if s.Tool != "" && !slices.Contains(rep.Summary.Tools, s.Tool) {
 			rep.Summary.Tools = append(rep.Summary.Tools, s.Tool)
 		}
-		if files == 0 {
-			rep.Summary.Files = max(rep.Summary.Files, s.FilesChecked)
+		checked[s.Tool] += s.FilesChecked
+	}
+	if files == 0 {
+		for _, n := range checked {
+			rep.Summary.Files = max(rep.Summary.Files, n)
 		}
 	}
 	sort.Strings(rep.Summary.Tools)
@@ -190,14 +194,20 @@ func Check(j *sdk.Job, tool string, check func(*sdk.RepoRequest, *File) []sdk.Fi
 		return sdk.FindingSet{}, ErrNoRepository
 	}
 	set := sdk.FindingSet{Tool: tool, Findings: []sdk.Finding{}}
-	err = src.Walk(func(f *File) error {
+	visit := func(f *File) error {
 		if f.Data == nil || !Selected(req.Files, f) {
 			return nil
 		}
 		set.FilesChecked++
 		set.Findings = append(set.Findings, check(req, f)...)
 		return nil
-	})
+	}
+	if d, ok := src.(*dir); ok && len(req.Files) > 0 {
+		// A batch of a directory: read its files alone, not the whole tree.
+		err = d.WalkFiles(req.Files, visit)
+	} else {
+		err = src.Walk(visit)
+	}
 	set.Findings = SortFindings(set.Findings)
 	set.Skipped = src.Skipped()
 	return set, err

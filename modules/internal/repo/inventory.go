@@ -773,7 +773,25 @@ func invGenerated(f *File) bool {
 			}
 		}
 	}
-	return generatedRe.Match(head[:min(len(head), 4096)])
+	head = head[:min(len(head), 4096)]
+	// Every marker generatedRe matches holds "generated", in any case
+	// (none of its letters has a case outside ASCII): most files have none.
+	return containsFoldASCII(head, "generated") && generatedRe.Match(head)
+}
+
+// containsFoldASCII reports whether data holds lower (lower-case ASCII
+// letters) in any case.
+func containsFoldASCII(data []byte, lower string) bool {
+	for i := 0; i+len(lower) <= len(data); i++ {
+		j := 0
+		for j < len(lower) && data[i+j]|0x20 == lower[j] {
+			j++
+		}
+		if j == len(lower) {
+			return true
+		}
+	}
+	return false
 }
 
 // eachLine calls fn for each line of data, without its end.
@@ -1218,7 +1236,11 @@ func scanJS(f *File, fi *invFile) {
 		if i := strings.Index(line, "/*"); i >= 0 && !strings.Contains(line[i:], "*/") {
 			line, inComment = line[:i], true
 		}
-		for _, m := range jsImportRe.FindAllStringSubmatch(line, -1) {
+		// Each regexp runs only on the lines that hold a literal every
+		// match of it holds (jsMay): the regexps have no literal prefix
+		// to find their matches by, and most lines have none.
+		may := jsMay(line)
+		for _, m := range may.matches(jsMayImport, jsImportRe, line) {
 			spec := m[1]
 			specs = append(specs, spec)
 			if fw := jsImportFrameworks[spec]; fw != "" && !frameworks[fw] {
@@ -1227,14 +1249,14 @@ func scanJS(f *File, fi *invFile) {
 				fi.use(fw, "import", spec)
 			}
 		}
-		for _, m := range jsSyntaxRe.FindAllStringSubmatch(line, -1) {
+		for _, m := range may.matches(jsMaySyntax, jsSyntaxRe, line) {
 			fw := jsSyntaxFrameworks[m[1]]
 			if !frameworks[fw+"|syntax"] && (m[1] != "cy" || strings.Contains(base, ".cy.") || hasDirPart(f.Path, "cypress")) {
 				frameworks[fw+"|syntax"] = true
 				fi.use(fw, "syntax", m[1]+"."+m[2])
 			}
 		}
-		for _, m := range jsTestRe.FindAllStringSubmatch(line, -1) {
+		for _, m := range may.matches(jsMayTest, jsTestRe, line) {
 			c.Tests++
 			if m[1] == "x" || strings.Contains(m[3], ".skip") || strings.Contains(m[3], ".todo") {
 				c.Disabled++
@@ -1243,7 +1265,9 @@ func scanJS(f *File, fi *invFile) {
 				c.Parameterized++
 			}
 		}
-		c.Suites += len(jsSuiteRe.FindAllString(line, -1))
+		if may&jsMaySuite != 0 {
+			c.Suites += len(jsSuiteRe.FindAllString(line, -1))
+		}
 	})
 	fi.test = pathTest || (testOnly && c.Tests > 0)
 	if !fi.test {
@@ -1265,6 +1289,53 @@ func scanJS(f *File, fi *invFile) {
 		subject = jsCodeExtRe.ReplaceAllString(base, "")
 	}
 	fi.claim(claimMirror, mirrorPath(f.Path, subject, jsTestRoots...))
+}
+
+// jsMaySet says which of scanJS's regexps a line may match.
+type jsMaySet uint8
+
+const (
+	jsMayImport jsMaySet = 1 << iota // jsImportRe: from, import, require or mock
+	jsMaySyntax                      // jsSyntaxRe: "jest.", "vi.", "jasmine." or "cy."
+	jsMayTest                        // jsTestRe: it, test or specify, and "(" or "`"
+	jsMaySuite                       // jsSuiteRe: describe, context or suite, and "(" or "`"
+)
+
+// jsMay returns the regexps line may match: those whose literals (every
+// match of the regexp holds one of them) it holds.
+func jsMay(line string) jsMaySet {
+	var may jsMaySet
+	has := func(subs ...string) bool {
+		for _, sub := range subs {
+			if strings.Contains(line, sub) {
+				return true
+			}
+		}
+		return false
+	}
+	if has("from", "import", "require", "mock") {
+		may |= jsMayImport
+	}
+	if has("jest.", "vi.", "jasmine.", "cy.") {
+		may |= jsMaySyntax
+	}
+	if strings.ContainsAny(line, "(`") {
+		if has("it", "test", "specify") {
+			may |= jsMayTest
+		}
+		if has("describe", "context", "suite") {
+			may |= jsMaySuite
+		}
+	}
+	return may
+}
+
+// matches is re's submatches in line, none when may does not hold which.
+func (may jsMaySet) matches(which jsMaySet, re *regexp.Regexp, line string) [][]string {
+	if may&which == 0 {
+		return nil
+	}
+	return re.FindAllStringSubmatch(line, -1)
 }
 
 // --- Java, Kotlin, Scala ---

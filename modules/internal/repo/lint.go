@@ -3,8 +3,9 @@ package repo
 import (
 	"bytes"
 	"fmt"
-	"go/format"
+	"go/ast"
 	"go/parser"
+	"go/printer"
 	"go/scanner"
 	"go/token"
 	"unicode/utf8"
@@ -68,9 +69,15 @@ func Lint(f *File, maxLine int) []sdk.Finding {
 	return out.list()
 }
 
+// gofmtConfig is go/format's printer configuration (gofmt's), with its
+// mode that normalizes number literals: go/printer's normalizeNumbers,
+// 1<<30, which go/format sets by its value too ("keep these in sync with
+// go/printer/printer.go"). TestLintGofmtIsFormatSource compares.
+var gofmtConfig = printer.Config{Mode: printer.UseSpaces | printer.TabIndent | 1<<30, Tabwidth: 8}
+
 func lintGo(f *File, out *findings) {
 	fset := token.NewFileSet()
-	_, err := parser.ParseFile(fset, f.Path, f.Data, parser.ParseComments)
+	file, err := parser.ParseFile(fset, f.Path, f.Data, parser.ParseComments)
 	if err != nil {
 		// Only the first error: the ones after it mostly follow from it.
 		if list, ok := err.(scanner.ErrorList); ok && len(list) > 0 {
@@ -81,10 +88,15 @@ func lintGo(f *File, out *findings) {
 		}
 		return
 	}
-	formatted, err := format.Source(f.Data)
-	if err != nil || bytes.Equal(formatted, f.Data) {
+	// gofmt's output is go/format.Source's: the file as parsed, its
+	// imports sorted, printed with gofmtConfig. The file parsed above is
+	// that parse (printing reads no object resolution), not parsed twice.
+	ast.SortImports(fset, file)
+	var buf bytes.Buffer
+	if err := gofmtConfig.Fprint(&buf, fset, file); err != nil || bytes.Equal(buf.Bytes(), f.Data) {
 		return
 	}
+	formatted := buf.Bytes()
 	line := 1
 	a, b := f.Data, formatted
 	for len(a) > 0 && len(b) > 0 {

@@ -4,6 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"go/format"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -151,6 +154,19 @@ func TestReport(t *testing.T) {
 	}
 }
 
+// TestReportOfBatches checks that a report merged from a workflow's
+// batches counts the files every batch of a tool checked, not one batch's.
+func TestReportOfBatches(t *testing.T) {
+	var sets []sdk.FindingSet
+	for range 3 {
+		sets = append(sets, sdk.FindingSet{Tool: "repo-lint", FilesChecked: 50}, sdk.FindingSet{Tool: "repo-sast", FilesChecked: 50})
+	}
+	sets = append(sets, sdk.FindingSet{Tool: "repo-lint", FilesChecked: 7}, sdk.FindingSet{Tool: "repo-sast", FilesChecked: 7})
+	if rep := repo.NewReport(0, sets); rep.Summary.Files != 157 || !strings.Contains(rep.Markdown, "in 157 files") {
+		t.Fatalf("summary %+v, markdown:\n%s", rep.Summary, rep.Markdown)
+	}
+}
+
 func TestOpenErrors(t *testing.T) {
 	open := func(j *sdk.Job) error {
 		_, src, err := repo.Open(j)
@@ -224,5 +240,114 @@ func TestArchiveNames(t *testing.T) {
 	}
 	if !slices.Equal(seen, []string{"abs/ok.txt"}) || len(skipped) != 2 {
 		t.Fatalf("seen %v, skipped %v", seen, skipped)
+	}
+}
+
+// TestFilesOptionBatches checks that batches of a mounted directory (its
+// files read alone, without walking the tree) find what batches of the
+// archive find, and together what the whole repository has; and that a
+// batch naming what the whole walk passes over (a symbolic link, a file
+// under one, version-control metadata, a name out of the repository, a
+// directory, a missing file) reads none of it.
+func TestFilesOptionBatches(t *testing.T) {
+	tree := repotest.Tree(t)
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "leak.go"), []byte("package leak\n\nvar password = \"hunter2hunter2\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []struct{ name, to string }{{"linked.go", filepath.Join(outside, "leak.go")}, {"linkdir", outside}} {
+		if err := os.Symlink(link.to, filepath.Join(tree, link.name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(tree, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, ".git", "config"), []byte("token = \"ghp_abcdefghijklmnopqrstuvwxyz0123456789\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lint := check("repo-lint", func(r *sdk.RepoRequest, f *repo.File) []sdk.Finding { return repo.Lint(f, r.MaxLineLength) })
+	sast := check("repo-sast", func(_ *sdk.RepoRequest, f *repo.File) []sdk.Finding { return repo.SAST(f) })
+	mounted := []sdk.LocalOption{sdk.WithInfo(sdk.Info{Mounts: []string{tree}})}
+	var scan sdk.ScanResult
+	run(t, func(j *sdk.Job) error {
+		_, src, err := repo.Open(j)
+		if err != nil {
+			return err
+		}
+		var s repo.Scanner
+		if err := src.Walk(func(f *repo.File) error { s.Add(f); return nil }); err != nil {
+			return err
+		}
+		return j.WriteJSON(s.Result(src.Skipped()))
+	}, []byte(`{"dir": "`+tree+`"}`), mounted, &scan)
+	batches := repo.Partition(scan.Files, 3, 0).Batches
+	batches = append(batches, sdk.Batch{Files: []string{"linked.go", "linkdir/leak.go", ".git/config", "../repo/README.md", "/README.md", "src", "missing.go"}})
+	archive := repotest.Archive(t, tree)
+	for _, tool := range []struct {
+		name string
+		h    sdk.Handler
+		want []string
+	}{{"lint", lint, repotest.LintFindings}, {"sast", sast, repotest.SASTFindings}} {
+		var fromDir []string
+		checked := 0
+		for _, b := range batches {
+			files, err := json.Marshal(b.Files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d, a sdk.FindingSet
+			run(t, tool.h, []byte(`{"dir": "`+tree+`", "files": `+string(files)+`}`), mounted, &d)
+			run(t, tool.h, append([]byte(`{"files": `+string(files)+"}\n"), archive...), nil, &a)
+			if !slices.Equal(repotest.Keys(d.Findings), repotest.Keys(a.Findings)) || d.FilesChecked != a.FilesChecked {
+				t.Errorf("%s %v: dir %v (%d files), archive %v (%d files)", tool.name, b.Files, repotest.Keys(d.Findings), d.FilesChecked, repotest.Keys(a.Findings), a.FilesChecked)
+			}
+			fromDir = append(fromDir, repotest.Keys(d.Findings)...)
+			checked += d.FilesChecked
+		}
+		slices.Sort(fromDir)
+		want := slices.Sorted(slices.Values(tool.want))
+		if !slices.Equal(fromDir, want) {
+			t.Errorf("%s: the batches found\n%s\nwant\n%s", tool.name, strings.Join(fromDir, "\n"), strings.Join(want, "\n"))
+		}
+		if checked != 11 { // every file but the binary one
+			t.Errorf("%s: the batches checked %d files", tool.name, checked)
+		}
+	}
+}
+
+// TestLintGofmtIsFormatSource checks that repo-lint's gofmt finding is
+// there exactly when go/format.Source changes the file: number literals it
+// normalizes, imports it sorts, comments, spacing.
+func TestLintGofmtIsFormatSource(t *testing.T) {
+	for _, src := range []string{
+		"package p\n",
+		"package p\n\nconst x = 0XFF\n",
+		"package p\n\nconst x = 0xff + 1E5 + 0O7 + 0B1 + 1_000\n",
+		"package p\n\nconst x = 0xFF + 1e5i + 0x1P-2\n",
+		"package p\n\nimport (\n\t\"os\"\n\t\"fmt\"\n)\n\nvar _ = fmt.Sprint(os.Args)\n",
+		"package p\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nvar _ = fmt.Sprint(os.Args)\n",
+		"package p\n\nimport (\n\t\"os\" // the args\n\n\t\"fmt\"\n\t\"fmt\"\n)\n\nvar _ = fmt.Sprint(os.Args)\n",
+		"package p\n\n// F does it.\nfunc F(a int,b int) int { return a+b }\n",
+		"package p\n\n// F does it.\nfunc F(a, b int) int { return a + b }\n",
+		"package p\n\ntype T struct {\n\tA int // a\n\tBB string\n}\n",
+		"package p\n\ntype T struct {\n\tA  int // a\n\tBB string\n}\n",
+		"package p\nfunc f() {\n  x := 1\n\t_ = x\n}\n",
+		"package p\r\n\r\nvar x = 1\r\n",
+		"package p\n\nvar x = []int{\n1,\n2}\n",
+		"package p\n\n/* a\n   b */\nvar x = 1\n\n\n\nvar y = 2\n",
+	} {
+		formatted, err := format.Source([]byte(src))
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		want := !bytes.Equal(formatted, []byte(src))
+		got := false
+		for _, f := range repo.Lint(&repo.File{Path: "p.go", Language: "Go", Data: []byte(src)}, 0) {
+			got = got || f.Rule == "gofmt"
+		}
+		if got != want {
+			t.Errorf("%q: gofmt finding %v, format.Source changes it: %v", src, got, want)
+		}
 	}
 }

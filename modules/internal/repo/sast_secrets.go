@@ -482,7 +482,7 @@ func connectionStrings(line, lower string) []secretCandidate {
 			msg: "password in a " + kind + ": " + mask(v)})
 	}
 	if strings.Contains(lower, "://") {
-		for _, m := range connURL.FindAllStringSubmatchIndex(line, -1) {
+		for _, m := range connURLIn(line) {
 			if user, pass := line[m[2]:m[3]], line[m[4]:m[5]]; pass != user {
 				add(m[4], m[5], "connection URL")
 			}
@@ -497,6 +497,16 @@ func connectionStrings(line, lower string) []secretCandidate {
 		}
 	}
 	return out
+}
+
+// connURLIn is connURL's matches in line: none when no "@" follows its
+// first "://", as every match has one after its own "://" (most URLs have
+// no password: the regexp, which has no literal prefix, is not run).
+func connURLIn(line string) [][]int {
+	if i := strings.Index(line, "://"); i < 0 || !strings.Contains(line[i:], "@") {
+		return nil
+	}
+	return connURL.FindAllStringSubmatchIndex(line, -1)
 }
 
 // weakValue: a value that is no secret, for passwords in connection

@@ -253,6 +253,81 @@ func (d *dir) Walk(fn func(*File) error) error {
 	return nil
 }
 
+// WalkFiles calls fn for each of names that is a regular file of the
+// directory, in the order given, reading only those: a batch of a large
+// repository is read without walking the rest of it. A name that leaves
+// the repository, lies under version-control metadata or under a
+// symbolic link, or is not a regular file is passed over, as Walk passes
+// it over (Walk never reaches what lies under a symbolic link); one that
+// does not exist is passed over in silence, as Walk never meets it; other
+// errors are reported by Skipped.
+func (d *dir) WalkFiles(names []string, fn func(*File) error) error {
+	fsys := os.DirFS(d.root)
+	dirOK := map[string]bool{".": true} // directories known to be real ones (not links)
+	realDir := func(p string) (bool, error) {
+		if ok, seen := dirOK[p]; seen {
+			return ok, nil
+		}
+		info, err := fs.Lstat(fsys, p)
+		if err != nil {
+			return false, err
+		}
+		ok := info.IsDir() && info.Mode()&fs.ModeSymlink == 0
+		dirOK[p] = ok
+		return ok, nil
+	}
+	seen := make(map[string]bool, len(names))
+	for _, raw := range names {
+		name, ok := cleanName(raw)
+		if !ok || name != raw || skipPath(name) || seen[name] {
+			continue
+		}
+		seen[name] = true
+		under := true
+		for i := 0; i < len(name); i++ {
+			if name[i] != '/' {
+				continue
+			}
+			ok, err := realDir(name[:i])
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				d.skipped = append(d.skipped, fmt.Sprintf("%s: %v", name[:i], err))
+			}
+			if !ok {
+				under = false
+				break
+			}
+		}
+		if !under {
+			continue
+		}
+		info, err := fs.Lstat(fsys, name)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			d.skipped = append(d.skipped, fmt.Sprintf("%s: %v", name, err))
+			continue
+		case info.IsDir():
+			continue
+		case !info.Mode().IsRegular():
+			d.skipped = append(d.skipped, name+": not a regular file")
+			continue
+		}
+		f := &File{Path: name, Size: info.Size(), Language: Language(name)}
+		if f.Size <= MaxFileBytes {
+			if f.Data, err = fs.ReadFile(fsys, name); err != nil {
+				d.skipped = append(d.skipped, fmt.Sprintf("%s: %v", name, err))
+				continue
+			}
+		}
+		classify(f)
+		if err := fn(f); err != nil {
+			return fmt.Errorf("dir %s: %w", d.root, err)
+		}
+	}
+	return nil
+}
+
 // classify marks binary files (a NUL byte in the first 8000 bytes, as git
 // does) and drops their content.
 func classify(f *File) {
