@@ -31,7 +31,9 @@ const DefaultClusterShards = 16
 // shards unless N says otherwise; shards=N on one server makes it Sharded
 // too (the layout a cluster has, for trying it on one server).
 //
-// log=NAME opens the logged store instead (Logged, experimental): the
+// log=NAME opens the logged store instead (Logged, experimental; on one
+// server, through Sentinel, or on a Cluster, where its keys share the slot
+// of {NAME}; not with shards=): the
 // state in this process's memory, every change appended to the log NAME
 // in Redis (OpenLogged). One process owns a log at a time: another that
 // opens it waits as a standby until the owner's lease (lease=5s by
@@ -106,7 +108,7 @@ func OpenContext(octx context.Context, rawURL string) (Store, error) {
 			return nil, fmt.Errorf("jobstore: redis cluster url: %w", err)
 		}
 		c = redis.NewClusterClient(opt)
-		if shards == 0 {
+		if shards == 0 && logName == "" { // a log's keys share one slot: {NAME}
 			shards = DefaultClusterShards
 		}
 	default:
