@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,6 +64,7 @@ type Logged struct {
 	ttl        time.Duration // the lease's
 	lost       chan struct{} // closed once broken is set
 	snapEvery  int           // LoggedOptions.SnapshotEvery; < 0: never
+	leaseUntil atomic.Int64  // unix ns until which the lease is known to hold (logged_reads.go)
 	opts       LoggedOptions
 	loaded     bool // the state read the log's snapshot (or found none)
 
@@ -256,6 +258,11 @@ func OpenLogged(ctx context.Context, c redis.UniversalClient, name string, o Log
 	l := &Logged{c: c, keys: newLoggedKeys(name), opts: o, owner: o.Owner, ttl: o.LeaseTTL, snapEvery: o.SnapshotEvery,
 		lost: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	l.reset()
+	// Read the log before the lease is taken, so that the replay after it
+	// (whose time the lease counts) reads only what came since.
+	if _, err := l.catchUp(ctx); err != nil {
+		return nil, fmt.Errorf("jobstore: log %s: replay: %w", name, err)
+	}
 	if err := l.takeLease(ctx); err != nil {
 		return nil, fmt.Errorf("jobstore: log %s: %w", name, err)
 	}
@@ -306,6 +313,7 @@ func (l *Logged) takeLease(ctx context.Context) error {
 	for {
 		var ok bool
 		var err error
+		start := time.Now()
 		if o.Steal {
 			err = l.c.Set(ctx, l.keys.lease, o.Owner, o.LeaseTTL).Err()
 			ok = err == nil
@@ -317,6 +325,7 @@ func (l *Logged) takeLease(ctx context.Context) error {
 			return fmt.Errorf("lease: %w", err)
 		}
 		if ok {
+			l.confirmLease(start)
 			return nil
 		}
 		if err := l.follow(ctx); err != nil {
@@ -389,14 +398,27 @@ func (l *Logged) renew() {
 			return
 		case <-tick.C:
 		}
+		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
 		// lock.lua extends it while it is ours (or takes it back if it
 		// lapsed and nobody took it: the epoch is still ours then).
-		n, err := lockScript.Run(ctx, l.c, []string{l.keys.lease}, l.owner, l.ttl.Milliseconds()).Int()
+		// The epoch with it: an owner that took the log over while this
+		// one was paused, and gave it up since, left the lease free but
+		// the epoch past ours.
+		pipe := l.c.Pipeline()
+		lock := lockScript.Eval(ctx, pipe, []string{l.keys.lease}, l.owner, l.ttl.Milliseconds())
+		epoch := pipe.Get(ctx, l.keys.epoch)
+		_, err := pipe.Exec(ctx)
 		cancel()
+		n, _ := lock.Int()
+		if e, eerr := epoch.Int64(); err == nil && eerr == nil && e != l.epoch {
+			l.fail(fmt.Errorf("%w: the log's epoch is %d, this owner's %d", ErrFenced, e, l.epoch))
+			return
+		}
 		switch {
 		case err == nil && n == 1:
 			last = time.Now()
+			l.confirmLease(start)
 			l.watchSnapshots()
 		case err == nil:
 			l.fail(fmt.Errorf("%w: the lease is another's", ErrFenced))

@@ -93,7 +93,7 @@ func TestJSONBatchReplays(t *testing.T) {
 	if n, err := l.applyBatch(b); err != nil || n != 2 {
 		t.Fatalf("applied %d records: %v", n, err)
 	}
-	j, err := l.Get(context.Background(), "j1")
+	j, err := l.Memory.Get(context.Background(), "j1")
 	if err != nil || j.State != Cancelled {
 		t.Fatalf("j1 after a JSON batch: %+v, %v", j, err)
 	}

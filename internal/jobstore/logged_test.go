@@ -478,6 +478,47 @@ func TestReadLogged(t *testing.T) {
 	}
 }
 
+// TestLoggedNoStaleReads: an owner replaced while it could not tell (here
+// the log is stolen from it; a paused owner is the same to it), and whose
+// successor gave the log up again, finds at its next renewal that the
+// epoch moved on, though the lease is free: it answers no read from its
+// memory, which lacks the successor's changes.
+func TestLoggedNoStaleReads(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	ctx := context.Background()
+	ttl := 300 * time.Millisecond
+	a, err := jobstore.OpenLogged(ctx, c, "stale", jobstore.LoggedOptions{LeaseTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, _, err := a.Create(ctx, &jobstore.Job{ID: "j1", Topic: "job.echo", Tenant: "acme"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Get(ctx, "j1"); err != nil {
+		t.Fatalf("the owner's read: %v", err)
+	}
+	b, err := jobstore.OpenLogged(ctx, c, "stale", jobstore.LoggedOptions{LeaseTTL: ttl, Steal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Cancelled}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil { // the lease is free again
+		t.Fatal(err)
+	}
+	time.Sleep(2 * ttl) // a's renewals run
+	j, err := a.Get(ctx, "j1")
+	if err == nil {
+		t.Fatalf("the replaced owner answered a read from its memory: j1 %s (the log has it CANCELLED)", j.State)
+	}
+	if !errors.Is(err, jobstore.ErrFenced) {
+		t.Fatalf("the replaced owner's read: %v, want ErrFenced", err)
+	}
+}
+
 // TestLoggedLosesItsLease: an owner whose lease another took (an operator
 // stole it, or it lapsed while the owner was paused) learns it at its next
 // renewal: Lost closes, and it refuses every change, before it tries one.
