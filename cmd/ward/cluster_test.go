@@ -312,12 +312,15 @@ type clusterHost struct {
 	verifier *auth.Verifier
 	ctx      context.Context // ends at the test's end: a result stops being sent again
 
-	mu        sync.Mutex     // guards the 5 following fields
+	mu        sync.Mutex     // guards the 6 following fields
 	received  map[string]int // job id -> dispatches received
 	attempts  map[string]int // job id/attempt -> dispatches received
 	running   int
 	tenantNow map[string]int
 	tenantMax int
+	// answered, when set, is told of each result a scheduler answered:
+	// when it was first sent, and when the answer came.
+	answered func(id string, attempt int32, first, answer time.Time)
 }
 
 func startClusterHost(t *testing.T, url, creds string, key []byte, store jobstore.Store, id string) *clusterHost {
@@ -432,11 +435,18 @@ func (h *clusterHost) run(store jobstore.Store, req *wardv1.JobRequest) {
 		_ = h.conn.Publish(bus.ResultSubject(h.id), res)
 		return
 	}
+	first := time.Now()
 	for h.ctx.Err() == nil {
 		rctx, cancel := context.WithTimeout(h.ctx, 2*time.Second)
 		err := h.conn.Request(rctx, bus.ResultSubject(h.id), res, &emptypb.Empty{})
 		cancel()
 		if err == nil {
+			h.mu.Lock()
+			answered := h.answered
+			h.mu.Unlock()
+			if answered != nil {
+				answered(id, attempt, first, time.Now())
+			}
 			return
 		}
 		select {

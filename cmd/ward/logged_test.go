@@ -40,7 +40,10 @@ import (
 //     job;
 //   - every job ends SUCCEEDED, as an owner that replays the log at the
 //     end reads it;
-//   - no host was dispatched the same attempt of a job twice.
+//   - no host was dispatched the same attempt of a job twice;
+//   - every job's history (submits, the hosts' acknowledged results, and
+//     every read of it, a reader's all along included) is linearizable
+//     (porcupine; linearizable_test.go).
 //
 // The hosts are in-process fakes that answer at once (clusterHost without a
 // store: the payload comes in the ticket, the result goes back in the
@@ -78,11 +81,15 @@ func TestLoggedFailover(t *testing.T) {
 	}
 	s0 := scheduler("s0")
 
+	hist := newJobHistory()
 	hosts := make([]*clusterHost, 2)
 	for i := range hosts {
 		id := fmt.Sprintf("h%d", i)
 		// No store: the payload in the ticket, the result in the message.
 		hosts[i] = startClusterHost(t, ns.URL, ns.Creds(auth.Host, id, auth.IssueOptions{Pools: []string{"echo"}}), auth.HostKey(secret, id), nil, id)
+		hosts[i].mu.Lock()
+		hosts[i].answered = hist.result
+		hosts[i].mu.Unlock()
 	}
 	c, err := client.Dial(ns.URL, client.Options{Creds: ns.Creds(auth.Admin, "admin")})
 	if err != nil {
@@ -184,8 +191,10 @@ func TestLoggedFailover(t *testing.T) {
 				// makes it the same job.
 				for attempt := 0; ; attempt++ {
 					ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+					call := time.Now()
 					_, err := c.Submit(ctx, req)
 					cancel()
+					hist.submit(i, id, call, err)
 					if err == nil {
 						break
 					}
@@ -204,8 +213,10 @@ func TestLoggedFailover(t *testing.T) {
 						done = true
 					case <-time.After(2 * time.Second):
 						ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+						call := time.Now()
 						j, err := c.Get(ctx, id, false)
 						cancel()
+						hist.get(i, id, call, j, err)
 						if err == nil && client.Terminal(j.GetState()) {
 							done = true
 						} else if time.Now().After(giveUp) {
@@ -223,7 +234,32 @@ func TestLoggedFailover(t *testing.T) {
 			}
 		})
 	}
+	// A reader asks for jobs already submitted, at random, all along:
+	// what it sees goes into the histories too.
+	readerDone := make(chan struct{})
+	var reader sync.WaitGroup
+	reader.Go(func() {
+		for k := 0; ; k++ {
+			select {
+			case <-readerDone:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			n := min(int(next.Load()), jobs)
+			if n == 0 {
+				continue
+			}
+			id := ids[(k*7919)%n]
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			call := time.Now()
+			j, err := c.Get(ctx, id, false)
+			cancel()
+			hist.get(10_000, id, call, j, err)
+		}
+	})
 	wg.Wait()
+	close(readerDone)
+	reader.Wait()
 	faultsDone.Wait()
 	if s2 == nil {
 		t.Fatal("the faults did not all happen")
@@ -242,17 +278,21 @@ func TestLoggedFailover(t *testing.T) {
 	}()
 	// A request sent as s2 dies may go to it, unanswered: ask again.
 	replayedBy := time.Now().Add(30 * time.Second) // s2's lease lapses, s3 replays
+	lastAttempt := map[string]int32{}
 	for _, id := range ids {
 		var j *wardv1.JobRecord
 		var err error
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			call := time.Now()
 			j, err = c.Get(ctx, id, false)
 			cancel()
+			hist.get(20_000, id, call, j, err)
 			if err == nil || time.Now().After(replayedBy) {
 				break
 			}
 		}
+		lastAttempt[id] = j.GetAttempt()
 		if err != nil {
 			t.Fatalf("job %s: %v", id, err)
 		}
@@ -260,6 +300,8 @@ func TestLoggedFailover(t *testing.T) {
 			t.Errorf("job %s ended %s", id, j.GetState())
 		}
 	}
+	// Every job's history is linearizable.
+	hist.check(t, lastAttempt)
 	// No attempt of a job was dispatched twice.
 	seen := map[string]string{}
 	for _, h := range hosts {
