@@ -235,9 +235,43 @@ func (g *goScan) visit(n ast.Node) bool {
 			}
 		}
 	case *ast.CallExpr:
+		g.write(n)
 		g.call(n)
 	}
 	return true
+}
+
+// write follows text written to a local strings.Builder or bytes.Buffer
+// (sb.WriteString(x), fmt.Fprintf(&sb, …)) as sb += x: sb.String() is
+// then SQL built where the untrusted value was written.
+func (g *goScan) write(call *ast.CallExpr) {
+	var dst ast.Expr
+	var v goVal
+	switch q := g.qualified(call); {
+	case q == "fmt.Fprintf" && len(call.Args) > 1:
+		dst, v = call.Args[0], g.format(call.Args[1], call.Args[2:])
+	case q == "":
+		recv, name := funcName(call)
+		if recv == nil || name != "WriteString" || len(call.Args) != 1 {
+			return
+		}
+		dst, v = recv, g.eval(call.Args[0])
+	default:
+		return
+	}
+	if u, ok := dst.(*ast.UnaryExpr); ok && u.Op == token.AND {
+		dst = u.X
+	}
+	id, ok := dst.(*ast.Ident)
+	if !ok {
+		return
+	}
+	old, local := g.vars[id.Name]
+	if !local {
+		return
+	}
+	v.built = v.built || v.nonConst || old.built
+	g.set(g.vars, id.Name, v, call.Pos())
 }
 
 func isTrue(e ast.Expr) bool {

@@ -42,15 +42,16 @@ func given(prog string) error { return exec.Command(prog, "x").Run() }
 }
 
 // TestGoSQLWhereBuilt: SQL built from an untrusted value on an earlier
-// line is reported once, where the value joins it, naming the sink and
-// its line; SQL built from values of unknown origin, and SQL built in the
-// call, at the call.
+// line (by concatenation, or written to a strings.Builder) is reported
+// once, where the value joins it, naming the sink and its line; SQL built
+// from values of unknown origin, and SQL built in the call, at the call.
 func TestGoSQLWhereBuilt(t *testing.T) {
 	src := `package p
 
 import (
 	"database/sql"
 	"net/http"
+	"strings"
 )
 
 func h(db *sql.DB, r *http.Request) {
@@ -65,6 +66,14 @@ func unknown(db *sql.DB) {
 	db.Query(q)
 	db.Exec("DELETE FROM t WHERE a = " + cfgName)
 }
+
+func builder(db *sql.DB, r *http.Request) {
+	var sb strings.Builder
+	sb.WriteString("SELECT * FROM t WHERE a = ")
+	sb.WriteString(r.FormValue("a"))
+	q := sb.String()
+	db.Query(q)
+}
 `
 	f := &repo.File{Path: "p.go", Language: "Go", Data: []byte(src), Size: int64(len(src))}
 	got := map[int]string{}
@@ -73,10 +82,10 @@ func unknown(db *sql.DB) {
 			got[fd.Line] = fd.Message
 		}
 	}
-	if len(got) != 3 || got[10] == "" || got[17] == "" || got[18] == "" {
-		t.Fatalf("sql-injection on lines %v, want 10 (where the request value joins), 17 and 18", got)
+	if len(got) != 4 || got[11] == "" || got[18] == "" || got[19] == "" || got[25] == "" {
+		t.Fatalf("sql-injection on lines %v, want 11 (where the request value joins), 18, 19 and 25 (where it is written)", got)
 	}
-	if want := "is run by db.Query on line 11"; !strings.Contains(got[10], want) {
-		t.Errorf("message %q lacks %q", got[10], want)
+	if want := "is run by db.Query on line 12"; !strings.Contains(got[11], want) {
+		t.Errorf("message %q lacks %q", got[11], want)
 	}
 }
