@@ -34,8 +34,9 @@ type goVal struct {
 	lits     string // the text of the literals it was built from
 	line     int    // for a variable: the line where it was first built
 	param    bool   // from a parameter of the function
-	// for a variable: the line where it was first built from an untrusted
-	// value (a source's or a parameter's), and the assignment's position
+	// for a variable: the line where it was first built as SQL with an
+	// untrusted value (a source's or a parameter's), and the assignment's
+	// position
 	tline int
 	tat   token.Pos
 }
@@ -160,14 +161,17 @@ func (g *goScan) set(into map[string]goVal, name string, v goVal, pos token.Pos)
 	if name == "_" {
 		return
 	}
-	if v.built && v.line == 0 {
+	built := v.built
+	if built && v.line == 0 {
 		v.line = g.fset.Position(pos).Line
-	}
-	if v.built && (v.src != "" || v.param) && v.tline == 0 {
-		v.tline, v.tat = g.fset.Position(pos).Line, pos
 	}
 	if old, ok := into[name]; ok {
 		v = old.merge(v)
+	}
+	// SQL with an untrusted value in it, first made here (q += " AND a = "
+	// + a, on a q holding SELECT …)
+	if built && (v.src != "" || v.param) && v.tline == 0 && isSQL(v.lits) {
+		v.tline, v.tat = g.fset.Position(pos).Line, pos
 	}
 	into[name] = v
 }

@@ -74,6 +74,12 @@ func builder(db *sql.DB, r *http.Request) {
 	q := sb.String()
 	db.Query(q)
 }
+
+func quoted(db *sql.DB, r *http.Request) {
+	name := "'" + r.FormValue("n") + "'"
+	q := "SELECT * FROM t WHERE n = " + name
+	db.Query(q)
+}
 `
 	f := &repo.File{Path: "p.go", Language: "Go", Data: []byte(src), Size: int64(len(src))}
 	got := map[int]string{}
@@ -82,8 +88,8 @@ func builder(db *sql.DB, r *http.Request) {
 			got[fd.Line] = fd.Message
 		}
 	}
-	if len(got) != 4 || got[11] == "" || got[18] == "" || got[19] == "" || got[25] == "" {
-		t.Fatalf("sql-injection on lines %v, want 11 (where the request value joins), 18, 19 and 25 (where it is written)", got)
+	if len(got) != 5 || got[11] == "" || got[18] == "" || got[19] == "" || got[25] == "" || got[32] == "" {
+		t.Fatalf("sql-injection on lines %v, want 11 (where the request value joins), 18, 19, 25 (where it is written) and 32 (where the quoted value joins the SQL)", got)
 	}
 	if want := "is run by db.Query on line 12"; !strings.Contains(got[11], want) {
 		t.Errorf("message %q lacks %q", got[11], want)
