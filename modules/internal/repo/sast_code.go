@@ -20,6 +20,9 @@ type codeScan struct {
 	seen    map[string]bool
 	assigns map[string][]assignment // nil until a rule needs them
 	lower   string                  // the text in lower case, once needed
+	// parsedEnd: the end of what a syntax-tree analysis checked of a
+	// file that did not parse whole; the SQL line rules check after it
+	parsedEnd int
 }
 
 // assignment is a variable given a value: whether the value was a string
@@ -485,6 +488,9 @@ func (c *codeScan) sqlInjection() {
 	}
 	if c.s.lang == "Go" || c.s.lang == "JavaScript" || c.s.lang == "TypeScript" {
 		c.calls(condSinks, func(off int, name string, args []piece, _ int) {
+			if off < c.parsedEnd {
+				return
+			}
 			first := argPieces(args)[0]
 			if isBuilt(first, c.s.lang) && condRe.MatchString(literals(first)) && !c.onlyConstants(first, off) {
 				c.report(off, "sql-injection", sdk.SeverityError,
@@ -493,6 +499,9 @@ func (c *codeScan) sqlInjection() {
 		})
 	}
 	c.calls(re, func(off int, name string, args []piece, _ int) {
+		if off < c.parsedEnd {
+			return // checked on the syntax tree
+		}
 		for _, arg := range argPieces(args) {
 			if how, ok := c.builtArg(arg, off, true); ok {
 				c.report(off, "sql-injection", sdk.SeverityError,

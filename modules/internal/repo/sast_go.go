@@ -1,8 +1,10 @@
 package repo
 
 import (
+	"errors"
 	"go/ast"
 	"go/parser"
+	"go/scanner"
 	"go/token"
 	"path"
 	"strconv"
@@ -30,8 +32,13 @@ type goVal struct {
 	src      string // the untrusted source it comes from, if any
 	built    bool   // a string built at run time from a non-constant part
 	lits     string // the text of the literals it was built from
-	line     int    // for a variable: the line where it was built
+	line     int    // for a variable: the line where it was first built
 	param    bool   // from a parameter of the function
+	// for a variable: the line where it was first built as SQL with an
+	// untrusted value (a source's or a parameter's), and the assignment's
+	// position
+	tline int
+	tat   token.Pos
 }
 
 func (v goVal) merge(w goVal) goVal {
@@ -46,6 +53,9 @@ func (v goVal) merge(w goVal) goVal {
 	}
 	if v.line == 0 {
 		v.line = w.line
+	}
+	if v.tline == 0 {
+		v.tline, v.tat = w.tline, w.tat
 	}
 	return v
 }
@@ -70,7 +80,11 @@ func (c *codeScan) goAST() bool {
 	}
 	// a file with errors (two files pasted together) is checked on what
 	// parsed, and reported as not parsed so that the regular
-	// expressions check it too
+	// expressions check the rest (from its first error on)
+	var errs scanner.ErrorList
+	if errors.As(err, &errs) && len(errs) > 0 {
+		c.parsedEnd = errs[0].Pos.Offset
+	}
 	g := &goScan{c: c, fset: fset, pkgs: map[string]bool{}, consts: map[string]goVal{}}
 	for _, im := range file.Imports {
 		p, _ := strconv.Unquote(im.Path.Value)
@@ -147,11 +161,17 @@ func (g *goScan) set(into map[string]goVal, name string, v goVal, pos token.Pos)
 	if name == "_" {
 		return
 	}
-	if v.built && v.line == 0 {
+	built := v.built
+	if built && v.line == 0 {
 		v.line = g.fset.Position(pos).Line
 	}
 	if old, ok := into[name]; ok {
 		v = old.merge(v)
+	}
+	// SQL with an untrusted value in it, first made here (q += " AND a = "
+	// + a, on a q holding SELECT …)
+	if built && (v.src != "" || v.param) && v.tline == 0 && isSQL(v.lits) {
+		v.tline, v.tat = g.fset.Position(pos).Line, pos
 	}
 	into[name] = v
 }
@@ -219,9 +239,43 @@ func (g *goScan) visit(n ast.Node) bool {
 			}
 		}
 	case *ast.CallExpr:
+		g.write(n)
 		g.call(n)
 	}
 	return true
+}
+
+// write follows text written to a local strings.Builder or bytes.Buffer
+// (sb.WriteString(x), fmt.Fprintf(&sb, …)) as sb += x: sb.String() is
+// then SQL built where the untrusted value was written.
+func (g *goScan) write(call *ast.CallExpr) {
+	var dst ast.Expr
+	var v goVal
+	switch q := g.qualified(call); {
+	case q == "fmt.Fprintf" && len(call.Args) > 1:
+		dst, v = call.Args[0], g.format(call.Args[1], call.Args[2:])
+	case q == "":
+		recv, name := funcName(call)
+		if recv == nil || name != "WriteString" || len(call.Args) != 1 {
+			return
+		}
+		dst, v = recv, g.eval(call.Args[0])
+	default:
+		return
+	}
+	if u, ok := dst.(*ast.UnaryExpr); ok && u.Op == token.AND {
+		dst = u.X
+	}
+	id, ok := dst.(*ast.Ident)
+	if !ok {
+		return
+	}
+	old, local := g.vars[id.Name]
+	if !local {
+		return
+	}
+	v.built = v.built || v.nonConst || old.built
+	g.set(g.vars, id.Name, v, call.Pos())
 }
 
 func isTrue(e ast.Expr) bool {
@@ -572,17 +626,50 @@ func (g *goScan) call(call *ast.CallExpr) {
 	case sqlMethods[name]:
 		for _, a := range call.Args {
 			if v := g.eval(a); v.built && isSQL(v.lits) {
+				if at, ok := g.builtBefore(a, v, sel.Sel.Pos()); ok {
+					// a variable given SQL built on an earlier line: the
+					// injection is made there, and reported there
+					g.report(at, "sql-injection", sdk.SeverityError,
+						"SQL built here by string formatting or concatenation"+g.from(v)+" is run by "+
+							g.sinkName(call)+" on line "+itoa(g.fset.Position(sel.Sel.Pos()).Line)+": use parameters")
+					return
+				}
 				g.report(sel.Sel.Pos(), "sql-injection", sdk.SeverityError,
 					"SQL built by string formatting or concatenation"+g.how(a, v)+" is run by "+name+": use parameters")
 				return
 			}
 		}
 	case condMethods[name] && len(call.Args) > 0:
+		// reported at the call (the start of its chain: db.Model(m).
+		// Where(q) …), as semgrep's rules for ORMs' conditions match it,
+		// wherever the condition was built
 		if v := g.eval(call.Args[0]); v.built && (condRe.MatchString(v.lits) || isSQL(v.lits)) || v.src != "" {
-			g.report(sel.Sel.Pos(), "sql-injection", sdk.SeverityError,
+			g.report(call.Pos(), "sql-injection", sdk.SeverityError,
 				"SQL condition built by string formatting or concatenation"+g.how(call.Args[0], v)+" is passed to "+name+": use parameters")
 		}
 	}
+}
+
+// builtBefore returns where the variable e was built from an untrusted
+// value (a request's, the environment's, a parameter's), when that is a
+// line before the sink at pos. SQL built from values of unknown origin
+// stays reported at the sink, as semgrep's audit rules (gosql-sqli,
+// pgx-sqli) report it; a tainted string where it is built, as
+// tainted-sql-string and string-formatted-query do.
+func (g *goScan) builtBefore(e ast.Expr, v goVal, pos token.Pos) (token.Pos, bool) {
+	if _, ok := e.(*ast.Ident); !ok || !v.tat.IsValid() || v.tline >= g.fset.Position(pos).Line {
+		return token.NoPos, false
+	}
+	return v.tat, true
+}
+
+// sinkName is a call's function as written (db.Exec), shortened.
+func (g *goScan) sinkName(call *ast.CallExpr) string {
+	name := g.text(call.Fun)
+	if len(name) > 40 || strings.ContainsAny(name, "\n(") {
+		_, name = funcName(call)
+	}
+	return name
 }
 
 // how says where a variable was built.

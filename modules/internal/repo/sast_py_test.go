@@ -3,6 +3,7 @@ package repo_test
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -43,4 +44,32 @@ func FuzzSASTPython(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src string) {
 		repo.SAST(&repo.File{Path: "f.py", Language: "Python", Data: []byte(src), Size: int64(len(src))})
 	})
+}
+
+// TestPythonBashOperatorWhereBuilt: a BashOperator's command formatted on
+// an earlier line is reported there, once, naming the operator's line; a
+// query is reported at the call that runs it.
+func TestPythonBashOperatorWhereBuilt(t *testing.T) {
+	src := `import requests
+from airflow.operators.bash import BashOperator
+
+howlong = requests.get("https://example.com/howlong").text
+command = "sleep {}".format(howlong)
+t2 = BashOperator(
+    task_id="sleep",
+    bash_command=command,
+)
+
+def q(cur, name):
+    sql = "SELECT * FROM t WHERE a = '%s'" % name
+    cur.execute(sql)
+`
+	f := &repo.File{Path: "dag.py", Language: "Python", Data: []byte(src), Size: int64(len(src))}
+	got := map[string]string{}
+	for _, fd := range repo.SAST(f) {
+		got[fd.Rule+":"+strconv.Itoa(fd.Line)] = fd.Message
+	}
+	if len(got) != 2 || !strings.Contains(got["shell-injection:5"], "BashOperator on line 6") || got["sql-injection:13"] == "" {
+		t.Errorf("findings %v, want shell-injection on line 5 (naming line 6) and sql-injection on line 13", got)
+	}
 }

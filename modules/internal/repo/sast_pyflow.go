@@ -19,6 +19,7 @@ type pyVal struct {
 	mod   string // a module (__import__("os")) or a function (getattr(os, "system")) by full name
 	obj   string // the full name of the class or function that made it
 	src   string // where the taint came from
+	at    int    // for a built string, where it was first built (the statement's offset+1)
 	expr  *pyExpr
 }
 
@@ -27,6 +28,12 @@ func (a pyVal) join(b pyVal) pyVal {
 		sql: a.sql || b.sql, weak: a.weak || b.weak, src: a.src, clean: a.fixed() && b.fixed()}
 	if v.src == "" {
 		v.src = b.src
+	}
+	if a.built {
+		v.at = a.at
+	}
+	if v.at == 0 && b.built {
+		v.at = b.at
 	}
 	return v
 }
@@ -375,6 +382,9 @@ func (f *pyFile) assignStmt(toks []pyTok) {
 	value := p.exprList()
 	v := f.ev(value)
 	v.expr = value
+	if v.built && v.at == 0 && len(parts) > 0 {
+		v.at = toks[0].off + 1 // built here
+	}
 	for _, target := range parts {
 		// an annotation (x: int = …) is not part of the target
 		if hdr, _ := splitHeader(target); len(hdr) < len(target) {
@@ -387,6 +397,9 @@ func (f *pyFile) assignStmt(toks []pyTok) {
 			nv := old.join(v)
 			nv.built = nv.built || !nv.konst && (old.built || old.sql || v.built)
 			nv.obj = old.obj
+			if nv.built && nv.at == 0 {
+				nv.at = toks[0].off + 1 // built here
+			}
 			f.assign(te, nv)
 			continue
 		}
@@ -522,6 +535,9 @@ func (f *pyFile) ev1(e *pyExpr) pyVal {
 			if v.src == "" {
 				v.src = pv.src
 			}
+			if pv.built && v.at == 0 {
+				v.at = pv.at
+			}
 		}
 		return v
 	case '1', 'k':
@@ -554,7 +570,7 @@ func (f *pyFile) ev1(e *pyExpr) pyVal {
 			return pyVal{taint: true, src: src}
 		}
 		base, idx := f.ev(e.x), f.ev(e.y)
-		return pyVal{taint: base.taint, src: base.src, konst: base.konst && idx.konst, built: base.built, sql: base.sql, weak: base.weak}
+		return pyVal{taint: base.taint, src: base.src, konst: base.konst && idx.konst, built: base.built, sql: base.sql, weak: base.weak, at: base.at}
 	case 'b':
 		l := f.ev(e.x)
 		switch e.name {
@@ -669,7 +685,7 @@ func (f *pyFile) call(e *pyExpr) pyVal {
 		v.sql = base.sql || all.sql
 		v.built = !v.fixed()
 	case hasBase && pyStrMethods[meth]:
-		v.sql, v.built = base.sql, base.built
+		v.sql, v.built, v.at = base.sql, base.built, base.at
 	}
 	if hasBase && meth == "format" && (strings.HasPrefix(base.obj, "psycopg2.sql.") || strings.HasPrefix(base.obj, "psycopg.sql.") ||
 		e.x.x.kind == 'c' && strings.HasSuffix(e.x.x.x.dotted(), "sql.SQL")) {

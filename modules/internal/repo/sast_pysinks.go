@@ -123,6 +123,36 @@ func (f *pyFile) report(e *pyExpr, rule, msg string) {
 	f.c.report(e.off, rule, sev, msg)
 }
 
+// reportBuilt reports a sink given v where v was built, when it is a
+// variable (or an attribute) built by a statement on an earlier line:
+// the message names the sink and its line; else at the sink, with msg.
+// Only BashOperator's command is reported so: the other sinks' findings
+// stay on their call, where semgrep's rules for them (psycopg-sqli,
+// formatted-sql-query, os-system-injection, eval-injection and the rest)
+// report too; formatted-string-bashoperator reports the command's
+// formatting.
+func (f *pyFile) reportBuilt(e *pyExpr, v pyVal, rule, sink, what, msg string) {
+	if at, ok := f.builtAt(e, v); ok {
+		line, _ := f.c.s.lineOf(e.off)
+		f.c.report(at, rule, sdk.SeverityError, what+" built here at run time"+from(v)+" is run by "+sink+" on line "+itoa(line))
+		return
+	}
+	f.report(e, rule, msg)
+}
+
+// builtAt returns where the value v given to the sink e was built, when
+// it is a variable's (or an attribute's) built on a line before the sink.
+func (f *pyFile) builtAt(e *pyExpr, v pyVal) (int, bool) {
+	if v.expr == nil || v.expr.kind != 'n' && v.expr.kind != 'a' || !v.built || v.at == 0 {
+		return 0, false
+	}
+	built, _ := f.c.s.lineOf(v.at - 1)
+	if sink, _ := f.c.s.lineOf(e.off); built >= sink {
+		return 0, false
+	}
+	return v.at - 1, true
+}
+
 // from says where a value came from, for a message.
 func from(v pyVal) string {
 	if v.taint && v.src != "" {
@@ -178,7 +208,7 @@ func (f *pyFile) sinks(e *pyExpr, full, meth string, args []pyVal, kws map[strin
 	}
 	if strings.HasSuffix(full, "BashOperator") {
 		if v, ok := kws["bash_command"]; ok && !v.konst && (v.built || v.clean || v.taint) {
-			f.report(e, "shell-injection", "BashOperator's bash_command is built at run time"+from(v))
+			f.reportBuilt(e, v, "shell-injection", "a BashOperator", "A shell command", "BashOperator's bash_command is built at run time"+from(v))
 		}
 	}
 	// code

@@ -14,11 +14,11 @@ const table = "users"
 
 func handler(db *sql.DB, w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("id")
-	db.Query("SELECT * FROM users WHERE id = " + id) // ward:expect sql-injection
-	q := fmt.Sprintf("DELETE FROM users WHERE name = '%s'", r.FormValue("name"))
-	db.Exec(q)                                // ward:expect sql-injection
-	exec.Command("sh", "-c", "ls "+id).Run()  // ward:expect shell-injection
-	_ = &tls.Config{InsecureSkipVerify: true} // ward:expect tls-verify-disabled
+	db.Query("SELECT * FROM users WHERE id = " + id)                             // ward:expect sql-injection
+	q := fmt.Sprintf("DELETE FROM users WHERE name = '%s'", r.FormValue("name")) // ward:expect sql-injection
+	db.Exec(q)                                                                   // reported on the line above, where q is built
+	exec.Command("sh", "-c", "ls "+id).Run()                                     // ward:expect shell-injection
+	_ = &tls.Config{InsecureSkipVerify: true}                                    // ward:expect tls-verify-disabled
 }
 
 func hashPassword(password string) []byte {

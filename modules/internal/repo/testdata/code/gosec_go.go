@@ -32,9 +32,9 @@ var db *sql.DB
 // G201: fmt.Sprintf of request data, through local variables.
 func g201(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("name")
-	where := "WHERE name = '" + name + "'"
+	where := "WHERE name = '" + name + "'" // ward:expect sql-injection
 	q := fmt.Sprintf("SELECT * FROM foo %s", where)
-	rows, _ := db.Query(q) // ward:expect sql-injection
+	rows, _ := db.Query(q) // reported where the request value joins the SQL (where, line 35)
 	_ = rows
 	sortBy := r.Header.Get("X-Sort")
 	order := strings.ToLower(sortBy)
@@ -58,9 +58,9 @@ func g201Safe(ctx context.Context, r *http.Request, id int) {
 func g202(ctx context.Context, conn *pgx.Conn, r *http.Request, status string) {
 	q := "SELECT id FROM orders WHERE 1 = 1"
 	if status != "" {
-		q += " AND status = '" + status + "'"
+		q += " AND status = '" + status + "'" // ward:expect sql-injection
 	}
-	conn.Query(ctx, q)                                                                         // ward:expect sql-injection
+	conn.Query(ctx, q)                                                                         // reported where status joins the query (line 61)
 	stmt, _ := db.PrepareContext(ctx, "UPDATE foo SET seen = 1 WHERE id = "+r.FormValue("id")) // ward:expect sql-injection
 	_ = stmt
 	user := os.Args[1]
