@@ -1289,6 +1289,10 @@ func (j *jsScan) shellSinks(call ast.Node, argList []ast.Expression, callee jsVa
 			if k < len(els) && els[k] != nil {
 				if v := j.quiet(els[k], &jsEnv{vars: map[string]jsVal{}}); v.level >= jsParam || j.levelIn(els[k]) >= jsParam {
 					j.report(els[k], rule, prog+" -c runs a command built from "+levelWord(v))
+				} else if jsBuilt(els[k]) {
+					// as Go's: a shell's command built at run time is
+					// injectable whatever the value's origin
+					j.report(els[k], rule, prog+" -c runs a command built at run time: pass the program and its arguments as an array, without a shell")
 				}
 			}
 		case prog == "git" && len(els) > 1:
@@ -1312,6 +1316,18 @@ func (j *jsScan) shellSinks(call ast.Node, argList []ast.Expression, callee jsVa
 			}
 		}
 	}
+}
+
+// jsBuilt reports whether e builds a string from values: a template with
+// substitutions, or a concatenation.
+func jsBuilt(e ast.Expression) bool {
+	switch x := e.(type) {
+	case *ast.TemplateLiteral:
+		return len(x.Expressions) > 0
+	case *ast.BinaryExpression:
+		return x.Operator.String() == "+"
+	}
+	return false
 }
 
 // levelIn is the level of an expression already evaluated (no reports).

@@ -24,7 +24,7 @@ function calc(expr) {
 }
 
 function compile(body) {
-  return new Function("a", "b", body); // ward:expect code-injection
+  return new Function("a", "b", body); // a parameter alone: not reported (libraries compile their own)
 }
 
 function later(name) {
