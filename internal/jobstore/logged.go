@@ -64,7 +64,8 @@ type Logged struct {
 	ttl        time.Duration // the lease's
 	lost       chan struct{} // closed once broken is set
 	snapEvery  int           // LoggedOptions.SnapshotEvery; < 0: never
-	leaseUntil atomic.Int64  // unix ns until which the lease is known to hold (logged_reads.go)
+	clock      time.Time     // a monotonic reading at open: leaseUntil counts from it
+	leaseUntil atomic.Int64  // ns after clock until which the lease is known to hold (logged_reads.go)
 	opts       LoggedOptions
 	loaded     bool // the state read the log's snapshot (or found none)
 
@@ -255,7 +256,7 @@ func OpenLogged(ctx context.Context, c redis.UniversalClient, name string, o Log
 	if o.SnapshotEvery == 0 {
 		o.SnapshotEvery = DefaultSnapshotEvery
 	}
-	l := &Logged{c: c, keys: newLoggedKeys(name), opts: o, owner: o.Owner, ttl: o.LeaseTTL, snapEvery: o.SnapshotEvery,
+	l := &Logged{c: c, keys: newLoggedKeys(name), opts: o, owner: o.Owner, ttl: o.LeaseTTL, snapEvery: o.SnapshotEvery, clock: time.Now(),
 		lost: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	l.reset()
 	// Read the log before the lease is taken, so that the replay after it
@@ -405,11 +406,18 @@ func (l *Logged) renew() {
 		// The epoch with it: an owner that took the log over while this
 		// one was paused, and gave it up since, left the lease free but
 		// the epoch past ours.
+		// The newest snapshot and a standby's mark in the same trip
+		// (watchSnapshots).
 		pipe := l.c.Pipeline()
 		lock := lockScript.Eval(ctx, pipe, []string{l.keys.lease}, l.owner, l.ttl.Milliseconds())
 		epoch := pipe.Get(ctx, l.keys.epoch)
+		snapSeq := pipe.HGet(ctx, l.keys.snap, "s")
+		standby := pipe.Exists(ctx, l.keys.standby)
 		_, err := pipe.Exec(ctx)
 		cancel()
+		if errors.Is(err, redis.Nil) {
+			err = nil // no snapshot yet
+		}
 		n, _ := lock.Int()
 		if e, eerr := epoch.Int64(); err == nil && eerr == nil && e != l.epoch {
 			l.fail(fmt.Errorf("%w: the log's epoch is %d, this owner's %d", ErrFenced, e, l.epoch))
@@ -419,7 +427,7 @@ func (l *Logged) renew() {
 		case err == nil && n == 1:
 			last = time.Now()
 			l.confirmLease(start)
-			l.watchSnapshots()
+			l.watchSnapshots(snapSeq, standby)
 		case err == nil:
 			l.fail(fmt.Errorf("%w: the lease is another's", ErrFenced))
 			return
@@ -430,21 +438,13 @@ func (l *Logged) renew() {
 	}
 }
 
-// watchSnapshots reads the newest snapshot's batch and whether a standby
-// follows the log. A standby's snapshot is as good as the owner's own:
+// watchSnapshots takes in the newest snapshot's batch and whether a
+// standby follows the log, as a renewal read them. A standby's snapshot is as good as the owner's own:
 // the records after it are what a replay reads. And while a standby
 // follows, the owner leaves the snapshots to it (it takes one itself only
 // once four times as many records wait), so its changes need not pause.
-func (l *Logged) watchSnapshots() {
-	ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
-	defer cancel()
-	pipe := l.c.Pipeline()
-	seqCmd := pipe.HGet(ctx, l.keys.snap, "s")
-	standby := pipe.Exists(ctx, l.keys.standby)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return // the next renewal reads them
-	}
-	seq, _ := seqCmd.Int64()
+func (l *Logged) watchSnapshots(seqCmd *redis.StringCmd, standby *redis.IntCmd) {
+	seq, _ := seqCmd.Int64() // 0 with no snapshot
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if seq > l.snapSeq {

@@ -31,7 +31,7 @@ var ErrLeaseUnconfirmed = errors.New("jobstore: the log's lease is not confirmed
 // confirmLease records that the lease held when a renewal that began at
 // start succeeded.
 func (l *Logged) confirmLease(start time.Time) {
-	l.leaseUntil.Store(start.Add(l.ttl).UnixNano())
+	l.leaseUntil.Store(int64(start.Sub(l.clock) + l.ttl))
 }
 
 // serving is nil while the store may answer reads.
@@ -39,9 +39,9 @@ func (l *Logged) serving() error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	// Monotonic: time.Until uses the monotonic clock of a reading taken
-	// in this process, not the wall clock.
-	if until := l.leaseUntil.Load(); until == 0 || time.Now().UnixNano() > until {
+	// On the monotonic clock (time since l.clock): a step of the wall
+	// clock neither extends nor shortens the window.
+	if until := l.leaseUntil.Load(); until == 0 || int64(time.Since(l.clock)) > until {
 		return ErrLeaseUnconfirmed
 	}
 	return nil

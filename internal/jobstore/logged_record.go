@@ -291,13 +291,13 @@ var errBadRecord = errors.New("a record field this version does not know")
 // readRecord reads a binary record; it panics with errBadSnapshot (the
 // batch's reader recovers it) where the bytes run out.
 func readRecord(r *snapReader) (*record, error) {
-	code := int(r.bytes(1)[0])
+	code := int(r.tag())
 	if code <= 0 || code >= len(opCodes) {
 		return nil, fmt.Errorf("unknown op code %d", code)
 	}
 	rec := &record{Op: opCodes[code]}
 	for {
-		switch tag := r.bytes(1)[0]; tag {
+		switch tag := r.tag(); tag {
 		case 0:
 			return rec, nil
 		case 1:
