@@ -15,6 +15,14 @@ import (
 // jobstore_test: an owner's state and the state a replay of its log makes.
 func SameState(a, b *Logged) error {
 	am, bm := a.Memory, b.Memory
+	// The runs past their retention, which a read drops (unlogged), are
+	// gone from both.
+	for _, m := range []*Memory{am, bm} {
+		rs := m.runStore()
+		rs.mu.Lock()
+		m.expireRuns(rs, time.Now())
+		rs.mu.Unlock()
+	}
 	am.mu.Lock()
 	defer am.mu.Unlock()
 	bm.mu.Lock()
@@ -102,3 +110,10 @@ func runsOf(m *Memory) map[string]memRun {
 	}
 	return out
 }
+
+// ShardLogs returns an Owned store's logs, nil where not owned (for the
+// tests of jobstore_test: each compared with its replay).
+func ShardLogs(o *Owned) []*Logged { return o.snapshotShards() }
+
+// WaitRound waits for the Owned store's next balance round.
+func WaitRound(o *Owned) { <-o.round }

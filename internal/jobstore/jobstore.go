@@ -334,6 +334,10 @@ type Transition struct {
 	// WorkerLimit, when > 0, likewise refuses (ErrWorkerFull) if the worker
 	// the job moves to holds that many such jobs already.
 	WorkerLimit int
+	// heldElsewhere: the worker's places the Owned store's other shards
+	// hold, counted with the shard's own against WorkerLimit (never
+	// logged: a replay checks the shard alone).
+	heldElsewhere int
 	// Lock, when set, takes the job's dispatch lock with the move (or
 	// extends it, when Lock.Owner holds it); another owner's lock refuses
 	// the move with ErrLocked. A move without Lock into RUNNING, an end or

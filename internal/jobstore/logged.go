@@ -219,6 +219,9 @@ type LoggedOptions struct {
 	// its lease: for an operator who knows it is gone, and for tests. The
 	// epoch fences the former owner either way.
 	Steal bool
+	// NoWait returns errLeaseHeld at once while another holds the lease,
+	// rather than waiting as a standby (Owned takes free shards only).
+	NoWait bool
 
 	// SnapshotEvery is the fewest records logged between two snapshots
 	// (DefaultSnapshotEvery when 0; a snapshot waits, besides, for eight
@@ -328,6 +331,9 @@ func (l *Logged) takeLease(ctx context.Context) error {
 		if ok {
 			l.confirmLease(start)
 			return nil
+		}
+		if o.NoWait {
+			return errLeaseHeld
 		}
 		if err := l.follow(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -996,13 +1002,27 @@ func (l *Logged) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 
 // Transition moves a job; see Store.
 func (l *Logged) Transition(ctx context.Context, id string, t Transition) (*Job, error) {
+	return l.transition(ctx, id, t, nil, nil)
+}
+
+// transition is Transition; elsewhere, when set, is called under the
+// lock just before the move is applied, and answers how many places
+// t.WorkerID holds outside this log (Owned: in its other shards), which
+// count against t.WorkerLimit with the log's own; applied is called once
+// the move is applied (or refused), still under the lock.
+func (l *Logged) transition(ctx context.Context, id string, t Transition, elsewhere func() int, applied func()) (*Job, error) {
 	if t.At.IsZero() {
 		t.At = time.Now()
 	}
 	var j *Job
 	err := l.change(ctx, func() (bool, *record, error) {
 		var err error
-		j, err = l.Memory.Transition(ctx, id, t)
+		mt := t
+		if elsewhere != nil {
+			mt.heldElsewhere = elsewhere()
+			defer applied()
+		}
+		j, err = l.Memory.Transition(ctx, id, mt)
 		if err != nil {
 			return false, nil, err
 		}

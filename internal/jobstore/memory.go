@@ -277,7 +277,7 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 		}
 	}
 	if t.To.Active() && neww != "" && t.WorkerLimit > 0 && !(wasActive && neww == oldw) {
-		if n := len(m.workers[neww]); n >= t.WorkerLimit {
+		if n := len(m.workers[neww]) + t.heldElsewhere; n >= t.WorkerLimit {
 			return nil, limitErr(id, ErrWorkerFull, t, n)
 		}
 	}
@@ -338,7 +338,7 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 		} else {
 			delete(m.workers[neww], id)
 		}
-		held = len(m.workers[neww])
+		held = len(m.workers[neww]) + t.heldElsewhere
 	}
 	if !t.Deadline.IsZero() {
 		m.deadlines[id] = float64(ms(t.Deadline))

@@ -33,7 +33,7 @@ const DefaultClusterShards = 16
 //
 // log=NAME opens the logged store instead (Logged, experimental; on one
 // server, through Sentinel, or on a Cluster, where its keys share the slot
-// of {NAME}; not with shards=): the
+// of {NAME}): the
 // state in this process's memory, every change appended to the log NAME
 // in Redis (OpenLogged). One process owns a log at a time: another that
 // opens it waits as a standby until the owner's lease (lease=5s by
@@ -41,6 +41,9 @@ const DefaultClusterShards = 16
 // former owner out. snapshot=N: the owner stores a snapshot of its state
 // (and trims the log it holds) after N records at least
 // (DefaultSnapshotEvery), and eight for each job the state holds.
+// log=NAME&shards=N splits it into N logs with owners (Owned): every
+// process that opens it owns its share of them, and a scheduler sends
+// what belongs to another's shards to it.
 func Open(rawURL string) (Store, error) { return OpenContext(context.Background(), rawURL) }
 
 // OpenContext is Open; ctx bounds a standby's wait for a log (log=NAME)
@@ -82,9 +85,6 @@ func OpenContext(octx context.Context, rawURL string) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if logName != "" && shards > 0 {
-		return nil, fmt.Errorf("jobstore: redis url: log= and shards= do not go together (yet): a log is one shard")
-	}
 	var c redis.UniversalClient
 	switch kind {
 	case "":
@@ -119,6 +119,15 @@ func OpenContext(octx context.Context, rawURL string) (Store, error) {
 	if err := ping(pctx, c); err != nil {
 		return nil, errors.Join(fmt.Errorf("jobstore: redis %s: %w", RedactURL(rawURL), err), c.Close())
 	}
+	if logName != "" && shards > 0 {
+		// Shards with owners: this process takes its share of them.
+		o, err := OpenOwned(octx, c, logName, shards, LoggedOptions{LeaseTTL: lease, SnapshotEvery: every})
+		if err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
+		o.ownsClient = true
+		return o, nil
+	}
 	if logName != "" {
 		// A standby waits here, for as long as the owner lives.
 		l, err := OpenLogged(octx, c, logName, LoggedOptions{LeaseTTL: lease, SnapshotEvery: every})
@@ -146,6 +155,8 @@ func Kind(s Store) string {
 		return "redis-sharded"
 	case *Logged:
 		return "redis-logged"
+	case *Owned:
+		return "redis-logged-shards"
 	}
 	return ""
 }
