@@ -133,6 +133,7 @@ func Unsigned(t *wardv1.DispatchTicket, now time.Time) (*wardv1.Dispatch, error)
 type TicketError struct {
 	Code    reason.Code
 	JobID   string
+	Tenant  string // the ticket's job's tenant, where JobID is set
 	Attempt int32
 	Detail  string
 }
@@ -205,7 +206,7 @@ func (v *Verifier) Open(d *wardv1.Dispatch, now time.Time) (*wardv1.DispatchTick
 	}
 	id := t.GetJob().GetJobId()
 	if t.GetHostId() != v.hostID {
-		return nil, &TicketError{Code: reason.TicketMisaddressed, JobID: id, Attempt: t.GetJob().GetAttempt(), Detail: fmt.Sprintf("it is for host %q, this is %q", t.GetHostId(), v.hostID)}
+		return nil, &TicketError{Code: reason.TicketMisaddressed, JobID: id, Tenant: t.GetJob().GetTenantId(), Attempt: t.GetJob().GetAttempt(), Detail: fmt.Sprintf("it is for host %q, this is %q", t.GetHostId(), v.hostID)}
 	}
 	if id == "" {
 		return nil, &TicketError{Code: reason.TicketForged, Detail: "the ticket names no job"}
@@ -213,7 +214,7 @@ func (v *Verifier) Open(d *wardv1.Dispatch, now time.Time) (*wardv1.DispatchTick
 	attempt := t.GetJob().GetAttempt()
 	ms := now.UnixMilli()
 	if t.GetExpiresUnixMs() <= ms {
-		return nil, &TicketError{Code: reason.TicketExpired, JobID: id, Attempt: attempt, Detail: fmt.Sprintf("expired %s ago", time.Duration(ms-t.GetExpiresUnixMs())*time.Millisecond)}
+		return nil, &TicketError{Code: reason.TicketExpired, JobID: id, Tenant: t.GetJob().GetTenantId(), Attempt: attempt, Detail: fmt.Sprintf("expired %s ago", time.Duration(ms-t.GetExpiresUnixMs())*time.Millisecond)}
 	}
 	if v.boot != nil && !bytes.Equal(t.GetBootNonce(), v.boot) {
 		// Signed before this host restarted (a replay, or a scheduler
@@ -225,13 +226,13 @@ func (v *Verifier) Open(d *wardv1.Dispatch, now time.Time) (*wardv1.DispatchTick
 		if len(t.GetBootNonce()) == 0 {
 			detail = fmt.Sprintf("it names no boot; this host's boot is %x (its scheduler puts none in its tickets)", v.boot)
 		}
-		return nil, &TicketError{Code: reason.TicketStaleBoot, JobID: id, Attempt: attempt, Detail: detail}
+		return nil, &TicketError{Code: reason.TicketStaleBoot, JobID: id, Tenant: t.GetJob().GetTenantId(), Attempt: attempt, Detail: detail}
 	}
 	key := attemptKey{id, attempt}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if _, dup := v.seen[key]; dup {
-		return nil, &TicketError{Code: reason.TicketReplayed, JobID: id, Attempt: attempt, Detail: fmt.Sprintf("attempt %d was dispatched here already", attempt)}
+		return nil, &TicketError{Code: reason.TicketReplayed, JobID: id, Tenant: t.GetJob().GetTenantId(), Attempt: attempt, Detail: fmt.Sprintf("attempt %d was dispatched here already", attempt)}
 	}
 	if ms >= v.next {
 		// A ticket cannot come back once expired, so neither need its entry.

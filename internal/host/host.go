@@ -571,7 +571,7 @@ func (a *Agent) staleBoot(te *auth.TicketError) {
 	if te.JobID == "" || te.Attempt <= 0 {
 		return
 	}
-	res := &wardv1.JobResult{JobId: te.JobID, WorkerId: a.cfg.ID, Attempt: te.Attempt, Status: wardv1.JobState_JOB_STATE_FAILED,
+	res := &wardv1.JobResult{JobId: te.JobID, TenantId: te.Tenant, WorkerId: a.cfg.ID, Attempt: te.Attempt, Status: wardv1.JobState_JOB_STATE_FAILED,
 		ErrorCode: string(reason.TicketStaleBoot), ErrorMessage: te.Detail}
 	// Sent as every result is, again until a scheduler answers.
 	a.announcing.Go(func() { a.sendResult(a.announceCtx, res) })
@@ -588,7 +588,7 @@ func (a *Agent) staleBoot(te *auth.TicketError) {
 func (a *Agent) refuseCancelled(req *wardv1.JobRequest) {
 	dispatchesRefused.WithLabelValues(string(reason.Cancelled)).Inc()
 	a.log.Info("dispatch refused: its attempt was cancelled", "job_id", req.GetJobId(), "attempt", req.GetAttempt())
-	res := &wardv1.JobResult{JobId: req.GetJobId(), WorkerId: a.cfg.ID, Attempt: req.GetAttempt(), Status: wardv1.JobState_JOB_STATE_FAILED,
+	res := &wardv1.JobResult{JobId: req.GetJobId(), TenantId: req.GetTenantId(), WorkerId: a.cfg.ID, Attempt: req.GetAttempt(), Status: wardv1.JobState_JOB_STATE_FAILED,
 		ErrorCode: string(reason.Cancelled), ErrorMessage: fmt.Sprintf("attempt %d was cancelled before it came to run", req.GetAttempt())}
 	a.announcing.Go(func() { a.sendResult(a.announceCtx, res) })
 }
@@ -612,12 +612,12 @@ func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 	// ticket's, signed with it); the result carries the run's context.
 	ctx, span := telemetry.StartFrom(ctx, req.GetTraceparent(), "ward.run", trace.SpanKindConsumer)
 	start := time.Now()
-	res := &wardv1.JobResult{JobId: req.GetJobId(), WorkerId: a.cfg.ID, Attempt: req.GetAttempt(), Traceparent: req.GetTraceparent()}
+	res := &wardv1.JobResult{JobId: req.GetJobId(), TenantId: req.GetTenantId(), WorkerId: a.cfg.ID, Attempt: req.GetAttempt(), Traceparent: req.GetTraceparent()}
 	if sc := span.SpanContext(); sc.IsValid() {
 		res.Traceparent = telemetry.Format(sc)
 	}
 	started := func() {
-		_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
+		_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), TenantId: req.GetTenantId(), WorkerId: a.cfg.ID,
 			Kind: wardv1.JobProgress_KIND_STARTED, SentAtUnixMs: start.UnixMilli(), Attempt: req.GetAttempt()})
 	}
 	var report *time.Timer

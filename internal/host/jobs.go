@@ -161,7 +161,7 @@ func (a *Agent) putResult(ctx context.Context, req *wardv1.JobRequest, data []by
 	subject := bus.ResultPartSubject(a.cfg.ID)
 	parts := 0
 	for off := 0; off < len(data); off += bus.ResultPartMax {
-		q := &wardv1.ResultPart{JobId: req.GetJobId(), Attempt: req.GetAttempt(), Index: uint32(parts),
+		q := &wardv1.ResultPart{JobId: req.GetJobId(), TenantId: req.GetTenantId(), Attempt: req.GetAttempt(), Index: uint32(parts),
 			Data: data[off:min(off+bus.ResultPartMax, len(data))]}
 		tries, err := untilAnswered(ctx, func(tctx context.Context) (bool, error) {
 			reply := &wardv1.ResultPartReply{}
@@ -257,7 +257,7 @@ func (a *Agent) readContext(ctx context.Context, req *wardv1.JobRequest) ([]byte
 func (a *Agent) fetchContext(ctx context.Context, req *wardv1.JobRequest, size int64) ([]byte, error) {
 	ptr := req.GetContextPtr()
 	buf := make([]byte, 0, size)
-	q := &wardv1.ContextRequest{JobId: req.GetJobId(), Attempt: req.GetAttempt()}
+	q := &wardv1.ContextRequest{JobId: req.GetJobId(), TenantId: req.GetTenantId(), Attempt: req.GetAttempt()}
 	for {
 		reply := &wardv1.ContextReply{}
 		tctx, cancel := context.WithTimeout(ctx, contextTry)
@@ -299,14 +299,14 @@ func (a *Agent) input(req *wardv1.JobRequest, payload []byte) sandbox.Input {
 		Job: sandbox.JobInfo{ID: req.GetJobId(), Topic: req.GetTopic(), Attempt: int(req.GetAttempt()),
 			Labels: maps.Clone(req.GetLabels())},
 		Progress: func(pct int, msg string) {
-			_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
+			_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), TenantId: req.GetTenantId(), WorkerId: a.cfg.ID,
 				Kind: wardv1.JobProgress_KIND_PROGRESS, Percent: int32(pct), Message: msg, SentAtUnixMs: time.Now().UnixMilli(),
 				Attempt: req.GetAttempt()})
 		},
 		// The runtime numbers the chunks and bounds them (sandbox/stream.go);
 		// the attempt tells a watcher which run of the job they come from.
 		Stream: func(seq int, chunk []byte) {
-			_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), WorkerId: a.cfg.ID,
+			_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), TenantId: req.GetTenantId(), WorkerId: a.cfg.ID,
 				Kind: wardv1.JobProgress_KIND_OUTPUT, Seq: int64(seq), Output: chunk, Attempt: req.GetAttempt(),
 				SentAtUnixMs: time.Now().UnixMilli()})
 		},

@@ -235,7 +235,9 @@ type ResultPart struct {
 	Attempt int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	Index   uint32                 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
 	// data is at most about 768 KiB (bus.ResultPartMax).
-	Data          []byte `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	Data []byte `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	// tenant_id is the job's tenant, as JobResult.tenant_id.
+	TenantId      string `protobuf:"bytes,5,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -296,6 +298,13 @@ func (x *ResultPart) GetData() []byte {
 		return x.Data
 	}
 	return nil
+}
+
+func (x *ResultPart) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
 }
 
 // ResultPartReply is a scheduler's answer to a ResultPart: empty once the
@@ -370,7 +379,9 @@ type ContextRequest struct {
 	// last), 0 for the first request.
 	After uint64 `protobuf:"varint,3,opt,name=after,proto3" json:"after,omitempty"`
 	// offset is how many bytes were received so far.
-	Offset        int64 `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	Offset int64 `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	// tenant_id is the job's tenant, as JobResult.tenant_id.
+	TenantId      string `protobuf:"bytes,5,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -431,6 +442,13 @@ func (x *ContextRequest) GetOffset() int64 {
 		return x.Offset
 	}
 	return 0
+}
+
+func (x *ContextRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
 }
 
 // ContextReply is a scheduler's answer to a ContextRequest.
@@ -540,21 +558,23 @@ const file_ward_v1_dispatch_proto_rawDesc = "" +
 	"\bDispatch\x12\x16\n" +
 	"\x06ticket\x18\x01 \x01(\fR\x06ticket\x12\x1c\n" +
 	"\tsignature\x18\x02 \x01(\fR\tsignature\x12\x15\n" +
-	"\x06key_id\x18\x03 \x01(\tR\x05keyId\"g\n" +
+	"\x06key_id\x18\x03 \x01(\tR\x05keyId\"\x84\x01\n" +
 	"\n" +
 	"ResultPart\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\rR\x05index\x12\x12\n" +
-	"\x04data\x18\x04 \x01(\fR\x04data\";\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\x12\x1b\n" +
+	"\ttenant_id\x18\x05 \x01(\tR\btenantId\";\n" +
 	"\x0fResultPartReply\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\x12\x12\n" +
-	"\x04code\x18\x02 \x01(\tR\x04code\"o\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\"\x8c\x01\n" +
 	"\x0eContextRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
 	"\x05after\x18\x03 \x01(\x04R\x05after\x12\x16\n" +
-	"\x06offset\x18\x04 \x01(\x03R\x06offset\"t\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\x12\x1b\n" +
+	"\ttenant_id\x18\x05 \x01(\tR\btenantId\"t\n" +
 	"\fContextReply\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +

@@ -779,8 +779,13 @@ type JobResult struct {
 	// (size, parts, digest) at result_ptr before the move that ends the
 	// job. A host writes no tenant's bucket itself. result_parts 0 with a
 	// result_ptr is a result an older host stored itself.
-	ResultSize    int64  `protobuf:"varint,21,opt,name=result_size,json=resultSize,proto3" json:"result_size,omitempty"`
-	ResultParts   uint32 `protobuf:"varint,22,opt,name=result_parts,json=resultParts,proto3" json:"result_parts,omitempty"`
+	ResultSize  int64  `protobuf:"varint,21,opt,name=result_size,json=resultSize,proto3" json:"result_size,omitempty"`
+	ResultParts uint32 `protobuf:"varint,22,opt,name=result_parts,json=resultParts,proto3" json:"result_parts,omitempty"`
+	// tenant_id is the job's tenant, as its dispatch named it: the schedulers
+	// send the result to the owner of the tenant's shard (a logged store of
+	// shards with owners, log=NAME&shards=N). A host that names another
+	// tenant only sends its own result where no owner holds the job.
+	TenantId      string `protobuf:"bytes,23,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -955,6 +960,13 @@ func (x *JobResult) GetResultParts() uint32 {
 	return 0
 }
 
+func (x *JobResult) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
 // JobProgress is what a host publishes on sys.job.progress while a job runs.
 // Schedulers forward PROGRESS and OUTPUT to the job's watchers inside a
 // JobEvent (internal/bus/README.md, "Progress and streamed output").
@@ -973,7 +985,9 @@ type JobProgress struct {
 	// UTF-8 sequence.
 	Output []byte `protobuf:"bytes,8,opt,name=output,proto3" json:"output,omitempty"`
 	// attempt is the job's attempt (JobRequest.attempt) the chunk belongs to.
-	Attempt       int32 `protobuf:"varint,9,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt int32 `protobuf:"varint,9,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// tenant_id is the job's tenant, as JobResult.tenant_id.
+	TenantId      string `protobuf:"bytes,10,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1069,6 +1083,13 @@ func (x *JobProgress) GetAttempt() int32 {
 		return x.Attempt
 	}
 	return 0
+}
+
+func (x *JobProgress) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
 }
 
 // JobCancel asks for a job to stop. A client sends it on
@@ -2206,7 +2227,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\x99\x05\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xb6\x05\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x06status\x12\x1d\n" +
@@ -2231,7 +2252,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\rresult_digest\x18\x14 \x01(\tR\fresultDigest\x12\x1f\n" +
 	"\vresult_size\x18\x15 \x01(\x03R\n" +
 	"resultSize\x12!\n" +
-	"\fresult_parts\x18\x16 \x01(\rR\vresultPartsJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\xe3\x02\n" +
+	"\fresult_parts\x18\x16 \x01(\rR\vresultParts\x12\x1b\n" +
+	"\ttenant_id\x18\x17 \x01(\tR\btenantIdJ\x04\b\x0e\x10\x0fJ\x04\b\x0f\x10\x10\"\x80\x03\n" +
 	"\vJobProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12-\n" +
@@ -2241,7 +2263,9 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x0fsent_at_unix_ms\x18\x06 \x01(\x03R\fsentAtUnixMs\x12\x10\n" +
 	"\x03seq\x18\a \x01(\x03R\x03seq\x12\x16\n" +
 	"\x06output\x18\b \x01(\fR\x06output\x12\x18\n" +
-	"\aattempt\x18\t \x01(\x05R\aattempt\"R\n" +
+	"\aattempt\x18\t \x01(\x05R\aattempt\x12\x1b\n" +
+	"\ttenant_id\x18\n" +
+	" \x01(\tR\btenantId\"R\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fKIND_STARTED\x10\x01\x12\x11\n" +
