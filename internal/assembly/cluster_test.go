@@ -2,12 +2,17 @@ package assembly_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/internal/assembly"
+	"github.com/ward-run/ward/internal/config"
 	"github.com/ward-run/ward/internal/jobstore"
 	"github.com/ward-run/ward/internal/scheduler"
 	"github.com/ward-run/ward/internal/testing/redistest"
@@ -73,4 +78,161 @@ func TestRedisCluster(t *testing.T) {
 	if seen != tenants*each+1 {
 		t.Errorf("listing every tenant's jobs, 5 a page, saw %d, want %d", seen, tenants*each+1)
 	}
+}
+
+// TestOwnedShards runs two scheduler replicas on a logged store of four
+// shards with owners (log=NAME&shards=4): each owns two, and every
+// message about a tenant's jobs reaches its shard's owner whichever
+// replica the queue group hands it to (submissions, the host's results,
+// gets, cancels); an admin's listing, the DLQ and the counts are gathered
+// from both. Jobs of eight tenants succeed with their whole, verified
+// event log, each in its owner's store alone. Then one replica stops:
+// the other takes its shards over, with their jobs, and serves them.
+func TestOwnedShards(t *testing.T) {
+	url := redistest.Start(t) + "?log=owned&shards=4&lease=600ms"
+	ctx := context.Background()
+	storeA, err := jobstore.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { storeA.Close() })
+	e := start(t, assembly.Options{Store: storeA, Host: assembly.HostConfig{Modules: echoModules(t), MaxParallel: 4}})
+	storeB, err := jobstore.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := *e.opts.Scheduler.Config
+	if bundle.Pools, err = config.LoadPools(""); err != nil {
+		t.Fatal(err)
+	}
+	b, err := assembly.StartScheduler(ctx, assembly.SchedulerConfig{NATSURL: e.natsURL, Store: storeB, Kernel: e.n.Safety.Kernel(),
+		Config: &bundle, Creds: e.creds.Scheduler, DispatchSecret: e.creds.DispatchSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopB := sync.OnceFunc(func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := b.Shutdown(sctx); err != nil {
+			t.Errorf("replica b: %v", err)
+		}
+		if err := storeB.Close(); err != nil {
+			t.Errorf("replica b's store: %v", err)
+		}
+	})
+	t.Cleanup(stopB)
+	a, bo := storeA.(*jobstore.Owned), storeB.(*jobstore.Owned)
+	checkFor(t, 15*time.Second, func() bool { return len(a.Owned()) == 2 && len(bo.Owned()) == 2 })
+
+	const tenants, each = 8, 3
+	var wg sync.WaitGroup
+	recs := make(chan *wardv1.JobRecord, tenants*each)
+	for i := range tenants * each {
+		wg.Go(func() {
+			_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: fmt.Sprintf("tenant-%d", i%tenants), Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+			recs <- rec
+		})
+	}
+	wg.Wait()
+	close(recs)
+	var ids []string
+	for rec := range recs {
+		if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+			t.Errorf("job %s of %s: %s (%s)", rec.GetJobId(), rec.GetTenantId(), rec.GetState(), rec.GetErrorMessage())
+		}
+		if err := jobstore.VerifyEvents(scheduler.StoredEvents(rec), rec.GetEventsChain()); err != nil {
+			t.Errorf("job %s: its event log: %v", rec.GetJobId(), err)
+		}
+		owner, other := a, bo
+		if !a.Owns(a.ShardOf(rec.GetTenantId())) {
+			owner, other = bo, a
+		}
+		if _, err := owner.Get(ctx, rec.GetJobId()); err != nil {
+			t.Errorf("job %s is not in its shard's owner's store: %v", rec.GetJobId(), err)
+		}
+		if _, err := other.Get(ctx, rec.GetJobId()); !errors.Is(err, jobstore.ErrNotFound) {
+			t.Errorf("job %s is in the other replica's store too: %v", rec.GetJobId(), err)
+		}
+		ids = append(ids, rec.GetJobId())
+	}
+
+	// Both replicas took submissions and results from the queue group and
+	// sent on what was the other's.
+	if n := counterSum(t, "ward_scheduler_forwarded_total"); n == 0 {
+		t.Error("no message was forwarded to its shard's owner")
+	}
+
+	// Gathered: the DLQ, a listing of every tenant's jobs 5 a page, the counts.
+	_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.unknown", TenantId: "tenant-3"})
+	if rec.GetState() != wardv1.JobState_JOB_STATE_FAILED || rec.GetReason() != "no_pool_mapping" {
+		t.Fatalf("unplaceable job: %s/%s", rec.GetState(), rec.GetReason())
+	}
+	dlq, err := e.client.DLQ(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dlq) != 1 || dlq[0].GetJobId() != rec.GetJobId() {
+		t.Errorf("DLQ %v, want the unplaceable job", dlq)
+	}
+	listed := map[string]bool{}
+	q := &wardv1.ListJobsRequest{Limit: 5}
+	for {
+		page, err := e.client.ListJobs(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range page.GetJobs() {
+			if listed[j.GetJobId()] {
+				t.Errorf("job %s listed twice", j.GetJobId())
+			}
+			listed[j.GetJobId()] = true
+		}
+		if page.GetNextCursor() == "" {
+			break
+		}
+		q.Cursor = page.GetNextCursor()
+	}
+	if len(listed) != tenants*each+1 {
+		t.Errorf("listing every tenant's jobs, 5 a page, saw %d, want %d", len(listed), tenants*each+1)
+	}
+	stats, err := e.client.Stats(ctx, 0, 0, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := stats.GetStates()["SUCCEEDED"]; n != tenants*each {
+		t.Errorf("stats: %d SUCCEEDED, want %d (%v)", n, tenants*each, stats.GetStates())
+	}
+
+	// b stops: a takes its shards over, with their jobs, and serves them.
+	stopB()
+	checkFor(t, 15*time.Second, func() bool { return len(a.Owned()) == 4 })
+	for _, id := range ids {
+		if got, err := e.client.Get(ctx, id, false); err != nil || got.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+			t.Errorf("after the takeover, job %s: %v %v", id, got.GetState(), err)
+		}
+	}
+	for i := range tenants {
+		_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: fmt.Sprintf("tenant-%d", i), Payload: []byte(`{}`)})
+		if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+			t.Errorf("tenant-%d's job after the takeover: %s (%s)", i, rec.GetState(), rec.GetErrorMessage())
+		}
+	}
+}
+
+// counterSum is the sum of the counter's series in the default registry.
+func counterSum(t *testing.T, name string) float64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }

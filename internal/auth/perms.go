@@ -58,6 +58,9 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.SubjectHostCancel,
 			bus.SubjectDLQ,
 			bus.SubjectModeChanged,
+			// What belongs to another's shard, to its owner (a logged store
+			// of shards with owners; scheduler/route.go).
+			bus.SubjectShard+".>",
 			"_INBOX.>", // replies to clients' requests
 			"$JS.API.>", "$JS.ACK.>", "$JS.FC.>",
 			// The parts and descriptions of the large results hosts send
@@ -83,6 +86,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.SubjectMode, bus.SubjectModeChanged, bus.SubjectSchedulerStatus, bus.SubjectStats, bus.SubjectHostDrain,
 			bus.SubjectHeartbeats,
 			bus.ResultSubject("*"), bus.ProgressSubject("*"), bus.ContextSubject("*"), bus.ResultPartSubject("*"),
+			bus.SubjectShard+".>",
 			"_INBOX.>",
 		)
 	case Safety:

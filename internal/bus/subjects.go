@@ -4,6 +4,8 @@
 // messages instead of failing on them.
 package bus
 
+import "strconv"
+
 // Subjects of the bus contract.
 const (
 	// The subjects a client asks on end in its tenant's name
@@ -99,6 +101,19 @@ const (
 	// SchedulerQueue is the queue group schedulers share.
 	SchedulerQueue = "ward-scheduler"
 )
+
+// SubjectShard prefixes what a scheduler sends the owner of a job store's
+// shard (a logged store of shards with owners, log=NAME&shards=N): a
+// message about a tenant of shard i goes, as it came, to
+// sys.scheduler.shard.<i>.<its subject> (ShardSubject), which only the
+// owner of shard i subscribes to. Only schedulers may publish or
+// subscribe there.
+const SubjectShard = "sys.scheduler.shard"
+
+// ShardSubject is subject, forwarded to the owner of shard i.
+func ShardSubject(i int, subject string) string {
+	return SubjectShard + "." + strconv.Itoa(i) + "." + subject
+}
 
 // TenantSubject is base (SubjectSubmit, SubjectJobGet, SubjectJobList,
 // SubjectCancel) for tenant.

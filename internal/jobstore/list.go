@@ -167,6 +167,23 @@ func cursor(mode string, pos listPos) string {
 	return base64.RawURLEncoding.EncodeToString([]byte("v1|" + mode + "|" + strconv.FormatInt(pos.score, 10) + "|" + pos.id))
 }
 
+// cursorMode is the mode of the listing a cursor was made for.
+func cursorMode(c string) (string, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return "", false
+	}
+	parts := strings.SplitN(string(raw), "|", 4)
+	if len(parts) != 4 || parts[0] != "v1" {
+		return "", false
+	}
+	return parts[1], true
+}
+
+// Cursors returns the cursor at each of the page's jobs (the listing goes
+// on after it), for MergePages.
+func (p ListPage) Cursors() []string { return p.after }
+
 // decodeCursor reads a cursor made for a listing in mode.
 func decodeCursor(c, mode string) (*listPos, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(c)

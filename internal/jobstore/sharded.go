@@ -659,29 +659,68 @@ func (s *Sharded) List(ctx context.Context, q ListQuery) (ListPage, error) {
 }
 
 // listMerge merges shards' pages of one listing into one page of at most
-// limit jobs, newest first. A shard that stopped short (its budget spent)
-// stopped at its Next: nothing older than the newest such stop may be
-// returned, since that shard has not looked there; the cursor is then
-// that stop, from which every shard goes on.
+// limit jobs, newest first (mergeCursors).
 func listMerge(pages []ListPage, mode string, limit int) (ListPage, error) {
+	cursors, nexts := make([][]string, len(pages)), make([]string, len(pages))
+	for i, pg := range pages {
+		cursors[i], nexts[i] = pg.after, pg.Next
+	}
+	keep, next, err := mergeCursors(cursors, nexts, mode, limit)
+	if err != nil {
+		return ListPage{}, err
+	}
+	out := ListPage{Next: next}
+	for _, k := range keep {
+		out.Jobs = append(out.Jobs, pages[k[0]].Jobs[k[1]])
+		out.after = append(out.after, pages[k[0]].after[k[1]])
+	}
+	return out, nil
+}
+
+// MergePages merges the pages of one listing that several stores (the
+// owners of a logged store's shards) answered, each given as its jobs'
+// cursors (ListPage.Cursors) and its Next, into one page of at most limit
+// jobs: the (page, index) of those it keeps, newest first, and its Next.
+func MergePages(cursors [][]string, nexts []string, limit int) (keep [][2]int, next string, err error) {
+	mode := ""
+	for i := 0; i < len(cursors) && mode == ""; i++ {
+		for _, c := range append(slices.Clone(cursors[i]), nexts[i]) {
+			if m, ok := cursorMode(c); ok {
+				mode = m
+				break
+			}
+		}
+	}
+	if mode == "" {
+		return nil, "", nil // no jobs, no more
+	}
+	return mergeCursors(cursors, nexts, mode, limit)
+}
+
+// mergeCursors merges pages of one listing given by their jobs' cursors
+// and their Next. A page that stopped short (its budget spent) stopped at
+// its Next: nothing older than the newest such stop may be returned,
+// since that page's store has not looked there; the cursor is then that
+// stop, from which every store goes on.
+func mergeCursors(cursors [][]string, nexts []string, mode string, limit int) ([][2]int, string, error) {
 	type entry struct {
-		job *Job
+		at  [2]int
 		pos listPos
 	}
 	var all []entry
 	var stop *listPos
-	for _, pg := range pages {
-		for i, j := range pg.Jobs {
-			pos, err := decodeCursor(pg.after[i], mode)
+	for p, cs := range cursors {
+		for i, c := range cs {
+			pos, err := decodeCursor(c, mode)
 			if err != nil {
-				return ListPage{}, err
+				return nil, "", err
 			}
-			all = append(all, entry{j, *pos})
+			all = append(all, entry{[2]int{p, i}, *pos})
 		}
-		if pg.Next != "" {
-			pos, err := decodeCursor(pg.Next, mode)
+		if nexts[p] != "" {
+			pos, err := decodeCursor(nexts[p], mode)
 			if err != nil {
-				return ListPage{}, err
+				return nil, "", err
 			}
 			if stop == nil || newer(*pos, *stop) {
 				stop = pos
@@ -697,28 +736,30 @@ func listMerge(pages []ListPage, mode string, limit int) (ListPage, error) {
 		}
 		return 0
 	})
-	var out ListPage
+	var keep [][2]int
+	var last listPos
 	for _, e := range all {
 		if stop != nil && newer(*stop, e.pos) {
 			break
 		}
-		if len(out.Jobs) == limit {
+		if len(keep) == limit {
 			break
 		}
-		out.Jobs = append(out.Jobs, e.job)
-		out.after = append(out.after, cursor(mode, e.pos))
+		keep = append(keep, e.at)
+		last = e.pos
 	}
+	next := ""
 	switch {
-	case len(out.Jobs) == limit && len(out.Jobs) < len(all):
-		out.Next = out.after[len(out.after)-1]
+	case len(keep) == limit && len(keep) < len(all):
+		next = cursor(mode, last)
 	case stop != nil:
-		if len(out.Jobs) == limit {
-			out.Next = out.after[len(out.after)-1]
+		if len(keep) == limit {
+			next = cursor(mode, last)
 		} else {
-			out.Next = cursor(mode, *stop)
+			next = cursor(mode, *stop)
 		}
 	}
-	return out, nil
+	return keep, next, nil
 }
 
 // newer reports whether a comes before b in a listing (newest first:

@@ -69,6 +69,9 @@ func (cn *cancels) handle(ctx context.Context, msg *nats.Msg, cm *wardv1.JobCanc
 	detail := map[string]string{"reason": cm.GetReason()}
 	switch job, err := cn.store.Get(ctx, cm.GetJobId()); {
 	case errors.Is(err, jobstore.ErrNotFound):
+		if _, ok := gatheredShard(ctx); ok {
+			return // asked of every shard: the one that has it records the cancel
+		}
 		detail["result"] = "not found"
 	case err != nil:
 		detail["result"] = "unknown: the job store did not answer"

@@ -197,6 +197,10 @@ func (qs *queries) handleList(ctx context.Context, msg *nats.Msg, q *wardv1.List
 			}
 			reply.NextCursor = page.Next
 			qs.fitList(reply, page)
+			if _, ok := gatheredShard(ctx); ok {
+				// for the gatherer's merge (mergeList)
+				reply.Cursors = page.Cursors()[:len(reply.Jobs)]
+			}
 		}
 	}
 	if err := qs.bus.Reply(msg, reply); err != nil {
@@ -277,10 +281,7 @@ func (qs *queries) fitList(reply *wardv1.ListJobsReply, page jobstore.ListPage) 
 // handleDLQList answers sys.dlq.list: dead-lettered jobs, newest first,
 // each with its reason and the job.
 func (qs *queries) handleDLQList(ctx context.Context, msg *nats.Msg, q *wardv1.DLQListRequest) {
-	limit := int(q.GetLimit())
-	if limit <= 0 || limit > 1000 {
-		limit = 50
-	}
+	limit := dlqLimit(q)
 	reply := &wardv1.DLQListReply{}
 	entries, err := qs.store.DLQ(ctx, q.GetTenantId(), limit)
 	if err != nil {
@@ -298,6 +299,14 @@ func (qs *queries) handleDLQList(ctx context.Context, msg *nats.Msg, q *wardv1.D
 	if err := qs.bus.Reply(msg, reply); err != nil {
 		qs.log.Debug("dlq list reply failed", "err", err)
 	}
+}
+
+// dlqLimit is the number of entries a DLQ listing answers.
+func dlqLimit(q *wardv1.DLQListRequest) int {
+	if limit := int(q.GetLimit()); limit > 0 && limit <= 1000 {
+		return limit
+	}
+	return 50
 }
 
 // handleDLQDrop answers sys.dlq.drop: the job's entry leaves the DLQ;
@@ -445,10 +454,7 @@ func fitRun(run *wardv1.WorkflowRun, after uint64) {
 
 // handleWorkflowList answers with the tenant's runs, newest first.
 func (qs *queries) handleWorkflowList(ctx context.Context, msg *nats.Msg, q *wardv1.WorkflowListRequest) {
-	limit := int(q.GetLimit())
-	if limit <= 0 || limit > 1000 {
-		limit = 100
-	}
+	limit := runListLimit(q)
 	reply := &wardv1.WorkflowListReply{Workflows: qs.workflows()}
 	runs, err := qs.store.ListRuns(ctx, tenantOf(msg), limit)
 	if err != nil {
@@ -460,6 +466,14 @@ func (qs *queries) handleWorkflowList(ctx context.Context, msg *nats.Msg, q *war
 	if err := qs.bus.Reply(msg, reply); err != nil {
 		qs.log.Debug("workflow list reply failed", "err", err)
 	}
+}
+
+// runListLimit is the number of runs a workflow listing answers.
+func runListLimit(q *wardv1.WorkflowListRequest) int {
+	if limit := int(q.GetLimit()); limit > 0 && limit <= 1000 {
+		return limit
+	}
+	return 100
 }
 
 // Record converts a stored job to its wire form, without events, result or

@@ -155,6 +155,7 @@ type Scheduler struct {
 	// replica holding its lease (reconciler.go).
 	reconciler *reconciler
 
+	router  *router      // a store of shards with owners: what is another's goes to it (route.go)
 	submits *bus.Workers // submissions, and the placements the pump hands out
 	updates *bus.Workers // results, progress, cancels, queries
 	beats   *bus.Workers // heartbeats
@@ -231,6 +232,9 @@ func New(cfg Config) (*Scheduler, error) {
 		queues:  newQueueBook(),
 		runs:    newRunTimes(),
 		owners:  &owners{},
+	}
+	if sh, ok := cfg.Store.(Shards); ok {
+		s.router = newRouter(s, sh)
 	}
 	s.objects = &objectStores{bus: cfg.Bus, store: cfg.Store, log: s.log}
 	s.admin = &admins{trust: cfg.AdminTrust, audit: cfg.Audit, log: s.log}
@@ -325,24 +329,24 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		add(bus.Subscribe(ctx, c, bus.SubjectModeChanged, "", s.beats, s.log, s.modes.handleModeChanged)),
 		// Every replica answers a status request.
 		add(bus.Subscribe(ctx, c, bus.SubjectSchedulerStatus, "", s.updates, s.log, s.queries.handleStatus)),
-		add(bus.Subscribe(ctx, c, bus.ResultSubject("*"), q, s.updates, s.log, s.reports.handleResult)),
-		add(bus.Subscribe(ctx, c, bus.ProgressSubject("*"), q, s.updates, s.log, s.reports.handleProgress)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectCancel, "*"), q, s.updates, s.log, s.cancels.handle)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobGet, "*"), q, s.updates, s.log, s.queries.handleGet)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectJobList, "*"), q, s.updates, s.log, s.queries.handleList)),
+		add(routeSub(ctx, s, bus.ResultSubject("*"), q, s.updates, byTenantField, nil, s.reports.handleResult)),
+		add(routeSub(ctx, s, bus.ProgressSubject("*"), q, s.updates, byTenantField, nil, s.reports.handleProgress)),
+		add(routeSub(ctx, s, bus.TenantSubject(bus.SubjectCancel, "*"), q, s.updates, bySubject, firstFound(jobFound, jobNone), s.cancels.handle)),
+		add(routeSub(ctx, s, bus.TenantSubject(bus.SubjectJobGet, "*"), q, s.updates, bySubject, firstFound(jobFound, jobNone), s.queries.handleGet)),
+		add(routeSub(ctx, s, bus.TenantSubject(bus.SubjectJobList, "*"), q, s.updates, listRouting, mergeList, s.queries.handleList)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectBuckets, "*"), q, s.updates, s.log, s.objects.handleBuckets)),
-		add(bus.Subscribe(ctx, c, bus.ContextSubject("*"), q, s.updates, s.log, s.objects.handleContext)),
-		add(bus.Subscribe(ctx, c, bus.ResultPartSubject("*"), q, s.updates, s.log, s.objects.handleResultPart)),
-		add(bus.Subscribe(ctx, c, bus.SubjectDLQList, q, s.updates, s.log, s.queries.handleDLQList)),
-		add(bus.Subscribe(ctx, c, bus.SubjectDLQRetry, q, s.submits, s.log, s.handleDLQRetry)),
-		add(bus.Subscribe(ctx, c, bus.SubjectDLQDrop, q, s.updates, s.log, s.queries.handleDLQDrop)),
+		add(routeSub(ctx, s, bus.ContextSubject("*"), q, s.updates, byTenantField, nil, s.objects.handleContext)),
+		add(routeSub(ctx, s, bus.ResultPartSubject("*"), q, s.updates, byTenantField, nil, s.objects.handleResultPart)),
+		add(routeSub(ctx, s, bus.SubjectDLQList, q, s.updates, dlqRouting, mergeDLQ, s.queries.handleDLQList)),
+		add(routeSub(ctx, s, bus.SubjectDLQRetry, q, s.submits, toAll, firstFound(retried, retryNone), s.handleDLQRetry)),
+		add(routeSub(ctx, s, bus.SubjectDLQDrop, q, s.updates, toAll, firstFound(dropped, dropNone), s.queries.handleDLQDrop)),
 		add(bus.Subscribe(ctx, c, bus.SubjectMode, q, s.updates, s.log, s.modes.handleMode)),
-		add(bus.Subscribe(ctx, c, bus.SubjectStats, q, s.updates, s.log, s.queries.handleStats)),
+		add(routeSub(ctx, s, bus.SubjectStats, q, s.updates, toAll, mergeStats, s.queries.handleStats)),
 		add(bus.Subscribe(ctx, c, bus.SubjectHostDrain, q, s.updates, s.log, s.fleet.handleDrain)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectSubmit, "*"), q, s.submits, s.log, s.handleSubmit)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowRun, "*"), q, s.submits, s.log, s.runner.handleWorkflowRun)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowGet, "*"), q, s.updates, s.log, s.queries.handleWorkflowGet)),
-		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowList, "*"), q, s.updates, s.log, s.queries.handleWorkflowList)),
+		add(routeSub(ctx, s, bus.TenantSubject(bus.SubjectSubmit, "*"), q, s.submits, submitRouting, nil, s.handleSubmit)),
+		add(routeSub(ctx, s, bus.TenantSubject(bus.SubjectWorkflowRun, "*"), q, s.submits, bySubject, nil, s.runner.handleWorkflowRun)),
+		add(routeSub(ctx, s, bus.TenantSubject(bus.SubjectWorkflowGet, "*"), q, s.updates, bySubject, firstFound(runFound, runNone), s.queries.handleWorkflowGet)),
+		add(routeSub(ctx, s, bus.TenantSubject(bus.SubjectWorkflowList, "*"), q, s.updates, bySubject, mergeRuns, s.queries.handleWorkflowList)),
 		// Every replica hears a cancel; the one driving the run answers.
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectWorkflowCancel, "*"), "", s.updates, s.log, s.runner.handleWorkflowCancel)),
 	)
@@ -352,6 +356,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if err != nil {
 		_ = s.Shutdown(context.Background())
 		return err
+	}
+	if s.router != nil {
+		s.router.start(ctx) // the forwards of the shards owned, from now on
 	}
 	if err := c.Flush(); err != nil {
 		_ = s.Shutdown(context.Background())
@@ -427,6 +434,9 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	}
 	for _, sub := range subs {
 		errs = append(errs, sub.Drain(ctx))
+	}
+	if s.router != nil {
+		errs = append(errs, s.router.close(ctx))
 	}
 	// The loops stop before the handlers are waited for, so that the pump
 	// hands out no more work; the handlers' context lives until they end.

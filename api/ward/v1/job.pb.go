@@ -2012,7 +2012,12 @@ type ListJobsReply struct {
 	Jobs  []*JobRecord           `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
 	Error string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	// next_cursor continues the listing; empty when there is no more.
-	NextCursor    string `protobuf:"bytes,3,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	NextCursor string `protobuf:"bytes,3,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	// cursors holds the cursor at each job, in order: set only in the
+	// answer to a scheduler that gathers an admin's listing from the owners
+	// of a logged store's shards (log=NAME&shards=N), which merges the pages
+	// by them (jobstore.MergePages).
+	Cursors       []string `protobuf:"bytes,4,rep,name=cursors,proto3" json:"cursors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2066,6 +2071,13 @@ func (x *ListJobsReply) GetNextCursor() string {
 		return x.NextCursor
 	}
 	return ""
+}
+
+func (x *ListJobsReply) GetCursors() []string {
+	if x != nil {
+		return x.Cursors
+	}
+	return nil
 }
 
 // DLQEntry is a job the system could not place or finish, on sys.job.dlq.
@@ -2361,12 +2373,13 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\runtil_unix_ms\x18\x05 \x01(\x03R\vuntilUnixMs\x12\x16\n" +
 	"\x06cursor\x18\x06 \x01(\tR\x06cursor\x12\x16\n" +
 	"\x06tenant\x18\a \x01(\tR\x06tenant\x12\x1b\n" +
-	"\tworker_id\x18\b \x01(\tR\bworkerId\"n\n" +
+	"\tworker_id\x18\b \x01(\tR\bworkerId\"\x88\x01\n" +
 	"\rListJobsReply\x12&\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x12.ward.v1.JobRecordR\x04jobs\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1f\n" +
 	"\vnext_cursor\x18\x03 \x01(\tR\n" +
-	"nextCursor\"\xca\x01\n" +
+	"nextCursor\x12\x18\n" +
+	"\acursors\x18\x04 \x03(\tR\acursors\"\xca\x01\n" +
 	"\bDLQEntry\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +

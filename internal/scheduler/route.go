@@ -1,0 +1,527 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ward-run/ward/api/reason"
+	wardv1 "github.com/ward-run/ward/api/ward/v1"
+	"github.com/ward-run/ward/internal/bus"
+	"github.com/ward-run/ward/internal/jobstore"
+)
+
+// Shards is a job store split into shards with owners (jobstore.Owned,
+// log=NAME&shards=N): this process serves the shards it owns, and the
+// scheduler sends what belongs to the others to their owners.
+type Shards interface {
+	Shards() int
+	ShardOf(tenant string) int
+	Owns(shard int) bool
+	OnOwnership(f func(shard int, owned bool))
+}
+
+// router sends each message about a tenant's jobs to the owner of the
+// tenant's shard, over the bus: every replica takes its share of the
+// queue group's messages as before, handles those of the shards it owns,
+// and forwards the rest, as they came (subject, reply, headers, data), on
+// sys.scheduler.shard.<i>.<subject> (bus.ShardSubject), which only the
+// owner of shard i subscribes to while it owns it. The owner answers the
+// client directly. A request for every tenant (an admin's _all, the DLQ,
+// the stats) is gathered: asked of every shard, each owner answering for
+// that shard alone (jobstore.OnlyShard), and the answers merged.
+//
+// Only schedulers may publish or subscribe there (auth/perms.go): a
+// forwarded message's subject names its tenant or host as the original
+// did, and the owner trusts it as it would the original's.
+type router struct {
+	s      *Scheduler
+	shards Shards
+	ctx    context.Context
+
+	mu     sync.Mutex
+	routes []func(ctx context.Context, shard int) (*bus.Subscription, error)
+	subs   map[int][]*bus.Subscription
+	closed bool
+}
+
+// Headers of a forwarded message.
+const (
+	// hdrGather: a gather's request, to be answered for the shard the
+	// subject names alone.
+	hdrGather = "Ward-Gather"
+	// hdrHops counts the forwards: an owner that gave the shard up since
+	// forwards once more, to its new owner, and no further.
+	hdrHops = "Ward-Hops"
+)
+
+var (
+	forwarded = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_scheduler_forwarded_total",
+		Help: "Messages a scheduler sent to the owner of their tenant's shard (a logged store of shards with owners), by subject.",
+	}, []string{"subject"})
+	gathered = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ward_scheduler_gathers_total",
+		Help: "Requests for every tenant a scheduler gathered from every shard's owner, by subject and outcome (ok, partial: a shard did not answer).",
+	}, []string{"subject", "outcome"})
+)
+
+func newRouter(s *Scheduler, sh Shards) *router {
+	return &router{s: s, shards: sh, subs: map[int][]*bus.Subscription{}}
+}
+
+// start subscribes to the forwards of the shards owned, now and as they
+// come and go.
+func (r *router) start(ctx context.Context) {
+	r.ctx = ctx
+	r.shards.OnOwnership(r.owned)
+}
+
+// owned subscribes to shard i's forwards when it is taken, and drains
+// them when it is given up (before the store closes its log).
+func (r *router) owned(i int, owned bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	if !owned {
+		subs := r.subs[i]
+		delete(r.subs, i)
+		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
+		defer cancel()
+		for _, sub := range subs {
+			if err := sub.Drain(ctx); err != nil {
+				r.s.log.Warn("draining a shard's forwards", "shard", i, "err", err)
+			}
+		}
+		r.s.log.Info("shard given up", "shard", i)
+		return
+	}
+	for _, f := range r.routes {
+		sub, err := f(r.ctx, i)
+		if err != nil {
+			r.s.log.Error("could not subscribe to a shard's forwards; its messages wait for another owner", "shard", i, "err", err)
+			continue
+		}
+		r.subs[i] = append(r.subs[i], sub)
+	}
+	if err := r.s.cfg.Bus.Flush(); err != nil {
+		r.s.log.Warn("flushing a shard's subscriptions", "shard", i, "err", err)
+	}
+	r.s.log.Info("shard owned", "shard", i)
+}
+
+// close drains every forward subscription; ownership changes after it
+// are ignored.
+func (r *router) close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	all := r.subs
+	r.subs = map[int][]*bus.Subscription{}
+	r.mu.Unlock()
+	var errs []error
+	for _, subs := range all {
+		for _, sub := range subs {
+			if err := sub.Drain(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return joinErrs(errs)
+}
+
+func joinErrs(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("scheduler: shard forwards: %v", errs)
+}
+
+// forward sends msg as it came to shard i's owner.
+func (r *router) forward(i int, msg *nats.Msg, hops int) {
+	out := &nats.Msg{Subject: bus.ShardSubject(i, msg.Subject), Reply: msg.Reply, Data: msg.Data, Header: nats.Header{}}
+	for k, v := range msg.Header {
+		out.Header[k] = v
+	}
+	out.Header.Set(hdrHops, strconv.Itoa(hops+1))
+	if err := r.s.cfg.Bus.NATS().PublishMsg(out); err != nil {
+		r.s.log.Warn("could not forward a message to its shard's owner; the sender asks again", "subject", msg.Subject, "shard", i, "err", err)
+		return
+	}
+	forwarded.WithLabelValues(baseOf(msg.Subject)).Inc()
+}
+
+// baseOf is a subject without its tenant or worker token, as a label.
+func baseOf(subject string) string {
+	if i := strings.LastIndexByte(subject, '.'); i > 0 {
+		return subject[:i]
+	}
+	return subject
+}
+
+// gatherKey is the context key of a gather's shard (gatheredShard).
+type gatherKey struct{}
+
+// gatheredShard reports whether ctx is a gather's, for which shard.
+func gatheredShard(ctx context.Context) (int, bool) {
+	i, ok := ctx.Value(gatherKey{}).(int)
+	return i, ok
+}
+
+// merger merges the answers of every shard's owner to a gathered request
+// (nil where none came) into the answer to req.
+type merger func(req *nats.Msg, answers []*nats.Msg) proto.Message
+
+// gather asks every shard's owner msg's request, for its shard alone,
+// and answers msg with merge of the answers (nil where a shard did not
+// answer: no owner now, or too slow).
+func (r *router) gather(ctx context.Context, msg *nats.Msg, merge merger) {
+	n := r.shards.Shards()
+	answers := make([]*nats.Msg, n)
+	var wg sync.WaitGroup
+	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for i := range n {
+		wg.Go(func() {
+			out := &nats.Msg{Subject: bus.ShardSubject(i, msg.Subject), Data: msg.Data, Header: nats.Header{}}
+			for k, v := range msg.Header {
+				out.Header[k] = v
+			}
+			out.Header.Set(hdrGather, strconv.Itoa(i))
+			if msg.Reply == "" { // a publish (a cancel not asked as a request): every owner hears it
+				if err := r.s.cfg.Bus.NATS().PublishMsg(out); err != nil {
+					r.s.log.Warn("could not send a request to a shard's owner", "subject", msg.Subject, "shard", i, "err", err)
+				}
+				return
+			}
+			a, err := r.s.cfg.Bus.NATS().RequestMsgWithContext(gctx, out)
+			if err != nil {
+				r.s.log.Warn("a shard's owner did not answer a gathered request", "subject", msg.Subject, "shard", i, "err", err)
+				return
+			}
+			answers[i] = a
+		})
+	}
+	wg.Wait()
+	if msg.Reply == "" {
+		return
+	}
+	outcome := "ok"
+	if slices.Contains(answers, nil) {
+		outcome = "partial"
+	}
+	gathered.WithLabelValues(baseOf(msg.Subject), outcome).Inc()
+	if err := r.s.cfg.Bus.Reply(msg, merge(msg, answers)); err != nil {
+		r.s.log.Debug("gathered reply failed", "subject", msg.Subject, "err", err)
+	}
+}
+
+// decodeAll decodes the answers into new Ts (nil where none came).
+func decodeAll[T any, P interface {
+	*T
+	proto.Message
+}](answers []*nats.Msg) (out []P, missing int) {
+	for _, a := range answers {
+		if a == nil {
+			missing++
+			continue
+		}
+		p := P(new(T))
+		if err := proto.Unmarshal(a.Data, p); err != nil {
+			missing++
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, missing
+}
+
+// unanswered is what a merged answer says of the shards that did not answer.
+func unanswered(missing, n int) string {
+	return fmt.Sprintf("%d of %d shards did not answer (no owner at the moment, or too slow): ask again", missing, n)
+}
+
+// routing says where a message goes: the tenant whose shard owns it, or
+// all (a gather), or neither (handled here).
+type routing struct {
+	tenant string
+	all    bool
+}
+
+// routeSub subscribes h to subject as bus.Subscribe does and, with a router,
+// sends each message key routes to another process's shard to its owner,
+// gathers those it routes to all with merge (nil: handled here), and
+// subscribes h to the forwards of each shard this process owns.
+func routeSub[T any, P interface {
+	*T
+	proto.Message
+}](ctx context.Context, s *Scheduler, subject, queue string, w *bus.Workers, key func(*nats.Msg, P) routing, merge merger, h bus.Handler[P]) (*bus.Subscription, error) {
+	r := s.router
+	if r == nil {
+		return bus.Subscribe(ctx, s.cfg.Bus, subject, queue, w, s.log, h)
+	}
+	r.mu.Lock()
+	r.routes = append(r.routes, func(ctx context.Context, i int) (*bus.Subscription, error) {
+		prefix := bus.ShardSubject(i, "")
+		return bus.Subscribe(ctx, s.cfg.Bus, prefix+subject, "", w, s.log, func(ctx context.Context, msg *nats.Msg, m P) {
+			msg.Subject = strings.TrimPrefix(msg.Subject, prefix)
+			if g := msg.Header.Get(hdrGather); g != "" {
+				if gi, err := strconv.Atoi(g); err == nil && gi == i {
+					h(context.WithValue(jobstore.OnlyShard(ctx, i), gatherKey{}, i), msg, m)
+				}
+				return
+			}
+			if to := key(msg, m); to.tenant != "" && !r.shards.Owns(i) {
+				// Given up since it was sent: on to the new owner, once.
+				if hops, _ := strconv.Atoi(msg.Header.Get(hdrHops)); hops < 2 {
+					r.forward(r.shards.ShardOf(to.tenant), msg, hops)
+				}
+				return
+			}
+			h(ctx, msg, m)
+		})
+	})
+	r.mu.Unlock()
+	return bus.Subscribe(ctx, s.cfg.Bus, subject, queue, w, s.log, func(ctx context.Context, msg *nats.Msg, m P) {
+		switch to := key(msg, m); {
+		case to.all && merge != nil:
+			r.gather(ctx, msg, merge)
+		case to.tenant != "":
+			if i := r.shards.ShardOf(to.tenant); !r.shards.Owns(i) {
+				r.forward(i, msg, 0)
+				return
+			}
+			h(ctx, msg, m)
+		default:
+			h(ctx, msg, m)
+		}
+	})
+}
+
+// ------------------------------------------------------------ the keys
+
+// bySubject routes by the tenant the subject names; an admin's _all is
+// gathered.
+func bySubject[P any](msg *nats.Msg, _ P) routing {
+	if t := tenantOf(msg); t != "" {
+		return routing{tenant: t}
+	}
+	return routing{all: true}
+}
+
+// byTenantField routes by the tenant a host's message names (tenant_id);
+// one that names none is handled here.
+func byTenantField[P interface{ GetTenantId() string }](_ *nats.Msg, m P) routing {
+	return routing{tenant: m.GetTenantId()}
+}
+
+// submitRouting routes a submission by its subject's tenant (an _all
+// submission is refused here).
+func submitRouting(msg *nats.Msg, _ *wardv1.JobRequest) routing {
+	return routing{tenant: tenantOf(msg)}
+}
+
+// listRouting routes a listing by its subject's tenant, an admin's that
+// names a tenant by that tenant, and gathers the rest.
+func listRouting(msg *nats.Msg, q *wardv1.ListJobsRequest) routing {
+	if t := tenantOf(msg); t != "" {
+		return routing{tenant: t}
+	}
+	if q.GetTenant() != "" {
+		return routing{tenant: q.GetTenant()}
+	}
+	return routing{all: true}
+}
+
+// dlqRouting routes a DLQ listing of one tenant to its shard, and
+// gathers the rest.
+func dlqRouting(_ *nats.Msg, q *wardv1.DLQListRequest) routing {
+	if q.GetTenantId() != "" {
+		return routing{tenant: q.GetTenantId()}
+	}
+	return routing{all: true}
+}
+
+// toAll gathers every request.
+func toAll[P any](*nats.Msg, P) routing { return routing{all: true} }
+
+// ------------------------------------------------------------ the merges
+
+// firstFound merges the answers of a request about one job or run by id
+// (an admin's): the first that found it (found), else the first answer.
+func firstFound[T any, P interface {
+	*T
+	proto.Message
+}](found func(P) bool, none func(missing, n int) P) merger {
+	return func(_ *nats.Msg, answers []*nats.Msg) proto.Message {
+		all, missing := decodeAll[T, P](answers)
+		for _, a := range all {
+			if found(a) {
+				return a
+			}
+		}
+		if missing > 0 || len(all) == 0 {
+			return none(missing, len(answers))
+		}
+		return all[0]
+	}
+}
+
+// What each id request's answer says when it found the job or run, and
+// what is answered when no shard did and some did not answer.
+func jobFound(r *wardv1.GetJobReply) bool { return r.GetJob() != nil }
+func jobNone(missing, n int) *wardv1.GetJobReply {
+	return &wardv1.GetJobReply{Error: "not found; " + unanswered(missing, n)}
+}
+func runFound(r *wardv1.WorkflowGetReply) bool { return r.GetRun() != nil }
+func runNone(missing, n int) *wardv1.WorkflowGetReply {
+	return &wardv1.WorkflowGetReply{Error: "not found; " + unanswered(missing, n)}
+}
+func retried(r *wardv1.SubmitReply) bool {
+	return r.GetAccepted() || !strings.HasSuffix(r.GetMessage(), " not found") // refused by the shard that has it
+}
+func retryNone(missing, n int) *wardv1.SubmitReply {
+	return refuse(reason.StoreError, "not retried: %s", unanswered(missing, n))
+}
+func dropped(r *wardv1.DLQDropReply) bool { return r.GetDropped() }
+func dropNone(missing, n int) *wardv1.DLQDropReply {
+	return &wardv1.DLQDropReply{Error: "not dropped: " + unanswered(missing, n)}
+}
+
+// mergeList merges the owners' pages of an admin's listing by the
+// cursors at their jobs (jobstore.MergePages).
+func mergeList(req *nats.Msg, answers []*nats.Msg) proto.Message {
+	{
+		all, missing := decodeAll[wardv1.ListJobsReply](answers)
+		out := &wardv1.ListJobsReply{}
+		cursors, nexts := make([][]string, len(all)), make([]string, len(all))
+		for i, a := range all {
+			if a.GetError() != "" {
+				out.Error = a.GetError()
+				return out
+			}
+			cursors[i], nexts[i] = a.GetCursors(), a.GetNextCursor()
+		}
+		keep, next, err := jobstore.MergePages(cursors, nexts, listLimit(req))
+		if err != nil {
+			out.Error = err.Error()
+			return out
+		}
+		for _, k := range keep {
+			out.Jobs = append(out.Jobs, all[k[0]].Jobs[k[1]])
+		}
+		out.NextCursor = next
+		if missing > 0 {
+			out.Error = unanswered(missing, len(answers))
+		}
+		return out
+	}
+}
+
+// listLimit is the page size of an admin's listing request.
+func listLimit(msg *nats.Msg) int {
+	q := &wardv1.ListJobsRequest{}
+	_ = proto.Unmarshal(msg.Data, q)
+	lq, _ := listQuery("", q)
+	if lq.Limit == 0 {
+		return jobstore.DefaultListLimit
+	}
+	return lq.Limit
+}
+
+// mergeDLQ merges the owners' DLQ entries, newest first.
+func mergeDLQ(req *nats.Msg, answers []*nats.Msg) proto.Message {
+	{
+		q := &wardv1.DLQListRequest{}
+		_ = proto.Unmarshal(req.Data, q)
+		limit := dlqLimit(q)
+		all, missing := decodeAll[wardv1.DLQListReply](answers)
+		out := &wardv1.DLQListReply{}
+		for _, a := range all {
+			out.Entries = append(out.Entries, a.GetEntries()...)
+			if a.GetError() != "" {
+				out.Error = a.GetError()
+			}
+		}
+		slices.SortStableFunc(out.Entries, func(a, b *wardv1.DLQEntry) int { return cmp.Compare(b.GetAtUnixMs(), a.GetAtUnixMs()) })
+		out.Entries = out.Entries[:min(limit, len(out.Entries))]
+		if missing > 0 && out.Error == "" {
+			out.Error = unanswered(missing, len(answers))
+		}
+		return out
+	}
+}
+
+// mergeStats sums the owners' counts and steps.
+func mergeStats(_ *nats.Msg, answers []*nats.Msg) proto.Message {
+	all, missing := decodeAll[wardv1.JobStatsReply](answers)
+	out := &wardv1.JobStatsReply{States: map[string]int64{}}
+	for _, a := range all {
+		if a.GetError() != "" {
+			out.Error = a.GetError()
+		}
+		for st, n := range a.GetStates() {
+			out.States[st] += n
+		}
+		out.StepMs, out.UntilUnixMs = a.GetStepMs(), a.GetUntilUnixMs()
+		if len(out.Created) < len(a.GetCreated()) {
+			out.Created = append(out.Created, make([]int64, len(a.GetCreated())-len(out.Created))...)
+		}
+		for i, n := range a.GetCreated() {
+			out.Created[i] += n
+		}
+		for st, c := range a.GetEnded() {
+			if out.Ended == nil {
+				out.Ended = map[string]*wardv1.StepCounts{}
+			}
+			sum := out.Ended[st]
+			if sum == nil {
+				sum = &wardv1.StepCounts{}
+				out.Ended[st] = sum
+			}
+			if len(sum.Counts) < len(c.GetCounts()) {
+				sum.Counts = append(sum.Counts, make([]int64, len(c.GetCounts())-len(sum.Counts))...)
+			}
+			for i, n := range c.GetCounts() {
+				sum.Counts[i] += n
+			}
+		}
+	}
+	if missing > 0 && out.Error == "" {
+		out.Error = unanswered(missing, len(answers))
+	}
+	return out
+}
+
+// mergeRuns merges the owners' runs, newest first.
+func mergeRuns(req *nats.Msg, answers []*nats.Msg) proto.Message {
+	{
+		q := &wardv1.WorkflowListRequest{}
+		_ = proto.Unmarshal(req.Data, q)
+		limit := runListLimit(q)
+		all, _ := decodeAll[wardv1.WorkflowListReply](answers)
+		out := &wardv1.WorkflowListReply{}
+		for _, a := range all {
+			out.Runs = append(out.Runs, a.GetRuns()...)
+			if out.Workflows == nil {
+				out.Workflows = a.GetWorkflows()
+			}
+		}
+		slices.SortStableFunc(out.Runs, func(a, b *wardv1.WorkflowRun) int {
+			return cmp.Or(cmp.Compare(b.GetCreatedAtUnixMs(), a.GetCreatedAtUnixMs()), strings.Compare(b.GetRunId(), a.GetRunId()))
+		})
+		out.Runs = out.Runs[:min(limit, len(out.Runs))]
+		return out
+	}
+}
