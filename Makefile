@@ -112,12 +112,14 @@ bench-review: build modules
 # the store on a 3-master Redis Cluster (redis+cluster://, the Sharded
 # store) and restarts one master as the Redis fault; REDIS=log puts it on
 # the logged store (log=lattice: one scheduler owns it, the other follows
-# as a standby). After every fault a
+# as a standby); REDIS=owned on the logged store of 4 shards with owners
+# (log=lattice&shards=4: each scheduler owns two, and sends the other what
+# is its). After every fault a
 # history checker (internal/testing/history) checks the submitters', the
 # hosts' and the store's records. HOG=1 runs a busy loop on every core
 # beside it for the whole run.
 lattice-test: modules
-	$(GO) test -tags lattice -count=1 -timeout $(if $(SOAK),3h,60m) -v -run TestLattice ./internal/testing/lattice/ $(if $(or $(SOAK),$(filter cluster log,$(REDIS))),-args) $(if $(SOAK),-soak $(SOAK)) $(if $(filter cluster,$(REDIS)),-redis-cluster) $(if $(filter log,$(REDIS)),-redis-log)
+	$(GO) test -tags lattice -count=1 -timeout $(if $(SOAK),3h,60m) -v -run TestLattice ./internal/testing/lattice/ $(if $(or $(SOAK),$(filter cluster log owned,$(REDIS))),-args) $(if $(SOAK),-soak $(SOAK)) $(if $(filter cluster,$(REDIS)),-redis-cluster) $(if $(filter log,$(REDIS)),-redis-log) $(if $(filter owned,$(REDIS)),-redis-log -redis-shards 4)
 
 # deploy-check lints and renders the Helm chart (deploy/helm/ward) with helm
 # and validates it with kubeconform -strict, both built from deploy/tools (a

@@ -96,6 +96,7 @@ start_dev() {
 	local store=(--redis "${redis_url:-}")
 	[ "${dev_store:-}" = memory ] && store=()
 	[ "${dev_store:-}" = logged ] && store=(--redis "${redis_url:-}?log=ward")
+	[ "${dev_store:-}" = owned ] && store=(--redis "${redis_url:-}?log=ward&shards=${SHARDS:-4}")
 	WARD_STATE_DIR="$state/ward" "$WARD" dev "${store[@]}" --modules "$MODULES" --nats-port "$nport" \
 		--metrics "" --log-level warn "$@" ${WARD_DEV_FLAGS:-} >"$state/dev.log" 2>&1 &
 	dev=$!

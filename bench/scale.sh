@@ -20,6 +20,14 @@
 # WARD_DEV_FLAGS, WARD_HOST_FLAGS and WARD_SCHEDULER_FLAGS add flags to
 # the parts; KEEP=1 keeps their logs (the temporary directory).
 #
+# STORE picks the job store every scheduler opens: redis (the default: the
+# Redis store, every replica reading and writing all of it) or owned (the
+# logged store of $SHARDS shards with owners, default 4,
+# log=ward&shards=N: each replica owns its share and forwards the rest to
+# their owners). TENANTS spreads the jobs over that many tenants
+# (`ward bench --tenants`; default 1, 8 with STORE=owned, whose shards
+# place tenants apart).
+#
 # Every scheduler reads one scheduler.yaml: the embedded defaults, but
 # placement.cpu_threshold 100 (what ward dev sets on its own: one machine's
 # CPU load is its clients' too) and the bench tenant's max_concurrent_jobs
@@ -32,6 +40,13 @@ CS_MULTI=${CS_MULTI:-64 256}
 SETUPS=${SETUPS:-1 2 3}
 WARMUP=${WARMUP:-500}
 BENCH_MAX_CONCURRENT=${BENCH_MAX_CONCURRENT:-0}
+STORE=${STORE:-redis}
+SHARDS=${SHARDS:-4}
+case $STORE in
+redis) TENANTS=${TENANTS:-1} ;;
+owned) TENANTS=${TENANTS:-8} ;;
+*) echo "bench-scale: STORE=$STORE is not redis or owned" >&2; exit 2 ;;
+esac
 NAME=bench-scale
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" # WARD, MODULES, REDIS_SERVER, REDIS_CLI; die, stop, cpu...
@@ -51,6 +66,9 @@ cat >"$state/scheduler.yaml" <<EOF
 placement:
   cpu_threshold: 100
 tenants:
+  default:
+    rate: 0
+    max_concurrent_jobs: $BENCH_MAX_CONCURRENT
   overrides:
     bench:
       rate: 0
@@ -62,9 +80,11 @@ nport=$(free_port)
 sport=$(free_port)
 while [ "$sport" = "$nport" ]; do sport=$(free_port); done
 nats="nats://127.0.0.1:$nport"
-start_dev --safety-listen "127.0.0.1:$sport" || die "ward dev did not start" "$state/dev.log"
+store_url=$redis_url
+[ "$STORE" = owned ] && store_url="$redis_url?log=ward&shards=$SHARDS"
+dev_store=$STORE start_dev --safety-listen "127.0.0.1:$sport" || die "ward dev did not start" "$state/dev.log"
 admin="$state/ward/creds/admin.creds"
-echo "== ward dev up (pid $dev, NATS :$nport, safety kernel 127.0.0.1:$sport, job store $redis_url)"
+echo "== ward dev up (pid $dev, NATS :$nport, safety kernel 127.0.0.1:$sport, job store $store_url, $TENANTS tenant(s))"
 
 # The processes whose CPU counts as Ward's: ward dev, then h2, then the
 # second scheduler.
@@ -87,7 +107,7 @@ bench() {
 	if [ -n "${N:-}" ]; then n=$N; elif [ "$c" -eq 1 ]; then n=2000; else n=10000; fi
 	w0=$(ward_cpu) r0=$(cpu "$redis")
 	set +e
-	"$WARD" bench --nats "$nats" --creds "$admin" -n "$n" -c "$c" -o json >"$state/bench.out" 2>"$state/bench.err"
+	"$WARD" bench --nats "$nats" --creds "$admin" -n "$n" -c "$c" --tenants "$TENANTS" -o json >"$state/bench.out" 2>"$state/bench.err"
 	rc=$?
 	set -e
 	w1=$(ward_cpu) r1=$(cpu "$redis")
@@ -114,11 +134,12 @@ bench() {
 }
 warmup() {
 	[ "$WARMUP" -gt 0 ] || return 0
-	"$WARD" bench --nats "$nats" --creds "$admin" -n "$WARMUP" -c 32 -o json >/dev/null 2>"$state/bench.err" ||
+	"$WARD" bench --nats "$nats" --creds "$admin" -n "$WARMUP" -c 32 --tenants "$TENANTS" -o json >/dev/null 2>"$state/bench.err" ||
 		{ echo "bench-scale: warm-up failed:" >&2; tail -3 "$state/bench.err" >&2; }
 }
 # by_host: the jobs in the store by the host that ran them, so far.
 by_host() {
+	[ "$STORE" = redis ] || { echo "(in the logs' owners' memory)"; return; }
 	"$REDIS_CLI" -p "$rport" --scan --pattern 'job:*' | grep -E '^job:[0-9a-f-]{36}$' | sed 's/.*/HGET & worker_id/' |
 		"$REDIS_CLI" -p "$rport" | sort | uniq -c | sort -rn |
 		awk '{printf "%s%s %d", (NR>1?", ":""), ($2==""?"(none)":$2), $1} END{print ""}' || true
@@ -163,12 +184,15 @@ fi
 
 # --- 3: a second scheduler ----------------------------------------------------
 if has 3; then
-	"$WARD" scheduler --nats "$nats" --creds "$state/ward/creds/scheduler.creds" --redis "$redis_url" \
+	"$WARD" scheduler --nats "$nats" --creds "$state/ward/creds/scheduler.creds" --redis "$store_url" \
 		--safety "127.0.0.1:$sport" --dispatch-secret "$state/ward/auth/dispatch.secret" --metrics "" \
 		--id scale-2 --log-level info ${WARD_SCHEDULER_FLAGS:-} >"$state/sched2.log" 2>&1 &
 	sched2=$!
 	wait_for "$sched2" "$state/sched2.log" "scheduler started" 300 || die "the second scheduler did not start" "$state/sched2.log"
 	echo "== scheduler scale-2 up (pid $sched2)"
+	# Owned shards: ward dev gives the second replica half of them, one a
+	# balance round (a third of the 5 s lease), before anything is measured.
+	[ "$STORE" = redis ] || sleep 8
 	runs "2 schedulers, 2 hosts" "$CS_MULTI"
 fi
 

@@ -63,6 +63,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 	f.IntVarP(&o.Concurrency, "concurrency", "c", 32, "jobs in flight at once")
 	f.StringVar(&o.Topic, "topic", "job.echo", "topic")
 	f.StringVar(&o.Tenant, "tenant", "bench", "tenant")
+	f.IntVar(&o.Tenants, "tenants", 1, "spread the jobs over this many tenants, <tenant>-0 … <tenant>-<n-1> (their limits are scheduler.yaml's default's)")
 	f.IntVar(&o.PayloadSize, "payload-size", 64, "payload bytes")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after")
 	f.StringVarP(&output, "output", "o", "table", "table, or json (one object: jobs_per_second, p50_ms ... max_ms, client_cpu_us_per_job)")

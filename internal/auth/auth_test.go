@@ -152,6 +152,10 @@ func TestHostSpeaksOnlyAsItself(t *testing.T) {
 	if _, err := sched.Subscribe(bus.ResultSubject("*"), func(m *nats.Msg) { beats <- m.Subject }); err != nil {
 		t.Fatal(err)
 	}
+	// A shard owner's forwards: only schedulers may send them.
+	if _, err := sched.Subscribe(bus.SubjectShard+".>", func(m *nats.Msg) { beats <- m.Subject }); err != nil {
+		t.Fatal(err)
+	}
 	_ = sched.Flush()
 
 	var v violations
@@ -159,7 +163,9 @@ func TestHostSpeaksOnlyAsItself(t *testing.T) {
 	for _, subj := range []string{bus.HeartbeatSubject("h2"), bus.ResultSubject("h2"), bus.WorkerJobsSubject("h2"),
 		bus.TenantSubject(bus.SubjectSubmit, "acme"), "$KV.ward_modules.mod.echo.active",
 		// A host cannot undrain itself, nor drain another.
-		bus.SubjectHostDrain} {
+		bus.SubjectHostDrain,
+		// Nor pass its result, or another's, off as a scheduler's forward.
+		bus.ShardSubject(0, bus.ResultSubject("h2")), bus.ShardSubject(0, bus.ResultSubject("h1"))} {
 		_ = h1.Publish(subj, []byte("x"))
 	}
 	_ = h1.Publish(bus.HeartbeatSubject("h1"), []byte("x"))
@@ -182,7 +188,8 @@ func TestHostSpeaksOnlyAsItself(t *testing.T) {
 	}
 	poll.Until(t, 5*time.Second, "permission violations reported to the host", func() bool {
 		return v.has(`Publish to "sys.heartbeat.h2"`) && v.has(`Subscription to "worker.h2.jobs"`) &&
-			v.has(`Publish to "$KV.ward_modules.mod.echo.active"`) && v.has(`Publish to "sys.host.drain"`)
+			v.has(`Publish to "$KV.ward_modules.mod.echo.active"`) && v.has(`Publish to "sys.host.drain"`) &&
+			v.has(`Publish to "sys.scheduler.shard.0.sys.job.result.h1"`)
 	})
 }
 

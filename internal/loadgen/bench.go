@@ -23,10 +23,13 @@ import (
 
 // Options configures a run.
 type Options struct {
-	Jobs        int           // default 1000
-	Concurrency int           // default 32
-	Topic       string        // default job.echo
-	Tenant      string        // default bench
+	Jobs        int    // default 1000
+	Concurrency int    // default 32
+	Topic       string // default job.echo
+	Tenant      string // default bench
+	// Tenants > 1 spreads the jobs over that many tenants, Tenant-0 …
+	// Tenant-<n-1>, in turn (a store of shards places tenants apart).
+	Tenants     int
 	PayloadSize int           // bytes; default 64
 	JobTimeout  time.Duration // one job's limit; default 60 s
 	// Progress receives a line a second while the run goes; nil for none.
@@ -153,11 +156,15 @@ func Run(ctx context.Context, c *client.Client, o Options) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for next.Add(1) <= int64(o.Jobs) && ctx.Err() == nil {
+			for k := next.Add(1); k <= int64(o.Jobs) && ctx.Err() == nil; k = next.Add(1) {
+				tenant := o.Tenant
+				if o.Tenants > 1 {
+					tenant = fmt.Sprintf("%s-%d", o.Tenant, k%int64(o.Tenants))
+				}
 				id := uuid.NewString()
 				w := f.Watch(id)
 				t0 := time.Now()
-				_, err := c.Submit(ctx, &wardv1.JobRequest{JobId: id, Topic: o.Topic, TenantId: o.Tenant, Payload: payload})
+				_, err := c.Submit(ctx, &wardv1.JobRequest{JobId: id, Topic: o.Topic, TenantId: tenant, Payload: payload})
 				state := "SUBMIT_ERROR"
 				if err == nil {
 					state = waitEnd(ctx, w, o.JobTimeout)

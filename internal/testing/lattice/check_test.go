@@ -207,16 +207,25 @@ func storeCounts(addrs []string) (map[string]int64, error) {
 		defer rc.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		m, err := jobstore.ReadLogged(ctx, rc, latticeLog, jobstore.LoggedOptions{})
-		if err != nil {
-			return nil, err
+		logs := []string{latticeLog}
+		if *redisShards > 0 {
+			logs = nil
+			for i := range *redisShards {
+				logs = append(logs, fmt.Sprintf("%s.%d", latticeLog, i))
+			}
 		}
-		tenants, workers := m.Held()
-		for t, n := range tenants {
-			out["job:tenant:"+t+":active"] = int64(n)
-		}
-		for w, n := range workers {
-			out["job:worker:"+w+":jobs"] = int64(n)
+		for _, name := range logs {
+			m, err := jobstore.ReadLogged(ctx, rc, name, jobstore.LoggedOptions{})
+			if err != nil {
+				return nil, err
+			}
+			tenants, workers := m.Held()
+			for t, n := range tenants {
+				out["job:tenant:"+t+":active"] += int64(n)
+			}
+			for w, n := range workers {
+				out["job:worker:"+w+":jobs"] += int64(n)
+			}
 		}
 		return out, nil
 	}

@@ -58,6 +58,11 @@ var redisCluster = flag.Bool("redis-cluster", false, "run the store on a 3-maste
 // Redis; the other scheduler follows it as a standby), with a lease of 2 s.
 var redisLog = flag.Bool("redis-log", false, "run the store on the logged store (log=lattice)")
 
+// redisShards, with -redis-log, splits the logged store into that many
+// shards with owners (log=lattice&shards=N): both schedulers own some and
+// send each other what is the other's.
+var redisShards = flag.Int("redis-shards", 0, "with -redis-log, the shards with owners the log is split into")
+
 // rate is the load offered, in jobs a second: a mix of echo, chat-simple
 // and (on the GPU host) chat-advanced jobs, from three tenants.
 const rate = 40
@@ -435,6 +440,9 @@ func TestLattice(t *testing.T) {
 		l.redisAddrs = []string{fmt.Sprintf("127.0.0.1:%d", redisPort)}
 		if *redisLog {
 			l.redis += "?log=" + latticeLog + "&lease=2s"
+			if *redisShards > 0 {
+				l.redis += fmt.Sprintf("&shards=%d", *redisShards)
+			}
 		}
 	}
 
