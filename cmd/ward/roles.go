@@ -29,7 +29,7 @@ import (
 const shutdownGrace = 30 * time.Second
 
 func newSchedulerCmd(g *globals) *cobra.Command {
-	var redisURL, safetyAddr, metricsAddr, id, dispatchSecret, workflowDir string
+	var redisURL, safetyAddr, metricsAddr, id, dispatchSecret, workflowDir, cpuProfile string
 	var retention time.Duration
 	var safetyFlags safetyClientFlags
 	var safetyTLS safetyTLSFlags
@@ -47,6 +47,13 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 			defer stopTracing()
 			ctx, stop := signalContext()
 			defer stop()
+			if cpuProfile != "" {
+				stopProfile, err := startCPUProfile(cpuProfile, log)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
 			store, _, err := assembly.OpenStore(ctx, redisURL, false)
 			if err != nil {
 				return err
@@ -108,6 +115,7 @@ func newSchedulerCmd(g *globals) *cobra.Command {
 	f.DurationVar(&retention, "retention", envDuration("WARD_RETENTION", assembly.DefaultRetention), "how long an ended job (its record, events, input and result) is kept in Redis, then dropped; 0 keeps them for ever ($WARD_RETENTION)")
 	f.StringVar(&dispatchSecret, "dispatch-secret", os.Getenv("WARD_DISPATCH_SECRET"), "file of the schedulers' dispatch secret (ward auth init writes dispatch.secret) ($WARD_DISPATCH_SECRET)")
 	f.BoolVar(&useRegistry, "module-registry", true, "follow the module registry in NATS JetStream: deployed routes, versions in force")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	cmd.AddCommand(newSchedulerModeCmd(g), newSchedulerLsCmd(g))
 	return cmd
 }

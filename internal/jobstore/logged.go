@@ -122,6 +122,10 @@ var (
 // ErrFenced: another owner took the log over; this one may change nothing.
 var ErrFenced = errors.New("jobstore: the log has a newer owner (fenced)")
 
+// ErrLogClosed: the store was closed (its log given up); it makes no more
+// changes.
+var ErrLogClosed = errors.New("jobstore: the log is closed")
+
 // maxBatch bounds the records one append carries.
 const maxBatch = 512
 
@@ -617,6 +621,13 @@ func (l *Logged) change(ctx context.Context, fn func() (changed bool, rec *recor
 		l.mu.Unlock()
 		return l.broken
 	}
+	select {
+	case <-l.done:
+		// Closed (given up): no writer would append the record.
+		l.mu.Unlock()
+		return ErrLogClosed
+	default:
+	}
 	changed, rec, err := fn()
 	if err != nil || !changed {
 		// What fn answered may rest on changes not appended yet (a
@@ -960,6 +971,7 @@ func (l *Logged) Close() error {
 		close(l.done)
 	}
 	l.mu.Unlock()
+	l.leaseUntil.Store(0) // no read either: another may own the log at once
 	<-l.stopped
 	if l.Err() == nil {
 		l.releaseLease()

@@ -39,6 +39,11 @@ func (l *Logged) serving() error {
 	if err := l.Err(); err != nil {
 		return err
 	}
+	select {
+	case <-l.done:
+		return ErrLogClosed
+	default:
+	}
 	// On the monotonic clock (time since l.clock): a step of the wall
 	// clock neither extends nor shortens the window.
 	if until := l.leaseUntil.Load(); until == 0 || int64(time.Since(l.clock)) > until {

@@ -65,6 +65,7 @@ type Owned struct {
 	wmu sync.Mutex // a worker's limit over the shards (Transition)
 
 	mu       sync.RWMutex
+	inUse    []sync.RWMutex                   // a shard's: held (read) by Hold's callers, taken by drop
 	shards   []*Logged                        // nil: not owned here
 	freeFor  []int                            // rounds a shard was seen free
 	watchers []func(shard int, owned bool)    // OnOwnership
@@ -119,6 +120,7 @@ func OpenOwned(ctx context.Context, c redis.UniversalClient, name string, n int,
 		local:   NewMemory(),
 		members: "ward:log:{" + name + "}:members",
 		shards:  make([]*Logged, n),
+		inUse:   make([]sync.RWMutex, n),
 		freeFor: make([]int, n),
 		logs:    func(i int) string { return name + "." + strconv.Itoa(i) },
 		done:    make(chan struct{}), stopped: make(chan struct{}), round: make(chan struct{}, 1),
@@ -317,18 +319,21 @@ func (s *Owned) take(ctx context.Context, i int) error {
 	return nil
 }
 
-// drop gives shard i up: the watchers first, then its log is closed (a
-// snapshot and the lease given up, unless it was lost).
+// drop gives shard i up: the watchers first (no new work is sent it),
+// then the work in hand (Hold) ends, then its log is closed (a snapshot
+// and the lease given up, unless it was lost).
 func (s *Owned) drop(i int, l *Logged, how string) {
 	if l == nil {
 		return
 	}
 	s.notify(i, false)
+	s.inUse[i].Lock()
 	s.mu.Lock()
 	if s.shards[i] == l {
 		s.shards[i] = nil
 	}
 	s.mu.Unlock()
+	s.inUse[i].Unlock()
 	shardsOwned.Dec()
 	shardMoves.WithLabelValues(how).Inc()
 	if err := l.Close(); err != nil {
@@ -340,6 +345,21 @@ func (s *Owned) snapshotShards() []*Logged {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return slices.Clone(s.shards)
+}
+
+// Hold keeps shard i owned here until release is called (a handler's
+// work on it: giving it up waits for that), and reports whether it is
+// owned now; when it is not, there is nothing to release.
+func (s *Owned) Hold(i int) (release func(), owned bool) {
+	if i < 0 || i >= s.n {
+		return nil, false
+	}
+	s.inUse[i].RLock()
+	if s.shard(i) == nil {
+		s.inUse[i].RUnlock()
+		return nil, false
+	}
+	return s.inUse[i].RUnlock, true
 }
 
 // shard is shard i's log when owned here, else nil.

@@ -182,3 +182,38 @@ func TestOwnedLosesAShard(t *testing.T) {
 		t.Fatalf("shard 0 after losing shard 1: %v", err)
 	}
 }
+
+// TestLoggedRefusesAfterClose: a store whose log was given up (Close: an
+// Owned store releasing a shard) refuses changes and reads at once,
+// rather than queueing a change no writer appends (and waiting for ever).
+func TestLoggedRefusesAfterClose(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	ctx := context.Background()
+	l, err := jobstore.OpenLogged(ctx, c, "closed", jobstore.LoggedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.Create(ctx, &jobstore.Job{ID: "j1", Topic: "job.echo", Tenant: "acme"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Cancelled})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, jobstore.ErrLogClosed) {
+			t.Errorf("a change after Close: %v, want ErrLogClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a change after Close waits")
+	}
+	if _, err := l.Get(ctx, "j1"); !errors.Is(err, jobstore.ErrLogClosed) {
+		t.Errorf("a read after Close: %v, want ErrLogClosed", err)
+	}
+}

@@ -28,6 +28,9 @@ type Shards interface {
 	Shards() int
 	ShardOf(tenant string) int
 	Owns(shard int) bool
+	// Hold keeps the shard owned while a handler works on it: giving it
+	// up waits for release. ok is false where it is not owned.
+	Hold(shard int) (release func(), ok bool)
 	OnOwnership(f func(shard int, owned bool))
 }
 
@@ -276,16 +279,18 @@ func routeSub[T any, P interface {
 		prefix := bus.ShardSubject(i, "")
 		return bus.Subscribe(ctx, s.cfg.Bus, prefix+subject, "", w, s.log, func(ctx context.Context, msg *nats.Msg, m P) {
 			msg.Subject = strings.TrimPrefix(msg.Subject, prefix)
-			if g := msg.Header.Get(hdrGather); g != "" {
-				if gi, err := strconv.Atoi(g); err == nil && gi == i {
-					h(context.WithValue(jobstore.OnlyShard(ctx, i), gatherKey{}, i), msg, m)
+			release, ok := r.shards.Hold(i)
+			if !ok {
+				// Given up since it was sent: on to the new owner, once.
+				if hops, _ := strconv.Atoi(msg.Header.Get(hdrHops)); hops < 2 {
+					r.forward(i, msg, hops)
 				}
 				return
 			}
-			if to := key(msg, m); to.tenant != "" && !r.shards.Owns(i) {
-				// Given up since it was sent: on to the new owner, once.
-				if hops, _ := strconv.Atoi(msg.Header.Get(hdrHops)); hops < 2 {
-					r.forward(r.shards.ShardOf(to.tenant), msg, hops)
+			defer release()
+			if g := msg.Header.Get(hdrGather); g != "" {
+				if gi, err := strconv.Atoi(g); err == nil && gi == i {
+					h(context.WithValue(jobstore.OnlyShard(ctx, i), gatherKey{}, i), msg, m)
 				}
 				return
 			}
@@ -298,10 +303,13 @@ func routeSub[T any, P interface {
 		case to.all && merge != nil:
 			r.gather(ctx, msg, merge)
 		case to.tenant != "":
-			if i := r.shards.ShardOf(to.tenant); !r.shards.Owns(i) {
+			i := r.shards.ShardOf(to.tenant)
+			release, ok := r.shards.Hold(i)
+			if !ok {
 				r.forward(i, msg, 0)
 				return
 			}
+			defer release()
 			h(ctx, msg, m)
 		default:
 			h(ctx, msg, m)
