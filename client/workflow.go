@@ -36,7 +36,7 @@ func (c *Client) RunWorkflow(ctx context.Context, req *wardv1.WorkflowRunRequest
 	subject := bus.TenantSubject(bus.SubjectWorkflowRun, tenant)
 	if err := c.bus.Request(ctx, subject, req, reply); err != nil {
 		if errors.Is(err, bus.ErrNoResponders) {
-			return nil, fmt.Errorf("no scheduler is listening on %s (is `ward dev` running?): %w", subject, err)
+			return nil, fmt.Errorf("no scheduler answered on %s (is `ward dev` running? with shards with owners, the tenant's shard may have no owner for a moment: ask again): %w", subject, err)
 		}
 		return nil, err
 	}

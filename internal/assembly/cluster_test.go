@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/internal/assembly"
+	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/config"
 	"github.com/ward-run/ward/internal/jobstore"
 	"github.com/ward-run/ward/internal/scheduler"
@@ -235,4 +238,65 @@ func counterSum(t *testing.T, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// TestOwnedShardWithoutOwner: a shard nobody owns (its owner gave it up
+// and no member has taken it yet) answers at once: a submission of its
+// tenant fails with no responders (the client asks again), an admin's
+// listing says that one shard of two did not answer and lists the other's
+// jobs, and the other shard's tenants go on.
+func TestOwnedShardWithoutOwner(t *testing.T) {
+	url := redistest.Start(t)
+	ctx := context.Background()
+	// A second member that takes no shard: the scheduler's share is one
+	// of the two, and with a 30 s lease it leaves the other free for a
+	// minute and a half (three rounds of a third of a lease).
+	rc := redisClientFor(t, url)
+	if err := rc.ZAdd(ctx, "ward:log:{gap}:members", redis.Z{Score: float64(time.Now().Add(time.Hour).UnixMilli()), Member: "idle"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	store, err := jobstore.Open(url + "?log=gap&shards=2&lease=30s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	e := start(t, assembly.Options{Store: store, Host: assembly.HostConfig{Modules: echoModules(t), MaxParallel: 4}})
+	o := store.(*jobstore.Owned)
+	if got := o.Owned(); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("owns %v, want [0]", got)
+	}
+	tenantOf := func(shard int) string {
+		for k := 0; ; k++ {
+			if tn := fmt.Sprintf("t%d", k); o.ShardOf(tn) == shard {
+				return tn
+			}
+		}
+	}
+	_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: tenantOf(0), Payload: []byte(`{}`)})
+	if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Fatalf("shard 0's tenant: %s (%s)", rec.GetState(), rec.GetErrorMessage())
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := e.client.Submit(sctx, &wardv1.JobRequest{Topic: "job.echo", TenantId: tenantOf(1)}); !errors.Is(err, bus.ErrNoResponders) {
+		t.Errorf("a submission to the shard with no owner: %v, want no responders", err)
+	}
+	page, err := e.client.ListJobs(sctx, &wardv1.ListJobsRequest{})
+	if err == nil {
+		err = errors.New(page.GetError())
+	}
+	if len(page.GetJobs()) != 1 || page.GetJobs()[0].GetJobId() != rec.GetJobId() || !strings.Contains(err.Error(), "1 of 2 shards did not answer") {
+		t.Errorf("the listing: %d jobs, %v; want shard 0's job and that 1 of 2 shards did not answer", len(page.GetJobs()), err)
+	}
+}
+
+func redisClientFor(t *testing.T, url string) redis.UniversalClient {
+	t.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }

@@ -68,6 +68,7 @@ type Owned struct {
 	inUse    []sync.RWMutex                   // a shard's: held (read) by Hold's callers, taken by drop
 	shards   []*Logged                        // nil: not owned here
 	freeFor  []int                            // rounds a shard was seen free
+	holders  []string                         // each shard's lease holder as the last round read it ("": none)
 	watchers []func(shard int, owned bool)    // OnOwnership
 	logs     func(shard int) string           // the shard's log name
 	open     func(ctx context.Context, i int) // takes shard i (tests slow it)
@@ -122,6 +123,7 @@ func OpenOwned(ctx context.Context, c redis.UniversalClient, name string, n int,
 		shards:  make([]*Logged, n),
 		inUse:   make([]sync.RWMutex, n),
 		freeFor: make([]int, n),
+		holders: make([]string, n),
 		logs:    func(i int) string { return name + "." + strconv.Itoa(i) },
 		done:    make(chan struct{}), stopped: make(chan struct{}), round: make(chan struct{}, 1),
 	}
@@ -168,6 +170,15 @@ func (s *Owned) Owned() []int {
 		}
 	}
 	return out
+}
+
+// HasOwner reports whether shard i has an owner: this process, or the
+// holder of its lease when the last balance round (a third of a lease
+// ago at most) read it.
+func (s *Owned) HasOwner(i int) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return i >= 0 && i < s.n && (s.shards[i] != nil || s.holders[i] != "")
 }
 
 // Member is this process's name among the members (its leases' holder).
@@ -256,13 +267,17 @@ func (s *Owned) balance(ctx context.Context) error {
 		held[m] = 0
 	}
 	free := make([]bool, s.n)
+	s.mu.Lock()
 	for i, h := range holders {
 		if v := h.Val(); v != "" {
 			held[v]++
+			s.holders[i] = v
 		} else {
 			free[i] = true
+			s.holders[i] = ""
 		}
 	}
+	s.mu.Unlock()
 	mine := len(s.Owned())
 	for i := range s.n {
 		if !free[i] || s.Owns(i) {

@@ -28,6 +28,9 @@ type Shards interface {
 	Shards() int
 	ShardOf(tenant string) int
 	Owns(shard int) bool
+	// HasOwner reports whether some process owns the shard (as lately
+	// seen): one that has none answers nothing.
+	HasOwner(shard int) bool
 	// Hold keeps the shard owned while a handler works on it: giving it
 	// up waits for release. ok is false where it is not owned.
 	Hold(shard int) (release func(), ok bool)
@@ -71,8 +74,8 @@ const (
 var (
 	forwarded = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_scheduler_forwarded_total",
-		Help: "Messages a scheduler sent to the owner of their tenant's shard (a logged store of shards with owners), by subject.",
-	}, []string{"subject"})
+		Help: "Messages a scheduler took for another's shard (a logged store of shards with owners), by subject and outcome: sent to the shard's owner, or no_owner (a request answered as no responders, a report dropped for its host to send again).",
+	}, []string{"subject", "outcome"})
 	gathered = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_scheduler_gathers_total",
 		Help: "Requests for every tenant a scheduler gathered from every shard's owner, by subject and outcome (ok, partial: a shard did not answer).",
@@ -151,8 +154,18 @@ func joinErrs(errs []error) error {
 	return fmt.Errorf("scheduler: shard forwards: %v", errs)
 }
 
-// forward sends msg as it came to shard i's owner.
+// forward sends msg as it came to shard i's owner. With none (a takeover
+// under way), a request is answered at once as NATS answers one nobody
+// serves (no responders: the requester asks again), and a publish is
+// dropped (a host sends its reports again until answered).
 func (r *router) forward(i int, msg *nats.Msg, hops int) {
+	if !r.shards.HasOwner(i) {
+		forwarded.WithLabelValues(baseOf(msg.Subject), "no_owner").Inc()
+		if msg.Reply != "" {
+			noResponders(r.s.cfg.Bus.NATS(), msg.Reply)
+		}
+		return
+	}
 	out := &nats.Msg{Subject: bus.ShardSubject(i, msg.Subject), Reply: msg.Reply, Data: msg.Data, Header: nats.Header{}}
 	for k, v := range msg.Header {
 		out.Header[k] = v
@@ -162,7 +175,14 @@ func (r *router) forward(i int, msg *nats.Msg, hops int) {
 		r.s.log.Warn("could not forward a message to its shard's owner; the sender asks again", "subject", msg.Subject, "shard", i, "err", err)
 		return
 	}
-	forwarded.WithLabelValues(baseOf(msg.Subject)).Inc()
+	forwarded.WithLabelValues(baseOf(msg.Subject), "sent").Inc()
+}
+
+// noResponders answers a request as the NATS server answers one nobody
+// serves: an empty message with status 503, which the NATS clients report
+// as no responders.
+func noResponders(nc *nats.Conn, reply string) {
+	_ = nc.PublishMsg(&nats.Msg{Subject: reply, Header: nats.Header{"Status": []string{"503"}}})
 }
 
 // baseOf is a subject without its tenant or worker token, as a label.
@@ -196,6 +216,9 @@ func (r *router) gather(ctx context.Context, msg *nats.Msg, merge merger) {
 	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	for i := range n {
+		if !r.shards.HasOwner(i) {
+			continue // nobody would answer: the merge says so
+		}
 		wg.Go(func() {
 			out := &nats.Msg{Subject: bus.ShardSubject(i, msg.Subject), Data: msg.Data, Header: nats.Header{}}
 			for k, v := range msg.Header {
