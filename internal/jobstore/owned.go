@@ -65,13 +65,12 @@ type Owned struct {
 	wmu sync.Mutex // a worker's limit over the shards (Transition)
 
 	mu       sync.RWMutex
-	inUse    []sync.RWMutex                   // a shard's: held (read) by Hold's callers, taken by drop
-	shards   []*Logged                        // nil: not owned here
-	freeFor  []int                            // rounds a shard was seen free
-	holders  []string                         // each shard's lease holder as the last round read it ("": none)
-	watchers []func(shard int, owned bool)    // OnOwnership
-	logs     func(shard int) string           // the shard's log name
-	open     func(ctx context.Context, i int) // takes shard i (tests slow it)
+	inUse    []sync.RWMutex                // a shard's: held (read) by Hold's callers, taken by drop
+	shards   []*Logged                     // nil: not owned here
+	freeFor  []int                         // rounds a shard was seen free
+	holders  []string                      // each shard's lease holder as the last round read it ("": none)
+	watchers []func(shard int, owned bool) // OnOwnership
+	logs     func(shard int) string        // the shard's log name
 
 	done    chan struct{}
 	stopped chan struct{}
