@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -116,18 +117,36 @@ func newSchedulerLsCmd(g *globals) *cobra.Command {
 		Long: `ls asks every scheduler replica for its status (subject
 sys.scheduler.status; an admin's) and prints the answers that arrive
 within --window: during a rolling upgrade, which build each replica runs.
-RECONCILER marks the replica holding the reconciler's lease.`,
+RECONCILER marks the replica holding the reconciler's lease. SHARDS,
+with a logged store of shards with owners (log=NAME&shards=N), lists the
+shards each replica owns, of N.`,
 	}
 	return gatherCmd(g, cmd, (*client.Client).Schedulers, "(no scheduler answered)",
-		"SCHEDULER\tVERSION\tMODE\tRECONCILER\tHOSTS\tSTARTED",
+		"SCHEDULER\tVERSION\tMODE\tRECONCILER\tHOSTS\tSHARDS\tSTARTED",
 		func(st *wardv1.SchedulerStatus) string {
 			rec := "-"
 			if st.GetReconciler() {
 				rec = "yes"
 			}
-			return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s", st.GetSchedulerId(), dash(st.GetVersion()), st.GetMode(), rec,
-				st.GetLiveWorkers(), time.UnixMilli(st.GetStartedAtUnixMs()).Format(time.DateTime))
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s", st.GetSchedulerId(), dash(st.GetVersion()), st.GetMode(), rec,
+				st.GetLiveWorkers(), shardsOf(st), time.UnixMilli(st.GetStartedAtUnixMs()).Format(time.DateTime))
 		})
+}
+
+// shardsOf is a replica's shards, "0,2 of 4" ("none of 4" while it owns
+// none; "-" for a store without shards).
+func shardsOf(st *wardv1.SchedulerStatus) string {
+	if st.GetShardCount() == 0 {
+		return "-"
+	}
+	owned := make([]string, len(st.GetShards()))
+	for i, n := range st.GetShards() {
+		owned[i] = strconv.Itoa(int(n))
+	}
+	if len(owned) == 0 {
+		owned = []string{"none"}
+	}
+	return fmt.Sprintf("%s of %d", strings.Join(owned, ","), st.GetShardCount())
 }
 
 // gatherCmd makes cmd a command that asks the live parts of one kind for

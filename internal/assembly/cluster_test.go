@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -126,6 +127,21 @@ func TestOwnedShards(t *testing.T) {
 	t.Cleanup(stopB)
 	a, bo := storeA.(*jobstore.Owned), storeB.(*jobstore.Owned)
 	checkFor(t, 15*time.Second, func() bool { return len(a.Owned()) == 2 && len(bo.Owned()) == 2 })
+	// ward scheduler ls says who owns what.
+	sts, err := e.client.Schedulers(ctx, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owned []int32
+	for _, st := range sts {
+		if st.GetShardCount() != 4 || len(st.GetShards()) != 2 {
+			t.Errorf("replica %s reports shards %v of %d, want two of 4", st.GetSchedulerId(), st.GetShards(), st.GetShardCount())
+		}
+		owned = append(owned, st.GetShards()...)
+	}
+	if slices.Sort(owned); !slices.Equal(owned, []int32{0, 1, 2, 3}) {
+		t.Errorf("the replicas report shards %v, want each of 0-3 once", owned)
+	}
 
 	const tenants, each = 8, 3
 	var wg sync.WaitGroup

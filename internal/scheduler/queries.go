@@ -361,6 +361,15 @@ func (qs *queries) handleStatus(_ context.Context, msg *nats.Msg, _ *wardv1.Sche
 		b := m.Bound()
 		st.MaxEndedJobs, st.MaxEndedBytes = int64(b.MaxEnded), b.MaxEndedBytes
 	}
+	if o, ok := qs.store.(interface {
+		Shards() int
+		Owned() []int
+	}); ok {
+		st.ShardCount = int32(o.Shards())
+		for _, i := range o.Owned() {
+			st.Shards = append(st.Shards, int32(i))
+		}
+	}
 	if err := qs.bus.Reply(msg, st); err != nil {
 		qs.log.Debug("status reply failed", "err", err)
 	}

@@ -446,7 +446,12 @@ type SchedulerStatus struct {
 	MaxEndedBytes int64 `protobuf:"varint,9,opt,name=max_ended_bytes,json=maxEndedBytes,proto3" json:"max_ended_bytes,omitempty"`
 	// drained names the hosts an operator drained (sys.host.drain), with
 	// the ms each was drained: the store's, which every replica follows.
-	Drained       map[string]int64 `protobuf:"bytes,10,rep,name=drained,proto3" json:"drained,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Drained map[string]int64 `protobuf:"bytes,10,rep,name=drained,proto3" json:"drained,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// shards are the shards of a logged store of shards with owners
+	// (log=NAME&shards=N) this replica owns, of shard_count; none and 0 for
+	// another store.
+	Shards        []int32 `protobuf:"varint,11,rep,packed,name=shards,proto3" json:"shards,omitempty"`
+	ShardCount    int32   `protobuf:"varint,12,opt,name=shard_count,json=shardCount,proto3" json:"shard_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -549,6 +554,20 @@ func (x *SchedulerStatus) GetDrained() map[string]int64 {
 		return x.Drained
 	}
 	return nil
+}
+
+func (x *SchedulerStatus) GetShards() []int32 {
+	if x != nil {
+		return x.Shards
+	}
+	return nil
+}
+
+func (x *SchedulerStatus) GetShardCount() int32 {
+	if x != nil {
+		return x.ShardCount
+	}
+	return 0
 }
 
 // JobStatsRequest asks a scheduler for the job counts of the whole store,
@@ -894,7 +913,7 @@ const file_ward_v1_scheduler_proto_rawDesc = "" +
 	"\x12SchedulerModeReply\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"\x18\n" +
-	"\x16SchedulerStatusRequest\"\xb3\x03\n" +
+	"\x16SchedulerStatusRequest\"\xec\x03\n" +
 	"\x0fSchedulerStatus\x12!\n" +
 	"\fscheduler_id\x18\x01 \x01(\tR\vschedulerId\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x12\n" +
@@ -908,7 +927,10 @@ const file_ward_v1_scheduler_proto_rawDesc = "" +
 	"\x0emax_ended_jobs\x18\b \x01(\x03R\fmaxEndedJobs\x12&\n" +
 	"\x0fmax_ended_bytes\x18\t \x01(\x03R\rmaxEndedBytes\x12?\n" +
 	"\adrained\x18\n" +
-	" \x03(\v2%.ward.v1.SchedulerStatus.DrainedEntryR\adrained\x1a:\n" +
+	" \x03(\v2%.ward.v1.SchedulerStatus.DrainedEntryR\adrained\x12\x16\n" +
+	"\x06shards\x18\v \x03(\x05R\x06shards\x12\x1f\n" +
+	"\vshard_count\x18\f \x01(\x05R\n" +
+	"shardCount\x1a:\n" +
 	"\fDrainedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"d\n" +
