@@ -175,10 +175,14 @@ func TestOwnedShards(t *testing.T) {
 		ids = append(ids, rec.GetJobId())
 	}
 
-	// Both replicas took submissions and results from the queue group and
-	// sent on what was the other's.
-	if n := counterSum(t, "ward_scheduler_forwarded_total"); n == 0 {
-		t.Error("no message was forwarded to its shard's owner")
+	// Both replicas took submissions from the queue group and sent on
+	// what was the other's; the host sent each result to its job's owner
+	// itself (the shard its dispatch names), so none was forwarded.
+	if n := counterSum(t, "ward_scheduler_forwarded_total", "subject", "sys.job.submit"); n == 0 {
+		t.Error("no submission was forwarded to its shard's owner")
+	}
+	if n := counterSum(t, "ward_scheduler_forwarded_total", "subject", "sys.job.result"); n != 0 {
+		t.Errorf("%v results were forwarded: the host should send them to the owner", n)
 	}
 
 	// Gathered: the DLQ, a listing of every tenant's jobs 5 a page, the counts.
@@ -238,8 +242,9 @@ func TestOwnedShards(t *testing.T) {
 	}
 }
 
-// counterSum is the sum of the counter's series in the default registry.
-func counterSum(t *testing.T, name string) float64 {
+// counterSum is the sum of the counter's series in the default registry
+// whose label has the value.
+func counterSum(t *testing.T, name, label, value string) float64 {
 	t.Helper()
 	mfs, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
@@ -249,7 +254,11 @@ func counterSum(t *testing.T, name string) float64 {
 	for _, mf := range mfs {
 		if mf.GetName() == name {
 			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
+				for _, l := range m.GetLabel() {
+					if l.GetName() == label && l.GetValue() == value {
+						sum += m.GetCounter().GetValue()
+					}
+				}
 			}
 		}
 	}

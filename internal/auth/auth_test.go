@@ -165,7 +165,9 @@ func TestHostSpeaksOnlyAsItself(t *testing.T) {
 		// A host cannot undrain itself, nor drain another.
 		bus.SubjectHostDrain,
 		// Nor pass its result, or another's, off as a scheduler's forward.
-		bus.ShardSubject(0, bus.ResultSubject("h2")), bus.ShardSubject(0, bus.ResultSubject("h1"))} {
+		bus.ShardSubject(0, bus.ResultSubject("h2")), bus.ShardSubject(0, bus.ResultSubject("h1")),
+		// Nor report another host's job to a shard's owner.
+		bus.ReportSubject(bus.ResultSubject("h2"), "0")} {
 		_ = h1.Publish(subj, []byte("x"))
 	}
 	_ = h1.Publish(bus.HeartbeatSubject("h1"), []byte("x"))
@@ -189,7 +191,7 @@ func TestHostSpeaksOnlyAsItself(t *testing.T) {
 	poll.Until(t, 5*time.Second, "permission violations reported to the host", func() bool {
 		return v.has(`Publish to "sys.heartbeat.h2"`) && v.has(`Subscription to "worker.h2.jobs"`) &&
 			v.has(`Publish to "$KV.ward_modules.mod.echo.active"`) && v.has(`Publish to "sys.host.drain"`) &&
-			v.has(`Publish to "sys.scheduler.shard.0.sys.job.result.h1"`)
+			v.has(`Publish to "sys.scheduler.shard.0.sys.job.result.h1"`) && v.has(`Publish to "sys.job.result.h2.0"`)
 	})
 }
 

@@ -86,6 +86,9 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.SubjectMode, bus.SubjectModeChanged, bus.SubjectSchedulerStatus, bus.SubjectStats, bus.SubjectHostDrain,
 			bus.SubjectHeartbeats,
 			bus.ResultSubject("*"), bus.ProgressSubject("*"), bus.ContextSubject("*"), bus.ResultPartSubject("*"),
+			// A host's reports to the owner of a shard (bus.ReportSubject).
+			bus.ReportSubject(bus.ResultSubject("*"), "*"), bus.ReportSubject(bus.ProgressSubject("*"), "*"),
+			bus.ReportSubject(bus.ContextSubject("*"), "*"), bus.ReportSubject(bus.ResultPartSubject("*"), "*"),
 			bus.SubjectShard+".>",
 			"_INBOX.>",
 		)
@@ -114,6 +117,12 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 			bus.HeartbeatSubject(name),
 			bus.ResultSubject(name),
 			bus.ProgressSubject(name),
+			// The same, to the owner of the job store shard its dispatch
+			// names (JobRequest.report_shard: sys.job.result.<name>.<shard>).
+			bus.ReportSubject(bus.ResultSubject(name), "*"),
+			bus.ReportSubject(bus.ProgressSubject(name), "*"),
+			bus.ReportSubject(bus.ContextSubject(name), "*"),
+			bus.ReportSubject(bus.ResultPartSubject(name), "*"),
 			// What the host tells the module registry: the versions it
 			// compiled ahead and the ones it refused.
 			"$KV.ward_modules.mod.*.staged."+name,

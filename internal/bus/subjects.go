@@ -135,6 +135,18 @@ func lastToken(subject string) string {
 	return subject
 }
 
+// ReportSubject is a host's report subject (ResultSubject,
+// ProgressSubject, ContextSubject, ResultPartSubject) for a job whose
+// dispatch names the shard whose owner takes its reports
+// (JobRequest.report_shard): subject with the shard as one more token;
+// subject itself for none.
+func ReportSubject(subject, shard string) string {
+	if shard == "" {
+		return subject
+	}
+	return subject + "." + shard
+}
+
 // ResultSubject is where worker id publishes its results.
 func ResultSubject(workerID string) string { return SubjectResult + "." + workerID }
 

@@ -574,7 +574,7 @@ func (a *Agent) staleBoot(te *auth.TicketError) {
 	res := &wardv1.JobResult{JobId: te.JobID, TenantId: te.Tenant, WorkerId: a.cfg.ID, Attempt: te.Attempt, Status: wardv1.JobState_JOB_STATE_FAILED,
 		ErrorCode: string(reason.TicketStaleBoot), ErrorMessage: te.Detail}
 	// Sent as every result is, again until a scheduler answers.
-	a.announcing.Go(func() { a.sendResult(a.announceCtx, res) })
+	a.announcing.Go(func() { a.sendResult(a.announceCtx, res, "") }) // no ticket to say where: any scheduler
 }
 
 // refuseCancelled reports a dispatch refused because its attempt was
@@ -590,7 +590,7 @@ func (a *Agent) refuseCancelled(req *wardv1.JobRequest) {
 	a.log.Info("dispatch refused: its attempt was cancelled", "job_id", req.GetJobId(), "attempt", req.GetAttempt())
 	res := &wardv1.JobResult{JobId: req.GetJobId(), TenantId: req.GetTenantId(), WorkerId: a.cfg.ID, Attempt: req.GetAttempt(), Status: wardv1.JobState_JOB_STATE_FAILED,
 		ErrorCode: string(reason.Cancelled), ErrorMessage: fmt.Sprintf("attempt %d was cancelled before it came to run", req.GetAttempt())}
-	a.announcing.Go(func() { a.sendResult(a.announceCtx, res) })
+	a.announcing.Go(func() { a.sendResult(a.announceCtx, res, req.GetReportShard()) })
 }
 
 // handleJob runs one job and publishes its result. Every failure is a
@@ -617,7 +617,7 @@ func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 		res.Traceparent = telemetry.Format(sc)
 	}
 	started := func() {
-		_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), TenantId: req.GetTenantId(), WorkerId: a.cfg.ID,
+		_ = a.cfg.Bus.Publish(bus.ReportSubject(bus.ProgressSubject(a.cfg.ID), req.GetReportShard()), &wardv1.JobProgress{JobId: req.GetJobId(), TenantId: req.GetTenantId(), WorkerId: a.cfg.ID,
 			Kind: wardv1.JobProgress_KIND_STARTED, SentAtUnixMs: start.UnixMilli(), Attempt: req.GetAttempt()})
 	}
 	var report *time.Timer
@@ -684,7 +684,7 @@ func (a *Agent) announce(ctx context.Context, span trace.Span, req *wardv1.JobRe
 		ran(span, req, res, err)
 	}
 	jobsRun.WithLabelValues(moduleName, strings.TrimPrefix(res.Status.String(), "JOB_STATE_")).Inc()
-	a.sendResult(sctx, res)
+	a.sendResult(sctx, res, req.GetReportShard())
 }
 
 // resultTry bounds one try at sending a result, resultFor all of them, and
@@ -704,8 +704,8 @@ const (
 // (Shutdown gave up waiting), logs it and counts it
 // (ward_host_results_unanswered_total): the job then times out at the
 // scheduler and is retried.
-func (a *Agent) sendResult(ctx context.Context, res *wardv1.JobResult) {
-	subject := bus.ResultSubject(a.cfg.ID)
+func (a *Agent) sendResult(ctx context.Context, res *wardv1.JobResult, shard string) {
+	subject := bus.ReportSubject(bus.ResultSubject(a.cfg.ID), shard)
 	tries, err := untilAnswered(ctx, func(tctx context.Context) (bool, error) {
 		return false, a.cfg.Bus.Request(tctx, subject, res, &emptypb.Empty{})
 	}, func(err error) {

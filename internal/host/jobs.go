@@ -158,7 +158,7 @@ func (a *Agent) putResult(ctx context.Context, req *wardv1.JobRequest, data []by
 	if len(data) > bus.ResultMax {
 		return 0, fmt.Errorf("a result of %d bytes, more than the %d a result may have", len(data), bus.ResultMax)
 	}
-	subject := bus.ResultPartSubject(a.cfg.ID)
+	subject := bus.ReportSubject(bus.ResultPartSubject(a.cfg.ID), req.GetReportShard())
 	parts := 0
 	for off := 0; off < len(data); off += bus.ResultPartMax {
 		q := &wardv1.ResultPart{JobId: req.GetJobId(), TenantId: req.GetTenantId(), Attempt: req.GetAttempt(), Index: uint32(parts),
@@ -261,7 +261,7 @@ func (a *Agent) fetchContext(ctx context.Context, req *wardv1.JobRequest, size i
 	for {
 		reply := &wardv1.ContextReply{}
 		tctx, cancel := context.WithTimeout(ctx, contextTry)
-		err := a.cfg.Bus.Request(tctx, bus.ContextSubject(a.cfg.ID), q, reply)
+		err := a.cfg.Bus.Request(tctx, bus.ReportSubject(bus.ContextSubject(a.cfg.ID), req.GetReportShard()), q, reply)
 		cancel()
 		switch {
 		case err != nil:
@@ -299,14 +299,14 @@ func (a *Agent) input(req *wardv1.JobRequest, payload []byte) sandbox.Input {
 		Job: sandbox.JobInfo{ID: req.GetJobId(), Topic: req.GetTopic(), Attempt: int(req.GetAttempt()),
 			Labels: maps.Clone(req.GetLabels())},
 		Progress: func(pct int, msg string) {
-			_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), TenantId: req.GetTenantId(), WorkerId: a.cfg.ID,
+			_ = a.cfg.Bus.Publish(bus.ReportSubject(bus.ProgressSubject(a.cfg.ID), req.GetReportShard()), &wardv1.JobProgress{JobId: req.GetJobId(), TenantId: req.GetTenantId(), WorkerId: a.cfg.ID,
 				Kind: wardv1.JobProgress_KIND_PROGRESS, Percent: int32(pct), Message: msg, SentAtUnixMs: time.Now().UnixMilli(),
 				Attempt: req.GetAttempt()})
 		},
 		// The runtime numbers the chunks and bounds them (sandbox/stream.go);
 		// the attempt tells a watcher which run of the job they come from.
 		Stream: func(seq int, chunk []byte) {
-			_ = a.cfg.Bus.Publish(bus.ProgressSubject(a.cfg.ID), &wardv1.JobProgress{JobId: req.GetJobId(), TenantId: req.GetTenantId(), WorkerId: a.cfg.ID,
+			_ = a.cfg.Bus.Publish(bus.ReportSubject(bus.ProgressSubject(a.cfg.ID), req.GetReportShard()), &wardv1.JobProgress{JobId: req.GetJobId(), TenantId: req.GetTenantId(), WorkerId: a.cfg.ID,
 				Kind: wardv1.JobProgress_KIND_OUTPUT, Seq: int64(seq), Output: chunk, Attempt: req.GetAttempt(),
 				SentAtUnixMs: time.Now().UnixMilli()})
 		},

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"strconv"
 	"context"
 	"errors"
 	"time"
@@ -105,6 +106,10 @@ func (s *Scheduler) dispatch(ctx context.Context, job *jobstore.Job, lim limits,
 		// host reads ContextPtr otherwise.
 		Payload:     lim.payload,
 		Traceparent: traceparent,
+	}
+	if s.router != nil {
+		// The host reports to the owner of the job's shard directly.
+		out.ReportShard = strconv.Itoa(s.router.shards.ShardOf(job.Tenant))
 	}
 	// The size the policy judged: the host reads no more, and runs bytes
 	// of that size only.

@@ -298,9 +298,27 @@ func routeSub[T any, P interface {
 		return bus.Subscribe(ctx, s.cfg.Bus, subject, queue, w, s.log, h)
 	}
 	r.mu.Lock()
+	if isReport(subject) {
+		// A host's report to the owner of the shard its dispatch names
+		// (bus.ReportSubject): straight to the owner, no forward.
+		r.routes = append(r.routes, func(ctx context.Context, i int) (*bus.Subscription, error) {
+			suffix := "." + strconv.Itoa(i)
+			return bus.Subscribe(ctx, s.cfg.Bus, subject+suffix, queue, w, s.log, func(ctx context.Context, msg *nats.Msg, m P) {
+				msg.Subject = strings.TrimSuffix(msg.Subject, suffix)
+				release, ok := r.shards.Hold(i)
+				if !ok {
+					return // given up since: the host sends it again, to the new owner
+				}
+				defer release()
+				h(ctx, msg, m)
+			})
+		})
+	}
 	r.routes = append(r.routes, func(ctx context.Context, i int) (*bus.Subscription, error) {
 		prefix := bus.ShardSubject(i, "")
-		return bus.Subscribe(ctx, s.cfg.Bus, prefix+subject, "", w, s.log, func(ctx context.Context, msg *nats.Msg, m P) {
+		// In the queue group: were a fenced former owner still subscribed
+		// for a moment, one of the two gets each message, not both.
+		return bus.Subscribe(ctx, s.cfg.Bus, prefix+subject, queue, w, s.log, func(ctx context.Context, msg *nats.Msg, m P) {
 			msg.Subject = strings.TrimPrefix(msg.Subject, prefix)
 			release, ok := r.shards.Hold(i)
 			if !ok {
@@ -338,6 +356,18 @@ func routeSub[T any, P interface {
 			h(ctx, msg, m)
 		}
 	})
+}
+
+// isReport reports whether subject is a host's report subject (results,
+// progress, context requests, result parts), which a host sends to the
+// owner of a shard directly.
+func isReport(subject string) bool {
+	for _, base := range []string{bus.SubjectResult, bus.SubjectProgress, bus.SubjectContext, bus.SubjectResultPart} {
+		if subject == base+".*" {
+			return true
+		}
+	}
+	return false
 }
 
 // ------------------------------------------------------------ the keys

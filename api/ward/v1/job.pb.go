@@ -471,7 +471,16 @@ type JobRequest struct {
 	// tenant's bucket is read there. Absent from a ticket of a scheduler
 	// older than this field; ignored on a submission (the scheduler reads
 	// the size itself).
-	ContextSize   *int64 `protobuf:"varint,20,opt,name=context_size,json=contextSize,proto3,oneof" json:"context_size,omitempty"`
+	ContextSize *int64 `protobuf:"varint,20,opt,name=context_size,json=contextSize,proto3,oneof" json:"context_size,omitempty"`
+	// report_shard, set by the scheduler in a dispatch ticket (ignored on a
+	// submission), is the job store shard whose owner takes this job's
+	// reports (a logged store of shards with owners, log=NAME&shards=N):
+	// the host sends its result, progress, context requests and result
+	// parts on its subjects with the shard as one more token
+	// (sys.job.result.<worker_id>.<shard>), which that shard's owner alone
+	// subscribes to. Empty: the plain subjects, which every scheduler's
+	// queue group takes.
+	ReportShard   string `protobuf:"bytes,21,opt,name=report_shard,json=reportShard,proto3" json:"report_shard,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -644,6 +653,13 @@ func (x *JobRequest) GetContextSize() int64 {
 		return *x.ContextSize
 	}
 	return 0
+}
+
+func (x *JobRequest) GetReportShard() string {
+	if x != nil {
+		return x.ReportShard
+	}
+	return ""
 }
 
 // SubmitReply answers a submission sent as a NATS request.
@@ -2201,7 +2217,7 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"maxRetries\x12\x1f\n" +
 	"\vdeadline_ms\x18\x03 \x01(\x03R\n" +
 	"deadlineMs\x12'\n" +
-	"\x06grants\x18\x04 \x01(\v2\x0f.ward.v1.GrantsR\x06grants\"\xca\x06\n" +
+	"\x06grants\x18\x04 \x01(\v2\x0f.ward.v1.GrantsR\x06grants\"\xed\x06\n" +
 	"\n" +
 	"JobRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
@@ -2226,7 +2242,8 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\aattempt\x18\x11 \x01(\x05R\aattempt\x120\n" +
 	"\tresources\x18\x12 \x01(\v2\x12.ward.v1.ResourcesR\tresources\x12 \n" +
 	"\vtraceparent\x18\x13 \x01(\tR\vtraceparent\x12&\n" +
-	"\fcontext_size\x18\x14 \x01(\x03H\x00R\vcontextSize\x88\x01\x01\x1a9\n" +
+	"\fcontext_size\x18\x14 \x01(\x03H\x00R\vcontextSize\x88\x01\x01\x12!\n" +
+	"\freport_shard\x18\x15 \x01(\tR\vreportShard\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
