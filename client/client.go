@@ -82,6 +82,11 @@ type Client struct {
 	objsOnce sync.Once
 	objs     *bus.Objects
 	objsErr  error
+
+	// shards: each tenant's shard of a store of shards with owners, as a
+	// submission's reply said (SubmitReply.shard): its later submissions
+	// go straight to the shard's owner.
+	shards sync.Map // tenant -> shard
 }
 
 // DefaultTenant is the tenant of a client that names none.
@@ -258,7 +263,21 @@ func (c *Client) Submit(ctx context.Context, req *wardv1.JobRequest) (_ *wardv1.
 	}
 	reply := &wardv1.SubmitReply{}
 	subject := bus.TenantSubject(bus.SubjectSubmit, tenant)
-	if err := c.bus.Request(ctx, subject, req, reply); err != nil {
+	if shard, ok := c.shards.Load(tenant); ok {
+		subject = bus.SubmitSubject(tenant, shard.(string))
+	}
+	err = c.bus.Request(ctx, subject, req, reply)
+	if errors.Is(err, bus.ErrNoResponders) && subject != bus.TenantSubject(bus.SubjectSubmit, tenant) {
+		// Nobody takes the shard's subject (the store is no longer one of
+		// shards, or the shard has no owner at the moment): any scheduler.
+		c.shards.Delete(tenant)
+		subject = bus.TenantSubject(bus.SubjectSubmit, tenant)
+		err = c.bus.Request(ctx, subject, req, reply)
+	}
+	if reply.GetShard() != "" {
+		c.shards.Store(tenant, reply.GetShard())
+	}
+	if err != nil {
 		if errors.Is(err, bus.ErrNoResponders) {
 			return nil, fmt.Errorf("no scheduler answered on %s (is `ward dev` running? with shards with owners, the tenant's shard may have no owner for a moment: submit again): %w", subject, err)
 		}

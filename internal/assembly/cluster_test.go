@@ -226,6 +226,19 @@ func TestOwnedShards(t *testing.T) {
 		t.Errorf("stats: %d SUCCEEDED, want %d (%v)", n, tenants*each, stats.GetStates())
 	}
 
+	// The client learnt each tenant's shard from a reply: its submissions
+	// now go straight to the owner, none forwarded.
+	before := counterSum(t, "ward_scheduler_forwarded_total", "subject", "sys.job.submit")
+	for i := range tenants {
+		_, rec := e.run(t, &wardv1.JobRequest{Topic: "job.echo", TenantId: fmt.Sprintf("tenant-%d", i), Payload: []byte(`{}`)})
+		if rec.GetState() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+			t.Errorf("tenant-%d's job: %s (%s)", i, rec.GetState(), rec.GetErrorMessage())
+		}
+	}
+	if after := counterSum(t, "ward_scheduler_forwarded_total", "subject", "sys.job.submit"); after != before {
+		t.Errorf("%v submissions forwarded after the client learnt the shards", after-before)
+	}
+
 	// b stops: a takes its shards over, with their jobs, and serves them.
 	stopB()
 	checkFor(t, 15*time.Second, func() bool { return len(a.Owned()) == 4 })

@@ -83,6 +83,10 @@ func TestTenantReachesItsOwnSubjectsOnly(t *testing.T) {
 	if _, err := sched.Subscribe(bus.TenantSubject(bus.SubjectSubmit, "*"), func(m *nats.Msg) { got <- m.Subject }); err != nil {
 		t.Fatal(err)
 	}
+	// A shard owner's submissions (bus.SubmitSubject).
+	if _, err := sched.Subscribe(bus.SubmitSubject("*", "*"), func(m *nats.Msg) { got <- m.Subject }); err != nil {
+		t.Fatal(err)
+	}
 	if err := sched.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +94,8 @@ func TestTenantReachesItsOwnSubjectsOnly(t *testing.T) {
 	var v violations
 	acme := connect(t, s, s.Creds(auth.Tenant, "acme"), &v)
 	for _, subj := range []string{bus.TenantSubject(bus.SubjectSubmit, "globex"), bus.TenantSubject(bus.SubjectSubmit, bus.AllTenants),
+		// Nor to another tenant's shard owner, nor its forwards.
+		bus.SubmitSubject("globex", "0"), bus.ShardSubject(0, bus.TenantSubject(bus.SubjectSubmit, "acme")),
 		bus.WorkerJobsSubject("h1"), bus.HeartbeatSubject("h1"), bus.ResultSubject("h1"), bus.SubjectHostCancel,
 		"$KV.ward_policy.bundle", "$JS.API.STREAM.INFO.OBJ_WARD_CTX_globex",
 		// Another tenant's buckets are a scheduler's to make, on that
@@ -107,8 +113,11 @@ func TestTenantReachesItsOwnSubjectsOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Its own submit subject, last: the scheduler must hear this one only.
+	// Its own submit subjects, last: the scheduler must hear these only.
 	if err := acme.Publish(bus.TenantSubject(bus.SubjectSubmit, "acme"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := acme.Publish(bus.SubmitSubject("acme", "3"), []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	for _, subj := range []string{">", "sys.job.event.globex.>", "worker.h1.jobs", "_INBOX.>"} {
@@ -119,13 +128,17 @@ func TestTenantReachesItsOwnSubjectsOnly(t *testing.T) {
 	if err := acme.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case subj := <-got:
-		if subj != "sys.job.submit.acme" {
-			t.Fatalf("the scheduler heard %s", subj)
+	heard := map[string]bool{}
+	for range 2 {
+		select {
+		case subj := <-got:
+			heard[subj] = true
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the tenant's own submissions did not arrive (heard %v)", heard)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the tenant's own submission did not arrive")
+	}
+	if !heard["sys.job.submit.acme"] || !heard["sys.job.submit.acme.3"] {
+		t.Fatalf("the scheduler heard %v, want the tenant's own two submissions", heard)
 	}
 	select {
 	case subj := <-got:

@@ -74,6 +74,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 		p.Pub.Deny.Add(adminOnly()...)
 		p.Sub.Allow.Add(
 			bus.TenantSubject(bus.SubjectSubmit, "*"),
+			bus.SubmitSubject("*", "*"), // a submission to a shard's owner
 			bus.TenantSubject(bus.SubjectJobGet, "*"),
 			bus.TenantSubject(bus.SubjectJobList, "*"),
 			bus.TenantSubject(bus.SubjectBuckets, "*"),
@@ -162,6 +163,7 @@ func Permissions(role Role, name string) (jwt.Permissions, error) {
 		}
 		p.Pub.Allow.Add(
 			bus.TenantSubject(bus.SubjectSubmit, name),
+			bus.SubmitSubject(name, "*"), // to its shard's owner (SubmitReply.shard)
 			bus.TenantSubject(bus.SubjectJobGet, name),
 			bus.TenantSubject(bus.SubjectJobList, name),
 			bus.TenantSubject(bus.SubjectCancel, name),

@@ -147,6 +147,13 @@ func ReportSubject(subject, shard string) string {
 	return subject + "." + shard
 }
 
+// SubmitSubject is tenant's submission subject straight to the owner of
+// its shard (SubmitReply.shard); TenantSubject(SubjectSubmit, tenant) for
+// no shard.
+func SubmitSubject(tenant, shard string) string {
+	return ReportSubject(TenantSubject(SubjectSubmit, tenant), shard)
+}
+
 // ResultSubject is where worker id publishes its results.
 func ResultSubject(workerID string) string { return SubjectResult + "." + workerID }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,6 +61,12 @@ func (s *Scheduler) handleSubmit(ctx context.Context, msg *nats.Msg, req *wardv1
 	default:
 		req.TenantId = tenant
 		reply, job, queued = s.accept(ctx, req)
+	}
+	if s.router != nil {
+		if t := bus.TenantOf(msg.Subject); t != bus.AllTenants {
+			// Where the tenant's next submissions go: its shard's owner.
+			reply.Shard = strconv.Itoa(s.router.shards.ShardOf(t))
+		}
 	}
 	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
 		s.log.Warn("submit reply failed", "job_id", reply.GetJobId(), "err", err)

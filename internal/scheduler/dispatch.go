@@ -1,9 +1,9 @@
 package scheduler
 
 import (
-	"strconv"
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"

@@ -298,16 +298,27 @@ func routeSub[T any, P interface {
 		return bus.Subscribe(ctx, s.cfg.Bus, subject, queue, w, s.log, h)
 	}
 	r.mu.Lock()
-	if isReport(subject) {
+	if direct(subject) {
 		// A host's report to the owner of the shard its dispatch names
-		// (bus.ReportSubject): straight to the owner, no forward.
+		// (bus.ReportSubject), or a client's submission to its tenant's
+		// (bus.SubmitSubject): straight to the owner, no forward.
 		r.routes = append(r.routes, func(ctx context.Context, i int) (*bus.Subscription, error) {
 			suffix := "." + strconv.Itoa(i)
 			return bus.Subscribe(ctx, s.cfg.Bus, subject+suffix, queue, w, s.log, func(ctx context.Context, msg *nats.Msg, m P) {
 				msg.Subject = strings.TrimSuffix(msg.Subject, suffix)
+				if to := key(msg, m); to.tenant != "" && r.shards.ShardOf(to.tenant) != i {
+					// Sent to another's shard (a client's stale or wrong
+					// guess): on to the tenant's.
+					r.forward(r.shards.ShardOf(to.tenant), msg, 0)
+					return
+				}
 				release, ok := r.shards.Hold(i)
 				if !ok {
-					return // given up since: the host sends it again, to the new owner
+					// Given up since it was sent: on to the new owner, once.
+					if hops, _ := strconv.Atoi(msg.Header.Get(hdrHops)); hops < 2 {
+						r.forward(i, msg, hops)
+					}
+					return
 				}
 				defer release()
 				h(ctx, msg, m)
@@ -358,11 +369,12 @@ func routeSub[T any, P interface {
 	})
 }
 
-// isReport reports whether subject is a host's report subject (results,
-// progress, context requests, result parts), which a host sends to the
-// owner of a shard directly.
-func isReport(subject string) bool {
-	for _, base := range []string{bus.SubjectResult, bus.SubjectProgress, bus.SubjectContext, bus.SubjectResultPart} {
+// direct reports whether subject is one its senders may send to the
+// owner of a shard directly, with the shard as one more token: a host's
+// report subjects (results, progress, context requests, result parts),
+// and the submissions.
+func direct(subject string) bool {
+	for _, base := range []string{bus.SubjectResult, bus.SubjectProgress, bus.SubjectContext, bus.SubjectResultPart, bus.SubjectSubmit} {
 		if subject == base+".*" {
 			return true
 		}

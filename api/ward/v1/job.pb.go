@@ -671,7 +671,13 @@ type SubmitReply struct {
 	Reason  string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
 	// duplicate is true when an idempotency key matched an earlier job.
-	Duplicate     bool `protobuf:"varint,5,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	Duplicate bool `protobuf:"varint,5,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	// shard is the tenant's shard of a logged store of shards with owners
+	// (log=NAME&shards=N), set by such a store's schedulers: a client sends
+	// the tenant's later submissions on sys.job.submit.<tenant>.<shard>
+	// (bus.SubmitSubject), which that shard's owner alone takes, rather
+	// than to any scheduler, which forwards what is another's.
+	Shard         string `protobuf:"bytes,6,opt,name=shard,proto3" json:"shard,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -739,6 +745,13 @@ func (x *SubmitReply) GetDuplicate() bool {
 		return x.Duplicate
 	}
 	return false
+}
+
+func (x *SubmitReply) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
 }
 
 // JobResult is what a host publishes on sys.job.result.<worker_id> when a job ends.
@@ -2250,13 +2263,14 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
-	"\r_context_size\"\x90\x01\n" +
+	"\r_context_size\"\xa6\x01\n" +
 	"\vSubmitReply\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1a\n" +
 	"\baccepted\x18\x02 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1c\n" +
-	"\tduplicate\x18\x05 \x01(\bR\tduplicate\"\xb6\x05\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate\x12\x14\n" +
+	"\x05shard\x18\x06 \x01(\tR\x05shard\"\xb6\x05\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x06status\x12\x1d\n" +
