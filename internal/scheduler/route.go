@@ -162,13 +162,19 @@ func (r *router) forward(i int, msg *nats.Msg, hops int) {
 	if !r.shards.HasOwner(i) {
 		forwarded.WithLabelValues(baseOf(msg.Subject), "no_owner").Inc()
 		if msg.Reply != "" {
-			noResponders(r.s.cfg.Bus.NATS(), msg.Reply)
+			if err := noResponders(r.s.cfg.Bus.NATS(), msg.Reply); err != nil {
+				r.s.log.Debug("no-responders answer not sent; the requester times out", "subject", msg.Subject, "err", err)
+			}
 		}
 		return
 	}
 	out := &nats.Msg{Subject: bus.ShardSubject(i, msg.Subject), Reply: msg.Reply, Data: msg.Data, Header: nats.Header{}}
 	for k, v := range msg.Header {
 		out.Header[k] = v
+	}
+	if hops == 0 {
+		// From a sender, not a scheduler: its gather mark is no one's.
+		out.Header.Del(hdrGather)
 	}
 	out.Header.Set(hdrHops, strconv.Itoa(hops+1))
 	if err := r.s.cfg.Bus.NATS().PublishMsg(out); err != nil {
@@ -181,8 +187,8 @@ func (r *router) forward(i int, msg *nats.Msg, hops int) {
 // noResponders answers a request as the NATS server answers one nobody
 // serves: an empty message with status 503, which the NATS clients report
 // as no responders.
-func noResponders(nc *nats.Conn, reply string) {
-	_ = nc.PublishMsg(&nats.Msg{Subject: reply, Header: nats.Header{"Status": []string{"503"}}})
+func noResponders(nc *nats.Conn, reply string) error {
+	return nc.PublishMsg(&nats.Msg{Subject: reply, Header: nats.Header{"Status": []string{"503"}}})
 }
 
 // baseOf is a subject without its tenant or worker token, as a label.
