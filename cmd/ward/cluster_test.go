@@ -411,8 +411,11 @@ func (h *clusterHost) run(store jobstore.Store, req *wardv1.JobRequest) {
 	h.tenantNow[tenant]++
 	h.tenantMax = max(h.tenantMax, h.tenantNow[tenant])
 	h.mu.Unlock()
-	_ = h.conn.Publish(bus.ProgressSubject(h.id), &wardv1.JobProgress{JobId: id, WorkerId: h.id, Attempt: attempt, Kind: wardv1.JobProgress_KIND_STARTED})
-	res := &wardv1.JobResult{JobId: id, WorkerId: h.id, Attempt: attempt, Status: wardv1.JobState_JOB_STATE_SUCCEEDED}
+	// As a host does: to the owner of the job's shard when the dispatch
+	// names one (a logged store of shards with owners), naming the tenant.
+	shard := req.GetReportShard()
+	_ = h.conn.Publish(bus.ReportSubject(bus.ProgressSubject(h.id), shard), &wardv1.JobProgress{JobId: id, TenantId: tenant, WorkerId: h.id, Attempt: attempt, Kind: wardv1.JobProgress_KIND_STARTED})
+	res := &wardv1.JobResult{JobId: id, TenantId: tenant, WorkerId: h.id, Attempt: attempt, Status: wardv1.JobState_JOB_STATE_SUCCEEDED}
 	if store == nil {
 		res.Result = req.GetPayload()
 		if len(res.Result) == 0 {
@@ -432,13 +435,13 @@ func (h *clusterHost) run(store jobstore.Store, req *wardv1.JobRequest) {
 	h.tenantNow[tenant]--
 	h.mu.Unlock()
 	if store != nil {
-		_ = h.conn.Publish(bus.ResultSubject(h.id), res)
+		_ = h.conn.Publish(bus.ReportSubject(bus.ResultSubject(h.id), shard), res)
 		return
 	}
 	first := time.Now()
 	for h.ctx.Err() == nil {
 		rctx, cancel := context.WithTimeout(h.ctx, 2*time.Second)
-		err := h.conn.Request(rctx, bus.ResultSubject(h.id), res, &emptypb.Empty{})
+		err := h.conn.Request(rctx, bus.ReportSubject(bus.ResultSubject(h.id), shard), res, &emptypb.Empty{})
 		cancel()
 		if err == nil {
 			h.mu.Lock()

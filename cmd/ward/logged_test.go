@@ -49,7 +49,22 @@ import (
 // store: the payload comes in the ticket, the result goes back in the
 // result message, sent again until a scheduler answers, as a real host
 // does).
-func TestLoggedFailover(t *testing.T) {
+func TestLoggedFailover(t *testing.T) { loggedFailover(t, 0) }
+
+// TestOwnedFailover is TestLoggedFailover on the logged store split into
+// two shards with owners (log=NAME&shards=2): the schedulers share the
+// shards and send each other what is the other's. The paused one,
+// resumed, finds the shards it owned fenced (the other took them over
+// while it was paused) and drops them, changing nothing, but goes on: it
+// takes a shard back as the members rebalance. The killed one's shards
+// are taken over by the others. Every job ends SUCCEEDED, no attempt is
+// dispatched twice, and every job's history is linearizable, as on one
+// log.
+func TestOwnedFailover(t *testing.T) { loggedFailover(t, 2) }
+
+// loggedFailover is TestLoggedFailover, on one log (shards 0) or on that
+// many shards with owners.
+func loggedFailover(t *testing.T, shards int) {
 	jobs := 600
 	if testing.Short() {
 		jobs = 300
@@ -70,7 +85,11 @@ func TestLoggedFailover(t *testing.T) {
 	timeouts := "reconciler:\n  scan_interval: 500ms\n  lease_ttl: 2s\n  pending_timeout: 3s\n  result_grace: 2s\n  dispatch_timeout: 5s\n" +
 		"topics:\n  job.echo: {max_retries: 3}\n"
 	safetyAddr := freeAddr(t)
-	env := []string{"NATS_URL=" + ns.URL, "REDIS_URL=redis://" + redisURL + "?log=ward&lease=1s&snapshot=100", "WARD_STATE_DIR=" + t.TempDir(),
+	storeURL := "redis://" + redisURL + "?log=ward&lease=1s&snapshot=100"
+	if shards > 0 {
+		storeURL += fmt.Sprintf("&shards=%d", shards)
+	}
+	env := []string{"NATS_URL=" + ns.URL, "REDIS_URL=" + storeURL, "WARD_STATE_DIR=" + t.TempDir(),
 		"SAFETY_KERNEL_ADDR=" + safetyAddr, "METRICS_ADDR=", "TIMEOUT_CONFIG_PATH=" + write("timeouts.yaml", timeouts), "WARD_LOG_LEVEL=warn"}
 	startWard(t, "safety", env, "safety", "--creds", ns.Creds(auth.Safety, "safety"), "--listen", safetyAddr, "--metrics", "")
 	checkReachable(t, safetyAddr)
@@ -140,15 +159,34 @@ func TestLoggedFailover(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		select {
-		case err := <-s0.done:
-			s0.waited = true
-			if err == nil || !strings.Contains(s0.out.String(), "fenced") {
-				t.Errorf("the paused owner, resumed: exit %v; want an error, and its log to say it was fenced", err)
+		if shards > 0 {
+			// It drops the shards it lost, and goes on.
+			deadline := time.Now().Add(20 * time.Second)
+			for !strings.Contains(s0.out.String(), "shard lost") {
+				if time.Now().After(deadline) {
+					t.Errorf("the paused owner, resumed, did not drop its lost shards within 20 s:\n%s", s0.out.String())
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
-		case <-time.After(20 * time.Second):
-			t.Error("the paused owner, resumed, did not stop within 20 s")
-			return
+			select {
+			case err := <-s0.done:
+				s0.waited = true
+				t.Errorf("the paused owner, resumed, exited: %v", err)
+				return
+			default:
+			}
+		} else {
+			select {
+			case err := <-s0.done:
+				s0.waited = true
+				if err == nil || !strings.Contains(s0.out.String(), "fenced") {
+					t.Errorf("the paused owner, resumed: exit %v; want an error, and its log to say it was fenced", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Error("the paused owner, resumed, did not stop within 20 s")
+				return
+			}
 		}
 		s2 = scheduler("s2") // the next standby
 		<-faults
@@ -318,9 +356,13 @@ func TestLoggedFailover(t *testing.T) {
 	// takeovers read a snapshot and the batches after it.
 	rc := redis.NewClient(&redis.Options{Addr: redisURL})
 	defer rc.Close()
-	snap, err := rc.HGet(context.Background(), "ward:log:{ward}:snapshot", "s").Int64()
+	logName := "ward"
+	if shards > 0 {
+		logName = "ward.0" // one of them
+	}
+	snap, err := rc.HGet(context.Background(), "ward:log:{"+logName+"}:snapshot", "s").Int64()
 	if err != nil {
-		t.Fatalf("no snapshot of the log: %v", err)
+		t.Fatalf("no snapshot of the log %s: %v", logName, err)
 	}
 	t.Logf("the last snapshot holds the log up to batch %d", snap)
 	t.Logf("%d jobs, %d attempts dispatched, through a paused owner and a killed one; after the kill, the first job ended %v later (the lease is 1 s)",

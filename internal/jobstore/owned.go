@@ -180,6 +180,9 @@ func (s *Owned) HasOwner(i int) bool {
 	return i >= 0 && i < s.n && (s.shards[i] != nil || s.holders[i] != "")
 }
 
+// Holds reports whether a shard this process owns holds job id.
+func (s *Owned) Holds(id string) bool { return s.holding(context.Background(), id) != nil }
+
 // Member is this process's name among the members (its leases' holder).
 func (s *Owned) Member() string { return s.opts.Owner }
 

@@ -31,6 +31,8 @@ type Shards interface {
 	// HasOwner reports whether some process owns the shard (as lately
 	// seen): one that has none answers nothing.
 	HasOwner(shard int) bool
+	// Holds reports whether a shard this process owns holds job id.
+	Holds(id string) bool
 	// Hold keeps the shard owned while a handler works on it: giving it
 	// up waits for release. ok is false where it is not owned.
 	Hold(shard int) (release func(), ok bool)
@@ -74,7 +76,7 @@ const (
 var (
 	forwarded = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_scheduler_forwarded_total",
-		Help: "Messages a scheduler took for another's shard (a logged store of shards with owners), by subject and outcome: sent to the shard's owner, or no_owner (a request answered as no responders, a report dropped for its host to send again).",
+		Help: "Messages a scheduler took for another's shard (a logged store of shards with owners), by subject and outcome: sent to the shard's owner; no_owner (a request answered as no responders, a report dropped for its host to send again); not_held (a report naming no tenant, of a job no shard here holds, left for its host to send again).",
 	}, []string{"subject", "outcome"})
 	gathered = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ward_scheduler_gathers_total",
@@ -285,10 +287,13 @@ func unanswered(missing, n int) string {
 }
 
 // routing says where a message goes: the tenant whose shard owns it, or
-// all (a gather), or neither (handled here).
+// all (a gather), or neither (handled here); job, for a host's report that
+// names no tenant (a host older than tenant_id), is handled here only
+// where a shard of this process holds the job.
 type routing struct {
 	tenant string
 	all    bool
+	job    string
 }
 
 // routeSub subscribes h to subject as bus.Subscribe does and, with a router,
@@ -369,6 +374,11 @@ func routeSub[T any, P interface {
 			}
 			defer release()
 			h(ctx, msg, m)
+		case to.job != "" && !r.shards.Holds(to.job):
+			// A report that names no tenant, of a job another owns: not
+			// answered, so that its host sends it again, and the queue
+			// group hands it to another replica.
+			forwarded.WithLabelValues(baseOf(msg.Subject), "not_held").Inc()
 		default:
 			h(ctx, msg, m)
 		}
@@ -400,9 +410,15 @@ func bySubject[P any](msg *nats.Msg, _ P) routing {
 }
 
 // byTenantField routes by the tenant a host's message names (tenant_id);
-// one that names none is handled here.
-func byTenantField[P interface{ GetTenantId() string }](_ *nats.Msg, m P) routing {
-	return routing{tenant: m.GetTenantId()}
+// one that names none goes by its job (routing.job).
+func byTenantField[P interface {
+	GetTenantId() string
+	GetJobId() string
+}](_ *nats.Msg, m P) routing {
+	if t := m.GetTenantId(); t != "" {
+		return routing{tenant: t}
+	}
+	return routing{job: m.GetJobId()}
 }
 
 // submitRouting routes a submission by its subject's tenant (an _all
@@ -442,11 +458,18 @@ func toAll[P any](*nats.Msg, P) routing { return routing{all: true} }
 func firstFound[T any, P interface {
 	*T
 	proto.Message
-}](found func(P) bool, none func(missing, n int) P) merger {
+}](found, absent func(P) bool, none func(missing, n int) P) merger {
 	return func(_ *nats.Msg, answers []*nats.Msg) proto.Message {
 		all, missing := decodeAll[T, P](answers)
 		for _, a := range all {
 			if found(a) {
+				return a
+			}
+		}
+		// Not found is the answer only when every shard said so: one that
+		// failed (its owner's read refused, say) may hold it.
+		for _, a := range all {
+			if !absent(a) {
 				return a
 			}
 		}
@@ -460,20 +483,29 @@ func firstFound[T any, P interface {
 // What each id request's answer says when it found the job or run, and
 // what is answered when no shard did and some did not answer.
 func jobFound(r *wardv1.GetJobReply) bool { return r.GetJob() != nil }
+func jobAbsent(r *wardv1.GetJobReply) bool {
+	return r.GetJob() == nil && strings.HasSuffix(r.GetError(), " not found")
+}
 func jobNone(missing, n int) *wardv1.GetJobReply {
-	return &wardv1.GetJobReply{Error: "not found; " + unanswered(missing, n)}
+	// Not "not found": a shard that did not answer may hold it.
+	return &wardv1.GetJobReply{Error: "the job could not be looked up: " + unanswered(missing, n)}
 }
 func runFound(r *wardv1.WorkflowGetReply) bool { return r.GetRun() != nil }
-func runNone(missing, n int) *wardv1.WorkflowGetReply {
-	return &wardv1.WorkflowGetReply{Error: "not found; " + unanswered(missing, n)}
+func runAbsent(r *wardv1.WorkflowGetReply) bool {
+	return r.GetRun() == nil && strings.Contains(r.GetError(), "not found")
 }
-func retried(r *wardv1.SubmitReply) bool {
-	return r.GetAccepted() || !strings.HasSuffix(r.GetMessage(), " not found") // refused by the shard that has it
+func runNone(missing, n int) *wardv1.WorkflowGetReply {
+	return &wardv1.WorkflowGetReply{Error: "the run could not be looked up: " + unanswered(missing, n)}
+}
+func retried(r *wardv1.SubmitReply) bool { return r.GetAccepted() }
+func retryAbsent(r *wardv1.SubmitReply) bool {
+	return !r.GetAccepted() && strings.HasSuffix(r.GetMessage(), " not found")
 }
 func retryNone(missing, n int) *wardv1.SubmitReply {
 	return refuse(reason.StoreError, "not retried: %s", unanswered(missing, n))
 }
-func dropped(r *wardv1.DLQDropReply) bool { return r.GetDropped() }
+func dropped(r *wardv1.DLQDropReply) bool    { return r.GetDropped() }
+func notDropped(r *wardv1.DLQDropReply) bool { return !r.GetDropped() && r.GetError() == "" }
 func dropNone(missing, n int) *wardv1.DLQDropReply {
 	return &wardv1.DLQDropReply{Error: "not dropped: " + unanswered(missing, n)}
 }
