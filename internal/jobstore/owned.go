@@ -722,30 +722,14 @@ func (s *Owned) QueueHeads(ctx context.Context, pool string, limit int) ([]*Job,
 	if limit <= 0 {
 		return nil, nil
 	}
-	type head struct {
-		job   *Job
-		score float64
-	}
 	parts, err := gather(ctx, s, func(l *Logged) ([]head, error) {
 		jobs, scores, err := l.queueHeads(ctx, pool, limit)
-		out := make([]head, len(jobs))
-		for i := range jobs {
-			out[i] = head{jobs[i], scores[i]}
-		}
-		return out, err
+		return headsOf(jobs, scores), err
 	})
 	if err != nil {
 		return nil, err
 	}
-	all := slices.Concat(parts...)
-	slices.SortFunc(all, func(a, b head) int {
-		return cmp.Or(cmp.Compare(a.score, b.score), strings.Compare(a.job.ID, b.job.ID))
-	})
-	out := make([]*Job, 0, min(limit, len(all)))
-	for _, h := range all[:min(limit, len(all))] {
-		out = append(out, h.job)
-	}
-	return out, nil
+	return topHeads(parts, limit), nil
 }
 
 // QueueLens returns each pool's queue length, summed over the owned shards.
@@ -754,13 +738,7 @@ func (s *Owned) QueueLens(ctx context.Context, pools []string) ([]int, error) {
 		return nil, nil
 	}
 	parts, err := gather(ctx, s, func(l *Logged) ([]int, error) { return l.QueueLens(ctx, pools) })
-	out := make([]int, len(pools))
-	for _, p := range parts {
-		for i, n := range p {
-			out[i] += n
-		}
-	}
-	return out, err
+	return sumLens(parts, len(pools)), err
 }
 
 // DueDeferred hands out due deferred jobs, at most limit in all, the
@@ -799,17 +777,7 @@ func (s *Owned) DueDeferred(ctx context.Context, now time.Time, limit int) ([]*J
 		jobs = append(jobs, js...)
 		errs = append(errs, err)
 	}
-	slices.SortStableFunc(jobs, func(a, b *Job) int {
-		ra, oka := rank[a.ID]
-		rb, okb := rank[b.ID]
-		if !oka {
-			ra = len(all)
-		}
-		if !okb {
-			rb = len(all)
-		}
-		return cmp.Compare(ra, rb)
-	})
+	byRank(jobs, rank)
 	return jobs, errors.Join(errs...)
 }
 
@@ -860,9 +828,7 @@ func (s *Owned) DLQ(ctx context.Context, tenant string, limit int) ([]DLQEntry, 
 	if err != nil {
 		return nil, err
 	}
-	all := slices.Concat(parts...)
-	slices.SortStableFunc(all, func(a, b DLQEntry) int { return b.At.Compare(a.At) })
-	return all[:min(limit, len(all))], nil
+	return newestDLQ(parts, limit), nil
 }
 
 // StateCounts sums the owned shards' counts.
@@ -871,13 +837,7 @@ func (s *Owned) StateCounts(ctx context.Context, pools []string) (Counts, error)
 	if err != nil {
 		return nil, err
 	}
-	c := make(Counts)
-	for _, p := range parts {
-		for st, v := range p {
-			c[st] += v
-		}
-	}
-	return c, nil
+	return sumCounts(parts), nil
 }
 
 // Throughput sums the owned shards' steps.
@@ -889,11 +849,7 @@ func (s *Owned) Throughput(ctx context.Context, until time.Time, step time.Durat
 	if err != nil {
 		return nil, err
 	}
-	t := newThroughput(until, step, n)
-	for _, p := range parts {
-		t.add(p)
-	}
-	return t, nil
+	return sumThroughput(until, step, n, parts), nil
 }
 
 // SetRetention makes jobs and runs that ended expire after d (0: never),
@@ -1044,11 +1000,7 @@ func (s *Owned) ListRuns(ctx context.Context, tenant string, limit int) ([]*Run,
 	if err != nil {
 		return nil, err
 	}
-	all := slices.Concat(parts...)
-	slices.SortFunc(all, func(a, b *Run) int {
-		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
-	})
-	return all[:min(limit, len(all))], nil
+	return newestRuns(parts, limit), nil
 }
 
 // OrphanRuns returns the RUNNING runs whose claim ran out before now,

@@ -541,30 +541,14 @@ func (s *Sharded) QueueHeads(ctx context.Context, pool string, limit int) ([]*Jo
 	if limit <= 0 {
 		return nil, nil
 	}
-	type head struct {
-		job   *Job
-		score float64
-	}
 	parts, err := each(s, func(_ int, r *Redis) ([]head, error) {
 		jobs, scores, err := r.queueHeads(ctx, pool, limit)
-		out := make([]head, len(jobs))
-		for i := range jobs {
-			out[i] = head{jobs[i], scores[i]}
-		}
-		return out, err
+		return headsOf(jobs, scores), err
 	})
 	if err != nil {
 		return nil, err
 	}
-	all := slices.Concat(parts...)
-	slices.SortFunc(all, func(a, b head) int {
-		return cmp.Or(cmp.Compare(a.score, b.score), strings.Compare(a.job.ID, b.job.ID))
-	})
-	out := make([]*Job, 0, min(limit, len(all)))
-	for _, h := range all[:min(limit, len(all))] {
-		out = append(out, h.job)
-	}
-	return out, nil
+	return topHeads(parts, limit), nil
 }
 
 // QueueLens returns each pool's queue length, summed over the shards.
@@ -576,13 +560,7 @@ func (s *Sharded) QueueLens(ctx context.Context, pools []string) ([]int, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]int, len(pools))
-	for _, p := range parts {
-		for i, n := range p {
-			out[i] += n
-		}
-	}
-	return out, nil
+	return sumLens(parts, len(pools)), nil
 }
 
 // DueDeferred hands out due deferred jobs, at most limit in all, the
@@ -627,17 +605,7 @@ func (s *Sharded) DueDeferred(ctx context.Context, now time.Time, limit int) ([]
 		return r.DueDeferred(ctx, now, share[i])
 	})
 	jobs := slices.Concat(out...)
-	slices.SortStableFunc(jobs, func(a, b *Job) int {
-		ra, oka := rank[a.ID]
-		rb, okb := rank[b.ID]
-		if !oka {
-			ra = len(all)
-		}
-		if !okb {
-			rb = len(all)
-		}
-		return cmp.Compare(ra, rb)
-	})
+	byRank(jobs, rank)
 	return jobs, err
 }
 
@@ -790,9 +758,7 @@ func (s *Sharded) DLQ(ctx context.Context, tenant string, limit int) ([]DLQEntry
 	if err != nil {
 		return nil, err
 	}
-	all := slices.Concat(parts...)
-	slices.SortStableFunc(all, func(a, b DLQEntry) int { return b.At.Compare(a.At) })
-	return all[:min(limit, len(all))], nil
+	return newestDLQ(parts, limit), nil
 }
 
 // SetRetention makes jobs and runs that ended expire after d (0: never).
@@ -943,11 +909,7 @@ func (s *Sharded) ListRuns(ctx context.Context, tenant string, limit int) ([]*Ru
 	if err != nil {
 		return nil, err
 	}
-	all := slices.Concat(parts...)
-	slices.SortFunc(all, func(a, b *Run) int {
-		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
-	})
-	return all[:min(limit, len(all))], nil
+	return newestRuns(parts, limit), nil
 }
 
 // OrphanRuns returns the RUNNING runs whose claim ran out before now,

@@ -205,13 +205,7 @@ func (s *Sharded) StateCounts(ctx context.Context, pools []string) (Counts, erro
 	if err != nil {
 		return nil, err
 	}
-	c := make(Counts)
-	for _, p := range parts {
-		for st, v := range p {
-			c[st] += v
-		}
-	}
-	return c, nil
+	return sumCounts(parts), nil
 }
 
 // Throughput sums the shards' steps.
@@ -223,9 +217,5 @@ func (s *Sharded) Throughput(ctx context.Context, until time.Time, step time.Dur
 	if err != nil {
 		return nil, err
 	}
-	t := newThroughput(until, step, n)
-	for _, p := range parts {
-		t.add(p)
-	}
-	return t, nil
+	return sumThroughput(until, step, n, parts), nil
 }

@@ -186,6 +186,18 @@ func (r *router) forward(i int, msg *nats.Msg, hops int) {
 	forwarded.WithLabelValues(baseOf(msg.Subject), "sent").Inc()
 }
 
+// hold keeps shard i owned while msg, sent to its owner, is handled
+// (Shards.Hold). Where this process gave the shard up since msg was sent,
+// msg goes on to the new owner, once, and hold reports false.
+func (r *router) hold(i int, msg *nats.Msg) (release func(), ok bool) {
+	if release, ok = r.shards.Hold(i); !ok {
+		if hops, _ := strconv.Atoi(msg.Header.Get(hdrHops)); hops < 2 {
+			r.forward(i, msg, hops)
+		}
+	}
+	return release, ok
+}
+
 // noResponders answers a request as the NATS server answers one nobody
 // serves: an empty message with status 503, which the NATS clients report
 // as no responders.
@@ -323,12 +335,8 @@ func routeSub[T any, P interface {
 					r.forward(r.shards.ShardOf(to.tenant), msg, 0)
 					return
 				}
-				release, ok := r.shards.Hold(i)
+				release, ok := r.hold(i, msg)
 				if !ok {
-					// Given up since it was sent: on to the new owner, once.
-					if hops, _ := strconv.Atoi(msg.Header.Get(hdrHops)); hops < 2 {
-						r.forward(i, msg, hops)
-					}
 					return
 				}
 				defer release()
@@ -342,12 +350,8 @@ func routeSub[T any, P interface {
 		// for a moment, one of the two gets each message, not both.
 		return bus.Subscribe(ctx, s.cfg.Bus, prefix+subject, queue, w, s.log, func(ctx context.Context, msg *nats.Msg, m P) {
 			msg.Subject = strings.TrimPrefix(msg.Subject, prefix)
-			release, ok := r.shards.Hold(i)
+			release, ok := r.hold(i, msg)
 			if !ok {
-				// Given up since it was sent: on to the new owner, once.
-				if hops, _ := strconv.Atoi(msg.Header.Get(hdrHops)); hops < 2 {
-					r.forward(i, msg, hops)
-				}
 				return
 			}
 			defer release()
