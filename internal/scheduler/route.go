@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -146,14 +147,7 @@ func (r *router) close(ctx context.Context) error {
 			}
 		}
 	}
-	return joinErrs(errs)
-}
-
-func joinErrs(errs []error) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("scheduler: shard forwards: %v", errs)
+	return errors.Join(errs...)
 }
 
 // forward sends msg as it came to shard i's owner. With none (a takeover
@@ -517,31 +511,29 @@ func dropNone(missing, n int) *wardv1.DLQDropReply {
 // mergeList merges the owners' pages of an admin's listing by the
 // cursors at their jobs (jobstore.MergePages).
 func mergeList(req *nats.Msg, answers []*nats.Msg) proto.Message {
-	{
-		all, missing := decodeAll[wardv1.ListJobsReply](answers)
-		out := &wardv1.ListJobsReply{}
-		cursors, nexts := make([][]string, len(all)), make([]string, len(all))
-		for i, a := range all {
-			if a.GetError() != "" {
-				out.Error = a.GetError()
-				return out
-			}
-			cursors[i], nexts[i] = a.GetCursors(), a.GetNextCursor()
-		}
-		keep, next, err := jobstore.MergePages(cursors, nexts, listLimit(req))
-		if err != nil {
-			out.Error = err.Error()
+	all, missing := decodeAll[wardv1.ListJobsReply](answers)
+	out := &wardv1.ListJobsReply{}
+	cursors, nexts := make([][]string, len(all)), make([]string, len(all))
+	for i, a := range all {
+		if a.GetError() != "" {
+			out.Error = a.GetError()
 			return out
 		}
-		for _, k := range keep {
-			out.Jobs = append(out.Jobs, all[k[0]].Jobs[k[1]])
-		}
-		out.NextCursor = next
-		if missing > 0 {
-			out.Error = unanswered(missing, len(answers))
-		}
+		cursors[i], nexts[i] = a.GetCursors(), a.GetNextCursor()
+	}
+	keep, next, err := jobstore.MergePages(cursors, nexts, listLimit(req))
+	if err != nil {
+		out.Error = err.Error()
 		return out
 	}
+	for _, k := range keep {
+		out.Jobs = append(out.Jobs, all[k[0]].Jobs[k[1]])
+	}
+	out.NextCursor = next
+	if missing > 0 {
+		out.Error = unanswered(missing, len(answers))
+	}
+	return out
 }
 
 // listLimit is the page size of an admin's listing request.
@@ -557,25 +549,23 @@ func listLimit(msg *nats.Msg) int {
 
 // mergeDLQ merges the owners' DLQ entries, newest first.
 func mergeDLQ(req *nats.Msg, answers []*nats.Msg) proto.Message {
-	{
-		q := &wardv1.DLQListRequest{}
-		_ = proto.Unmarshal(req.Data, q)
-		limit := dlqLimit(q)
-		all, missing := decodeAll[wardv1.DLQListReply](answers)
-		out := &wardv1.DLQListReply{}
-		for _, a := range all {
-			out.Entries = append(out.Entries, a.GetEntries()...)
-			if a.GetError() != "" {
-				out.Error = a.GetError()
-			}
+	q := &wardv1.DLQListRequest{}
+	_ = proto.Unmarshal(req.Data, q)
+	limit := dlqLimit(q)
+	all, missing := decodeAll[wardv1.DLQListReply](answers)
+	out := &wardv1.DLQListReply{}
+	for _, a := range all {
+		out.Entries = append(out.Entries, a.GetEntries()...)
+		if a.GetError() != "" {
+			out.Error = a.GetError()
 		}
-		slices.SortStableFunc(out.Entries, func(a, b *wardv1.DLQEntry) int { return cmp.Compare(b.GetAtUnixMs(), a.GetAtUnixMs()) })
-		out.Entries = out.Entries[:min(limit, len(out.Entries))]
-		if missing > 0 && out.Error == "" {
-			out.Error = unanswered(missing, len(answers))
-		}
-		return out
 	}
+	slices.SortStableFunc(out.Entries, func(a, b *wardv1.DLQEntry) int { return cmp.Compare(b.GetAtUnixMs(), a.GetAtUnixMs()) })
+	out.Entries = out.Entries[:min(limit, len(out.Entries))]
+	if missing > 0 && out.Error == "" {
+		out.Error = unanswered(missing, len(answers))
+	}
+	return out
 }
 
 // mergeStats sums the owners' counts and steps.
@@ -621,22 +611,20 @@ func mergeStats(_ *nats.Msg, answers []*nats.Msg) proto.Message {
 
 // mergeRuns merges the owners' runs, newest first.
 func mergeRuns(req *nats.Msg, answers []*nats.Msg) proto.Message {
-	{
-		q := &wardv1.WorkflowListRequest{}
-		_ = proto.Unmarshal(req.Data, q)
-		limit := runListLimit(q)
-		all, _ := decodeAll[wardv1.WorkflowListReply](answers)
-		out := &wardv1.WorkflowListReply{}
-		for _, a := range all {
-			out.Runs = append(out.Runs, a.GetRuns()...)
-			if out.Workflows == nil {
-				out.Workflows = a.GetWorkflows()
-			}
+	q := &wardv1.WorkflowListRequest{}
+	_ = proto.Unmarshal(req.Data, q)
+	limit := runListLimit(q)
+	all, _ := decodeAll[wardv1.WorkflowListReply](answers)
+	out := &wardv1.WorkflowListReply{}
+	for _, a := range all {
+		out.Runs = append(out.Runs, a.GetRuns()...)
+		if out.Workflows == nil {
+			out.Workflows = a.GetWorkflows()
 		}
-		slices.SortStableFunc(out.Runs, func(a, b *wardv1.WorkflowRun) int {
-			return cmp.Or(cmp.Compare(b.GetCreatedAtUnixMs(), a.GetCreatedAtUnixMs()), strings.Compare(b.GetRunId(), a.GetRunId()))
-		})
-		out.Runs = out.Runs[:min(limit, len(out.Runs))]
-		return out
 	}
+	slices.SortStableFunc(out.Runs, func(a, b *wardv1.WorkflowRun) int {
+		return cmp.Or(cmp.Compare(b.GetCreatedAtUnixMs(), a.GetCreatedAtUnixMs()), strings.Compare(b.GetRunId(), a.GetRunId()))
+	})
+	out.Runs = out.Runs[:min(limit, len(out.Runs))]
+	return out
 }
