@@ -436,6 +436,33 @@ type Submitted struct {
 	Queued []int
 }
 
+// EarlySubmitter is a store that can answer a submission before the
+// submission is durable: the logged stores, whose owner holds the state
+// in memory and appends its records to a log behind it.
+type EarlySubmitter interface {
+	// SubmitThen is Submit, answered as soon as the store's state holds
+	// the answer, before it is durable. The caller may go on with the job
+	// at once: the changes it makes next are durable only after this one
+	// is. Whatever the caller tells others of the answer waits for then,
+	// which is called once, when the answer is as durable as Submit's
+	// would be (nil), or with the error that Submit would have returned in
+	// its place (the store failed behind the answer). then may be called
+	// before SubmitThen returns, and from another goroutine: it must not
+	// block.
+	SubmitThen(ctx context.Context, job *Job, payload []byte, g Guard, then func(error)) (Submitted, error)
+}
+
+// SubmitThen calls s's SubmitThen where s is an EarlySubmitter; otherwise
+// it calls Submit, and then(nil) before it returns.
+func SubmitThen(ctx context.Context, s Store, job *Job, payload []byte, g Guard, then func(error)) (Submitted, error) {
+	if e, ok := s.(EarlySubmitter); ok {
+		return e.SubmitThen(ctx, job, payload, g, then)
+	}
+	res, err := s.Submit(ctx, job, payload, g)
+	then(nil)
+	return res, err
+}
+
 // Store is the job store contract. Implementations are safe for concurrent use.
 type Store interface {
 	// RunStore keeps workflow runs (runs.go).

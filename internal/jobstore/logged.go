@@ -144,6 +144,20 @@ type pendingRecord struct {
 	rec  []byte
 	snap []byte
 	done chan error
+	// then, when set, is called with the outcome instead of a send on
+	// done (Logged.SubmitThen): nobody waits.
+	then func(error)
+}
+
+// finish tells p's outcome to whoever learns it (a queued snapshot:
+// nobody).
+func (p *pendingRecord) finish(err error) {
+	switch {
+	case p.then != nil:
+		p.then(err)
+	case p.done != nil:
+		p.done <- err
+	}
 }
 
 // appendBatch appends a batch if the caller's epoch is the log's and its
@@ -616,16 +630,23 @@ func (l *Logged) applyBatch(b []byte) (int, error) {
 // that it changed the state, queues rec (made after fn: it may need what
 // fn returned) and waits for its append.
 func (l *Logged) change(ctx context.Context, fn func() (changed bool, rec *record, err error)) error {
+	return l.changeThen(ctx, fn, nil)
+}
+
+// changeThen is change; with then set, it does not wait for the append:
+// it returns what fn answered at once, and then learns when that answer
+// is durable (see EarlySubmitter). Every path calls then once.
+func (l *Logged) changeThen(ctx context.Context, fn func() (changed bool, rec *record, err error), then func(error)) error {
 	l.mu.Lock()
 	if l.broken != nil {
 		l.mu.Unlock()
-		return l.broken
+		return settled(l.broken, then)
 	}
 	select {
 	case <-l.done:
 		// Closed (given up): no writer would append the record.
 		l.mu.Unlock()
-		return ErrLogClosed
+		return settled(ErrLogClosed, then)
 	default:
 	}
 	changed, rec, err := fn()
@@ -636,11 +657,18 @@ func (l *Logged) change(ctx context.Context, fn func() (changed bool, rec *recor
 		// are, like the changes themselves.
 		if len(l.pending) == 0 && l.inflight == 0 {
 			l.mu.Unlock()
-			return err
+			return settled(err, then)
 		}
-		p := pendingRecord{done: make(chan error, 1)} // a barrier: no record
+		p := pendingRecord{then: then} // a barrier: no record
+		if then == nil {
+			p.done = make(chan error, 1)
+		}
 		l.pending = append(l.pending, p)
 		l.mu.Unlock()
+		if then != nil {
+			l.wakeWriter()
+			return err
+		}
 		if werr := l.await(ctx, p); werr != nil {
 			return werr
 		}
@@ -651,15 +679,31 @@ func (l *Logged) change(ctx context.Context, fn func() (changed bool, rec *recor
 		// The state changed and can't be logged: nothing may follow it.
 		l.failLocked(fmt.Errorf("jobstore: log record %s: %w", rec.Op, err))
 		l.mu.Unlock()
-		return l.broken
+		return settled(l.broken, then)
 	}
-	p := pendingRecord{rec: raw, done: make(chan error, 1)}
+	p := pendingRecord{rec: raw, then: then}
+	if then == nil {
+		p.done = make(chan error, 1)
+	}
 	l.pending = append(l.pending, p)
 	if l.since++; l.snapEvery >= 0 && l.since >= l.nextSnap && (!l.followed || l.since >= 4*l.nextSnap) {
 		l.queueSnapshotLocked()
 	}
 	l.mu.Unlock()
+	if then != nil {
+		l.wakeWriter()
+		return nil
+	}
 	return l.await(ctx, p)
+}
+
+// settled answers err for a change that waits for nothing: then, when
+// set, learns at once that the answer stands.
+func settled(err error, then func(error)) error {
+	if then != nil {
+		then(nil)
+	}
+	return err
 }
 
 // snapAfter is how many records the next snapshot waits for:
@@ -715,12 +759,17 @@ func (l *Logged) queueSnapshotLocked() {
 	l.nextSnap = l.snapAfter()
 }
 
-// await wakes the writer and waits for p's batch to be appended.
-func (l *Logged) await(ctx context.Context, p pendingRecord) error {
+// wakeWriter tells the writer that records are queued.
+func (l *Logged) wakeWriter() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
 	}
+}
+
+// await wakes the writer and waits for p's batch to be appended.
+func (l *Logged) await(ctx context.Context, p pendingRecord) error {
+	l.wakeWriter()
 	select {
 	case err := <-p.done:
 		return err
@@ -820,15 +869,23 @@ func (l *Logged) flush() {
 			// Nothing queued after a lost batch may be appended: the log
 			// would skip a change the state made.
 			for _, p := range l.pending {
-				if p.done != nil { // not a snapshot
-					p.done <- l.broken
-				}
+				p.finish(l.broken)
 			}
 			l.pending = nil
 			l.mu.Unlock()
 		}
+		// Those who learn of it later (SubmitThen's acknowledgements)
+		// first, then those who wait: a waiter's next message (a dispatch)
+		// never overtakes the acknowledgement of the submission it rests on.
 		for _, p := range batch {
-			p.done <- err
+			if p.then != nil {
+				p.finish(err)
+			}
+		}
+		for _, p := range batch {
+			if p.then == nil {
+				p.finish(err)
+			}
 		}
 	}
 }
@@ -877,9 +934,7 @@ func (l *Logged) recover(seq int64, lost error) error {
 		err = fmt.Errorf("jobstore: %w, and the recovery failed: %w", lost, err)
 	}
 	for _, p := range covered {
-		if p.done != nil { // not a queued snapshot: this one holds its state
-			p.done <- err
-		}
+		p.finish(err) // a queued snapshot learns nothing: this one holds its state
 	}
 	return err
 }
@@ -995,8 +1050,14 @@ func (l *Logged) Create(ctx context.Context, job *Job, payload []byte) (string, 
 
 // Submit stores job behind g's checks; see Store.
 func (l *Logged) Submit(ctx context.Context, job *Job, payload []byte, g Guard) (Submitted, error) {
+	return l.SubmitThen(ctx, job, payload, g, nil)
+}
+
+// SubmitThen is Submit answered before its record is appended; see
+// EarlySubmitter. With then nil, it is Submit.
+func (l *Logged) SubmitThen(ctx context.Context, job *Job, payload []byte, g Guard, then func(error)) (Submitted, error) {
 	var res Submitted
-	err := l.change(ctx, func() (bool, *record, error) {
+	err := l.changeThen(ctx, func() (bool, *record, error) {
 		if job.CreatedAt.IsZero() {
 			job.CreatedAt = time.Now()
 		}
@@ -1008,7 +1069,7 @@ func (l *Logged) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 		j := *job
 		j.ID = res.ID
 		return true, &record{Op: opSubmit, Job: &j, Payload: payload}, nil
-	})
+	}, then)
 	return res, err
 }
 

@@ -553,3 +553,72 @@ func TestLoggedLosesItsLease(t *testing.T) {
 	default:
 	}
 }
+
+// TestLoggedSubmitThen: SubmitThen answers a submission before its record
+// is appended, so that the caller can go on with the job; then says when
+// the answer is durable. A move made meanwhile is appended after it, and a
+// replay holds both. An owner fenced behind its answer learns it from
+// then, and the log holds nothing of that job.
+func TestLoggedSubmitThen(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	ctx := context.Background()
+	a, err := jobstore.OpenLogged(ctx, c, "then", jobstore.LoggedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+
+	// Redis holds every write: the answer comes, its then does not.
+	if err := c.Do(ctx, "CLIENT", "PAUSE", "30000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	durable := make(chan error, 1)
+	res, err := a.SubmitThen(ctx, &jobstore.Job{ID: "j1", Topic: "job.echo", Tenant: "acme"}, []byte("x"), jobstore.Guard{},
+		func(err error) { durable <- err })
+	if err != nil || !res.Created {
+		t.Fatalf("SubmitThen while Redis holds writes: %+v, %v", res, err)
+	}
+	select {
+	case err := <-durable:
+		t.Fatalf("then was called (%v) before the record could be appended", err)
+	default:
+	}
+	moved := make(chan error, 1)
+	go func() {
+		_, err := a.Transition(ctx, "j1", jobstore.Transition{To: jobstore.Cancelled})
+		moved <- err
+	}()
+	if err := c.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-durable; err != nil {
+		t.Fatalf("then: %v, want nil once appended", err)
+	}
+	if err := <-moved; err != nil {
+		t.Fatalf("the move made before the submission was durable: %v", err)
+	}
+
+	// Another owner takes the log over: the old one's next answer is
+	// refused, at once or by then.
+	b, err := jobstore.OpenLogged(ctx, c, "then", jobstore.LoggedOptions{Steal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if j, err := b.Get(ctx, "j1"); err != nil || j.State != jobstore.Cancelled {
+		t.Fatalf("j1 after the takeover: %+v, %v", j, err)
+	}
+	_, err = a.SubmitThen(ctx, &jobstore.Job{ID: "j2", Topic: "job.echo", Tenant: "acme"}, nil, jobstore.Guard{},
+		func(err error) { durable <- err })
+	late := <-durable
+	switch {
+	case err == nil && !errors.Is(late, jobstore.ErrFenced):
+		t.Fatalf("a fenced owner's submission was answered, and then said %v, want ErrFenced", late)
+	case err != nil && (!errors.Is(err, jobstore.ErrFenced) || late != nil):
+		t.Fatalf("a fenced owner's submission: %v, then %v; want ErrFenced, then nil", err, late)
+	}
+	if _, err := b.Get(ctx, "j2"); !errors.Is(err, jobstore.ErrNotFound) {
+		t.Fatalf("the fenced owner's submission is in the log: %v", err)
+	}
+}

@@ -507,16 +507,22 @@ func (s *Owned) Create(ctx context.Context, job *Job, payload []byte) (string, b
 // Submit stores job in its tenant's shard behind g's checks; see Store.
 // An id another owned shard holds is ErrExists, as on one store.
 func (s *Owned) Submit(ctx context.Context, job *Job, payload []byte, g Guard) (Submitted, error) {
+	return s.SubmitThen(ctx, job, payload, g, nil)
+}
+
+// SubmitThen is Submit answered before the shard's record is appended;
+// see EarlySubmitter. With then nil, it is Submit.
+func (s *Owned) SubmitThen(ctx context.Context, job *Job, payload []byte, g Guard, then func(error)) (Submitted, error) {
 	l, err := s.forTenant(ctx, job.Tenant)
-	if err != nil {
-		return Submitted{}, err
-	}
-	if job.ID != "" {
+	if err == nil && job.ID != "" {
 		if o := s.holding(ctx, job.ID); o != nil && o != l {
-			return Submitted{}, fmt.Errorf("jobstore: create %s: %w", job.ID, ErrExists)
+			err = fmt.Errorf("jobstore: create %s: %w", job.ID, ErrExists)
 		}
 	}
-	return l.Submit(ctx, job, payload, g)
+	if err != nil {
+		return Submitted{}, settled(err, then)
+	}
+	return l.SubmitThen(ctx, job, payload, g, then)
 }
 
 // Get returns a job; see Store.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -45,12 +46,22 @@ func refuse(code reason.Code, format string, args ...any) *wardv1.SubmitReply {
 // job's tenant is the one the subject names — the credential's, since a
 // tenant may publish on its own subject only — and a payload that names
 // another is refused.
+//
+// On a store that answers before it is durable (jobstore.EarlySubmitter:
+// the logged stores), the admission starts at once and the reply goes
+// once the submission's record is appended (submitAck): the job's first
+// move is then usually appended in the same batch as its creation, and
+// the ticket, sent after that move is appended, never comes before the
+// reply.
 func (s *Scheduler) handleSubmit(ctx context.Context, msg *nats.Msg, req *wardv1.JobRequest) {
 	var (
 		reply  *wardv1.SubmitReply
 		job    *jobstore.Job
 		queued map[string]int
+		ack    = &submitAck{s: s, msg: msg}
+		stored bool // acceptFor was asked, and calls ack.durable
 	)
+	ack.left.Store(2)
 	switch tenant := bus.TenantOf(msg.Subject); {
 	case tenant == bus.AllTenants:
 		reply = refuse(reason.BadRequest, "a job is submitted for a tenant: submit on %s", bus.TenantSubject(bus.SubjectSubmit, "<tenant>"))
@@ -60,7 +71,11 @@ func (s *Scheduler) handleSubmit(ctx context.Context, msg *nats.Msg, req *wardv1
 		reply = refuse(reason.BadRequest, "labels under %q are Ward's own (a workflow step's run and task): a client may not set them", placement.SystemLabelPrefix)
 	default:
 		req.TenantId = tenant
-		reply, job, queued = s.accept(ctx, req)
+		reply, job, queued = s.acceptFor(ctx, req, false, ack.durable)
+		stored = true
+	}
+	if !stored {
+		ack.durable(nil)
 	}
 	if s.router != nil {
 		if t := bus.TenantOf(msg.Subject); t != bus.AllTenants {
@@ -68,13 +83,53 @@ func (s *Scheduler) handleSubmit(ctx context.Context, msg *nats.Msg, req *wardv1
 			reply.Shard = strconv.Itoa(s.router.shards.ShardOf(t))
 		}
 	}
-	if err := s.cfg.Bus.Reply(msg, reply); err != nil {
-		s.log.Warn("submit reply failed", "job_id", reply.GetJobId(), "err", err)
-	}
+	ack.answered(reply)
 	if job == nil {
 		return
 	}
 	s.admit(ctx, job, queued, req.Payload)
+}
+
+// submitAck sends a submission's reply once the reply is made and the
+// store has made it durable, whichever comes last (handleSubmit).
+type submitAck struct {
+	s     *Scheduler
+	msg   *nats.Msg
+	reply *wardv1.SubmitReply
+	err   error        // why the store could not make the answer durable
+	left  atomic.Int32 // of answered and durable, those not yet called
+}
+
+// durable is the store's word that the answer is durable (nil), or that
+// it failed behind it.
+func (a *submitAck) durable(err error) {
+	a.err = err
+	a.done()
+}
+
+// answered hands over the reply.
+func (a *submitAck) answered(reply *wardv1.SubmitReply) {
+	a.reply = reply
+	a.done()
+}
+
+// done sends the reply once both have been called. A store that failed
+// behind its answer turns it into store_error, as a failed Submit does.
+func (a *submitAck) done() {
+	if a.left.Add(-1) != 0 {
+		return
+	}
+	reply := a.reply
+	if a.err != nil {
+		storeErrors.WithLabelValues("create").Inc()
+		a.s.log.Error("store create failed", "job_id", reply.GetJobId(), "err", a.err)
+		shard := reply.GetShard()
+		reply = refuse(reason.StoreError, "job store unavailable")
+		reply.Shard = shard
+	}
+	if err := a.s.cfg.Bus.Reply(a.msg, reply); err != nil {
+		a.s.log.Warn("submit reply failed", "job_id", reply.GetJobId(), "err", err)
+	}
 }
 
 // hasSystemLabel reports whether labels holds one of Ward's own.
@@ -92,13 +147,22 @@ func hasSystemLabel(labels map[string]string) bool {
 // queues' cap. It returns the stored job (nil when refused or a duplicate)
 // and the length of each eligible pool's queue.
 func (s *Scheduler) accept(ctx context.Context, req *wardv1.JobRequest) (*wardv1.SubmitReply, *jobstore.Job, map[string]int) {
-	return s.acceptFor(ctx, req, false)
+	return s.acceptFor(ctx, req, false, nil)
 }
 
 // acceptFor is accept; a step of a workflow run (step) takes no token of
 // its tenant's rate bucket: the bucket paces clients' submissions, and the
 // run was admitted as a whole (its steps are paced by max_parallel).
-func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step bool) (*wardv1.SubmitReply, *jobstore.Job, map[string]int) {
+//
+// With then set, the store may answer before the job is durable
+// (jobstore.SubmitThen): then is called once, when the reply may be sent,
+// and the job may be admitted at once.
+func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step bool, then func(error)) (*wardv1.SubmitReply, *jobstore.Job, map[string]int) {
+	defer func() {
+		if then != nil { // refused before the store was asked
+			then(nil)
+		}
+	}()
 	if req.Traceparent == "" && telemetry.Enabled() {
 		// A client that does not trace, a workflow's step: the job's
 		// trace starts here, and its admissions are this span's children.
@@ -181,7 +245,16 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 	if step {
 		guard.Rate, guard.Burst = 0, 0
 	}
-	res, err := s.cfg.Store.Submit(ctx, job, req.Payload, guard)
+	var (
+		res jobstore.Submitted
+		err error
+	)
+	if then != nil {
+		res, err = jobstore.SubmitThen(ctx, s.cfg.Store, job, req.Payload, guard, then)
+		then = nil // the store calls it
+	} else {
+		res, err = s.cfg.Store.Submit(ctx, job, req.Payload, guard)
+	}
 	switch {
 	case errors.Is(err, jobstore.ErrExists):
 		return refuse(reason.BadRequest, "job %s exists already", req.JobId), nil, nil
@@ -224,7 +297,7 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 // it returns the reply and, when it stored a new job, the job's
 // admission, which the run makes next.
 func (s *Scheduler) submitStep(ctx context.Context, req *wardv1.JobRequest) (*wardv1.SubmitReply, func()) {
-	reply, job, queued := s.acceptFor(ctx, req, true)
+	reply, job, queued := s.acceptFor(ctx, req, true, nil)
 	if job == nil {
 		return reply, nil
 	}

@@ -140,6 +140,8 @@ type options struct {
 	// credentials, unsigned dispatches, heartbeats not checked against
 	// credentials.
 	insecure bool
+	// store, when set, is the replicas' store.
+	store jobstore.Store
 }
 
 // testPools maps job.a to pool a, job.b to pools b1 then b2.
@@ -179,6 +181,9 @@ func start(t *testing.T, o options) *env {
 		e.natsURL = natstest.StartJetStream(t)
 	default:
 		e.natsURL = natstest.Start(t)
+	}
+	if o.store != nil {
+		e.store = o.store
 	}
 	if o.redis != "" {
 		store, err := jobstore.OpenRedis(o.redis)
