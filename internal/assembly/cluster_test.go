@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/internal/assembly"
+	"github.com/ward-run/ward/internal/audit"
 	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/config"
 	"github.com/ward-run/ward/internal/jobstore"
@@ -224,6 +226,35 @@ func TestOwnedShards(t *testing.T) {
 	}
 	if n := stats.GetStates()["SUCCEEDED"]; n != tenants*each {
 		t.Errorf("stats: %d SUCCEEDED, want %d (%v)", n, tenants*each, stats.GetStates())
+	}
+
+	// An admin's cancel is asked of every shard: the owner of the job's
+	// shard records it, and where no shard has the job the replica that
+	// gathered the answers does; each once.
+	if _, err := e.client.Cancel(ctx, ids[0], "audited"); err == nil {
+		t.Errorf("the cancel of ended job %s succeeded", ids[0])
+	}
+	if _, err := e.client.Cancel(ctx, "no-such-job", "audited too"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("the cancel of a job no shard has: %v, want not found", err)
+	}
+	js, err := jetstream.New(e.client.Bus().NATS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cancels []audit.Entry
+	checkFor(t, 10*time.Second, func() bool {
+		cancels, err = audit.List(ctx, js, audit.Filter{Action: audit.JobCancel, Limit: 100})
+		return err == nil && len(cancels) >= 2
+	})
+	recorded := map[string][]audit.Entry{}
+	for _, x := range cancels {
+		recorded[x.Target] = append(recorded[x.Target], x)
+	}
+	if r := recorded[ids[0]]; len(r) != 1 || r[0].Detail["state"] != "SUCCEEDED" || r[0].Detail["reason"] != "audited" {
+		t.Errorf("the cancel of ended job %s is recorded as %+v, want once, with its state", ids[0], r)
+	}
+	if r := recorded["no-such-job"]; len(r) != 1 || r[0].Detail["result"] != "not found" || r[0].Detail["reason"] != "audited too" {
+		t.Errorf("the cancel of a job no shard has is recorded as %+v, want once, not found", r)
 	}
 
 	// The client learnt each tenant's shard from a reply: its submissions

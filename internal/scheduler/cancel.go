@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
@@ -79,6 +80,37 @@ func (cn *cancels) handle(ctx context.Context, msg *nats.Msg, cm *wardv1.JobCanc
 		detail["tenant"], detail["state"] = job.Tenant, string(job.State)
 	}
 	cn.admin.record(ctx, audit.Entry{Actor: actor, Action: audit.JobCancel, Target: cm.GetJobId(), Detail: detail})
+}
+
+// auditAbsent wraps the merge of an admin's cancel gathered from every
+// shard. The owner of the shard that has the job records the cancel
+// (handle); where no shard has it, no owner did, and the replica that
+// gathered the answers records it: "not found" when every shard said so,
+// unknown when some did not answer. A cancel published rather than asked
+// (no answers to merge) is recorded only where a shard has the job.
+func (cn *cancels) auditAbsent(merge merger) merger {
+	return func(req *nats.Msg, answers []*nats.Msg) proto.Message {
+		out := merge(req, answers)
+		all, missing := decodeAll[wardv1.GetJobReply](answers)
+		for _, a := range all {
+			if !jobAbsent(a) {
+				return out // a shard has it, or could not say: its owner recorded the cancel
+			}
+		}
+		actor, err := cn.admin.of(req)
+		var cm wardv1.JobCancel
+		if err != nil || proto.Unmarshal(req.Data, &cm) != nil {
+			return out // refused by every owner already
+		}
+		detail := map[string]string{"reason": cm.GetReason(), "result": "not found"}
+		if missing > 0 {
+			detail["result"] = "unknown: " + unanswered(missing, len(answers))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		cn.admin.record(ctx, audit.Entry{Actor: actor, Action: audit.JobCancel, Target: cm.GetJobId(), Detail: detail})
+		return out
+	}
 }
 
 // answer cancels a job, if it is the asking tenant's (the subject names

@@ -331,7 +331,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		add(bus.Subscribe(ctx, c, bus.SubjectSchedulerStatus, "", s.updates, s.log, s.queries.handleStatus)),
 		add(routeSub(ctx, s, bus.ResultSubject("*"), q, s.updates, byTenantField, nil, s.reports.handleResult)),
 		add(routeSub(ctx, s, bus.ProgressSubject("*"), q, s.updates, byTenantField, nil, s.reports.handleProgress)),
-		add(routeSub(ctx, s, bus.TenantSubject(bus.SubjectCancel, "*"), q, s.updates, bySubject, firstFound(jobFound, jobAbsent, jobNone), s.cancels.handle)),
+		add(routeSub(ctx, s, bus.TenantSubject(bus.SubjectCancel, "*"), q, s.updates, bySubject, s.cancels.auditAbsent(firstFound(jobFound, jobAbsent, jobNone)), s.cancels.handle)),
 		add(routeSub(ctx, s, bus.TenantSubject(bus.SubjectJobGet, "*"), q, s.updates, bySubject, firstFound(jobFound, jobAbsent, jobNone), s.queries.handleGet)),
 		add(routeSub(ctx, s, bus.TenantSubject(bus.SubjectJobList, "*"), q, s.updates, listRouting, mergeList, s.queries.handleList)),
 		add(bus.Subscribe(ctx, c, bus.TenantSubject(bus.SubjectBuckets, "*"), q, s.updates, s.log, s.objects.handleBuckets)),
