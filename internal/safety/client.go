@@ -103,6 +103,7 @@ type ClientConfig struct {
 type Client struct {
 	conn     *grpc.ClientConn
 	rpc      safetyv1.SafetyKernelClient
+	streams  *streams // Check's path (stream.go)
 	timeout  time.Duration
 	breaker  *gobreaker.TwoStepCircuitBreaker[struct{}] // nil when disabled
 	failOpen bool
@@ -132,7 +133,8 @@ func Dial(addr string, cfg ClientConfig) (*Client, error) {
 		creds = credentials.NewTLS(cfg.TLS)
 	}
 	target, opts := addr, []grpc.DialOption(nil)
-	if kernels := strings.Split(addr, ","); len(kernels) > 1 {
+	kernels := strings.Split(addr, ",")
+	if len(kernels) > 1 {
 		// Several kernels: every check goes to one that answers (round
 		// robin over those connected), so that losing one costs only the
 		// checks in flight on it.
@@ -161,6 +163,7 @@ func Dial(addr string, cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("safety: dial %s: %w", addr, err)
 	}
 	c := &Client{conn: conn, rpc: safetyv1.NewSafetyKernelClient(conn), timeout: cfg.Timeout, failOpen: cfg.FailOpen}
+	c.streams = newStreams(c.rpc, len(kernels)) // a stream to each kernel
 	if cfg.BreakerFailures > 0 {
 		c.breaker = newBreaker(cfg.BreakerFailures, cfg.BreakerCooldown)
 	}
@@ -217,7 +220,7 @@ func (c *Client) check(ctx context.Context, req *safetyv1.CheckRequest) (*safety
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	start := time.Now()
-	resp, err := c.rpc.Check(ctx, req)
+	resp, err := c.streams.check(ctx, req)
 	clientSeconds.Observe(time.Since(start).Seconds())
 	err = c.classify(err)
 	done(err)
@@ -262,6 +265,7 @@ func (c *Client) classify(err error) error {
 
 // Close closes the connection. Checks in flight fail with ErrUnavailable.
 func (c *Client) Close() error {
+	c.streams.close()
 	if err := c.conn.Close(); err != nil {
 		return fmt.Errorf("safety: close: %w", err)
 	}

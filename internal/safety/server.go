@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -25,6 +27,8 @@ import (
 type Server struct {
 	grpc   *grpc.Server
 	health *health.Server
+	quit   chan struct{} // closed by Shutdown: the CheckStreams end
+	once   sync.Once
 }
 
 // NewServer returns a Server for k that speaks plaintext: anyone who
@@ -46,8 +50,8 @@ func NewServerTLS(k *Kernel, cfg *tls.Config) *Server {
 	if cfg != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg)))
 	}
-	s := &Server{grpc: grpc.NewServer(opts...), health: health.NewServer()}
-	safetyv1.RegisterSafetyKernelServer(s.grpc, handler{k: k})
+	s := &Server{grpc: grpc.NewServer(opts...), health: health.NewServer(), quit: make(chan struct{})}
+	safetyv1.RegisterSafetyKernelServer(s.grpc, handler{k: k, quit: s.quit})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(safetyv1.SafetyKernel_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -68,6 +72,10 @@ func (s *Server) Serve(lis net.Listener) error {
 // connection at once and returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.health.Shutdown()
+	// A CheckStream lasts as long as its scheduler: it is ended, its
+	// checks in flight answered, and the scheduler asks its next checks
+	// on a stream to another kernel.
+	s.once.Do(func() { close(s.quit) })
 	done := make(chan struct{})
 	go func() {
 		s.grpc.GracefulStop()
@@ -86,7 +94,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // handler adapts Kernel to the generated service interface.
 type handler struct {
 	safetyv1.UnimplementedSafetyKernelServer
-	k *Kernel
+	k    *Kernel
+	quit <-chan struct{} // Server.quit
 }
 
 func (h handler) Check(ctx context.Context, req *safetyv1.CheckRequest) (*safetyv1.CheckResponse, error) {
@@ -95,6 +104,86 @@ func (h handler) Check(ctx context.Context, req *safetyv1.CheckRequest) (*safety
 		return nil, statusError(err)
 	}
 	return resp, nil
+}
+
+// streamParallel bounds the checks of one CheckStream decided at once:
+// a slow evaluation holds up no other, and a caller that sends faster
+// than the kernel decides is slowed down, not queued without bound.
+const streamParallel = 64
+
+// CheckStream decides each CheckCall as Check does, on a goroutine of its
+// own (streamParallel at once at most), and answers it with its id. It
+// ends when the caller ends it, or at Shutdown (Unavailable), once the
+// checks in flight are answered.
+func (h handler) CheckStream(stream safetyv1.SafetyKernel_CheckStreamServer) error {
+	ctx := stream.Context()
+	var (
+		sendMu sync.Mutex // a stream's Send is not safe for concurrent use
+		wg     sync.WaitGroup
+		slots  = make(chan struct{}, streamParallel)
+		calls  = make(chan *safetyv1.CheckCall)
+		ended  = make(chan error, 1)
+	)
+	go func() { // Recv blocks: it runs apart, so that Shutdown ends the stream
+		for {
+			call, err := stream.Recv()
+			if err != nil {
+				ended <- err
+				return
+			}
+			select {
+			case calls <- call:
+			case <-ctx.Done(): // the handler returned
+				return
+			}
+		}
+	}()
+	defer wg.Wait() // no Send after the handler returns
+	for {
+		select {
+		case call := <-calls:
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				res := h.decide(ctx, call)
+				sendMu.Lock()
+				defer sendMu.Unlock()
+				// A failed Send means the stream is gone: the caller asks
+				// again.
+				_ = stream.Send(res)
+			})
+		case err := <-ended:
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		case <-h.quit:
+			return status.Error(codes.Unavailable, "safety: the kernel is shutting down")
+		}
+	}
+}
+
+// decide answers one call of a CheckStream; a panic in the kernel is an
+// Internal error, as recoverUnary makes it for Check.
+func (h handler) decide(ctx context.Context, call *safetyv1.CheckCall) (res *safetyv1.CheckResult) {
+	res = &safetyv1.CheckResult{Id: call.GetId()}
+	if call.GetRequest() == nil {
+		res.Code, res.Message = int32(codes.InvalidArgument), "safety: a CheckCall without its request"
+		return res
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			res.Response, res.Code, res.Message = nil, int32(codes.Internal), fmt.Sprintf("safety: panic in CheckStream: %v", r)
+		}
+	}()
+	resp, err := h.k.Check(ctx, call.GetRequest())
+	if err != nil {
+		st := status.Convert(statusError(err))
+		res.Code, res.Message = int32(st.Code()), st.Message()
+		return res
+	}
+	res.Response = resp
+	return res
 }
 
 func (h handler) Explain(ctx context.Context, req *safetyv1.CheckRequest) (*safetyv1.ExplainResponse, error) {

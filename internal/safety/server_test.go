@@ -391,7 +391,8 @@ func TestClientSeveralKernels(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	// The client finds the second one gone; the checks go to the first.
+	// (Its CheckStream was open: Shutdown ended it, and returned.) The
+	// client finds the second one gone; the checks go to the first.
 	failed := 0
 	for range 50 {
 		if _, err := c.Check(ctx, echoJob()); err != nil {
@@ -405,5 +406,76 @@ func TestClientSeveralKernels(t *testing.T) {
 	}
 	if _, err := Dial("127.0.0.1:1,not-an-address", ClientConfig{}); err == nil {
 		t.Error("a kernel list with a bad address dialled")
+	}
+}
+
+// TestCheckStream: the client's checks go over one CheckStream, many in
+// flight at once, and each gets its own decision: allowed jobs and denied
+// ones interleaved, none answered with another's.
+func TestCheckStream(t *testing.T) {
+	c := dial(t, startServer(t), ClientConfig{})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 400)
+	for i := range 400 {
+		wg.Go(func() {
+			req := echoJob()
+			req.JobId = fmt.Sprintf("job-%d", i)
+			want := safetyv1.Decision_DECISION_ALLOW
+			if i%2 == 1 {
+				req.Topic, want = "sys.destroy", safetyv1.Decision_DECISION_DENY
+			}
+			resp, err := c.Check(ctx, req)
+			switch {
+			case err != nil:
+				errs <- fmt.Errorf("%s: %w", req.JobId, err)
+			case resp.GetDecision() != want:
+				errs <- fmt.Errorf("%s (%s): %s %q, want %s", req.JobId, req.Topic, resp.GetDecision(), resp.GetReasons(), want)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := len(c.streams.slots); n != 1 {
+		t.Errorf("%d streams to one kernel, want 1", n)
+	}
+	if c.streams.unary.Load() {
+		t.Error("the client fell back to a call a check with a kernel that serves CheckStream")
+	}
+}
+
+// unaryOnly is a kernel older than CheckStream: Check and Explain only.
+type unaryOnly struct {
+	safetyv1.UnimplementedSafetyKernelServer
+	h handler
+}
+
+func (u unaryOnly) Check(ctx context.Context, req *safetyv1.CheckRequest) (*safetyv1.CheckResponse, error) {
+	return u.h.Check(ctx, req)
+}
+
+// TestCheckStreamOlderKernel: a kernel that does not serve CheckStream is
+// asked with Check, a call each, and its decisions stand.
+func TestCheckStreamOlderKernel(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	safetyv1.RegisterSafetyKernelServer(srv, unaryOnly{h: handler{k: newDefaultKernel(t)}})
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	c := dial(t, lis.Addr().String(), ClientConfig{})
+	for range 3 {
+		resp, err := c.Check(context.Background(), echoJob())
+		if err != nil || resp.GetDecision() != safetyv1.Decision_DECISION_ALLOW {
+			t.Fatalf("a check of a kernel without CheckStream: %v %v", resp.GetDecision(), err)
+		}
+	}
+	if !c.streams.unary.Load() {
+		t.Error("the client did not fall back to Check")
 	}
 }

@@ -82,6 +82,131 @@ func (Decision) EnumDescriptor() ([]byte, []int) {
 	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{0}
 }
 
+// CheckCall is one check on a CheckStream.
+type CheckCall struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the caller's, unique among its calls in flight on the stream.
+	Id            uint64        `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Request       *CheckRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckCall) Reset() {
+	*x = CheckCall{}
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckCall) ProtoMessage() {}
+
+func (x *CheckCall) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckCall.ProtoReflect.Descriptor instead.
+func (*CheckCall) Descriptor() ([]byte, []int) {
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CheckCall) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CheckCall) GetRequest() *CheckRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+// CheckResult answers the CheckCall of the same id: the decision, or the
+// error Check would have failed with (its gRPC status code and message;
+// code 0: none).
+type CheckResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Response      *CheckResponse         `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
+	Code          int32                  `protobuf:"varint,3,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckResult) Reset() {
+	*x = CheckResult{}
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckResult) ProtoMessage() {}
+
+func (x *CheckResult) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckResult.ProtoReflect.Descriptor instead.
+func (*CheckResult) Descriptor() ([]byte, []int) {
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CheckResult) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CheckResult) GetResponse() *CheckResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *CheckResult) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *CheckResult) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // ModuleRequest is what the job's module manifest asks for.
 type ModuleRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -97,7 +222,7 @@ type ModuleRequest struct {
 
 func (x *ModuleRequest) Reset() {
 	*x = ModuleRequest{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[0]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -109,7 +234,7 @@ func (x *ModuleRequest) String() string {
 func (*ModuleRequest) ProtoMessage() {}
 
 func (x *ModuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[0]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -122,7 +247,7 @@ func (x *ModuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleRequest.ProtoReflect.Descriptor instead.
 func (*ModuleRequest) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{0}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ModuleRequest) GetName() string {
@@ -179,7 +304,7 @@ type CheckRequest struct {
 
 func (x *CheckRequest) Reset() {
 	*x = CheckRequest{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[1]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -191,7 +316,7 @@ func (x *CheckRequest) String() string {
 func (*CheckRequest) ProtoMessage() {}
 
 func (x *CheckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[1]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -204,7 +329,7 @@ func (x *CheckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckRequest.ProtoReflect.Descriptor instead.
 func (*CheckRequest) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{1}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CheckRequest) GetJobId() string {
@@ -295,7 +420,7 @@ type WorkflowRequest struct {
 
 func (x *WorkflowRequest) Reset() {
 	*x = WorkflowRequest{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[2]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +432,7 @@ func (x *WorkflowRequest) String() string {
 func (*WorkflowRequest) ProtoMessage() {}
 
 func (x *WorkflowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[2]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +445,7 @@ func (x *WorkflowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkflowRequest.ProtoReflect.Descriptor instead.
 func (*WorkflowRequest) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{2}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *WorkflowRequest) GetName() string {
@@ -350,7 +475,7 @@ type WorkflowStep struct {
 
 func (x *WorkflowStep) Reset() {
 	*x = WorkflowStep{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[3]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -362,7 +487,7 @@ func (x *WorkflowStep) String() string {
 func (*WorkflowStep) ProtoMessage() {}
 
 func (x *WorkflowStep) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[3]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -375,7 +500,7 @@ func (x *WorkflowStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkflowStep.ProtoReflect.Descriptor instead.
 func (*WorkflowStep) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{3}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *WorkflowStep) GetId() string {
@@ -428,7 +553,7 @@ type CheckResponse struct {
 
 func (x *CheckResponse) Reset() {
 	*x = CheckResponse{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[4]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -440,7 +565,7 @@ func (x *CheckResponse) String() string {
 func (*CheckResponse) ProtoMessage() {}
 
 func (x *CheckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[4]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -453,7 +578,7 @@ func (x *CheckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckResponse.ProtoReflect.Descriptor instead.
 func (*CheckResponse) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{4}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CheckResponse) GetDecision() Decision {
@@ -528,7 +653,7 @@ type FiredRule struct {
 
 func (x *FiredRule) Reset() {
 	*x = FiredRule{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[5]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -540,7 +665,7 @@ func (x *FiredRule) String() string {
 func (*FiredRule) ProtoMessage() {}
 
 func (x *FiredRule) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[5]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -553,7 +678,7 @@ func (x *FiredRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FiredRule.ProtoReflect.Descriptor instead.
 func (*FiredRule) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{5}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FiredRule) GetRule() string {
@@ -591,7 +716,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[6]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +728,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[6]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +741,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{6}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ExplainResponse) GetResult() *CheckResponse {
@@ -664,7 +789,7 @@ type DecisionLog struct {
 
 func (x *DecisionLog) Reset() {
 	*x = DecisionLog{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[7]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +801,7 @@ func (x *DecisionLog) String() string {
 func (*DecisionLog) ProtoMessage() {}
 
 func (x *DecisionLog) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[7]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,7 +814,7 @@ func (x *DecisionLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecisionLog.ProtoReflect.Descriptor instead.
 func (*DecisionLog) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{7}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DecisionLog) GetDecisionId() string {
@@ -796,7 +921,7 @@ type DecisionLogBatch struct {
 
 func (x *DecisionLogBatch) Reset() {
 	*x = DecisionLogBatch{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[8]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -808,7 +933,7 @@ func (x *DecisionLogBatch) String() string {
 func (*DecisionLogBatch) ProtoMessage() {}
 
 func (x *DecisionLogBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[8]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -821,7 +946,7 @@ func (x *DecisionLogBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecisionLogBatch.ProtoReflect.Descriptor instead.
 func (*DecisionLogBatch) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{8}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DecisionLogBatch) GetDecisions() []*DecisionLog {
@@ -848,7 +973,7 @@ type PolicyBundle struct {
 
 func (x *PolicyBundle) Reset() {
 	*x = PolicyBundle{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[9]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -860,7 +985,7 @@ func (x *PolicyBundle) String() string {
 func (*PolicyBundle) ProtoMessage() {}
 
 func (x *PolicyBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[9]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -873,7 +998,7 @@ func (x *PolicyBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyBundle.ProtoReflect.Descriptor instead.
 func (*PolicyBundle) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{9}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PolicyBundle) GetFiles() map[string][]byte {
@@ -913,7 +1038,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[10]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1050,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[10]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1063,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{10}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{12}
 }
 
 // KernelStatus is one kernel's answer to a StatusRequest.
@@ -972,7 +1097,7 @@ type KernelStatus struct {
 
 func (x *KernelStatus) Reset() {
 	*x = KernelStatus{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[11]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -984,7 +1109,7 @@ func (x *KernelStatus) String() string {
 func (*KernelStatus) ProtoMessage() {}
 
 func (x *KernelStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[11]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -997,7 +1122,7 @@ func (x *KernelStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelStatus.ProtoReflect.Descriptor instead.
 func (*KernelStatus) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{11}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *KernelStatus) GetKernelId() string {
@@ -1090,7 +1215,7 @@ type ImpactRequest struct {
 
 func (x *ImpactRequest) Reset() {
 	*x = ImpactRequest{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[12]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1102,7 +1227,7 @@ func (x *ImpactRequest) String() string {
 func (*ImpactRequest) ProtoMessage() {}
 
 func (x *ImpactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[12]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1115,7 +1240,7 @@ func (x *ImpactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImpactRequest.ProtoReflect.Descriptor instead.
 func (*ImpactRequest) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{12}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ImpactRequest) GetBundle() *PolicyBundle {
@@ -1148,7 +1273,7 @@ type ImpactReply struct {
 
 func (x *ImpactReply) Reset() {
 	*x = ImpactReply{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[13]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1285,7 @@ func (x *ImpactReply) String() string {
 func (*ImpactReply) ProtoMessage() {}
 
 func (x *ImpactReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[13]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1298,7 @@ func (x *ImpactReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImpactReply.ProtoReflect.Descriptor instead.
 func (*ImpactReply) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{13}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ImpactReply) GetKernelId() string {
@@ -1246,7 +1371,7 @@ type ImpactFlip struct {
 
 func (x *ImpactFlip) Reset() {
 	*x = ImpactFlip{}
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[14]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1258,7 +1383,7 @@ func (x *ImpactFlip) String() string {
 func (*ImpactFlip) ProtoMessage() {}
 
 func (x *ImpactFlip) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_safety_v1_safety_proto_msgTypes[14]
+	mi := &file_ward_safety_v1_safety_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1271,7 +1396,7 @@ func (x *ImpactFlip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImpactFlip.ProtoReflect.Descriptor instead.
 func (*ImpactFlip) Descriptor() ([]byte, []int) {
-	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{14}
+	return file_ward_safety_v1_safety_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ImpactFlip) GetTenantId() string {
@@ -1327,7 +1452,15 @@ var File_ward_safety_v1_safety_proto protoreflect.FileDescriptor
 
 const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"\n" +
-	"\x1bward/safety/v1/safety.proto\x12\x0eward.safety.v1\x1a\x11ward/v1/job.proto\"\x82\x01\n" +
+	"\x1bward/safety/v1/safety.proto\x12\x0eward.safety.v1\x1a\x11ward/v1/job.proto\"S\n" +
+	"\tCheckCall\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x126\n" +
+	"\arequest\x18\x02 \x01(\v2\x1c.ward.safety.v1.CheckRequestR\arequest\"\x86\x01\n" +
+	"\vCheckResult\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x129\n" +
+	"\bresponse\x18\x02 \x01(\v2\x1d.ward.safety.v1.CheckResponseR\bresponse\x12\x12\n" +
+	"\x04code\x18\x03 \x01(\x05R\x04code\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\x82\x01\n" +
 	"\rModuleRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\tR\x06digest\x12-\n" +
@@ -1443,10 +1576,11 @@ const file_ward_safety_v1_safety_proto_rawDesc = "" +
 	"\x0eDECISION_ALLOW\x10\x01\x12\x11\n" +
 	"\rDECISION_DENY\x10\x02\x12#\n" +
 	"\x1fDECISION_ALLOW_WITH_CONSTRAINTS\x10\x03\x12\x1c\n" +
-	"\x18DECISION_ALLOW_UNCHECKED\x10\x042\x9e\x01\n" +
+	"\x18DECISION_ALLOW_UNCHECKED\x10\x042\xe9\x01\n" +
 	"\fSafetyKernel\x12D\n" +
 	"\x05Check\x12\x1c.ward.safety.v1.CheckRequest\x1a\x1d.ward.safety.v1.CheckResponse\x12H\n" +
-	"\aExplain\x12\x1c.ward.safety.v1.CheckRequest\x1a\x1f.ward.safety.v1.ExplainResponseB6Z4github.com/ward-run/ward/api/ward/safety/v1;safetyv1b\x06proto3"
+	"\aExplain\x12\x1c.ward.safety.v1.CheckRequest\x1a\x1f.ward.safety.v1.ExplainResponse\x12I\n" +
+	"\vCheckStream\x12\x19.ward.safety.v1.CheckCall\x1a\x1b.ward.safety.v1.CheckResult(\x010\x01B6Z4github.com/ward-run/ward/api/ward/safety/v1;safetyv1b\x06proto3"
 
 var (
 	file_ward_safety_v1_safety_proto_rawDescOnce sync.Once
@@ -1461,56 +1595,62 @@ func file_ward_safety_v1_safety_proto_rawDescGZIP() []byte {
 }
 
 var file_ward_safety_v1_safety_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ward_safety_v1_safety_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_ward_safety_v1_safety_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_ward_safety_v1_safety_proto_goTypes = []any{
 	(Decision)(0),            // 0: ward.safety.v1.Decision
-	(*ModuleRequest)(nil),    // 1: ward.safety.v1.ModuleRequest
-	(*CheckRequest)(nil),     // 2: ward.safety.v1.CheckRequest
-	(*WorkflowRequest)(nil),  // 3: ward.safety.v1.WorkflowRequest
-	(*WorkflowStep)(nil),     // 4: ward.safety.v1.WorkflowStep
-	(*CheckResponse)(nil),    // 5: ward.safety.v1.CheckResponse
-	(*FiredRule)(nil),        // 6: ward.safety.v1.FiredRule
-	(*ExplainResponse)(nil),  // 7: ward.safety.v1.ExplainResponse
-	(*DecisionLog)(nil),      // 8: ward.safety.v1.DecisionLog
-	(*DecisionLogBatch)(nil), // 9: ward.safety.v1.DecisionLogBatch
-	(*PolicyBundle)(nil),     // 10: ward.safety.v1.PolicyBundle
-	(*StatusRequest)(nil),    // 11: ward.safety.v1.StatusRequest
-	(*KernelStatus)(nil),     // 12: ward.safety.v1.KernelStatus
-	(*ImpactRequest)(nil),    // 13: ward.safety.v1.ImpactRequest
-	(*ImpactReply)(nil),      // 14: ward.safety.v1.ImpactReply
-	(*ImpactFlip)(nil),       // 15: ward.safety.v1.ImpactFlip
-	nil,                      // 16: ward.safety.v1.CheckRequest.LabelsEntry
-	nil,                      // 17: ward.safety.v1.PolicyBundle.FilesEntry
-	(*v1.Grants)(nil),        // 18: ward.v1.Grants
-	(*v1.Constraints)(nil),   // 19: ward.v1.Constraints
+	(*CheckCall)(nil),        // 1: ward.safety.v1.CheckCall
+	(*CheckResult)(nil),      // 2: ward.safety.v1.CheckResult
+	(*ModuleRequest)(nil),    // 3: ward.safety.v1.ModuleRequest
+	(*CheckRequest)(nil),     // 4: ward.safety.v1.CheckRequest
+	(*WorkflowRequest)(nil),  // 5: ward.safety.v1.WorkflowRequest
+	(*WorkflowStep)(nil),     // 6: ward.safety.v1.WorkflowStep
+	(*CheckResponse)(nil),    // 7: ward.safety.v1.CheckResponse
+	(*FiredRule)(nil),        // 8: ward.safety.v1.FiredRule
+	(*ExplainResponse)(nil),  // 9: ward.safety.v1.ExplainResponse
+	(*DecisionLog)(nil),      // 10: ward.safety.v1.DecisionLog
+	(*DecisionLogBatch)(nil), // 11: ward.safety.v1.DecisionLogBatch
+	(*PolicyBundle)(nil),     // 12: ward.safety.v1.PolicyBundle
+	(*StatusRequest)(nil),    // 13: ward.safety.v1.StatusRequest
+	(*KernelStatus)(nil),     // 14: ward.safety.v1.KernelStatus
+	(*ImpactRequest)(nil),    // 15: ward.safety.v1.ImpactRequest
+	(*ImpactReply)(nil),      // 16: ward.safety.v1.ImpactReply
+	(*ImpactFlip)(nil),       // 17: ward.safety.v1.ImpactFlip
+	nil,                      // 18: ward.safety.v1.CheckRequest.LabelsEntry
+	nil,                      // 19: ward.safety.v1.PolicyBundle.FilesEntry
+	(*v1.Grants)(nil),        // 20: ward.v1.Grants
+	(*v1.Constraints)(nil),   // 21: ward.v1.Constraints
 }
 var file_ward_safety_v1_safety_proto_depIdxs = []int32{
-	18, // 0: ward.safety.v1.ModuleRequest.requested:type_name -> ward.v1.Grants
-	16, // 1: ward.safety.v1.CheckRequest.labels:type_name -> ward.safety.v1.CheckRequest.LabelsEntry
-	1,  // 2: ward.safety.v1.CheckRequest.module:type_name -> ward.safety.v1.ModuleRequest
-	3,  // 3: ward.safety.v1.CheckRequest.workflow:type_name -> ward.safety.v1.WorkflowRequest
-	4,  // 4: ward.safety.v1.WorkflowRequest.steps:type_name -> ward.safety.v1.WorkflowStep
-	0,  // 5: ward.safety.v1.CheckResponse.decision:type_name -> ward.safety.v1.Decision
-	19, // 6: ward.safety.v1.CheckResponse.constraints:type_name -> ward.v1.Constraints
-	5,  // 7: ward.safety.v1.ExplainResponse.result:type_name -> ward.safety.v1.CheckResponse
-	6,  // 8: ward.safety.v1.ExplainResponse.fired:type_name -> ward.safety.v1.FiredRule
-	0,  // 9: ward.safety.v1.DecisionLog.decision:type_name -> ward.safety.v1.Decision
-	19, // 10: ward.safety.v1.DecisionLog.constraints:type_name -> ward.v1.Constraints
-	8,  // 11: ward.safety.v1.DecisionLogBatch.decisions:type_name -> ward.safety.v1.DecisionLog
-	17, // 12: ward.safety.v1.PolicyBundle.files:type_name -> ward.safety.v1.PolicyBundle.FilesEntry
-	10, // 13: ward.safety.v1.ImpactRequest.bundle:type_name -> ward.safety.v1.PolicyBundle
-	15, // 14: ward.safety.v1.ImpactReply.flips:type_name -> ward.safety.v1.ImpactFlip
-	0,  // 15: ward.safety.v1.ImpactFlip.from:type_name -> ward.safety.v1.Decision
-	0,  // 16: ward.safety.v1.ImpactFlip.to:type_name -> ward.safety.v1.Decision
-	2,  // 17: ward.safety.v1.SafetyKernel.Check:input_type -> ward.safety.v1.CheckRequest
-	2,  // 18: ward.safety.v1.SafetyKernel.Explain:input_type -> ward.safety.v1.CheckRequest
-	5,  // 19: ward.safety.v1.SafetyKernel.Check:output_type -> ward.safety.v1.CheckResponse
-	7,  // 20: ward.safety.v1.SafetyKernel.Explain:output_type -> ward.safety.v1.ExplainResponse
-	19, // [19:21] is the sub-list for method output_type
-	17, // [17:19] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	4,  // 0: ward.safety.v1.CheckCall.request:type_name -> ward.safety.v1.CheckRequest
+	7,  // 1: ward.safety.v1.CheckResult.response:type_name -> ward.safety.v1.CheckResponse
+	20, // 2: ward.safety.v1.ModuleRequest.requested:type_name -> ward.v1.Grants
+	18, // 3: ward.safety.v1.CheckRequest.labels:type_name -> ward.safety.v1.CheckRequest.LabelsEntry
+	3,  // 4: ward.safety.v1.CheckRequest.module:type_name -> ward.safety.v1.ModuleRequest
+	5,  // 5: ward.safety.v1.CheckRequest.workflow:type_name -> ward.safety.v1.WorkflowRequest
+	6,  // 6: ward.safety.v1.WorkflowRequest.steps:type_name -> ward.safety.v1.WorkflowStep
+	0,  // 7: ward.safety.v1.CheckResponse.decision:type_name -> ward.safety.v1.Decision
+	21, // 8: ward.safety.v1.CheckResponse.constraints:type_name -> ward.v1.Constraints
+	7,  // 9: ward.safety.v1.ExplainResponse.result:type_name -> ward.safety.v1.CheckResponse
+	8,  // 10: ward.safety.v1.ExplainResponse.fired:type_name -> ward.safety.v1.FiredRule
+	0,  // 11: ward.safety.v1.DecisionLog.decision:type_name -> ward.safety.v1.Decision
+	21, // 12: ward.safety.v1.DecisionLog.constraints:type_name -> ward.v1.Constraints
+	10, // 13: ward.safety.v1.DecisionLogBatch.decisions:type_name -> ward.safety.v1.DecisionLog
+	19, // 14: ward.safety.v1.PolicyBundle.files:type_name -> ward.safety.v1.PolicyBundle.FilesEntry
+	12, // 15: ward.safety.v1.ImpactRequest.bundle:type_name -> ward.safety.v1.PolicyBundle
+	17, // 16: ward.safety.v1.ImpactReply.flips:type_name -> ward.safety.v1.ImpactFlip
+	0,  // 17: ward.safety.v1.ImpactFlip.from:type_name -> ward.safety.v1.Decision
+	0,  // 18: ward.safety.v1.ImpactFlip.to:type_name -> ward.safety.v1.Decision
+	4,  // 19: ward.safety.v1.SafetyKernel.Check:input_type -> ward.safety.v1.CheckRequest
+	4,  // 20: ward.safety.v1.SafetyKernel.Explain:input_type -> ward.safety.v1.CheckRequest
+	1,  // 21: ward.safety.v1.SafetyKernel.CheckStream:input_type -> ward.safety.v1.CheckCall
+	7,  // 22: ward.safety.v1.SafetyKernel.Check:output_type -> ward.safety.v1.CheckResponse
+	9,  // 23: ward.safety.v1.SafetyKernel.Explain:output_type -> ward.safety.v1.ExplainResponse
+	2,  // 24: ward.safety.v1.SafetyKernel.CheckStream:output_type -> ward.safety.v1.CheckResult
+	22, // [22:25] is the sub-list for method output_type
+	19, // [19:22] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_ward_safety_v1_safety_proto_init() }
@@ -1524,7 +1664,7 @@ func file_ward_safety_v1_safety_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ward_safety_v1_safety_proto_rawDesc), len(file_ward_safety_v1_safety_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

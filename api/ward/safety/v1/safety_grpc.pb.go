@@ -21,8 +21,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	SafetyKernel_Check_FullMethodName   = "/ward.safety.v1.SafetyKernel/Check"
-	SafetyKernel_Explain_FullMethodName = "/ward.safety.v1.SafetyKernel/Explain"
+	SafetyKernel_Check_FullMethodName       = "/ward.safety.v1.SafetyKernel/Check"
+	SafetyKernel_Explain_FullMethodName     = "/ward.safety.v1.SafetyKernel/Explain"
+	SafetyKernel_CheckStream_FullMethodName = "/ward.safety.v1.SafetyKernel/CheckStream"
 )
 
 // SafetyKernelClient is the client API for SafetyKernel service.
@@ -38,6 +39,12 @@ type SafetyKernelClient interface {
 	// Explain evaluates like Check, bypassing the decision cache and the
 	// decision log, and also says which rules fired.
 	Explain(ctx context.Context, in *CheckRequest, opts ...grpc.CallOption) (*ExplainResponse, error)
+	// CheckStream is Check for many jobs over one stream: each CheckCall is
+	// answered by the CheckResult of the same id, in the order the decisions
+	// are made. It spares each check the costs of a call of its own (a
+	// stream, its headers and trailers, on both sides): a scheduler keeps
+	// one open to each kernel.
+	CheckStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[CheckCall, CheckResult], error)
 }
 
 type safetyKernelClient struct {
@@ -68,6 +75,19 @@ func (c *safetyKernelClient) Explain(ctx context.Context, in *CheckRequest, opts
 	return out, nil
 }
 
+func (c *safetyKernelClient) CheckStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[CheckCall, CheckResult], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SafetyKernel_ServiceDesc.Streams[0], SafetyKernel_CheckStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CheckCall, CheckResult]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SafetyKernel_CheckStreamClient = grpc.BidiStreamingClient[CheckCall, CheckResult]
+
 // SafetyKernelServer is the server API for SafetyKernel service.
 // All implementations must embed UnimplementedSafetyKernelServer
 // for forward compatibility.
@@ -81,6 +101,12 @@ type SafetyKernelServer interface {
 	// Explain evaluates like Check, bypassing the decision cache and the
 	// decision log, and also says which rules fired.
 	Explain(context.Context, *CheckRequest) (*ExplainResponse, error)
+	// CheckStream is Check for many jobs over one stream: each CheckCall is
+	// answered by the CheckResult of the same id, in the order the decisions
+	// are made. It spares each check the costs of a call of its own (a
+	// stream, its headers and trailers, on both sides): a scheduler keeps
+	// one open to each kernel.
+	CheckStream(grpc.BidiStreamingServer[CheckCall, CheckResult]) error
 	mustEmbedUnimplementedSafetyKernelServer()
 }
 
@@ -96,6 +122,9 @@ func (UnimplementedSafetyKernelServer) Check(context.Context, *CheckRequest) (*C
 }
 func (UnimplementedSafetyKernelServer) Explain(context.Context, *CheckRequest) (*ExplainResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Explain not implemented")
+}
+func (UnimplementedSafetyKernelServer) CheckStream(grpc.BidiStreamingServer[CheckCall, CheckResult]) error {
+	return status.Error(codes.Unimplemented, "method CheckStream not implemented")
 }
 func (UnimplementedSafetyKernelServer) mustEmbedUnimplementedSafetyKernelServer() {}
 func (UnimplementedSafetyKernelServer) testEmbeddedByValue()                      {}
@@ -154,6 +183,13 @@ func _SafetyKernel_Explain_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SafetyKernel_CheckStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SafetyKernelServer).CheckStream(&grpc.GenericServerStream[CheckCall, CheckResult]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SafetyKernel_CheckStreamServer = grpc.BidiStreamingServer[CheckCall, CheckResult]
+
 // SafetyKernel_ServiceDesc is the grpc.ServiceDesc for SafetyKernel service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -170,6 +206,13 @@ var SafetyKernel_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _SafetyKernel_Explain_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "CheckStream",
+			Handler:       _SafetyKernel_CheckStream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "ward/safety/v1/safety.proto",
 }
