@@ -43,10 +43,14 @@ cleanup() {
 }
 
 cpu() { awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null || echo 0; } # clock ticks
+# free_port: a port nothing listens on, below the ephemeral range (where
+# the kernel picks the local ports of outgoing connections, which a
+# listener's bind would collide with).
 free_port() {
-	local p
+	local p low
+	low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 30000))
+		p=$((10000 + RANDOM % (low - 10000)))
 		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
 	done
 	echo "$NAME: no free port" >&2; return 1
