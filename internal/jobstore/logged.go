@@ -68,6 +68,10 @@ type Logged struct {
 	clock      time.Time     // a monotonic reading at open: leaseUntil counts from it
 	leaseUntil atomic.Int64  // ns after clock until which the lease is known to hold (logged_reads.go)
 	opts       LoggedOptions
+	// writing is held by the writer that appends this log's batch (its
+	// own, or another's of its group: logGroup), so that its batches are
+	// taken and appended in order.
+	writing sync.Mutex
 	loaded     bool // the state read the log's snapshot (or found none)
 
 	mu       sync.Mutex // orders a change and its record; guards the fields below
@@ -96,6 +100,10 @@ var (
 	logRecords = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ward_jobstore_log_records_total",
 		Help: "Records (changes) the logged job store's owner appended to its log; over ward_jobstore_log_batches_total, the records a batch.",
+	})
+	logShared = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ward_jobstore_log_shared_appends_total",
+		Help: "Batches a process's shards appended in one pipeline with another shard's batch, beyond the first of each pipeline: round trips to Redis saved (logs with shards=N).",
 	})
 	logRecoveries = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ward_jobstore_log_recoveries_total",
@@ -248,6 +256,10 @@ type LoggedOptions struct {
 	// share of their records). Below 0: no snapshots, not even at Close (for
 	// tests of the replay of a whole log).
 	SnapshotEvery int
+
+	// group, when set, is the logs whose writers append each other's
+	// batches with their own (Owned's shards: logGroup).
+	group *logGroup
 }
 
 // DefaultSnapshotEvery is LoggedOptions.SnapshotEvery's default: a small
@@ -800,98 +812,150 @@ func (l *Logged) writer() {
 	}
 }
 
-// flush appends what is queued, in batches of maxBatch at most.
+// flush appends what is queued, in batches of maxBatch at most. In a
+// group (Owned's shards), each of its batches takes along what the
+// group's other logs have queued, in one pipeline (appendGroup).
 func (l *Logged) flush() {
 	for {
-		l.mu.Lock()
-		n := min(len(l.pending), maxBatch)
-		if n == 0 {
-			l.mu.Unlock()
+		l.writing.Lock()
+		b := l.take(true)
+		if b == nil {
+			l.writing.Unlock()
 			return
 		}
-		for i, p := range l.pending[:n] {
-			if p.snap != nil {
-				n = max(i, 1) // a batch ends before a snapshot; a snapshot goes alone
-				break
+		if b.snap != nil {
+			if b.err == nil {
+				l.storeSnapshot(b.seq, b.after, b.snap)
 			}
-		}
-		if snap := l.pending[0].snap; snap != nil {
-			l.pending = l.pending[1:]
-			seq, after, broken := l.seq, l.lastID, l.broken
-			l.mu.Unlock()
-			if broken == nil {
-				l.storeSnapshot(seq, after, snap)
-			}
+			l.writing.Unlock()
 			continue
 		}
-		batch := l.pending[:n:n]
-		l.pending = l.pending[n:]
-		records := 0
-		size := 1
-		for _, p := range batch {
-			if p.rec != nil {
-				records++
-				size += len(p.rec) + 1
+		if b.records == 0 || l.opts.group == nil {
+			if b.records > 0 {
+				b.id, b.err = l.append(b.seq, b.buf())
 			}
+			l.appended(b)
+			l.writing.Unlock()
+			continue
 		}
-		var seq int64
-		if records > 0 {
-			l.seq++
-			seq = l.seq
-		}
-		l.inflight = n
-		err := l.broken
-		l.mu.Unlock()
+		l.opts.group.append(b) // unlocks the writing of each log it took
+	}
+}
 
-		if records > 0 {
-			buf := make([]byte, 0, size+records*binary.MaxVarintLen32)
-			buf = append(buf, batchBinary)
-			for _, p := range batch {
-				if p.rec != nil { // not a barrier
-					buf = append(binary.AppendUvarint(buf, uint64(len(p.rec))), p.rec...)
-				}
-			}
-			var id string
-			if id, err = l.append(seq, buf); err == nil && id != "" {
-				l.lastID = id
-			}
-			if errors.Is(err, errLogLost) {
-				err = l.recover(seq, err)
-			}
-			if err == nil {
-				logBatches.Inc()
-				logRecords.Add(float64(records))
-			}
+// outBatch is a batch a writer took from a log (take), on its way to the
+// log's stream.
+type outBatch struct {
+	l       *Logged
+	batch   []pendingRecord
+	records int // records in it (not barriers)
+	size    int // their bytes, framed
+	seq     int64
+	// err is the append's outcome; before it, the store's break (which
+	// fails a batch of barriers alone, and a snapshot, unappended).
+	err error
+	id  string
+
+	// A snapshot to store instead (alone), as of batch seq, trimming the
+	// log up to after.
+	snap  []byte
+	after string
+}
+
+// take takes the next batch of what is queued (nil when nothing is),
+// or, with snaps, the snapshot queued first. l.writing is held: the
+// caller appends it before any later one (appended).
+func (l *Logged) take(snaps bool) *outBatch {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := min(len(l.pending), maxBatch)
+	if n == 0 {
+		return nil
+	}
+	for i, p := range l.pending[:n] {
+		if p.snap != nil {
+			n = max(i, 1) // a batch ends before a snapshot; a snapshot goes alone
+			break
 		}
-		// A batch of barriers alone was queued after every record before
-		// it was appended (this goroutine appends in order): they pass,
-		// unless the store broke.
-		l.mu.Lock()
-		l.inflight = 0
-		l.mu.Unlock()
-		if err != nil {
-			l.mu.Lock()
-			l.failLocked(err)
-			// Nothing queued after a lost batch may be appended: the log
-			// would skip a change the state made.
-			for _, p := range l.pending {
-				p.finish(l.broken)
-			}
-			l.pending = nil
-			l.mu.Unlock()
+	}
+	if snap := l.pending[0].snap; snap != nil {
+		if !snaps {
+			return nil // its own writer stores it
 		}
-		// Those who learn of it later (SubmitThen's acknowledgements)
-		// first, then those who wait: a waiter's next message (a dispatch)
-		// never overtakes the acknowledgement of the submission it rests on.
-		for _, p := range batch {
-			if p.then != nil {
-				p.finish(err)
-			}
+		l.pending = l.pending[1:]
+		return &outBatch{l: l, snap: snap, seq: l.seq, after: l.lastID, err: l.broken}
+	}
+	b := &outBatch{l: l, batch: l.pending[:n:n], size: 1, err: l.broken}
+	l.pending = l.pending[n:]
+	for _, p := range b.batch {
+		if p.rec != nil {
+			b.records++
+			b.size += len(p.rec) + 1
 		}
-		for _, p := range batch {
-			if p.then == nil {
-				p.finish(err)
-			}
+	}
+	if b.records > 0 {
+		l.seq++
+		b.seq = l.seq
+	}
+	l.inflight = n
+	return b
+}
+
+// buf is the batch as the stream holds it: batchBinary, then each record
+// behind its length.
+func (b *outBatch) buf() []byte {
+	buf := make([]byte, 0, b.size+b.records*binary.MaxVarintLen32)
+	buf = append(buf, batchBinary)
+	for _, p := range b.batch {
+		if p.rec != nil { // not a barrier
+			buf = append(binary.AppendUvarint(buf, uint64(len(p.rec))), p.rec...)
+		}
+	}
+	return buf
+}
+
+// appended settles a batch taken (take) once its append is done (b.id,
+// b.err) or was not needed (barriers alone, a broken store), and answers
+// its callers. l.writing is held.
+func (l *Logged) appended(b *outBatch) {
+	err := b.err
+	if b.records > 0 && b.snap == nil {
+		if err == nil && b.id != "" {
+			l.lastID = b.id
+		}
+		if errors.Is(err, errLogLost) {
+			err = l.recover(b.seq, err)
+		}
+		if err == nil {
+			logBatches.Inc()
+			logRecords.Add(float64(b.records))
+		}
+	}
+	// A batch of barriers alone was queued after every record before it
+	// was appended (appends are in order): they pass, unless the store
+	// broke.
+	l.mu.Lock()
+	l.inflight = 0
+	if err != nil {
+		l.failLocked(err)
+		// Nothing queued after a lost batch may be appended: the log
+		// would skip a change the state made.
+		for _, p := range l.pending {
+			p.finish(l.broken)
+		}
+		l.pending = nil
+	}
+	l.mu.Unlock()
+	// Those who learn of it later (SubmitThen's acknowledgements) first,
+	// then those who wait: a waiter's next message (a dispatch) never
+	// overtakes the acknowledgement of the submission it rests on.
+	for _, p := range b.batch {
+		if p.then != nil {
+			p.finish(err)
+		}
+	}
+	for _, p := range b.batch {
+		if p.then == nil {
+			p.finish(err)
 		}
 	}
 }
@@ -1004,19 +1068,32 @@ func (l *Logged) retry(what string, call func(ctx context.Context) error) error 
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := call(ctx)
 		cancel()
-		switch {
+		switch final := finalErr(err); {
 		case err == nil:
 			return nil
-		case errors.Is(err, ErrFenced) || strings.Contains(err.Error(), "FENCED"):
-			return ErrFenced
-		case strings.HasPrefix(err.Error(), "LOST"):
-			return fmt.Errorf("%w: %s", errLogLost, err.Error())
+		case final != nil:
+			return final
 		case time.Now().After(deadline):
 			return fmt.Errorf("jobstore: %s: %w", what, err)
 		}
 		time.Sleep(delay)
 		delay = min(2*delay, time.Second)
 	}
+}
+
+// finalErr is what a log script's err means when no retry can change it
+// (another owner's epoch: ErrFenced; a log that lost batches:
+// errLogLost), nil otherwise.
+func finalErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrFenced) || strings.Contains(err.Error(), "FENCED"):
+		return ErrFenced
+	case strings.HasPrefix(err.Error(), "LOST"):
+		return fmt.Errorf("%w: %s", errLogLost, err.Error())
+	}
+	return nil
 }
 
 // Close appends what is queued and stops the writer. The Redis client is

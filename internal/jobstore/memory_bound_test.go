@@ -54,16 +54,23 @@ func end(t *testing.T, m *jobstore.Memory, id string, sec int, result []byte) {
 
 func evictedTotal(t *testing.T) float64 {
 	t.Helper()
+	return counterValue(t, "ward_jobstore_jobs_evicted_total")
+}
+
+// counterValue is the value of the counter name (no labels) in the
+// default registry.
+func counterValue(t *testing.T, name string) float64 {
+	t.Helper()
 	mfs, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == "ward_jobstore_jobs_evicted_total" {
+		if mf.GetName() == name {
 			return mf.GetMetric()[0].GetCounter().GetValue()
 		}
 	}
-	t.Fatal("no ward_jobstore_jobs_evicted_total")
+	t.Fatalf("no %s", name)
 	return 0
 }
 

@@ -61,6 +61,7 @@ type Owned struct {
 	global     *Redis        // the mode, drains, worker failures, quarantines
 	local      *Memory       // this process's leases
 	members    string        // the members' sorted set
+	group      *logGroup     // the owned shards' logs: they share appends
 
 	wmu sync.Mutex // a worker's limit over the shards (Transition)
 
@@ -119,6 +120,7 @@ func OpenOwned(ctx context.Context, c redis.UniversalClient, name string, n int,
 		global:  &Redis{c: c, ns: ns("{w0}"), scripts: newBatcher(c)},
 		local:   NewMemory(),
 		members: "ward:log:{" + name + "}:members",
+		group:   &logGroup{},
 		shards:  make([]*Logged, n),
 		inUse:   make([]sync.RWMutex, n),
 		freeFor: make([]int, n),
@@ -321,11 +323,13 @@ var errLeaseHeld = errors.New("the lease is held")
 func (s *Owned) take(ctx context.Context, i int) error {
 	o := s.opts
 	o.NoWait = true
+	o.group = s.group
 	start := time.Now()
 	l, err := OpenLogged(ctx, s.c, s.logs(i), o)
 	if err != nil {
 		return err
 	}
+	s.group.add(l)
 	s.mu.Lock()
 	s.shards[i] = l
 	s.mu.Unlock()
@@ -356,6 +360,7 @@ func (s *Owned) drop(i int, l *Logged, how string) {
 	if err := l.Close(); err != nil {
 		slog.Warn("jobstore: closing a shard's log", "log", s.logs(i), "err", err)
 	}
+	s.group.remove(l)
 }
 
 func (s *Owned) snapshotShards() []*Logged {
