@@ -72,7 +72,7 @@ type Logged struct {
 	// own, or another's of its group: logGroup), so that its batches are
 	// taken and appended in order.
 	writing sync.Mutex
-	loaded     bool // the state read the log's snapshot (or found none)
+	loaded  bool // the state read the log's snapshot (or found none)
 
 	mu       sync.Mutex // orders a change and its record; guards the fields below
 	pending  []pendingRecord
@@ -672,16 +672,9 @@ func (l *Logged) changeThen(ctx context.Context, fn func() (changed bool, rec *r
 			l.mu.Unlock()
 			return settled(err, then)
 		}
-		p := pendingRecord{then: then} // a barrier: no record
-		if then == nil {
-			p.done = make(chan error, 1)
-		}
+		p := newPending(nil, then) // a barrier: no record
 		l.pending = append(l.pending, p)
 		l.mu.Unlock()
-		if then != nil {
-			l.wakeWriter()
-			return err
-		}
 		if werr := l.await(ctx, p); werr != nil {
 			return werr
 		}
@@ -694,20 +687,23 @@ func (l *Logged) changeThen(ctx context.Context, fn func() (changed bool, rec *r
 		l.mu.Unlock()
 		return settled(l.broken, then)
 	}
-	p := pendingRecord{rec: raw, then: then}
-	if then == nil {
-		p.done = make(chan error, 1)
-	}
+	p := newPending(raw, then)
 	l.pending = append(l.pending, p)
 	if l.since++; l.snapEvery >= 0 && l.since >= l.nextSnap && (!l.followed || l.since >= 4*l.nextSnap) {
 		l.queueSnapshotLocked()
 	}
 	l.mu.Unlock()
-	if then != nil {
-		l.wakeWriter()
-		return nil
-	}
 	return l.await(ctx, p)
+}
+
+// newPending is a queued record (a barrier when rec is nil) whose outcome
+// goes to then, or, without it, to a waiter (done).
+func newPending(rec []byte, then func(error)) pendingRecord {
+	p := pendingRecord{rec: rec, then: then}
+	if then == nil {
+		p.done = make(chan error, 1)
+	}
+	return p
 }
 
 // settled answers err for a change that waits for nothing: then, when
@@ -780,9 +776,13 @@ func (l *Logged) wakeWriter() {
 	}
 }
 
-// await wakes the writer and waits for p's batch to be appended.
+// await wakes the writer and waits for p's batch to be appended; for a
+// p whose outcome goes to then, it returns at once.
 func (l *Logged) await(ctx context.Context, p pendingRecord) error {
 	l.wakeWriter()
+	if p.then != nil {
+		return nil
+	}
 	select {
 	case err := <-p.done:
 		return err
@@ -814,7 +814,7 @@ func (l *Logged) writer() {
 
 // flush appends what is queued, in batches of maxBatch at most. In a
 // group (Owned's shards), each of its batches takes along what the
-// group's other logs have queued, in one pipeline (appendGroup).
+// group's other logs have queued, in one pipeline (logGroup.append).
 func (l *Logged) flush() {
 	for {
 		l.writing.Lock()
@@ -830,15 +830,15 @@ func (l *Logged) flush() {
 			l.writing.Unlock()
 			continue
 		}
-		if b.records == 0 || l.opts.group == nil {
-			if b.records > 0 {
-				b.id, b.err = l.append(b.seq, b.buf())
-			}
-			l.appended(b)
-			l.writing.Unlock()
+		if b.records > 0 && l.opts.group != nil {
+			l.opts.group.append(b) // unlocks the writing of each log it took
 			continue
 		}
-		l.opts.group.append(b) // unlocks the writing of each log it took
+		if b.records > 0 {
+			b.id, b.err = l.append(b.seq, b.buf())
+		}
+		l.appended(b)
+		l.writing.Unlock()
 	}
 }
 
@@ -918,7 +918,7 @@ func (b *outBatch) buf() []byte {
 // its callers. l.writing is held.
 func (l *Logged) appended(b *outBatch) {
 	err := b.err
-	if b.records > 0 && b.snap == nil {
+	if b.records > 0 {
 		if err == nil && b.id != "" {
 			l.lastID = b.id
 		}

@@ -176,9 +176,9 @@ func (h handler) decide(ctx context.Context, call *safetyv1.CheckCall) (res *saf
 			res.Response, res.Code, res.Message = nil, int32(codes.Internal), fmt.Sprintf("safety: panic in CheckStream: %v", r)
 		}
 	}()
-	resp, err := h.k.Check(ctx, call.GetRequest())
+	resp, err := h.Check(ctx, call.GetRequest())
 	if err != nil {
-		st := status.Convert(statusError(err))
+		st := status.Convert(err)
 		res.Code, res.Message = int32(st.Code()), st.Message()
 		return res
 	}

@@ -86,7 +86,7 @@ func (ss *streams) check(ctx context.Context, req *safetyv1.CheckRequest) (*safe
 			return res.GetResponse(), nil
 		case status.Code(err) == codes.Unimplemented:
 			ss.unary.Store(true)
-			continue
+			return ss.rpc.Check(ctx, req)
 		case ctx.Err() != nil:
 			return nil, status.FromContextError(ctx.Err()).Err()
 		}

@@ -121,15 +121,21 @@ func (a *submitAck) done() {
 	}
 	reply := a.reply
 	if a.err != nil {
-		storeErrors.WithLabelValues("create").Inc()
-		a.s.log.Error("store create failed", "job_id", reply.GetJobId(), "err", a.err)
 		shard := reply.GetShard()
-		reply = refuse(reason.StoreError, "job store unavailable")
+		reply = a.s.createFailed(context.Background(), reply.GetJobId(), a.err)
 		reply.Shard = shard
 	}
 	if err := a.s.cfg.Bus.Reply(a.msg, reply); err != nil {
 		a.s.log.Warn("submit reply failed", "job_id", reply.GetJobId(), "err", err)
 	}
+}
+
+// createFailed counts and logs a submission the store failed to take,
+// and is its reply.
+func (s *Scheduler) createFailed(ctx context.Context, id string, err error) *wardv1.SubmitReply {
+	storeErrors.WithLabelValues("create").Inc()
+	s.log.ErrorContext(ctx, "store create failed", "job_id", id, "err", err)
+	return refuse(reason.StoreError, "job store unavailable")
 }
 
 // hasSystemLabel reports whether labels holds one of Ward's own.
@@ -272,9 +278,7 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 		return refuse(reason.QueueFull, "every pool of topic %q has %d jobs waiting (queue.cap); resubmit later",
 			req.Topic, c.sched.Queue.Cap), nil, nil
 	case err != nil:
-		storeErrors.WithLabelValues("create").Inc()
-		s.log.ErrorContext(ctx, "store create failed", "job_id", req.JobId, "err", err)
-		return refuse(reason.StoreError, "job store unavailable"), nil, nil
+		return s.createFailed(ctx, req.JobId, err), nil, nil
 	case !res.Created:
 		return &wardv1.SubmitReply{JobId: res.ID, Accepted: true, Duplicate: true}, nil, nil
 	}

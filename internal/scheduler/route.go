@@ -580,12 +580,7 @@ func mergeStats(_ *nats.Msg, answers []*nats.Msg) proto.Message {
 			out.States[st] += n
 		}
 		out.StepMs, out.UntilUnixMs = a.GetStepMs(), a.GetUntilUnixMs()
-		if len(out.Created) < len(a.GetCreated()) {
-			out.Created = append(out.Created, make([]int64, len(a.GetCreated())-len(out.Created))...)
-		}
-		for i, n := range a.GetCreated() {
-			out.Created[i] += n
-		}
+		out.Created = addSteps(out.Created, a.GetCreated())
 		for st, c := range a.GetEnded() {
 			if out.Ended == nil {
 				out.Ended = map[string]*wardv1.StepCounts{}
@@ -595,18 +590,25 @@ func mergeStats(_ *nats.Msg, answers []*nats.Msg) proto.Message {
 				sum = &wardv1.StepCounts{}
 				out.Ended[st] = sum
 			}
-			if len(sum.Counts) < len(c.GetCounts()) {
-				sum.Counts = append(sum.Counts, make([]int64, len(c.GetCounts())-len(sum.Counts))...)
-			}
-			for i, n := range c.GetCounts() {
-				sum.Counts[i] += n
-			}
+			sum.Counts = addSteps(sum.Counts, c.GetCounts())
 		}
 	}
 	if missing > 0 && out.Error == "" {
 		out.Error = unanswered(missing, len(answers))
 	}
 	return out
+}
+
+// addSteps adds the counts of src to dst's, step by step, and returns
+// dst, grown to src's steps where it has fewer.
+func addSteps(dst, src []int64) []int64 {
+	if len(dst) < len(src) {
+		dst = append(dst, make([]int64, len(src)-len(dst))...)
+	}
+	for i, n := range src {
+		dst[i] += n
+	}
+	return dst
 }
 
 // mergeRuns merges the owners' runs, newest first.
