@@ -61,16 +61,10 @@ func SameState(a, b *Logged) error {
 
 // unlocked is the jobs without the mark of a lock a move took: locks are
 // not logged (a new owner has none to honour).
-func unlocked(jobs map[string]map[string]string) map[string]map[string]string {
-	out := make(map[string]map[string]string, len(jobs))
-	for id, h := range jobs {
-		c := make(map[string]string, len(h))
-		for k, v := range h {
-			if k != fLocked {
-				c[k] = v
-			}
-		}
-		out[id] = c
+func unlocked(jobs map[string]*memJob) map[string]Job {
+	out := make(map[string]Job, len(jobs))
+	for id, mj := range jobs {
+		out[id] = mj.Job
 	}
 	return out
 }

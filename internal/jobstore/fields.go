@@ -112,7 +112,11 @@ func pairs(p []string, field, value string) []string {
 
 // jobFields encodes j as field/value pairs, leaving out empty fields.
 func jobFields(j *Job) ([]string, error) {
-	p := make([]string, 0, 2*30)
+	return appendJobFields(make([]string, 0, 2*30), j)
+}
+
+// appendJobFields appends jobFields(j) to p.
+func appendJobFields(p []string, j *Job) ([]string, error) {
 	created := strconv.FormatInt(ms(j.CreatedAt), 10)
 	updated := created // a new job's: one string
 	if ms(j.UpdatedAt) != ms(j.CreatedAt) {

@@ -205,21 +205,21 @@ func decodeCursor(c, mode string) (*listPos, error) {
 }
 
 // matches reports whether a job's hash h passes p's per-entry filters.
-func (p *listPlan) matches(h map[string]string) bool {
-	if p.tenant != "" && h[fTenant] != p.tenant {
+func (p *listPlan) matches(j *Job) bool {
+	if p.tenant != "" && j.Tenant != p.tenant {
 		return false
 	}
-	if p.state != "" && h[fState] != string(p.state) {
+	if p.state != "" && j.State != p.state {
 		return false
 	}
-	if p.topic != "" && h[fTopic] != p.topic {
+	if p.topic != "" && j.Topic != p.topic {
 		return false
 	}
-	if p.worker != "" && h[fWorkerID] != p.worker {
+	if p.worker != "" && j.WorkerID != p.worker {
 		return false
 	}
 	if p.checkUntil || p.checkSince {
-		created, _ := strconv.ParseInt(h[fCreatedAt], 10, 64)
+		created := ms(j.CreatedAt)
 		if p.checkUntil && created >= p.until {
 			return false
 		}

@@ -168,8 +168,8 @@ type memLive struct {
 
 // addLive is live_add.lua on m.live. Lock should be held.
 func (m *Memory) addLive(id string, attempt int, add func(l *memLive) bool) bool {
-	h := m.jobs[id]
-	if st := State(h[fState]); (st != Running && st != Dispatched) || h[fAttempt] != strconv.Itoa(attempt) {
+	mj := m.jobs[id]
+	if mj == nil || (mj.State != Running && mj.State != Dispatched) || mj.Attempt != attempt {
 		return false // a late note of a job that ended, or of another attempt
 	}
 	l := m.live[id]

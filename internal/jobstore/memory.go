@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,7 +20,7 @@ import (
 // dropping the oldest-ended first before their retention passes.
 type Memory struct {
 	mu         sync.Mutex                     // guards the fields below
-	jobs       map[string]map[string]string   // id -> hash, encoded as in Redis
+	jobs       map[string]*memJob             // id -> job (memory_job.go)
 	events     map[string][]Event             // id -> event log
 	index      map[State]zset                 // state -> ids scored by entry time
 	created    ordIndex                       // job:recent: every id by creation ms
@@ -66,7 +65,7 @@ var _ Store = (*Memory)(nil)
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
 	return &Memory{
-		jobs:       make(map[string]map[string]string),
+		jobs:       make(map[string]*memJob),
 		events:     make(map[string][]Event),
 		index:      make(map[State]zset),
 		tenantJobs: make(map[string]*ordIndex),
@@ -102,10 +101,6 @@ func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 		return Submitted{}, err
 	}
 	n, err := newJob(job)
-	if err != nil {
-		return Submitted{}, err
-	}
-	fields, err := jobFields(n)
 	if err != nil {
 		return Submitted{}, err
 	}
@@ -153,9 +148,8 @@ func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 		}
 		m.rates[n.Tenant] = bucket{tokens: b.tokens - 1, ts: now}
 	}
-	h := make(map[string]string, len(fields)/2)
-	setPairs(h, fields)
-	m.jobs[n.ID] = h
+	mj := newMemJob(n)
+	m.jobs[n.ID] = mj
 	m.blobs[ctxKeyOf(n)] = slices.Clone(payload)
 	m.zadd(Pending, n.ID, float64(ms(n.CreatedAt)))
 	m.created.add(ms(n.CreatedAt), n.ID)
@@ -172,7 +166,7 @@ func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 	events := make([]Event, 1, 5)
 	events[0] = Event{At: n.CreatedAt, State: Pending}
 	events[0].Chain = ChainOf("", events[0])
-	h[fChain] = events[0].Chain
+	mj.Chain = events[0].Chain
 	m.events[n.ID] = events
 	if n.IdempotencyKey != "" {
 		m.idem[ik] = idemValue(digest, n.ID)
@@ -191,11 +185,11 @@ func (m *Memory) Get(ctx context.Context, id string) (*Job, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	h, ok := m.jobs[id]
+	mj, ok := m.jobs[id]
 	if !ok {
 		return nil, fmt.Errorf("jobstore: get %s: %w", id, ErrNotFound)
 	}
-	return decodeJob(h)
+	return mj.job(), nil
 }
 
 // Events returns a copy of a job's event log.
@@ -223,35 +217,31 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	if t.StoreResult {
 		t.ResultPtr = ResultPtr(id)
 	}
-	fields, err := transitionFields(t)
-	if err != nil {
-		return nil, err
-	}
 	when := at(t.At)
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	h, ok := m.jobs[id]
-	if !ok || (t.IfTenant != "" && h[fTenant] != t.IfTenant) {
+	mj, ok := m.jobs[id]
+	if !ok || (t.IfTenant != "" && mj.Tenant != t.IfTenant) {
 		return nil, fmt.Errorf("jobstore: transition %s: %w", id, ErrNotFound)
 	}
-	cur := State(h[fState])
+	cur := mj.State
 	if !allowed(cur, t) {
 		return nil, refused(id, cur, t)
 	}
-	oldw := h[fWorkerID]
+	oldw := mj.WorkerID
 	if t.IfWorker != "" && oldw != t.IfWorker {
 		return nil, &TransitionError{ID: id, Wanted: t.To, Required: t.From, IfWorker: t.IfWorker, Worker: oldw}
 	}
 	if t.IfAttempt > 0 {
-		if n, _ := strconv.Atoi(h[fAttempt]); n != t.IfAttempt {
-			return nil, attemptErr(id, cur, t, n)
+		if mj.Attempt != t.IfAttempt {
+			return nil, attemptErr(id, cur, t, mj.Attempt)
 		}
 	}
 	// A job a move never locked has no lock to check or drop: no key to
 	// build (the job's "locked" field, as in Redis).
 	var lockKey string
-	_, locked := h[fLocked]
+	locked := mj.locked
 	if t.Lock != nil || locked {
 		lockKey = plain.lock(id)
 	}
@@ -260,7 +250,7 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 			return nil, fmt.Errorf("jobstore: transition %s: %w (%s)", id, ErrLocked, l.owner)
 		}
 	}
-	tenant := h[fTenant]
+	tenant := mj.Tenant
 	wasActive := cur.Active()
 	neww := t.WorkerID
 	if neww == "" {
@@ -294,15 +284,15 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 		}
 	}
 
-	setPairs(h, fields)
+	mj.apply(&t)
 	if t.StoreResult {
 		m.blobs[plain.res(id)] = slices.Clone(t.Result)
 	}
-	h[fState] = string(t.To)
-	h[fUpdatedAt] = strconv.FormatInt(ms(when), 10)
-	if w, ok := h[fWaiting]; ok {
+	mj.State = t.To
+	mj.UpdatedAt = when
+	if w := mj.Waiting; w != "" {
 		delete(m.waits[waitingKey(w)], id)
-		delete(h, fWaiting)
+		mj.Waiting = ""
 	}
 	delete(m.index[cur], id)
 	if waitKey != "" {
@@ -316,7 +306,7 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 		} else {
 			z[id] = float64(ms(t.Wait.Until))
 		}
-		h[fWaiting] = waitKey
+		mj.Waiting = waitKey
 	} else {
 		m.zadd(t.To, id, float64(ms(when)))
 	}
@@ -326,7 +316,7 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 		delete(m.active[tenant], id)
 	}
 	if t.To == Pending {
-		delete(h, fWorkerID)
+		mj.WorkerID = ""
 	}
 	if oldw != "" && oldw != neww {
 		delete(m.workers[oldw], id)
@@ -349,35 +339,33 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	}
 	if t.Lock != nil {
 		m.locks[lockKey] = memLock{owner: t.Lock.Owner, expires: now.Add(t.Lock.TTL.Truncate(time.Millisecond))}
-		h[fLocked] = "1"
+		mj.locked = true
 	} else if locked && releasesLock(t.To) {
 		delete(m.locks, lockKey)
-		delete(h, fLocked)
+		mj.locked = false
 	}
 	first := len(m.events[id]) == 1
 	if t.Via != "" {
 		e := Event{At: when, State: t.Via, Message: t.ViaMessage, WorkerID: t.WorkerID}
-		e.Chain = ChainOf(h[fChain], e)
-		h[fChain] = e.Chain
+		e.Chain = ChainOf(mj.Chain, e)
+		mj.Chain = e.Chain
 		m.events[id] = append(m.events[id], e)
 	}
 	e := Event{At: when, State: t.To, Reason: t.Reason, Message: t.Message, WorkerID: t.WorkerID}
-	e.Chain = ChainOf(h[fChain], e)
-	h[fChain] = e.Chain
+	e.Chain = ChainOf(mj.Chain, e)
+	mj.Chain = e.Chain
 	m.events[id] = append(m.events[id], e)
-	decode := decodeJob
+	var j *Job
 	if t.Brief {
-		decode = decodeBrief
-	}
-	j, err := decode(h)
-	if err != nil {
-		return nil, err
+		j = mj.brief()
+	} else {
+		j = mj.job()
 	}
 	j.WorkerJobs, j.FirstMove = held, first
 	if t.To.Terminal() {
 		// It counts against the bound from now on; the oldest ended go
 		// when it is passed (this one too, should it be the oldest).
-		m.ended.add(id, ms(when), m.jobBytes(id, h))
+		m.ended.add(id, ms(when), m.jobBytes(id, mj))
 		m.evict()
 	}
 	return j, nil
@@ -466,15 +454,11 @@ func (m *Memory) List(ctx context.Context, q ListQuery) (ListPage, error) {
 		}
 		examined++
 		last = e
-		h, ok := m.jobs[e.id]
-		if !ok || (p.filtered() && !p.matches(h)) {
+		mj, ok := m.jobs[e.id]
+		if !ok || (p.filtered() && !p.matches(&mj.Job)) {
 			continue
 		}
-		j, err := decodeListed(h)
-		if err != nil {
-			return ListPage{}, err
-		}
-		page.Jobs = append(page.Jobs, j)
+		page.Jobs = append(page.Jobs, mj.listed())
 		page.after = append(page.after, cursor(p.mode, e))
 	}
 	return page, nil
@@ -484,15 +468,9 @@ func (m *Memory) List(ctx context.Context, q ListQuery) (ListPage, error) {
 func (m *Memory) decode(ids []string) ([]*Job, error) {
 	var jobs []*Job
 	for _, id := range ids {
-		h, ok := m.jobs[id]
-		if !ok {
-			continue
+		if mj, ok := m.jobs[id]; ok {
+			jobs = append(jobs, mj.job())
 		}
-		j, err := decodeJob(h)
-		if err != nil {
-			return nil, err
-		}
-		jobs = append(jobs, j)
 	}
 	return jobs, nil
 }
@@ -643,11 +621,11 @@ func (m *Memory) DueDeferred(ctx context.Context, now time.Time, limit int) ([]*
 	var ids []string
 	for _, id := range deferred.below(float64(ms(now)), true, limit) {
 		delete(deferred, id)
-		h, ok := m.jobs[id]
-		if !ok || h[fWaiting] != "deferred" {
+		mj, ok := m.jobs[id]
+		if !ok || mj.Waiting != "deferred" {
 			continue
 		}
-		delete(h, fWaiting)
+		mj.Waiting = ""
 		m.zadd(Pending, id, float64(ms(now)))
 		ids = append(ids, id)
 	}
@@ -716,12 +694,8 @@ func (m *Memory) DLQ(ctx context.Context, tenant string, limit int) ([]DLQEntry,
 		if tenant != "" && e.Tenant != tenant {
 			continue
 		}
-		if h, ok := m.jobs[id]; ok {
-			j, err := decodeListed(h)
-			if err != nil {
-				return nil, err
-			}
-			e.Job = j
+		if mj, ok := m.jobs[id]; ok {
+			e.Job = mj.listed()
 		}
 		out = append(out, e)
 	}

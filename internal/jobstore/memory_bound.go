@@ -131,8 +131,8 @@ func (m *Memory) evict() {
 		if !ok {
 			break
 		}
-		h, ok := m.jobs[id]
-		if !ok || !State(h[fState]).Terminal() {
+		mj, ok := m.jobs[id]
+		if !ok || !mj.State.Terminal() {
 			// Never a live job: one the set holds has ended (nothing
 			// leaves an end, and a job dropped leaves the set).
 			e.remove(id)
@@ -153,12 +153,12 @@ func (m *Memory) evict() {
 // lock, its entry in its state's index and in the ended set. It adds id to
 // gone and its tenant to tenants, for dropIndexed. Lock held.
 func (m *Memory) drop(id string, gone, tenants map[string]bool) {
-	if h, ok := m.jobs[id]; ok {
-		if h[fIdempotencyKey] != "" {
-			delete(m.idem, idemKey(h[fTenant], h[fIdempotencyKey]))
+	if mj, ok := m.jobs[id]; ok {
+		if mj.IdempotencyKey != "" {
+			delete(m.idem, idemKey(mj.Tenant, mj.IdempotencyKey))
 		}
-		delete(m.index[State(h[fState])], id)
-		tenants[h[fTenant]] = true
+		delete(m.index[mj.State], id)
+		tenants[mj.Tenant] = true
 	}
 	gone[id] = true
 	delete(m.jobs, id)
@@ -194,21 +194,18 @@ const (
 	fieldCost = 40
 	// eventCost is an Event in its job's log.
 	eventCost = int64(unsafe.Sizeof(Event{}))
-	// jobCost is a job's fixed share: its hash's map and the job's entries
-	// in the maps and indexes the store keeps (jobs, events, blobs, its
+	// jobCost is a job's fixed share beyond its struct (memJob.size): its
+	// entries in the maps and indexes the store keeps (jobs, events, blobs, its
 	// state's index, the creation indexes, the ended set).
 	jobCost = 384
 )
 
-// jobBytes estimates what the store holds for job id, whose hash is h.
-// Lock held. It counts lengths, not capacities: the logged store's owner
+// jobBytes estimates what the store holds for job id, which is mj. Lock
+// held. It counts lengths, not capacities: the logged store's owner
 // and a replay of its log or snapshot must count alike, or the bound
 // would drop other jobs in each.
-func (m *Memory) jobBytes(id string, h map[string]string) int64 {
-	n := int64(jobCost + 8*len(id))
-	for k, v := range h {
-		n += int64(fieldCost + len(k) + len(v))
-	}
+func (m *Memory) jobBytes(id string, mj *memJob) int64 {
+	n := int64(jobCost+8*len(id)) + mj.size()
 	evs := m.events[id]
 	n += int64(len(evs)) * eventCost
 	for _, e := range evs {

@@ -28,7 +28,10 @@ func (m *Memory) workerHeld(worker string) int {
 func (m *Memory) workerOf(id string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.jobs[id][fWorkerID]
+	if mj := m.jobs[id]; mj != nil {
+		return mj.WorkerID
+	}
+	return ""
 }
 
 // HasRun reports whether the state holds run id.

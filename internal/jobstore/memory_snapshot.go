@@ -52,17 +52,11 @@ func (m *Memory) appendSnapshot(b []byte) ([]byte, error) {
 	defer m.mu.Unlock()
 	b = append(b, snapshotMagic...)
 	b = binary.AppendUvarint(b, uint64(len(m.jobs)))
-	for id, h := range m.jobs {
-		b = appendStr(b, id)
-		n := len(h)
-		if _, locked := h[fLocked]; locked {
-			n--
-		}
-		b = binary.AppendUvarint(b, uint64(n))
-		for k, v := range h {
-			if k != fLocked {
-				b = appendStr(appendStr(b, k), v)
-			}
+	p := make([]string, 0, 2*40)
+	for id, mj := range m.jobs {
+		var err error
+		if b, p, err = appendJob(b, id, mj, p); err != nil {
+			return nil, err
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(m.events)))
@@ -144,16 +138,21 @@ func (m *Memory) readSnapshot(b []byte) (err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := r.count()
-	m.jobs = make(map[string]map[string]string, n)
+	m.jobs = make(map[string]*memJob, n)
+	h := make(map[string]string, 40)
 	for range n {
 		id := r.str()
 		nf := r.count()
-		h := make(map[string]string, nf)
+		clear(h)
 		for range nf {
 			k := r.str()
 			h[k] = r.str()
 		}
-		m.jobs[id] = h
+		mj, err := memJobOf(h)
+		if err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		m.jobs[id] = mj
 	}
 	n = r.count()
 	m.events = make(map[string][]Event, n)
