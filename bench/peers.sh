@@ -9,12 +9,13 @@
 # from the repository root after `make build modules`; N and C override the
 # defaults, ASYNQ_FLAGS adds flags to the asynq program.
 #
-# CPU: ward dev and redis-server from /proc/<pid>/stat (utime+stime) before
-# and after `ward bench`; the bench client with /usr/bin/time. The asynq
-# program reports its own CPU (getrusage) and redis-server's (/proc) over
-# its measured run, after its warm-up.
+# Both run WARMUP jobs (500) first, unmeasured, then N measured ones. CPU
+# is counted over the measured run alone: `ward bench --cpu-of` reads ward
+# dev's and redis-server's from /proc/<pid>/stat (utime+stime) and its own
+# with getrusage; the asynq program reports its own CPU (getrusage) and
+# redis-server's (/proc) the same way.
 set -euo pipefail
-N=${N:-10000} C=${C:-64}
+N=${N:-10000} C=${C:-64} WARMUP=${WARMUP:-500}
 # Both systems write to a redis-server with its append-only file on, as a
 # deployment that keeps acknowledged jobs across a Redis restart would
 # (REDIS_AOF= turns it off, always fsyncs every write).
@@ -23,7 +24,7 @@ NAME=bench-peers
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" # WARD, MODULES, REDIS_SERVER, REDIS_CLI; die, stop, cpu...
 
-need "apt-get install redis-server time" "$REDIS_SERVER" "$REDIS_CLI" /usr/bin/time
+need "apt-get install redis-server" "$REDIS_SERVER" "$REDIS_CLI"
 [ -x "$WARD" ] || die "$WARD not built (make build modules)"
 
 state=$(mktemp -d)
@@ -52,23 +53,21 @@ start_redis || { echo "bench-peers: redis-server did not start" >&2; cat "$state
 # ward bench through it; sets V_rate, V_p50, V_p99 (ms) and V_dev_us,
 # V_red_us, V_cli_us, V_tot_us (CPU µs a job).
 ward_run() {
-	local store=$1 v=$2 dev0 dev1 red0 red1 rc p50 p99 what="job store redis://127.0.0.1:$rport"
+	local store=$1 v=$2 rc p50 p99 pid what="job store redis://127.0.0.1:$rport"
 	[ "$store" = memory ] && what="memory store"
 	[ "$store" = logged ] && what="logged store: state in memory, a log in redis://127.0.0.1:$rport"
 	"$REDIS_CLI" -p "$rport" flushall >/dev/null
 	nport=$(free_port)
 	dev_store=$store start_dev --safety-listen 127.0.0.1:0 ||
 		{ echo "bench-peers: ward dev did not start" >&2; cat "$state/dev.log" >&2; exit 1; }
-	echo "== ward dev up (pid $dev, NATS :$nport, $what); ward bench -n $N -c $C"
+	echo "== ward dev up (pid $dev, NATS :$nport, $what); ward bench --warmup $WARMUP -n $N -c $C"
 	"$REDIS_CLI" -p "$rport" config resetstat >/dev/null
-	dev0=$(cpu "$dev") red0=$(cpu "$redis")
 	set +e
-	/usr/bin/time -o "$state/client.time" -f "%U %S" \
-		"$WARD" bench --nats "nats://127.0.0.1:$nport" --creds "$state/ward/creds/admin.creds" -n "$N" -c "$C" \
-		>"$state/ward.out" 2>"$state/ward.err"
+	"$WARD" bench --nats "nats://127.0.0.1:$nport" --creds "$state/ward/creds/admin.creds" -n "$N" -c "$C" \
+		--warmup "$WARMUP" --cpu-of "$dev" --cpu-of "$redis" >"$state/ward.out" 2>"$state/ward.err"
 	rc=$?
 	set -e
-	dev1=$(cpu "$dev") red1=$(cpu "$redis")
+	pid=$dev
 	cat "$state/ward.out"
 	if [ "$rc" -ne 0 ]; then
 		echo "bench-peers: ward bench failed (exit $rc)" >&2; tail -5 "$state/ward.err" >&2; tail -20 "$state/dev.log" >&2; exit 1
@@ -81,9 +80,10 @@ ward_run() {
 	read -r p50 p99 < <(awk '/^latency:/{for(i=1;i<=NF;i++){if($i=="p50")a=$(i+1); if($i=="p99")b=$(i+1)}; print a, b}' "$state/ward.out")
 	printf -v "${v}_p50" %s "$(dur_ms "$p50")"
 	printf -v "${v}_p99" %s "$(dur_ms "$p99")"
-	printf -v "${v}_dev_us" %d $(( (dev1 - dev0) * 1000000 / TICK / N ))
-	printf -v "${v}_red_us" %d $(( (red1 - red0) * 1000000 / TICK / N ))
-	printf -v "${v}_cli_us" %s "$(awk -v n="$N" '{printf "%d", ($1+$2)*1000000/n}' "$state/client.time")"
+	# "CPU of <pid>:  <n> µs/job", "client CPU:  <n> µs/job"
+	printf -v "${v}_dev_us" %d "$(awk -v p="$pid" '$1=="CPU" && $3==p":" {print $4}' "$state/ward.out")"
+	printf -v "${v}_red_us" %d "$(awk -v p="$redis" '$1=="CPU" && $3==p":" {print $4}' "$state/ward.out")"
+	printf -v "${v}_cli_us" %d "$(awk '/^client CPU:/ {print $3}' "$state/ward.out")"
 	local t=$(( ${v}_dev_us + ${v}_red_us + ${v}_cli_us ))
 	printf -v "${v}_tot_us" %d "$t"
 }
@@ -100,7 +100,7 @@ ward_run logged l
 "$REDIS_CLI" -p "$rport" config resetstat >/dev/null
 echo "== asynq on the same redis-server (flushed): -n $N -c $C"
 set +e
-"$state/asynq-bench" -redis "redis://127.0.0.1:$rport" -n "$N" -c "$C" -redis-pid "$redis" ${ASYNQ_FLAGS:-} \
+"$state/asynq-bench" -redis "redis://127.0.0.1:$rport" -n "$N" -c "$C" -warmup "$WARMUP" -redis-pid "$redis" ${ASYNQ_FLAGS:-} \
 	>"$state/asynq.out" 2>"$state/asynq.err"
 arc=$?
 set -e

@@ -65,7 +65,9 @@ func newBenchCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.Tenant, "tenant", "bench", "tenant")
 	f.IntVar(&o.Tenants, "tenants", 1, "spread the jobs over this many tenants, <tenant>-0 … <tenant>-<n-1> (their limits are scheduler.yaml's default's)")
 	f.IntVar(&o.PayloadSize, "payload-size", 64, "payload bytes")
+	f.IntVar(&o.Warmup, "warmup", 0, "run this many jobs first, unmeasured (caches, connections and pools warm, as a peer's benchmark warms its own)")
+	f.IntSliceVar(&o.Watch, "cpu-of", nil, "also report the CPU per job these processes (pids: ward dev, redis-server) spent in the measured run, from /proc (Linux)")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after")
-	f.StringVarP(&output, "output", "o", "table", "table, or json (one object: jobs_per_second, p50_ms ... max_ms, client_cpu_us_per_job)")
+	f.StringVarP(&output, "output", "o", "table", "table, or json (one object: jobs_per_second, p50_ms ... max_ms, client_cpu_us_per_job, pid_cpu_us_per_job)")
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -317,6 +318,23 @@ outputs: {n: steps.sum.output.n, report: steps.sum.output.report}
 	_, _ = cli(t, natsURL, "module", "deploy", hello, "--sign-key", other+".key", "--stage-timeout", "0")
 	if out, code := cli(t, natsURL, "module", "activate", "hello", "3.0.0"); code == 0 || !strings.Contains(out, "not activated") {
 		t.Errorf("activate of a version signed by an untrusted key: exit %d\n%s", code, out)
+	}
+
+	// ward bench: the warm-up's jobs run first and are left out of the
+	// report, which tells the CPU of the process watched (ward dev).
+	pid := strconv.Itoa(dev.cmd.Process.Pid)
+	out, code = cli(t, natsURL, "bench", "-n", "30", "-c", "4", "--warmup", "20", "--tenant", "benchtour", "--cpu-of", pid, "-o", "json")
+	var rep struct {
+		Jobs, Succeeded int
+		PIDCPU          map[string]float64 `json:"pid_cpu_us_per_job"`
+	}
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &rep); code != 0 || err != nil || rep.Jobs != 30 || rep.Succeeded != 30 || rep.PIDCPU[pid] <= 0 {
+		t.Errorf("bench --warmup 20 -n 30 --cpu-of ward dev: exit %d, %+v (%v)\n%s", code, rep, err, out)
+	}
+	out, code = cli(t, natsURL, "jobs", "ls", "--tenant", "benchtour", "--limit", "100", "-o", "json")
+	var ran []map[string]any
+	if err := json.Unmarshal([]byte(out), &ran); code != 0 || err != nil || len(ran) != 50 {
+		t.Errorf("the bench's jobs, warm-up included: %d (exit %d, %v), want 50", len(ran), code, err)
 	}
 
 	watch.stop(t)

@@ -9,7 +9,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -34,6 +37,13 @@ type Options struct {
 	JobTimeout  time.Duration // one job's limit; default 60 s
 	// Progress receives a line a second while the run goes; nil for none.
 	Progress io.Writer
+	// Warmup is how many jobs run, the same way, before the measured
+	// ones: their latency and CPU are not in the report.
+	Warmup int
+	// Watch are processes (the system under test: ward dev, redis-server)
+	// whose CPU time over the measured run the report tells, from
+	// /proc/<pid>/stat (Linux).
+	Watch []int
 }
 
 // Report is what a run measured.
@@ -46,6 +56,14 @@ type Report struct {
 	// ClientCPU is the CPU time (user and system) this process spent in
 	// the run: the client's share of the cost of a job.
 	ClientCPU time.Duration
+	// Watched is the CPU time each of Options.Watch spent in the run.
+	Watched []ProcessCPU
+}
+
+// ProcessCPU is the CPU time (user and system) a process spent in a run.
+type ProcessCPU struct {
+	PID int
+	CPU time.Duration
 }
 
 // reportJSON is Report for scripts (`ward bench -o json`): durations in
@@ -62,18 +80,24 @@ type reportJSON struct {
 	P99MS             float64        `json:"p99_ms"`
 	MaxMS             float64        `json:"max_ms"`
 	ClientCPUUSPerJob float64        `json:"client_cpu_us_per_job"`
+	// PIDCPUUSPerJob is each watched process's CPU (--cpu-of), by pid.
+	PIDCPUUSPerJob map[string]float64 `json:"pid_cpu_us_per_job,omitempty"`
 }
 
 // JSON is the report as one JSON object.
 func (r *Report) JSON() ([]byte, error) {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	perJob := 0.0
-	if r.Jobs > 0 {
-		perJob = float64(r.ClientCPU.Microseconds()) / float64(r.Jobs)
-	}
-	return json.Marshal(reportJSON{Jobs: r.Jobs, Succeeded: r.Succeeded, Ended: r.Ended, ElapsedMS: ms(r.Elapsed),
+	perJob := r.perJob(r.ClientCPU)
+	j := reportJSON{Jobs: r.Jobs, Succeeded: r.Succeeded, Ended: r.Ended, ElapsedMS: ms(r.Elapsed),
 		JobsPerSecond: r.Throughput(), P50MS: ms(r.P50), P90MS: ms(r.P90), P95MS: ms(r.P95), P99MS: ms(r.P99), MaxMS: ms(r.Max),
-		ClientCPUUSPerJob: perJob})
+		ClientCPUUSPerJob: perJob}
+	for _, w := range r.Watched {
+		if j.PIDCPUUSPerJob == nil {
+			j.PIDCPUUSPerJob = map[string]float64{}
+		}
+		j.PIDCPUUSPerJob[strconv.Itoa(w.PID)] = r.perJob(w.CPU)
+	}
+	return json.Marshal(j)
 }
 
 // Throughput is jobs ended per second.
@@ -92,13 +116,25 @@ func (r *Report) String() string {
 		r.P50.Round(10*time.Microsecond), r.P90.Round(10*time.Microsecond), r.P95.Round(10*time.Microsecond),
 		r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond))
 	if r.Jobs > 0 {
-		fmt.Fprintf(&b, "client CPU:  %.0f µs/job\n", float64(r.ClientCPU.Microseconds())/float64(r.Jobs))
+		fmt.Fprintf(&b, "client CPU:  %.0f µs/job\n", r.perJob(r.ClientCPU))
+		for _, w := range r.Watched {
+			fmt.Fprintf(&b, "CPU of %d:  %.0f µs/job\n", w.PID, r.perJob(w.CPU))
+		}
 	}
 	return b.String()
 }
 
+// perJob is d in microseconds a job.
+func (r *Report) perJob(d time.Duration) float64 {
+	if r.Jobs == 0 {
+		return 0
+	}
+	return float64(d.Microseconds()) / float64(r.Jobs)
+}
+
 // Run submits opts.Jobs jobs, opts.Concurrency at a time, each waiting for
-// its end, and reports.
+// its end, and reports. With opts.Warmup it first runs that many jobs the
+// same way, unmeasured: a warm-up that fails fails the run.
 func Run(ctx context.Context, c *client.Client, o Options) (*Report, error) {
 	if o.Jobs <= 0 {
 		o.Jobs = 1000
@@ -118,7 +154,6 @@ func Run(ctx context.Context, c *client.Client, o Options) (*Report, error) {
 	if o.JobTimeout <= 0 {
 		o.JobTimeout = 60 * time.Second
 	}
-	payload := bytes.Repeat([]byte("x"), o.PayloadSize)
 
 	// One subscription for every job's events, rather than one per job.
 	f, err := c.Follow()
@@ -126,18 +161,37 @@ func Run(ctx context.Context, c *client.Client, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if o.Warmup > 0 {
+		w, err := run(ctx, c, f, o, o.Warmup, nil)
+		if err == nil && w.Succeeded < w.Jobs {
+			err = fmt.Errorf("%d of %d jobs did not succeed", w.Jobs-w.Succeeded, w.Jobs)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	return run(ctx, c, f, o, o.Jobs, o.Progress)
+}
 
+// run runs n jobs of o through f's subscription and reports them,
+// telling progress a line a second when it is not nil.
+func run(ctx context.Context, c *client.Client, f *client.Follower, o Options, n int, progress io.Writer) (*Report, error) {
+	payload := bytes.Repeat([]byte("x"), o.PayloadSize)
 	var (
 		next, done atomic.Int64
-		mu         sync.Mutex // guards the 2 following fields
-		latencies  = make([]time.Duration, 0, o.Jobs)
+		mu         sync.Mutex // guards the 3 following fields
+		latencies  = make([]time.Duration, 0, n)
 		ended      = map[string]int{}
 		firstErr   error
 		wg         sync.WaitGroup
 	)
+	watched := make([]time.Duration, len(o.Watch))
+	for i, pid := range o.Watch {
+		watched[i] = pidCPU(pid)
+	}
 	start, cpu0 := time.Now(), processCPU()
 	stopProgress := make(chan struct{})
-	if o.Progress != nil {
+	if progress != nil {
 		go func() {
 			t := time.NewTicker(time.Second)
 			defer t.Stop()
@@ -146,8 +200,8 @@ func Run(ctx context.Context, c *client.Client, o Options) (*Report, error) {
 				case <-stopProgress:
 					return
 				case <-t.C:
-					n := done.Load()
-					fmt.Fprintf(o.Progress, "  %d/%d done, %.0f jobs/s\n", n, o.Jobs, float64(n)/time.Since(start).Seconds())
+					d := done.Load()
+					fmt.Fprintf(progress, "  %d/%d done, %.0f jobs/s\n", d, n, float64(d)/time.Since(start).Seconds())
 				}
 			}
 		}()
@@ -156,7 +210,7 @@ func Run(ctx context.Context, c *client.Client, o Options) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for k := next.Add(1); k <= int64(o.Jobs) && ctx.Err() == nil; k = next.Add(1) {
+			for k := next.Add(1); k <= int64(n) && ctx.Err() == nil; k = next.Add(1) {
 				tenant := o.Tenant
 				if o.Tenants > 1 {
 					tenant = fmt.Sprintf("%s-%d", o.Tenant, k%int64(o.Tenants))
@@ -189,6 +243,9 @@ func Run(ctx context.Context, c *client.Client, o Options) (*Report, error) {
 	close(stopProgress)
 	r := &Report{Jobs: int(done.Load()), Succeeded: len(latencies), Ended: ended, Elapsed: time.Since(start),
 		ClientCPU: processCPU() - cpu0}
+	for i, pid := range o.Watch {
+		r.Watched = append(r.Watched, ProcessCPU{PID: pid, CPU: pidCPU(pid) - watched[i]})
+	}
 	if len(latencies) > 0 {
 		slices.Sort(latencies)
 		pct := func(p float64) time.Duration { return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))] }
@@ -198,6 +255,34 @@ func Run(ctx context.Context, c *client.Client, o Options) (*Report, error) {
 		return r, firstErr
 	}
 	return r, ctx.Err()
+}
+
+// pidCPU is the CPU time (user and system) process pid has used, from
+// /proc/<pid>/stat in clock ticks (USER_HZ, 100 on Linux): 0 when it
+// cannot be read.
+func pidCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: the fields
+	// counted from its end.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	// Fields 14 and 15 (utime, stime) of the whole line: 12 and 13 after
+	// the name's, which is field 2.
+	ut, err1 := strconv.ParseInt(fields[11], 10, 64)
+	st, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(ut+st) * (time.Second / 100)
 }
 
 // processCPU is the CPU time, user and system, this process has used.
