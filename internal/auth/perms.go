@@ -31,7 +31,7 @@ func InboxPrefix(role Role, name string) string {
 	case Tenant:
 		return "_INBOX.t." + name
 	case Host:
-		return "_INBOX.h." + name
+		return bus.HostInboxPrefix + "." + name
 	}
 	return "_INBOX"
 }

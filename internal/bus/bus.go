@@ -100,6 +100,28 @@ func putEncodeBuf(bp *[]byte, data []byte) {
 	}
 }
 
+// PublishRequest encodes m and publishes it on subject with reply as its
+// reply subject: the answer comes to a subscription of the caller's own
+// (Request makes one per call). A publish nobody subscribes to is
+// answered on reply by the server, with a status 503 header (IsNoResponders).
+func (c *Conn) PublishRequest(subject, reply string, m proto.Message) error {
+	bp := encodeBufs.Get().(*[]byte)
+	data, err := proto.MarshalOptions{}.MarshalAppend((*bp)[:0], m)
+	if err != nil {
+		encodeBufs.Put(bp)
+		return fmt.Errorf("bus: encode for %s: %w", subject, err)
+	}
+	err = c.nc.PublishRequest(subject, reply, data)
+	putEncodeBuf(bp, data)
+	return err
+}
+
+// IsNoResponders reports whether msg is the server's answer to a publish
+// with a reply subject that nobody subscribed to (PublishRequest).
+func IsNoResponders(msg *nats.Msg) bool {
+	return len(msg.Data) == 0 && msg.Header.Get("Status") == "503" // as nats.go's own requests read it
+}
+
 // Reply answers msg with m. It does nothing when msg expects no reply.
 func (c *Conn) Reply(msg *nats.Msg, m proto.Message) error {
 	if msg.Reply == "" {

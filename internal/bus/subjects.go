@@ -4,7 +4,10 @@
 // messages instead of failing on them.
 package bus
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Subjects of the bus contract.
 const (
@@ -156,6 +159,45 @@ func SubmitSubject(tenant, shard string) string {
 
 // ResultSubject is where worker id publishes its results.
 func ResultSubject(workerID string) string { return SubjectResult + "." + workerID }
+
+// HostInboxPrefix begins every host's reply inbox, _INBOX.h.<host>
+// (auth.InboxPrefix): only the host may subscribe there, and only the
+// control plane publish.
+const HostInboxPrefix = "_INBOX.h"
+
+// ResultAckSubject is the reply subject of result seq of worker id (a
+// number the host gives each result it sends): a scheduler answers the
+// result there with an empty message, or, knowing the shape, by seq in a
+// batch on ResultAcksSubject.
+func ResultAckSubject(workerID string, seq uint64) string {
+	return HostInboxPrefix + "." + workerID + ".ack." + strconv.FormatUint(seq, 10)
+}
+
+// ResultAckSubjects matches every ResultAckSubject of worker id.
+func ResultAckSubjects(workerID string) string { return HostInboxPrefix + "." + workerID + ".ack.*" }
+
+// ResultAcksSubject is where schedulers answer worker id's results in
+// batches (wardv1.ResultAcks): the seqs of every result applied, or
+// refused for good, since the last batch.
+func ResultAcksSubject(workerID string) string { return HostInboxPrefix + "." + workerID + ".acks" }
+
+// ResultAckSeq is the seq of reply when reply is worker id's
+// ResultAckSubject; ok is false for any other reply subject (a request's
+// inbox, another host's).
+func ResultAckSeq(workerID, reply string) (seq uint64, ok bool) {
+	rest, ok := strings.CutPrefix(reply, HostInboxPrefix+".")
+	if !ok {
+		return 0, false
+	}
+	if rest, ok = strings.CutPrefix(rest, workerID); !ok {
+		return 0, false
+	}
+	if rest, ok = strings.CutPrefix(rest, ".ack."); !ok {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(rest, 10, 64)
+	return seq, err == nil
+}
 
 // ContextSubject is where worker id asks for its jobs' stored contexts.
 func ContextSubject(workerID string) string { return SubjectContext + "." + workerID }

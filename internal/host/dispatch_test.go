@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -461,8 +462,17 @@ func TestStartedReport(t *testing.T) {
 // TestResultSentUntilAnswered: a host holds no job store, so a result no
 // scheduler answered (lost on the way, or not stored) is sent again, the
 // same result for the same attempt, until one answers; then no more.
+// Answered by its number in a batch, as schedulers answer, or on its
+// reply subject, as a scheduler of an earlier Ward does.
 func TestResultSentUntilAnswered(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(map[bool]string{false: "batch", true: "single"}[single], func(t *testing.T) { resultSentUntilAnswered(t, single) })
+	}
+}
+
+func resultSentUntilAnswered(t *testing.T, single bool) {
 	f := newFixture(t, 1)
+	f.events.single.Store(single)
 	if err := f.agent.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -614,4 +624,71 @@ func TestLargeResultInParts(t *testing.T) {
 	if n := len(parts) - len(sent); n != 1 {
 		t.Errorf("%d parts sent of a job whose first part was refused for good, want 1", n)
 	}
+}
+
+// TestResultSentUntilASchedulerListens: a result sent where no scheduler
+// listens (its shard's owner not there yet) is answered by the server at
+// once, "no responders", and sent again, sooner than an unanswered one
+// would be; once a scheduler listens, it takes it and answers.
+func TestResultSentUntilASchedulerListens(t *testing.T) {
+	var log logBuffer
+	f := newFixtureWith(t, 1, auth.HostKey(dispatchSecret, "h1"), func(c *host.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	if err := f.agent.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req := f.create(t, "owner-away", "1ms")
+	req.ReportShard = "9" // sys.job.result.h1.9: nobody subscribes yet
+	dispatch(t, f.conn, "h1", req)
+	poll.Until(t, 30*time.Second, "the result sent again, no responders", func() bool {
+		return strings.Contains(log.String(), "result not answered yet") && strings.Contains(log.String(), "no responders")
+	})
+	got := make(chan *wardv1.JobResult, 16)
+	sub, err := f.conn.NATS().Subscribe(bus.ReportSubject(bus.ResultSubject("h1"), "9"), func(m *nats.Msg) {
+		r := &wardv1.JobResult{}
+		if err := proto.Unmarshal(m.Data, r); err != nil {
+			t.Error(err)
+			return
+		}
+		if seq, ok := bus.ResultAckSeq("h1", m.Reply); ok {
+			_ = f.conn.Publish(bus.ResultAcksSubject("h1"), &wardv1.ResultAcks{Seqs: []uint64{seq}})
+		} else {
+			t.Errorf("reply subject %q: not h1's numbered one", m.Reply)
+		}
+		got <- r
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	select {
+	case r := <-got:
+		if r.GetJobId() != "owner-away" || r.GetStatus() != wardv1.JobState_JOB_STATE_SUCCEEDED {
+			t.Errorf("the result taken: %v", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the result was not sent again once a scheduler listened")
+	}
+	poll.Until(t, 30*time.Second, "the host told it was answered", func() bool {
+		return strings.Contains(log.String(), "result answered") && strings.Contains(log.String(), "owner-away")
+	})
+}
+
+// logBuffer is a log's output, written and read from several goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -29,7 +29,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
@@ -188,6 +187,7 @@ type Agent struct {
 	stopAnnounce context.CancelFunc
 
 	jobs       jobTable       // the jobs running, to cancel one
+	acks       acks           // the results sent and not answered yet (acks.go)
 	announcing sync.WaitGroup // results being stored and published (announce)
 	cancels    cancels        // sys.host.cancel (cancel.go)
 	boot       []byte         // this boot's nonce, in every heartbeat; tickets must carry it
@@ -310,6 +310,10 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		if err := a.watchModules(ctx); err != nil {
 			return err
 		}
+	}
+	// The answers to results, before any job is taken.
+	if err := a.acks.start(a); err != nil {
+		return fmt.Errorf("host: %w", err)
 	}
 	sub, err := bus.Subscribe(a.jobCtx, c, bus.WorkerJobsSubject(a.cfg.ID), "", a.work, a.log, a.handleDispatch)
 	if err != nil {
@@ -457,6 +461,7 @@ func (a *Agent) teardown(ctx context.Context) error {
 		<-sent
 	}
 	a.stopAnnounce()
+	a.acks.stop()
 	a.cancelJob()
 	_ = a.cfg.Bus.Flush()
 	return errors.Join(errs...)
@@ -695,9 +700,10 @@ const (
 	resultWaitMax = 5 * time.Second
 )
 
-// sendResult sends a job's result to the schedulers as a request, and
-// again until one answers: a scheduler answers once the result is applied
-// or refused for good (scheduler.handleResult). A host holds no job store
+// sendResult sends a job's result to the schedulers, and again until one
+// answers (acks): a scheduler answers once the result is applied or
+// refused for good (scheduler.handleResult), in a batch with the other
+// results it applied meanwhile. A host holds no job store
 // credential, so a result lost on the way (no scheduler listening, a cut
 // connection, a scheduler killed while storing it) is sent again, not
 // recovered from the store. It gives up after resultFor, or when ctx ends
@@ -706,8 +712,19 @@ const (
 // scheduler and is retried.
 func (a *Agent) sendResult(ctx context.Context, res *wardv1.JobResult, shard string) {
 	subject := bus.ReportSubject(bus.ResultSubject(a.cfg.ID), shard)
+	seq, answered := a.acks.add()
+	defer a.acks.done(seq)
+	reply := bus.ResultAckSubject(a.cfg.ID, seq)
 	tries, err := untilAnswered(ctx, func(tctx context.Context) (bool, error) {
-		return false, a.cfg.Bus.Request(tctx, subject, res, &emptypb.Empty{})
+		if err := a.cfg.Bus.PublishRequest(subject, reply, res); err != nil {
+			return false, err
+		}
+		select {
+		case err := <-answered:
+			return false, err
+		case <-tctx.Done():
+			return false, tctx.Err()
+		}
 	}, func(err error) {
 		a.log.Warn("result not answered yet: sending it again", "job_id", res.GetJobId(), "attempt", res.GetAttempt(), "err", err)
 	})

@@ -132,6 +132,10 @@ type watcher struct {
 	// unanswered is how many results to leave unanswered (a scheduler
 	// that did not get them, or failed to store them) before answering.
 	unanswered atomic.Int32
+	// single answers each result on its reply subject with an empty
+	// message, as a scheduler of an earlier Ward did, rather than by its
+	// number in a batch (wardv1.ResultAcks) as schedulers do now.
+	single atomic.Bool
 }
 
 // watch subscribes c, a scheduler's connection, to every host's results and
@@ -175,7 +179,12 @@ func watch(t *testing.T, c *bus.Conn) *watcher {
 				if m.Reply != "" && (e.result == nil || w.unanswered.Add(-1) < 0) {
 					// As a scheduler does once it applied the result: the
 					// host stops sending it.
-					_ = c.NATS().Publish(m.Reply, nil)
+					host := bus.WorkerOf(m.Subject)
+					if seq, ok := bus.ResultAckSeq(host, m.Reply); ok && !w.single.Load() {
+						_ = c.Publish(bus.ResultAcksSubject(host), &wardv1.ResultAcks{Seqs: []uint64{seq}})
+					} else {
+						_ = c.NATS().Publish(m.Reply, nil)
+					}
 				}
 				w.mu.Lock()
 				w.events = append(w.events, e)

@@ -39,6 +39,7 @@ type reports struct {
 	objects  *objectStores // large results: their pointers and parts (bigresults.go)
 	ends     *ends         // every move's event, a job's end (end.go)
 	poke     func()        // wakes the pump: a worker has room again
+	acks     *acker        // answers results in batches (acks.go)
 }
 
 // startedMsg is the message of a RUNNING recorded with the job's result.
@@ -51,14 +52,24 @@ const startedMsg = "started (reported with the result)"
 // subject names — a host may publish only on its own — whatever the
 // message says.
 //
-// A host sends its result as a request and sends it again until a
+// A host sends its result with a reply subject and sends it again until a
 // scheduler answers (hosts hold no job store credential, so a result
-// lost on the way is lost unless sent again): the answer, an empty
-// message, comes once the result is applied or refused for good, never
-// when the store failed. A result sent again for a job already moved on
-// is refused as late, and answered.
+// lost on the way is lost unless sent again): the answer comes once the
+// result is applied or refused for good, never when the store failed. A
+// result sent again for a job already moved on is refused as late, and
+// answered. A result whose reply subject is the host's numbered one
+// (bus.ResultAckSubject) is answered by its number in a batch (acker);
+// any other reply subject (a host of an earlier Ward, asking with a
+// request) with an empty message of its own.
 func (rp *reports) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.JobResult) {
 	if !rp.applyResult(ctx, msg, r) || msg.Reply == "" {
+		return
+	}
+	// The host the subject names (a host may publish only on its own),
+	// whose inbox alone the answer may go to.
+	worker := bus.WorkerOf(msg.Subject)
+	if seq, ok := bus.ResultAckSeq(worker, msg.Reply); ok {
+		rp.acks.add(worker, seq)
 		return
 	}
 	if err := rp.bus.NATS().Publish(msg.Reply, nil); err != nil {

@@ -241,7 +241,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s.conf = newSettingsHolder(&settings{pools: cfg.Pools, base: cfg.Pools, timeouts: cfg.Timeouts, sched: cfg.Settings}, s.log, s.poke)
 	s.ends = &ends{store: cfg.Store, bus: cfg.Bus, log: s.log, owners: s.owners, settings: s.conf.load}
 	s.reports = &reports{store: cfg.Store, bus: cfg.Bus, log: s.log, settings: s.conf.load, hosts: s.hosts, domains: s.domains,
-		runs: s.runs, owners: s.owners, objects: s.objects, ends: s.ends, poke: s.poke}
+		runs: s.runs, owners: s.owners, objects: s.objects, ends: s.ends, poke: s.poke, acks: newAcker(cfg.Bus, s.log)}
 	s.cancels = &cancels{store: cfg.Store, bus: cfg.Bus, log: s.log, hosts: s.hosts, admin: s.admin, ends: s.ends, poke: s.poke}
 	s.modes = newModes(cfg.Store, cfg.Bus, s.log, s.admin, s.conf.load, s.poke)
 	s.fleet = &fleet{hosts: s.hosts, domains: s.domains, trust: cfg.HostTrust, store: cfg.Store, bus: cfg.Bus, log: s.log, admin: s.admin,
@@ -316,6 +316,8 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	queueCap.Set(float64(s.conf.load().sched.Queue.Cap))
 
+	// The answers to results, from before the first result is taken.
+	s.reports.acks.start()
 	c, q := s.cfg.Bus, bus.SchedulerQueue
 	var subs []*bus.Subscription
 	add := func(sub *bus.Subscription, err error) error {
@@ -448,6 +450,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	for _, w := range []*bus.Workers{s.submits, s.updates, s.beats} {
 		errs = append(errs, w.Wait(ctx))
 	}
+	s.reports.acks.close() // the handlers' answers, in a last batch
 	if stop != nil {
 		stop()
 	}

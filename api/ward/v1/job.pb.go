@@ -149,7 +149,7 @@ func (x JobProgress_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobProgress_Kind.Descriptor instead.
 func (JobProgress_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{7, 0}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{8, 0}
 }
 
 // Budget bounds a job's time and retries.
@@ -754,6 +754,56 @@ func (x *SubmitReply) GetShard() string {
 	return ""
 }
 
+// ResultAcks answers a host's results in one message, on
+// _INBOX.h.<worker_id>.acks: each result the host sent with the reply
+// subject _INBOX.h.<worker_id>.ack.<seq> that a scheduler applied, or
+// refused for good, since its last batch. A result not answered is sent
+// again (an earlier scheduler answers each on its reply subject, with an
+// empty message).
+type ResultAcks struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seqs          []uint64               `protobuf:"varint,1,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResultAcks) Reset() {
+	*x = ResultAcks{}
+	mi := &file_ward_v1_job_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResultAcks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResultAcks) ProtoMessage() {}
+
+func (x *ResultAcks) ProtoReflect() protoreflect.Message {
+	mi := &file_ward_v1_job_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResultAcks.ProtoReflect.Descriptor instead.
+func (*ResultAcks) Descriptor() ([]byte, []int) {
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ResultAcks) GetSeqs() []uint64 {
+	if x != nil {
+		return x.Seqs
+	}
+	return nil
+}
+
 // JobResult is what a host publishes on sys.job.result.<worker_id> when a job ends.
 type JobResult struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
@@ -821,7 +871,7 @@ type JobResult struct {
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_ward_v1_job_proto_msgTypes[6]
+	mi := &file_ward_v1_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +883,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[6]
+	mi := &file_ward_v1_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +896,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JobResult) GetJobId() string {
@@ -1023,7 +1073,7 @@ type JobProgress struct {
 
 func (x *JobProgress) Reset() {
 	*x = JobProgress{}
-	mi := &file_ward_v1_job_proto_msgTypes[7]
+	mi := &file_ward_v1_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1085,7 @@ func (x *JobProgress) String() string {
 func (*JobProgress) ProtoMessage() {}
 
 func (x *JobProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[7]
+	mi := &file_ward_v1_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1098,7 @@ func (x *JobProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobProgress.ProtoReflect.Descriptor instead.
 func (*JobProgress) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{7}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JobProgress) GetJobId() string {
@@ -1141,7 +1191,7 @@ type JobCancel struct {
 
 func (x *JobCancel) Reset() {
 	*x = JobCancel{}
-	mi := &file_ward_v1_job_proto_msgTypes[8]
+	mi := &file_ward_v1_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1203,7 @@ func (x *JobCancel) String() string {
 func (*JobCancel) ProtoMessage() {}
 
 func (x *JobCancel) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[8]
+	mi := &file_ward_v1_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1216,7 @@ func (x *JobCancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobCancel.ProtoReflect.Descriptor instead.
 func (*JobCancel) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{8}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *JobCancel) GetJobId() string {
@@ -1232,7 +1282,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_ward_v1_job_proto_msgTypes[9]
+	mi := &file_ward_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1294,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[9]
+	mi := &file_ward_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1307,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *JobEvent) GetJobId() string {
@@ -1366,7 +1416,7 @@ type SafetyRecord struct {
 
 func (x *SafetyRecord) Reset() {
 	*x = SafetyRecord{}
-	mi := &file_ward_v1_job_proto_msgTypes[10]
+	mi := &file_ward_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1428,7 @@ func (x *SafetyRecord) String() string {
 func (*SafetyRecord) ProtoMessage() {}
 
 func (x *SafetyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[10]
+	mi := &file_ward_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1441,7 @@ func (x *SafetyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SafetyRecord.ProtoReflect.Descriptor instead.
 func (*SafetyRecord) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SafetyRecord) GetDecision() string {
@@ -1515,7 +1565,7 @@ type JobRecord struct {
 
 func (x *JobRecord) Reset() {
 	*x = JobRecord{}
-	mi := &file_ward_v1_job_proto_msgTypes[11]
+	mi := &file_ward_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1527,7 +1577,7 @@ func (x *JobRecord) String() string {
 func (*JobRecord) ProtoMessage() {}
 
 func (x *JobRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[11]
+	mi := &file_ward_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1540,7 +1590,7 @@ func (x *JobRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobRecord.ProtoReflect.Descriptor instead.
 func (*JobRecord) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *JobRecord) GetJobId() string {
@@ -1785,7 +1835,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_ward_v1_job_proto_msgTypes[12]
+	mi := &file_ward_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1797,7 +1847,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[12]
+	mi := &file_ward_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1810,7 +1860,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetJobRequest) GetJobId() string {
@@ -1858,7 +1908,7 @@ type GetJobReply struct {
 
 func (x *GetJobReply) Reset() {
 	*x = GetJobReply{}
-	mi := &file_ward_v1_job_proto_msgTypes[13]
+	mi := &file_ward_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1870,7 +1920,7 @@ func (x *GetJobReply) String() string {
 func (*GetJobReply) ProtoMessage() {}
 
 func (x *GetJobReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[13]
+	mi := &file_ward_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1883,7 +1933,7 @@ func (x *GetJobReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobReply.ProtoReflect.Descriptor instead.
 func (*GetJobReply) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetJobReply) GetJob() *JobRecord {
@@ -1951,7 +2001,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_ward_v1_job_proto_msgTypes[14]
+	mi := &file_ward_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +2013,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[14]
+	mi := &file_ward_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2026,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListJobsRequest) GetLimit() int32 {
@@ -2053,7 +2103,7 @@ type ListJobsReply struct {
 
 func (x *ListJobsReply) Reset() {
 	*x = ListJobsReply{}
-	mi := &file_ward_v1_job_proto_msgTypes[15]
+	mi := &file_ward_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2065,7 +2115,7 @@ func (x *ListJobsReply) String() string {
 func (*ListJobsReply) ProtoMessage() {}
 
 func (x *ListJobsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[15]
+	mi := &file_ward_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2078,7 +2128,7 @@ func (x *ListJobsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsReply.ProtoReflect.Descriptor instead.
 func (*ListJobsReply) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListJobsReply) GetJobs() []*JobRecord {
@@ -2126,7 +2176,7 @@ type DLQEntry struct {
 
 func (x *DLQEntry) Reset() {
 	*x = DLQEntry{}
-	mi := &file_ward_v1_job_proto_msgTypes[16]
+	mi := &file_ward_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2138,7 +2188,7 @@ func (x *DLQEntry) String() string {
 func (*DLQEntry) ProtoMessage() {}
 
 func (x *DLQEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ward_v1_job_proto_msgTypes[16]
+	mi := &file_ward_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2151,7 +2201,7 @@ func (x *DLQEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DLQEntry.ProtoReflect.Descriptor instead.
 func (*DLQEntry) Descriptor() ([]byte, []int) {
-	return file_ward_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_ward_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DLQEntry) GetJobId() string {
@@ -2270,7 +2320,10 @@ const file_ward_v1_job_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x1c\n" +
 	"\tduplicate\x18\x05 \x01(\bR\tduplicate\x12\x14\n" +
-	"\x05shard\x18\x06 \x01(\tR\x05shard\"\xb6\x05\n" +
+	"\x05shard\x18\x06 \x01(\tR\x05shard\" \n" +
+	"\n" +
+	"ResultAcks\x12\x12\n" +
+	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\"\xb6\x05\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12)\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x11.ward.v1.JobStateR\x06status\x12\x1d\n" +
@@ -2445,7 +2498,7 @@ func file_ward_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_ward_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_ward_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_ward_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_ward_v1_job_proto_goTypes = []any{
 	(JobState)(0),           // 0: ward.v1.JobState
 	(JobProgress_Kind)(0),   // 1: ward.v1.JobProgress.Kind
@@ -2455,44 +2508,45 @@ var file_ward_v1_job_proto_goTypes = []any{
 	(*Constraints)(nil),     // 5: ward.v1.Constraints
 	(*JobRequest)(nil),      // 6: ward.v1.JobRequest
 	(*SubmitReply)(nil),     // 7: ward.v1.SubmitReply
-	(*JobResult)(nil),       // 8: ward.v1.JobResult
-	(*JobProgress)(nil),     // 9: ward.v1.JobProgress
-	(*JobCancel)(nil),       // 10: ward.v1.JobCancel
-	(*JobEvent)(nil),        // 11: ward.v1.JobEvent
-	(*SafetyRecord)(nil),    // 12: ward.v1.SafetyRecord
-	(*JobRecord)(nil),       // 13: ward.v1.JobRecord
-	(*GetJobRequest)(nil),   // 14: ward.v1.GetJobRequest
-	(*GetJobReply)(nil),     // 15: ward.v1.GetJobReply
-	(*ListJobsRequest)(nil), // 16: ward.v1.ListJobsRequest
-	(*ListJobsReply)(nil),   // 17: ward.v1.ListJobsReply
-	(*DLQEntry)(nil),        // 18: ward.v1.DLQEntry
-	nil,                     // 19: ward.v1.JobRequest.LabelsEntry
-	nil,                     // 20: ward.v1.JobRequest.EnvEntry
-	nil,                     // 21: ward.v1.JobRecord.LabelsEntry
+	(*ResultAcks)(nil),      // 8: ward.v1.ResultAcks
+	(*JobResult)(nil),       // 9: ward.v1.JobResult
+	(*JobProgress)(nil),     // 10: ward.v1.JobProgress
+	(*JobCancel)(nil),       // 11: ward.v1.JobCancel
+	(*JobEvent)(nil),        // 12: ward.v1.JobEvent
+	(*SafetyRecord)(nil),    // 13: ward.v1.SafetyRecord
+	(*JobRecord)(nil),       // 14: ward.v1.JobRecord
+	(*GetJobRequest)(nil),   // 15: ward.v1.GetJobRequest
+	(*GetJobReply)(nil),     // 16: ward.v1.GetJobReply
+	(*ListJobsRequest)(nil), // 17: ward.v1.ListJobsRequest
+	(*ListJobsReply)(nil),   // 18: ward.v1.ListJobsReply
+	(*DLQEntry)(nil),        // 19: ward.v1.DLQEntry
+	nil,                     // 20: ward.v1.JobRequest.LabelsEntry
+	nil,                     // 21: ward.v1.JobRequest.EnvEntry
+	nil,                     // 22: ward.v1.JobRecord.LabelsEntry
 }
 var file_ward_v1_job_proto_depIdxs = []int32{
 	4,  // 0: ward.v1.Constraints.grants:type_name -> ward.v1.Grants
-	19, // 1: ward.v1.JobRequest.labels:type_name -> ward.v1.JobRequest.LabelsEntry
-	20, // 2: ward.v1.JobRequest.env:type_name -> ward.v1.JobRequest.EnvEntry
+	20, // 1: ward.v1.JobRequest.labels:type_name -> ward.v1.JobRequest.LabelsEntry
+	21, // 2: ward.v1.JobRequest.env:type_name -> ward.v1.JobRequest.EnvEntry
 	2,  // 3: ward.v1.JobRequest.budget:type_name -> ward.v1.Budget
 	5,  // 4: ward.v1.JobRequest.constraints:type_name -> ward.v1.Constraints
 	3,  // 5: ward.v1.JobRequest.resources:type_name -> ward.v1.Resources
 	0,  // 6: ward.v1.JobResult.status:type_name -> ward.v1.JobState
 	1,  // 7: ward.v1.JobProgress.kind:type_name -> ward.v1.JobProgress.Kind
 	0,  // 8: ward.v1.JobEvent.state:type_name -> ward.v1.JobState
-	9,  // 9: ward.v1.JobEvent.progress:type_name -> ward.v1.JobProgress
+	10, // 9: ward.v1.JobEvent.progress:type_name -> ward.v1.JobProgress
 	0,  // 10: ward.v1.JobEvent.via:type_name -> ward.v1.JobState
 	5,  // 11: ward.v1.SafetyRecord.constraints:type_name -> ward.v1.Constraints
 	0,  // 12: ward.v1.JobRecord.state:type_name -> ward.v1.JobState
-	12, // 13: ward.v1.JobRecord.safety:type_name -> ward.v1.SafetyRecord
-	11, // 14: ward.v1.JobRecord.events:type_name -> ward.v1.JobEvent
-	21, // 15: ward.v1.JobRecord.labels:type_name -> ward.v1.JobRecord.LabelsEntry
+	13, // 13: ward.v1.JobRecord.safety:type_name -> ward.v1.SafetyRecord
+	12, // 14: ward.v1.JobRecord.events:type_name -> ward.v1.JobEvent
+	22, // 15: ward.v1.JobRecord.labels:type_name -> ward.v1.JobRecord.LabelsEntry
 	3,  // 16: ward.v1.JobRecord.resources:type_name -> ward.v1.Resources
-	13, // 17: ward.v1.GetJobReply.job:type_name -> ward.v1.JobRecord
-	9,  // 18: ward.v1.GetJobReply.live:type_name -> ward.v1.JobProgress
+	14, // 17: ward.v1.GetJobReply.job:type_name -> ward.v1.JobRecord
+	10, // 18: ward.v1.GetJobReply.live:type_name -> ward.v1.JobProgress
 	0,  // 19: ward.v1.ListJobsRequest.state:type_name -> ward.v1.JobState
-	13, // 20: ward.v1.ListJobsReply.jobs:type_name -> ward.v1.JobRecord
-	13, // 21: ward.v1.DLQEntry.job:type_name -> ward.v1.JobRecord
+	14, // 20: ward.v1.ListJobsReply.jobs:type_name -> ward.v1.JobRecord
+	14, // 21: ward.v1.DLQEntry.job:type_name -> ward.v1.JobRecord
 	22, // [22:22] is the sub-list for method output_type
 	22, // [22:22] is the sub-list for method input_type
 	22, // [22:22] is the sub-list for extension type_name
@@ -2512,7 +2566,7 @@ func file_ward_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ward_v1_job_proto_rawDesc), len(file_ward_v1_job_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

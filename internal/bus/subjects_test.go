@@ -1,0 +1,35 @@
+package bus
+
+import "testing"
+
+// TestResultAckSeq: a scheduler answers a result by its number in a batch
+// only when its reply subject is the numbered one of the host the
+// result's subject names; any other (a request's inbox, another host's
+// numbered subject, a number that is not one) is answered as it is.
+func TestResultAckSeq(t *testing.T) {
+	if got := ResultAckSubject("h1", 42); got != "_INBOX.h.h1.ack.42" {
+		t.Errorf("ResultAckSubject = %q", got)
+	}
+	for _, tc := range []struct {
+		worker, reply string
+		seq           uint64
+		ok            bool
+	}{
+		{"h1", ResultAckSubject("h1", 1764400000000000001), 1764400000000000001, true},
+		{"h1", "_INBOX.h.h1.ack.7", 7, true},
+		{"h1", ResultAckSubject("h2", 7), 0, false},    // another host's
+		{"h1", ResultAckSubject("h11", 7), 0, false},   // a host whose name begins like it
+		{"h11", ResultAckSubject("h1", 7), 0, false},   // and the other way round
+		{"h1", "_INBOX.h.h1.Zq8nDkE3Xy1.42", 0, false}, // a request's inbox
+		{"h1", "_INBOX.h.h1.ack.x", 0, false},          // not a number
+		{"h1", "_INBOX.h.h1.ack.7.8", 0, false},        // one token more
+		{"h1", "_INBOX.h.h1.acks", 0, false},           // the batches' subject
+		{"h1", "_INBOX.t.h1.ack.7", 0, false},          // a tenant's inbox
+		{"h1", "sys.job.result.h1", 0, false},
+	} {
+		seq, ok := ResultAckSeq(tc.worker, tc.reply)
+		if seq != tc.seq || ok != tc.ok {
+			t.Errorf("ResultAckSeq(%q, %q) = %d, %v; want %d, %v", tc.worker, tc.reply, seq, ok, tc.seq, tc.ok)
+		}
+	}
+}
