@@ -608,7 +608,9 @@ func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 		a.refuseCancelled(req)
 		return
 	}
-	a.log.Debug("job accepted", "job_id", req.GetJobId(), "attempt", req.GetAttempt(), "module", t.GetModule())
+	if a.log.Enabled(ctx, slog.LevelDebug) { // its arguments cost allocations a job even when off
+		a.log.DebugContext(ctx, "job accepted", "job_id", req.GetJobId(), "attempt", req.GetAttempt(), "module", t.GetModule())
+	}
 	a.active.Add(1)
 	activeJobs.Inc()
 	defer func() { a.active.Add(-1); activeJobs.Dec() }()
@@ -654,9 +656,10 @@ func (a *Agent) handleJob(ctx context.Context, t *wardv1.DispatchTicket) {
 // run's span.
 func (a *Agent) announce(ctx context.Context, span trace.Span, req *wardv1.JobRequest, res *wardv1.JobResult, moduleName string, data []byte, err error) {
 	defer span.End()
-	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-	defer context.AfterFunc(a.announceCtx, stop)()
+	// The result is sent past the run's context (a job cancelled as it
+	// ended still reports), until Shutdown gives up (announceCtx); with
+	// the run's span, for the logs.
+	sctx := trace.ContextWithSpan(a.announceCtx, span)
 	if err == nil {
 		if len(data) <= bus.InlineResultMax {
 			res.Result = data
@@ -700,6 +703,9 @@ const (
 	resultWaitMax = 5 * time.Second
 )
 
+// errUnanswered: no scheduler answered a result within resultTry.
+var errUnanswered = fmt.Errorf("no scheduler answered within %v", resultTry)
+
 // sendResult sends a job's result to the schedulers, and again until one
 // answers (acks): a scheduler answers once the result is applied or
 // refused for good (scheduler.handleResult), in a batch with the other
@@ -715,15 +721,22 @@ func (a *Agent) sendResult(ctx context.Context, res *wardv1.JobResult, shard str
 	seq, answered := a.acks.add()
 	defer a.acks.done(seq)
 	reply := bus.ResultAckSubject(a.cfg.ID, seq)
-	tries, err := untilAnswered(ctx, func(tctx context.Context) (bool, error) {
+	// One timer for every try (a context a try would cost a handful of
+	// allocations a result).
+	timer := time.NewTimer(resultTry)
+	defer timer.Stop()
+	tries, err := untilAnswered(ctx, func() (bool, error) {
 		if err := a.cfg.Bus.PublishRequest(subject, reply, res); err != nil {
 			return false, err
 		}
+		timer.Reset(resultTry)
 		select {
 		case err := <-answered:
 			return false, err
-		case <-tctx.Done():
-			return false, tctx.Err()
+		case <-timer.C:
+			return false, errUnanswered
+		case <-ctx.Done():
+			return false, ctx.Err()
 		}
 	}, func(err error) {
 		a.log.Warn("result not answered yet: sending it again", "job_id", res.GetJobId(), "attempt", res.GetAttempt(), "err", err)
@@ -738,23 +751,24 @@ func (a *Agent) sendResult(ctx context.Context, res *wardv1.JobResult, shard str
 	if tries > 1 {
 		lvl = slog.LevelInfo
 	}
+	if !a.log.Enabled(ctx, lvl) {
+		return
+	}
 	a.log.Log(ctx, lvl, "result answered", "job_id", res.GetJobId(), "attempt", res.GetAttempt(),
 		"status", strings.TrimPrefix(res.GetStatus().String(), "JOB_STATE_"), "code", res.GetErrorCode(), "tries", tries)
 }
 
-// untilAnswered calls try, each call bounded by resultTry, until it
+// untilAnswered calls try, which bounds each call by resultTry, until it
 // succeeds, or says its failure is final, or ctx ends, or resultFor has
 // passed: again after 100 ms, doubling to resultWaitMax. again is called
 // at the first failure that will be tried again. It returns how many
 // tries it made and the last error; the tries past the first that
 // succeeded are counted in ward_host_result_resends_total.
-func untilAnswered(ctx context.Context, try func(context.Context) (final bool, err error), again func(error)) (int, error) {
+func untilAnswered(ctx context.Context, try func() (final bool, err error), again func(error)) (int, error) {
 	deadline := time.Now().Add(resultFor)
 	wait := 100 * time.Millisecond
 	for n := 1; ; n++ {
-		tctx, cancel := context.WithTimeout(ctx, resultTry)
-		final, err := try(tctx)
-		cancel()
+		final, err := try()
 		if err == nil {
 			if n > 1 {
 				resultResends.Add(float64(n - 1))

@@ -163,7 +163,9 @@ func (a *Agent) putResult(ctx context.Context, req *wardv1.JobRequest, data []by
 	for off := 0; off < len(data); off += bus.ResultPartMax {
 		q := &wardv1.ResultPart{JobId: req.GetJobId(), TenantId: req.GetTenantId(), Attempt: req.GetAttempt(), Index: uint32(parts),
 			Data: data[off:min(off+bus.ResultPartMax, len(data))]}
-		tries, err := untilAnswered(ctx, func(tctx context.Context) (bool, error) {
+		tries, err := untilAnswered(ctx, func() (bool, error) {
+			tctx, cancel := context.WithTimeout(ctx, resultTry)
+			defer cancel()
 			reply := &wardv1.ResultPartReply{}
 			if err := a.cfg.Bus.Request(tctx, subject, q, reply); err != nil {
 				return false, err

@@ -348,13 +348,19 @@ const externalPtrScheme = "nats-os://"
 // newJob checks j and returns the copy Create stores: in PENDING, with its
 // context pointer and times set.
 func newJob(j *Job) (*Job, error) {
+	n := new(Job)
+	return n, newJobInto(n, j)
+}
+
+// newJobInto is newJob, the copy made in *n.
+func newJobInto(n, j *Job) error {
 	if j == nil {
-		return nil, fmt.Errorf("jobstore: create: no job")
+		return fmt.Errorf("jobstore: create: no job")
 	}
 	if err := CheckID(j.ID); err != nil {
-		return nil, fmt.Errorf("jobstore: create: %w", err)
+		return fmt.Errorf("jobstore: create: %w", err)
 	}
-	n := *j
+	*n = *j
 	n.State = Pending
 	if !strings.HasPrefix(n.ContextPtr, externalPtrScheme) {
 		n.ContextPtr = ContextPtr(j.ID)
@@ -366,7 +372,7 @@ func newJob(j *Job) (*Job, error) {
 	if !n.Deadline.IsZero() {
 		n.Deadline = fromMS(ms(n.Deadline))
 	}
-	return &n, nil
+	return nil
 }
 
 // reservedIDs are the names of the store's shared keys under "job:"

@@ -100,10 +100,12 @@ func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 	if err := ctx.Err(); err != nil {
 		return Submitted{}, err
 	}
-	n, err := newJob(job)
-	if err != nil {
+	// The stored job, made once: the copy of job is the store's.
+	mj := new(memJob)
+	if err := newJobInto(&mj.Job, job); err != nil {
 		return Submitted{}, err
 	}
+	n := &mj.Job
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ik := idemKey(n.Tenant, n.IdempotencyKey)
@@ -148,7 +150,7 @@ func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 		}
 		m.rates[n.Tenant] = bucket{tokens: b.tokens - 1, ts: now}
 	}
-	mj := newMemJob(n)
+	mj.own()
 	m.jobs[n.ID] = mj
 	m.blobs[ctxKeyOf(n)] = slices.Clone(payload)
 	m.zadd(Pending, n.ID, float64(ms(n.CreatedAt)))

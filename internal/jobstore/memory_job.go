@@ -19,10 +19,10 @@ type memJob struct {
 	locked bool
 }
 
-// newMemJob is the memJob of n, a job newJob made: what the Redis store's
-// hash of it decodes to.
-func newMemJob(n *Job) *memJob {
-	mj := &memJob{Job: *n}
+// own makes mj.Job, a copy newJobInto made of a caller's job, the store's
+// own: what the Redis store's hash of it decodes to, sharing no map,
+// slice or Safety with the caller.
+func (mj *memJob) own() {
 	j := &mj.Job
 	j.Labels, j.Env = cloneMap(j.Labels), cloneMap(j.Env)
 	j.Requires = cloneSlice(j.Requires)
@@ -30,7 +30,6 @@ func newMemJob(n *Job) *memJob {
 	// What Create does not keep (jobFields leaves it out).
 	j.Log, j.LogTruncated, j.Waiting, j.Chain = nil, false, "", ""
 	j.WorkerJobs, j.FirstMove = 0, false
-	return mj
 }
 
 // apply sets what t sets (transitionFields, which the Redis store writes):
