@@ -29,7 +29,7 @@ const APIKeyBucket = "ward_apikeys"
 func InboxPrefix(role Role, name string) string {
 	switch role {
 	case Tenant:
-		return "_INBOX.t." + name
+		return bus.TenantInboxPrefix + "." + name
 	case Host:
 		return bus.HostInboxPrefix + "." + name
 	}

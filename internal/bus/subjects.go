@@ -160,10 +160,27 @@ func SubmitSubject(tenant, shard string) string {
 // ResultSubject is where worker id publishes its results.
 func ResultSubject(workerID string) string { return SubjectResult + "." + workerID }
 
-// HostInboxPrefix begins every host's reply inbox, _INBOX.h.<host>
-// (auth.InboxPrefix): only the host may subscribe there, and only the
-// control plane publish.
-const HostInboxPrefix = "_INBOX.h"
+// HostInboxPrefix begins every host's reply inbox, _INBOX.h.<host>, and
+// TenantInboxPrefix every tenant's, _INBOX.t.<tenant> (auth.InboxPrefix):
+// only that host or tenant may subscribe there, and only the control
+// plane publish.
+const (
+	HostInboxPrefix   = "_INBOX.h"
+	TenantInboxPrefix = "_INBOX.t"
+)
+
+// ReportReplyAllowed reports whether a scheduler may answer a report of
+// worker id on reply: in the host's own inbox, or in an inbox no host or
+// tenant owns (an --insecure host's); never in another host's or a
+// tenant's, where a host could otherwise make the scheduler answer in its
+// name (tell another host its result was taken).
+func ReportReplyAllowed(workerID, reply string) bool {
+	if rest, ok := strings.CutPrefix(reply, HostInboxPrefix+"."); ok {
+		rest, ok = strings.CutPrefix(rest, workerID)
+		return ok && strings.HasPrefix(rest, ".")
+	}
+	return !strings.HasPrefix(reply, TenantInboxPrefix+".")
+}
 
 // ResultAckSubject is the reply subject of result seq of worker id (a
 // number the host gives each result it sends): a scheduler answers the

@@ -33,3 +33,27 @@ func TestResultAckSeq(t *testing.T) {
 		}
 	}
 }
+
+// TestReportReplyAllowed: a scheduler answers a host's report in that
+// host's inbox, or in one nobody owns (an --insecure host's), and never
+// in another host's or a tenant's: a host could otherwise have another
+// host told that its result was taken.
+func TestReportReplyAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		worker, reply string
+		ok            bool
+	}{
+		{"h1", ResultAckSubject("h1", 7), true},
+		{"h1", "_INBOX.h.h1.Zq8nDkE3Xy1.42", true},
+		{"h1", "_INBOX.Zq8nDkE3Xy1.42", true}, // an insecure host's
+		{"h1", ResultAckSubject("h2", 7), false},
+		{"h1", ResultAckSubject("h11", 7), false},
+		{"h1", "_INBOX.h.h1", false},
+		{"h1", "_INBOX.t.acme.Zq8nDkE3Xy1.1", false},
+		{"h1", ResultAcksSubject("h2"), false},
+	} {
+		if got := ReportReplyAllowed(tc.worker, tc.reply); got != tc.ok {
+			t.Errorf("ReportReplyAllowed(%q, %q) = %v, want %v", tc.worker, tc.reply, got, tc.ok)
+		}
+	}
+}

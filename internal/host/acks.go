@@ -2,8 +2,8 @@ package host
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
@@ -21,9 +21,9 @@ import (
 // message. Both subjects are in the host's inbox, where only the host may
 // subscribe and only the control plane publish.
 //
-// The first seq is the boot's time in nanoseconds, so that an answer
-// meant for an earlier boot's result (late, after a restart) names no
-// result of this one.
+// The first seq is random, so that an answer meant for an earlier boot's
+// result (late, after a restart) names no result of this one, and no one
+// guesses the subject of a result to come.
 type acks struct {
 	mu      sync.Mutex // guards the 3 following fields
 	next    uint64
@@ -36,7 +36,7 @@ type acks struct {
 func (k *acks) start(a *Agent) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.next = uint64(time.Now().UnixNano())
+	k.next = rand.Uint64() >> 1 // room to count up
 	k.waiting = make(map[uint64]chan error)
 	nc := a.cfg.Bus.NATS()
 	one, err := nc.Subscribe(bus.ResultAckSubjects(a.cfg.ID), func(m *nats.Msg) {

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/jobstore"
@@ -103,6 +104,37 @@ func TestResultAnswers(t *testing.T) {
 	e.waitState("single", jobstore.Succeeded)
 	if seqs := keys(acked); !slices.Equal(seqs, []uint64{101, 102}) {
 		t.Errorf("answered in batches: %v, want 101 and 102 only", seqs)
+	}
+
+	// A result asking for its answer in another host's inbox (or a
+	// tenant's) is applied, and not answered there: a host may not have
+	// another told that its result was taken.
+	// (It serves another pool: h runs the job.)
+	other := e.addHost(hb("other", "b"), func(*wardv1.JobRequest, int) outcome { return outcome{silent: true} })
+	e.waitWorkers("other")
+	elsewhere := make(chan *nats.Msg, 4)
+	osub, err := other.conn.NATS().ChanSubscribe(bus.ResultAckSubjects("other"), elsewhere)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = osub.Unsubscribe() }()
+	if err := other.conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before := refusedReports("result_answer", reason.Forbidden)
+	e.mustSubmit(&wardv1.JobRequest{Topic: "job.a", JobId: "misdirected"})
+	poll.Until(t, 15*time.Second, "misdirected dispatched", func() bool { return h.attempt("misdirected") == 1 })
+	if err := h.conn.PublishRequest(bus.ResultSubject("h"), bus.ResultAckSubject("other", 5), result("misdirected")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState("misdirected", jobstore.Succeeded)
+	poll.Until(t, 15*time.Second, "the answer elsewhere refused, counted", func() bool {
+		return refusedReports("result_answer", reason.Forbidden) == before+1
+	})
+	select {
+	case m := <-elsewhere:
+		t.Errorf("another host's inbox got an answer to h's result: %q on %s", m.Data, m.Subject)
+	default:
 	}
 }
 
