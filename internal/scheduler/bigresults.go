@@ -222,9 +222,25 @@ func (o *objectStores) handleContext(ctx context.Context, msg *nats.Msg, q *ward
 			}
 		}
 	}
+	if !hostReplyAllowed(o.log, "context", worker, msg) {
+		return
+	}
 	if err := o.bus.Reply(msg, reply); err != nil {
 		o.log.Warn("context reply failed", "job_id", q.GetJobId(), "worker_id", worker, "err", err)
 	}
+}
+
+// hostReplyAllowed reports whether a host's request (kind) may be answered
+// on its reply subject: in that host's own inbox (bus.ReportReplyAllowed).
+// One that asks for its answer in another host's inbox or a tenant's is
+// not answered there: logged and counted, forbidden.
+func hostReplyAllowed(log *slog.Logger, kind, worker string, msg *nats.Msg) bool {
+	if msg.Reply == "" || bus.ReportReplyAllowed(worker, msg.Reply) {
+		return true
+	}
+	reportsRefused.WithLabelValues(kind+"_answer", string(reason.Forbidden)).Inc()
+	log.Warn("answer not sent: the request's reply subject is another's inbox", "kind", kind, "worker_id", worker, "reply", msg.Reply)
+	return false
 }
 
 // handleResultPart stores a part of the result of a job dispatched to the
@@ -262,6 +278,9 @@ func (o *objectStores) handleResultPart(ctx context.Context, msg *nats.Msg, q *w
 			reply.Error = err.Error()
 			o.log.Warn("host result part not stored: the host sends it again", "job_id", job.ID, "worker_id", worker, "part", q.GetIndex(), "err", err)
 		}
+	}
+	if !hostReplyAllowed(o.log, "result_part", worker, msg) {
+		return
 	}
 	if err := o.bus.Reply(msg, reply); err != nil {
 		o.log.Warn("result part reply failed", "job_id", q.GetJobId(), "worker_id", worker, "err", err)

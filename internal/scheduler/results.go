@@ -72,9 +72,7 @@ func (rp *reports) handleResult(ctx context.Context, msg *nats.Msg, r *wardv1.Jo
 		rp.acks.add(worker, seq)
 		return
 	}
-	if !bus.ReportReplyAllowed(worker, msg.Reply) {
-		reportsRefused.WithLabelValues("result_answer", string(reason.Forbidden)).Inc()
-		rp.log.Warn("result's answer not sent: its reply subject is another's inbox", "job_id", r.GetJobId(), "worker_id", worker, "reply", msg.Reply)
+	if !hostReplyAllowed(rp.log, "result", worker, msg) {
 		return
 	}
 	if err := rp.bus.NATS().Publish(msg.Reply, nil); err != nil {
