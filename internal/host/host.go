@@ -695,16 +695,18 @@ func (a *Agent) announce(ctx context.Context, span trace.Span, req *wardv1.JobRe
 	a.sendResult(sctx, res, req.GetReportShard())
 }
 
-// resultTry bounds one try at sending a result, resultFor all of them, and
-// resultWaitMax the wait between two.
+// resultTry bounds one try at sending a result (a variable: tests
+// shorten it), resultFor all of them, and resultWaitMax the wait between
+// two.
+var resultTry = 5 * time.Second
+
 const (
-	resultTry     = 5 * time.Second
 	resultFor     = 2 * time.Minute
 	resultWaitMax = 5 * time.Second
 )
 
 // errUnanswered: no scheduler answered a result within resultTry.
-var errUnanswered = fmt.Errorf("no scheduler answered within %v", resultTry)
+var errUnanswered = errors.New("no scheduler answered in time")
 
 // sendResult sends a job's result to the schedulers, and again until one
 // answers (acks): a scheduler answers once the result is applied or
