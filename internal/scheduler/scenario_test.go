@@ -250,7 +250,10 @@ func TestQueueCap(t *testing.T) {
 // backoff and run; a job whose tenant stays at its limit past the wait
 // budget ends FAILED tenant_limit.
 func TestTenantLimit(t *testing.T) {
-	e := start(t, options{replicas: 2, sched: "tenants: {wait_budget: 1s, backoff: {base: 20ms, max: 100ms}}\n"})
+	// A wait budget that 12 jobs of 50 ms, two at a time, meet with room
+	// to spare on a loaded machine (under -race beside other packages,
+	// a second was once not enough), and that the last part then waits out.
+	e := start(t, options{replicas: 2, sched: "tenants: {wait_budget: 5s, backoff: {base: 20ms, max: 100ms}}\n"})
 	e.safety.set("acme", &wardv1.Constraints{MaxConcurrentJobs: 2})
 	h1 := e.addHost(&wardv1.Heartbeat{WorkerId: "h1", Pools: []string{"a"}, MaxParallelJobs: 8},
 		func(*wardv1.JobRequest, int) outcome { return outcome{delay: 50 * time.Millisecond} })
