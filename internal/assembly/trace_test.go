@@ -1,11 +1,9 @@
 package assembly_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,36 +21,19 @@ import (
 	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/config"
 	"github.com/ward-run/ward/internal/telemetry"
+	"github.com/ward-run/ward/internal/testing/logtest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 )
 
-// logBuffer is a log destination the parts may write from any goroutine.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // traceEnv is a system whose parts log to a buffer, through the handler
 // that adds trace ids, serving echo and exit (which fails).
-func traceEnv(t *testing.T) (*env, *logBuffer) {
+func traceEnv(t *testing.T) (*env, *logtest.Buffer) {
 	t.Helper()
 	pools, err := config.ParsePools("test", []byte("topics:\n  job.echo: echo\n  job.exit: exit\npools:\n  echo: {module: echo}\n  exit: {module: exit}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
+	logs := &logtest.Buffer{}
 	log := slog.New(telemetry.LogHandler(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	e := start(t, assembly.Options{Logger: log,
 		Host: assembly.HostConfig{Pools: pools, Modules: map[string][]byte{

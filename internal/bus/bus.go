@@ -80,15 +80,7 @@ var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &
 
 // Publish encodes m and publishes it on subject.
 func (c *Conn) Publish(subject string, m proto.Message) error {
-	bp := encodeBufs.Get().(*[]byte)
-	data, err := proto.MarshalOptions{}.MarshalAppend((*bp)[:0], m)
-	if err != nil {
-		encodeBufs.Put(bp)
-		return fmt.Errorf("bus: encode for %s: %w", subject, err)
-	}
-	err = c.nc.Publish(subject, data)
-	putEncodeBuf(bp, data)
-	return err
+	return c.PublishRequest(subject, "", m)
 }
 
 // putEncodeBuf gives data, encoded into *bp, back to encodeBufs, unless it
@@ -101,8 +93,8 @@ func putEncodeBuf(bp *[]byte, data []byte) {
 }
 
 // PublishRequest encodes m and publishes it on subject with reply as its
-// reply subject: the answer comes to a subscription of the caller's own
-// (Request makes one per call). A publish nobody subscribes to is
+// reply subject (none when empty: Publish): the answer comes to a
+// subscription of the caller's own (Request makes one per call). A publish nobody subscribes to is
 // answered on reply by the server, with a status 503 header (IsNoResponders).
 func (c *Conn) PublishRequest(subject, reply string, m proto.Message) error {
 	bp := encodeBufs.Get().(*[]byte)

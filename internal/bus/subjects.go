@@ -175,11 +175,21 @@ const (
 // tenant's, where a host could otherwise make the scheduler answer in its
 // name (tell another host its result was taken).
 func ReportReplyAllowed(workerID, reply string) bool {
-	if rest, ok := strings.CutPrefix(reply, HostInboxPrefix+"."); ok {
-		rest, ok = strings.CutPrefix(rest, workerID)
-		return ok && strings.HasPrefix(rest, ".")
+	if strings.HasPrefix(reply, HostInboxPrefix+".") {
+		_, ok := inHostInbox(workerID, reply)
+		return ok
 	}
 	return !strings.HasPrefix(reply, TenantInboxPrefix+".")
+}
+
+// inHostInbox is what follows worker id's inbox prefix in subject
+// (_INBOX.h.<id>.rest); ok is false when subject is not in that inbox.
+func inHostInbox(workerID, subject string) (rest string, ok bool) {
+	rest, ok = strings.CutPrefix(subject, HostInboxPrefix+".")
+	if ok {
+		rest, ok = strings.CutPrefix(rest, workerID+".")
+	}
+	return rest, ok
 }
 
 // ResultAckSubject is the reply subject of result seq of worker id (a
@@ -202,14 +212,11 @@ func ResultAcksSubject(workerID string) string { return HostInboxPrefix + "." + 
 // ResultAckSubject; ok is false for any other reply subject (a request's
 // inbox, another host's).
 func ResultAckSeq(workerID, reply string) (seq uint64, ok bool) {
-	rest, ok := strings.CutPrefix(reply, HostInboxPrefix+".")
+	rest, ok := inHostInbox(workerID, reply)
 	if !ok {
 		return 0, false
 	}
-	if rest, ok = strings.CutPrefix(rest, workerID); !ok {
-		return 0, false
-	}
-	if rest, ok = strings.CutPrefix(rest, ".ack."); !ok {
+	if rest, ok = strings.CutPrefix(rest, "ack."); !ok {
 		return 0, false
 	}
 	seq, err := strconv.ParseUint(rest, 10, 64)

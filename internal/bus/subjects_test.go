@@ -25,6 +25,7 @@ func TestResultAckSeq(t *testing.T) {
 		{"h1", "_INBOX.h.h1.ack.7.8", 0, false},        // one token more
 		{"h1", "_INBOX.h.h1.acks", 0, false},           // the batches' subject
 		{"h1", "_INBOX.t.h1.ack.7", 0, false},          // a tenant's inbox
+		{"h1", "_INBOX.h.ack.7", 0, false},             // no host's inbox at all
 		{"h1", "sys.job.result.h1", 0, false},
 	} {
 		seq, ok := ResultAckSeq(tc.worker, tc.reply)

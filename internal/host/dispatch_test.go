@@ -24,6 +24,7 @@ import (
 	"github.com/ward-run/ward/internal/bus"
 	"github.com/ward-run/ward/internal/host"
 	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/testing/logtest"
 	"github.com/ward-run/ward/internal/testing/poll"
 )
 
@@ -633,10 +634,8 @@ func TestLargeResultInParts(t *testing.T) {
 // once, "no responders", and sent again, sooner than an unanswered one
 // would be; once a scheduler listens, it takes it and answers.
 func TestResultSentUntilASchedulerListens(t *testing.T) {
-	var log logBuffer
-	f := newFixtureWith(t, 1, auth.HostKey(dispatchSecret, "h1"), func(c *host.Config) {
-		c.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	})
+	var log logtest.Buffer
+	f := newFixtureWith(t, 1, auth.HostKey(dispatchSecret, "h1"), func(c *host.Config) { c.Logger = log.Logger(slog.LevelInfo) })
 	if err := f.agent.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -675,22 +674,4 @@ func TestResultSentUntilASchedulerListens(t *testing.T) {
 	poll.Until(t, 30*time.Second, "the host told it was answered", func() bool {
 		return strings.Contains(log.String(), "result answered") && strings.Contains(log.String(), "owner-away")
 	})
-}
-
-// logBuffer is a log's output, written and read from several goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

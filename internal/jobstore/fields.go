@@ -195,6 +195,13 @@ func appendJobFields(p []string, j *Job) ([]string, error) {
 	return p, nil
 }
 
+// setPairs sets the field/value pairs p in hash h.
+func setPairs(h map[string]string, p []string) {
+	for i := 0; i+1 < len(p); i += 2 {
+		h[p[i]] = p[i+1]
+	}
+}
+
 // num appends field, value to p when value is not zero.
 func num(p []string, field string, value int64) []string {
 	if value == 0 {

@@ -806,12 +806,6 @@ func (m *Memory) zadd(state State, id string, score float64) {
 	z[id] = score
 }
 
-func setPairs(h map[string]string, p []string) {
-	for i := 0; i+1 < len(p); i += 2 {
-		h[p[i]] = p[i+1]
-	}
-}
-
 // zset is a sorted set as Redis orders one: by score, then by member.
 type zset map[string]float64
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,32 +12,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
+	"github.com/ward-run/ward/internal/testing/logtest"
 	"github.com/ward-run/ward/internal/testing/natstest"
 	"github.com/ward-run/ward/internal/testing/poll"
 	"github.com/ward-run/ward/policies"
 )
-
-// logBuffer collects a logger's output, safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
 
 // allowAll is a bundle that compiles, passes its (no) tests and allows
 // every job: what someone who can write the bucket would like in force.
@@ -66,11 +44,11 @@ func TestReloaderVerifiesSignedBundles(t *testing.T) {
 	sk, pk := newPolicyKey(t)
 	otherKey, _ := newPolicyKey(t)
 
-	var strictLog, openLog logBuffer
+	var strictLog, openLog logtest.Buffer
 	strict := newKernel(t, policies.FS, Config{ID: "k-strict"})
-	sr := startReloader(t, ReloaderConfig{Kernel: strict, Bus: conn, VerifyKey: pk, Logger: strictLog.logger()})
+	sr := startReloader(t, ReloaderConfig{Kernel: strict, Bus: conn, VerifyKey: pk, Logger: strictLog.Logger(slog.LevelInfo)})
 	open := newKernel(t, policies.FS, Config{ID: "k-open"})
-	startReloader(t, ReloaderConfig{Kernel: open, Bus: conn, Logger: openLog.logger()})
+	startReloader(t, ReloaderConfig{Kernel: open, Bus: conn, Logger: openLog.Logger(slog.LevelInfo)})
 	if !strings.Contains(openLog.String(), "level=WARN msg=\"policy bundles from the bucket are not verified") ||
 		strings.Count(openLog.String(), "not verified") != 1 {
 		t.Errorf("the kernel without a key did not warn once at start:\n%s", openLog.String())
