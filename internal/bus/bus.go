@@ -79,9 +79,7 @@ func (c *Conn) NATS() *nats.Conn { return c.nc }
 var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // Publish encodes m and publishes it on subject.
-func (c *Conn) Publish(subject string, m proto.Message) error {
-	return c.PublishRequest(subject, "", m)
-}
+func (c *Conn) Publish(subject string, m proto.Message) error { return c.publish(subject, "", m) }
 
 // putEncodeBuf gives data, encoded into *bp, back to encodeBufs, unless it
 // grew large: a large buffer is not kept for every message.
@@ -93,17 +91,28 @@ func putEncodeBuf(bp *[]byte, data []byte) {
 }
 
 // PublishRequest encodes m and publishes it on subject with reply as its
-// reply subject (none when empty: Publish): the answer comes to a
-// subscription of the caller's own (Request makes one per call). A publish nobody subscribes to is
+// reply subject: the answer comes to a subscription of the caller's own
+// (Request makes one per call). A publish nobody subscribes to is
 // answered on reply by the server, with a status 503 header (IsNoResponders).
 func (c *Conn) PublishRequest(subject, reply string, m proto.Message) error {
+	return c.publish(subject, reply, m)
+}
+
+// publish encodes m into a pooled buffer and publishes it on subject,
+// with reply as its reply subject unless empty (nats.go refuses an empty
+// one in PublishRequest).
+func (c *Conn) publish(subject, reply string, m proto.Message) error {
 	bp := encodeBufs.Get().(*[]byte)
 	data, err := proto.MarshalOptions{}.MarshalAppend((*bp)[:0], m)
 	if err != nil {
 		encodeBufs.Put(bp)
 		return fmt.Errorf("bus: encode for %s: %w", subject, err)
 	}
-	err = c.nc.PublishRequest(subject, reply, data)
+	if reply == "" {
+		err = c.nc.Publish(subject, data)
+	} else {
+		err = c.nc.PublishRequest(subject, reply, data)
+	}
 	putEncodeBuf(bp, data)
 	return err
 }
