@@ -270,7 +270,7 @@ func newFixtureWith(t *testing.T, maxParallel int, key []byte, edit func(*host.C
 	t.Helper()
 	s := natstest.StartSecure(t)
 	ctx := context.Background()
-	rt, err := sandbox.New(ctx, sandbox.Config{})
+	rt, err := sandbox.New(ctx, sandbox.Config{CacheDir: wasmtest.CacheDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ward-run/ward/internal/modreg"
 	"github.com/ward-run/ward/internal/sandbox"
 	"github.com/ward-run/ward/internal/testing/natstest"
+	"github.com/ward-run/ward/internal/testing/wasmtest"
 )
 
 // TestFailedStartLeaksNothing: a Start that fails at any step (the
@@ -97,7 +98,7 @@ func TestFailedStartLeaksNothing(t *testing.T) {
 // needs: a runtime, the pools and the compiled module.
 func sleepHost(t *testing.T) (*sandbox.Runtime, *config.Pools, *sandbox.Module) {
 	t.Helper()
-	rt, err := sandbox.New(context.Background(), sandbox.Config{})
+	rt, err := sandbox.New(context.Background(), sandbox.Config{CacheDir: wasmtest.CacheDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
