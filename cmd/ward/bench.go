@@ -14,7 +14,7 @@ import (
 func newBenchCmd(g *globals) *cobra.Command {
 	var o loadgen.Options
 	var timeout time.Duration
-	var output string
+	var output, cpuProfile string
 	cmd := &cobra.Command{
 		Use:     "bench",
 		Short:   "Submit N jobs at concurrency C through a running system; print jobs/s and latency percentiles",
@@ -36,6 +36,13 @@ func newBenchCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("-o %q: want table or json", output)
 			}
 			o.Progress = cmd.ErrOrStderr()
+			if cpuProfile != "" {
+				stopProfile, err := startCPUProfile(cpuProfile, g.logger())
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
 			if output == "table" {
 				fmt.Fprintf(cmd.OutOrStdout(), "bench: %d %s jobs, concurrency %d, %d-byte payload\n", o.Jobs, o.Topic, o.Concurrency, o.PayloadSize)
 			}
@@ -68,6 +75,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 	f.IntVar(&o.Warmup, "warmup", 0, "run this many jobs first, unmeasured (caches, connections and pools warm, as a peer's benchmark warms its own)")
 	f.IntSliceVar(&o.Watch, "cpu-of", nil, "also report the CPU per job these processes (pids: ward dev, redis-server) spent in the measured run, from /proc (Linux)")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this client's run to this file")
 	f.StringVarP(&output, "output", "o", "table", "table, or json (one object: jobs_per_second, p50_ms ... max_ms, client_cpu_us_per_job, pid_cpu_us_per_job)")
 	return cmd
 }

@@ -293,9 +293,28 @@ func (x *ordIndex) add(score int64, id string) {
 	x.e = slices.Insert(x.e, i, p)
 }
 
-// remove drops the entries whose id is in gone, in one pass.
-func (x *ordIndex) remove(gone map[string]bool) {
-	x.e = slices.DeleteFunc(x.e, func(p listPos) bool { return gone[p.id] })
+// remove drops the entries whose id is in gone, in one pass, which ends
+// once it has dropped n (how many of gone's ids x holds, or more): the
+// rest is moved down at once, not looked up. The ids the store evicts and
+// retention drops ended first, and were mostly created first: at the
+// index's front, so a batch of them costs about its own size, not the
+// index's.
+func (x *ordIndex) remove(gone map[string]bool, n int) {
+	w := 0
+	for i, p := range x.e {
+		if n <= 0 {
+			w += copy(x.e[w:], x.e[i:])
+			break
+		}
+		if gone[p.id] {
+			n--
+			continue
+		}
+		x.e[w] = p
+		w++
+	}
+	clear(x.e[w:]) // no strings held past the end
+	x.e = x.e[:w]
 }
 
 // below returns the index of the first entry at or above pos: the entries

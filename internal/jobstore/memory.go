@@ -867,7 +867,7 @@ func (m *Memory) Sweep(ctx context.Context, now time.Time) (int, error) {
 	}
 	cutoff := float64(ms(now.Add(-m.retention)))
 	gone := make(map[string]bool)
-	tenants := make(map[string]bool)
+	tenants := make(map[string]int)
 	for _, s := range terminalStates() {
 		idx := m.index[s]
 		for _, id := range idx.below(cutoff, false, len(idx)) {

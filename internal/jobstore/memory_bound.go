@@ -125,7 +125,7 @@ func (m *Memory) evict() {
 	}
 	maxN, maxBytes := b.MaxEnded-b.MaxEnded/64, b.MaxEndedBytes-b.MaxEndedBytes/64
 	gone := make(map[string]bool)
-	tenants := make(map[string]bool)
+	tenants := make(map[string]int)
 	for (b.MaxEnded > 0 && len(e.jobs) > maxN) || (b.MaxEndedBytes > 0 && e.bytes > maxBytes) {
 		id, ok := e.oldest()
 		if !ok {
@@ -151,14 +151,15 @@ func (m *Memory) evict() {
 // drop forgets job id, which has ended, but for its entries in the
 // creation indexes: its hash, events, blobs, idempotency key, dispatch
 // lock, its entry in its state's index and in the ended set. It adds id to
-// gone and its tenant to tenants, for dropIndexed. Lock held.
-func (m *Memory) drop(id string, gone, tenants map[string]bool) {
+// gone and counts it in its tenant's entry in tenants, for dropIndexed.
+// Lock held.
+func (m *Memory) drop(id string, gone map[string]bool, tenants map[string]int) {
 	if mj, ok := m.jobs[id]; ok {
 		if mj.IdempotencyKey != "" {
 			delete(m.idem, idemKey(mj.Tenant, mj.IdempotencyKey))
 		}
 		delete(m.index[mj.State], id)
-		tenants[mj.Tenant] = true
+		tenants[mj.Tenant]++
 	}
 	gone[id] = true
 	delete(m.jobs, id)
@@ -170,15 +171,15 @@ func (m *Memory) drop(id string, gone, tenants map[string]bool) {
 }
 
 // dropIndexed takes the jobs in gone out of the creation indexes, in one
-// pass each; tenants are their tenants. Lock held.
-func (m *Memory) dropIndexed(gone, tenants map[string]bool) {
+// pass each; tenants counts them by tenant. Lock held.
+func (m *Memory) dropIndexed(gone map[string]bool, tenants map[string]int) {
 	if len(gone) == 0 {
 		return
 	}
-	m.created.remove(gone)
-	for t := range tenants {
+	m.created.remove(gone, len(gone))
+	for t, n := range tenants {
 		if x := m.tenantJobs[t]; x != nil {
-			if x.remove(gone); len(x.e) == 0 {
+			if x.remove(gone, n); len(x.e) == 0 {
 				delete(m.tenantJobs, t)
 			}
 		}
