@@ -119,6 +119,9 @@ func OpenContext(octx context.Context, rawURL string) (Store, error) {
 	if err := ping(pctx, c); err != nil {
 		return nil, errors.Join(fmt.Errorf("jobstore: redis %s: %w", RedactURL(rawURL), err), c.Close())
 	}
+	if err := checkLayout(pctx, c, logName, shards); err != nil {
+		return nil, errors.Join(fmt.Errorf("jobstore: redis %s: %w", RedactURL(rawURL), err), c.Close())
+	}
 	if logName != "" && shards > 0 {
 		// Shards with owners: this process takes its share of them.
 		o, err := OpenOwned(octx, c, logName, shards, LoggedOptions{LeaseTTL: lease, SnapshotEvery: every})
@@ -224,6 +227,42 @@ func cutShards(u string) (string, int, error) {
 		return pre, n, nil
 	}
 	return pre + "?" + q.Encode(), n, nil
+}
+
+// ErrLayout is the error of a store opened in another layout than the
+// one its keys were written in (checkLayout).
+var ErrLayout = errors.New("the job store's keys were written in another layout")
+
+// checkLayout records, on a store's first open, the layout its keys are
+// written in (a log named log, or none; its shard count, 0 for none) and
+// refuses any other on every later open. A tenant's jobs are in the shard
+// its name hashes to modulo the count, and a log's shards are logs of
+// their own: a replica that counted otherwise would look for them where
+// they are not, and the jobs in flight would be served by nobody. The
+// record is one key: ward:log:{NAME}:layout for a log, ward:layout
+// otherwise, written with SET NX (which the scheduler's Redis user may
+// run). An operator who means to start again in another layout, with no
+// job left to end in the old one, deletes it (docs/OPERATIONS.md).
+func checkLayout(ctx context.Context, c redis.UniversalClient, log string, shards int) error {
+	key, want := "ward:layout", "shards="+strconv.Itoa(shards)
+	if log != "" {
+		key = "ward:log:{" + log + "}:layout"
+	}
+	set, err := c.SetArgs(ctx, key, want, redis.SetArgs{Mode: "NX"}).Result()
+	if err == nil && set == "OK" {
+		return nil
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("recording the store's layout: %w", err)
+	}
+	have, err := c.Get(ctx, key).Result()
+	if err != nil {
+		return fmt.Errorf("reading the store's layout: %w", err)
+	}
+	if have != want {
+		return fmt.Errorf("%w: %s is %q, this process asks for %q (shards=N in the URL, 0 for none): the shard count cannot change while jobs are in the store; to start afresh in a new layout once none is left to end, delete %s", ErrLayout, key, have, want, key)
+	}
+	return nil
 }
 
 // RedactURL hides a password in a URL, for messages and logs.

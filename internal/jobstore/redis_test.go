@@ -60,6 +60,62 @@ func TestOpenRedisErrors(t *testing.T) {
 	}
 }
 
+// TestOpenKeepsTheLayout: a store opened once in a layout (no shards,
+// shards=N, a log, a log of N shards) refuses to open in another on the
+// same server, saying which and how to start afresh, and opens again in
+// its own; a log's layout is its own, apart from the plain keys' and
+// other logs'.
+func TestOpenKeepsTheLayout(t *testing.T) {
+	url := redistest.Start(t)
+	ctx := context.Background()
+	open := func(query string) error {
+		s, err := jobstore.OpenContext(ctx, url+query)
+		if err == nil {
+			err = s.Close()
+		}
+		return err
+	}
+	for _, c := range []struct {
+		query   string
+		refused bool
+	}{
+		{"", false},
+		{"", false},
+		{"?shards=4", true},
+		{"?log=a&shards=4&lease=100ms", false},
+		{"?log=a&shards=8&lease=100ms", true},
+		{"?log=a&lease=100ms", true},
+		{"?log=a&shards=4&lease=100ms", false},
+		{"?log=b&lease=100ms", false},
+		{"?log=b&shards=2&lease=100ms", true},
+		{"?log=b&lease=100ms", false},
+	} {
+		err := open(c.query)
+		switch {
+		case c.refused && !errors.Is(err, jobstore.ErrLayout):
+			t.Errorf("Open(%q): %v, want ErrLayout", c.query, err)
+		case c.refused && !strings.Contains(err.Error(), "delete ward:"):
+			t.Errorf("Open(%q): %v, which does not say how to start afresh", c.query, err)
+		case !c.refused && err != nil:
+			t.Errorf("Open(%q): %v", c.query, err)
+		}
+	}
+	// Afresh: with the record deleted (the operator's step), another
+	// layout opens.
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := redis.NewClient(opt)
+	defer rc.Close()
+	if err := rc.Del(ctx, "ward:layout").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open("?shards=4"); err != nil {
+		t.Errorf("Open(?shards=4) after the record's deletion: %v", err)
+	}
+}
+
 // TestRedisScriptsFlushed: calls sent together in a pipeline when the
 // server has lost its scripts (a restart, SCRIPT FLUSH) are each sent
 // again with their source, and every one of them runs; results SET in
