@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Ward's scaling curve on one fresh redis-server (no persistence): the
-# closed loop of `ward bench` (C submitters each waiting for its echo job,
-# 64-byte payloads) through three setups, each the one before plus a part:
+# Ward's scaling curve on a fresh redis-server (no persistence): the closed
+# loop of `ward bench` (C submitters each waiting for its echo job, 64-byte
+# payloads) through three setups, each the one before plus a part, each on
+# a fresh redis-server and ward dev (FRESH=0: all on one, each setup
+# adding its part to the one before, whose jobs its state then holds):
 #
 #   1. `ward dev --redis` alone: one scheduler, one host (in one process);
 #      C in $CS (default 1 8 64 256);
@@ -59,8 +61,6 @@ trap 'cleanup keep' EXIT
 
 machine
 
-start_redis || die "redis-server did not start" "$state/redis.log"
-
 cat >"$state/scheduler.yaml" <<EOF
 # bench/scale.sh: the defaults, as ward dev runs them, for every replica.
 placement:
@@ -76,15 +76,29 @@ tenants:
 EOF
 export SCHEDULER_CONFIG_PATH="$state/scheduler.yaml"
 
-nport=$(free_port)
-sport=$(free_port)
-while [ "$sport" = "$nport" ]; do sport=$(free_port); done
-nats="nats://127.0.0.1:$nport"
-store_url=$redis_url
-[ "$STORE" = owned ] && store_url="$redis_url?log=ward&shards=$SHARDS"
-dev_store=$STORE start_dev --safety-listen "127.0.0.1:$sport" || die "ward dev did not start" "$state/dev.log"
-admin="$state/ward/creds/admin.creds"
-echo "== ward dev up (pid $dev, NATS :$nport, safety kernel 127.0.0.1:$sport, job store $store_url, $TENANTS tenant(s))"
+# up: a fresh redis-server and ward dev (the processes of a setup before
+# stopped, their logs kept as <name>.log.<n>), on the same state directory:
+# the same keys and credentials.
+ups=0
+up() {
+	local v f
+	for v in $procs; do stop "${!v:-}"; eval "$v=''"; done
+	if [ "$ups" -gt 0 ]; then
+		for f in dev host2 sched2 redis; do [ -f "$state/$f.log" ] && mv "$state/$f.log" "$state/$f.log.$ups"; done
+		rm -rf "$state/redis"
+	fi
+	ups=$((ups + 1))
+	start_redis || die "redis-server did not start" "$state/redis.log"
+	nport=$(free_port)
+	sport=$(free_port)
+	while [ "$sport" = "$nport" ]; do sport=$(free_port); done
+	nats="nats://127.0.0.1:$nport"
+	store_url=$redis_url
+	[ "$STORE" = owned ] && store_url="$redis_url?log=ward&shards=$SHARDS"
+	dev_store=$STORE start_dev --safety-listen "127.0.0.1:$sport" || die "ward dev did not start" "$state/dev.log"
+	admin="$state/ward/creds/admin.creds"
+	echo "== ward dev up (pid $dev, NATS :$nport, safety kernel 127.0.0.1:$sport, job store $store_url, $TENANTS tenant(s))"
+}
 
 # The processes whose CPU counts as Ward's: ward dev, then h2, then the
 # second scheduler.
@@ -157,13 +171,23 @@ runs() {
 }
 
 # --- 1: ward dev ------------------------------------------------------------
+# Each setup on a fresh system (FRESH=0: each the one before plus a part,
+# on one ward dev, whose state then holds the earlier setups' jobs).
+FRESH=${FRESH:-1}
+started=''
+fresh() { # fresh: up, unless a setup ran on this system and FRESH=0
+	if [ -z "$started" ] || [ "$FRESH" != 0 ]; then up; started=1; return 0; fi
+	return 1
+}
 if has 1; then
+	fresh || true
 	runs "1 scheduler, 1 host" "$CS"
 fi
 
 # --- 2: a second host ---------------------------------------------------------
-if has 2 || has 3; then
-	"$WARD" auth host add h2 --dir "$state/ward/auth" -o "$state" --nats "$nats" --creds "$admin" >"$state/auth.log" 2>&1 ||
+add_host2() {
+	[ -f "$state/host-h2.creds" ] ||
+		"$WARD" auth host add h2 --dir "$state/ward/auth" -o "$state" --nats "$nats" --creds "$admin" >"$state/auth.log" 2>&1 ||
 		die "ward auth host add h2 failed" "$state/auth.log"
 	[ -f "$state/host-h2.creds" ] && [ -f "$state/host-h2.key" ] || die "ward auth host add wrote no host-h2.creds/.key" "$state/auth.log"
 	"$WARD" host --nats "$nats" --creds "$state/host-h2.creds" --dispatch-key "$state/host-h2.key" --id h2 \
@@ -177,13 +201,17 @@ if has 2 || has 3; then
 	done
 	[ "$(hosts)" -ge 2 ] || die "the second host did not join ($(hosts) host(s) answer)" "$state/host2.log"
 	echo "== host h2 up (pid $host2): $(hosts) hosts answer ward workers"
-fi
+}
 if has 2; then
+	fresh || true
+	[ -n "$host2" ] || add_host2
 	runs "1 scheduler, 2 hosts" "$CS_MULTI"
 fi
 
 # --- 3: a second scheduler ----------------------------------------------------
 if has 3; then
+	fresh || true
+	[ -n "$host2" ] || add_host2
 	"$WARD" scheduler --nats "$nats" --creds "$state/ward/creds/scheduler.creds" --redis "$store_url" \
 		--safety "127.0.0.1:$sport" --dispatch-secret "$state/ward/auth/dispatch.secret" --metrics "" \
 		--id scale-2 --log-level info ${WARD_SCHEDULER_FLAGS:-} >"$state/sched2.log" 2>&1 &
