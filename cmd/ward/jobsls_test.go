@@ -126,8 +126,18 @@ func TestJobsLs(t *testing.T) {
 	}
 
 	// Drained, the host takes no new job: it waits; undrained, it runs.
-	if out := ward("workers", "drain", "dev-host"); !strings.Contains(out, "host dev-host drained: no new job is placed on it") {
+	if out := ward("workers", "drain", "dev-host"); !strings.Contains(out, "host dev-host drained: no new job is placed on it") ||
+		strings.Contains(out, "no live host") {
 		t.Errorf("drain says:\n%s", out)
+	}
+	// A name no live host has (a typo): drained all the same, for a host
+	// that may join under it, with a warning that nothing running was.
+	if out := ward("workers", "drain", "dev-hots"); !strings.Contains(out, "host dev-hots drained") ||
+		!strings.Contains(out, "warning: no live host is named dev-hots") {
+		t.Errorf("drain of a name no live host has says:\n%s", out)
+	}
+	if out := ward("workers", "undrain", "dev-hots"); !strings.Contains(out, "host dev-hots undrained") {
+		t.Errorf("undrain of it says:\n%s", out)
 	}
 	if out := ward("workers"); !strings.Contains(out, "dev-host  drained") {
 		t.Errorf("ward workers does not show the drain:\n%s", out)

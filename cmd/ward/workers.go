@@ -77,7 +77,9 @@ func newDrainCmd(g *globals, undrain bool) *cobra.Command {
 		Long: short + `. The drain is kept in the job store, so
 it outlives restarts of the host and of the schedulers, and every scheduler
 follows it within a second. See the host's jobs with ward jobs ls --host
-HOST. Audited (host.drain, host.undrain).`,
+HOST. A name no live host has is drained all the same (it holds for a
+host that joins under it), with a warning: a mistyped name drains nothing
+that runs. Audited (host.drain, host.undrain).`,
 		Example: "  ward workers drain host-1\n  ward jobs ls --host host-1 --state RUNNING\n  ward workers undrain host-1",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -91,6 +93,10 @@ HOST. Audited (host.drain, host.undrain).`,
 				return err
 			}
 			w := cmd.OutOrStdout()
+			if r.Live != nil && !r.GetLive() {
+				// Kept all the same: a host may be drained before it joins.
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: no live host is named %s (ward workers lists those that are); the drain is kept, and holds for a host of that name that joins\n", args[0])
+			}
 			switch {
 			case undrain && !r.GetChanged():
 				fmt.Fprintf(w, "host %s was not drained\n", args[0])

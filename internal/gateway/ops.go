@@ -24,6 +24,10 @@ type DrainReply struct {
 	// Running is how many jobs the host holds, as the scheduler that
 	// answered knows: they finish there.
 	Running int32 `json:"running"`
+	// Live is whether a host of that name heartbeats, as the scheduler
+	// that answered knows (absent from a scheduler older than it): a drain
+	// of a name none has is kept, for a host that joins under it.
+	Live *bool `json:"live,omitempty"`
 }
 
 // opsAPI is the hosts' endpoints (/v1/hosts, drain and undrain) and the
@@ -130,7 +134,7 @@ func (o *opsAPI) setDrain(r *http.Request, p Principal, id string, undrain bool)
 		}
 		o.audit.record(ctx, p, action, id, nil)
 	}
-	return DrainReply{WorkerID: id, Drained: !undrain, Changed: rep.GetChanged(), Running: rep.GetRunning()}, nil
+	return DrainReply{WorkerID: id, Drained: !undrain, Changed: rep.GetChanged(), Running: rep.GetRunning(), Live: rep.Live}, nil
 }
 
 // StatsReply is GET /v1/stats's answer: the job store's exact counts by

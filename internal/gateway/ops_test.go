@@ -159,8 +159,15 @@ func TestHostsDrainStatsAndWorker(t *testing.T) {
 
 	// Drain the only host.
 	st, b = c.call(s.Admin, "POST", "/v1/hosts/gw-host/drain", nil)
-	if d := object(t, b); st != http.StatusOK || d["drained"] != true || d["changed"] != true || d["worker_id"] != "gw-host" {
+	if d := object(t, b); st != http.StatusOK || d["drained"] != true || d["changed"] != true || d["worker_id"] != "gw-host" || d["live"] != true {
 		t.Fatalf("drain: %d %s", st, b)
+	}
+	// A name no live host has: kept, and said so.
+	if st, b := c.call(s.Admin, "POST", "/v1/hosts/gw-hots/drain", nil); st != http.StatusOK || object(t, b)["live"] != false {
+		t.Errorf("draining a name no live host has: %d %s", st, b)
+	}
+	if st, b := c.call(s.Admin, "POST", "/v1/hosts/gw-hots/undrain", nil); st != http.StatusOK || object(t, b)["changed"] != true {
+		t.Errorf("undraining it: %d %s", st, b)
 	}
 	if st, b := c.call(s.Admin, "POST", "/v1/hosts/gw-host/drain", nil); st != http.StatusOK || object(t, b)["changed"] != false {
 		t.Errorf("draining again: %d %s", st, b)

@@ -30,9 +30,11 @@ func (f *fleet) handleDrain(ctx context.Context, msg *nats.Msg, q *wardv1.HostDr
 			break
 		}
 		f.refreshDrained(ctx)
-		if w, ok := f.hosts.Get(q.GetWorkerId()); ok {
+		w, live := f.hosts.Get(q.GetWorkerId())
+		if live {
 			reply.Running = w.Inflight
 		}
+		reply.Live = &live
 	}
 	if err := f.bus.Reply(msg, reply); err != nil {
 		f.log.Debug("drain reply failed", "err", err)

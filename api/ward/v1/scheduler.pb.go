@@ -833,8 +833,13 @@ type HostDrainReply struct {
 	// changed is false when the host already was as asked.
 	Changed bool `protobuf:"varint,1,opt,name=changed,proto3" json:"changed,omitempty"`
 	// running is how many jobs the host holds now, as this replica knows.
-	Running       int32  `protobuf:"varint,2,opt,name=running,proto3" json:"running,omitempty"`
-	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Running int32  `protobuf:"varint,2,opt,name=running,proto3" json:"running,omitempty"`
+	Error   string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// live: a host of that name heartbeats, as this replica knows. A drain
+	// of a name no live host has is kept (it holds if such a host joins),
+	// and the client warns of it: a mistyped name drains nothing that runs.
+	// Unset by a scheduler older than it.
+	Live          *bool `protobuf:"varint,4,opt,name=live,proto3,oneof" json:"live,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -888,6 +893,13 @@ func (x *HostDrainReply) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *HostDrainReply) GetLive() bool {
+	if x != nil && x.Live != nil {
+		return *x.Live
+	}
+	return false
 }
 
 var File_ward_v1_scheduler_proto protoreflect.FileDescriptor
@@ -957,11 +969,13 @@ const file_ward_v1_scheduler_proto_rawDesc = "" +
 	"\x06counts\x18\x01 \x03(\x03R\x06counts\"I\n" +
 	"\x10HostDrainRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x18\n" +
-	"\aundrain\x18\x02 \x01(\bR\aundrain\"Z\n" +
+	"\aundrain\x18\x02 \x01(\bR\aundrain\"|\n" +
 	"\x0eHostDrainReply\x12\x18\n" +
 	"\achanged\x18\x01 \x01(\bR\achanged\x12\x18\n" +
 	"\arunning\x18\x02 \x01(\x05R\arunning\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05errorB-Z+github.com/ward-run/ward/api/ward/v1;wardv1b\x06proto3"
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x17\n" +
+	"\x04live\x18\x04 \x01(\bH\x00R\x04live\x88\x01\x01B\a\n" +
+	"\x05_liveB-Z+github.com/ward-run/ward/api/ward/v1;wardv1b\x06proto3"
 
 var (
 	file_ward_v1_scheduler_proto_rawDescOnce sync.Once
@@ -1015,6 +1029,7 @@ func file_ward_v1_scheduler_proto_init() {
 		return
 	}
 	file_ward_v1_job_proto_init()
+	file_ward_v1_scheduler_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
