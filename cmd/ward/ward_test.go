@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/client"
+	"github.com/ward-run/ward/internal/testing/logtest"
 	"github.com/ward-run/ward/internal/testing/redistest"
 	"github.com/ward-run/ward/internal/testing/wasmtest"
 )
@@ -68,26 +68,9 @@ func TestMain(m *testing.M) {
 type proc struct {
 	name   string
 	cmd    *exec.Cmd
-	out    *lockedBuffer
+	out    *logtest.Buffer
 	done   chan error
 	waited bool // stop received from done
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func startWard(t *testing.T, name string, env []string, args ...string) *proc {
@@ -101,7 +84,7 @@ func startWard(t *testing.T, name string, env []string, args ...string) *proc {
 // unless it was waited for (stop); a failed test logs its output.
 func startProc(t *testing.T, name string, cmd *exec.Cmd) *proc {
 	t.Helper()
-	p := &proc{name: name, out: &lockedBuffer{}, done: make(chan error, 1), cmd: cmd}
+	p := &proc{name: name, out: &logtest.Buffer{}, done: make(chan error, 1), cmd: cmd}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
