@@ -88,7 +88,7 @@ func (m *Memory) appendSnapshot(b []byte) ([]byte, error) {
 	b = appendSets(b, m.workers)
 	b = binary.AppendUvarint(b, uint64(len(m.blobs)))
 	for k, v := range m.blobs {
-		b = appendStr(appendStr(b, k), string(v))
+		b = appendStr(appendStr(b, k), v)
 	}
 	b = appendZset(b, m.dlq)
 	b = binary.AppendUvarint(b, uint64(len(m.ended.jobs)))
@@ -241,7 +241,7 @@ func timeBinaryLen(b []byte) int {
 	return 15
 }
 
-func appendStr(b []byte, s string) []byte {
+func appendStr[S ~string | ~[]byte](b []byte, s S) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 

@@ -14,6 +14,39 @@ import (
 //	go test -run '^$' -bench Snapshot -benchtime 3x ./internal/jobstore
 func BenchmarkSnapshot(b *testing.B) {
 	const jobs = 100000
+	m := snapshotBenchState(b, jobs)
+	var snap []byte
+	b.Run("write", func(b *testing.B) {
+		for b.Loop() {
+			var err error
+			// room for it, as the logged store gives (its last one's size)
+			if snap, err = m.appendSnapshot(make([]byte, 0, cap(snap))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(snap))/jobs, "bytes/job")
+	})
+	b.Run("rewrite", func(b *testing.B) {
+		for b.Loop() {
+			var err error
+			// into the last one's buffer, as the logged store does
+			if snap, err = m.appendSnapshot(snap[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("read", func(b *testing.B) {
+		for b.Loop() {
+			if err := NewMemory().readSnapshot(snap); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// snapshotBenchState is a state of jobs ended jobs, each with its payload,
+// result and four events.
+func snapshotBenchState(b *testing.B, jobs int) *Memory {
 	m := NewMemory()
 	ctx := context.Background()
 	payload := make([]byte, 64)
@@ -32,24 +65,7 @@ func BenchmarkSnapshot(b *testing.B) {
 			}
 		}
 	}
-	var snap []byte
-	b.Run("write", func(b *testing.B) {
-		for b.Loop() {
-			var err error
-			// room for it, as the logged store gives (its last one's size)
-			if snap, err = m.appendSnapshot(make([]byte, 0, cap(snap))); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(len(snap))/jobs, "bytes/job")
-	})
-	b.Run("read", func(b *testing.B) {
-		for b.Loop() {
-			if err := NewMemory().readSnapshot(snap); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	return m
 }
 
 // FuzzSnapshotRead: a snapshot that is cut short or corrupt (a bad write,
