@@ -77,8 +77,20 @@ type Logged struct {
 	snapMu  sync.Mutex
 	snapBuf []byte // the last snapshot's buffer, for the next (reuseSnapshot)
 
-	mu       sync.Mutex // orders a change and its record; guards the fields below
-	pending  []pendingRecord
+	mu      sync.Mutex // orders a change and its record; guards the fields below
+	pending []pendingRecord
+	// pbuf is the next batch as the stream will hold it: batchBinary,
+	// then each pending record, framed (empty while none is pending);
+	// take cuts a batch off its front. spare is an appended batch's
+	// buffer, for the next pbuf; scratch encodes one record; rec, move
+	// and job are a change's record, built under mu (hot path, no
+	// allocation).
+	pbuf     []byte
+	spare    []byte
+	scratch  []byte
+	rec      record
+	move     transitionRecord
+	job      Job
 	inflight int    // records (and barriers) taken from pending, not yet appended
 	seq      int64  // the last batch sequence number taken
 	lastID   string // the stream entry of the last batch appended (the writer's)
@@ -148,12 +160,13 @@ func newLoggedKeys(name string) loggedKeys {
 	return loggedKeys{stream: p + "stream", epoch: p + "epoch", seq: p + "seq", lease: p + "owner", snap: p + "snapshot", standby: p + "standby"}
 }
 
-// pendingRecord is a record waiting for its batch's append; with no rec,
-// a barrier: it waits for the records queued before it; with snap, a
-// snapshot of the state once the records queued before it are appended
-// (nobody waits for it: done is nil).
+// pendingRecord is a record waiting for its batch's append (its bytes,
+// framed, are size bytes of the log's pbuf); with size 0, a barrier: it
+// waits for the records queued before it; with snap, a snapshot of the
+// state once the records queued before it are appended (nobody waits for
+// it: done is nil).
 type pendingRecord struct {
-	rec  []byte
+	size int
 	snap []byte
 	done chan error
 	// then, when set, is called with the outcome instead of a send on
@@ -676,7 +689,7 @@ func (l *Logged) changeThen(ctx context.Context, fn func() (changed bool, rec *r
 			l.mu.Unlock()
 			return settled(err, then)
 		}
-		p := newPending(nil, then) // a barrier: no record
+		p := newPending(0, then) // a barrier: no record
 		l.pending = append(l.pending, p)
 		l.mu.Unlock()
 		if werr := l.await(ctx, p); werr != nil {
@@ -684,14 +697,22 @@ func (l *Logged) changeThen(ctx context.Context, fn func() (changed bool, rec *r
 		}
 		return err
 	}
-	raw, err := appendRecord(make([]byte, 0, 256), rec)
+	raw, err := appendRecord(l.scratch[:0], rec)
 	if err != nil {
 		// The state changed and can't be logged: nothing may follow it.
 		l.failLocked(fmt.Errorf("jobstore: log record %s: %w", rec.Op, err))
 		l.mu.Unlock()
 		return settled(l.broken, then)
 	}
-	p := newPending(raw, then)
+	if cap(raw) <= 64<<10 { // a large record's buffer is not kept
+		l.scratch = raw[:0]
+	}
+	if len(l.pbuf) == 0 {
+		l.pbuf = append(l.pbuf, batchBinary)
+	}
+	framed := len(l.pbuf)
+	l.pbuf = append(binary.AppendUvarint(l.pbuf, uint64(len(raw))), raw...)
+	p := newPending(len(l.pbuf)-framed, then)
 	l.pending = append(l.pending, p)
 	if l.since++; l.snapEvery >= 0 && l.since >= l.nextSnap && (!l.followed || l.since >= 4*l.nextSnap) {
 		l.queueSnapshotLocked()
@@ -700,15 +721,20 @@ func (l *Logged) changeThen(ctx context.Context, fn func() (changed bool, rec *r
 	return l.await(ctx, p)
 }
 
-// newPending is a queued record (a barrier when rec is nil) whose outcome
-// goes to then, or, without it, to a waiter (done).
-func newPending(rec []byte, then func(error)) pendingRecord {
-	p := pendingRecord{rec: rec, then: then}
+// newPending is a queued record of size framed bytes (a barrier when 0)
+// whose outcome goes to then, or, without it, to a waiter (done: a
+// channel of doneChans, which await gives back once it received).
+func newPending(size int, then func(error)) pendingRecord {
+	p := pendingRecord{size: size, then: then}
 	if then == nil {
-		p.done = make(chan error, 1)
+		p.done = doneChans.Get().(chan error)
 	}
 	return p
 }
+
+// doneChans are waiters' channels: each is sent to once (finish), and
+// given back here only by the waiter that received it.
+var doneChans = sync.Pool{New: func() any { return make(chan error, 1) }}
 
 // settled answers err for a change that waits for nothing: then, when
 // set, learns at once that the answer stands.
@@ -813,6 +839,7 @@ func (l *Logged) await(ctx context.Context, p pendingRecord) error {
 	}
 	select {
 	case err := <-p.done:
+		doneChans.Put(p.done)
 		return err
 	case <-ctx.Done():
 		// The change may yet be appended; the caller learns it did not
@@ -876,8 +903,8 @@ func (l *Logged) flush() {
 type outBatch struct {
 	l       *Logged
 	batch   []pendingRecord
-	records int // records in it (not barriers)
-	size    int // their bytes, framed
+	records int    // records in it (not barriers)
+	data    []byte // the batch as the stream holds it (buf)
 	seq     int64
 	// err is the append's outcome; before it, the store's break (which
 	// fails a batch of barriers alone, and a snapshot, unappended).
@@ -913,34 +940,36 @@ func (l *Logged) take(snaps bool) *outBatch {
 		l.pending = l.pending[1:]
 		return &outBatch{l: l, snap: snap, seq: l.seq, after: l.lastID, err: l.broken}
 	}
-	b := &outBatch{l: l, batch: l.pending[:n:n], size: 1, err: l.broken}
+	b := &outBatch{l: l, batch: l.pending[:n:n], err: l.broken}
 	l.pending = l.pending[n:]
+	size := 0
 	for _, p := range b.batch {
-		if p.rec != nil {
+		if p.size > 0 {
 			b.records++
-			b.size += len(p.rec) + 1
+			size += p.size
 		}
 	}
 	if b.records > 0 {
 		l.seq++
 		b.seq = l.seq
+		// The batch is pbuf's front; what stays queued (a batch cut at
+		// maxBatch, or before a snapshot) goes to the next pbuf, behind
+		// its own batchBinary.
+		b.data = l.pbuf[: 1+size : 1+size]
+		next := l.spare[:0]
+		l.spare = nil
+		if rest := l.pbuf[1+size:]; len(rest) > 0 {
+			next = append(append(next, batchBinary), rest...)
+		}
+		l.pbuf = next
 	}
 	l.inflight = n
 	return b
 }
 
 // buf is the batch as the stream holds it: batchBinary, then each record
-// behind its length.
-func (b *outBatch) buf() []byte {
-	buf := make([]byte, 0, b.size+b.records*binary.MaxVarintLen32)
-	buf = append(buf, batchBinary)
-	for _, p := range b.batch {
-		if p.rec != nil { // not a barrier
-			buf = append(binary.AppendUvarint(buf, uint64(len(p.rec))), p.rec...)
-		}
-	}
-	return buf
-}
+// behind its length (uvarint).
+func (b *outBatch) buf() []byte { return b.data }
 
 // appended settles a batch taken (take) once its append is done (b.id,
 // b.err) or was not needed (barriers alone, a broken store), and answers
@@ -971,7 +1000,10 @@ func (l *Logged) appended(b *outBatch) {
 		for _, p := range l.pending {
 			p.finish(l.broken)
 		}
-		l.pending = nil
+		l.pending, l.pbuf = nil, l.pbuf[:0]
+	}
+	if l.spare == nil && cap(b.data) <= 1<<20 {
+		l.spare = b.data[:0] // appended: the next pbuf may be written over it
 	}
 	l.mu.Unlock()
 	// Those who learn of it later (SubmitThen's acknowledgements) first,
@@ -1014,7 +1046,7 @@ func (l *Logged) recover(seq int64, lost error) error {
 	l.mu.Lock()
 	snap, err := l.snapshot()
 	covered := l.pending
-	l.pending = nil
+	l.pending, l.pbuf = nil, l.pbuf[:0]
 	l.mu.Unlock()
 	if err == nil {
 		err = l.retry(fmt.Sprintf("log recovery (batch %d)", seq), func(ctx context.Context) error {
@@ -1179,9 +1211,12 @@ func (l *Logged) SubmitThen(ctx context.Context, job *Job, payload []byte, g Gua
 		if err != nil || !res.Created {
 			return false, nil, err
 		}
-		j := *job
-		j.ID = res.ID
-		return true, &record{Op: opSubmit, Job: &j, Payload: payload}, nil
+		// The record is encoded before the lock is let go: the job's
+		// copy and the record are the store's own, reused.
+		l.job = *job
+		l.job.ID = res.ID
+		l.rec = record{Op: opSubmit, Job: &l.job, Payload: payload}
+		return true, &l.rec, nil
 	}, then)
 	return res, err
 }
@@ -1212,7 +1247,9 @@ func (l *Logged) transition(ctx context.Context, id string, t Transition, elsewh
 		if err != nil {
 			return false, nil, err
 		}
-		return true, &record{Op: opTransition, ID: id, T: transitionRecordOf(t)}, nil
+		l.move.set(t)
+		l.rec = record{Op: opTransition, ID: id, T: &l.move}
+		return true, &l.rec, nil
 	})
 	if err != nil {
 		return nil, err
@@ -1477,9 +1514,9 @@ type transitionRecord struct {
 	ViaMessage   string    `json:"vm,omitempty"`
 }
 
-// transitionRecordOf is t as the log keeps it (t.At is set).
-func transitionRecordOf(t Transition) *transitionRecord {
-	r := &transitionRecord{
+// set makes r t as the log keeps it (t.At is set).
+func (r *transitionRecord) set(t Transition) {
+	*r = transitionRecord{
 		To: t.To, From: t.From, Pool: t.Pool, WorkerID: t.WorkerID, ResultPtr: t.ResultPtr,
 		Result: t.Result, StoreResult: t.StoreResult, ResultDigest: t.ResultDigest,
 		Module: t.Module, ModuleDigest: t.ModuleDigest, Reason: t.Reason, ErrorCode: t.ErrorCode,
@@ -1493,7 +1530,6 @@ func transitionRecordOf(t Transition) *transitionRecord {
 		w.Cap = 0
 		r.Wait = &w
 	}
-	return r
 }
 
 // replayed is the Transition that makes the recorded move again.

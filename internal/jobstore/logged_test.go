@@ -622,3 +622,61 @@ func TestLoggedSubmitThen(t *testing.T) {
 		t.Fatalf("the fenced owner's submission is in the log: %v", err)
 	}
 }
+
+// TestLoggedLongQueue: more records queue than one batch carries (Redis
+// holds writes meanwhile), with a snapshot among them: they are appended
+// in batches cut at the batch's bound and at the snapshot, each answered
+// once, and a new owner's replay makes the owner's state.
+func TestLoggedLongQueue(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	ctx := context.Background()
+	a, err := jobstore.OpenLogged(ctx, c, "long", jobstore.LoggedOptions{SnapshotEvery: 700})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := c.Do(ctx, "CLIENT", "PAUSE", "30000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	const jobs = 1500 // 512 a batch; the snapshot after the 700th
+	answers := make(chan error, jobs)
+	for i := range jobs {
+		id := fmt.Sprintf("j%04d", i)
+		if _, err := a.SubmitThen(ctx, &jobstore.Job{ID: id, Topic: "job.echo", Tenant: fmt.Sprintf("t%d", i%4)}, []byte(id), jobstore.Guard{},
+			func(err error) { answers <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range jobs {
+		if err := <-answers; err != nil {
+			t.Fatalf("a queued submission's append: %v", err)
+		}
+	}
+	select {
+	case err := <-answers:
+		t.Fatalf("a submission answered twice: %v", err)
+	default:
+	}
+	// One more change behind them all, waited for: the log holds them.
+	if _, err := a.Transition(ctx, "j0007", jobstore.Transition{To: jobstore.Cancelled}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.Exists(ctx, "ward:log:{long}:snapshot").Result(); err != nil || ok != 1 {
+		t.Fatalf("no snapshot stored among the queued records: %d, %v", ok, err)
+	}
+	b, err := jobstore.OpenLogged(ctx, c, "long", jobstore.LoggedOptions{Steal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := jobstore.SameState(a, b); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := b.Get(ctx, "j1499"); err != nil || string(j.State) != string(jobstore.Pending) {
+		t.Fatalf("the last queued job after the takeover: %+v, %v", j, err)
+	}
+}
