@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -243,24 +245,80 @@ var ErrLayout = errors.New("the job store's keys were written in another layout"
 // otherwise, written with SET NX (which the scheduler's Redis user may
 // run). An operator who means to start again in another layout, with no
 // job left to end in the old one, deletes it (docs/OPERATIONS.md).
+//
+// Logs and the Redis store keep their jobs under keys of their own, so
+// that a move from one to the other on the same Redis would leave the
+// old one's jobs unserved with no error: the first open of a log refuses
+// while ward:layout is there, and the first open of the Redis store while
+// a log is (every log's open records its name and layout in the hash
+// ward:logs, HSETNX). Logs of other names live side by side.
 func checkLayout(ctx context.Context, c redis.UniversalClient, log string, shards int) error {
 	key, want := "ward:layout", "shards="+strconv.Itoa(shards)
 	if log != "" {
 		key = "ward:log:{" + log + "}:layout"
 	}
-	set, err := c.SetArgs(ctx, key, want, redis.SetArgs{Mode: "NX"}).Result()
-	if err == nil && set == "OK" {
+	for range 2 { // twice at most: another process may record it meanwhile
+		have, err := c.Get(ctx, key).Result()
+		switch {
+		case err == nil && have != want:
+			return fmt.Errorf("%w: %s is %q, this process asks for %q (shards=N in the URL, 0 for none): the shard count cannot change while jobs are in the store; to start afresh in a new layout once none is left to end, delete %s", ErrLayout, key, have, want, key)
+		case err == nil:
+			return recordLog(ctx, c, log, want)
+		case !errors.Is(err, redis.Nil):
+			return fmt.Errorf("reading the store's layout: %w", err)
+		}
+		// This layout's first open: not over the other kind's jobs.
+		if err := otherKind(ctx, c, log); err != nil {
+			return err
+		}
+		set, err := c.SetArgs(ctx, key, want, redis.SetArgs{Mode: "NX"}).Result()
+		if err == nil && set == "OK" {
+			return recordLog(ctx, c, log, want)
+		}
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("recording the store's layout: %w", err)
+		}
+	}
+	return fmt.Errorf("recording the store's layout: %s changes under this process", key)
+}
+
+// logsKey is the hash of the logs a Redis holds: a log's name, its layout.
+const logsKey = "ward:logs"
+
+// recordLog records log (none: the Redis store) in logsKey, for the Redis
+// store's first open to find (logs made before the hash existed are
+// recorded at their next open).
+func recordLog(ctx context.Context, c redis.UniversalClient, log, layout string) error {
+	if log == "" {
 		return nil
 	}
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("recording the store's layout: %w", err)
+	if err := c.HSetNX(ctx, logsKey, log, layout).Err(); err != nil {
+		return fmt.Errorf("recording the log in %s: %w", logsKey, err)
 	}
-	have, err := c.Get(ctx, key).Result()
+	return nil
+}
+
+// otherKind refuses a log's first open over the Redis store's jobs, and
+// the Redis store's over a log's.
+func otherKind(ctx context.Context, c redis.UniversalClient, log string) error {
+	const how = "once none is left to end, delete %s; or give this store a Redis database of its own (/N in the URL)"
+	if log != "" {
+		have, err := c.Get(ctx, "ward:layout").Result()
+		switch {
+		case err == nil:
+			return fmt.Errorf("%w: this Redis holds the Redis store's jobs (ward:layout is %q), which the log %q would leave unserved; "+how, ErrLayout, have, log, "ward:layout")
+		case !errors.Is(err, redis.Nil):
+			return fmt.Errorf("reading the store's layout: %w", err)
+		}
+		return nil
+	}
+	logs, err := c.HGetAll(ctx, logsKey).Result()
 	if err != nil {
-		return fmt.Errorf("reading the store's layout: %w", err)
+		return fmt.Errorf("reading %s: %w", logsKey, err)
 	}
-	if have != want {
-		return fmt.Errorf("%w: %s is %q, this process asks for %q (shards=N in the URL, 0 for none): the shard count cannot change while jobs are in the store; to start afresh in a new layout once none is left to end, delete %s", ErrLayout, key, have, want, key)
+	if len(logs) > 0 {
+		names := slices.Sorted(maps.Keys(logs))
+		return fmt.Errorf("%w: this Redis holds the logs %s (%s), whose jobs the Redis store would leave unserved; "+how, ErrLayout, strings.Join(names, ", "), logsKey, logsKey)
 	}
 	return nil
 }

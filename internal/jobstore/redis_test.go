@@ -63,11 +63,18 @@ func TestOpenRedisErrors(t *testing.T) {
 // TestOpenKeepsTheLayout: a store opened once in a layout (no shards,
 // shards=N, a log, a log of N shards) refuses to open in another on the
 // same server, saying which and how to start afresh, and opens again in
-// its own; a log's layout is its own, apart from the plain keys' and
-// other logs'.
+// its own; logs of other names live side by side, but neither a log nor
+// the Redis store starts over the other's jobs, which it would leave
+// unserved.
 func TestOpenKeepsTheLayout(t *testing.T) {
 	url := redistest.Start(t)
 	ctx := context.Background()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := redis.NewClient(opt)
+	defer rc.Close()
 	open := func(query string) error {
 		s, err := jobstore.OpenContext(ctx, url+query)
 		if err == nil {
@@ -75,45 +82,48 @@ func TestOpenKeepsTheLayout(t *testing.T) {
 		}
 		return err
 	}
-	for _, c := range []struct {
+	type step struct {
 		query   string
-		refused bool
-	}{
-		{"", false},
-		{"", false},
-		{"?shards=4", true},
-		{"?log=a&shards=4&lease=100ms", false},
-		{"?log=a&shards=8&lease=100ms", true},
-		{"?log=a&lease=100ms", true},
-		{"?log=a&shards=4&lease=100ms", false},
-		{"?log=b&lease=100ms", false},
-		{"?log=b&shards=2&lease=100ms", true},
-		{"?log=b&lease=100ms", false},
-	} {
-		err := open(c.query)
-		switch {
-		case c.refused && !errors.Is(err, jobstore.ErrLayout):
-			t.Errorf("Open(%q): %v, want ErrLayout", c.query, err)
-		case c.refused && !strings.Contains(err.Error(), "delete ward:"):
-			t.Errorf("Open(%q): %v, which does not say how to start afresh", c.query, err)
-		case !c.refused && err != nil:
-			t.Errorf("Open(%q): %v", c.query, err)
+		refused string // what the refusal names; "" when it opens
+	}
+	run := func(steps ...step) {
+		t.Helper()
+		for _, c := range steps {
+			err := open(c.query)
+			switch {
+			case c.refused != "" && !errors.Is(err, jobstore.ErrLayout):
+				t.Errorf("Open(%q): %v, want ErrLayout", c.query, err)
+			case c.refused != "" && !strings.Contains(err.Error(), "delete "+c.refused):
+				t.Errorf("Open(%q): %v, which does not say to delete %s to start afresh", c.query, err, c.refused)
+			case c.refused == "" && err != nil:
+				t.Errorf("Open(%q): %v", c.query, err)
+			}
 		}
 	}
-	// Afresh: with the record deleted (the operator's step), another
-	// layout opens.
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
+	del := func(key string) {
+		t.Helper()
+		if err := rc.Del(ctx, key).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	rc := redis.NewClient(opt)
-	defer rc.Close()
-	if err := rc.Del(ctx, "ward:layout").Err(); err != nil {
-		t.Fatal(err)
+	run(step{"", ""}, step{"", ""}, step{"?shards=4", "ward:layout"},
+		// The Redis store's jobs are here: no log starts beside them.
+		step{"?log=a&shards=4&lease=100ms", "ward:layout"}, step{"?log=b&lease=100ms", "ward:layout"})
+	del("ward:layout") // the operator's step, once no job is left to end
+	run(step{"?log=a&shards=4&lease=100ms", ""}, step{"?log=a&shards=8&lease=100ms", "ward:log:{a}:layout"},
+		step{"?log=a&lease=100ms", "ward:log:{a}:layout"}, step{"?log=a&shards=4&lease=100ms", ""},
+		step{"?log=b&lease=100ms", ""}, step{"?log=b&shards=2&lease=100ms", "ward:log:{b}:layout"}, step{"?log=b&lease=100ms", ""},
+		// Logs a and b are here: the Redis store does not start beside them.
+		step{"", "ward:logs"}, step{"?shards=4", "ward:logs"})
+	if logs, err := rc.HGetAll(ctx, "ward:logs").Result(); err != nil || len(logs) != 2 || logs["a"] != "shards=4" || logs["b"] != "shards=0" {
+		t.Errorf("ward:logs: %v, %v; want a=shards=4, b=shards=0", logs, err)
 	}
-	if err := open("?shards=4"); err != nil {
-		t.Errorf("Open(?shards=4) after the record's deletion: %v", err)
-	}
+	// A log made before ward:logs existed is recorded at its next open.
+	del("ward:logs")
+	run(step{"?log=b&lease=100ms", ""}, step{"", "ward:logs"})
+	// Afresh: with the records deleted, another layout opens.
+	del("ward:logs")
+	run(step{"?shards=4", ""}, step{"?shards=4", ""})
 }
 
 // TestRedisScriptsFlushed: calls sent together in a pipeline when the
