@@ -633,7 +633,11 @@ func (h *fakeHost) stop() {
 		return
 	default:
 	}
+	// Under mu: a dispatch handled from now on starts no run (onJob), so
+	// that no run is added while wg is waited for.
+	h.mu.Lock()
 	close(h.done)
+	h.mu.Unlock()
 	for _, s := range h.subs {
 		_ = s.Unsubscribe()
 	}
@@ -680,6 +684,12 @@ func (h *fakeHost) onJob(m *nats.Msg) {
 	req := ticket.GetJob()
 	id, attempt := req.GetJobId(), req.GetAttempt()
 	h.mu.Lock()
+	select {
+	case <-h.done: // stopped as it came: dropped, as a dead host would
+		h.mu.Unlock()
+		return
+	default:
+	}
 	h.received[id]++
 	h.attempts[id] = attempt
 	h.order = append(h.order, id)
@@ -698,11 +708,11 @@ func (h *fakeHost) onJob(m *nats.Msg) {
 		h.mu.Unlock()
 		return
 	}
+	h.wg.Add(1) // under mu, with done open: stop waits for it
 	h.mu.Unlock()
 	if !out.quick {
 		_ = h.conn.Publish(bus.ProgressSubject(h.id), &wardv1.JobProgress{JobId: id, WorkerId: h.id, Attempt: attempt, Kind: wardv1.JobProgress_KIND_STARTED})
 	}
-	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
 		if out.hold {
