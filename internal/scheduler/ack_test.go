@@ -3,11 +3,18 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/internal/jobstore"
+	"github.com/ward-run/ward/internal/testing/poll"
+	"github.com/ward-run/ward/internal/testing/redistest"
 )
 
 // lateStore is the memory store answering submissions before they are
@@ -67,4 +74,73 @@ func TestSubmitAckWaitsForTheStore(t *testing.T) {
 	if a := <-got; a.reply.GetAccepted() || a.reply.GetReason() != string(reason.StoreError) {
 		t.Fatalf("the acknowledgement of a submission the store failed behind: %+v, %v; want store_error", a.reply, a.err)
 	}
+}
+
+// TestSubmitOnAFencedLog: on the logged store, a submission whose record
+// cannot be appended (another owner took the log over) is answered
+// store_error, and its job reaches no host: the dispatch's move waits for
+// the same append (or finds the store broken by it) and fails with it. The
+// new owner has no such job.
+func TestSubmitOnAFencedLog(t *testing.T) {
+	opt, err := redis.ParseURL(redistest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	defer c.Close()
+	ctx := context.Background()
+	a, err := jobstore.OpenLogged(ctx, c, "fenced", jobstore.LoggedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, options{store: a})
+	h := e.addHost(hb("h1", "a"), nil)
+	e.waitWorkers("h1")
+	if r, err := e.submit(&wardv1.JobRequest{JobId: "j1", Topic: "job.a"}); err != nil || !r.GetAccepted() {
+		t.Fatalf("j1 before the takeover: %+v, %v", r, err)
+	}
+	e.waitState("j1", jobstore.Succeeded)
+
+	refused := dispatchStoreErrors(t)
+	b, err := jobstore.OpenLogged(ctx, c, "fenced", jobstore.LoggedOptions{Steal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	r, err := e.submit(&wardv1.JobRequest{JobId: "j2", Topic: "job.a"})
+	if r.GetAccepted() || r.GetReason() != string(reason.StoreError) { // the client's error says so too
+		t.Fatalf("a submission to the fenced owner: %+v, %v; want store_error", r, err)
+	}
+	poll.Until(t, 15*time.Second, "j2's dispatch refused by the store", func() bool { return dispatchStoreErrors(t) > refused })
+	if _, ids := h.got(); slices.Contains(ids, "j2") {
+		t.Fatalf("the host received j2, whose records the log never took: %v", ids)
+	}
+	if _, err := b.Get(ctx, "j2"); !errors.Is(err, jobstore.ErrNotFound) {
+		t.Fatalf("j2 at the new owner: %v, want ErrNotFound", err)
+	}
+	if j, err := b.Get(ctx, "j1"); err != nil || j.State != jobstore.Succeeded {
+		t.Fatalf("j1 at the new owner: %+v, %v", j, err)
+	}
+}
+
+// dispatchStoreErrors is ward_scheduler_store_errors_total{op="dispatch"}.
+func dispatchStoreErrors(t *testing.T) float64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "ward_scheduler_store_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "op" && l.GetValue() == "dispatch" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
