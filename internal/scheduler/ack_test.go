@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ward-run/ward/api/reason"
@@ -101,7 +100,7 @@ func TestSubmitOnAFencedLog(t *testing.T) {
 	}
 	e.waitState("j1", jobstore.Succeeded)
 
-	refused := dispatchStoreErrors(t)
+	refused := metric("ward_scheduler_store_errors_total", "op", "dispatch")
 	b, err := jobstore.OpenLogged(ctx, c, "fenced", jobstore.LoggedOptions{Steal: true})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +110,7 @@ func TestSubmitOnAFencedLog(t *testing.T) {
 	if r.GetAccepted() || r.GetReason() != string(reason.StoreError) { // the client's error says so too
 		t.Fatalf("a submission to the fenced owner: %+v, %v; want store_error", r, err)
 	}
-	poll.Until(t, 15*time.Second, "j2's dispatch refused by the store", func() bool { return dispatchStoreErrors(t) > refused })
+	poll.Until(t, 15*time.Second, "j2's dispatch refused by the store", func() bool { return metric("ward_scheduler_store_errors_total", "op", "dispatch") > refused })
 	if _, ids := h.got(); slices.Contains(ids, "j2") {
 		t.Fatalf("the host received j2, whose records the log never took: %v", ids)
 	}
@@ -121,26 +120,4 @@ func TestSubmitOnAFencedLog(t *testing.T) {
 	if j, err := b.Get(ctx, "j1"); err != nil || j.State != jobstore.Succeeded {
 		t.Fatalf("j1 at the new owner: %+v, %v", j, err)
 	}
-}
-
-// dispatchStoreErrors is ward_scheduler_store_errors_total{op="dispatch"}.
-func dispatchStoreErrors(t *testing.T) float64 {
-	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "ward_scheduler_store_errors_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "op" && l.GetValue() == "dispatch" {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }
