@@ -95,12 +95,13 @@ start_redis() {
 # start_dev FLAG...: `ward dev` on $redis_url (on its memory store when
 # dev_store is memory) with NATS on $nport, its state in $state/ward, its
 # log in $state/dev.log, its pid in dev; FLAG... and then WARD_DEV_FLAGS
-# added. Fails if it does not print "try:" within 60 s.
+# added; LOG_QUERY is added to a log's URL (LOG_QUERY='&view=1'). Fails if
+# it does not print "try:" within 60 s.
 start_dev() {
 	local store=(--redis "${redis_url:-}")
 	[ "${dev_store:-}" = memory ] && store=()
-	[ "${dev_store:-}" = logged ] && store=(--redis "${redis_url:-}?log=ward")
-	[ "${dev_store:-}" = owned ] && store=(--redis "${redis_url:-}?log=ward&shards=${SHARDS:-4}")
+	[ "${dev_store:-}" = logged ] && store=(--redis "${redis_url:-}?log=ward${LOG_QUERY:-}")
+	[ "${dev_store:-}" = owned ] && store=(--redis "${redis_url:-}?log=ward&shards=${SHARDS:-4}${LOG_QUERY:-}")
 	WARD_STATE_DIR="$state/ward" "$WARD" dev "${store[@]}" --modules "$MODULES" --nats-port "$nport" \
 		--metrics "" --log-level warn "$@" ${WARD_DEV_FLAGS:-} >"$state/dev.log" 2>&1 &
 	dev=$!

@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,7 +159,7 @@ func TestRedisACL(t *testing.T) {
 		return out
 	}
 
-	for _, v := range []struct{ name, query string }{{"OneServer", ""}, {"Sharded", "?shards=4"}, {"Logged", "?log=acl&snapshot=1"}} {
+	for _, v := range []struct{ name, query string }{{"OneServer", ""}, {"Sharded", "?shards=4"}, {"Logged", "?log=acl&snapshot=1&view=1"}} {
 		t.Run(v.name, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) jobstore.Store {
 				if err := admin.FlushDB(ctx).Err(); err != nil {
@@ -176,6 +177,36 @@ func TestRedisACL(t *testing.T) {
 			}
 		})
 	}
+
+	// A log's view, taken over: the next owner reads what the view holds
+	// before it writes (view=1).
+	t.Run("LoggedViewTakeover", func(t *testing.T) {
+		if err := admin.FlushDB(ctx).Err(); err != nil {
+			t.Fatalf("FLUSHDB as ward-admin: %v", err)
+		}
+		for i := range 2 {
+			s, err := jobstore.Open(schedURL + "?log=aclview&view=1")
+			if err != nil {
+				t.Fatalf("open the store as %s: %v", redisSchedulerUser, err)
+			}
+			id := fmt.Sprintf("j%d", i)
+			if _, _, err := s.Create(ctx, &jobstore.Job{ID: id, Topic: "job.echo", Tenant: "acme"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Transition(ctx, id, jobstore.Transition{To: jobstore.Cancelled}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil { // its view's last write
+				t.Fatal(err)
+			}
+		}
+		if n, err := admin.LLen(ctx, "{aclview}job:events:j0").Result(); err != nil || n != 2 {
+			t.Fatalf("the view holds %d events of j0 (%v), want 2", n, err)
+		}
+		if r := refusals(t); len(r) > 0 {
+			t.Errorf("Redis refused the view's writes as %s (ACL LOG):\n%s", redisSchedulerUser, strings.Join(r, "\n"))
+		}
+	})
 
 	// Every command the rules allow the store used (Redis counts a
 	// script's calls too), but those only a cluster's client or a /db

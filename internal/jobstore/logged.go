@@ -52,8 +52,9 @@ import (
 // standby (an OpenLogged waiting for the lease) follows the log and
 // writes the snapshots itself, so that the owner need not pause for them
 // (it then takes one only at Close, or when four times as many records
-// wait). Not yet done: the indexes readers other than the owner read, and shards
-// with several owners.
+// wait). With LoggedOptions.View, the owner keeps the Redis store's keys
+// of its jobs too, a moment behind its state, for readers of Redis
+// (logged_view.go). Owned splits a store into such logs with owners.
 type Logged struct {
 	*Memory // the state; its read methods are the store's
 
@@ -103,6 +104,8 @@ type Logged struct {
 	wake     chan struct{}
 	done     chan struct{}
 	stopped  chan struct{}
+	view     *logView      // LoggedOptions.View; nil without
+	viewDone chan struct{} // closed once the view's writer ended
 }
 
 var _ Store = (*Logged)(nil)
@@ -273,6 +276,12 @@ type LoggedOptions struct {
 	// tests of the replay of a whole log).
 	SnapshotEvery int
 
+	// View keeps the log's view (logged_view.go): the Redis store's keys
+	// of its jobs, under the log's hash tag ({NAME}job:<id>, ...), written by the owner from
+	// its state, a moment behind, for readers of Redis (view=1 in the
+	// URL).
+	View bool
+
 	// group, when set, is the logs whose writers append each other's
 	// batches with their own (Owned's shards: logGroup).
 	group *logGroup
@@ -332,6 +341,11 @@ func OpenLogged(ctx context.Context, c redis.UniversalClient, name string, o Log
 	l.nextSnap = l.snapAfter()
 	go l.writer()
 	go l.renew()
+	if o.View {
+		l.Memory.trackTouched()
+		l.view, l.viewDone = &logView{l: l, keys: viewKeys(name)}, make(chan struct{})
+		go l.viewLoop()
+	}
 	return l, nil
 }
 
@@ -719,6 +733,22 @@ func (l *Logged) changeThen(ctx context.Context, fn func() (changed bool, rec *r
 	}
 	l.mu.Unlock()
 	return l.await(ctx, p)
+}
+
+// appendedUpTo waits until every record queued before it is appended
+// (after Close: until the writer appended what was queued), and says
+// why not when the log failed.
+func (l *Logged) appendedUpTo(ctx context.Context) error {
+	err := l.change(ctx, func() (bool, *record, error) { return false, nil, nil })
+	if errors.Is(err, ErrLogClosed) {
+		select {
+		case <-l.stopped:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return l.Err()
+	}
+	return err
 }
 
 // newPending is a queued record of size framed bytes (a barrier when 0)
@@ -1173,6 +1203,9 @@ func (l *Logged) Close() error {
 	l.mu.Unlock()
 	l.leaseUntil.Store(0) // no read either: another may own the log at once
 	<-l.stopped
+	if l.viewDone != nil {
+		<-l.viewDone // its last write, while the lease is still this owner's
+	}
 	if l.Err() == nil {
 		l.releaseLease()
 	}

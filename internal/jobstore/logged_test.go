@@ -31,22 +31,30 @@ func redisClient(t testing.TB, url string) redis.UniversalClient {
 // replay makes must be the state the first owner had, part for part. It
 // runs twice: replaying the whole log (no snapshots), and with a snapshot
 // every few records and at Close (the replay reads the last snapshot and
-// the batches after it).
+// the batches after it); the second keeps the log's view too, and checks
+// that it holds the state's jobs, events and indexes, and nothing else.
 func TestLogged(t *testing.T) {
 	url := redistest.Start(t)
 	c := redisClient(t, url)
 	for _, v := range []struct {
 		name  string
 		every int
-	}{{"Log", -1}, {"Snapshots", 2}} {
+		view  bool
+	}{{"Log", -1, false}, {"Snapshots", 2, true}} {
 		t.Run(v.name, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) jobstore.Store {
 				flush(t, url)
-				s, err := jobstore.OpenLogged(context.Background(), c, "test", jobstore.LoggedOptions{SnapshotEvery: v.every})
+				s, err := jobstore.OpenLogged(context.Background(), c, "test", jobstore.LoggedOptions{SnapshotEvery: v.every, View: v.view})
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() {
+					if v.view && !t.Failed() && s.Err() == nil {
+						// The view (view=1) holds what the state does.
+						if err := jobstore.SameView(context.Background(), s); err != nil {
+							t.Errorf("the log's view is not the state: %v", err)
+						}
+					}
 					_ = s.Close()
 					if t.Failed() {
 						return
@@ -678,5 +686,99 @@ func TestLoggedLongQueue(t *testing.T) {
 	}
 	if j, err := b.Get(ctx, "j1499"); err != nil || string(j.State) != string(jobstore.Pending) {
 		t.Fatalf("the last queued job after the takeover: %+v, %v", j, err)
+	}
+}
+
+// TestLoggedView: the view (view=1) is the Redis store's keys of the
+// owner's jobs, read with the Redis store's own reads. A new owner makes
+// it whole (the jobs its predecessor changed and did not write, the jobs
+// retention dropped), and a fenced owner writes nothing over it.
+func TestLoggedView(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	ctx := context.Background()
+	o := jobstore.LoggedOptions{View: true, Steal: true, SnapshotEvery: -1}
+	a, err := jobstore.OpenLogged(ctx, c, "v", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	move := func(s jobstore.Store, id string, to ...jobstore.State) {
+		t.Helper()
+		for _, st := range to {
+			tr := jobstore.Transition{To: st}
+			if st == jobstore.Dispatched {
+				tr.WorkerID, tr.Attempt = "w1", 1
+			}
+			if _, err := s.Transition(ctx, id, tr); err != nil {
+				t.Fatalf("%s to %s: %v", id, st, err)
+			}
+		}
+	}
+	for i := range 40 {
+		id := fmt.Sprintf("j%02d", i)
+		if _, _, err := a.Create(ctx, &jobstore.Job{ID: id, Topic: "job.echo", Tenant: fmt.Sprintf("t%d", i%3)}, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		switch i % 4 {
+		case 1:
+			move(a, id, jobstore.Scheduled, jobstore.Dispatched)
+		case 2:
+			move(a, id, jobstore.Scheduled, jobstore.Dispatched, jobstore.Running, jobstore.Succeeded)
+		case 3:
+			move(a, id, jobstore.Cancelled)
+		}
+	}
+	if err := jobstore.SameView(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	// Read as the Redis store reads its own keys: a job, its events, a
+	// tenant's list.
+	view := jobstore.ViewStore(c, "v")
+	for _, id := range []string{"j00", "j02"} {
+		want, err := a.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := view.Get(ctx, id)
+		if err != nil {
+			t.Fatalf("the view's %s: %v", id, err)
+		}
+		if got.State != want.State || got.Tenant != want.Tenant || got.WorkerID != want.WorkerID || got.Attempt != want.Attempt || !got.CreatedAt.Equal(want.CreatedAt) {
+			t.Fatalf("the view's %s is %+v, the owner's %+v", id, got, want)
+		}
+		wantEv, _ := a.Events(ctx, id)
+		gotEv, err := view.Events(ctx, id)
+		if err != nil || len(gotEv) != len(wantEv) || jobstore.VerifyEvents(gotEv, got.Chain) != nil {
+			t.Fatalf("the view's events of %s: %d (%v), the owner's %d", id, len(gotEv), err, len(wantEv))
+		}
+	}
+	page, err := view.List(ctx, jobstore.ListQuery{Tenant: "t1", Limit: 100})
+	if err != nil || len(page.Jobs) != 13 {
+		t.Fatalf("the view lists %d jobs of t1 (%v), want 13", len(page.Jobs), err)
+	}
+
+	// Changes the view has not caught up with, then a takeover: the new
+	// owner writes every job that differs, and drops what its state
+	// dropped.
+	move(a, "j00", jobstore.Cancelled)
+	move(a, "j01", jobstore.Running, jobstore.Failed)
+	b, err := jobstore.OpenLogged(ctx, c, "v", jobstore.LoggedOptions{View: true, Steal: true, SnapshotEvery: -1, Retention: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := jobstore.WriteView(ctx, a); !errors.Is(err, jobstore.ErrFenced) {
+		t.Fatalf("a fenced owner wrote its view: %v, want ErrFenced", err)
+	}
+	move(b, "j05", jobstore.Running)
+	if n, err := b.Sweep(ctx, time.Now().Add(2*time.Minute)); err != nil || n == 0 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	if err := jobstore.SameView(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := view.Get(ctx, "j03"); !errors.Is(err, jobstore.ErrNotFound) {
+		t.Fatalf("the view still holds j03, which retention dropped: %v", err)
 	}
 }

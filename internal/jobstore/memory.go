@@ -46,6 +46,10 @@ type Memory struct {
 	live       map[string]*memLive            // job:live:<id>: a running job's notes (live.go)
 	runs       *memRuns                       // workflow runs (memory_runs.go), made once
 	runsOnce   sync.Once
+	// touched holds the ids of the jobs changed (created, moved, dropped)
+	// since takeTouched, while a log's view is written from this state
+	// (logged_view.go); nil otherwise, and nothing is kept.
+	touched map[string]struct{}
 }
 
 type memLock struct {
@@ -152,6 +156,7 @@ func (m *Memory) Submit(ctx context.Context, job *Job, payload []byte, g Guard) 
 	}
 	mj.own()
 	m.jobs[n.ID] = mj
+	m.touch(n.ID)
 	m.blobs[ctxKeyOf(n)] = slices.Clone(payload)
 	m.zadd(Pending, n.ID, float64(ms(n.CreatedAt)))
 	m.created.add(ms(n.CreatedAt), n.ID)
@@ -287,6 +292,7 @@ func (m *Memory) Transition(ctx context.Context, id string, t Transition) (*Job,
 	}
 
 	mj.apply(&t)
+	m.touch(id)
 	if t.StoreResult {
 		m.blobs[plain.res(id)] = slices.Clone(t.Result)
 	}
@@ -629,6 +635,7 @@ func (m *Memory) DueDeferred(ctx context.Context, now time.Time, limit int) ([]*
 		}
 		mj.Waiting = ""
 		m.zadd(Pending, id, float64(ms(now)))
+		m.touch(id)
 		ids = append(ids, id)
 	}
 	return m.decode(ids)
@@ -795,6 +802,32 @@ func (m *Memory) Quarantined(ctx context.Context, now time.Time) (map[string]tim
 
 // Close does nothing: a memory store holds no connections.
 func (m *Memory) Close() error { return nil }
+
+// touch notes that job id changed, when changes are tracked. Lock held.
+func (m *Memory) touch(id string) {
+	if m.touched != nil {
+		m.touched[id] = struct{}{}
+	}
+}
+
+// trackTouched starts tracking the jobs changed (takeTouched).
+func (m *Memory) trackTouched() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.touched == nil {
+		m.touched = make(map[string]struct{})
+	}
+}
+
+// takeTouched returns the ids of the jobs changed since its last call,
+// and tracks afresh.
+func (m *Memory) takeTouched() map[string]struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.touched
+	m.touched = make(map[string]struct{}, len(t))
+	return t
+}
 
 // zadd adds id to state's index. Lock should be held.
 func (m *Memory) zadd(state State, id string, score float64) {

@@ -154,6 +154,7 @@ func (m *Memory) evict() {
 // gone and counts it in its tenant's entry in tenants, for dropIndexed.
 // Lock held.
 func (m *Memory) drop(id string, gone map[string]bool, tenants map[string]int) {
+	m.touch(id)
 	if mj, ok := m.jobs[id]; ok {
 		if mj.IdempotencyKey != "" {
 			delete(m.idem, idemKey(mj.Tenant, mj.IdempotencyKey))

@@ -43,6 +43,9 @@ const DefaultClusterShards = 16
 // former owner out. snapshot=N: the owner stores a snapshot of its state
 // (and trims the log it holds) after N records at least
 // (DefaultSnapshotEvery), and eight for each job the state holds.
+// view=1: the owner also keeps the Redis store's keys of its jobs (their
+// hashes, events and indexes) under the log's hash tag ({NAME}job:<id>), a moment
+// behind its state, for readers of Redis (LoggedOptions.View).
 // log=NAME&shards=N splits it into N logs with owners (Owned): every
 // process that opens it owns its share of them, and a scheduler sends
 // what belongs to another's shards to it.
@@ -81,6 +84,16 @@ func OpenContext(octx context.Context, rawURL string) (Store, error) {
 	if snapEvery != "" {
 		if every, err = strconv.Atoi(snapEvery); err != nil || every < 1 || logName == "" {
 			return nil, fmt.Errorf("jobstore: redis url: snapshot=%q is not a number of records (1 or more) for a log (log=NAME)", snapEvery)
+		}
+	}
+	plainURL, viewParam, err := cutParam(plainURL, "view")
+	if err != nil {
+		return nil, err
+	}
+	var view bool
+	if viewParam != "" {
+		if view, err = strconv.ParseBool(viewParam); err != nil || logName == "" {
+			return nil, fmt.Errorf("jobstore: redis url: view=%q is not 1 or 0 for a log (log=NAME)", viewParam)
 		}
 	}
 	plainURL, shards, err := cutShards(plainURL)
@@ -126,7 +139,7 @@ func OpenContext(octx context.Context, rawURL string) (Store, error) {
 	}
 	if logName != "" && shards > 0 {
 		// Shards with owners: this process takes its share of them.
-		o, err := OpenOwned(octx, c, logName, shards, LoggedOptions{LeaseTTL: lease, SnapshotEvery: every})
+		o, err := OpenOwned(octx, c, logName, shards, LoggedOptions{LeaseTTL: lease, SnapshotEvery: every, View: view})
 		if err != nil {
 			return nil, errors.Join(err, c.Close())
 		}
@@ -135,7 +148,7 @@ func OpenContext(octx context.Context, rawURL string) (Store, error) {
 	}
 	if logName != "" {
 		// A standby waits here, for as long as the owner lives.
-		l, err := OpenLogged(octx, c, logName, LoggedOptions{LeaseTTL: lease, SnapshotEvery: every})
+		l, err := OpenLogged(octx, c, logName, LoggedOptions{LeaseTTL: lease, SnapshotEvery: every, View: view})
 		if err != nil {
 			return nil, errors.Join(err, c.Close())
 		}

@@ -58,6 +58,12 @@ func TestOpenRedisErrors(t *testing.T) {
 	if _, err := jobstore.OpenRedis("redis://" + addr); err == nil {
 		t.Errorf("OpenRedis of %s (nothing listening) succeeded", addr)
 	}
+	// A log's options, checked before anything is dialled.
+	for _, q := range []string{"?log=x&view=maybe", "?view=1", "?log=x&lease=1ms", "?log=x&snapshot=0", "?snapshot=5"} {
+		if _, err := jobstore.Open("redis://" + addr + q); err == nil || !strings.Contains(err.Error(), "redis url") {
+			t.Errorf("Open of %s: %v, want an error about the URL", q, err)
+		}
+	}
 }
 
 // TestOpenKeepsTheLayout: a store opened once in a layout (no shards,
