@@ -273,3 +273,35 @@ func TestOwnedSharesAppends(t *testing.T) {
 		_ = r.Close()
 	}
 }
+
+// TestOwnedView: with shards (log=NAME&shards=N&view=1), each shard's
+// owner keeps its own view, under the shard log's hash tag ({NAME.<i>}),
+// holding its shard's jobs.
+func TestOwnedView(t *testing.T) {
+	url := redistest.Start(t)
+	c := redisClient(t, url)
+	ctx := context.Background()
+	s, err := jobstore.OpenOwned(ctx, c, "ov", 3, jobstore.LoggedOptions{View: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 12 {
+		tenant := fmt.Sprintf("t%d", i%6)
+		if _, _, err := s.Create(ctx, &jobstore.Job{ID: fmt.Sprintf("j%02d", i), Topic: "job.echo", Tenant: tenant}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, l := range jobstore.ShardLogs(s) {
+		if l == nil {
+			t.Fatalf("shard %d is not owned by the only process", i)
+		}
+		if err := jobstore.SameView(ctx, l); err != nil {
+			t.Fatalf("shard %d: %v", i, err)
+		}
+	}
+	key := fmt.Sprintf("{ov.%d}job:j00", jobstore.ShardOf("t0", 3))
+	if n, err := c.Exists(ctx, key).Result(); err != nil || n != 1 {
+		t.Fatalf("%s: %d, %v; want the job's hash in its shard's view", key, n, err)
+	}
+}
