@@ -114,12 +114,13 @@ bench-review: build modules
 # the logged store (log=lattice: one scheduler owns it, the other follows
 # as a standby); REDIS=owned on the logged store of 4 shards with owners
 # (log=lattice&shards=4: each scheduler owns two, and sends the other what
-# is its). After every fault a
+# is its); VIEW=1 with either keeps each log's view (view=1) and checks at
+# the end that it holds what a replay of the log does. After every fault a
 # history checker (internal/testing/history) checks the submitters', the
 # hosts' and the store's records. HOG=1 runs a busy loop on every core
 # beside it for the whole run.
 lattice-test: modules
-	$(GO) test -tags lattice -count=1 -timeout $(if $(SOAK),3h,60m) -v -run TestLattice ./internal/testing/lattice/ $(if $(or $(SOAK),$(filter cluster log owned,$(REDIS))),-args) $(if $(SOAK),-soak $(SOAK)) $(if $(filter cluster,$(REDIS)),-redis-cluster) $(if $(filter log,$(REDIS)),-redis-log) $(if $(filter owned,$(REDIS)),-redis-log -redis-shards 4)
+	$(GO) test -tags lattice -count=1 -timeout $(if $(SOAK),3h,60m) -v -run TestLattice ./internal/testing/lattice/ $(if $(or $(SOAK),$(filter cluster log owned,$(REDIS))),-args) $(if $(SOAK),-soak $(SOAK)) $(if $(filter cluster,$(REDIS)),-redis-cluster) $(if $(filter log,$(REDIS)),-redis-log) $(if $(filter owned,$(REDIS)),-redis-log -redis-shards 4) $(if $(and $(VIEW),$(filter log owned,$(REDIS))),-redis-view)
 
 # deploy-check lints and renders the Helm chart (deploy/helm/ward) with helm
 # and validates it with kubeconform -strict, both built from deploy/tools (a

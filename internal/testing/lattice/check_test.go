@@ -7,9 +7,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -207,14 +209,7 @@ func storeCounts(addrs []string) (map[string]int64, error) {
 		defer rc.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		logs := []string{latticeLog}
-		if *redisShards > 0 {
-			logs = nil
-			for i := range *redisShards {
-				logs = append(logs, fmt.Sprintf("%s.%d", latticeLog, i))
-			}
-		}
-		for _, name := range logs {
+		for _, name := range logNames() {
 			m, err := jobstore.ReadLogged(ctx, rc, name, jobstore.LoggedOptions{})
 			if err != nil {
 				return nil, err
@@ -253,6 +248,66 @@ func storeCounts(addrs []string) (map[string]int64, error) {
 		rc.Close()
 	}
 	return out, nil
+}
+
+// logNames are the logged store's logs (-redis-log): one, or a log a
+// shard.
+func logNames() []string {
+	if *redisShards == 0 {
+		return []string{latticeLog}
+	}
+	var logs []string
+	for i := range *redisShards {
+		logs = append(logs, fmt.Sprintf("%s.%d", latticeLog, i))
+	}
+	return logs
+}
+
+// viewsAgree waits up to wait until every log's view (-redis-view) holds
+// in its state indexes ({NAME}job:index:<STATE>) the jobs a replay of the
+// log holds in them, and answers how many jobs they held, or the first
+// difference.
+func viewsAgree(addrs []string, wait time.Duration) (int, string) {
+	rc := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer rc.Close()
+	deadline := time.Now().Add(wait)
+	for {
+		n, diff := viewDiff(rc)
+		if diff == "" || time.Now().After(deadline) {
+			return n, diff
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func viewDiff(rc *redis.Client) (int, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n := 0
+	far := time.Now().Add(24 * time.Hour)
+	for _, name := range logNames() {
+		m, err := jobstore.ReadLogged(ctx, rc, name, jobstore.LoggedOptions{})
+		if err != nil {
+			return n, err.Error()
+		}
+		for _, st := range jobstore.States() {
+			want, err := m.Stale(ctx, st, far, math.MaxInt32)
+			if err != nil {
+				return n, err.Error()
+			}
+			got, err := rc.ZRange(ctx, "{"+name+"}job:index:"+string(st), 0, -1).Result()
+			if err != nil {
+				return n, err.Error()
+			}
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(want, got) {
+				return n, fmt.Sprintf("log %s, %s: the replay holds %d jobs, the view %d", name, st, len(want), len(got))
+			}
+			n += len(want)
+		}
+	}
+	return n, ""
 }
 
 // latticeLog names the logged store's log (-redis-log).

@@ -63,6 +63,11 @@ var redisLog = flag.Bool("redis-log", false, "run the store on the logged store 
 // send each other what is the other's.
 var redisShards = flag.Int("redis-shards", 0, "with -redis-log, the shards with owners the log is split into")
 
+// redisView, with -redis-log, has each log's owner keep its view
+// (view=1), and the end check that it holds what a replay of the log
+// does.
+var redisView = flag.Bool("redis-view", false, "with -redis-log, keep each log's view (view=1) and check it at the end")
+
 // rate is the load offered, in jobs a second: a mix of echo, chat-simple
 // and (on the GPU host) chat-advanced jobs, from three tenants.
 const rate = 40
@@ -442,6 +447,9 @@ func TestLattice(t *testing.T) {
 			l.redis += "?log=" + latticeLog + "&lease=2s"
 			if *redisShards > 0 {
 				l.redis += fmt.Sprintf("&shards=%d", *redisShards)
+			}
+			if *redisView {
+				l.redis += "&view=1"
 			}
 		}
 	}
@@ -1122,6 +1130,15 @@ func TestLattice(t *testing.T) {
 		t.Errorf("counts not back to zero a minute after the last job ended: %v", nonzero)
 	} else {
 		t.Logf("the end: every tenant's and worker's active count in the store, and every host's active jobs, back to 0")
+	}
+	if *redisView {
+		// Each log's view, written by owners killed, paused, cut off and
+		// taken over along the way, holds what a replay of its log does.
+		if n, diff := viewsAgree(l.redisAddrs, 30*time.Second); diff != "" {
+			t.Errorf("the logs' views differ from their replays: %s", diff)
+		} else {
+			t.Logf("the end: the logs' views hold what their replays do: %d jobs in the same state indexes", n)
+		}
 	}
 	mu.Lock()
 	ids := make([]string, 0, len(jobs))
