@@ -135,9 +135,15 @@ func checkRunLog(t *testing.T, seen []*wardv1.WorkflowEvent, run *wardv1.Workflo
 // TestWorkflowEndToEnd runs a fan-out of echo jobs through a running
 // system, as a tenant: every step is an ordinary job of the tenant, the
 // outputs flow from step to step, the run's log is the one its followers
-// saw, and it verifies and replays.
+// saw, and it verifies and replays. The host runs one job at a time, so
+// that a step's second job waits in a queue: its placement from there is
+// logged (TaskPlaced) as an admission's is, once a task.
 func TestWorkflowEndToEnd(t *testing.T) {
-	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t)}})
+	sched := config.DefaultScheduler()
+	sched.Placement.CPUThreshold = 100
+	sched.Placement.Prefetch, sched.Placement.PrefetchWindow = 0, 0 // a host holds no job beyond its one slot
+	e := start(t, assembly.Options{Host: assembly.HostConfig{Modules: echoModules(t), MaxParallel: 1},
+		Scheduler: assembly.SchedulerConfig{Config: &config.Bundle{Scheduler: sched}}})
 	acme := e.tenantClient(t, "acme")
 	seen, run := runWorkflow(t, acme, &wardv1.WorkflowRunRequest{Definition: []byte(fanOut), Input: []byte(`{"items": ["a", "b", "c"]}`)})
 	if run.GetState() != "SUCCEEDED" {
@@ -179,21 +185,23 @@ func TestWorkflowEndToEnd(t *testing.T) {
 		t.Fatalf("followed %d events, stored %d", len(seen), len(run.GetEvents()))
 	}
 	events := make([]workflow.Event, len(run.GetEvents()))
-	placed := 0
+	placed := map[string]int{}
 	for i, ev := range run.GetEvents() {
 		if ev.GetHash() != seen[i].GetHash() {
 			t.Fatalf("event %d: followed %s, stored %s", i+1, seen[i].GetKind(), ev.GetKind())
 		}
 		events[i] = scheduler.EventOf(ev)
 		if ev.GetKind() == workflow.KindTaskPlaced {
-			placed++
-			if ev.GetDecisionId() == "" || !strings.Contains(string(ev.GetData()), "reasoning") {
-				t.Errorf("TaskPlaced without its decision or reasoning: %s", ev.GetData())
+			placed[ev.GetTask()]++
+			if ev.GetDecisionId() == "" || !strings.Contains(string(ev.GetData()), `"reasoning":"`) || !strings.Contains(string(ev.GetData()), `"worker":"`) {
+				t.Errorf("TaskPlaced without its decision, worker or reasoning: %s", ev.GetData())
 			}
 		}
 	}
-	if placed == 0 {
-		t.Error("no TaskPlaced event: the placements' reasoning is not in the run's log")
+	for _, task := range run.GetTasks() {
+		if placed[task.GetId()] != 1 {
+			t.Errorf("task %s's placement logged %d times, want once (TaskPlaced: %v)", task.GetId(), placed[task.GetId()], placed)
+		}
 	}
 	if err := workflow.Verify(events); err != nil {
 		t.Fatal(err)

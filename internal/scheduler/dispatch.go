@@ -18,6 +18,7 @@ import (
 	"github.com/ward-run/ward/internal/jobstore"
 	"github.com/ward-run/ward/internal/scheduler/placement"
 	"github.com/ward-run/ward/internal/telemetry"
+	"github.com/ward-run/ward/internal/workflow"
 )
 
 type scheduleResult int
@@ -61,6 +62,16 @@ func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits,
 	}
 	s.hosts.SetHeld(w.ID, moved.WorkerJobs, time.Now())
 	s.dispatch(ctx, after(job, moved, t), lim, t)
+	if run := job.Labels[LabelRun]; run != "" {
+		// A workflow step's job: its run logs where it went (TaskPlaced).
+		p := workflow.Placement{JobID: job.ID, Worker: w.ID, Reasoning: t.ViaMessage}
+		if sf := job.Safety; sf != nil {
+			p.DecisionID = sf.DecisionID
+		} else if lim.safety != nil {
+			p.DecisionID = lim.safety.DecisionID
+		}
+		s.runner.taskPlaced(ctx, run, job.Labels[LabelTask], p)
+	}
 	return scheduled
 }
 

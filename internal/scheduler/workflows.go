@@ -476,32 +476,25 @@ func (r *runner) submit(ctx context.Context, lr *liveRun, a *workflow.Assignment
 		r.complete(lr, a.Task, workflow.Result{Error: reply.GetReason() + ": " + reply.GetMessage(), JobID: req.JobId})
 		return
 	}
-	admit()
-	r.placed(ctx, lr, a.Task, req.JobId)
+	admit() // its placement, at once or from a queue later, is logged by taskPlaced
 }
 
-// placed logs where task's job was placed, once admission placed it: the
-// policy decision it rests on and the placement's reasoning.
-func (r *runner) placed(ctx context.Context, lr *liveRun, task, jobID string) {
-	job, err := r.store.Get(ctx, jobID)
-	if err != nil || job.WorkerID == "" {
-		return // ended at admission (denied, ...), or waiting: its end tells
-	}
-	p := workflow.Placement{JobID: jobID, Worker: job.WorkerID}
-	if job.Safety != nil {
-		p.DecisionID = job.Safety.DecisionID
-	}
-	if evs, err := r.store.Events(ctx, jobID); err == nil {
-		for _, e := range evs {
-			if e.State == jobstore.Scheduled {
-				p.Reasoning = e.Message
-			}
-		}
+// taskPlaced logs where a run's task's job was placed, as the scheduler
+// dispatches it (schedule): the policy decision it rests on and the
+// placement's reasoning, once a task (its job's first placement, at
+// admission or from a queue). A run another replica drives is that
+// replica's to log; a task that ended meanwhile logs nothing.
+func (r *runner) taskPlaced(ctx context.Context, run, task string, p workflow.Placement) {
+	r.mu.Lock()
+	lr := r.runs[run]
+	r.mu.Unlock()
+	if lr == nil {
+		return
 	}
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
-	if lr.gone || lr.eng.Placed(task, p) != nil {
-		return // it ended meanwhile
+	if lr.gone || !lr.eng.Unplaced(task) || lr.eng.Placed(task, p) != nil {
+		return
 	}
 	r.save(ctx, lr)
 }

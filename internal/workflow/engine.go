@@ -101,6 +101,8 @@ type task struct {
 	state TaskState
 	// assigned: Next gave it out (it has, or had, a job).
 	assigned bool
+	// placed: its job was placed (TaskPlaced, once).
+	placed bool
 	// output and err, once it ended.
 	output any
 	err    string

@@ -326,12 +326,24 @@ type Placement struct {
 }
 
 // Placed logs TaskPlaced: task id's job was admitted by the policy and
-// placed, with the placement's reasoning.
+// placed, with the placement's reasoning. A task is placed once: its
+// job's first placement (at its admission, or from a queue later).
 func (e *Engine) Placed(id string, p Placement) error {
 	t := e.tasks[id]
-	if t == nil || t.state != Running {
+	switch {
+	case t == nil || t.state != Running:
 		return fmt.Errorf("workflow: run %s: task %q is not running", e.run, id)
+	case t.placed:
+		return fmt.Errorf("workflow: run %s: task %q was placed already", e.run, id)
 	}
+	t.placed = true
 	e.log.add(e, KindTaskPlaced, id, map[string]any{"job_id": p.JobID, "worker": p.Worker, "reasoning": p.Reasoning}, p.DecisionID)
 	return nil
+}
+
+// Unplaced reports whether task id runs and its job's placement is not
+// logged yet.
+func (e *Engine) Unplaced(id string) bool {
+	t := e.tasks[id]
+	return t != nil && t.state == Running && !t.placed
 }
