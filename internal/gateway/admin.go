@@ -667,6 +667,10 @@ func (pa *policiesAPI) policyTest(w http.ResponseWriter, r *http.Request, p Prin
 type ImpactRequest struct {
 	Files map[string]string `json:"files"`
 	Base  *bool             `json:"base,omitempty"`
+	// KVRevision, instead of Files, names a kept revision of the policy
+	// history (GET /v1/policies/history's kv_revision): the candidate is
+	// the bundle a rollback to it would put back in force.
+	KVRevision uint64 `json:"kv_revision,omitempty"`
 }
 
 // ImpactReply is POST /v1/policies/impact's answer: what `ward policy
@@ -679,6 +683,23 @@ type ImpactReply struct {
 	Kernels      []map[string]any `json:"kernels"`
 	Evaluated    int64            `json:"evaluated"`
 	Flips        []map[string]any `json:"flips"`
+	// DeniesActive are the jobs of the flips to DENY that run or wait
+	// now (not ended): the candidate would deny work of a kind in flight
+	// (`ward policy push` and `rollback` ask before they go on).
+	DeniesActive []ActiveJob `json:"denies_active"`
+	// For a kv_revision: the revision kept there, whether it is in force
+	// already (a rollback to it changes nothing), and whether it is
+	// signed.
+	KVRevision uint64 `json:"kv_revision,omitempty"`
+	InForce    bool   `json:"in_force,omitempty"`
+	Signed     bool   `json:"signed,omitempty"`
+	KeyID      string `json:"key_id,omitempty"`
+}
+
+// ActiveJob is a job that runs or waits, and its state.
+type ActiveJob struct {
+	JobID string `json:"job_id"`
+	State string `json:"state"`
 }
 
 // impactStatusWait is how long policyImpact waits for the kernels to say
@@ -696,30 +717,54 @@ func (pa *policiesAPI) policyImpact(w http.ResponseWriter, r *http.Request, p Pr
 	}
 	ctx, cancel := pa.ctx(r)
 	defer cancel()
-	files := map[string][]byte{}
-	out := ImpactReply{Kernels: []map[string]any{}, Flips: []map[string]any{}}
-	if in.Base == nil || *in.Base {
-		b, _, err := pa.currentPolicy(ctx)
+	out := ImpactReply{Kernels: []map[string]any{}, Flips: []map[string]any{}, DeniesActive: []ActiveJob{}}
+	var b *safety.Bundle
+	if in.KVRevision != 0 {
+		// A rollback's candidate: the kept revision's bundle, as it was
+		// pushed.
+		if len(in.Files) > 0 || in.Base != nil {
+			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "kv_revision names the whole candidate: no files or base with it")
+		}
+		hb, pr, err := safety.HistoryBundle(ctx, pa.client.Bus().NATS(), pa.bucket, in.KVRevision)
+		switch {
+		case errors.Is(err, safety.ErrNotInHistory):
+			return nil, errorf(http.StatusNotFound, CodeNotFound, "%v", err)
+		case errors.Is(err, safety.ErrRevisionDeleted):
+			return nil, errorf(http.StatusConflict, CodeConflict, "%v", err)
+		case err != nil:
+			return nil, err
+		}
+		cur, _, err := pa.currentPolicy(ctx)
 		if err != nil {
 			return nil, err
 		}
-		maps.Copy(files, b.Files)
-		out.BaseRevision = b.Revision()
-	}
-	for name, data := range in.Files {
-		if data == "" {
-			delete(files, name)
-			continue
+		b, out.BaseRevision = hb, cur.Revision()
+		out.KVRevision, out.InForce, out.Signed, out.KeyID = in.KVRevision, pr.InForce, pr.Signed, pr.KeyID
+	} else {
+		files := map[string][]byte{}
+		if in.Base == nil || *in.Base {
+			cur, _, err := pa.currentPolicy(ctx)
+			if err != nil {
+				return nil, err
+			}
+			maps.Copy(files, cur.Files)
+			out.BaseRevision = cur.Revision()
 		}
-		files[name] = []byte(data)
-	}
-	if len(files) == 0 {
-		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "the candidate bundle has no files")
-	}
-	// The names as a kernel checks them, then the policy as it compiles it.
-	b, err := safety.BundleFromProto(&safetyv1.PolicyBundle{Files: files})
-	if err != nil {
-		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%v", err)
+		for name, data := range in.Files {
+			if data == "" {
+				delete(files, name)
+				continue
+			}
+			files[name] = []byte(data)
+		}
+		if len(files) == 0 {
+			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "the candidate bundle has no files")
+		}
+		// The names as a kernel checks them, then the policy as it compiles it.
+		var err error
+		if b, err = safety.BundleFromProto(&safetyv1.PolicyBundle{Files: files}); err != nil {
+			return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%v", err)
+		}
 	}
 	if _, err := safety.Compile(b); err != nil {
 		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "%v", err)
@@ -747,6 +792,18 @@ func (pa *policiesAPI) policyImpact(w http.ResponseWriter, r *http.Request, p Pr
 	out.Evaluated = sum.Evaluated
 	for _, f := range sum.Flips {
 		out.Flips = append(out.Flips, apijson.Of(f))
+		if f.GetTo() != safetyv1.Decision_DECISION_DENY {
+			continue
+		}
+		for _, id := range f.GetJobIds() {
+			rec, err := pa.client.Get(ctx, id, false)
+			if err != nil {
+				continue // ended and gone, or not to be read now: not known to run
+			}
+			if st := rec.GetState(); !client.Terminal(st) {
+				out.DeniesActive = append(out.DeniesActive, ActiveJob{JobID: id, State: strings.TrimPrefix(st.String(), "JOB_STATE_")})
+			}
+		}
 	}
 	return out, nil
 }

@@ -642,10 +642,11 @@ func TestBrowserReadOnly(t *testing.T) {
 	}
 }
 
-// TestBrowserPolicyHistory: the Policies page's history, with a Rollback
-// form for each kept revision but the one in force; its button asks for a
-// second click, then the form posts, and the page comes back saying what
-// it did, with the revision rolled back to in force.
+// TestBrowserPolicyHistory: the Policies page's history, with a "Roll
+// back…" link for each kept revision but the one in force; it opens what
+// the rollback would change (a job of other's, denied by the policy in
+// force, would be allowed), and its button rolls back: the page comes
+// back saying what it did, with the revision rolled back to in force.
 func TestBrowserPolicyHistory(t *testing.T) {
 	s := start(t, sysOptions{})
 	st, body := s.call(t, s.Admin, "GET", "/v1/policies?files=true", nil)
@@ -673,20 +674,29 @@ func TestBrowserPolicyHistory(t *testing.T) {
 		t.Fatalf("history: %d %s", st, body)
 	}
 	first := fmt.Sprint(hist[1].(map[string]any)["kv_revision"])
+	// A decision the rollback would flip: other's echo, denied now (once
+	// the kernel enforces the second push).
+	waitFor(t, func() bool {
+		return fmt.Sprint(s.waitJob(t, s.Other, s.submitJob(t, s.Other, map[string]any{"topic": "job.echo", "payload": "hi"}))["state"]) == "DENIED"
+	})
 
 	admin := newBrowser(t, s)
 	admin.login(s.Admin)
 	row := `#policy-history tr[data-kv="` + first + `"]`
-	admin.do("open the history", chromedp.Navigate(admin.url+"/ui/policies#history"), chromedp.WaitVisible(chromedp.CSS(row+" button")))
-	if n := admin.eval(`document.querySelectorAll('#policy-history button').length`); n != float64(1) {
-		t.Errorf("%v Rollback buttons, want 1 (none for the revision in force)", n)
+	admin.do("open the history", chromedp.Navigate(admin.url+"/ui/policies#history"), chromedp.WaitVisible(chromedp.CSS(row+" a.rollback")))
+	if n := admin.eval(`document.querySelectorAll('#policy-history a.rollback').length`); n != float64(1) {
+		t.Errorf("%v Roll back links, want 1 (none for the revision in force)", n)
 	}
 	admin.check("policies-history")
-	admin.do("arm the rollback", chromedp.Click(chromedp.CSS(row+" button")))
-	if b := admin.text(row + " button"); !strings.HasPrefix(b, "Confirm") {
-		t.Errorf("the button after one click: %q", b)
+	admin.do("see what the rollback would change", chromedp.Click(chromedp.CSS(row+" a.rollback")), chromedp.WaitVisible(chromedp.CSS("#rollback-form")))
+	if r := admin.text("#rollback-revision"); r != revs[0] {
+		t.Errorf("the preview's revision: %q, want %s", r, revs[0])
 	}
-	admin.do("roll back", chromedp.Click(chromedp.CSS(row+" button")), chromedp.WaitVisible(chromedp.CSS("#rollback-msg")))
+	if f := admin.text(`#rollback-flips tr[data-tenant="other"] [data-field="flip"]`); f != "DENY → ALLOW" {
+		t.Errorf("the preview's flip of other's decisions: %q, want DENY → ALLOW", f)
+	}
+	admin.check("policy-rollback-preview")
+	admin.do("roll back", chromedp.Click(chromedp.CSS("#rollback-confirm")), chromedp.WaitVisible(chromedp.CSS("#rollback-msg")))
 	if m := admin.text("#rollback-msg"); !strings.Contains(m, "Rolled back to #"+first+": revision "+revs[0]) {
 		t.Errorf("the page after the rollback: %q", m)
 	}

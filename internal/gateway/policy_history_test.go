@@ -134,6 +134,30 @@ func TestPolicyHistoryRollback(t *testing.T) {
 		t.Errorf("a rollback to the revision in force: %d %s", st, b)
 	}
 
+	// What a rollback to A would change, before it is made: other's echo,
+	// allowed under B, denied again (POST /v1/policies/impact with the
+	// kept revision), as `ward policy rollback` shows it first.
+	st, b = c.call(s.Admin, "POST", "/v1/policies/impact", map[string]any{"kv_revision": kvA})
+	if o := object(t, b); st != http.StatusOK || o["revision"] != revA || o["base_revision"] != revB || o["in_force"] == true ||
+		!strings.Contains(string(b), `"tenant_id":"other"`) || !strings.Contains(string(b), `"to":"DENY"`) || !strings.Contains(string(b), "other may not echo") {
+		t.Errorf("the impact of a rollback to A: %d %s", st, b)
+	}
+	if st, b := c.call(s.Admin, "POST", "/v1/policies/impact", map[string]any{"kv_revision": kvB}); st != http.StatusOK || object(t, b)["in_force"] != true {
+		t.Errorf("the impact of a rollback to the revision in force: %d %s", st, b)
+	}
+	for _, tc := range []struct {
+		body   any
+		status int
+		code   string
+	}{
+		{map[string]any{"kv_revision": kvB + 100}, 404, "not_found"},
+		{map[string]any{"kv_revision": kvA, "files": map[string]string{"x.rego": "package ward.safety"}}, 400, "bad_request"},
+	} {
+		if st, b := c.call(s.Admin, "POST", "/v1/policies/impact", tc.body); st != tc.status || errCode(t, b) != tc.code {
+			t.Errorf("impact %v: %d %s, want %d %s", tc.body, st, b, tc.status, tc.code)
+		}
+	}
+
 	st, b = c.call(s.Admin, "POST", "/v1/policies/rollback", map[string]any{"kv_revision": kvA})
 	if o := object(t, b); st != http.StatusOK || o["revision"] != revA || o["unchanged"] != false || o["rolled_back_to"] != float64(kvA) {
 		t.Fatalf("rollback to A: %d %s", st, b)
@@ -164,12 +188,29 @@ func TestPolicyHistoryRollback(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a tenant's rollback form: %d", resp.StatusCode)
 	}
+	if st, _ := acme.get(fmt.Sprintf("/ui/policies/rollback?kv_revision=%d", kvB)); st != http.StatusForbidden {
+		t.Errorf("a tenant's rollback preview: %d", st)
+	}
 	admin := s.login(t, s.Admin)
 	_, page := admin.get("/ui/policies")
+	link := func(kv uint64) string { return fmt.Sprintf(`href="/ui/policies/rollback?kv_revision=%d"`, kv) }
+	if !strings.Contains(page, `id="policy-history"`) || !strings.Contains(page, link(kvB)) || strings.Contains(page, link(h[0].KVRevision)) {
+		t.Errorf("the admin's Policies page: no history, no Roll back link for #%d, or one for the revision in force:\n%s", kvB, page)
+	}
+	// The preview: B lets other's echo run again, and its form rolls back.
+	st, page = admin.get(fmt.Sprintf("/ui/policies/rollback?kv_revision=%d", kvB))
 	form := fmt.Sprintf(`<input type="hidden" name="kv_revision" value="%d">`, kvB)
-	if !strings.Contains(page, `id="policy-history"`) || !strings.Contains(page, form) ||
-		strings.Contains(page, fmt.Sprintf(`name="kv_revision" value="%d"`, h[0].KVRevision)) {
-		t.Errorf("the admin's Policies page: no history, no Rollback form for #%d, or one for the revision in force:\n%s", kvB, page)
+	if st != http.StatusOK || !strings.Contains(page, `id="rollback-flips"`) || !strings.Contains(page, `<tr data-tenant="other">`) ||
+		!strings.Contains(page, `<span class="badge dec-DENY">DENY</span> → <span class="badge dec-ALLOW">ALLOW</span>`) || !strings.Contains(page, form) ||
+		!strings.Contains(page, revB) {
+		t.Errorf("the rollback preview of #%d: %d\n%s", kvB, st, page)
+	}
+	if st, page := admin.get(fmt.Sprintf("/ui/policies/rollback?kv_revision=%d", h[0].KVRevision)); st != http.StatusOK ||
+		!strings.Contains(page, `id="rollback-in-force"`) || strings.Contains(page, `id="rollback-form"`) {
+		t.Errorf("the rollback preview of the revision in force: %d\n%s", st, page)
+	}
+	if st, _ := admin.get("/ui/policies/rollback?kv_revision=x"); st != http.StatusBadRequest {
+		t.Errorf("a rollback preview of no revision: %d", st)
 	}
 	resp, err = admin.http.PostForm(s.URL+"/ui/policies/rollback", url.Values{"kv_revision": {fmt.Sprint(kvB)}})
 	if err != nil {

@@ -282,6 +282,7 @@ func (ui *Handler) routes() {
 	ui.page("GET /ui/modules", ScopeRead, ui.uiModules)
 	ui.page("GET /ui/modules/{name}", ScopeRead, ui.uiModule)
 	ui.page("GET /ui/policies", ScopeRead, ui.uiPolicies)
+	ui.page("GET /ui/policies/rollback", ScopeAdmin, ui.uiPolicyRollbackPreview)
 	ui.page("POST /ui/policies/rollback", ScopeAdmin, ui.uiPolicyRollback)
 	ui.page("GET /ui/workflows", ScopeRead, ui.uiRuns)
 	ui.page("GET /ui/workflows/{id}", ScopeRead, ui.uiRun)

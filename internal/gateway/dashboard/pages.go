@@ -269,6 +269,33 @@ type (
 		KVRevision uint64 `json:"kv_revision"`
 		Unchanged  bool   `json:"unchanged"`
 	}
+	// uiImpact is what a candidate bundle would change (POST
+	// /v1/policies/impact): a rollback's, for its preview.
+	uiImpact struct {
+		Revision     string           `json:"revision"`
+		BaseRevision string           `json:"base_revision"`
+		Kernels      []map[string]any `json:"kernels"`
+		Evaluated    int64            `json:"evaluated"`
+		Flips        []uiFlip         `json:"flips"`
+		DeniesActive []struct {
+			JobID string `json:"job_id"`
+			State string `json:"state"`
+		} `json:"denies_active"`
+		KVRevision uint64 `json:"kv_revision"`
+		InForce    bool   `json:"in_force"`
+		Signed     bool   `json:"signed"`
+		KeyID      string `json:"key_id"`
+	}
+	// uiFlip is a group of recent decisions a candidate would change.
+	uiFlip struct {
+		TenantID string   `json:"tenant_id"`
+		From     string   `json:"from"`
+		To       string   `json:"to"`
+		Count    int64    `json:"count"`
+		Reason   string   `json:"reason"`
+		Topics   []string `json:"topics"`
+		JobIDs   []string `json:"job_ids"`
+	}
 )
 
 // ---------------------------------------------------------------- overview
@@ -1007,6 +1034,23 @@ func rollbackNotice(q url.Values, h []safety.PolicyRevision) string {
 		}
 	}
 	return ""
+}
+
+// uiPolicyRollbackPreview is what a rollback would do, before it is
+// made (the history's "Roll back…" link): the kept revision, what it
+// would change of the kernels' recent decisions, the jobs in flight it
+// would deny, as `ward policy rollback` shows them before it asks, and
+// the form that makes it.
+func (ui *Handler) uiPolicyRollbackPreview(w http.ResponseWriter, r *http.Request, p Principal) (*uiPage, error) {
+	rev, err := strconv.ParseUint(r.URL.Query().Get("kv_revision"), 10, 64)
+	if err != nil || rev == 0 {
+		return nil, errorf(http.StatusBadRequest, reason.BadRequest, "kv_revision: not a bucket revision (the history lists them)")
+	}
+	var imp uiImpact
+	if err := ui.api.Call(r, p, "POST /v1/policies/impact", nil, nil, map[string]uint64{"kv_revision": rev}, &imp); err != nil {
+		return nil, err
+	}
+	return &uiPage{Template: "policy_rollback", Title: fmt.Sprintf("Roll back to #%d", rev), Data: imp}, nil
 }
 
 // uiPolicyRollback is the Policies page's Rollback form: a POST with the
