@@ -192,6 +192,29 @@ func (c *Client) scoped(ctx context.Context, base string, req, reply proto.Messa
 	return c.bus.Request(ctx, bus.TenantSubject(base, c.tenant), req, reply)
 }
 
+// jobRequest is a request about the jobs of the client's scope on base
+// (SubjectJobGet, SubjectJobList, SubjectCancel): an admin's is for every
+// tenant (a cancel signed, as scoped sends it); a tenant's goes straight to its shard's owner when a
+// submission's reply named the shard (SubmitReply.shard), and to any
+// scheduler, which forwards it, when nobody takes that subject (the store
+// has no shards, or the shard no owner for a moment) or none was named.
+func (c *Client) jobRequest(ctx context.Context, base string, req, reply proto.Message) error {
+	switch {
+	case c.admin && base == bus.SubjectCancel:
+		return c.scoped(ctx, base, req, reply) // signed: the scheduler audits who cancelled
+	case c.admin:
+		return c.bus.Request(ctx, bus.TenantSubject(base, bus.AllTenants), req, reply)
+	}
+	if shard, ok := c.shards.Load(c.tenant); ok {
+		err := c.bus.Request(ctx, bus.ShardedTenantSubject(base, c.tenant, shard.(string)), req, reply)
+		if !errors.Is(err, bus.ErrNoResponders) {
+			return err
+		}
+		c.shards.Delete(c.tenant)
+	}
+	return c.bus.Request(ctx, bus.TenantSubject(base, c.tenant), req, reply)
+}
+
 // Tenant is the tenant the client submits for.
 func (c *Client) Tenant() string { return c.tenant }
 
@@ -542,7 +565,7 @@ const MaxResultBytes = bus.ResultMax
 // and Get reads it from there into the record's Result.
 func (c *Client) Get(ctx context.Context, id string, includeResult bool) (*wardv1.JobRecord, error) {
 	reply := &wardv1.GetJobReply{}
-	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectJobGet, c.scope()), &wardv1.GetJobRequest{JobId: id, IncludeResult: includeResult}, reply); err != nil {
+	if err := c.jobRequest(ctx, bus.SubjectJobGet, &wardv1.GetJobRequest{JobId: id, IncludeResult: includeResult}, reply); err != nil {
 		return nil, err
 	}
 	rec := reply.GetJob()
@@ -566,7 +589,7 @@ func (c *Client) Get(ctx context.Context, id string, includeResult bool) (*wardv
 // skipped: Output does that).
 func (c *Client) GetLive(ctx context.Context, id string) (*wardv1.GetJobReply, error) {
 	reply := &wardv1.GetJobReply{}
-	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectJobGet, c.scope()), &wardv1.GetJobRequest{JobId: id, IncludeLive: true}, reply); err != nil {
+	if err := c.jobRequest(ctx, bus.SubjectJobGet, &wardv1.GetJobRequest{JobId: id, IncludeLive: true}, reply); err != nil {
 		return nil, err
 	}
 	if reply.GetError() != "" && reply.GetJob() == nil {
@@ -579,7 +602,7 @@ func (c *Client) GetLive(ctx context.Context, id string) (*wardv1.GetJobReply, e
 // store holds it (nil for one stored by pointer: context_ptr names it).
 func (c *Client) Context(ctx context.Context, id string) ([]byte, error) {
 	reply := &wardv1.GetJobReply{}
-	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectJobGet, c.scope()), &wardv1.GetJobRequest{JobId: id, IncludeContext: true}, reply); err != nil {
+	if err := c.jobRequest(ctx, bus.SubjectJobGet, &wardv1.GetJobRequest{JobId: id, IncludeContext: true}, reply); err != nil {
 		return nil, err
 	}
 	if reply.GetError() != "" && reply.GetJob() == nil {
@@ -652,7 +675,7 @@ func (c *Client) ListJobs(ctx context.Context, q *wardv1.ListJobsRequest) (*ward
 		q = &wardv1.ListJobsRequest{}
 	}
 	reply := &wardv1.ListJobsReply{}
-	if err := c.bus.Request(ctx, bus.TenantSubject(bus.SubjectJobList, c.scope()), q, reply); err != nil {
+	if err := c.jobRequest(ctx, bus.SubjectJobList, q, reply); err != nil {
 		return nil, err
 	}
 	if reply.GetError() != "" {
@@ -839,7 +862,7 @@ func gather[T interface {
 // ended already is returned with an error that says so.
 func (c *Client) Cancel(ctx context.Context, id, reason string) (*wardv1.JobRecord, error) {
 	reply := &wardv1.GetJobReply{}
-	if err := c.scoped(ctx, bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: reason}, reply); err != nil {
+	if err := c.jobRequest(ctx, bus.SubjectCancel, &wardv1.JobCancel{JobId: id, Reason: reason}, reply); err != nil {
 		return nil, err
 	}
 	if reply.GetError() != "" {

@@ -228,6 +228,35 @@ func TestOwnedShards(t *testing.T) {
 		t.Errorf("stats: %d SUCCEEDED, want %d (%v)", n, tenants*each, stats.GetStates())
 	}
 
+	// A tenant's client, once a submission's reply named its shard, sends
+	// its gets, listings and cancels straight to the shard's owner: none
+	// is forwarded, whichever replica would have taken it.
+	tc := e.tenantClient(t, "tenant-5")
+	sub, err := tc.Submit(ctx, &wardv1.JobRequest{Topic: "job.echo", Payload: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forwardedReads := func() float64 {
+		return counterSum(t, "ward_scheduler_forwarded_total", "subject", "sys.job.get") +
+			counterSum(t, "ward_scheduler_forwarded_total", "subject", "sys.job.list") +
+			counterSum(t, "ward_scheduler_forwarded_total", "subject", "sys.job.cancel")
+	}
+	reads := forwardedReads()
+	for range 8 {
+		if _, err := tc.Get(ctx, sub.GetJobId(), false); err != nil {
+			t.Fatalf("tenant-5's get of its job: %v", err)
+		}
+	}
+	if page, err := tc.ListJobs(ctx, &wardv1.ListJobsRequest{Limit: 10}); err != nil || len(page.GetJobs()) != each+1 {
+		t.Errorf("tenant-5's listing: %d jobs (%v), want %d", len(page.GetJobs()), err, each+1)
+	}
+	if _, err := tc.Cancel(ctx, "no-such-job", "a tenant's cancel"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("tenant-5's cancel of a job it does not have: %v, want not found", err)
+	}
+	if n := forwardedReads() - reads; n != 0 {
+		t.Errorf("%v of a tenant's gets, listings and cancels were forwarded: its client should send them to the owner", n)
+	}
+
 	// An admin's cancel is asked of every shard: the owner of the job's
 	// shard records it, and where no shard has the job the replica that
 	// gathered the answers does; each once.

@@ -96,6 +96,8 @@ func TestTenantReachesItsOwnSubjectsOnly(t *testing.T) {
 	for _, subj := range []string{bus.TenantSubject(bus.SubjectSubmit, "globex"), bus.TenantSubject(bus.SubjectSubmit, bus.AllTenants),
 		// Nor to another tenant's shard owner, nor its forwards.
 		bus.SubmitSubject("globex", "0"), bus.ShardSubject(0, bus.TenantSubject(bus.SubjectSubmit, "acme")),
+		bus.ShardedTenantSubject(bus.SubjectJobGet, "globex", "0"), bus.ShardedTenantSubject(bus.SubjectJobList, "globex", "0"),
+		bus.ShardedTenantSubject(bus.SubjectCancel, "globex", "0"), bus.ShardedTenantSubject(bus.SubjectJobGet, bus.AllTenants, "0"),
 		bus.WorkerJobsSubject("h1"), bus.HeartbeatSubject("h1"), bus.ResultSubject("h1"), bus.SubjectHostCancel,
 		"$KV.ward_policy.bundle", "$JS.API.STREAM.INFO.OBJ_WARD_CTX_globex",
 		// Another tenant's buckets are a scheduler's to make, on that

@@ -157,6 +157,14 @@ func SubmitSubject(tenant, shard string) string {
 	return ReportSubject(TenantSubject(SubjectSubmit, tenant), shard)
 }
 
+// ShardedTenantSubject is TenantSubject(base, tenant) straight to the
+// owner of the tenant's shard (SubmitReply.shard): a tenant's get, list
+// and cancel (SubjectJobGet, SubjectJobList, SubjectCancel), as
+// SubmitSubject is its submission's.
+func ShardedTenantSubject(base, tenant, shard string) string {
+	return ReportSubject(TenantSubject(base, tenant), shard)
+}
+
 // ResultSubject is where worker id publishes its results.
 func ResultSubject(workerID string) string { return SubjectResult + "." + workerID }
 

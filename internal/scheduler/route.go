@@ -323,10 +323,16 @@ func routeSub[T any, P interface {
 			suffix := "." + strconv.Itoa(i)
 			return bus.Subscribe(ctx, s.cfg.Bus, subject+suffix, queue, w, s.log, func(ctx context.Context, msg *nats.Msg, m P) {
 				msg.Subject = strings.TrimSuffix(msg.Subject, suffix)
-				if to := key(msg, m); to.tenant != "" && r.shards.ShardOf(to.tenant) != i {
+				switch to := key(msg, m); {
+				case to.tenant != "" && r.shards.ShardOf(to.tenant) != i:
 					// Sent to another's shard (a client's stale or wrong
 					// guess): on to the tenant's.
 					r.forward(r.shards.ShardOf(to.tenant), msg, 0)
+					return
+				case to.all && merge != nil:
+					// An admin's request for every tenant, sent to one
+					// shard's subject: gathered, as on the plain one.
+					r.gather(ctx, msg, merge)
 					return
 				}
 				release, ok := r.hold(i, msg)
@@ -386,9 +392,10 @@ func routeSub[T any, P interface {
 // direct reports whether subject is one its senders may send to the
 // owner of a shard directly, with the shard as one more token: a host's
 // report subjects (results, progress, context requests, result parts),
-// and the submissions.
+// and a tenant's submissions, gets, lists and cancels.
 func direct(subject string) bool {
-	for _, base := range []string{bus.SubjectResult, bus.SubjectProgress, bus.SubjectContext, bus.SubjectResultPart, bus.SubjectSubmit} {
+	for _, base := range []string{bus.SubjectResult, bus.SubjectProgress, bus.SubjectContext, bus.SubjectResultPart, bus.SubjectSubmit,
+		bus.SubjectJobGet, bus.SubjectJobList, bus.SubjectCancel} {
 		if subject == base+".*" {
 			return true
 		}
