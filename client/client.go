@@ -38,6 +38,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/ward-run/ward/api/reason"
 	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/internal/auth"
 	"github.com/ward-run/ward/internal/bus"
@@ -83,6 +84,9 @@ type Client struct {
 	objs     *bus.Objects
 	objsErr  error
 
+	// retry is Options.SubmitRetry (0: never).
+	retry time.Duration
+
 	// shards: each tenant's shard of a store of shards with owners, as a
 	// submission's reply said (SubmitReply.shard): its later submissions
 	// go straight to the shard's owner.
@@ -104,6 +108,13 @@ type Options struct {
 	// Admin, without a credential, queries every tenant's jobs (with one,
 	// the credential decides).
 	Admin bool
+	// SubmitRetry is how long Submit sends a submission again while nobody
+	// could take it: no scheduler answered (a restart, or, with shards
+	// with owners, a shard between owners: about a lease), or the store was
+	// unavailable (store_error). It sends the same request, job id and
+	// all, which a scheduler answers as a duplicate when an earlier try
+	// made the job. 0: DefaultSubmitRetry; below 0: never. ctx bounds it too.
+	SubmitRetry time.Duration
 	// TLS, when set, makes the client speak TLS to NATS: CA verifies the
 	// server (empty: the system's roots), Cert and Key are the client's
 	// own for a server that requires one ($WARD_TLS_CA, $WARD_TLS_CERT,
@@ -111,13 +122,20 @@ type Options struct {
 	TLS auth.TLSFiles
 }
 
+// DefaultSubmitRetry is Options.SubmitRetry's default.
+const DefaultSubmitRetry = 10 * time.Second
+
 // New wraps an existing bus connection, as o says.
 func New(c *bus.Conn, o Options) *Client {
 	t := o.Tenant
 	if t == "" {
 		t = DefaultTenant
 	}
-	return &Client{bus: c, tenant: t, admin: o.Admin}
+	retry := o.SubmitRetry
+	if retry == 0 {
+		retry = DefaultSubmitRetry
+	}
+	return &Client{bus: c, tenant: t, admin: o.Admin, retry: max(retry, 0)}
 }
 
 // Dial connects to NATS at url as o says.
@@ -284,12 +302,36 @@ func (c *Client) Submit(ctx context.Context, req *wardv1.JobRequest) (_ *wardv1.
 		}
 		req.ContextPtr, req.Payload = ptr, nil
 	}
+	// Sent again while nobody could take it (Options.SubmitRetry).
+	giveUp := time.Now().Add(c.retry)
+	var lastReply *wardv1.SubmitReply
+	var lastErr error // the last try's, when nobody could take it
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		reply, err := c.submitOnce(ctx, tenant, req)
+		switch {
+		case lastErr != nil && err != nil && ctx.Err() != nil:
+			return lastReply, lastErr // ctx ended during a try: why the tries before failed
+		case !(errors.Is(err, bus.ErrNoResponders) || reply.GetReason() == string(reason.StoreError)) || time.Now().Add(wait).After(giveUp):
+			return reply, err
+		}
+		lastReply, lastErr = reply, err
+		select {
+		case <-ctx.Done():
+			return reply, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// submitOnce sends req once, on tenant's submission subject: its shard's
+// owner's when a reply named it.
+func (c *Client) submitOnce(ctx context.Context, tenant string, req *wardv1.JobRequest) (*wardv1.SubmitReply, error) {
 	reply := &wardv1.SubmitReply{}
 	subject := bus.TenantSubject(bus.SubjectSubmit, tenant)
 	if shard, ok := c.shards.Load(tenant); ok {
 		subject = bus.SubmitSubject(tenant, shard.(string))
 	}
-	err = c.bus.Request(ctx, subject, req, reply)
+	err := c.bus.Request(ctx, subject, req, reply)
 	if errors.Is(err, bus.ErrNoResponders) && subject != bus.TenantSubject(bus.SubjectSubmit, tenant) {
 		// Nobody takes the shard's subject (the store is no longer one of
 		// shards, or the shard has no owner at the moment): any scheduler.

@@ -19,7 +19,7 @@ import (
 // tenant's subjects (an admin's is); closing the returned client closes
 // c's connection too. The gateway serves a tenant's API key through it.
 func (c *Client) For(tenant string) *Client {
-	return &Client{bus: c.bus, tenant: tenant, bound: true}
+	return &Client{bus: c.bus, tenant: tenant, bound: true, retry: c.retry}
 }
 
 // Admin reports whether the client sees every tenant's jobs.

@@ -262,6 +262,11 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 		res, err = s.cfg.Store.Submit(ctx, job, req.Payload, guard)
 	}
 	switch {
+	case errors.Is(err, jobstore.ErrExists) && s.sameRequest(ctx, job):
+		// The same request sent again (a client's retry after a reply it
+		// did not get, across a restart or a takeover): a duplicate of the
+		// job it made, as an idempotency key's would be.
+		return &wardv1.SubmitReply{JobId: req.JobId, Accepted: true, Duplicate: true}, nil, nil
 	case errors.Is(err, jobstore.ErrExists):
 		return refuse(reason.BadRequest, "job %s exists already", req.JobId), nil, nil
 	case errors.Is(err, jobstore.ErrRateLimited):
@@ -295,6 +300,13 @@ func (s *Scheduler) acceptFor(ctx context.Context, req *wardv1.JobRequest, step 
 		}
 	}
 	return &wardv1.SubmitReply{JobId: res.ID, Accepted: true}, job, queued
+}
+
+// sameRequest reports whether the stored job of job's id was made by the
+// same request: the same tenant, topic and payload (its digest).
+func (s *Scheduler) sameRequest(ctx context.Context, job *jobstore.Job) bool {
+	stored, err := s.cfg.Store.Get(ctx, job.ID)
+	return err == nil && stored.Tenant == job.Tenant && stored.Topic == job.Topic && stored.PayloadDigest == job.PayloadDigest
 }
 
 // submitStep accepts the job of a workflow run's step (acceptFor, step):

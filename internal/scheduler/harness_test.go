@@ -233,13 +233,15 @@ func (e *env) tenant(name string) (*client.Client, error) {
 	if c, ok := e.tenants[name]; ok {
 		return c, nil
 	}
-	o := client.Options{Tenant: name}
+	// The scheduler's answers as it gives them: a store_error is not sent
+	// again (client.Options.SubmitRetry).
+	o := client.Options{Tenant: name, SubmitRetry: -1}
 	if e.secure != nil {
 		creds, err := e.issue(auth.Tenant, name, auth.IssueOptions{})
 		if err != nil {
 			return nil, err
 		}
-		o = client.Options{Creds: creds}
+		o = client.Options{Creds: creds, SubmitRetry: -1}
 	}
 	c, err := client.Dial(e.natsURL, o)
 	if err != nil {

@@ -157,6 +157,36 @@ func TestListJobsFitsMaxPayload(t *testing.T) {
 	}
 }
 
+// TestSubmitSameIDAgain: a request sent again with the job id it had (a
+// client's retry after a reply it did not get) is a duplicate of the job
+// it made; another request with that id is refused, and stores nothing.
+func TestSubmitSameIDAgain(t *testing.T) {
+	e := start(t, options{})
+	e.addHost(hb("h", "a"), nil)
+	e.waitWorkers("h")
+	req := func() *wardv1.JobRequest {
+		return &wardv1.JobRequest{JobId: "again", Topic: "job.a", Payload: []byte(`{"n":1}`)}
+	}
+	e.mustSubmit(req())
+	reply, err := e.submit(req())
+	if err != nil || !reply.GetAccepted() || !reply.GetDuplicate() || reply.GetJobId() != "again" {
+		t.Fatalf("the same request again: %v %v, want a duplicate", reply, err)
+	}
+	for _, other := range []*wardv1.JobRequest{
+		{JobId: "again", Topic: "job.a", Payload: []byte(`{"n":2}`)},
+		{JobId: "again", Topic: "job.b", Payload: []byte(`{"n":1}`)},
+	} {
+		reply, err := e.submit(other)
+		if err == nil && reply.GetAccepted() || reply.GetReason() != string(reason.BadRequest) || !strings.Contains(reply.GetMessage(), "exists already") {
+			t.Errorf("another request with the id: %v %v, want bad_request, exists already", reply, err)
+		}
+	}
+	e.waitState("again", jobstore.Succeeded)
+	if j, err := e.store.Get(context.Background(), "again"); err != nil || j.Topic != "job.a" || j.Attempt != 1 {
+		t.Errorf("the job after the resubmissions: %+v, %v; want job.a's, run once", j, err)
+	}
+}
+
 // TestIdempotencyConflict: the same idempotency key with the same request
 // is a duplicate of the first job; with another payload or topic it is
 // refused, idempotency_conflict, naming the first job; nothing is stored.
