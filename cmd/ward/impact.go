@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	safetyv1 "github.com/ward-run/ward/api/ward/safety/v1"
-	wardv1 "github.com/ward-run/ward/api/ward/v1"
 	"github.com/ward-run/ward/client"
 	"github.com/ward-run/ward/internal/safety"
 )
@@ -105,28 +104,6 @@ func printImpact(w io.Writer, rev string, s *safety.ImpactSummary) error {
 
 func decisionName(d safetyv1.Decision) string { return strings.TrimPrefix(d.String(), "DECISION_") }
 
-// deniedActive returns the jobs of flips to DENY that are running or
-// queued now (not ended), as far as c can tell.
-func deniedActive(ctx context.Context, c *client.Client, s *safety.ImpactSummary) []string {
-	var active []string
-	for _, f := range s.Flips {
-		if f.GetTo() != safetyv1.Decision_DECISION_DENY {
-			continue
-		}
-		for _, id := range f.GetJobIds() {
-			rec, err := c.Get(ctx, id, false)
-			if err != nil {
-				continue
-			}
-			switch rec.GetState() {
-			case wardv1.JobState_JOB_STATE_PENDING, wardv1.JobState_JOB_STATE_SCHEDULED, wardv1.JobState_JOB_STATE_DISPATCHED, wardv1.JobState_JOB_STATE_RUNNING:
-				active = append(active, id+" ("+stateName(rec.GetState())+")")
-			}
-		}
-	}
-	return active
-}
-
 // confirmPush shows what b would change and, when it would deny work of
 // a kind that runs or waits now, asks before the push (yes: do not ask).
 // It reports whether to push. A kernel that cannot tell (none answers, an
@@ -163,7 +140,10 @@ func confirmChange(cmd *cobra.Command, g *globals, nc *nats.Conn, b *safety.Bund
 		return false, err
 	}
 	defer c.Close()
-	active := deniedActive(ctx, c, s)
+	var active []string
+	for _, rec := range c.DeniedInFlight(ctx, s.Flips) {
+		active = append(active, rec.GetJobId()+" ("+stateName(rec.GetState())+")")
+	}
 	if len(active) == 0 || yes {
 		return true, nil
 	}

@@ -792,18 +792,9 @@ func (pa *policiesAPI) policyImpact(w http.ResponseWriter, r *http.Request, p Pr
 	out.Evaluated = sum.Evaluated
 	for _, f := range sum.Flips {
 		out.Flips = append(out.Flips, apijson.Of(f))
-		if f.GetTo() != safetyv1.Decision_DECISION_DENY {
-			continue
-		}
-		for _, id := range f.GetJobIds() {
-			rec, err := pa.client.Get(ctx, id, false)
-			if err != nil {
-				continue // ended and gone, or not to be read now: not known to run
-			}
-			if st := rec.GetState(); !client.Terminal(st) {
-				out.DeniesActive = append(out.DeniesActive, ActiveJob{JobID: id, State: strings.TrimPrefix(st.String(), "JOB_STATE_")})
-			}
-		}
+	}
+	for _, rec := range pa.client.DeniedInFlight(ctx, sum.Flips) {
+		out.DeniesActive = append(out.DeniesActive, ActiveJob{JobID: rec.GetJobId(), State: strings.TrimPrefix(rec.GetState().String(), "JOB_STATE_")})
 	}
 	return out, nil
 }

@@ -61,14 +61,13 @@ func (s *Scheduler) schedule(ctx context.Context, job *jobstore.Job, lim limits,
 		return gone
 	}
 	s.hosts.SetHeld(w.ID, moved.WorkerJobs, time.Now())
-	s.dispatch(ctx, after(job, moved, t), lim, t)
+	job = after(job, moved, t) // its decision too, stored with this move or before
+	s.dispatch(ctx, job, lim, t)
 	if run := job.Labels[LabelRun]; run != "" {
 		// A workflow step's job: its run logs where it went (TaskPlaced).
 		p := workflow.Placement{JobID: job.ID, Worker: w.ID, Reasoning: t.ViaMessage}
-		if sf := job.Safety; sf != nil {
-			p.DecisionID = sf.DecisionID
-		} else if lim.safety != nil {
-			p.DecisionID = lim.safety.DecisionID
+		if job.Safety != nil {
+			p.DecisionID = job.Safety.DecisionID
 		}
 		s.runner.taskPlaced(ctx, run, job.Labels[LabelTask], p)
 	}
